@@ -1,0 +1,13 @@
+.PHONY: help install test lint format ci
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+install:  ## install jobdef with the test dependencies (editable)
+	python3 -m pip install -e '.[test]'
+test:  ## run the test suite
+	python3 -m pytest
+lint:  ## ruff lint and format check
+	python3 -m ruff check . && python3 -m ruff format --check .
+format:  ## apply ruff formatting and safe fixes
+	python3 -m ruff format . && python3 -m ruff check --fix .
+ci:  ## run exactly what CI runs
+	bash .ci/run

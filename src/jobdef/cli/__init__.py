@@ -1,0 +1,53 @@
+"""The ``jobdef`` command line.
+
+Each subcommand lives in its own module under :mod:`jobdef.cli` and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` to a
+function ``(args) -> int``. Exit codes are decided here and in those handlers
+only: 0 clean, 1 findings, 2 usage error or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from jobdef import __version__
+from jobdef.errors import JobdefError
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+# Subcommand modules, in the order `jobdef --help` lists them.
+COMMANDS: tuple[str, ...] = ("schema",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jobdef",
+        description="Job definition sheets that validate, document and run your background jobs.",
+    )
+    parser.add_argument("--version", action="version", version=f"jobdef {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"jobdef.cli.{name}_cmd").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.handler(args))
+    except JobdefError as exc:
+        print(f"jobdef {args.command}: error: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK

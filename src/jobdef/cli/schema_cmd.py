@@ -1,0 +1,26 @@
+"""``jobdef schema``: print the JSON Schema of the sheet format."""
+
+from __future__ import annotations
+
+import argparse
+from importlib import resources
+
+
+def schema_text() -> str:
+    """The shipped draft-07 JSON Schema of apiVersion jobdef/v1."""
+    return (resources.files("jobdef") / "schema" / "jobdef-v1.schema.json").read_text("utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    print(schema_text(), end="")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "schema",
+        help="print the JSON Schema of the sheet format (for editors and CI)",
+        description="Print the draft-07 JSON Schema that sheets are validated against. "
+        "Save it and point a `# yaml-language-server: $schema=...` line at it.",
+    )
+    parser.set_defaults(handler=run)

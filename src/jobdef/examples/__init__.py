@@ -1,0 +1,1 @@
+"""Handlers of the example sheets in ``jobdefs/``, used by ``jobdef demo``."""

@@ -1,0 +1,183 @@
+"""The effective policy of each job: one frozen object per job, resolved once.
+
+The sheet loader merges ``Defaults`` into each ``Job``, parses durations and
+records where every value came from. Docs, review tools and the runtime read
+only these objects; nothing downstream re-reads YAML.
+
+All durations are ``float`` seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+Strategy = Literal["fixed", "linear", "exponential", "list"]
+Jitter = Literal["none", "full", "equal", "decorrelated"]
+ErrorAction = Literal["retry", "fatal"]
+Mode = Literal["async", "batch"]
+ReclaimAction = Literal["retry", "fail"]
+NotifyEvent = Literal["dead", "retry", "timeout", "reclaimed", "done"]
+CatchUp = Literal["none", "latest", "all"]
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def freeze(value: Any) -> Any:
+    """Turn dicts and lists (e.g. a JSON Schema) into read-only mappings and tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Undo :func:`freeze`, for libraries (jsonschema, json) that want plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a value was written: a sheet or a ``Defaults`` document, at file:line:column."""
+
+    file: str
+    line: int
+    column: int
+    source: Literal["sheet", "defaults", "builtin"] = "sheet"
+
+    def __str__(self) -> str:
+        if self.source == "builtin":
+            return "built-in default"
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """How long to wait after failed attempt n before the next one."""
+
+    strategy: Strategy
+    initial: float
+    multiplier: float = 2.0
+    max: float | None = None
+    jitter: Jitter = "none"
+    delays: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorClass:
+    """An exception class named in ``errors.retry`` or ``errors.fatal``."""
+
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorPolicy:
+    """Which raised exceptions retry and which bury the job at once."""
+
+    retry: tuple[ErrorClass, ...] = ()
+    fatal: tuple[ErrorClass, ...] = ()
+    default: ErrorAction = "retry"
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyPolicy:
+    """The idempotency key recipe over args, e.g. ``"{reservation_id}:confirm-mail"``.
+
+    ``dedupe_window``: how long after a job finished a new enqueue with the same
+    key still returns the finished job instead of adding one (``None``: only
+    while the job is active, i.e. queued or running).
+    """
+
+    key: str | None = None
+    dedupe_window: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyPolicy:
+    """Which channel hears about which events of the job."""
+
+    channel: str | None = None
+    events: tuple[NotifyEvent, ...] = ()
+    key_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """How long finished rows are kept. ``dead=None`` means until an operator resolves it."""
+
+    done: float | None = None
+    dead: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionAnswers:
+    """Answers to the classic sync / async / batch decision flow (all optional)."""
+
+    time_triggered: bool | None = None
+    result_needed_at_once: bool | None = None
+    done_within_seconds: bool | None = None
+    calls_external_systems: bool | None = None
+    must_accept_when_external_down: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPolicy:
+    """The fully resolved policy of one job: defaults merged, durations parsed."""
+
+    name: str
+    handler: str
+    title: str = ""
+    description: str = ""
+    owner: str = ""
+    trigger: str = ""
+    mode: Mode = "async"
+    schedule: str | None = None
+    timezone: str = "UTC"
+    catch_up: CatchUp = "latest"
+    queue: str = "default"
+    priority: int = 0
+    args_schema: Mapping[str, Any] = field(default_factory=lambda: freeze({"type": "object"}))
+    max_attempts: int = 1
+    backoff: BackoffPolicy = field(
+        default_factory=lambda: BackoffPolicy(strategy="fixed", initial=10.0)
+    )
+    timeout: float = 60.0
+    deadline: float | None = None
+    idempotency: IdempotencyPolicy = field(default_factory=IdempotencyPolicy)
+    errors: ErrorPolicy = field(default_factory=ErrorPolicy)
+    on_reclaim: ReclaimAction = "retry"
+    dead_letter: str = "table"
+    notify: NotifyPolicy = field(default_factory=NotifyPolicy)
+    rerun: str = ""
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    decision: DecisionAnswers | None = None
+    # Dotted field path ("backoff.initial") -> where the effective value was written.
+    origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY)
+    file: str = ""
+
+    def origin(self, path: str) -> Origin | None:
+        """Where the value at ``path`` came from, looking at parents when the leaf was implied."""
+        while path:
+            if path in self.origins:
+                return self.origins[path]
+            path = path.rpartition(".")[0]
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelPolicy:
+    """A named notification channel; ``settings`` holds the type-specific fields."""
+
+    name: str
+    type: Literal["log", "webhook", "email", "command"]
+    settings: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY)
+    file: str = ""

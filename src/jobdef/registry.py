@@ -1,0 +1,240 @@
+"""A folder of sheets turned into effective policies: the registry everything reads.
+
+:func:`build_registry` merges each ``Defaults`` document into every ``Job`` and
+returns frozen :class:`~jobdef.policy.JobPolicy` objects. It assumes documents
+that passed validation; :func:`load_registry` is the one entry point that loads,
+validates and builds, and raises :class:`~jobdef.errors.SheetError` on findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jobdef.durations import parse_duration
+from jobdef.errors import UnknownJobError
+from jobdef.policy import (
+    BackoffPolicy,
+    ChannelPolicy,
+    DecisionAnswers,
+    ErrorClass,
+    ErrorPolicy,
+    IdempotencyPolicy,
+    JobPolicy,
+    NotifyPolicy,
+    Origin,
+    RetentionPolicy,
+    freeze,
+)
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document of kind Job, Channel or Defaults, as plain data.
+
+    ``positions`` maps a path inside ``data`` (``("backoff", "initial")``) to the
+    1-based (line, column) of its value; the loader fills it in.
+    """
+
+    data: Mapping[str, Any]
+    file: str
+    line: int = 1
+    positions: Mapping[Path_, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return str(self.data.get("kind", ""))
+
+    def origin(self, path: Path_, source: str) -> Origin:
+        line, column = self.positions.get(path, (self.line, 1))
+        return Origin(self.file, line, column, source)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Every job and channel of a set of sheets, by name."""
+
+    jobs: Mapping[str, JobPolicy]
+    channels: Mapping[str, ChannelPolicy]
+
+    def job(self, name: str) -> JobPolicy:
+        try:
+            return self.jobs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.jobs)) or "none"
+            raise UnknownJobError(
+                f"no sheet defines a job named {name!r} (jobs: {known}); "
+                "check the name or point --sheets at the right folder"
+            ) from None
+
+    def __iter__(self) -> Iterable[JobPolicy]:  # type: ignore[override]
+        return iter(self.jobs[name] for name in sorted(self.jobs))
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+
+# Fields a Job may inherit from Defaults, merged one level deep for mappings.
+_MERGED_MAPPINGS = ("backoff", "idempotency", "errors", "dead_letter", "notify", "retention")
+
+
+def _flatten(data: Mapping[str, Any], prefix: Path_ = ()) -> dict[Path_, Any]:
+    out: dict[Path_, Any] = {}
+    for key, value in data.items():
+        path = (*prefix, key)
+        if key in _MERGED_MAPPINGS and isinstance(value, Mapping) and not prefix:
+            out.update(_flatten(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+def _effective(
+    job: Document, defaults: Sequence[Document]
+) -> tuple[dict[Path_, Any], dict[str, Origin]]:
+    """Merge defaults under the job's own values, recording each value's origin."""
+    values: dict[Path_, Any] = {}
+    origins: dict[str, Origin] = {}
+    for doc, source in [*((d, "defaults") for d in defaults), (job, "sheet")]:
+        for path, value in _flatten(doc.data).items():
+            if path[0] in ("apiVersion", "kind") or (source == "defaults" and path[0] == "name"):
+                continue
+            if source == "sheet" and path[0] in _MERGED_MAPPINGS and len(path) == 1:
+                continue
+            values[path] = value
+            origins[".".join(map(str, path))] = doc.origin(path, source)
+    return values, origins
+
+
+def _error_classes(entries: Iterable[Any]) -> tuple[ErrorClass, ...]:
+    classes = []
+    for entry in entries or ():
+        if isinstance(entry, Mapping):
+            classes.append(ErrorClass(str(entry["class"]), entry.get("description")))
+        else:
+            classes.append(ErrorClass(str(entry)))
+    return tuple(classes)
+
+
+def _optional_duration(value: Any) -> float | None:
+    return None if value is None else parse_duration(value)
+
+
+def args_schema(args: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The JSON Schema of a job's args object.
+
+    Each arg is required unless its schema says ``required: false``.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, arg in (args or {}).items():
+        schema = dict(arg)
+        if schema.pop("required", True) is not False:
+            required.append(name)
+        properties[name] = schema
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
+    """The effective policy of one validated ``Job`` document."""
+    v, origins = _effective(job, defaults)
+    name = str(v[("name",)])
+
+    def get(*path: str, default: Any = None) -> Any:
+        return v.get(path, default)
+
+    strategy = get("backoff", "strategy", default="fixed")
+    backoff = BackoffPolicy(
+        strategy=strategy,
+        initial=parse_duration(get("backoff", "initial", default="0s")),
+        multiplier=float(get("backoff", "multiplier", default=2)),
+        max=_optional_duration(get("backoff", "max")),
+        jitter=get("backoff", "jitter", default="full"),
+        delays=tuple(parse_duration(d) for d in get("backoff", "delays", default=()) or ()),
+    )
+    dead = get("retention", "dead", default="until_resolved")
+    decision = get("decision")
+    return JobPolicy(
+        name=name,
+        handler=str(get("handler")),
+        title=str(get("title", default="")),
+        description=str(get("description", default="")),
+        owner=str(get("owner", default="")),
+        trigger=str(get("trigger", default="")),
+        mode=get("mode", default="async"),
+        schedule=get("schedule"),
+        timezone=str(get("timezone", default="UTC")),
+        catch_up=get("catch_up", default="latest"),
+        queue=str(get("queue", default="default")),
+        priority=int(get("priority", default=0)),
+        args_schema=freeze(args_schema(get("args"))),
+        max_attempts=int(get("max_attempts", default=1)),
+        backoff=backoff,
+        timeout=parse_duration(get("timeout", default="60s")),
+        deadline=_optional_duration(get("deadline")),
+        idempotency=IdempotencyPolicy(
+            key=get("idempotency", "key"),
+            dedupe_window=_optional_duration(get("idempotency", "dedupe_window")),
+        ),
+        errors=ErrorPolicy(
+            retry=_error_classes(get("errors", "retry", default=())),
+            fatal=_error_classes(get("errors", "fatal", default=())),
+            default=get("errors", "default", default="retry"),
+        ),
+        on_reclaim=get("on_reclaim", default="retry"),
+        dead_letter=str(get("dead_letter", "target", default="table")),
+        notify=NotifyPolicy(
+            channel=get("notify", "channel"),
+            events=tuple(get("notify", "events", default=()) or ()),
+            key_args=tuple(get("notify", "key_args", default=()) or ()),
+        ),
+        rerun=str(get("rerun", default="")).replace("{name}", name),
+        retention=RetentionPolicy(
+            done=_optional_duration(get("retention", "done")),
+            dead=None if dead == "until_resolved" else parse_duration(dead),
+        ),
+        decision=DecisionAnswers(**decision) if isinstance(decision, Mapping) else None,
+        origins=freeze(origins),
+        file=job.file,
+    )
+
+
+def build_channel(doc: Document) -> ChannelPolicy:
+    """The policy of one validated ``Channel`` document."""
+    own = ("apiVersion", "kind", "name", "type")
+    settings = {k: v for k, v in doc.data.items() if k not in own}
+    return ChannelPolicy(
+        name=str(doc.data["name"]),
+        type=doc.data["type"],
+        settings=freeze(settings),
+        origins=freeze({k: doc.origin((k,), "sheet") for k in settings}),
+        file=doc.file,
+    )
+
+
+def build_registry(documents: Sequence[Document]) -> Registry:
+    """Build every job and channel from validated documents."""
+    defaults = [d for d in documents if d.kind == "Defaults"]
+    jobs = {p.name: p for p in (build_job(d, defaults) for d in documents if d.kind == "Job")}
+    channels = {c.name: c for c in (build_channel(d) for d in documents if d.kind == "Channel")}
+    return Registry(jobs=freeze(jobs), channels=freeze(channels))
+
+
+def load_registry(paths: Sequence[str | Path]) -> Registry:
+    """Load, validate and build the sheets under ``paths`` (files or folders).
+
+    Raises :class:`~jobdef.errors.SheetError` listing every finding when any
+    sheet has an error.
+    """
+    from jobdef.sheets import load_documents
+
+    return build_registry(load_documents(paths))

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from jobdef.backoff import base_delay, delay_range, next_delay, retry_timeline
+from jobdef.policy import BackoffPolicy, JobPolicy
+
+
+def exp(**kw: object) -> BackoffPolicy:
+    return BackoffPolicy(
+        **{
+            "strategy": "exponential",
+            "initial": 10.0,
+            "multiplier": 2.0,
+            "max": 600.0,
+            "jitter": "none",
+            **kw,
+        }
+    )  # type: ignore[arg-type]
+
+
+def test_exponential_doubles_and_stops_at_the_cap() -> None:
+    assert [base_delay(exp(), n) for n in range(1, 9)] == [10, 20, 40, 80, 160, 320, 600, 600]
+
+
+def test_fixed_linear_and_list_strategies() -> None:
+    assert [base_delay(BackoffPolicy("fixed", 30.0), n) for n in (1, 5)] == [30, 30]
+    assert [base_delay(BackoffPolicy("linear", 5.0), n) for n in (1, 2, 3)] == [5, 10, 15]
+    listed = BackoffPolicy("list", 0.0, delays=(60.0, 300.0, 900.0))
+    assert [base_delay(listed, n) for n in (1, 2, 3, 4, 9)] == [60, 300, 900, 900, 900]
+
+
+def test_a_huge_attempt_number_does_not_overflow() -> None:
+    assert base_delay(exp(max=None), 5000) > 1e300
+    assert base_delay(exp(), 5000) == 600
+
+
+@pytest.mark.parametrize("jitter", ["full", "equal", "decorrelated", "none"])
+def test_drawn_delays_stay_inside_the_documented_range(jitter: str) -> None:
+    policy = exp(jitter=jitter)
+    rng = random.Random(7)
+    previous = None
+    for n in range(1, 12):
+        low, high = delay_range(policy, n)
+        drawn = next_delay(policy, n, rng, previous)
+        assert low <= drawn <= high
+        previous = drawn
+
+
+def test_jitter_ranges_follow_the_aws_formulas() -> None:
+    assert delay_range(exp(jitter="full"), 3) == (0.0, 40.0)
+    assert delay_range(exp(jitter="equal"), 3) == (20.0, 40.0)
+    assert delay_range(exp(jitter="decorrelated"), 1) == (10.0, 30.0)
+    assert delay_range(exp(jitter="decorrelated"), 5) == (10.0, 600.0)
+
+
+def test_timeline_worst_case_adds_every_timeout_and_every_longest_wait() -> None:
+    job = JobPolicy(
+        name="j",
+        handler="m:f",
+        max_attempts=3,
+        timeout=30.0,
+        deadline=100.0,
+        backoff=exp(jitter="full"),
+    )
+    timeline = retry_timeline(job)
+    assert [(r.wait_min, r.wait_max) for r in timeline.rows] == [(0, 0), (0, 10), (0, 20)]
+    assert [r.latest_start for r in timeline.rows] == [0, 40, 90]
+    assert [r.latest_end for r in timeline.rows] == [30, 70, 120]
+    assert [r.earliest_start for r in timeline.rows] == [0, 0, 0]
+    assert timeline.worst_case == 120
+    assert timeline.fits_deadline is False
+    assert [r.within_deadline for r in timeline.rows] == [True, True, False]
