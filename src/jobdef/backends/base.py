@@ -1,0 +1,307 @@
+"""The backend protocol: the verbs a job store offers the queue API and the worker.
+
+Two engines implement it (SQLite, PostgreSQL) and one conformance suite
+(``tests/backends/``) runs against both. Each verb is one transaction. Every
+transition of a running job is *fenced*: it names the :class:`Lease` it holds
+(job id, attempt number, worker id) and is refused (returns ``False``) when the
+job is no longer running under that lease, e.g. because the lease expired and
+another worker reclaimed it.
+
+All timestamps are ``float`` seconds since the epoch, taken from the backend's
+injectable ``clock`` so tests can steer time. Rows keep their history: every
+attempt is recorded in an attempts table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+State = Literal["queued", "running", "done", "dead", "resolved", "cancelled"]
+ACTIVE_STATES: tuple[State, ...] = ("queued", "running")
+FINAL_STATES: tuple[State, ...] = ("done", "dead", "resolved", "cancelled")
+
+# How one attempt ended.
+Outcome = Literal["done", "retry", "dead", "timeout", "crashed", "reclaimed", "released"]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """What an attempt raised: the exception's class path, its message, the traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job to store. ``idempotency_key`` is computed from the sheet's recipe by the caller.
+
+    ``dedupe_window``: seconds after a job with the same key finished during
+    which a new enqueue still returns that job (``None``: only while active).
+    ``slot``: for scheduled batch jobs, the cron slot (epoch seconds); the store
+    keeps each (job, slot) at most once, ever.
+    """
+
+    job: str
+    args: Mapping[str, Any]
+    queue: str
+    priority: int = 0
+    max_attempts: int = 1
+    idempotency_key: str | None = None
+    run_after: float | None = None
+    dedupe_window: float | None = None
+    slot: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """The stored job's id, and whether this call created it (False: a duplicate was merged)."""
+
+    id: int
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to finish one attempt of one job; ``attempt`` is the fencing token."""
+
+    job_id: int
+    attempt: int
+    worker_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One row of the jobs table."""
+
+    id: int
+    job: str
+    queue: str
+    priority: int
+    args: Mapping[str, Any]
+    state: State
+    attempt: int
+    max_attempts: int
+    idempotency_key: str | None
+    run_after: float
+    created_at: float
+    updated_at: float
+    finished_at: float | None = None
+    worker_id: str | None = None
+    lease_until: float | None = None
+    last_error: ErrorInfo | None = None
+    # The wait drawn after the previous failed attempt (decorrelated jitter needs it).
+    last_delay: float | None = None
+    progress: Mapping[str, Any] | None = None
+    note: str | None = None
+    slot: float | None = None
+
+    @property
+    def lease(self) -> Lease:
+        """The lease a claim of this row handed out (valid only while ``state == 'running'``)."""
+        return Lease(self.id, self.attempt, self.worker_id or "")
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One attempt of a job: when, which worker, how it ended."""
+
+    job_id: int
+    attempt: int
+    worker_id: str
+    started_at: float
+    finished_at: float | None
+    outcome: Outcome | None
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """An outbox message, written in the same transaction as the transition it reports.
+
+    ``message_id`` is stable for the life of the message, so a receiver can drop
+    a copy that a crash made the sender deliver twice.
+    """
+
+    channel: str
+    event: str
+    job: str
+    payload: Mapping[str, Any]
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRecord:
+    """A stored outbox message and its delivery state."""
+
+    id: int
+    notification: Notification
+    attempts: int
+    next_at: float
+    created_at: float
+    delivered_at: float | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateCount:
+    """How many jobs of one name are in one state, and the oldest queued one's age."""
+
+    job: str
+    queue: str
+    state: State
+    count: int
+    oldest_age: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionRule:
+    """Prune rows of ``job``: done/cancelled/resolved after ``done``, dead after ``dead``.
+
+    ``None`` keeps the rows of that state forever (dead: until resolved).
+    """
+
+    job: str
+    done: float | None
+    dead: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """Live state of one queue."""
+
+    queue: str
+    paused: bool
+    queued: int = 0
+    running: int = 0
+    oldest_queued_age: float | None = None
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimOptions:
+    """What one claim may take.
+
+    ``queues``: only these queues (``None``: all). ``limit``: at most this many
+    jobs. ``queue_limits``: per-queue cap on jobs running across all workers.
+    Paused queues are never claimed from.
+    """
+
+    worker_id: str
+    lease_seconds: float
+    limit: int = 1
+    queues: Sequence[str] | None = None
+    queue_limits: Mapping[str, int] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    """A job store. Each verb is one transaction; fenced verbs return False when refused."""
+
+    def migrate(self) -> None:
+        """Create or upgrade the schema to the newest numbered migration (idempotent)."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+        """Store jobs, merging duplicates of an active job with the same idempotency key.
+
+        With ``connection`` (the caller's own DB-API connection, in a transaction)
+        the rows are written on it and exist only if the caller commits.
+        """
+
+    def claim(self, options: ClaimOptions) -> list[JobRecord]:
+        """Atomically take runnable jobs: priority desc, run_after, id; lease them to the worker."""
+
+    def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
+        """Extend a running job's lease (and record progress)."""
+
+    def complete(self, leases: Sequence[Lease]) -> list[bool]:
+        """Mark several attempts done in one transaction (group commit)."""
+
+    def retry(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        run_after: float,
+        delay: float,
+        *,
+        outcome: Outcome = "retry",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        """Record a failed attempt and queue the job again at ``run_after``."""
+
+    def bury(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        *,
+        outcome: Outcome = "dead",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        """Record a failed attempt and move the job to ``dead`` (fatal, or attempts used up)."""
+
+    def release(self, lease: Lease) -> bool:
+        """Give a running job back to the queue without counting the attempt (shutdown)."""
+
+    def cancel(self, job_id: int) -> bool:
+        """Cancel a queued job."""
+
+    def requeue(
+        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
+    ) -> int:
+        """Queue dead (or ``state``) jobs again with attempts back to 0; history is kept."""
+
+    def resolve(self, job_id: int, note: str) -> bool:
+        """Close a dead job: an operator handled it."""
+
+    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
+        """Running jobs whose lease has expired (their worker died); the caller retries or buries
+        each through the fenced verbs, so two reclaimers cannot both act on one job."""
+
+    def prune(self, rules: Sequence[RetentionRule], batch_size: int = 1000) -> int:
+        """Delete finished rows older than their retention, in batches; return the count."""
+
+    def stats(self) -> list[StateCount]:
+        """Counts per job and state."""
+
+    def get(self, job_id: int) -> JobRecord | None:
+        """One job, or None."""
+
+    def list_jobs(
+        self, state: State | None = None, job: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        """Jobs, newest first."""
+
+    def attempts(self, job_id: int) -> list[AttemptRecord]:
+        """Every attempt of one job, oldest first."""
+
+    def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
+        """Record ``key`` in the processed-keys table on the handler's own connection.
+
+        Returns False when the key was already recorded: the work was done by an
+        earlier run and must not be done again.
+        """
+
+    # Outbox: notifications written with the transitions above, delivered by a sender.
+    def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
+        """Take due undelivered messages for sending (leased, so two senders do not race)."""
+
+    def outbox_delivered(self, ids: Sequence[int]) -> None:
+        """Mark messages delivered."""
+
+    def outbox_failed(self, id: int, error: str, next_at: float) -> None:
+        """Record a failed delivery and when to try again."""
+
+    def outbox_pending(self) -> list[OutboxRecord]:
+        """Undelivered messages, oldest first (for status and tests)."""
+
+    # Queue controls.
+    def set_paused(self, queue: str, paused: bool) -> None:
+        """Pause or resume claiming from a queue; running workers see it at their next claim."""
+
+    def queues(self) -> list[QueueInfo]:
+        """Depth, running count, oldest waiting age and pause state per queue."""
