@@ -181,3 +181,14 @@ class ChannelPolicy:
     settings: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY)
     file: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePolicy:
+    """Limits of one named queue: concurrency and a start rate (``rate`` is starts per second)."""
+
+    name: str
+    concurrency: int | None = None
+    rate: float | None = None
+    description: str = ""
+    file: str = ""

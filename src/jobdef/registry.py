@@ -25,6 +25,7 @@ from jobdef.policy import (
     JobPolicy,
     NotifyPolicy,
     Origin,
+    QueuePolicy,
     RetentionPolicy,
     freeze,
 )
@@ -60,6 +61,7 @@ class Registry:
 
     jobs: Mapping[str, JobPolicy]
     channels: Mapping[str, ChannelPolicy]
+    queues: Mapping[str, QueuePolicy] = field(default_factory=dict)
 
     def job(self, name: str) -> JobPolicy:
         try:
@@ -221,12 +223,32 @@ def build_channel(doc: Document) -> ChannelPolicy:
     )
 
 
+_RATE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def build_queue(doc: Document) -> QueuePolicy:
+    """The limits of one validated ``Queue`` document."""
+    rate = doc.data.get("rate")
+    per_second = None
+    if rate is not None:
+        count, _, unit = str(rate).partition("/")
+        per_second = int(count) / _RATE_UNITS[unit]
+    return QueuePolicy(
+        name=str(doc.data["name"]),
+        concurrency=doc.data.get("concurrency"),
+        rate=per_second,
+        description=str(doc.data.get("description", "")),
+        file=doc.file,
+    )
+
+
 def build_registry(documents: Sequence[Document]) -> Registry:
     """Build every job and channel from validated documents."""
     defaults = [d for d in documents if d.kind == "Defaults"]
     jobs = {p.name: p for p in (build_job(d, defaults) for d in documents if d.kind == "Job")}
     channels = {c.name: c for c in (build_channel(d) for d in documents if d.kind == "Channel")}
-    return Registry(jobs=freeze(jobs), channels=freeze(channels))
+    queues = {q.name: q for q in (build_queue(d) for d in documents if d.kind == "Queue")}
+    return Registry(jobs=freeze(jobs), channels=freeze(channels), queues=freeze(queues))
 
 
 def load_registry(paths: Sequence[str | Path]) -> Registry:

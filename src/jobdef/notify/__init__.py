@@ -1,0 +1,1 @@
+"""Notifications: events of a job's life, written to an outbox, delivered through channels."""
