@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,8 +15,9 @@ pytestmark = pytest.mark.postgres
 class ManualClock:
     """A clock the test moves by hand, so lease expiry needs no sleeping."""
 
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
+    def __init__(self) -> None:
+        # Starts at the real time, so other processes on the real clock agree with it.
+        self.now = time.time()
 
     def __call__(self) -> float:
         return self.now
