@@ -67,7 +67,9 @@ def test_claim_reads_the_partial_index_not_the_finished_rows(
     }
     plan = "\n".join(
         row[0]
-        for row in pg_backend._connection().execute("EXPLAIN " + pg_backend._q("claim"), params)
+        for row in pg_backend._connection().execute(
+            "EXPLAIN " + pg_backend._q("claim_jobs"), params
+        )
     )
     assert "jobdef_jobs_claim" in plan
     assert "Seq Scan on jobdef_jobs" not in plan

@@ -27,7 +27,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from typing import Any, TypeVar
 
 from jobdef.backends.base import (
@@ -55,7 +54,7 @@ from jobdef.backends.postgres_connection import (
     require_psycopg,
     split_url,
 )
-from jobdef.backends.sqlfile import load_queries
+from jobdef.backends.sql import load_queries, migration_files
 from jobdef.errors import BackendError
 from jobdef.policy import thaw
 
@@ -70,8 +69,8 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 T = TypeVar("T")
 Connection = Any  # psycopg.Connection[Any]; Any keeps the import optional
 
-MIGRATIONS_PACKAGE = "jobdef.backends.migrations.postgres"
 _QUERIES = load_queries("jobdef.backends", "postgres_queries.sql")
+MIGRATIONS = "jobdef.backends.migrations.postgres"
 # Connections a forked child inherited: never closed by the child (closing
 # would end the parent's session), only forgotten.
 _INHERITED: list[Connection] = []
@@ -83,16 +82,6 @@ def advisory_key(purpose: str, schema: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def migration_files() -> list[tuple[int, str, str]]:
-    """``(number, name, sql)`` of every numbered migration, in order."""
-    found = []
-    for entry in resources.files(MIGRATIONS_PACKAGE).iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            found.append((int(name[:4]), name.removesuffix(".sql"), entry.read_text("utf-8")))
-    return sorted(found)
-
-
 class PostgresBackend:
     """The :class:`~jobdef.backends.base.Backend` protocol on PostgreSQL (psycopg 3)."""
 
@@ -101,12 +90,12 @@ class PostgresBackend:
         url: str,
         *,
         schema: str | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         require_psycopg()
         self.url = url
         self.conninfo, self.schema = split_url(url, schema)
-        self.clock = clock
+        self.clock = clock or time.time
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
@@ -192,7 +181,7 @@ class PostgresBackend:
         Two workers that start at once both call this: the second waits for
         the lock, then finds nothing left to do.
         """
-        files = migration_files()
+        files = migration_files(MIGRATIONS)
         if self.schema_version() >= files[-1][0]:
             return
 
@@ -204,10 +193,10 @@ class PostgresBackend:
                 ).fetchone()
                 if not exists[0]:
                     conn.execute(self._q("create_schema"))
-                conn.execute(self._q("schema_version_table"))
-                applied = {row[0] for row in conn.execute(self._q("applied_migrations"))}
+                conn.execute(self._q("create_schema_version"))
+                current = conn.execute(self._q("schema_version")).fetchone()[0]
                 for number, name, text in files:
-                    if number in applied:
+                    if number <= current:
                         continue
                     conn.execute(text.replace("{schema}", '"' + self.schema + '"'))
                     conn.execute(self._q("record_migration"), {"version": number, "name": name})
@@ -218,22 +207,25 @@ class PostgresBackend:
     def _migration_key(self) -> int:
         return advisory_key("migrate", self.schema)
 
+    @property
+    def _maintenance_key(self) -> int:
+        return advisory_key("maintenance", self.schema)
+
     def schema_version(self) -> int:
         """The newest migration applied (0: none, or no jobdef tables yet)."""
 
         def read(conn: Connection) -> int:
             try:
                 with conn.transaction():
-                    rows = conn.execute(self._q("applied_migrations")).fetchall()
+                    return int(conn.execute(self._q("schema_version")).fetchone()[0])
             except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
                 return 0
-            return max((row[0] for row in rows), default=0)
 
         return self._run(read)
 
     def latest_version(self) -> int:
         """The newest migration this version of jobdef ships."""
-        return migration_files()[-1][0]
+        return migration_files(MIGRATIONS)[-1][0]
 
     # Enqueue ------------------------------------------------------------------------------
 
@@ -276,7 +268,7 @@ class PostgresBackend:
 
     def _enqueue_one(self, conn: Connection, job: NewJob, now: float) -> EnqueueResult:
         row = conn.execute(
-            self._q("enqueue_insert_one"),
+            self._q("insert_job"),
             {
                 "job": job.job,
                 "queue": job.queue,
@@ -313,7 +305,7 @@ class PostgresBackend:
             taken = {
                 row[0]
                 for row in conn.execute(
-                    self._q("enqueue_take_slots"),
+                    self._q("insert_slot"),
                     {
                         "jobs": [jobs[i].job for i in slotted],
                         "slots": [jobs[i].slot for i in slotted],
@@ -324,7 +316,7 @@ class PostgresBackend:
             lost = [i for i in slotted if ids[i] not in taken]
             if lost:
                 found = conn.execute(
-                    self._q("enqueue_find_slots"),
+                    self._q("find_slot"),
                     {
                         "ords": lost,
                         "jobs": [jobs[i].job for i in lost],
@@ -338,7 +330,7 @@ class PostgresBackend:
             inserted = {
                 row[0]
                 for row in conn.execute(
-                    self._q("enqueue_insert"),
+                    self._q("insert_jobs"),
                     {
                         "ids": [ids[i] for i in todo],
                         "jobs": [jobs[i].job for i in todo],
@@ -366,7 +358,7 @@ class PostgresBackend:
                 repoint = [i for i in merged if jobs[i].slot is not None and i in results]
                 if repoint:
                     conn.execute(
-                        self._q("enqueue_repoint_slots"),
+                        self._q("repoint_slot"),
                         {
                             "reserved_ids": [ids[i] for i in repoint],
                             "merged_ids": [results[i].id for i in repoint],
@@ -378,13 +370,13 @@ class PostgresBackend:
         return [results[i] for i in range(len(jobs))]
 
     def _reserve_ids(self, conn: Connection, n: int) -> list[int]:
-        return [row[0] for row in conn.execute(self._q("enqueue_reserve_ids"), {"n": n})]
+        return [row[0] for row in conn.execute(self._q("reserve_job_ids"), {"n": n})]
 
     def _find_existing(
         self, conn: Connection, jobs: Sequence[NewJob], ordinals: Sequence[int], now: float
     ) -> list[tuple[int, int]]:
         rows = conn.execute(
-            self._q("enqueue_find_existing"),
+            self._q("find_duplicate"),
             {
                 "ords": list(ordinals),
                 "jobs": [jobs[i].job for i in ordinals],
@@ -421,19 +413,19 @@ class PostgresBackend:
         def work(conn: Connection) -> list[dict[str, Any]]:
             with conn.cursor(row_factory=dict_row) as cur:
                 if not limits:
-                    return cur.execute(self._q("claim"), params).fetchall()
+                    return cur.execute(self._q("claim_jobs"), params).fetchall()
                 with conn.transaction():
                     self._ensure_queue_rows(cur, limits)
                     locked = [
                         row["queue"]
                         for row in cur.execute(
-                            self._q("claim_lock_limited_queues"),
+                            self._q("lock_limited_queues"),
                             {"limited": list(limits), "now": now},
                         )
                     ]
                     params["limited"] = locked
                     params["caps"] = [limits[q] for q in locked]
-                    return cur.execute(self._q("claim"), params).fetchall()
+                    return cur.execute(self._q("claim_jobs"), params).fetchall()
 
         rows = self._run(work)
         records = [_record(row) for row in rows]
@@ -443,7 +435,7 @@ class PostgresBackend:
     def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, int]) -> None:
         new = [q for q in limits if q not in self._limited_queues_known]
         if new:
-            cur.execute(self._q("claim_ensure_queues"), {"queues": new})
+            cur.execute(self._q("ensure_queue_rows"), {"queues": new})
             self._limited_queues_known.update(new)
 
     def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
@@ -456,16 +448,33 @@ class PostgresBackend:
         }
         return self._run(lambda conn: conn.execute(self._q("heartbeat"), params).rowcount == 1)
 
-    def complete(self, leases: Sequence[Lease]) -> list[bool]:
+    def complete(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None = None,
+    ) -> list[bool]:
+        """Group commit: one statement finishes every lease that still holds."""
         if not leases:
             return []
+        now = self.clock()
         params = {
-            "now": self.clock(),
+            "now": now,
             "ids": [lease.job_id for lease in leases],
             "attempts": [lease.attempt for lease in leases],
             "workers": [lease.worker_id for lease in leases],
         }
-        done = self._run(lambda conn: {row[0] for row in conn.execute(self._q("complete"), params)})
+
+        def work(conn: Connection) -> set[int]:
+            if not notifications:
+                return {row[0] for row in conn.execute(self._q("complete_job"), params)}
+            with conn.transaction():
+                done = {row[0] for row in conn.execute(self._q("complete_job"), params)}
+                messages = [n for job_id in done for n in notifications.get(job_id, ())]
+                if messages:
+                    self._add_to_outbox(conn, messages, now)
+                return done
+
+        done = self._run(work)
         return [lease.job_id in done for lease in leases]
 
     def retry(
@@ -487,7 +496,7 @@ class PostgresBackend:
             "outcome": outcome,
             "channel": self.channel,
         }
-        return self._fenced_move("retry", params, notifications)
+        return self._fenced_move("retry_job", params, notifications)
 
     def bury(
         self,
@@ -503,11 +512,11 @@ class PostgresBackend:
             "error": _error_json(error),
             "outcome": outcome,
         }
-        return self._fenced_move("bury", params, notifications)
+        return self._fenced_move("bury_job", params, notifications)
 
     def release(self, lease: Lease) -> bool:
         params = {**_lease_params(lease), "now": self.clock(), "channel": self.channel}
-        return self._fenced_move("release", params, ())
+        return self._fenced_move("release_job", params, ())
 
     def _fenced_move(
         self, query: str, params: Mapping[str, Any], notifications: Sequence[Notification]
@@ -529,7 +538,7 @@ class PostgresBackend:
         self, conn: Connection, notifications: Sequence[Notification], now: float
     ) -> None:
         conn.execute(
-            self._q("outbox_add"),
+            self._q("insert_outbox"),
             {
                 "now": now,
                 "message_ids": [n.message_id for n in notifications],
@@ -544,11 +553,13 @@ class PostgresBackend:
 
     def cancel(self, job_id: int) -> bool:
         params = {"job_id": job_id, "now": self.clock()}
-        return self._run(lambda conn: conn.execute(self._q("cancel"), params).rowcount == 1)
+        return self._run(lambda conn: conn.execute(self._q("cancel_job"), params).rowcount == 1)
 
     def requeue(
         self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
     ) -> int:
+        if not job_ids and job is None:
+            return 0
         params = {
             "ids": list(job_ids),
             "job": job,
@@ -556,11 +567,11 @@ class PostgresBackend:
             "now": self.clock(),
             "channel": self.channel,
         }
-        return self._run(lambda conn: conn.execute(self._q("requeue"), params).fetchone()[0])
+        return self._run(lambda conn: conn.execute(self._q("requeue_jobs"), params).fetchone()[0])
 
     def resolve(self, job_id: int, note: str) -> bool:
         params = {"job_id": job_id, "note": note, "now": self.clock()}
-        return self._run(lambda conn: conn.execute(self._q("resolve"), params).rowcount == 1)
+        return self._run(lambda conn: conn.execute(self._q("resolve_job"), params).rowcount == 1)
 
     # Maintenance ----------------------------------------------------------------------------
 
@@ -568,7 +579,9 @@ class PostgresBackend:
         params = {"now": self.clock(), "limit": limit}
         return [_record(row) for row in self._fetch("expired_leases", params)]
 
-    def prune(self, rules: Sequence[RetentionRule], batch_size: int = 1000) -> int:
+    def prune(
+        self, rules: Sequence[RetentionRule], batch_size: int = 1000, *, dry_run: bool = False
+    ) -> int:
         """Delete in batches of ``batch_size``, each its own short transaction."""
         now = self.clock()
         total = 0
@@ -585,6 +598,11 @@ class PostgresBackend:
                     "before": now - keep,
                     "batch_size": batch_size,
                 }
+                if dry_run:
+                    total += self._run(
+                        lambda conn, p=params: conn.execute(self._q("prune_count"), p).fetchone()[0]
+                    )
+                    continue
                 while True:
                     deleted = self._run(
                         lambda conn, p=params: conn.execute(self._q("prune_batch"), p).rowcount
@@ -607,7 +625,7 @@ class PostgresBackend:
                 if self._maintenance_held:
                     session.execute("SELECT 1")
                     return True
-                key = advisory_key("maintenance", self.schema)
+                key = self._maintenance_key
                 row = session.execute(self._q("try_advisory_lock"), {"key": key}).fetchone()
                 self._maintenance_held = bool(row[0])
                 return self._maintenance_held
@@ -654,10 +672,14 @@ class PostgresBackend:
         return session
 
     def _drop_session(self) -> None:
-        self._maintenance_held = False
+        held, self._maintenance_held = self._maintenance_held, False
         session, self._session = self._session, None
         if session is not None and not session.closed:
             with contextlib.suppress(psycopg.Error):
+                if held and not session.broken:
+                    # Unlock now: the server frees a closed session's locks only
+                    # when its process has exited, a moment later.
+                    session.execute(self._q("advisory_unlock"), {"key": self._maintenance_key})
                 session.close()
 
     # Reading ---------------------------------------------------------------------------------
@@ -682,7 +704,7 @@ class PostgresBackend:
         ]
 
     def get(self, job_id: int) -> JobRecord | None:
-        rows = self._fetch("get", {"job_id": job_id})
+        rows = self._fetch("get_job", {"job_id": job_id})
         return _record(rows[0]) if rows else None
 
     def list_jobs(
@@ -703,9 +725,9 @@ class PostgresBackend:
                 outcome=row["outcome"],
                 error=_error(row["error"]),
             )
-            for row in self._fetch("attempts", {"job_id": job_id})
+            for row in self._fetch("job_attempts", {"job_id": job_id})
         ]
-        current = self._fetch("get", {"job_id": job_id})
+        current = self._fetch("get_job", {"job_id": job_id})
         if current and current[0]["state"] == "running":
             row = current[0]
             history.append(
@@ -729,6 +751,11 @@ class PostgresBackend:
             )
         params = {"key": key, "job_id": job_id, "now": self.clock()}
         try:
+            # The handler's database need not be the job database: create the table
+            # there when it is missing, looked up first so no error aborts the
+            # handler's transaction.
+            if not connection.execute(self._q("processed_keys_exist")).fetchone()[0]:
+                connection.execute(self._q("create_processed_keys"))
             return connection.execute(self._q("record_processed_key"), params).rowcount == 1
         except psycopg.Error as exc:
             raise self._translate(exc) from None
@@ -739,7 +766,7 @@ class PostgresBackend:
         now = self.clock()
         params = {"now": now, "lease_until": now + lease_seconds, "limit": limit}
         rows = self._fetch("outbox_claim", params)
-        return sorted((_outbox(row) for row in rows), key=lambda r: r.id)
+        return sorted((_outbox(row) for row in rows), key=lambda r: (r.next_at, r.id))
 
     def outbox_delivered(self, ids: Sequence[int]) -> None:
         params = {"ids": list(ids), "now": self.clock()}
@@ -768,7 +795,7 @@ class PostgresBackend:
                 oldest_queued_age=row["oldest_queued_age"],
                 concurrency=row["concurrency"],
             )
-            for row in self._fetch("queues", {"now": self.clock()})
+            for row in self._fetch("queue_depths", {"now": self.clock()})
         ]
 
 

@@ -1,15 +1,15 @@
--- Named statements of the PostgreSQL engine, one block per name.
--- `{schema}` is replaced by the quoted schema name when the file is loaded;
+-- Named queries of the PostgreSQL engine, with the names of the SQLite engine's
+-- (sqlite.sql) wherever the two do the same thing. `{schema}` is replaced by the quoted schema name when the file is loaded;
 -- parameters are psycopg's `%(name)s`. All times are epoch seconds from the
 -- engine's clock (`%(now)s`), never the server's.
 
--- name: enqueue_reserve_ids
+-- name: reserve_job_ids
 -- Draw ids for a batch up front, so each new row's id is known without
 -- relying on the order of RETURNING rows.
 SELECT nextval(pg_get_serial_sequence('{schema}.jobdef_jobs', 'id'))
 FROM generate_series(1, %(n)s);
 
--- name: enqueue_insert
+-- name: insert_jobs
 -- Insert new jobs; a job whose key is already active is skipped (the caller
 -- merges it into the active one). Wakes listening workers of each queue that
 -- got a job: the notification is delivered when the transaction commits.
@@ -37,7 +37,7 @@ notified AS (
 )
 SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
--- name: enqueue_insert_one
+-- name: insert_job
 -- One job without a key, slot or dedupe window: a single round trip.
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
@@ -53,7 +53,7 @@ notified AS (
 )
 SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
--- name: enqueue_find_existing
+-- name: find_duplicate
 -- For each key of the batch, the job a new enqueue merges into: the active
 -- one, else (with a dedupe window) the newest done within its window.
 SELECT DISTINCT ON (w.ord) w.ord, j.id
@@ -64,32 +64,32 @@ WHERE j.state IN ('queued', 'running')
    OR (j.state = 'done' AND w.since IS NOT NULL AND j.finished_at >= w.since)
 ORDER BY w.ord, (j.state IN ('queued', 'running')) DESC, j.id DESC;
 
--- name: enqueue_take_slots
+-- name: insert_slot
 -- Reserve cron slots; the slots returned were free and are now taken by these ids.
 INSERT INTO {schema}.jobdef_slots (job, slot, job_id)
 SELECT * FROM unnest(%(jobs)s::text[], %(slots)s::float8[], %(ids)s::bigint[])
 ON CONFLICT DO NOTHING
 RETURNING job_id;
 
--- name: enqueue_find_slots
+-- name: find_slot
 -- The job that holds each already-taken slot.
 SELECT w.ord, s.job_id
 FROM unnest(%(ords)s::int[], %(jobs)s::text[], %(slots)s::float8[]) AS w(ord, job, slot)
 JOIN {schema}.jobdef_slots AS s ON s.job = w.job AND s.slot = w.slot;
 
--- name: enqueue_repoint_slots
+-- name: repoint_slot
 -- A slot reserved for a row that was merged into an active job points at that job.
 UPDATE {schema}.jobdef_slots AS s SET job_id = m.merged_id
 FROM unnest(%(reserved_ids)s::bigint[], %(merged_ids)s::bigint[]) AS m(reserved_id, merged_id)
 WHERE s.job_id = m.reserved_id;
 
--- name: claim_ensure_queues
+-- name: ensure_queue_rows
 -- Concurrency-limited queues need a row to lock; create the missing ones.
 INSERT INTO {schema}.jobdef_queues (queue)
 SELECT unnest(%(queues)s::text[])
 ON CONFLICT DO NOTHING;
 
--- name: claim_lock_limited_queues
+-- name: lock_limited_queues
 -- Serialize claims on each limited queue that has runnable work, so the
 -- running count that the claim reads next cannot be raced by another worker.
 -- Locked in name order: two workers never wait on each other in a cycle.
@@ -104,7 +104,7 @@ WHERE q.queue = ANY (%(limited)s::text[])
 ORDER BY q.queue
 FOR UPDATE OF q;
 
--- name: claim
+-- name: claim_jobs
 -- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease
 -- them to the worker. Unlimited queues are read through the claim index with
 -- SKIP LOCKED, so concurrent workers never wait on each other; each locked
@@ -170,7 +170,7 @@ SET lease_until = %(lease_until)s,
 WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
--- name: complete
+-- name: complete_job
 -- Group commit: finish every attempt whose lease still holds, in one statement,
 -- and record each finished attempt.
 WITH finished AS (
@@ -188,7 +188,7 @@ history AS (
 )
 SELECT id FROM finished;
 
--- name: retry
+-- name: retry_job
 -- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
 -- the next backoff. The worker id is cleared: nobody holds the job now.
 WITH moved AS (
@@ -210,7 +210,7 @@ notified AS (
 )
 SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
--- name: bury
+-- name: bury_job
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'dead', finished_at = %(now)s, last_error = %(error)s,
@@ -227,7 +227,7 @@ history AS (
 )
 SELECT id FROM moved;
 
--- name: release
+-- name: release_job
 -- Give the job back without spending the attempt (the worker is shutting down).
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
@@ -247,7 +247,7 @@ notified AS (
 )
 SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
--- name: outbox_add
+-- name: insert_outbox
 -- Messages of a transition, in the transition's transaction; a message id
 -- already stored (a repeated transition) is not stored twice.
 INSERT INTO {schema}.jobdef_outbox
@@ -259,21 +259,21 @@ FROM unnest(
 ) AS n(message_id, channel, event, job, payload)
 ON CONFLICT (message_id) DO NOTHING;
 
--- name: cancel
+-- name: cancel_job
 UPDATE {schema}.jobdef_jobs
 SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(job_id)s AND state = 'queued';
 
--- name: requeue
--- Queue finished jobs again with attempts back to 0; history stays. A job
--- whose idempotency key is active again is left alone (it would be a
--- duplicate), as is all but the newest of several jobs sharing one key.
+-- name: requeue_jobs
+-- Queue finished jobs again (those of `ids`, and every one of `job`) with
+-- attempts back to 0; history stays. A job whose idempotency key is active
+-- again is left alone (it would be a duplicate), as is all but the newest of
+-- several jobs sharing one key.
 WITH target AS (
     SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
     FROM {schema}.jobdef_jobs AS j
     WHERE j.state = %(state)s
-      AND (cardinality(%(ids)s::bigint[]) = 0 OR j.id = ANY (%(ids)s::bigint[]))
-      AND (%(job)s::text IS NULL OR j.job = %(job)s::text)
+      AND (j.id = ANY (%(ids)s::bigint[]) OR j.job = %(job)s::text)
       AND (j.idempotency_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobdef_jobs AS a
           WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
@@ -284,7 +284,8 @@ WITH target AS (
 moved AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
-        worker_id = NULL, lease_until = NULL, last_delay = NULL, updated_at = %(now)s
+        worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL,
+        updated_at = %(now)s
     FROM target
     WHERE j.id = target.id AND j.state = %(state)s
     RETURNING j.queue
@@ -294,7 +295,7 @@ notified AS (
 )
 SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
--- name: resolve
+-- name: resolve_job
 UPDATE {schema}.jobdef_jobs
 SET state = 'resolved', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(job_id)s AND state = 'dead';
@@ -318,14 +319,19 @@ WITH doomed AS (
 )
 DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id;
 
+-- name: prune_count
+SELECT count(*) FROM {schema}.jobdef_jobs
+WHERE job = %(job)s AND state = ANY (%(states)s::text[])
+  AND finished_at IS NOT NULL AND finished_at < %(before)s;
+
 -- name: stats
 SELECT job, queue, state, count(*) AS count,
-       CASE WHEN state = 'queued' THEN %(now)s - min(created_at) END AS oldest_age
+       CASE WHEN state = 'queued' THEN greatest(0, %(now)s - min(run_after)) END AS oldest_age
 FROM {schema}.jobdef_jobs
 GROUP BY job, queue, state
 ORDER BY job, queue, state;
 
--- name: get
+-- name: get_job
 SELECT * FROM {schema}.jobdef_jobs WHERE id = %(job_id)s;
 
 -- name: list_jobs
@@ -335,11 +341,23 @@ WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
 ORDER BY id DESC
 LIMIT %(limit)s;
 
--- name: attempts
+-- name: job_attempts
 SELECT job_id, attempt, worker_id, started_at, finished_at, outcome, error
 FROM {schema}.jobdef_attempts
 WHERE job_id = %(job_id)s
 ORDER BY id;
+
+-- name: processed_keys_exist
+SELECT to_regclass('{schema}.jobdef_processed_keys') IS NOT NULL;
+
+-- name: create_processed_keys
+-- On the handler's own connection, which need not be the job database.
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {schema}.jobdef_processed_keys (
+    key        text PRIMARY KEY,
+    job_id     bigint,
+    created_at double precision NOT NULL
+);
 
 -- name: record_processed_key
 INSERT INTO {schema}.jobdef_processed_keys (key, job_id, created_at)
@@ -347,29 +365,29 @@ VALUES (%(key)s, %(job_id)s, %(now)s)
 ON CONFLICT (key) DO NOTHING;
 
 -- name: outbox_claim
--- Lease due messages to one sender: pushing `next_at` ahead hides them from
--- other senders until the lease runs out.
+-- Lease due messages to one sender, so two senders never send the same one.
 WITH due AS (
     SELECT id FROM {schema}.jobdef_outbox
     WHERE delivered_at IS NULL AND next_at <= %(now)s
+      AND (lease_until IS NULL OR lease_until <= %(now)s)
     ORDER BY next_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
 UPDATE {schema}.jobdef_outbox AS o
-SET next_at = %(lease_until)s
+SET lease_until = %(lease_until)s
 FROM due
 WHERE o.id = due.id
 RETURNING o.*;
 
 -- name: outbox_delivered
-UPDATE {schema}.jobdef_outbox SET delivered_at = %(now)s
+UPDATE {schema}.jobdef_outbox SET delivered_at = %(now)s, lease_until = NULL
 WHERE id = ANY (%(ids)s::bigint[]) AND delivered_at IS NULL;
 
 -- name: outbox_failed
 UPDATE {schema}.jobdef_outbox
-SET attempts = attempts + 1, last_error = %(error)s, next_at = %(next_at)s
-WHERE id = %(id)s AND delivered_at IS NULL;
+SET attempts = attempts + 1, last_error = %(error)s, next_at = %(next_at)s, lease_until = NULL
+WHERE id = %(id)s;
 
 -- name: outbox_pending
 SELECT * FROM {schema}.jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
@@ -379,7 +397,7 @@ INSERT INTO {schema}.jobdef_queues (queue, paused, updated_at)
 VALUES (%(queue)s, %(paused)s, %(now)s)
 ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
 
--- name: queues
+-- name: queue_depths
 WITH names AS (
     SELECT queue FROM {schema}.jobdef_queues
     UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'
@@ -391,7 +409,7 @@ SELECT n.queue,
         WHERE j.state = 'queued' AND j.queue = n.queue) AS queued,
        (SELECT count(*) FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'running' AND j.queue = n.queue) AS running,
-       (SELECT %(now)s - min(j.created_at) FROM {schema}.jobdef_jobs AS j
+       (SELECT greatest(0, %(now)s - min(j.run_after)) FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age,
        q.concurrency
 FROM names AS n
@@ -404,16 +422,16 @@ SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %(schema_name)s);
 -- name: create_schema
 CREATE SCHEMA IF NOT EXISTS {schema};
 
--- name: schema_version_table
+-- name: create_schema_version
 CREATE TABLE IF NOT EXISTS {schema}.jobdef_schema_version (
     version    integer PRIMARY KEY,
     name       text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
--- name: applied_migrations
--- The numbers of the migrations applied so far; fails when the table is missing.
-SELECT version FROM {schema}.jobdef_schema_version ORDER BY version;
+-- name: schema_version
+-- The newest migration applied; fails when the table is missing.
+SELECT coalesce(max(version), 0) FROM {schema}.jobdef_schema_version;
 
 -- name: record_migration
 INSERT INTO {schema}.jobdef_schema_version (version, name) VALUES (%(version)s, %(name)s);
@@ -423,3 +441,6 @@ SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: try_advisory_lock
 SELECT pg_try_advisory_lock(%(key)s);
+
+-- name: advisory_unlock
+SELECT pg_advisory_unlock(%(key)s);

@@ -99,6 +99,8 @@ CREATE TABLE {schema}.jobdef_outbox (
     attempts     integer NOT NULL DEFAULT 0,
     next_at      double precision NOT NULL,
     created_at   double precision NOT NULL,
+    -- A sender holds the message until then (see outbox_claim).
+    lease_until  double precision,
     delivered_at double precision,
     last_error   text
 );
