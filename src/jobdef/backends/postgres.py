@@ -92,11 +92,13 @@ class PostgresBackend:
         *,
         schema: str | None = None,
         clock: Callable[[], float] | None = None,
+        reconnect_timeout: float = 30.0,
     ) -> None:
         require_psycopg()
         self.url = url
         self.conninfo, self.schema = split_url(url, schema)
         self.clock = clock or time.time
+        self.reconnect_timeout = reconnect_timeout
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
@@ -135,7 +137,12 @@ class PostgresBackend:
             conn.close()
 
     def _run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
-        """Run ``work`` on the engine's connection; reconnect once if the session was lost."""
+        """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
+
+        A lost session (a restart, a failover, ``pg_terminate_backend``) is
+        replaced for up to ``reconnect_timeout`` seconds, so a worker rides out
+        a short outage; a server that never answered is reported at once.
+        """
         with self._lock:
             for attempt in (1, 2):
                 conn = self._connection()
@@ -151,7 +158,22 @@ class PostgresBackend:
                             f"lost the connection to PostgreSQL at {describe(self.conninfo)}: "
                             f"{first_line(exc)}; check that the server is up"
                         ) from None
+                    self._reconnect()
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reconnect(self) -> None:
+        """Connect again, waiting between tries (0.1 s doubling to 2 s) up to the timeout."""
+        deadline = time.monotonic() + self.reconnect_timeout
+        pause = 0.1
+        while True:
+            try:
+                self._conn = connect(self.conninfo)
+                return
+            except BackendError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
     def _translate(self, exc: psycopg.Error) -> Exception:
         user = None
