@@ -14,17 +14,28 @@ NOW = 1_700_000_000.0
 
 def _record(attempt, max_attempts=3, created_at=NOW - 10, last_delay=None):
     return JobRecord(
-        id=1, job="j", queue="q", priority=0, args={}, state="running", attempt=attempt,
-        max_attempts=max_attempts, idempotency_key=None, run_after=NOW, created_at=created_at,
-        updated_at=NOW, last_delay=last_delay,
+        id=1,
+        job="j",
+        queue="q",
+        priority=0,
+        args={},
+        state="running",
+        attempt=attempt,
+        max_attempts=max_attempts,
+        idempotency_key=None,
+        run_after=NOW,
+        created_at=created_at,
+        updated_at=NOW,
+        last_delay=last_delay,
     )
 
 
 def test_a_retryable_error_waits_the_sheets_backoff(registry):
     policy = registry.job("fail")
-    policy = dataclasses.replace(
-        policy, backoff=dataclasses.replace(policy.backoff, strategy="exponential", initial=10, multiplier=2, jitter="full", max=60)
+    backoff = dataclasses.replace(
+        policy.backoff, strategy="exponential", initial=10, multiplier=2, jitter="full", max=60
     )
+    policy = dataclasses.replace(policy, backoff=backoff)
     decision = after_error(policy, _record(2), ("ConnectionError",), NOW, random.Random(7))
     expected = next_delay(policy.backoff, 2, random.Random(7))
     assert decision.action == "retry"
@@ -37,7 +48,8 @@ def test_decorrelated_jitter_continues_from_the_previous_wait(registry):
     policy = registry.job("fail")
     backoff = dataclasses.replace(policy.backoff, initial=5, max=300, jitter="decorrelated")
     policy = dataclasses.replace(policy, backoff=backoff)
-    decision = after_error(policy, _record(2, last_delay=40), ("ValueError",), NOW, random.Random(3))
+    record = _record(2, last_delay=40)
+    decision = after_error(policy, record, ("ValueError",), NOW, random.Random(3))
     assert decision.delay == next_delay(backoff, 2, random.Random(3), previous=40)
     assert 5 <= decision.delay <= 120
 
@@ -55,7 +67,8 @@ def test_the_last_attempt_buries_with_attempts_used_up(registry):
 
 def test_a_retry_past_the_deadline_buries_the_job(registry):
     policy = dataclasses.replace(registry.job("fail"), deadline=60.0)
-    policy = dataclasses.replace(policy, backoff=dataclasses.replace(policy.backoff, initial=30, jitter="none"))
+    backoff = dataclasses.replace(policy.backoff, initial=30, jitter="none")
+    policy = dataclasses.replace(policy, backoff=backoff)
     inside = after_error(policy, _record(1, created_at=NOW - 20), ("ConnectionError",), NOW)
     outside = after_error(policy, _record(1, created_at=NOW - 40), ("ConnectionError",), NOW)
     assert inside.action == "retry"
