@@ -1,0 +1,92 @@
+"""Credentials (JD261): secrets never live in sheets; channels name environment variables."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from jobdef.diagnostics import Diagnostic
+from jobdef.registry import Document, Path_
+from jobdef.rules.base import Rule
+
+CREDENTIAL = Rule(
+    "JD261",
+    "credential-in-sheet",
+    "error",
+    "Sheets are reviewed, copied into docs and committed; a secret in one leaks everywhere.",
+)
+RULES = (CREDENTIAL,)
+
+_SECRET_KEY = re.compile(
+    r"(?:^|[_-])(?:password|passwd|pwd|secret|token|api[_-]?key|private[_-]?key|"
+    r"credentials?|auth)$",
+    re.IGNORECASE,
+)
+_LOOKS_SECRET = (
+    (re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.I), "a URL with user:password"),
+    (
+        re.compile(
+            r"[?&](?:token|access_token|api_key|apikey|key|secret|password|sig|signature)=[^&\s]+",
+            re.I,
+        ),
+        "a URL with a token in its query",
+    ),
+    (re.compile(r"hooks\.slack\.com/services/\S+"), "a Slack webhook URL (the URL is the secret)"),
+    (re.compile(r"\bxox[abprs]-[0-9A-Za-z-]{10,}"), "a Slack token"),
+    (re.compile(r"\b(?:ghp|gho|ghs|ghu)_[0-9A-Za-z]{20,}|\bgithub_pat_\w{20,}"), "a GitHub token"),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "an AWS access key"),
+    (re.compile(r"\b[sr]k_live_[0-9A-Za-z]{10,}"), "a Stripe key"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+)
+_FIX = "put it in an environment variable and name it with a `*_env` field (such as url_env)"
+
+
+def _walk(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield (*path, key), value
+            yield from _walk(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield (*path, index), value
+            yield from _walk(value, (*path, index))
+
+
+def looks_secret(value: Any) -> str | None:
+    """What kind of credential ``value`` looks like, or None."""
+    if not isinstance(value, str):
+        return None
+    for pattern, what in _LOOKS_SECRET:
+        if pattern.search(value):
+            return what
+    return None
+
+
+def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
+    for path, value in _walk(doc.data):
+        key = path[-1]
+        what = None
+        if (
+            isinstance(key, str)
+            and _SECRET_KEY.search(key)
+            and not key.lower().endswith("_env")
+            and isinstance(value, str | int | float)
+            and not isinstance(value, bool)
+            and value != ""
+        ):
+            what = f"a {key} value"
+        else:
+            what = looks_secret(value)
+        if what is None:
+            continue
+        line, column = doc.positions.get(path, (doc.line, 1))
+        field = ".".join(str(p) for p in path)
+        yield (
+            path,
+            replace(
+                CREDENTIAL.at(doc.file, line, column, f"{field}: looks like {what}; {_FIX}"),
+                excerpt=False,  # never echo the secret into CI logs
+            ),
+        )
