@@ -37,8 +37,12 @@ UNCAPPED = Rule(
     "JD215",
     "backoff-uncapped",
     "warning",
-    "Uncapped exponential waits soon reach hours or days; a cap keeps retries useful.",
+    "Uncapped exponential waits soon reach hours or days; a cap keeps retries useful "
+    "(warned once a wait exceeds 1h).",
 )
+# An uncapped exponential schedule is worth a warning once a wait exceeds this.
+_UNCAPPED_LIMIT = 3600.0
+
 RULES = (MAX_BELOW_INITIAL, ZERO_INITIAL, MULTIPLIER_NOT_GROWING, EMPTY_LIST, UNCAPPED)
 
 
@@ -74,14 +78,12 @@ def check(context: Context) -> Iterator[Diagnostic]:
                 f"backoff.multiplier is {b.multiplier:g}, so exponential waits never grow; "
                 "use a multiplier above 1, such as 2 (or strategy: fixed for equal waits)",
             )
-        if (
-            b.strategy == "exponential"
-            and b.max is None
-            and b.multiplier > 1
-            and b.initial > 0
-            and policy.max_attempts > 1
-        ):
-            last = base_delay(b, policy.max_attempts - 1)
+        last = (
+            base_delay(b, policy.max_attempts - 1)
+            if b.strategy == "exponential" and b.max is None and policy.max_attempts > 1
+            else 0.0
+        )
+        if last > _UNCAPPED_LIMIT:
             yield UNCAPPED.at_origin(
                 context.where(doc, policy, "backoff.strategy", "backoff"),
                 f"exponential backoff has no max: the wait after attempt "

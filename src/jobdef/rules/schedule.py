@@ -113,5 +113,8 @@ def check(context: Context) -> Iterator[Diagnostic]:
             yield UNKNOWN_TIMEZONE.at_origin(
                 context.where(doc, policy, "timezone"),
                 f"timezone {policy.timezone!r} is not a known IANA time zone"
-                f"{did_you_mean(policy.timezone, _zones())}; write one such as Asia/Tokyo or UTC",
+                + (
+                    did_you_mean(policy.timezone, _zones())
+                    or "; write one such as Asia/Tokyo or UTC"
+                ),
             )
