@@ -1,0 +1,164 @@
+"""`jobdef validate` as a user runs it: formats, exit codes, and no traceback for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from jobdef.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+INVALID = REPO / "tests" / "sheets" / "invalid"
+
+
+def _run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "jobdef"), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_example_sheets_pass_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(REPO / "jobdefs"), "--strict"]) == 0
+    assert "no findings" in capsys.readouterr().out
+
+
+def test_warnings_pass_unless_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    case = str(INVALID / "retry_unreachable")
+    assert main(["validate", case]) == 0
+    assert main(["validate", case, "--strict"]) == 1
+
+
+def test_missing_path_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "does/not/exist"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "no such file or folder: does/not/exist" in err
+
+
+def test_default_path_comes_from_tool_jobdef(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.jobdef]\nsheets = "defs"\n', encoding="utf-8")
+    (tmp_path / "defs").mkdir()
+    (tmp_path / "defs" / "x.yaml").write_text("kind: Jobb\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate"]) == 1
+    assert "x.yaml:1:7: error JD104 kind: 'Jobb' is not allowed" in capsys.readouterr().out
+
+
+def test_json_format_lists_every_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(INVALID / "duplicate_job_name"), "--format", "json"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["errors"] == 2
+    assert {d["code"] for d in payload["diagnostics"]} == {"JD271"}
+    assert payload["diagnostics"][0]["related"][0]["line"] == 3
+
+
+def test_github_format_annotates_and_writes_the_summary_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert main(["validate", str(INVALID / "not_an_exception"), "--format", "github"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("::error file=")
+    assert ",line=16,col=11,title=JD232 not-an-exception::" in out[0]
+    table = summary.read_text(encoding="utf-8")
+    assert table.count("| error | JD232 |") == 2
+
+
+def test_sarif_format_names_rules_and_regions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(INVALID / "enum_typo"), "--format", "sarif"]) == 1
+    sarif = json.loads(capsys.readouterr().out)
+    run = sarif["runs"][0]
+    result = run["results"][0]
+    assert result["ruleId"] == "JD104"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "JD104"
+    assert result["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 9,
+        "startColumn": 13,
+    }
+
+
+def test_junit_format_fails_the_file_with_findings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(INVALID / "duplicate_job_name"), "--format", "junit"]) == 1
+    root = ET.fromstring(capsys.readouterr().out.split("\n", 1)[1])
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert suite.get("tests") == "2"
+    assert suite.get("failures") == "2"
+
+
+def test_check_imports_reports_handlers_and_classes_that_do_not_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "shop_jobs.py").write_text(
+        "class NotAnError:\n    pass\n\nVALUE = 3\n", encoding="utf-8"
+    )
+    (tmp_path / "job.yaml").write_text(
+        textwrap.dedent(
+            """\
+            apiVersion: jobdef/v1
+            kind: Job
+            name: shop
+            handler: shop_jobs:VALUE
+            max_attempts: 2
+            errors:
+              retry: [shop_jobs.NotAnError, shop_missing.Error]
+              default: retry
+            """
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["validate", "job.yaml"]) == 0
+    assert main(["validate", "job.yaml", "--check-imports"]) == 1
+    out = capsys.readouterr().out
+    assert "job.yaml:4:10: error JD302 handler shop_jobs:VALUE: shop_jobs:VALUE is a int" in out
+    assert (
+        "job.yaml:7:11: error JD235 errors.retry: shop_jobs.NotAnError is not an exception" in out
+    )
+    assert "job.yaml:7:33: error JD235 errors.retry: module shop_missing not found" in out
+
+
+@pytest.mark.slow
+def test_new_user_mistakes_give_one_message_and_no_traceback(tmp_path: Path) -> None:
+    cases = {
+        "typo.yaml": "apiVersion: jobdef/v1\nkind: Job\nname: a\nhandlr: m:f\n",
+        "binary.yaml": b"\x00\x01\x02\xff",
+        "empty.yaml": "",
+        "dup.yaml": "apiVersion: jobdef/v1\napiVersion: jobdef/v1\nkind: Channel\n",
+    }
+    for name, content in cases.items():
+        folder = tmp_path / name.split(".")[0]
+        folder.mkdir()
+        path = folder / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        result = _run("validate", str(folder))
+        assert result.returncode == 1, result
+        assert "Traceback" not in result.stdout + result.stderr
+        assert f"{path}:" in result.stdout
+    (tmp_path / "nothing").mkdir()
+    result = _run("validate", str(tmp_path / "nothing"))
+    assert result.returncode == 1
+    assert "no *.yaml or *.yml sheets" in result.stdout
+    result = _run("validate", str(tmp_path / "missing"))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
