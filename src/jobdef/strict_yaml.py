@@ -62,8 +62,14 @@ _YAML11_TIMESTAMP = re.compile(
 )
 
 
+# Every non-string plain scalar of the core schema starts with one of these.
+_TYPED_FIRST = frozenset("0123456789+-.~nNtTfF")
+
+
 def resolve_plain(text: str) -> Any:
     """The YAML 1.2 core type of a plain (unquoted) scalar."""
+    if text and text[0] not in _TYPED_FIRST:
+        return text
     if _NULL.match(text):
         return None
     if text in _BOOL:
@@ -83,8 +89,14 @@ def resolve_plain(text: str) -> Any:
     return text
 
 
+# Every plain scalar that YAML 1.1 types differently starts with one of these.
+_YAML11_FIRST = frozenset("0123456789+-yYnNoO")
+
+
 def yaml11_reading(text: str) -> str | None:
     """What a YAML 1.1 reader makes of a plain scalar, when that differs from YAML 1.2."""
+    if not text or text[0] not in _YAML11_FIRST:
+        return None
     if _YAML11_BOOL.match(text):
         return "the boolean " + ("true" if text.lower() in ("y", "yes", "on") else "false")
     if _YAML11_SEXAGESIMAL.match(text):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jobdef.diagnostics import Location
 from jobdef.policy import JobPolicy, Origin
@@ -23,6 +23,7 @@ class Context:
     valid: Sequence[Document]
     jobs: Sequence[tuple[Document, JobPolicy]]
     check_imports: bool = False
+    _lists: dict[Path_, dict[tuple[str, int, int], Document]] = field(default_factory=dict)
 
     def of_kind(self, kind: str) -> list[Document]:
         return [doc for doc in self.valid if doc.kind == kind]
@@ -56,9 +57,15 @@ class Context:
         """The position of item ``index`` of the list written at ``origin`` (a list field)."""
         if origin is None:
             return None
-        for doc in self.documents:
-            here = doc.positions.get(path) == (origin.line, origin.column)
-            if here and doc.file == origin.file and (*path, index) in doc.positions:
-                line, column = doc.positions[(*path, index)]
-                return Location(origin.file, line, column)
+        places = self._lists.get(path)
+        if places is None:  # index once per list field: where each document wrote it
+            places = self._lists[path] = {
+                (doc.file, *doc.positions[path]): doc
+                for doc in self.documents
+                if path in doc.positions
+            }
+        doc = places.get((origin.file, origin.line, origin.column))
+        if doc is not None and (*path, index) in doc.positions:
+            line, column = doc.positions[(*path, index)]
+            return Location(origin.file, line, column)
         return Location(origin.file, origin.line, origin.column)
