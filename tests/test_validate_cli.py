@@ -162,3 +162,45 @@ def test_new_user_mistakes_give_one_message_and_no_traceback(tmp_path: Path) -> 
     assert result.returncode == 2
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
+
+
+def test_rules_doc_is_up_to_date() -> None:
+    from jobdef.rules import all_rules, rules_markdown
+
+    assert (REPO / "docs" / "rules.md").read_text(encoding="utf-8") == rules_markdown()
+    ids = [rule.id for rule in all_rules()]
+    assert len(ids) == len(set(ids))
+
+
+def test_validate_does_not_import_the_runtime_or_jsonschema_for_valid_sheets() -> None:
+    code = (
+        "import sys; from jobdef.cli import main; "
+        f"rc = main(['validate', {str(REPO / 'jobdefs')!r}]); "
+        "bad = [m for m in ('jsonschema', 'jinja2', 'psycopg', 'sqlite3', 'jobdef.backends.base') "
+        "if m in sys.modules]; print(rc, bad)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().endswith("0 []")
+
+
+def test_every_schema_property_has_a_description() -> None:
+    from jobdef.schema_check import schema
+
+    missing: list[str] = []
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            for name, sub in node.get("properties", {}).items():
+                if not isinstance(sub, dict) or not sub.get("description"):
+                    missing.append(f"{path}.{name}")
+            for key, sub in node.items():
+                if key != "if":  # conditions on `kind`, not field definitions
+                    walk(sub, f"{path}.{key}")
+        elif isinstance(node, list):
+            for index, sub in enumerate(node):
+                walk(sub, f"{path}[{index}]")
+
+    walk(schema(), "$")
+    assert missing == []

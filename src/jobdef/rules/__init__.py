@@ -72,3 +72,22 @@ def check(context: Context) -> Iterator[Diagnostic]:
         run = getattr(module, "check", None)
         if run is not None:
             yield from run(context)
+
+
+def rules_markdown() -> str:
+    """docs/rules.md: every rule with its id, severity and rationale (a test checks drift)."""
+    lines = [
+        "# Rules of `jobdef validate`",
+        "",
+        "Generated from `jobdef.rules` (`python -m jobdef.rules > docs/rules.md`); "
+        "ids never change meaning.",
+        "Errors fail the run; warnings fail it under `--strict`.",
+        "",
+        "| Id | Name | Severity | Why |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {rule.id} | `{rule.name}` | {rule.severity} | {rule.rationale} |"
+        for rule in all_rules()
+    ]
+    return "\n".join(lines) + "\n"
