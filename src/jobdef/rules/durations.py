@@ -120,6 +120,8 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
             message = problem(value)
             if message is None:
                 continue
+            if path == ("retention", "dead"):
+                message += ", or until_resolved to keep dead jobs until an operator resolves them"
             line, column = doc.positions.get(path, (doc.line, 1))
             field = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path)
             field = field.replace(".[", "[")
