@@ -62,13 +62,17 @@ _YAML11_TIMESTAMP = re.compile(
 )
 
 
-# Every non-string plain scalar of the core schema starts with one of these.
-_TYPED_FIRST = frozenset("0123456789+-.~nNtTfF")
+# A plain scalar is a number only if it starts with one of these; the other
+# non-strings of the core schema are the few words of _WORDS.
+_NUMBER_FIRST = frozenset("0123456789+-.")
+_WORDS = {**_BOOL, "null": None, "Null": None, "NULL": None, "~": None, "": None}
 
 
 def resolve_plain(text: str) -> Any:
     """The YAML 1.2 core type of a plain (unquoted) scalar."""
-    if text and text[0] not in _TYPED_FIRST:
+    if text in _WORDS:
+        return _WORDS[text]
+    if text[0] not in _NUMBER_FIRST:
         return text
     if _NULL.match(text):
         return None
@@ -89,13 +93,39 @@ def resolve_plain(text: str) -> Any:
     return text
 
 
-# Every plain scalar that YAML 1.1 types differently starts with one of these.
-_YAML11_FIRST = frozenset("0123456789+-yYnNoO")
+# A plain scalar that YAML 1.1 types differently is one of the boolean words
+# or starts with a digit or a sign.
+_YAML11_WORDS = frozenset(
+    [
+        "y",
+        "Y",
+        "yes",
+        "Yes",
+        "YES",
+        "n",
+        "N",
+        "no",
+        "No",
+        "NO",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+    ]
+)
+_YAML11_FIRST = frozenset("0123456789+-")
+
+
+def yaml11_suspect(text: str) -> bool:
+    """Cheap test: could a YAML 1.1 reader type this plain scalar differently?"""
+    return text in _YAML11_WORDS or (text != "" and text[0] in _YAML11_FIRST)
 
 
 def yaml11_reading(text: str) -> str | None:
     """What a YAML 1.1 reader makes of a plain scalar, when that differs from YAML 1.2."""
-    if not text or text[0] not in _YAML11_FIRST:
+    if not yaml11_suspect(text):
         return None
     if _YAML11_BOOL.match(text):
         return "the boolean " + ("true" if text.lower() in ("y", "yes", "on") else "false")
@@ -199,10 +229,12 @@ class _Builder:
 
     def feed(self, event: Any) -> None:
         kind = type(event)
-        if kind is yaml.ScalarEvent:
+        if kind is yaml.ScalarEvent:  # most events: dispatch them first
             self._scalar(event)
-        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            self._start(event, {} if kind is yaml.MappingStartEvent else [])
+        elif kind is yaml.MappingStartEvent:
+            self._start(event, {})
+        elif kind is yaml.SequenceStartEvent:
+            self._start(event, [])
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
             frame = self._stack.pop()
             self._attach(frame.container, None, frame.live, finished=True, path=frame.path)
@@ -239,18 +271,41 @@ class _Builder:
             )
 
     def _scalar(self, event: Any) -> None:
-        pos = self._pos(event)
-        self._check_node(event, pos)
+        # The hot path of the loader: written out inline, one scalar at a time.
+        mark = event.start_mark
+        pos = (mark.line + 1, mark.column + 1)
+        tag = event.tag
+        if event.anchor is not None or tag is not None:
+            self._check_node(event, pos)
         text = event.value
-        plain = not event.style and event.tag is None
+        plain = not event.style and tag is None
         value = resolve_plain(text) if plain else text
-        frame = self._stack[-1] if self._stack else None
-        if frame is not None and isinstance(frame.container, dict) and not frame.has_key:
-            self._key(frame, value, text, plain, pos)
+        if not self._stack:
+            self._value(value, pos)
             return
-        if plain and frame is not None:
+        frame = self._stack[-1]
+        container = frame.container
+        if plain and (frame.has_key or type(container) is list) and yaml11_suspect(text):
             self._warn_yaml11(text, value, pos)
-        self._value(value, pos)
+        if type(container) is dict:
+            if not frame.has_key:
+                self._key(frame, value, text, plain, pos)
+                return
+            key = frame.key
+            frame.has_key = False
+            frame.key = None
+            if key is _DISCARD or not frame.live:
+                return
+            container[key] = value
+            child = (*frame.path, key)
+            doc = self._doc
+            assert doc is not None
+            doc.positions[child] = pos
+            doc.key_positions[child] = frame.key_pos
+        else:
+            if frame.live and self._doc is not None:
+                self._doc.positions[(*frame.path, len(container))] = pos
+            container.append(value)
 
     def _warn_yaml11(self, text: str, value: Any, pos: Position, key: bool = False) -> None:
         reading = yaml11_reading(text)
@@ -288,7 +343,7 @@ class _Builder:
             )
             frame.key = _DISCARD
             return
-        if plain:
+        if plain and yaml11_suspect(text):
             self._warn_yaml11(text, value, pos, key=True)
         if value in frame.seen:
             self._report(

@@ -43,15 +43,17 @@ _LOOKS_SECRET = (
 _FIX = "put it in an environment variable and name it with a `*_env` field (such as url_env)"
 
 
-def _walk(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield (*path, key), value
-            yield from _walk(value, (*path, key))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield (*path, index), value
-            yield from _walk(value, (*path, index))
+def _scalars(data: Any) -> Iterator[tuple[Path_, Any]]:
+    """Every (path, value) under ``data`` whose value is not a mapping or list."""
+    stack: list[tuple[Path_, Any]] = [((), data)]
+    while stack:
+        path, node = stack.pop()
+        if type(node) is dict:
+            stack.extend(((*path, key), value) for key, value in node.items())
+        elif type(node) is list:
+            stack.extend(((*path, index), value) for index, value in enumerate(node))
+        elif path:
+            yield path, node
 
 
 # Each pattern above needs one of these substrings; most values have none of them.
@@ -69,7 +71,7 @@ def looks_secret(value: Any) -> str | None:
 
 
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
-    for path, value in _walk(doc.data):
+    for path, value in _scalars(doc.data):
         key = path[-1]
         what = None
         if (
