@@ -204,3 +204,35 @@ def test_every_schema_property_has_a_description() -> None:
 
     walk(schema(), "$")
     assert missing == []
+
+
+def test_github_annotations_escape_newlines_and_property_separators() -> None:
+    from jobdef.diagnostics import Diagnostic
+    from jobdef.reporters import Report, render
+
+    diagnostic = Diagnostic("a,b:c.yaml", 3, 5, "error", "JD101", "50% bad\nsecond line")
+    out = render("github", Report([diagnostic], ["a,b:c.yaml"]))
+    assert out.splitlines()[0] == (
+        "::error file=a%2Cb%3Ac.yaml,line=3,col=5,title=JD101::50%25 bad%0Asecond line"
+    )
+
+
+def test_text_caret_accounts_for_wide_characters(tmp_path: Path) -> None:
+    from jobdef.diagnostics import Diagnostic
+    from jobdef.reporters import Report, render
+
+    sheet = tmp_path / "s.yaml"
+    sheet.write_text("title: 予約 x\n", encoding="utf-8")
+    diagnostic = Diagnostic(str(sheet), 1, 11, "error", "JD103", "m")
+    lines = render("text", Report([diagnostic], [str(sheet)])).splitlines()
+    assert lines[1] == " 1 | title: 予約 x"
+    assert lines[2] == "   | " + " " * 12 + "^"
+
+
+def test_credentials_are_never_echoed_in_the_text_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["validate", str(INVALID / "credential_in_channel")]) == 1
+    out = capsys.readouterr().out
+    assert "JD261" in out
+    assert "s3cret" not in out

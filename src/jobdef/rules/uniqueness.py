@@ -37,8 +37,10 @@ def _name_location(doc: Document) -> Location:
 
 def _duplicates(context: Context, kind: str, rule: Rule) -> Iterator[Diagnostic]:
     by_name: dict[str, list[Document]] = {}
-    for doc in context.of_kind(kind):
-        by_name.setdefault(str(doc.data["name"]), []).append(doc)
+    for doc in context.documents:  # schema errors elsewhere in a sheet do not hide its name
+        name = doc.data.get("name")
+        if doc.kind == kind and isinstance(name, str):
+            by_name.setdefault(name, []).append(doc)
     for name, docs in by_name.items():
         if len(docs) < 2:
             continue
