@@ -127,11 +127,14 @@ class _Finding:
 
 
 def _position(doc: LoadedDocument, path: Path_, key: bool = False) -> Position:
-    table = doc.key_positions if key else doc.positions
-    while path not in table and path:
+    """The key of ``path`` (when asked and it has one), else its value, else its nearest parent."""
+    if key and path in doc.key_positions:
+        return doc.key_positions[path]
+    while path:
+        if path in doc.positions:
+            return doc.positions[path]
         path = path[:-1]
-        table = doc.positions
-    return table.get(path, (doc.line, doc.column))
+    return doc.positions.get((), (doc.line, doc.column))
 
 
 def _pattern_message(error: ValidationError, field: str) -> str:
