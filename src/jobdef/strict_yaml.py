@@ -420,6 +420,17 @@ class _Builder:
             parent.container.append(value)
 
 
+_SYNTAX_HINT = (
+    "check the indentation and quote values that contain ': ', ' #', or start with a "
+    "special character"
+)
+_SYNTAX_HINTS = {
+    "while scanning an alias": "a plain value starting with * is read as an alias; quote it, "
+    'such as schedule: "*/5 * * * *"',
+    "while scanning an anchor": "a plain value starting with & is read as an anchor; quote it",
+}
+
+
 def _line_col(text: str, index: int) -> Position:
     before = text[:index]
     line = before.count("\n") + 1
@@ -460,13 +471,13 @@ def parse_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnos
         else:
             problem = exc.problem or "invalid YAML"
             context = f" ({exc.context})" if exc.context else ""
+            hint = _SYNTAX_HINTS.get(exc.context or "", _SYNTAX_HINT)
             builder.diagnostics.append(
                 rules.YAML_SYNTAX.at(
                     file,
                     line,
                     column,
-                    f"YAML syntax error: {problem}{context}; check the indentation and "
-                    "quote values that contain ': ', ' #', or start with a special character",
+                    f"YAML syntax error: {problem}{context}; {hint}",
                 )
             )
         builder.documents = builder.documents[:-1] if builder._stack else builder.documents
