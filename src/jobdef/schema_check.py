@@ -9,11 +9,10 @@ bad value at the value. Errors at the same node come most relevant first
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Collection, Iterator
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobdef.diagnostics import Diagnostic
@@ -66,7 +65,9 @@ _REQUIRED_HINTS = {
 @cache
 def schema() -> dict[str, Any]:
     """The shipped draft-07 schema of apiVersion jobdef/v1."""
-    text = (resources.files("jobdef") / "schema" / "jobdef-v1.schema.json").read_text("utf-8")
+    # A plain path, not importlib.resources: that import alone costs more start-up
+    # time than validating a dozen sheets, and the package is never zipped.
+    text = (Path(__file__).parent / "schema" / "jobdef-v1.schema.json").read_text("utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 
@@ -106,6 +107,9 @@ def dotted(path: Path_) -> str:
 
 
 def did_you_mean(word: str, choices: Collection[str]) -> str:
+    """``; did you mean 'x'?`` for the closest choice, or an empty string."""
+    import difflib
+
     match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""
 

@@ -453,8 +453,15 @@ def parse_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnos
     loader = None
     try:
         loader = _Loader(text)
-        while loader.check_event():
-            builder.feed(loader.get_event())
+        get_event, scalar, feed = loader.get_event, builder._scalar, builder.feed
+        while True:  # the hot loop: scalars (most events) skip the dispatch
+            event = get_event()
+            if type(event) is yaml.ScalarEvent:
+                scalar(event)
+            elif event is None or type(event) is yaml.StreamEndEvent:
+                break
+            else:
+                feed(event)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)

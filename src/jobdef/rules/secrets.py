@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from jobdef.diagnostics import Diagnostic
@@ -70,14 +71,19 @@ def looks_secret(value: Any) -> str | None:
     return None
 
 
+@cache
+def _secret_key(key: str) -> bool:
+    """Whether a field named ``key`` holds a secret (``*_env`` names a variable instead)."""
+    return _SECRET_KEY.search(key) is not None and not key.lower().endswith("_env")
+
+
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
     for path, value in _scalars(doc.data):
         key = path[-1]
         what = None
         if (
             isinstance(key, str)
-            and _SECRET_KEY.search(key)
-            and not key.lower().endswith("_env")
+            and _secret_key(key)
             and isinstance(value, str | int | float)
             and not isinstance(value, bool)
             and value != ""
