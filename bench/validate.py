@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -115,17 +116,21 @@ def make_corpus(folder: Path, count: int, seed: int = 20260101) -> list[Path]:
     return files
 
 
-def timed(command: list[str]) -> float:
+def timed(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if result.returncode != 0:
         raise SystemExit(
             f"{command[0]} exited {result.returncode}:\n"
             + result.stdout[-2000:]
             + result.stderr[-2000:]
         )
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> int:
@@ -150,19 +155,27 @@ def main() -> int:
             ]
         else:
             print("check-jsonschema not found: pip install -e '.[bench]'", file=sys.stderr)
-        medians = {}
+        runs: dict[str, list[tuple[float, float]]] = {}
         for _ in range(args.runs):  # interleaved, so both see the same machine load
             for label, command in commands.items():
-                medians.setdefault(label, []).append(timed(command))
+                runs.setdefault(label, []).append(timed(command))
         print(f"corpus: {len(files)} files, medians of {args.runs} runs")
-        rates = {}
-        for label, times in medians.items():
-            median = statistics.median(times)
-            rates[label] = len(files) / median
-            print(f"{label:18} {median:7.3f} s  {rates[label]:8.0f} files/s")
+        rates, cpu_rates = {}, {}
+        for label, times in runs.items():
+            wall = statistics.median(t[0] for t in times)
+            cpu = statistics.median(t[1] for t in times)
+            rates[label], cpu_rates[label] = len(files) / wall, len(files) / cpu
+            print(
+                f"{label:18} {wall:7.3f} s wall {rates[label]:7.0f} files/s   "
+                f"{cpu:7.3f} s CPU {cpu_rates[label]:7.0f} files/CPU-s"
+            )
         if len(rates) == 2:
             ratio = rates["jobdef validate"] / rates["check-jsonschema"]
-            print(f"jobdef validate is {ratio:.1f}x check-jsonschema")
+            cpu_ratio = cpu_rates["jobdef validate"] / cpu_rates["check-jsonschema"]
+            print(
+                f"jobdef validate is {ratio:.1f}x check-jsonschema "
+                f"({cpu_ratio:.1f}x per CPU second)"
+            )
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -184,7 +184,7 @@ class _Discard:
 _DISCARD = _Discard()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Frame:
     container: dict[Any, Any] | list[Any]
     path: Path_
@@ -271,26 +271,40 @@ class _Builder:
             )
 
     def _scalar(self, event: Any) -> None:
-        # The hot path of the loader: written out inline, one scalar at a time.
+        # The hot path of the loader (half of all scalars are keys): written out inline.
         mark = event.start_mark
         pos = (mark.line + 1, mark.column + 1)
         tag = event.tag
-        if event.anchor is not None or tag is not None:
+        if tag is not None or event.anchor is not None:
             self._check_node(event, pos)
         text = event.value
-        plain = not event.style and tag is None
-        value = resolve_plain(text) if plain else text
+        plain = tag is None and not event.style
+        if not plain:
+            value: Any = text
+        elif text in _WORDS:
+            value = _WORDS[text]
+        elif text[0] in _NUMBER_FIRST:
+            value = resolve_plain(text)
+        else:
+            value = text
         if not self._stack:
             self._value(value, pos)
             return
         frame = self._stack[-1]
         container = frame.container
-        if plain and (frame.has_key or type(container) is list) and yaml11_suspect(text):
-            self._warn_yaml11(text, value, pos)
+        suspect = plain and (text in _YAML11_WORDS or text[:1] in _YAML11_FIRST)
         if type(container) is dict:
             if not frame.has_key:
-                self._key(frame, value, text, plain, pos)
+                if suspect or type(value) is not str or value in frame.seen or text == "<<":
+                    self._key(frame, value, text, plain, pos)
+                else:  # the common case: a new, plain field name
+                    frame.has_key = True
+                    frame.key_pos = pos
+                    frame.seen[value] = pos[0]
+                    frame.key = value
                 return
+            if suspect:
+                self._warn_yaml11(text, value, pos)
             key = frame.key
             frame.has_key = False
             frame.key = None
@@ -303,6 +317,8 @@ class _Builder:
             doc.positions[child] = pos
             doc.key_positions[child] = frame.key_pos
         else:
+            if suspect:
+                self._warn_yaml11(text, value, pos)
             if frame.live and self._doc is not None:
                 self._doc.positions[(*frame.path, len(container))] = pos
             container.append(value)
