@@ -421,44 +421,77 @@ class PostgresBackend:
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
         now = self.clock()
+        return self._run(lambda conn: self._claim_on(conn, options, now))
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete`` then ``claim`` in one transaction: one commit per worker turn.
+
+        Without queue limits both statements go to the server pipelined, with
+        BEGIN and COMMIT, in one round trip.
+        """
+        now = self.clock()
+        complete = self._complete_params(leases, notifications, now)
+
+        def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
+            if self._claim_limits(options):
+                with conn.transaction():
+                    done = {row[0] for row in conn.execute(self._q("complete_job"), complete)}
+                    return done, self._claim_on(conn, options, now)
+            with conn.pipeline(), conn.transaction():
+                finished = conn.execute(self._q("complete_job"), complete)
+                claimed = conn.cursor(row_factory=dict_row).execute(
+                    self._q("claim_jobs"), self._claim_params(options, now, {})
+                )
+            return {row[0] for row in finished}, _records(claimed.fetchall())
+
+        done, records = self._run(work)
+        return [lease.job_id in done for lease in leases], records
+
+    def _claim_limits(self, options: ClaimOptions) -> dict[str, int]:
+        """The per-queue caps that apply to the queues this claim reads."""
         wanted = None if options.queues is None else set(options.queues)
-        limits = {
+        return {
             queue: cap
             for queue, cap in options.queue_limits.items()
             if wanted is None or queue in wanted
         }
-        params: dict[str, Any] = {
+
+    def _claim_params(
+        self, options: ClaimOptions, now: float, locked: Mapping[str, int]
+    ) -> dict[str, Any]:
+        return {
             "now": now,
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
             "limit": options.limit,
             "queues": None if options.queues is None else list(options.queues),
-            "limited": [],
-            "caps": [],
-            "limited_all": list(limits),
+            "limited": list(locked),
+            "caps": list(locked.values()),
+            "limited_all": list(self._claim_limits(options)),
         }
 
-        def work(conn: Connection) -> list[dict[str, Any]]:
-            with conn.cursor(row_factory=dict_row) as cur:
-                if not limits:
-                    return cur.execute(self._q("claim_jobs"), params).fetchall()
-                with conn.transaction():
-                    self._ensure_queue_rows(cur, limits)
-                    locked = [
-                        row["queue"]
-                        for row in cur.execute(
-                            self._q("lock_limited_queues"),
-                            {"limited": list(limits), "now": now},
-                        )
-                    ]
-                    params["limited"] = locked
-                    params["caps"] = [limits[q] for q in locked]
-                    return cur.execute(self._q("claim_jobs"), params).fetchall()
-
-        rows = self._run(work)
-        records = [_record(row) for row in rows]
-        records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
-        return records
+    def _claim_on(self, conn: Connection, options: ClaimOptions, now: float) -> list[JobRecord]:
+        """Claim on ``conn``, inside the caller's transaction if there is one."""
+        limits = self._claim_limits(options)
+        with conn.cursor(row_factory=dict_row) as cur:
+            if not limits:
+                params = self._claim_params(options, now, {})
+                return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
+            with conn.transaction():
+                self._ensure_queue_rows(cur, limits)
+                locked = [
+                    row["queue"]
+                    for row in cur.execute(
+                        self._q("lock_limited_queues"), {"limited": list(limits), "now": now}
+                    )
+                ]
+                params = self._claim_params(options, now, {q: limits[q] for q in locked})
+                return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
 
     def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, int]) -> None:
         new = [q for q in limits if q not in self._limited_queues_known]
@@ -484,26 +517,31 @@ class PostgresBackend:
         """Group commit: one statement finishes every lease that still holds."""
         if not leases:
             return []
-        now = self.clock()
-        params = {
+        params = self._complete_params(leases, notifications, self.clock())
+        done = self._run(
+            lambda conn: {row[0] for row in conn.execute(self._q("complete_job"), params)}
+        )
+        return [lease.job_id in done for lease in leases]
+
+    @staticmethod
+    def _complete_params(
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        now: float,
+    ) -> dict[str, Any]:
+        notes = [(job_id, n) for job_id, ns in (notifications or {}).items() for n in ns]
+        return {
             "now": now,
             "ids": [lease.job_id for lease in leases],
             "attempts": [lease.attempt for lease in leases],
             "workers": [lease.worker_id for lease in leases],
+            "note_job_ids": [job_id for job_id, _ in notes],
+            "message_ids": [n.message_id for _, n in notes],
+            "channels": [n.channel for _, n in notes],
+            "events": [n.event for _, n in notes],
+            "jobs": [n.job for _, n in notes],
+            "payloads": [_dumps(n.payload) for _, n in notes],
         }
-
-        def work(conn: Connection) -> set[int]:
-            if not notifications:
-                return {row[0] for row in conn.execute(self._q("complete_job"), params)}
-            with conn.transaction():
-                done = {row[0] for row in conn.execute(self._q("complete_job"), params)}
-                messages = [n for job_id in done for n in notifications.get(job_id, ())]
-                if messages:
-                    self._add_to_outbox(conn, messages, now)
-                return done
-
-        done = self._run(work)
-        return [lease.job_id in done for lease in leases]
 
     def retry(
         self,
@@ -868,12 +906,19 @@ class PostgresBackend:
 # Row mapping ---------------------------------------------------------------------------------
 
 
+def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
+    """Claimed rows as records, in claim order (RETURNING has no order of its own)."""
+    records = [_record(row) for row in rows]
+    records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
+    return records
+
+
 def _is_plain(job: NewJob) -> bool:
     return job.idempotency_key is None and job.slot is None and job.dedupe_window is None
 
 
 def _dumps(value: Mapping[str, Any]) -> str:
-    return json.dumps(thaw(value), separators=(",", ":"))
+    return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _lease_params(lease: Lease) -> dict[str, Any]:

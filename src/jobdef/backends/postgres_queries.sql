@@ -172,7 +172,8 @@ WHERE id = %(job_id)s AND state = 'running'
 
 -- name: complete_job
 -- Group commit: finish every attempt whose lease still holds, in one statement,
--- and record each finished attempt.
+-- record each finished attempt, and store the outbox messages of the finished
+-- jobs only (`note_*` arrays, keyed by job id).
 WITH finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
@@ -185,6 +186,17 @@ WITH finished AS (
 history AS (
     INSERT INTO {schema}.jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
     SELECT id, attempt, worker_id, started_at, %(now)s, 'done' FROM finished
+),
+outbox AS (
+    INSERT INTO {schema}.jobdef_outbox
+        (message_id, channel, event, job, payload, next_at, created_at)
+    SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
+    FROM unnest(
+        %(note_job_ids)s::bigint[], %(message_ids)s::text[], %(channels)s::text[],
+        %(events)s::text[], %(jobs)s::text[], %(payloads)s::text[]
+    ) AS n(job_id, message_id, channel, event, job, payload)
+    JOIN finished AS f ON f.id = n.job_id
+    ON CONFLICT (message_id) DO NOTHING
 )
 SELECT id FROM finished;
 
