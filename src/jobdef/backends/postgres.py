@@ -128,8 +128,27 @@ class PostgresBackend:
         self._forget_if_forked()
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._drop(self._conn)
-            self._conn = connect(self.conninfo)
+            self._conn = self._open_session()
         return self._conn
+
+    def _open_session(self) -> Connection:
+        """A new session for the verbs, with the planner kept on index walks.
+
+        A queue table's statistics lag far behind its contents (a burst of
+        enqueues into a table last analyzed empty). With such statistics the
+        planner reads every queued row through a bitmap and sorts them, instead
+        of walking the claim index and stopping after ``limit`` rows: claims
+        then cost more the longer the queue. Every statement here is written
+        for an index walk, so this engine's own sessions (never a caller's)
+        do without bitmap scans.
+        """
+        conn = connect(self.conninfo)
+        try:
+            conn.execute(self._q("session_settings"))
+        except psycopg.Error as exc:
+            conn.close()
+            raise self._translate(exc) from None
+        return conn
 
     @staticmethod
     def _drop(conn: Connection | None) -> None:
@@ -167,7 +186,7 @@ class PostgresBackend:
         pause = 0.1
         while True:
             try:
-                self._conn = connect(self.conninfo)
+                self._conn = self._open_session()
                 return
             except BackendError:
                 if time.monotonic() + pause > deadline:
@@ -429,25 +448,14 @@ class PostgresBackend:
         notifications: Mapping[int, Sequence[Notification]] | None,
         options: ClaimOptions,
     ) -> tuple[list[bool], list[JobRecord]]:
-        """``complete`` then ``claim`` in one transaction: one commit per worker turn.
-
-        Without queue limits both statements go to the server pipelined, with
-        BEGIN and COMMIT, in one round trip.
-        """
+        """``complete`` then ``claim`` in one transaction: one commit per worker turn."""
         now = self.clock()
         complete = self._complete_params(leases, notifications, now)
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
-            if self._claim_limits(options):
-                with conn.transaction():
-                    done = {row[0] for row in conn.execute(self._q("complete_job"), complete)}
-                    return done, self._claim_on(conn, options, now)
-            with conn.pipeline(), conn.transaction():
-                finished = conn.execute(self._q("complete_job"), complete)
-                claimed = conn.cursor(row_factory=dict_row).execute(
-                    self._q("claim_jobs"), self._claim_params(options, now, {})
-                )
-            return {row[0] for row in finished}, _records(claimed.fetchall())
+            with conn.transaction():
+                done = {row[0] for row in conn.execute(self._q("complete_job"), complete)}
+                return done, self._claim_on(conn, options, now)
 
         done, records = self._run(work)
         return [lease.job_id in done for lease in leases], records
@@ -624,8 +632,6 @@ class PostgresBackend:
     def requeue(
         self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
     ) -> int:
-        if not job_ids and job is None:
-            return 0
         params = {
             "ids": list(job_ids),
             "job": job,
@@ -633,7 +639,17 @@ class PostgresBackend:
             "now": self.clock(),
             "channel": self.channel,
         }
-        return self._run(lambda conn: conn.execute(self._q("requeue_jobs"), params).fetchone()[0])
+
+        def work(conn: Connection) -> int:
+            count = 0
+            with conn.transaction():
+                if job_ids:
+                    count += conn.execute(self._q("requeue_ids"), params).fetchone()[0]
+                if job is not None:
+                    count += conn.execute(self._q("requeue_job"), params).fetchone()[0]
+            return count
+
+        return self._run(work)
 
     def resolve(self, job_id: int, note: str) -> bool:
         params = {"job_id": job_id, "note": note, "now": self.clock()}

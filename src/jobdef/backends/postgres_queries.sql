@@ -3,6 +3,10 @@
 -- parameters are psycopg's `%(name)s`. All times are epoch seconds from the
 -- engine's clock (`%(now)s`), never the server's.
 
+-- name: session_settings
+-- Run once per engine session; see PostgresBackend._open_session for why.
+SET enable_bitmapscan = off;
+
 -- name: reserve_job_ids
 -- Draw ids for a batch up front, so each new row's id is known without
 -- relying on the order of RETURNING rows.
@@ -276,16 +280,43 @@ UPDATE {schema}.jobdef_jobs
 SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(job_id)s AND state = 'queued';
 
--- name: requeue_jobs
--- Queue finished jobs again (those of `ids`, and every one of `job`) with
--- attempts back to 0; history stays. A job whose idempotency key is active
--- again is left alone (it would be a duplicate), as is all but the newest of
--- several jobs sharing one key.
+-- name: requeue_ids
+-- Queue finished jobs again with attempts back to 0; history stays. A job
+-- whose idempotency key is active again is left alone (it would be a
+-- duplicate), as is all but the newest of several jobs sharing one key.
 WITH target AS (
     SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
     FROM {schema}.jobdef_jobs AS j
     WHERE j.state = %(state)s
-      AND (j.id = ANY (%(ids)s::bigint[]) OR j.job = %(job)s::text)
+      AND j.id = ANY (%(ids)s::bigint[])
+      AND (j.idempotency_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {schema}.jobdef_jobs AS a
+          WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
+            AND a.state IN ('queued', 'running')
+      ))
+    ORDER BY j.job, coalesce(j.idempotency_key, j.id::text), j.id DESC
+),
+moved AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
+        worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL,
+        updated_at = %(now)s
+    FROM target
+    WHERE j.id = target.id AND j.state = %(state)s
+    RETURNING j.queue
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM moved) AS q
+)
+SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: requeue_job
+-- The same for every job of one name in `state`.
+WITH target AS (
+    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = %(state)s
+      AND j.job = %(job)s
       AND (j.idempotency_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobdef_jobs AS a
           WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
