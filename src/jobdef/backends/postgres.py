@@ -499,7 +499,7 @@ class PostgresBackend:
                     )
                 ]
                 params = self._claim_params(options, now, {q: limits[q] for q in locked})
-                return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
+                return _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
 
     def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, int]) -> None:
         new = [q for q in limits if q not in self._limited_queues_known]

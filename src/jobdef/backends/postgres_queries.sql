@@ -109,10 +109,35 @@ ORDER BY q.queue
 FOR UPDATE OF q;
 
 -- name: claim_jobs
--- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease
--- them to the worker. Unlimited queues are read through the claim index with
--- SKIP LOCKED, so concurrent workers never wait on each other; each locked
--- limited queue contributes at most its free places. Limited queues not
+-- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
+-- to the worker: one statement walking the claim index with SKIP LOCKED, so
+-- concurrent workers never wait on each other and it stops after `limit` rows.
+WITH chosen AS (
+    SELECT j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = 'queued'
+      AND j.run_after <= %(now)s
+      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
+    ORDER BY j.priority DESC, j.run_after, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobdef_jobs AS j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    worker_id = %(worker_id)s,
+    started_at = %(now)s,
+    lease_until = %(lease_until)s,
+    updated_at = %(now)s
+FROM chosen
+WHERE j.id = chosen.id
+RETURNING j.*;
+
+-- name: claim_jobs_limited
+-- claim_jobs when some queues have a concurrency limit. Unlimited queues are
+-- read through the claim index with SKIP LOCKED as there; each locked limited
+-- queue contributes at most its free places. Limited queues not
 -- locked by this transaction (`limited_all` minus `limited`) are skipped.
 WITH room AS (
     SELECT l.queue,
