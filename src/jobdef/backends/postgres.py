@@ -93,12 +93,14 @@ class PostgresBackend:
         schema: str | None = None,
         clock: Callable[[], float] | None = None,
         reconnect_timeout: float = 30.0,
+        create: bool = True,
     ) -> None:
         require_psycopg()
         self.url = url
         self.conninfo, self.schema = split_url(url, schema)
         self.clock = clock or time.time
         self.reconnect_timeout = reconnect_timeout
+        self.create = create
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
@@ -229,8 +231,15 @@ class PostgresBackend:
         the lock, then finds nothing left to do.
         """
         files = migration_files(MIGRATIONS)
-        if self.schema_version() >= files[-1][0]:
+        version = self.schema_version()
+        if version >= files[-1][0]:
             return
+        if version == 0 and not self.create:
+            raise BackendError(
+                f"no jobdef tables in schema {self.schema!r} at {describe(self.conninfo)}; "
+                "check the database URL and its ?schema= (workers use the same), "
+                "or create them with `jobdef db upgrade`"
+            )
 
         def apply(conn: Connection) -> None:
             with conn.transaction():
