@@ -175,19 +175,32 @@ class SQLiteBackend:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; the lock is taken at BEGIN so it never fails half-way."""
-        with self._lock:
+        with self._lock, self._errors():
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
     def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._conn.execute(Q[name], params).fetchall()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """A database that cannot be used (locked too long, disk full, read-only) is one
+        clear :class:`BackendError`, not a driver traceback."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise BackendError(
+                f"the job database {self.path} cannot be used: {exc}; check the disk, the "
+                "file's permissions, and that no other program holds a long transaction on it"
+            ) from exc
 
     def migrate(self) -> None:
         with self._lock:

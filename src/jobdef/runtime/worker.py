@@ -39,7 +39,7 @@ from jobdef.backends.base import (
     Outcome,
     complete_and_claim,
 )
-from jobdef.errors import UnknownJobError
+from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy import JobPolicy
 from jobdef.registry import Registry
@@ -428,8 +428,14 @@ class Worker:
         self._backlog.clear()
         for job_id in dict.fromkeys(ids):
             held = self._held.pop(job_id, None)
-            if held is not None and self.backend.release(held.lease):
-                self.stats.released += 1
+            if held is None:
+                continue
+            try:
+                if self.backend.release(held.lease):
+                    self.stats.released += 1
+            except BackendError as exc:
+                # The lease still expires and another worker reclaims the job: nothing is lost.
+                log.error("could not release job %s (%s); its lease will expire", job_id, exc)
 
     def _heartbeat(self, mono: float) -> None:
         """Keep the leases of held jobs alive while this worker lives."""
