@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from memory_outbox import Clock, MemoryOutbox
 from notify_servers import WebhookServer, free_port, wait_for
+from sqlite_outbox import Clock, bury_with, open_store
 
-from jobdef.backends.base import Notification
+from jobdef.backends.base import Backend, Notification
 from jobdef.backoff import delay_range
 from jobdef.notify.checks import Channel, build_channels
 from jobdef.notify.digest import MAX_DIGEST_ITEMS
@@ -50,18 +52,20 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def outbox(clock: Clock) -> MemoryOutbox:
-    return MemoryOutbox(clock)
+def outbox(tmp_path: Path, clock: Clock) -> Iterator[Backend]:
+    backend = open_store(tmp_path / "jobs.db", clock)
+    yield backend
+    backend.close()
 
 
-def sender_for(outbox: MemoryOutbox, channels: dict[str, Channel], clock: Clock) -> OutboxSender:
-    return OutboxSender(outbox, channels, clock=clock, rng=random.Random(7))  # type: ignore[arg-type]
+def sender_for(outbox: Backend, channels: dict[str, Channel], clock: Clock) -> OutboxSender:
+    return OutboxSender(outbox, channels, clock=clock, rng=random.Random(7))
 
 
 def test_delivers_a_pending_message_and_marks_it_delivered(
-    outbox: MemoryOutbox, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
-    outbox.add(dead(1))
+    bury_with(outbox, [dead(1)])
     report = sender_for(outbox, webhook_channels(webhook.url), clock).run_once()
 
     assert (report.delivered, report.messages, report.failed) == (1, 1, 0)
@@ -70,10 +74,10 @@ def test_delivers_a_pending_message_and_marks_it_delivered(
 
 
 def test_failed_delivery_is_retried_with_backoff_until_the_channel_is_back(
-    outbox: MemoryOutbox, clock: Clock
+    outbox: Backend, clock: Clock
 ) -> None:
     server = WebhookServer()  # port reserved, nothing listening yet: the channel is down
-    outbox.add(dead(1))
+    bury_with(outbox, [dead(1)])
     sender = sender_for(outbox, webhook_channels(server.url), clock)
 
     for attempt in (1, 2, 3):
@@ -97,11 +101,10 @@ def test_failed_delivery_is_retried_with_backoff_until_the_channel_is_back(
 
 
 def test_a_failing_channel_is_tried_once_per_round_not_once_per_message(
-    outbox: MemoryOutbox, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
     webhook.status = 500
-    for job_id in range(1, 11):
-        outbox.add(dead(job_id))
+    bury_with(outbox, [dead(job_id) for job_id in range(1, 11)])
     report = sender_for(outbox, webhook_channels(webhook.url), clock).run_once()
 
     assert len(webhook.received) == 1
@@ -113,14 +116,13 @@ def test_a_failing_channel_is_tried_once_per_round_not_once_per_message(
 
 
 def test_one_channel_down_does_not_delay_another(
-    outbox: MemoryOutbox, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
     channels = {
         **webhook_channels(f"http://127.0.0.1:{free_port()}/down", name="down"),
         **webhook_channels(webhook.url, name="up"),
     }
-    outbox.add(dead(1, "down"))
-    outbox.add(dead(2, "up"))
+    bury_with(outbox, [dead(1, "down"), dead(2, "up")])
     report = sender_for(outbox, channels, clock).run_once()
 
     assert (report.delivered, report.failed) == (1, 1)
@@ -130,9 +132,9 @@ def test_one_channel_down_does_not_delay_another(
 
 
 def test_a_message_for_an_unknown_channel_waits_in_the_outbox(
-    outbox: MemoryOutbox, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
-    outbox.add(dead(1, "renamed"))
+    bury_with(outbox, [dead(1, "renamed")])
     report = sender_for(outbox, webhook_channels(webhook.url), clock).run_once()
 
     assert report.failed == 1
@@ -141,12 +143,10 @@ def test_a_message_for_an_unknown_channel_waits_in_the_outbox(
 
 
 def test_a_burst_of_1000_dead_jobs_sends_a_bounded_number_of_messages_listing_every_job(
-    outbox: MemoryOutbox, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
-    ids = []
-    for job_id in range(1, 1001):
-        outbox.add(dead(job_id))
-        ids.append(f"send_mail:{job_id}:5:dead:0")
+    bury_with(outbox, [dead(job_id) for job_id in range(1, 1001)])
+    ids = [f"send_mail:{job_id}:5:dead:0" for job_id in range(1, 1001)]
     sender = sender_for(outbox, webhook_channels(webhook.url, digest_after=20), clock)
 
     # The burst arrives within one minute: 20 single messages, the rest held.
@@ -168,12 +168,11 @@ def test_a_burst_of_1000_dead_jobs_sends_a_bounded_number_of_messages_listing_ev
 
 
 def test_digest_after_counts_per_channel_per_minute(
-    outbox: MemoryOutbox, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
     sender = sender_for(outbox, webhook_channels(webhook.url, digest_after=3), clock)
     for minute in range(3):
-        for job_id in range(3):
-            outbox.add(dead(minute * 10 + job_id))
+        bury_with(outbox, [dead(minute * 10 + job_id) for job_id in range(3)])
         sender.run_once()
         clock.advance(61)
     # Three a minute is within the limit: all single messages, no digest.
@@ -182,17 +181,16 @@ def test_digest_after_counts_per_channel_per_minute(
 
 
 def test_held_messages_go_out_before_their_lease_runs_out(
-    outbox: MemoryOutbox, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
     sender = OutboxSender(
-        outbox,  # type: ignore[arg-type]
+        outbox,
         webhook_channels(webhook.url, digest_after=1),
         clock=clock,
         lease_seconds=90,
         window_seconds=60,
     )
-    outbox.add(dead(1))
-    outbox.add(dead(2))
+    bury_with(outbox, [dead(1), dead(2)])
     sender.run_once()
     assert (len(webhook.received), sender.held) == (1, 1)
     clock.advance(59)  # room comes at 60s, but the lease (90s) forces it out from 75s on
@@ -204,19 +202,17 @@ def test_held_messages_go_out_before_their_lease_runs_out(
     assert len(webhook.received) == 2
 
 
-def test_lease_shorter_than_the_window_is_refused(outbox: MemoryOutbox) -> None:
+def test_lease_shorter_than_the_window_is_refused(outbox: Backend) -> None:
     with pytest.raises(ValueError, match="longer than the grouping window"):
-        OutboxSender(outbox, {}, lease_seconds=30, window_seconds=60)  # type: ignore[arg-type]
+        OutboxSender(outbox, {}, lease_seconds=30, window_seconds=60)
 
 
 def test_sender_thread_delivers_in_the_background_and_flushes_on_stop(
-    clock: Clock, webhook: WebhookServer
+    tmp_path: Path, outbox: Backend, clock: Clock, webhook: WebhookServer
 ) -> None:
-    outbox = MemoryOutbox(clock)
-    for job_id in range(1, 6):
-        outbox.add(dead(job_id))
+    bury_with(outbox, [dead(job_id) for job_id in range(1, 6)])
     thread = SenderThread(
-        lambda: outbox,  # type: ignore[arg-type,return-value]
+        lambda: open_store(tmp_path / "jobs.db", clock),
         webhook_channels(webhook.url, digest_after=2),
         poll_interval=0.05,
         clock=clock,
