@@ -37,3 +37,20 @@ def bury_with(backend: Backend, notifications: Sequence[Notification]) -> None:
     error = ErrorInfo("ConnectionError", "refused")
     for record, note in zip(claimed, notifications, strict=True):
         assert backend.bury(record.lease, error, notifications=[note])
+
+
+def dead(job_id: int, channel: str = "ops") -> Notification:
+    payload = {
+        "job": "send_mail",
+        "title": "Send mail",
+        "job_id": job_id,
+        "key_args": {"reservation_id": job_id},
+        "attempts_used": 5,
+        "max_attempts": 5,
+        "error_type": "ConnectionError",
+        "error_message": "refused",
+        "at_iso": "2026-01-01T00:00:00Z",
+        "rerun": "jobdef requeue --job send_mail --state dead",
+        "requeue_command": f"jobdef requeue {job_id}",
+    }
+    return Notification(channel, "dead", "send_mail", payload, f"send_mail:{job_id}:5:dead:0")

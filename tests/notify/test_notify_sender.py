@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from notify_servers import WebhookServer, free_port, wait_for
-from sqlite_outbox import Clock, bury_with, open_store
+from sqlite_outbox import Clock, bury_with, dead, open_store
 
-from jobdef.backends.base import Backend, Notification
+from jobdef.backends.base import Backend
 from jobdef.backoff import delay_range
 from jobdef.notify.checks import Channel, build_channels
 from jobdef.notify.digest import MAX_DIGEST_ITEMS
@@ -27,23 +27,6 @@ def webhook_channels(url: str, digest_after: int = 20, name: str = "ops") -> dic
     )
     registry = Registry(jobs={}, channels={name: policy})
     return build_channels(registry, {"HOOK_URL": url}, names=[name])
-
-
-def dead(job_id: int, channel: str = "ops") -> Notification:
-    payload = {
-        "job": "send_mail",
-        "title": "Send mail",
-        "job_id": job_id,
-        "key_args": {"reservation_id": job_id},
-        "attempts_used": 5,
-        "max_attempts": 5,
-        "error_type": "ConnectionError",
-        "error_message": "refused",
-        "at_iso": "2026-01-01T00:00:00Z",
-        "rerun": "jobdef requeue --job send_mail --state dead",
-        "requeue_command": f"jobdef requeue {job_id}",
-    }
-    return Notification(channel, "dead", "send_mail", payload, f"send_mail:{job_id}:5:dead:0")
 
 
 @pytest.fixture
