@@ -45,8 +45,9 @@ def test_notify_test_with_a_missing_variable_is_one_line_without_traceback(
 ) -> None:
     env = {k: v for k, v in os.environ.items() if k != "OPS_CHAT_WEBHOOK_URL"}
     program = "import sys; from jobdef.cli import main; sys.exit(main())"
+    argv = ["notify", "test", "ops-chat", "--sheets", str(example_sheets)]
     result = subprocess.run(
-        [sys.executable, "-c", program, "notify", "test", "ops-chat", "--sheets", str(example_sheets)],
+        [sys.executable, "-c", program, *argv],
         capture_output=True,
         text=True,
         env=env,
