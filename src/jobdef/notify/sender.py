@@ -192,9 +192,11 @@ class OutboxSender:
 class SenderThread:
     """Runs an :class:`OutboxSender` in a thread of its own, with its own backend connection.
 
-    ``open_backend`` is called inside the thread (SQLite connections belong to
-    the thread that opened them). :meth:`wake` makes the next round start at
-    once; :meth:`stop` sends held digests, closes the connection and joins.
+    ``open_backend`` is called inside the thread, so the sender has a
+    connection of its own; ``owns_backend=False`` leaves a shared one open.
+    :meth:`wake` makes the next round start at once; :meth:`stop` runs one last
+    round (so a short-lived worker still delivers what it wrote), sends held
+    digests, closes the connection and joins.
     """
 
     def __init__(
@@ -204,9 +206,11 @@ class SenderThread:
         *,
         poll_interval: float = 1.0,
         name: str = "jobdef-outbox-sender",
+        owns_backend: bool = True,
         **options: object,
     ) -> None:
         self.open_backend = open_backend
+        self.owns_backend = owns_backend
         self.channels = channels
         self.poll_interval = poll_interval
         self.options = options
@@ -246,8 +250,10 @@ class SenderThread:
                     self._wake.wait(self.poll_interval)
                     self._wake.clear()
             try:
+                sender.run_once()
                 sender.flush()
             except Exception:
-                LOGGER.exception("outbox sender could not flush held messages; they stay leased")
+                LOGGER.exception("outbox sender could not finish its last round; messages wait")
         finally:
-            backend.close()
+            if self.owns_backend:
+                backend.close()
