@@ -215,6 +215,7 @@ class SenderThread:
         self.poll_interval = poll_interval
         self.options = options
         self.rounds = 0
+        self.sender: OutboxSender | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -237,6 +238,7 @@ class SenderThread:
     def _run(self) -> None:
         backend = self.open_backend()
         sender = OutboxSender(backend, self.channels, **self.options)  # type: ignore[arg-type]
+        self.sender = sender
         try:
             while not self._stop.is_set():
                 busy = False

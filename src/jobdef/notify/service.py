@@ -44,6 +44,12 @@ class OutboxService:
             return (lambda: open_backend(url, clock=self.ctx.clock, migrate=False)), True
         return (lambda: self.ctx.backend), False
 
+    @property
+    def held(self) -> int:
+        """Messages the sender holds for a digest (claimed, not yet sent)."""
+        sender = self._thread.sender if self._thread is not None else None
+        return 0 if sender is None else sender.held
+
     def tick(self, now: float) -> None:
         if self._thread is not None and self._thread.is_alive():
             return
