@@ -248,14 +248,18 @@ def test_a_failing_channel_never_blocks_job_processing(
     url, backend = store
     registry = load_registry([write_sheets(tmp_path / "sheets", digest_after=100, timeout="60s")])
     webhook.gate = threading.Event()  # the receiver hangs: the first delivery never answers
-    enqueue(url, registry, 40)
+    queue = connect(url, registry)
 
     with running_worker(url, registry, {HOOK_ENV: webhook.url}):
-        wait_for(lambda: len(dead_ids(backend)) == 40, what="40 dead jobs")
+        queue.enqueue("fragile", {"n": 0})
+        wait_for(lambda: webhook.received, what="the sender to be stuck in a delivery")
+        queue.enqueue_many("fragile", [{"n": n} for n in range(1, 41)])
+        wait_for(lambda: len(dead_ids(backend)) == 41, what="41 dead jobs")
         # Every job went through while the sender was stuck in its first delivery.
         assert len(webhook.received) == 1
-        assert len(backend.outbox_pending()) == 40
+        assert len(backend.outbox_pending()) == 41
         webhook.gate.set()
         wait_for(lambda: not backend.outbox_pending(), what="the outbox to drain")
-    assert len(set(webhook.message_ids())) == 40
+    queue.close()
+    assert len(set(webhook.message_ids())) == 41
     assert {r.body["job_id"] for r in webhook.received} == dead_ids(backend)
