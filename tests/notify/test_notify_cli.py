@@ -115,3 +115,19 @@ def test_worker_start_check_covers_the_channels_jobs_use(example_sheets: Path) -
         build_channels(registry, {})
     ready = build_channels(registry, {"OPS_CHAT_WEBHOOK_URL": "https://chat.example.test/h"})
     assert sorted(ready) == ["ops-chat", "ops-log"]
+
+
+def test_worker_start_fails_with_one_clear_error_when_a_channel_variable_is_missing(
+    example_sheets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jobdef.backends import open_backend
+    from jobdef.runtime import Worker
+
+    monkeypatch.delenv("OPS_CHAT_WEBHOOK_URL", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    backend = open_backend(url)
+    try:
+        with pytest.raises(ChannelError, match="OPS_CHAT_WEBHOOK_URL is not set"):
+            Worker(backend, load_registry([example_sheets]), database_url=url)
+    finally:
+        backend.close()
