@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -48,11 +49,14 @@ class WebhookServer:
     received: list[Received] = field(default_factory=list)
     # Set to hold each request until released (to kill a sender mid-delivery).
     gate: threading.Event | None = None
+    # Serve HTTPS with this context.
+    tls: ssl.SSLContext | None = None
     _server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/hook"
 
     def start(self) -> WebhookServer:
         outer = self
@@ -75,6 +79,8 @@ class WebhookServer:
         ThreadingHTTPServer.allow_reuse_address = True
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -96,7 +102,13 @@ class WebhookServer:
 class SmtpServer:
     """An aiosmtpd server on loopback that keeps every mail it accepts."""
 
-    def __init__(self, user: str | None = None, password: str | None = None) -> None:
+    def __init__(
+        self,
+        user: str | None = None,
+        password: str | None = None,
+        starttls: ssl.SSLContext | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         from aiosmtpd.controller import Controller
 
         self.port = free_port()
@@ -121,6 +133,10 @@ class SmtpServer:
                 return AuthResult(success=ok)
 
             options = {"authenticator": authenticator, "auth_require_tls": False}
+        if starttls is not None:
+            options.update(tls_context=starttls, require_starttls=True)
+        if tls is not None:
+            options.update(ssl_context=tls)
         self._controller = Controller(Handler(), hostname="127.0.0.1", port=self.port, **options)
 
     def start(self) -> SmtpServer:
