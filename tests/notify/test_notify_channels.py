@@ -73,6 +73,13 @@ def test_webhook_chat_format_posts_a_text_message(webhook: WebhookServer, fmt: s
     assert "jobdef requeue 0" in text
 
 
+def test_slack_format_escapes_what_slack_reads_as_markup(webhook: WebhookServer) -> None:
+    sent = message("{{ error_message }} <@channel> & <!here>")
+    sender = build_sender(channel("webhook", url_env="U", format="slack"), {"U": webhook.url})
+    sender.send(sent)
+    assert webhook.received[0].body["text"].endswith("&lt;@channel&gt; &amp; &lt;!here&gt;")
+
+
 def test_webhook_error_answer_is_a_failed_delivery_without_the_secret_url(
     webhook: WebhookServer,
 ) -> None:

@@ -27,6 +27,10 @@ FORMATS = ("json", "slack", "chat")
 _BODY_EXCERPT = 200
 
 
+def slack_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
@@ -53,6 +57,9 @@ class WebhookSender:
     def body(self, message: Message) -> dict[str, Any]:
         if self.format == "json":
             return message.as_json()
+        if self.format == "slack":
+            # Slack reads <...> as links and mentions: escape the three control characters.
+            return {"text": slack_escape(message.text)}
         return {"text": message.text}
 
     def send(self, message: Message) -> None:
