@@ -236,7 +236,11 @@ class SenderThread:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        backend = self.open_backend()
+        try:
+            backend = self.open_backend()
+        except Exception:
+            LOGGER.exception("outbox sender cannot open the job store; the next tick retries")
+            return
         sender = OutboxSender(backend, self.channels, **self.options)  # type: ignore[arg-type]
         self.sender = sender
         try:
