@@ -21,7 +21,20 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 # Subcommand modules, in the order `jobdef --help` lists them.
-COMMANDS: tuple[str, ...] = ("schema", "notify")
+COMMANDS: tuple[str, ...] = (
+    "schema",
+    "worker",
+    "enqueue",
+    "status",
+    "jobs",
+    "requeue",
+    "resolve",
+    "cancel",
+    "prune",
+    "demo",
+    "db",
+    "notify",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
