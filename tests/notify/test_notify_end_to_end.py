@@ -159,16 +159,16 @@ def test_webhook_down_while_jobs_die_then_back_every_message_arrives(
     assert body["requeue_command"] == f"jobdef requeue {body['job_id']}"
 
 
-WORKER_PROGRAM = """
-import sys
-from jobdef.backends import open_backend
-from jobdef.registry import load_registry
-from jobdef.runtime import Worker
-
-url, sheets = sys.argv[1], sys.argv[2]
-backend = open_backend(url)
-Worker(backend, load_registry([sheets]), database_url=url, poll_interval=0.05).run()
-"""
+def jobdef_worker(url: str, sheets: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``jobdef worker`` in a process of its own; the test handlers are importable there."""
+    options = ["--db", url, "--sheets", str(sheets), "--poll", "50ms"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "jobdef", "worker", *options],
+        env={**os.environ, "PYTHONPATH": str(HERE), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.slow
@@ -179,19 +179,13 @@ def test_a_crash_after_sending_resends_the_message_with_the_same_id(
     sheets = write_sheets(tmp_path / "sheets")
     registry = load_registry([sheets])
     webhook.gate = threading.Event()  # hold each request: the worker dies while it waits
-    env = {**os.environ, HOOK_ENV: webhook.url, "PYTHONPATH": str(HERE)}
-    worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER_PROGRAM, url, str(sheets)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = jobdef_worker(url, sheets, {HOOK_ENV: webhook.url})
     try:
         enqueue(url, registry, 1)
         wait_for(lambda: webhook.received, what="the first delivery to reach the server")
     finally:
         worker.send_signal(signal.SIGKILL)
-        worker.wait(30)
+        worker.communicate(timeout=30)
     webhook.gate.set()
     [pending] = backend.outbox_pending()  # sent, but its delivery was never recorded
     assert pending.delivered_at is None
@@ -263,3 +257,14 @@ def test_a_failing_channel_never_blocks_job_processing(
     queue.close()
     assert len(set(webhook.message_ids())) == 41
     assert {r.body["job_id"] for r in webhook.received} == dead_ids(backend)
+
+
+def test_jobdef_worker_refuses_to_start_without_the_channel_variable(tmp_path: Path) -> None:
+    sheets = write_sheets(tmp_path / "sheets")
+    assert HOOK_ENV not in os.environ
+    worker = jobdef_worker(f"sqlite:///{tmp_path / 'jobs.db'}", sheets, {})
+    _, stderr = worker.communicate(timeout=60)
+    assert worker.returncode == 2
+    assert "Traceback" not in stderr
+    assert f"environment variable {HOOK_ENV} is not set" in stderr
+    assert "jobs.yaml" in stderr
