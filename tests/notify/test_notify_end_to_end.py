@@ -159,16 +159,16 @@ def test_webhook_down_while_jobs_die_then_back_every_message_arrives(
     assert body["requeue_command"] == f"jobdef requeue {body['job_id']}"
 
 
-def jobdef_worker(url: str, sheets: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    """``jobdef worker`` in a process of its own; the test handlers are importable there."""
+def jobdef_worker(url: str, sheets: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
+    """``jobdef worker`` in a process of its own, output to ``log``; test handlers importable."""
     options = ["--db", url, "--sheets", str(sheets), "--poll", "50ms"]
-    return subprocess.Popen(
-        [sys.executable, "-m", "jobdef", "worker", *options],
-        env={**os.environ, "PYTHONPATH": str(HERE), **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with log.open("w") as output:
+        return subprocess.Popen(
+            [sys.executable, "-m", "jobdef", "worker", *options],
+            env={**os.environ, "PYTHONPATH": str(HERE), **env},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
 
 
 @pytest.mark.slow
@@ -179,13 +179,13 @@ def test_a_crash_after_sending_resends_the_message_with_the_same_id(
     sheets = write_sheets(tmp_path / "sheets")
     registry = load_registry([sheets])
     webhook.gate = threading.Event()  # hold each request: the worker dies while it waits
-    worker = jobdef_worker(url, sheets, {HOOK_ENV: webhook.url})
+    worker = jobdef_worker(url, sheets, {HOOK_ENV: webhook.url}, tmp_path / "worker.log")
     try:
         enqueue(url, registry, 1)
         wait_for(lambda: webhook.received, what="the first delivery to reach the server")
     finally:
         worker.send_signal(signal.SIGKILL)
-        worker.communicate(timeout=30)
+        worker.wait(30)
     webhook.gate.set()
     [pending] = backend.outbox_pending()  # sent, but its delivery was never recorded
     assert pending.delivered_at is None
@@ -262,9 +262,10 @@ def test_a_failing_channel_never_blocks_job_processing(
 def test_jobdef_worker_refuses_to_start_without_the_channel_variable(tmp_path: Path) -> None:
     sheets = write_sheets(tmp_path / "sheets")
     assert HOOK_ENV not in os.environ
-    worker = jobdef_worker(f"sqlite:///{tmp_path / 'jobs.db'}", sheets, {})
-    _, stderr = worker.communicate(timeout=60)
-    assert worker.returncode == 2
+    log = tmp_path / "worker.log"
+    worker = jobdef_worker(f"sqlite:///{tmp_path / 'jobs.db'}", sheets, {}, log)
+    assert worker.wait(60) == 2
+    stderr = log.read_text()
     assert "Traceback" not in stderr
     assert f"environment variable {HOOK_ENV} is not set" in stderr
     assert "jobs.yaml" in stderr
