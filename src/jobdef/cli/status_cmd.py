@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     paused = [q.queue for q in queues if q.paused]
     if paused:
         print(f"\npaused queues: {', '.join(paused)}")
-    print("\n" + "\n".join(outbox_lines(outbox)))
+    if outbox.channels:  # quiet while every notification is delivered
+        print("\n" + "\n".join(outbox_lines(outbox)))
     return 0
 
 
