@@ -161,3 +161,10 @@ def test_demo_runs_from_any_directory_and_passes_its_checks(tmp_path):
     assert "all 6 checks passed" in result.stdout
     assert "reclaimed" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_the_cli_spells_the_final_states_as_the_backend_does():
+    from jobdef.backends.base import FINAL_STATES
+    from jobdef.cli import runtime_options
+
+    assert runtime_options.FINAL_STATES == FINAL_STATES

@@ -6,12 +6,14 @@ import argparse
 import datetime
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobdef.backends.base import FINAL_STATES, JobRecord
 from jobdef.cli import runtime_options
-from jobdef.cli.runtime_options import table
+from jobdef.cli.runtime_options import FINAL_STATES, table
 from jobdef.errors import UsageError
+
+if TYPE_CHECKING:
+    from jobdef.backends.base import JobRecord
 
 STATES = ("queued", "running", *FINAL_STATES)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from jobdef.backends.base import FINAL_STATES
 from jobdef.cli import runtime_options
+from jobdef.cli.runtime_options import FINAL_STATES
 from jobdef.errors import UsageError
 
 

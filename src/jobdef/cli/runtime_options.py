@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
 from jobdef.config import Config, load_config
 from jobdef.errors import UsageError
 from jobdef.registry import Registry, load_registry
+
+if TYPE_CHECKING:  # every parser is built at start: `jobdef validate` must not load backends
+    from jobdef.backends.base import Backend
+
+# jobdef.backends.base.FINAL_STATES, spelled out so that building the parsers does not
+# import the backends (tests/runtime/test_cli.py checks that the two agree).
+FINAL_STATES = ("done", "dead", "resolved", "cancelled")
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +43,8 @@ def config(args: argparse.Namespace) -> Config:
 
 def backend(args: argparse.Namespace, *, create: bool = False) -> Backend:
     """The job store named by --db/config; operator commands never create a new file."""
+    from jobdef.backends import open_backend
+
     return open_backend(config(args).database, create=create)
 
 

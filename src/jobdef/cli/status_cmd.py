@@ -12,10 +12,11 @@ from dataclasses import asdict
 
 from jobdef.cli import runtime_options
 from jobdef.cli.runtime_options import human_age, table
-from jobdef.notify.status import outbox_lines, outbox_status
 
 
 def run(args: argparse.Namespace) -> int:
+    from jobdef.notify.status import outbox_lines, outbox_status
+
     backend = runtime_options.backend(args)
     try:
         counts = backend.stats()
