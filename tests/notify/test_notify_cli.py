@@ -90,7 +90,7 @@ def test_check_channel_env_lists_every_missing_variable_and_setting() -> None:
 
     assert any("'hook' url_env: environment variable HOOK_URL is not set" in t for t in text)
     assert any("'hook' headers_env: environment variable HOOK_TOKEN" in t for t in text)
-    assert any("'mail' host: a email channel needs `host`" in t for t in text)
+    assert any("'mail' host: an email channel needs `host`" in t for t in text)
     assert any("'mail' to:" in t for t in text)
     assert any("'mail' user_env: environment variable SMTP_USER" in t for t in text)
     assert any("'mail' password_env: environment variable SMTP_PASSWORD" in t for t in text)
@@ -131,3 +131,40 @@ def test_worker_start_fails_with_one_clear_error_when_a_channel_variable_is_miss
             Worker(backend, load_registry([example_sheets]), database_url=url)
     finally:
         backend.close()
+
+
+def test_validate_check_env_reports_a_missing_variable_at_its_line(
+    example_sheets: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPS_CHAT_WEBHOOK_URL", raising=False)
+    assert main(["validate", str(example_sheets)]) == 0  # the sheets alone are fine
+    capsys.readouterr()
+
+    assert main(["validate", str(example_sheets), "--check-env"]) == 1
+    out = capsys.readouterr().out
+    assert "channels.yaml:9:10: error JD253 channel 'ops-chat' url_env: environment " in out
+    assert "OPS_CHAT_WEBHOOK_URL is not set" in out
+
+    monkeypatch.setenv("OPS_CHAT_WEBHOOK_URL", "https://chat.example.test/hooks/abc")
+    assert main(["validate", str(example_sheets), "--check-env", "--format", "json"]) == 0
+    assert "chat.example.test" not in capsys.readouterr().out
+
+
+def test_validate_check_env_points_at_the_channel_for_a_missing_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "channels.yaml").write_text(
+        "apiVersion: jobdef/v1\nkind: Channel\nname: pager\ntype: email\n"
+        "host: smtp.example.test\nto: [ops@example.test]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "job.yaml").write_text(
+        "apiVersion: jobdef/v1\nkind: Job\nname: nightly\nhandler: app.jobs:nightly\n"
+        "max_attempts: 1\nerrors: {default: fatal}\n"
+        "notify: {channel: pager, events: [dead]}\n",
+        encoding="utf-8",
+    )
+    code = main(["validate", str(tmp_path), "--check-env"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "channels.yaml:4:7: error JD253 channel 'pager' from: an email channel needs" in out

@@ -61,7 +61,8 @@ class ChannelConfig:
         return self.channel.name
 
     def problem(self, field: str, message: str) -> None:
-        origin = self.channel.origins.get(field)
+        origins = self.channel.origins
+        origin = origins.get(field) or origins.get("type") or origins.get("name")
         file, line, column = (
             (origin.file, origin.line, origin.column) if origin else (self.channel.file, 0, 0)
         )
@@ -74,7 +75,9 @@ class ChannelConfig:
         """A setting the channel type needs; records a problem when it is absent."""
         value = self.channel.settings.get(field)
         if value in (None, "", ()):
-            self.problem(field, f"a {self.channel.type} channel needs `{field}`: {what}")
+            kind = self.channel.type
+            article = "an" if kind[0] in "aeiou" else "a"
+            self.problem(field, f"{article} {kind} channel needs `{field}`: {what}")
         return value
 
     def env(self, field: str, variable: str | None = None) -> str | None:
