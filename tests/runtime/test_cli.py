@@ -163,8 +163,10 @@ def test_demo_runs_from_any_directory_and_passes_its_checks(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_the_cli_spells_the_final_states_as_the_backend_does():
-    from jobdef.backends.base import FINAL_STATES
-    from jobdef.cli import runtime_options
+def test_the_cli_knows_every_job_state():
+    from typing import get_args
 
-    assert runtime_options.FINAL_STATES == FINAL_STATES
+    from jobdef.backends.base import State
+    from jobdef.cli.runtime_options import JOB_STATES
+
+    assert set(JOB_STATES) == set(get_args(State))

@@ -9,13 +9,11 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from jobdef.cli import runtime_options
-from jobdef.cli.runtime_options import FINAL_STATES, table
+from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
 
 if TYPE_CHECKING:
     from jobdef.backends.base import JobRecord
-
-STATES = ("queued", "running", *FINAL_STATES)
 
 
 def _when(ts: float | None) -> str:
@@ -126,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("action", nargs="?", choices=["show"], help="show one job")
     parser.add_argument("id", nargs="?", type=int, help="the job id (with show)")
-    parser.add_argument("--state", choices=STATES)
+    parser.add_argument("--state", choices=JOB_STATES)
     parser.add_argument("--job", metavar="NAME")
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--format", choices=["text", "json"], default="text")

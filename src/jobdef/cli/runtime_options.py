@@ -1,4 +1,8 @@
-"""Options shared by the commands that talk to the job database: --db and --sheets."""
+"""Options shared by the commands that talk to the job database: --db and --sheets.
+
+Nothing here imports the backends at module level: ``jobdef validate`` builds the
+same parser and must start without them.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,13 @@ from typing import TYPE_CHECKING
 
 from jobdef.config import Config, load_config
 from jobdef.errors import UsageError
-from jobdef.registry import Registry, load_registry
 
-if TYPE_CHECKING:  # every parser is built at start: `jobdef validate` must not load backends
+if TYPE_CHECKING:
     from jobdef.backends.base import Backend
+    from jobdef.registry import Registry
 
-# jobdef.backends.base.FINAL_STATES, spelled out so that building the parsers does not
-# import the backends (tests/runtime/test_cli.py checks that the two agree).
-FINAL_STATES = ("done", "dead", "resolved", "cancelled")
+# The job states, for --state choices (the same as jobdef.backends.base.State).
+JOB_STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +53,8 @@ def backend(args: argparse.Namespace, *, create: bool = False) -> Backend:
 
 def registry(args: argparse.Namespace) -> Registry:
     """The sheets named by --sheets/config, loaded and validated."""
+    from jobdef.registry import load_registry
+
     folder = Path(config(args).sheets)
     if not folder.exists():
         raise UsageError(
