@@ -159,9 +159,11 @@ def test_webhook_down_while_jobs_die_then_back_every_message_arrives(
     assert body["requeue_command"] == f"jobdef requeue {body['job_id']}"
 
 
-def jobdef_worker(url: str, sheets: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
+def jobdef_worker(
+    url: str, sheets: Path, env: dict[str, str], log: Path, *extra: str
+) -> subprocess.Popen:
     """``jobdef worker`` in a process of its own, output to ``log``; test handlers importable."""
-    options = ["--db", url, "--sheets", str(sheets), "--poll", "50ms"]
+    options = ["--db", url, "--sheets", str(sheets), "--poll", "50ms", *extra]
     with log.open("w") as output:
         return subprocess.Popen(
             [sys.executable, "-m", "jobdef", "worker", *options],
@@ -269,3 +271,19 @@ def test_jobdef_worker_refuses_to_start_without_the_channel_variable(tmp_path: P
     assert "Traceback" not in stderr
     assert f"environment variable {HOOK_ENV} is not set" in stderr
     assert "jobs.yaml" in stderr
+
+
+@pytest.mark.slow
+def test_a_burst_worker_delivers_what_it_wrote_before_it_exits(
+    tmp_path: Path, store: tuple[str, Backend], webhook: WebhookServer
+) -> None:
+    url, backend = store
+    sheets = write_sheets(tmp_path / "sheets")
+    enqueue(url, load_registry([sheets]), 3)
+    log = tmp_path / "worker.log"
+    worker = jobdef_worker(url, sheets, {HOOK_ENV: webhook.url}, log, "--burst")
+    assert worker.wait(60) == 0, log.read_text()
+
+    assert "3 dead" in log.read_text()
+    assert len(set(webhook.message_ids())) == 3
+    assert backend.outbox_pending() == []
