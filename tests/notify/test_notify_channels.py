@@ -219,3 +219,15 @@ def test_template_sandbox_refuses_python_internals_and_falls_back() -> None:
     assert "object" not in sent.text.splitlines()[0]
     assert sent.text.startswith("[jobdef] dead: jobdef_notify_test")
     assert "the channel template failed: SecurityError" in sent.text
+
+
+def test_email_carries_japanese_titles_and_errors(smtp_server: SmtpServer) -> None:
+    settings = {"host": "127.0.0.1", "port": smtp_server.port, "security": "none"}
+    settings |= {"from": "jobdef@example.test", "to": ["ops@example.test"]}
+    sender = build_sender(channel("email", **settings), {})
+    sender.send(message("{{ job }}: 予約確定メール送信が失敗しました ({{ error_type }})"))
+
+    mail = email.message_from_bytes(smtp_server.messages[0], policy=email_policy.default)
+    assert mail.get_content().strip() == (
+        "jobdef_notify_test: 予約確定メール送信が失敗しました (ConnectionError)"
+    )
