@@ -221,7 +221,7 @@ def test_template_sandbox_refuses_python_internals_and_falls_back() -> None:
     assert "the channel template failed: SecurityError" in sent.text
 
 
-def test_email_carries_japanese_titles_and_errors(smtp_server: SmtpServer) -> None:
+def test_email_carries_japanese_text(smtp_server: SmtpServer) -> None:
     settings = {"host": "127.0.0.1", "port": smtp_server.port, "security": "none"}
     settings |= {"from": "jobdef@example.test", "to": ["ops@example.test"]}
     sender = build_sender(channel("email", **settings), {})
