@@ -28,7 +28,7 @@ from jobdef.backends.base import Backend, OutboxRecord
 from jobdef.backoff import next_delay
 from jobdef.errors import DeliveryError
 from jobdef.notify.checks import Channel
-from jobdef.notify.digest import WINDOW_SECONDS, ChannelPacer
+from jobdef.notify.digest import MAX_DIGEST_ITEMS, WINDOW_SECONDS, ChannelPacer
 from jobdef.notify.message import Message, digest_message, single_message
 from jobdef.policy import BackoffPolicy
 
@@ -136,8 +136,8 @@ class OutboxSender:
         down: dict[str, str] = {}
         for name, pacer in self.pacers.items():
             records = pacer.take_all()
-            for start in range(0, len(records), 200):
-                self._deliver(name, records[start : start + 200], report, down)
+            for start in range(0, len(records), MAX_DIGEST_ITEMS):
+                self._deliver(name, records[start : start + MAX_DIGEST_ITEMS], report, down)
         return report
 
     def _deliver(
