@@ -159,13 +159,16 @@ ORDER BY lease_until
 LIMIT :limit;
 
 -- name: prune_batch
--- Ids of one job's rows in one state that finished before :before.
-SELECT id FROM jobs
+-- Ids of one job's rows in one final state that finished before :before.
+SELECT id FROM jobs INDEXED BY jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
+  AND state IN ('done', 'dead', 'resolved', 'cancelled')
 LIMIT :limit;
 
 -- name: prune_count
-SELECT count(*) FROM jobs WHERE job = :job AND state = :state AND finished_at < :before;
+SELECT count(*) FROM jobs INDEXED BY jobs_finished
+WHERE job = :job AND state = :state AND finished_at < :before
+  AND state IN ('done', 'dead', 'resolved', 'cancelled');
 
 -- name: delete_jobs
 DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));

@@ -22,6 +22,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sqlite3
 import tempfile
 import time
 from collections import Counter
@@ -247,15 +248,39 @@ class Demo:
             lambda: next((x for x in log.read_text().splitlines() if prefix in x), None),
         )
         sent = json.loads(line.partition(" WARNING ")[2])
+        messages = self.outbox_messages(image)
+        for channel, event, delivered in messages:
+            state = "delivered" if delivered else "waiting for the sender"
+            self.out(f"     outbox -> channel {channel}: {event} of job {image} ({state})")
         self.out(
             f"     ops-log <- {sent['event']} {sent['job']} job {sent['job_id']} "
             f"{sent['key_args']}; re-run: {sent['requeue_command']}"
         )
-        pending = [m for m in self.backend.outbox_pending() if m.notification.job == "resize_image"]
         self.check(
-            not pending and sent["error_type"] == "jobdef.examples.errors.BadImage",
-            "the outbox delivered the dead job's message to its notify channel",
+            any(event == "dead" and delivered for _, event, delivered in messages)
+            and sent["error_type"] == "jobdef.examples.errors.BadImage",
+            "the message was written to the outbox with the move to dead, then delivered",
         )
+
+    def outbox_messages(self, job_id: int) -> list[tuple[str, str, bool]]:
+        """(channel, event, delivered) of a job's messages, delivered ones included.
+
+        The demo always runs on its own SQLite file, so it reads the outbox table
+        directly: the protocol lists only pending messages, and a sender running in
+        the workers may already have delivered this one.
+        """
+        conn = sqlite3.connect(self.folder / "demo.db")
+        try:
+            rows = conn.execute(
+                "SELECT channel, event, delivered_at IS NOT NULL, payload FROM outbox ORDER BY id"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [
+            (channel, event, bool(delivered))
+            for channel, event, delivered, payload in rows
+            if json.loads(payload).get("job_id") == job_id
+        ]
 
     def killed_after_the_work(self) -> None:
         from jobdef.examples.points import balance
