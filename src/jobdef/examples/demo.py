@@ -248,6 +248,8 @@ class Demo:
             lambda: next((x for x in log.read_text().splitlines() if prefix in x), None),
         )
         sent = json.loads(line.partition(" WARNING ")[2])
+        # The sender records the delivery right after writing the line.
+        self.wait_for("the delivery", lambda: all(d for *_, d in self.outbox_messages(image)))
         messages = self.outbox_messages(image)
         for channel, event, delivered in messages:
             state = "delivered" if delivered else "waiting for the sender"
