@@ -34,6 +34,7 @@ COMMANDS: tuple[str, ...] = (
     "prune",
     "demo",
     "db",
+    "notify",
 )
 
 

@@ -1,9 +1,13 @@
-"""``jobdef status``: how many jobs per job and state, and how long the oldest one waits."""
+"""``jobdef status``: how many jobs per job and state, and how long the oldest one waits.
+
+Also the outbox: notifications waiting for delivery, and failed deliveries, per channel.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import asdict
 
 from jobdef.cli import runtime_options
@@ -11,15 +15,24 @@ from jobdef.cli.runtime_options import human_age, table
 
 
 def run(args: argparse.Namespace) -> int:
+    from jobdef.notify.status import outbox_lines, outbox_status
+
     backend = runtime_options.backend(args)
     try:
         counts = backend.stats()
         queues = backend.queues()
+        outbox = outbox_status(backend, time.time())
     finally:
         backend.close()
     if args.format == "json":
         print(
-            json.dumps({"jobs": [asdict(c) for c in counts], "queues": [asdict(q) for q in queues]})
+            json.dumps(
+                {
+                    "jobs": [asdict(c) for c in counts],
+                    "queues": [asdict(q) for q in queues],
+                    "outbox": outbox.as_json(),
+                }
+            )
         )
         return 0
     if not counts:
@@ -40,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     paused = [q.queue for q in queues if q.paused]
     if paused:
         print(f"\npaused queues: {', '.join(paused)}")
+    if outbox.channels:  # quiet while every notification is delivered
+        print("\n" + "\n".join(outbox_lines(outbox)))
     return 0
 
 

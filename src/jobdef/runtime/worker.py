@@ -41,6 +41,7 @@ from jobdef.backends.base import (
 )
 from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
+from jobdef.notify.service import OutboxService
 from jobdef.policy import JobPolicy
 from jobdef.registry import Registry
 from jobdef.runtime.classify import class_name
@@ -54,7 +55,11 @@ from jobdef.runtime.retention import RetentionPruner
 log = logging.getLogger("jobdef.worker")
 
 # The maintenance services every worker runs; each is built from a MaintenanceContext.
-MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [LeaseReclaimer, RetentionPruner]
+MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [
+    LeaseReclaimer,
+    RetentionPruner,
+    OutboxService,
+]
 
 
 def worker_id() -> str:
@@ -181,6 +186,10 @@ class Worker:
         finally:
             self._give_back(pool.kill_all() if self._held else [])
             pool.close()
+            for service in self.services:
+                close = getattr(service, "close", None)
+                if close is not None:
+                    close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         log.info("worker %s stopped: %s", self.id, self.stats)
