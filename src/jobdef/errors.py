@@ -49,3 +49,7 @@ class BackendError(JobdefError):
 
 class StaleLeaseError(JobdefError):
     """The job's lease expired and another worker reclaimed it; this late write was refused."""
+
+
+class ScheduleError(JobdefError, ValueError):
+    """A batch job's schedule or time zone is invalid; write a 5-field cron line, an IANA zone."""

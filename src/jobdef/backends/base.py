@@ -299,6 +299,12 @@ class Backend(Protocol):
     def outbox_pending(self) -> list[OutboxRecord]:
         """Undelivered messages, oldest first (for status and tests)."""
 
+    def last_slot(self, job: str) -> float | None:
+        """The newest cron slot ever stored for ``job`` (``None``: never scheduled).
+
+        The scheduler starts from it after a restart, to see which slots were missed.
+        """
+
     # Queue controls.
     def set_paused(self, queue: str, paused: bool) -> None:
         """Pause or resume claiming from a queue; running workers see it at their next claim."""

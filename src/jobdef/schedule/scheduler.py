@@ -1,0 +1,137 @@
+"""The scheduler: the worker's maintenance service that enqueues batch jobs' cron slots.
+
+Every worker may run it at once (on PostgreSQL only the worker holding the
+maintenance lock does, to save work): the store keeps each (job, slot) at most
+once ever (``NewJob.slot``), and the slot is part of the idempotency key, so a
+second scheduler that reaches the same slot enqueues nothing.
+
+The handler learns which slot it runs for from ``JobRecord.slot`` (epoch
+seconds), which the worker hands over as ``context.slot``, an aware datetime in
+the sheet's time zone.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from jobdef.backends.base import Backend, NewJob
+from jobdef.policy import JobPolicy
+from jobdef.schedule.cron import CronSchedule
+from jobdef.schedule.slots import CATCH_UP_LIMIT, ON_TIME_GRACE, as_datetime, due_slots, schedule_of
+
+log = logging.getLogger("jobdef.scheduler")
+
+
+def slot_key(policy: JobPolicy, slot: datetime) -> str:
+    """The idempotency key of one slot: the sheet's key (or the job name) ``@`` the slot time."""
+    base = policy.idempotency.key or policy.name
+    return f"{base}@{slot.isoformat()}"
+
+
+def slot_job(policy: JobPolicy, slot: datetime) -> NewJob:
+    """The job to store for one slot of a batch job; it is due at the slot time."""
+    return NewJob(
+        job=policy.name,
+        args={},
+        queue=policy.queue,
+        priority=policy.priority,
+        max_attempts=policy.max_attempts,
+        idempotency_key=slot_key(policy, slot),
+        run_after=slot.timestamp(),
+        slot=slot.timestamp(),
+    )
+
+
+@dataclass
+class _Plan:
+    """What the scheduler knows about one batch job."""
+
+    policy: JobPolicy
+    schedule: CronSchedule
+    # Every slot up to this instant (epoch seconds) has been decided: enqueued, or
+    # dropped by catch_up. Seconds, not datetimes: aware datetimes of one zone
+    # compare by wall time, which is wrong in the hour a clock shows twice.
+    decided_through: float | None = None
+    # The next slot after ``decided_through``: nothing to do before it.
+    next_at: float | None = None
+
+
+class Scheduler:
+    """Enqueues each due slot of every ``mode: batch`` job; call :meth:`tick` periodically.
+
+    ``clock`` returns epoch seconds (injected in tests). ``grace`` and
+    ``catch_up_limit`` are explained in :func:`~jobdef.schedule.slots.due_slots`.
+    """
+
+    name = "scheduler"
+
+    def __init__(
+        self,
+        backend: Backend,
+        jobs: Iterable[JobPolicy],
+        *,
+        clock: Callable[[], float] = time.time,
+        grace: float = ON_TIME_GRACE,
+        catch_up_limit: int = CATCH_UP_LIMIT,
+        new_job: Callable[[JobPolicy, datetime], NewJob] = slot_job,
+    ) -> None:
+        self.backend = backend
+        self.clock = clock
+        self.grace = grace
+        self.catch_up_limit = catch_up_limit
+        self.new_job = new_job
+        self._plans = [
+            _Plan(policy, schedule_of(policy))
+            for policy in sorted(jobs, key=lambda p: p.name)
+            if policy.mode == "batch"
+        ]
+
+    @property
+    def jobs(self) -> list[str]:
+        """Names of the batch jobs this scheduler serves."""
+        return [plan.policy.name for plan in self._plans]
+
+    def tick(self) -> int:
+        """Enqueue every slot due now; return how many jobs this call created."""
+        now = as_datetime(self.clock())
+        created = 0
+        for plan in self._plans:
+            if plan.next_at is not None and now.timestamp() < plan.next_at:
+                continue
+            created += self._run_due(plan, now)
+        return created
+
+    def _run_due(self, plan: _Plan, now: datetime) -> int:
+        policy = plan.policy
+        if plan.decided_through is None:
+            # After a restart: start from the newest slot any worker ever stored.
+            last = self.backend.last_slot(policy.name)
+            plan.decided_through = last if last is not None else now.timestamp() - self.grace
+        slots = due_slots(
+            plan.schedule,
+            policy.catch_up,
+            plan.decided_through,
+            now,
+            grace=self.grace,
+            limit=self.catch_up_limit,
+        )
+        created = 0
+        if slots:
+            results = self.backend.enqueue([self.new_job(policy, slot) for slot in slots])
+            created = sum(result.created for result in results)
+            log.info(
+                "scheduled %s: %d slot(s) due, %d new (%s .. %s)",
+                policy.name,
+                len(slots),
+                created,
+                slots[0].isoformat(),
+                slots[-1].isoformat(),
+            )
+        plan.decided_through = max(now.timestamp(), plan.decided_through)
+        upcoming = next(plan.schedule.after(as_datetime(plan.decided_through)), None)
+        plan.next_at = upcoming.timestamp() if upcoming is not None else float("inf")
+        return created
