@@ -132,7 +132,11 @@ def _add_common(parser: argparse.ArgumentParser, *, nested: bool = False) -> Non
     # absent one from overwriting a value given before the action.
     default = argparse.SUPPRESS if nested else None
     parser.add_argument(
-        "--database", metavar="URL", default=default, help="job store URL (default: from config)"
+        "--db",
+        dest="database",
+        metavar="URL",
+        default=default,
+        help="job store URL (default: from config)",
     )
     parser.add_argument(
         "--sheets", metavar="PATH", default=default, help="sheets folder (default: from config)"
