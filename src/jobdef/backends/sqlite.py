@@ -499,6 +499,10 @@ class SQLiteBackend:
         rows = self._read("get_job", {"job_id": job_id})
         return _job(rows[0]) if rows else None
 
+    def last_slot(self, job: str) -> float | None:
+        rows = self._read("last_slot", {"job": job})
+        return rows[0][0] if rows else None
+
     def list_jobs(
         self, state: State | None = None, job: str | None = None, limit: int = 100
     ) -> list[JobRecord]:
