@@ -50,6 +50,18 @@ def test_next_runs_of_a_job_without_schedule_names_the_job() -> None:
         next_runs(JobPolicy(name="plain", handler="m:f"), at(2026, 1, 1))
 
 
+def test_batch_job_with_required_args_is_refused_naming_them() -> None:
+    policy = JobPolicy(
+        name="export",
+        handler="m:f",
+        mode="batch",
+        schedule="0 * * * *",
+        args_schema={"type": "object", "required": ["day"]},
+    )
+    with pytest.raises(ScheduleError, match="'export' requires args day"):
+        next_runs(policy, at(2026, 1, 1))
+
+
 # A worker ran until 02:00 (slot 02:00 enqueued), then none ran until 07:20.
 LAST = at(2026, 1, 1, 2)
 BACK = at(2026, 1, 1, 7, 20)

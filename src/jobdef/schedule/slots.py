@@ -36,6 +36,13 @@ def schedule_of(policy: JobPolicy) -> CronSchedule:
             f"job {policy.name!r} has no schedule; a batch job needs one, "
             'e.g. schedule: "0 3 * * *"'
         )
+    required = list(policy.args_schema.get("required", ()))
+    if required:
+        raise ScheduleError(
+            f"batch job {policy.name!r} requires args {', '.join(required)}, but the "
+            "scheduler enqueues it with none; give those args `required: false` "
+            "(the handler reads the slot time from its context instead)"
+        )
     return CronSchedule(policy.schedule, policy.timezone)
 
 
