@@ -272,14 +272,16 @@ class SQLiteBackend:
     # -- claim and the fenced transitions ---------------------------------------
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
-        now = self.clock()
-        params: dict[str, Any] = {
-            "now": now,
-            "worker_id": options.worker_id,
-            "lease_until": now + options.lease_seconds,
-            "queues": None if options.queues is None else json.dumps(list(options.queues)),
-        }
         with self._write() as conn:
+            # The clock is read inside the write lock, so attempt times follow commit
+            # order: a claim never looks older than the completion that freed its slot.
+            now = self.clock()
+            params: dict[str, Any] = {
+                "now": now,
+                "worker_id": options.worker_id,
+                "lease_until": now + options.lease_seconds,
+                "queues": None if options.queues is None else json.dumps(list(options.queues)),
+            }
             if options.queue_limits:
                 rows = self._claim_limited(conn, options, params)
             else:
@@ -355,9 +357,9 @@ class SQLiteBackend:
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None = None,
     ) -> list[bool]:
-        now = self.clock()
         accepted = []
         with self._write() as conn:
+            now = self.clock()
             for lease in leases:
                 ok = self._finish(conn, "complete_job", lease, outcome="done", now=now)
                 if ok and notifications:
@@ -375,8 +377,8 @@ class SQLiteBackend:
         outcome: Outcome = "retry",
         notifications: Sequence[Notification] = (),
     ) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             extra = {"run_after": run_after, "delay": delay}
             ok = self._finish(
                 conn, "retry_job", lease, outcome=outcome, error=error, now=now, extra=extra
@@ -393,16 +395,16 @@ class SQLiteBackend:
         outcome: Outcome = "dead",
         notifications: Sequence[Notification] = (),
     ) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             ok = self._finish(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
             if ok:
                 self._outbox_write(conn, notifications, now)
             return ok
 
     def release(self, lease: Lease) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             return self._finish(conn, "release_job", lease, outcome="released", now=now)
 
     def _finish(

@@ -40,6 +40,7 @@ from jobdef.backends.base import (
 from jobdef.errors import UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy import JobPolicy
+from jobdef.queue_controls import RateLimiter, concurrency_limits
 from jobdef.registry import Registry
 from jobdef.runtime.classify import class_name
 from jobdef.runtime.decisions import after_error
@@ -48,11 +49,16 @@ from jobdef.runtime.maintenance import MaintenanceContext, Service
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned, Task
 from jobdef.runtime.reclaim import LeaseReclaimer
 from jobdef.runtime.retention import RetentionPruner
+from jobdef.schedule.scheduler import Scheduler, slot_time
 
 log = logging.getLogger("jobdef.worker")
 
 # The maintenance services every worker runs; each is built from a MaintenanceContext.
-MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [LeaseReclaimer, RetentionPruner]
+MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [
+    LeaseReclaimer,
+    RetentionPruner,
+    Scheduler.service,
+]
 
 
 def worker_id() -> str:
@@ -126,9 +132,8 @@ class Worker:
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
-        self.queue_limits = {
-            q.name: q.concurrency for q in registry.queues.values() if q.concurrency is not None
-        }
+        self.queue_limits = concurrency_limits(registry.queues)
+        self.rate_limiter = RateLimiter(registry.queues, clock())
         ctx = MaintenanceContext(backend, registry, self.id, clock, self.rng, log)
         self.services = [
             factory(ctx) for factory in (MAINTENANCE if services is None else services)
@@ -238,14 +243,10 @@ class Worker:
         total = pool.size * pool.depth
         if free <= 0 or (free < total // 2 and pool.idle_children() == 0):
             return False
-        options = ClaimOptions(
-            worker_id=self.id,
-            lease_seconds=self.lease_seconds,
-            limit=free,
-            queues=self.queues,
-            queue_limits=self.queue_limits,
-        )
-        records = self.backend.claim(options)
+        if self.rate_limiter.limited:
+            records = self._claim_rated(free)
+        else:
+            records = self.backend.claim(self._claim_options(free, self.queues))
         mono = time.monotonic()
         for record in records:
             policy = self._policy(record)
@@ -253,6 +254,30 @@ class Worker:
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
         return not records
+
+    def _claim_options(self, limit: int, queues: Sequence[str] | None) -> ClaimOptions:
+        return ClaimOptions(
+            worker_id=self.id,
+            lease_seconds=self.lease_seconds,
+            limit=limit,
+            queues=queues,
+            queue_limits=self.queue_limits,
+        )
+
+    def _claim_rated(self, free: int) -> list[JobRecord]:
+        """Claim each rate-limited queue on its own, at most its tokens, then the rest."""
+        now = self.clock()
+        served = self.queues or sorted({p.queue for p in self.registry} | set(self.registry.queues))
+        records: list[JobRecord] = []
+        for request in self.rate_limiter.plan(served, free, now):
+            limit = min(request.limit, free - len(records))
+            if limit <= 0:
+                break
+            taken = self.backend.claim(self._claim_options(limit, request.queues))
+            if len(request.queues) == 1:
+                self.rate_limiter.spend(request.queues[0], len(taken), now)
+            records.extend(taken)
+        return records
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
         try:
@@ -278,6 +303,7 @@ class Worker:
                     idempotency_key=record.idempotency_key,
                     max_attempts=record.max_attempts,
                     timeout=policy.timeout,
+                    slot=slot_time(record, policy),
                 )
             )
 

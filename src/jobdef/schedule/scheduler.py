@@ -1,13 +1,12 @@
 """The scheduler: the worker's maintenance service that enqueues batch jobs' cron slots.
 
-Every worker may run it at once (on PostgreSQL only the worker holding the
-maintenance lock does, to save work): the store keeps each (job, slot) at most
-once ever (``NewJob.slot``), and the slot is part of the idempotency key, so a
-second scheduler that reaches the same slot enqueues nothing.
+Every worker may run it at once: the store keeps each (job, slot) at most once
+ever (``NewJob.slot``), and the slot is part of the idempotency key, so a second
+scheduler that reaches the same slot enqueues nothing.
 
 The handler learns which slot it runs for from ``JobRecord.slot`` (epoch
-seconds), which the worker hands over as ``context.slot``, an aware datetime in
-the sheet's time zone.
+seconds), which the worker hands over as ``ctx.slot``, an aware datetime in the
+sheet's time zone (see :func:`slot_time`).
 """
 
 from __future__ import annotations
@@ -17,19 +16,31 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from jobdef.backends.base import Backend, NewJob
+from jobdef.backends.base import Backend, JobRecord, NewJob
 from jobdef.policy import JobPolicy
-from jobdef.schedule.cron import CronSchedule
+from jobdef.schedule.cron import CronSchedule, zone
 from jobdef.schedule.slots import CATCH_UP_LIMIT, ON_TIME_GRACE, as_datetime, due_slots, schedule_of
+
+if TYPE_CHECKING:  # the runtime package imports this module
+    from jobdef.runtime.maintenance import MaintenanceContext
 
 log = logging.getLogger("jobdef.scheduler")
 
 
 def slot_key(policy: JobPolicy, slot: datetime) -> str:
     """The idempotency key of one slot: the sheet's key (or the job name) ``@`` the slot time."""
-    base = policy.idempotency.key or policy.name
-    return f"{base}@{slot.isoformat()}"
+    from jobdef.runtime.queue import idempotency_key  # the runtime package imports this module
+
+    return f"{idempotency_key(policy, {}) or policy.name}@{slot.isoformat()}"
+
+
+def slot_time(record: JobRecord, policy: JobPolicy) -> datetime | None:
+    """The slot a stored job runs for, in its sheet's time zone (``None``: enqueued by hand)."""
+    if record.slot is None:
+        return None
+    return datetime.fromtimestamp(record.slot, zone(policy.timezone))
 
 
 def slot_job(policy: JobPolicy, slot: datetime) -> NewJob:
@@ -68,6 +79,8 @@ class Scheduler:
     """
 
     name = "scheduler"
+    # Seconds between ticks; a tick between slots only compares two numbers.
+    interval = 1.0
 
     def __init__(
         self,
@@ -89,15 +102,22 @@ class Scheduler:
             for policy in sorted(jobs, key=lambda p: p.name)
             if policy.mode == "batch"
         ]
+        for plan in self._plans:  # a key recipe that needs args fails here, not every tick
+            slot_key(plan.policy, datetime.now(plan.schedule.tz))
+
+    @classmethod
+    def service(cls, ctx: MaintenanceContext) -> Scheduler:
+        """The scheduler as one of the worker's maintenance services."""
+        return cls(ctx.backend, ctx.registry, clock=ctx.clock)
 
     @property
     def jobs(self) -> list[str]:
         """Names of the batch jobs this scheduler serves."""
         return [plan.policy.name for plan in self._plans]
 
-    def tick(self) -> int:
-        """Enqueue every slot due now; return how many jobs this call created."""
-        now = as_datetime(self.clock())
+    def tick(self, now: float | None = None) -> int:
+        """Enqueue every slot due at ``now`` (default: the clock); return how many were new."""
+        now = as_datetime(self.clock() if now is None else now)
         created = 0
         for plan in self._plans:
             if plan.next_at is not None and now.timestamp() < plan.next_at:
