@@ -72,9 +72,13 @@ def slot_times(backend: Backend, tz: str = "UTC") -> list[str]:
     ]
 
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jobs.db'}"
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store on each engine (PostgreSQL: a schema of its own)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'jobs.db'}"
+    url = request.getfixturevalue("postgres_url")
+    return f"{url}?schema={request.getfixturevalue('postgres_schema')}"
 
 
 @pytest.fixture
@@ -249,3 +253,30 @@ def test_tick_before_the_next_slot_does_nothing(backend: Backend) -> None:
     assert scheduler.tick() == 0
     clock.set(at(2026, 1, 1, 6))
     assert scheduler.tick() == 1
+
+
+def test_on_postgres_only_the_maintenance_lock_holder_schedules(
+    postgres_url: str, postgres_schema: str
+) -> None:
+    from jobdef.registry import Registry
+    from jobdef.runtime.maintenance import MaintenanceContext
+
+    url = f"{postgres_url}?schema={postgres_schema}"
+    registry = Registry(jobs={"report": batch("0 * * * *", catch_up="latest")}, channels={})
+    clock = Clock(at(2026, 1, 1, 0, 0, 10))
+    first, second = open_backend(url), open_backend(url)
+    try:
+        leader = Scheduler.service(MaintenanceContext(first, registry, "w1", clock))
+        other = Scheduler.service(MaintenanceContext(second, registry, "w2", clock))
+        assert leader.tick() == 1  # takes the maintenance lock
+        clock.set(at(2026, 1, 1, 1, 0, 10))
+        assert other.tick() == 0
+        assert leader.tick() == 1
+        first.close()  # the lock holder goes away before 02:00
+        clock.set(at(2026, 1, 1, 3, 0, 10))
+        assert other.tick() == 1  # took the lock over; latest: 03:00 stands in for 02:00
+        hours = [datetime.fromtimestamp(job.slot or 0, UTC).hour for job in stored(second)]
+        assert hours == [0, 1, 3]
+    finally:
+        first.close()
+        second.close()

@@ -707,6 +707,10 @@ class PostgresBackend:
         rows = self._fetch("get_job", {"job_id": job_id})
         return _record(rows[0]) if rows else None
 
+    def last_slot(self, job: str) -> float | None:
+        rows = self._fetch("last_slot", {"job": job})
+        return rows[0]["slot"] if rows else None
+
     def list_jobs(
         self, state: State | None = None, job: str | None = None, limit: int = 100
     ) -> list[JobRecord]:

@@ -2,7 +2,10 @@
 
 Every worker may run it at once: the store keeps each (job, slot) at most once
 ever (``NewJob.slot``), and the slot is part of the idempotency key, so a second
-scheduler that reaches the same slot enqueues nothing.
+scheduler that reaches the same slot enqueues nothing. On PostgreSQL only the
+worker holding the maintenance lock enqueues (``leader``), which spares the
+others the work; a worker that takes the lock over starts from the newest slot
+in the store, so a slot the previous holder missed is caught up per ``catch_up``.
 
 The handler learns which slot it runs for from ``JobRecord.slot`` (epoch
 seconds), which the worker hands over as ``ctx.slot``, an aware datetime in the
@@ -76,6 +79,8 @@ class Scheduler:
 
     ``clock`` returns epoch seconds (injected in tests). ``grace`` and
     ``catch_up_limit`` are explained in :func:`~jobdef.schedule.slots.due_slots`.
+    ``leader``, when given, says whether this process may enqueue now (the
+    PostgreSQL maintenance lock); it is asked only when a slot is due.
     """
 
     name = "scheduler"
@@ -91,8 +96,11 @@ class Scheduler:
         grace: float = ON_TIME_GRACE,
         catch_up_limit: int = CATCH_UP_LIMIT,
         new_job: Callable[[JobPolicy, datetime], NewJob] = slot_job,
+        leader: Callable[[], bool] | None = None,
     ) -> None:
         self.backend = backend
+        self.leader = leader
+        self._leading = False
         self.clock = clock
         self.grace = grace
         self.catch_up_limit = catch_up_limit
@@ -108,7 +116,8 @@ class Scheduler:
     @classmethod
     def service(cls, ctx: MaintenanceContext) -> Scheduler:
         """The scheduler as one of the worker's maintenance services."""
-        return cls(ctx.backend, ctx.registry, clock=ctx.clock)
+        leader = getattr(ctx.backend, "try_maintenance_lock", None)
+        return cls(ctx.backend, ctx.registry, clock=ctx.clock, leader=leader)
 
     @property
     def jobs(self) -> list[str]:
@@ -118,12 +127,23 @@ class Scheduler:
     def tick(self, now: float | None = None) -> int:
         """Enqueue every slot due at ``now`` (default: the clock); return how many were new."""
         now = as_datetime(self.clock() if now is None else now)
-        created = 0
-        for plan in self._plans:
-            if plan.next_at is not None and now.timestamp() < plan.next_at:
-                continue
-            created += self._run_due(plan, now)
-        return created
+        due = [p for p in self._plans if p.next_at is None or now.timestamp() >= p.next_at]
+        if not due or not self._may_enqueue():
+            return 0
+        return sum(self._run_due(plan, now) for plan in due)
+
+    def _may_enqueue(self) -> bool:
+        if self.leader is None:
+            return True
+        if not self.leader():
+            self._leading = False
+            return False
+        if not self._leading:
+            # Newly leading: forget what we knew and start from the store's newest slots.
+            self._leading = True
+            for plan in self._plans:
+                plan.decided_through = plan.next_at = None
+        return True
 
     def _run_due(self, plan: _Plan, now: datetime) -> int:
         policy = plan.policy
