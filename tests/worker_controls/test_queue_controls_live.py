@@ -57,9 +57,13 @@ def _handlers_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
 
 
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jobs.db'}"
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store on each engine (PostgreSQL: a schema of its own)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'jobs.db'}"
+    server = request.getfixturevalue("postgres_url")
+    return f"{server}?schema={request.getfixturevalue('postgres_schema')}"
 
 
 @pytest.fixture
