@@ -21,7 +21,20 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 # Subcommand modules, in the order `jobdef --help` lists them.
-COMMANDS: tuple[str, ...] = ("schema", "queues")
+COMMANDS: tuple[str, ...] = (
+    "schema",
+    "worker",
+    "enqueue",
+    "status",
+    "jobs",
+    "queues",
+    "requeue",
+    "resolve",
+    "cancel",
+    "prune",
+    "demo",
+    "db",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,14 +4,17 @@ Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
 several tasks ahead (``depth``), so the child never waits for a round trip; a
 small shared block tells the worker exactly which task the child started and
-when, which is what timeouts are measured from.
+when, which is what timeouts are measured from. The child writes the start time
+before the sequence number, so a reader that sees the new number also sees the
+new time.
 
 A task waiting in a child behind a slow one (running longer than
-``recall_after``) is *recalled*: under the shared
-lock the worker raises ``recall`` above the waiting tasks' sequence numbers and
-the child skips them when it reaches them. Because the child marks a task
-started under the same lock, a task is either started by the child or recalled
-by the worker, never both.
+``recall_after``) is *recalled*: under a lock the worker raises ``recall`` above
+the waiting tasks' sequence numbers and the child skips them when it reaches
+them. Because the child marks a task started under the same lock, a task is
+either started by the child or recalled by the worker, never both. The lock is
+an ``flock`` on a small file, which the kernel drops when a process dies, so a
+killed child or worker leaks nothing.
 
 A child that runs past its task's timeout is killed with SIGKILL; a child that
 dies (``os._exit``, a segfault, the OOM killer) is noticed through its process
@@ -22,11 +25,14 @@ started go back to the worker.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from collections import OrderedDict
@@ -109,13 +115,40 @@ class Returned:
 Event = Finished | Killed | Beat | Returned
 
 
+@dataclass(frozen=True, slots=True)
+class _Logs:
+    """Where a child logs: the worker's level and, if it logs to a file, that file."""
+
+    level: int
+    file: str | None
+
+
+class _FileLock:
+    """An exclusive ``flock`` on an open file, shared by the worker and one child."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
 class _Child:
-    def __init__(self, ctx: Any, database_url: str, log_level: int) -> None:
-        self.shared = ctx.Array("d", [0.0, 0.0, 0.0])
+    def __init__(self, ctx: Any, database_url: str, logs: _Logs, lock_dir: str) -> None:
+        self.shared = ctx.RawArray("d", [0.0, 0.0, 0.0])
+        fd, self.lock_path = tempfile.mkstemp(prefix="child-", suffix=".lock", dir=lock_dir)
+        self.lock = _FileLock(fd)
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=_child_main,
-            args=(child_conn, self.shared, database_url, log_level),
+            args=(child_conn, self.shared, self.lock_path, database_url, logs),
             daemon=True,
             name="jobdef-child",
         )
@@ -124,8 +157,9 @@ class _Child:
         self.tasks: OrderedDict[int, Task] = OrderedDict()
 
     def started(self) -> tuple[int, float]:
-        with self.shared.get_lock():
-            return int(self.shared[_STARTED]), self.shared[_STARTED_AT]
+        # No lock: the child writes the time first, so a new number comes with a new time.
+        seq = int(self.shared[_STARTED])
+        return seq, self.shared[_STARTED_AT]
 
     def running(self) -> tuple[Task, float] | None:
         """The task the child is running now, and when it started."""
@@ -137,7 +171,7 @@ class _Child:
         """Take back every task the child has not started yet."""
         if not self.tasks:
             return []
-        with self.shared.get_lock():
+        with self.lock:
             self.shared[_RECALL] = max(self.tasks)
             started = int(self.shared[_STARTED])
         waiting = [seq for seq in self.tasks if seq > started]
@@ -147,6 +181,9 @@ class _Child:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGKILL)
         self.process.join(5)
+        self.lock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.lock_path)
 
 
 class Pool:
@@ -160,19 +197,21 @@ class Pool:
         depth: int = 4,
         recall_after: float = 0.5,
         log_level: int = logging.WARNING,
+        log_file: str | None = None,
     ) -> None:
         self._ctx = multiprocessing.get_context("spawn")
         self.size = size
         self.depth = depth
         self.recall_after = recall_after
         self._database_url = database_url
-        self._log_level = log_level
+        self._logs = _Logs(log_level, log_file)
+        self._lock_dir = tempfile.mkdtemp(prefix="jobdef-pool-")
         self._seq = 0
         self._failed_starts = 0
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
-        return _Child(self._ctx, self._database_url, self._log_level)
+        return _Child(self._ctx, self._database_url, self._logs, self._lock_dir)
 
     # -- handing out work -------------------------------------------------------
 
@@ -337,6 +376,7 @@ class Pool:
             if child.process.is_alive():
                 child.kill()
             child.conn.close()
+        shutil.rmtree(self._lock_dir, ignore_errors=True)
 
 
 def _death(exitcode: int | None) -> str:
@@ -378,7 +418,9 @@ def resolve_handler(path: str) -> Callable[..., Any]:
     return _handlers[path]
 
 
-def _child_main(conn: Connection, shared: Any, database_url: str, log_level: int) -> None:
+def _child_main(
+    conn: Connection, shared: Any, lock_path: str, database_url: str, logs: _Logs
+) -> None:
     parent = os.getppid()
     _die_with_parent()
     if os.getppid() != parent:
@@ -387,8 +429,12 @@ def _child_main(conn: Connection, shared: Any, database_url: str, log_level: int
     # process group must not kill a handler half-way.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    lock = shared.get_lock()
+    logging.basicConfig(
+        level=logs.level,
+        filename=logs.file,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    lock = _FileLock(os.open(lock_path, os.O_RDWR))
     while True:
         try:
             task = conn.recv()
@@ -399,8 +445,8 @@ def _child_main(conn: Connection, shared: Any, database_url: str, log_level: int
         with lock:
             if task.seq <= shared[_RECALL]:
                 continue
-            shared[_STARTED] = task.seq
             shared[_STARTED_AT] = time.monotonic()
+            shared[_STARTED] = task.seq
         conn.send(_run(task, conn, database_url))
 
 

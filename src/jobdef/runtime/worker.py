@@ -94,6 +94,14 @@ class _Held:
         return self.record.lease
 
 
+def _log_file() -> str | None:
+    """The file the root logger writes to, if any, so handler processes log there too."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            return handler.baseFilename
+    return None
+
+
 class Worker:
     """Runs the jobs of ``registry`` stored in ``backend``."""
 
@@ -168,6 +176,7 @@ class Worker:
             self.database_url,
             depth=self.depth,
             log_level=self._log_level,
+            log_file=_log_file(),
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
