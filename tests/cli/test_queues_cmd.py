@@ -45,13 +45,24 @@ def test_list_shows_depth_pause_state_and_limits_of_every_queue(
     assert main(["queues", "--db", db, "--sheets", str(example_sheets)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == [
-        "QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST", "WAIT", "CONCURRENCY", "RATE"
+        "QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST", "WAITING", "CONCURRENCY", "RATE"
     ]  # fmt: skip
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
     assert rows["exports"] == ["paused", "0", "0", "-", "2", "-"]
     assert rows["mail"][:3] == ["active", "1", "0"]
     assert rows["mail"][-2:] == ["-", "100/m"]
     assert {"batch", "media", "points"} <= set(rows)  # named by jobs, without a Queue document
+
+
+def test_options_before_the_action_count_too(
+    db: str, example_sheets: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["queues", "--db", db, "--sheets", str(example_sheets), "pause", "mail"]) == 0
+    backend = open_backend(db)
+    try:
+        assert [q.paused for q in backend.queues() if q.queue == "mail"] == [True]
+    finally:
+        backend.close()
 
 
 def test_pausing_an_unknown_queue_names_the_known_ones(

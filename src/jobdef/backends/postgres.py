@@ -425,6 +425,10 @@ class PostgresBackend:
                     ]
                     params["limited"] = locked
                     params["caps"] = [limits[q] for q in locked]
+                    # Read the clock again now that the queues are locked, so the
+                    # attempt's start follows the completion that freed its place.
+                    started = self.clock()
+                    params.update(now=started, lease_until=started + options.lease_seconds)
                     return cur.execute(self._q("claim_jobs"), params).fetchall()
 
         rows = self._run(work)

@@ -8,17 +8,18 @@ stay queued until ``jobdef queues resume NAME``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 
-from jobdef.backends.base import Backend, QueueInfo
-from jobdef.config import Config, load_config
-from jobdef.durations import format_duration
+from jobdef.backends.base import QueueInfo
+from jobdef.cli import runtime_options
+from jobdef.cli.runtime_options import human_age, table
 from jobdef.errors import UsageError
-from jobdef.policy import QueuePolicy
-from jobdef.registry import Registry
+from jobdef.registry import Registry, load_registry
 
 
-def _rate(per_second: float | None) -> str:
+def format_rate(per_second: float | None) -> str:
+    """``100/m`` back from starts per second; ``-`` for no limit."""
     if per_second is None:
         return "-"
     for unit, seconds in (("s", 1.0), ("m", 60.0), ("h", 3600.0)):
@@ -28,119 +29,87 @@ def _rate(per_second: float | None) -> str:
     return f"{per_second:g}/s"
 
 
-def queue_rows(
-    infos: Sequence[QueueInfo],
-    policies: Mapping[str, QueuePolicy],
-    known: Sequence[str] = (),
-    lang: str = "en",
-) -> list[list[str]]:
-    """Rows of the queue table: one per queue seen in the store, the sheets or ``known``."""
+def queue_names(registry: Registry | None) -> set[str]:
+    """Queues the sheets know: those with a ``Queue`` document and those jobs name."""
+    if registry is None:
+        return set()
+    return set(registry.queues) | {job.queue for job in registry}
+
+
+def queue_table(infos: Sequence[QueueInfo], registry: Registry | None) -> str:
+    """Depth, running jobs, oldest wait, pause state and limits, one row per queue."""
     live = {info.queue: info for info in infos}
-    rows = [["QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST WAIT", "CONCURRENCY", "RATE"]]
-    for name in sorted(set(live) | set(policies) | set(known)):
+    policies = registry.queues if registry is not None else {}
+    rows = [["QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST WAITING", "CONCURRENCY", "RATE"]]
+    for name in sorted(set(live) | queue_names(registry)):
         info = live.get(name, QueueInfo(queue=name, paused=False))
         policy = policies.get(name)
         concurrency = policy.concurrency if policy else info.concurrency
-        oldest = info.oldest_queued_age
         rows.append(
             [
                 name,
                 "paused" if info.paused else "active",
                 str(info.queued),
                 str(info.running),
-                "-" if oldest is None else format_duration(max(0.0, oldest), lang),
+                human_age(info.oldest_queued_age),
                 "-" if concurrency is None else str(concurrency),
-                _rate(policy.rate if policy else None),
+                format_rate(policy.rate if policy else None),
             ]
         )
-    return rows
+    return table(rows)
 
 
-def format_table(rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )
-
-
-def _registry(config: Config) -> Registry | None:
-    """The sheets' registry, or None when there are no sheets to read (the store still answers)."""
-    from pathlib import Path
-
-    from jobdef.registry import load_registry
-
-    if not Path(config.sheets).exists():
-        return None
-    return load_registry([config.sheets])
-
-
-def _open(config: Config) -> Backend:
-    from jobdef.backends import open_backend
-
-    return open_backend(config.database, create=False)
-
-
-def _known_queues(registry: Registry | None) -> list[str]:
-    if registry is None:
-        return []
-    return sorted(set(registry.queues) | {job.queue for job in registry})
+def sheets_if_any(args: argparse.Namespace) -> Registry | None:
+    """The sheets, or None when the sheets folder does not exist (the store still answers)."""
+    folder = Path(runtime_options.config(args).sheets)
+    return load_registry([folder]) if folder.exists() else None
 
 
 def run_list(args: argparse.Namespace) -> int:
-    config = load_config({"database": args.database, "sheets": args.sheets})
-    registry = _registry(config)
-    backend = _open(config)
+    registry = sheets_if_any(args)
+    backend = runtime_options.backend(args)
     try:
         infos = backend.queues()
     finally:
         backend.close()
-    policies = registry.queues if registry else {}
-    print(format_table(queue_rows(infos, policies, _known_queues(registry), config.lang)))
+    print(queue_table(infos, registry))
     return 0
 
 
 def run_set_paused(args: argparse.Namespace) -> int:
     paused = args.action == "pause"
-    config = load_config({"database": args.database, "sheets": args.sheets})
-    registry = _registry(config)
-    backend = _open(config)
+    registry = sheets_if_any(args)
+    backend = runtime_options.backend(args)
     try:
-        known = set(_known_queues(registry)) | {info.queue for info in backend.queues()}
+        known = queue_names(registry) | {info.queue for info in backend.queues()}
         if args.name not in known:
             raise UsageError(
                 f"no queue named {args.name!r} in the sheets or the job store "
-                f"(queues: {', '.join(sorted(known)) or 'none'}); check the spelling"
+                f"(queues: {', '.join(sorted(known)) or 'none'}); check the spelling, "
+                "or pass --sheets DIR with the sheets that name it"
             )
         backend.set_paused(args.name, paused)
     finally:
         backend.close()
-    verb = "paused" if paused else "resumed"
-    follow = (
-        f"workers stop claiming from it at their next claim; "
-        f"`jobdef queues resume {args.name}` to undo"
-        if paused
-        else "workers claim from it again at their next claim"
-    )
-    print(f"queue {args.name} {verb}: {follow}")
+    if paused:
+        print(
+            f"queue {args.name} paused: workers stop claiming from it at their next claim; "
+            f"`jobdef queues resume {args.name}` to undo"
+        )
+    else:
+        print(f"queue {args.name} resumed: workers claim from it again at their next claim")
     return 0
 
 
-def _add_common(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
-    # On an action the options may also follow the action; SUPPRESS keeps an
-    # absent one from overwriting a value given before the action.
-    default = argparse.SUPPRESS if nested else None
-    parser.add_argument(
-        "--db",
-        dest="database",
-        metavar="URL",
-        default=default,
-        help="job store URL (default: from config)",
-    )
-    parser.add_argument(
-        "--sheets", metavar="PATH", default=default, help="sheets folder (default: from config)"
-    )
+def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
+    runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser)
+    if nested:
+        # Also accepted after the action; SUPPRESS keeps an absent one from
+        # overwriting a value given before it.
+        for action in parser._actions:
+            if action.dest in ("db", "sheets"):
+                action.default = argparse.SUPPRESS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -151,11 +120,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and the limits their Queue documents set; `pause NAME` stops workers from "
         "claiming jobs of the queue (running jobs finish), `resume NAME` undoes it.",
     )
-    _add_common(parser)
+    _add_options(parser, nested=False)
     parser.set_defaults(handler=run_list)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     listing = actions.add_parser("list", help="list queues (the default)")
-    _add_common(listing, nested=True)
+    _add_options(listing, nested=True)
     listing.set_defaults(handler=run_list)
     for action, text in (
         ("pause", "stop claiming from the queue NAME"),
@@ -163,5 +132,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ):
         sub = actions.add_parser(action, help=text, description=text + ".")
         sub.add_argument("name", metavar="NAME", help="queue name")
-        _add_common(sub, nested=True)
+        _add_options(sub, nested=True)
         sub.set_defaults(handler=run_set_paused)
