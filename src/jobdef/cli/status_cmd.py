@@ -1,4 +1,8 @@
-"""``jobdef status``: how many jobs per job and state, and how long the oldest one waits."""
+"""``jobdef status``: how many jobs per job and state, and how long the oldest one waits.
+
+Then one row per queue: depth, running jobs, oldest wait, pause state, and the
+limits its ``Queue`` document sets (when the sheets folder is found).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 from dataclasses import asdict
 
 from jobdef.cli import runtime_options
+from jobdef.cli.queues_cmd import queue_table, sheets_if_any
 from jobdef.cli.runtime_options import human_age, table
 
 
@@ -37,9 +42,8 @@ def run(args: argparse.Namespace) -> int:
             for c in counts
         ]
         print(table(rows))
-    paused = [q.queue for q in queues if q.paused]
-    if paused:
-        print(f"\npaused queues: {', '.join(paused)}")
+    print()
+    print(queue_table(queues, sheets_if_any(args)))
     return 0
 
 
@@ -48,5 +52,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "status", help="job counts per job and state", description=__doc__
     )
     runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser)  # for the queues' limits; optional
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.set_defaults(handler=run)
