@@ -34,3 +34,37 @@ def claim_limited(url: str, schema: str, worker_id: str, cap: int, rounds: int) 
             )
             held += len(jobs)
     return held
+
+
+def run_worker(
+    url: str,
+    schema: str,
+    sheets: str,
+    *,
+    concurrency: int = 2,
+    burst: bool = False,
+    lease_seconds: float = 30.0,
+    poll_interval: float = 0.25,
+) -> None:
+    """A real worker process on the engine at ``url``/``schema`` running ``sheets``."""
+    import logging
+
+    from jobdef.backends import open_backend
+    from jobdef.registry import load_registry
+    from jobdef.runtime.worker import Worker
+
+    logging.basicConfig(level=logging.WARNING)
+    database_url = f"{url}?schema={schema}"
+    backend = open_backend(database_url)
+    try:
+        Worker(
+            backend,
+            load_registry([sheets]),
+            database_url=database_url,
+            concurrency=concurrency,
+            burst=burst,
+            lease_seconds=lease_seconds,
+            poll_interval=poll_interval,
+        ).run()
+    finally:
+        backend.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -92,3 +93,45 @@ def test_the_engine_reconnects_after_its_session_is_terminated(pg_backend: Postg
     assert [job.job for job in claimed] == ["a"]
     assert pg_backend._connection().info.backend_pid != first
     assert pg_backend.complete([claimed[0].lease]) == [True]
+
+
+def test_a_short_outage_is_ridden_out_by_reconnecting(postgres_url: str) -> None:
+    """Sessions killed and new ones refused for a moment, as in a server restart."""
+    database = f"jobdef_outage_{uuid.uuid4().hex[:8]}"
+    query(postgres_url, f"CREATE DATABASE {database}")
+    url = postgres_url.rsplit("/", 1)[0] + "/" + database
+    try:
+        with PostgresBackend(url, reconnect_timeout=60) as backend:
+            backend.migrate()
+            backend.enqueue([NewJob("a", {}, "default")])
+            query(postgres_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
+            terminate(postgres_url, backend._connection().info.backend_pid)
+            reopen = threading.Timer(
+                1.0, query, (postgres_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS true")
+            )
+            reopen.start()
+            try:
+                claimed = backend.claim(ClaimOptions("w1", lease_seconds=30))
+            finally:
+                reopen.join()
+            assert [job.job for job in claimed] == ["a"]
+    finally:
+        query(postgres_url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def test_an_outage_longer_than_the_reconnect_timeout_is_one_clear_error(
+    postgres_url: str,
+) -> None:
+    database = f"jobdef_outage_{uuid.uuid4().hex[:8]}"
+    query(postgres_url, f"CREATE DATABASE {database}")
+    url = postgres_url.rsplit("/", 1)[0] + "/" + database
+    try:
+        with PostgresBackend(url, reconnect_timeout=0.5) as backend:
+            backend.migrate()
+            query(postgres_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
+            terminate(postgres_url, backend._connection().info.backend_pid)
+            with pytest.raises(BackendError) as error:
+                backend.stats()
+        assert "\n" not in str(error.value)
+    finally:
+        query(postgres_url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")

@@ -55,3 +55,14 @@ def test_after_losing_the_listening_session_it_polls_then_listens_again(
     assert pg_backend.wait_for_jobs(0.01) is False  # listening again on a new session
     pg_backend.enqueue([NewJob("a", {}, "default")])
     assert pg_backend.wait_for_jobs(LONG) is True
+
+
+def test_wake_ends_a_wait_at_once(pg_backend: PostgresBackend) -> None:
+    pg_backend.wait_for_jobs(0.01)
+    timer = threading.Timer(0.05, pg_backend.wake)
+    timer.start()
+    try:
+        assert pg_backend.wait_for_jobs(LONG) is True
+    finally:
+        timer.join()
+    assert pg_backend.wait_for_jobs(0.01) is False  # the wake-up was used up

@@ -59,3 +59,16 @@ def test_a_processed_key_counts_only_if_the_handler_transaction_commits(
         conn.commit()
         assert not pg_backend.record_processed_key(conn, "order-1:mail", job_id=2)
         conn.rollback()
+
+
+def test_first_run_guards_a_handler_transaction_on_postgresql(pg_backend: PostgresBackend) -> None:
+    from jobdef.runtime import Context, first_run
+
+    url = f"{pg_backend.conninfo}?schema={pg_backend.schema}"
+    ctx = Context(
+        job_id=7, job="award", attempt=1, max_attempts=3, idempotency_key="m1:p", database_url=url
+    )
+    with psycopg.connect(pg_backend.conninfo) as conn:
+        assert first_run(ctx, conn)
+    with psycopg.connect(pg_backend.conninfo) as conn:
+        assert not first_run(ctx, conn)

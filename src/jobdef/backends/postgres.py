@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import select
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -91,11 +92,13 @@ class PostgresBackend:
         *,
         schema: str | None = None,
         clock: Callable[[], float] | None = None,
+        reconnect_timeout: float = 30.0,
     ) -> None:
         require_psycopg()
         self.url = url
         self.conninfo, self.schema = split_url(url, schema)
         self.clock = clock or time.time
+        self.reconnect_timeout = reconnect_timeout
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
@@ -106,6 +109,8 @@ class PostgresBackend:
         self._lock = threading.RLock()
         self._session_lock = threading.RLock()
         self._limited_queues_known: set[str] = set()
+        self._wake_fds: tuple[int, int] | None = None
+        self._wake_pid = 0
 
     def __repr__(self) -> str:
         return f"PostgresBackend({describe(self.conninfo)}, schema={self.schema!r})"
@@ -132,7 +137,12 @@ class PostgresBackend:
             conn.close()
 
     def _run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
-        """Run ``work`` on the engine's connection; reconnect once if the session was lost."""
+        """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
+
+        A lost session (a restart, a failover, ``pg_terminate_backend``) is
+        replaced for up to ``reconnect_timeout`` seconds, so a worker rides out
+        a short outage; a server that never answered is reported at once.
+        """
         with self._lock:
             for attempt in (1, 2):
                 conn = self._connection()
@@ -148,7 +158,22 @@ class PostgresBackend:
                             f"lost the connection to PostgreSQL at {describe(self.conninfo)}: "
                             f"{first_line(exc)}; check that the server is up"
                         ) from None
+                    self._reconnect()
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reconnect(self) -> None:
+        """Connect again, waiting between tries (0.1 s doubling to 2 s) up to the timeout."""
+        deadline = time.monotonic() + self.reconnect_timeout
+        pause = 0.1
+        while True:
+            try:
+                self._conn = connect(self.conninfo)
+                return
+            except BackendError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
     def _translate(self, exc: psycopg.Error) -> Exception:
         user = None
@@ -163,9 +188,12 @@ class PostgresBackend:
         with self._lock, self._session_lock:
             self._forget_if_forked()
             self._drop(self._conn)
-            self._drop(self._session)
-            self._conn = self._session = None
-            self._maintenance_held = False
+            self._conn = None
+            self._drop_session()
+            if self._wake_fds is not None and self._wake_pid == os.getpid():
+                for fd in self._wake_fds:
+                    os.close(fd)
+                self._wake_fds = None
 
     def __enter__(self) -> PostgresBackend:
         return self
@@ -642,27 +670,65 @@ class PostgresBackend:
     # Waking idle workers ------------------------------------------------------------------------
 
     def wait_for_jobs(self, timeout: float) -> bool:
-        """Block until an enqueue notifies this schema's channel or ``timeout`` passes.
+        """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
+        or ``timeout`` passes.
 
-        True means "claim now" (a notification came, or the listening session
-        was lost and the caller should poll); False means the timeout passed.
-        Without a listening session (server down) this sleeps, so callers poll.
+        True means "claim now" (a notification came, a wake-up, or the
+        listening session was lost and the caller should poll); False means the
+        timeout passed. Without a listening session (server down) this just
+        waits, so callers fall back to polling.
         """
         with self._session_lock:
+            wake_fd = self._wake_pipe()[0]
             try:
                 session = self._listening_session()
             except BackendError:
-                time.sleep(timeout)
-                return False
+                select.select([wake_fd], [], [], timeout)
+                return self._drain_wakes()
+            deadline = time.monotonic() + timeout
             try:
                 # Notifications that came while the session ran another statement
-                # wait in psycopg's backlog and are yielded first.
-                for _ in session.notifies(timeout=timeout, stop_after=1):
-                    return True
-            except psycopg.Error:
+                # (the maintenance lock) wait in psycopg's backlog: read them first.
+                while not self._notified(session):
+                    if session.broken:
+                        raise psycopg.OperationalError("the listening session was lost")
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    readable = [session.pgconn.socket, wake_fd]
+                    ready, _, _ = select.select(readable, [], [], remaining)
+                    if self._drain_wakes():
+                        return True
+                    if not ready:
+                        return False
+                return True
+            except (psycopg.Error, OSError):
                 self._drop_session()
                 return True
-        return False
+
+    def wake(self) -> None:
+        """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_pipe()[1], b"!")
+
+    def _wake_pipe(self) -> tuple[int, int]:
+        if self._wake_fds is None or self._wake_pid != os.getpid():
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(read_fd, False)
+            os.set_blocking(write_fd, False)
+            self._wake_fds, self._wake_pid = (read_fd, write_fd), os.getpid()
+        return self._wake_fds
+
+    def _drain_wakes(self) -> bool:
+        woken = False
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._wake_pipe()[0], 64):
+                woken = True
+        return woken
+
+    @staticmethod
+    def _notified(session: Connection) -> bool:
+        return any(True for _ in session.notifies(timeout=0, stop_after=1))
 
     def _listening_session(self) -> Connection:
         """The long-lived session that listens for enqueues and holds the maintenance lock."""

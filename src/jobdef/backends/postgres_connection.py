@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
 DEFAULT_SCHEMA = "public"
+APPLICATION_NAME = "jobdef"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 URL_HINT = "write it as postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
 
@@ -79,6 +80,9 @@ def connect(conninfo: str, **kwargs: Any) -> psycopg.Connection[Any]:
     """An autocommit connection, or a :class:`BackendError` that says what to fix."""
     require_psycopg()
     try:
+        if "application_name" not in conninfo_to_dict(conninfo):
+            # Lets an operator find jobdef's sessions in pg_stat_activity.
+            kwargs.setdefault("application_name", APPLICATION_NAME)
         return psycopg.connect(conninfo, autocommit=True, connect_timeout=10, **kwargs)
     except psycopg.ProgrammingError as exc:
         raise BackendError(

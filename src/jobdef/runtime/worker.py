@@ -36,6 +36,8 @@ from jobdef.backends.base import (
     Lease,
     Notification,
     Outcome,
+    can_wait_for_jobs,
+    holds_maintenance_lock,
 )
 from jobdef.errors import UnknownJobError
 from jobdef.notify.events import notifications_for
@@ -160,6 +162,8 @@ class Worker:
         """First call: drain. Second call: stop now (jobs are released, never lost)."""
         with self._stop_lock:
             self._stop_requests += 1
+        if can_wait_for_jobs(self.backend):
+            self.backend.wake()  # type: ignore[attr-defined]  # end an idle wait at once
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.request_stop()
@@ -224,6 +228,11 @@ class Worker:
                 waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
             if draining:
                 waiting = min(waiting, 0.05)
+            if idle_since_claim and not pool.in_flight() and can_wait_for_jobs(self.backend):
+                # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
+                # LISTEN/NOTIFY); the poll interval stays the fallback.
+                self.backend.wait_for_jobs(waiting)  # type: ignore[attr-defined]
+                waiting = 0.0
             events = pool.poll(waiting)
             events.extend(pool.enforce())
             for event in events:
@@ -235,9 +244,12 @@ class Worker:
 
             now = self.clock()
             self._heartbeat(time.monotonic())
-            for service in self.services:
-                if now >= next_tick[id(service)]:
-                    next_tick[id(service)] = now + service.interval
+            due = [s for s in self.services if now >= next_tick[id(s)]]
+            for service in due:
+                next_tick[id(service)] = now + service.interval
+            # On an engine shared by many hosts only the elected worker maintains.
+            if due and holds_maintenance_lock(self.backend):
+                for service in due:
                     try:
                         service.tick(now)
                     except Exception:
