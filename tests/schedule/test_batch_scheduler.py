@@ -258,6 +258,7 @@ def test_tick_before_the_next_slot_does_nothing(backend: Backend) -> None:
 def test_on_postgres_only_the_maintenance_lock_holder_schedules(
     postgres_url: str, postgres_schema: str
 ) -> None:
+    from jobdef.backends.base import holds_maintenance_lock
     from jobdef.registry import Registry
     from jobdef.runtime.maintenance import MaintenanceContext
 
@@ -265,18 +266,36 @@ def test_on_postgres_only_the_maintenance_lock_holder_schedules(
     registry = Registry(jobs={"report": batch("0 * * * *", catch_up="latest")}, channels={})
     clock = Clock(at(2026, 1, 1, 0, 0, 10))
     first, second = open_backend(url), open_backend(url)
+
+    def tick(backend: Backend, scheduler: Scheduler) -> int | None:
+        """What the worker's loop does: tick maintenance only while holding the lock."""
+        return scheduler.tick(clock()) if holds_maintenance_lock(backend) else None
+
     try:
         leader = Scheduler.service(MaintenanceContext(first, registry, "w1", clock))
         other = Scheduler.service(MaintenanceContext(second, registry, "w2", clock))
-        assert leader.tick() == 1  # takes the maintenance lock
+        assert tick(first, leader) == 1  # takes the maintenance lock
         clock.set(at(2026, 1, 1, 1, 0, 10))
-        assert other.tick() == 0
-        assert leader.tick() == 1
+        assert tick(second, other) is None
+        assert tick(first, leader) == 1
         first.close()  # the lock holder goes away before 02:00
         clock.set(at(2026, 1, 1, 3, 0, 10))
-        assert other.tick() == 1  # took the lock over; latest: 03:00 stands in for 02:00
+        assert tick(second, other) == 1  # took the lock over; latest: 03:00 stands in for 02:00
         hours = [datetime.fromtimestamp(job.slot or 0, UTC).hour for job in stored(second)]
         assert hours == [0, 1, 3]
     finally:
         first.close()
         second.close()
+
+
+def test_a_scheduler_that_sat_idle_starts_after_the_slots_others_stored(backend: Backend) -> None:
+    policy = batch("0 * * * *", catch_up="all")
+    clock = Clock(at(2026, 1, 1, 0, 0, 10))
+    idle, busy = (Scheduler(backend, [policy], clock=clock) for _ in range(2))
+    assert idle.tick() == 1
+    run_through(backend, policy, at(2026, 1, 1, 0, 10), at(2026, 1, 1, 5, 0, 30))
+    # ``idle`` was not ticked from 00:00 to 05:00 (another worker held the lock).
+    clock.set(at(2026, 1, 1, 6, 0, 10))
+    assert idle.tick() == 1  # only 06:00: 01:00 .. 05:00 were stored by the other
+    assert busy.tick() == 0
+    assert len(stored(backend)) == 7

@@ -2,10 +2,11 @@
 
 Every worker may run it at once: the store keeps each (job, slot) at most once
 ever (``NewJob.slot``), and the slot is part of the idempotency key, so a second
-scheduler that reaches the same slot enqueues nothing. On PostgreSQL only the
-worker holding the maintenance lock enqueues (``leader``), which spares the
-others the work; a worker that takes the lock over starts from the newest slot
-in the store, so a slot the previous holder missed is caught up per ``catch_up``.
+scheduler that reaches the same slot enqueues nothing. On PostgreSQL the worker
+ticks it only while it holds the maintenance lock, which spares the others the
+work. Whenever a slot is due the scheduler reads the newest slot in the store,
+so a worker that takes the lock over starts where the previous holder stopped,
+and a slot missed in between is caught up per ``catch_up``.
 
 The handler learns which slot it runs for from ``JobRecord.slot`` (epoch
 seconds), which the worker hands over as ``ctx.slot``, an aware datetime in the
@@ -79,8 +80,6 @@ class Scheduler:
 
     ``clock`` returns epoch seconds (injected in tests). ``grace`` and
     ``catch_up_limit`` are explained in :func:`~jobdef.schedule.slots.due_slots`.
-    ``leader``, when given, says whether this process may enqueue now (the
-    PostgreSQL maintenance lock); it is asked only when a slot is due.
     """
 
     name = "scheduler"
@@ -96,11 +95,8 @@ class Scheduler:
         grace: float = ON_TIME_GRACE,
         catch_up_limit: int = CATCH_UP_LIMIT,
         new_job: Callable[[JobPolicy, datetime], NewJob] = slot_job,
-        leader: Callable[[], bool] | None = None,
     ) -> None:
         self.backend = backend
-        self.leader = leader
-        self._leading = False
         self.clock = clock
         self.grace = grace
         self.catch_up_limit = catch_up_limit
@@ -116,8 +112,7 @@ class Scheduler:
     @classmethod
     def service(cls, ctx: MaintenanceContext) -> Scheduler:
         """The scheduler as one of the worker's maintenance services."""
-        leader = getattr(ctx.backend, "try_maintenance_lock", None)
-        return cls(ctx.backend, ctx.registry, clock=ctx.clock, leader=leader)
+        return cls(ctx.backend, ctx.registry, clock=ctx.clock)
 
     @property
     def jobs(self) -> list[str]:
@@ -128,29 +123,15 @@ class Scheduler:
         """Enqueue every slot due at ``now`` (default: the clock); return how many were new."""
         now = as_datetime(self.clock() if now is None else now)
         due = [p for p in self._plans if p.next_at is None or now.timestamp() >= p.next_at]
-        if not due or not self._may_enqueue():
-            return 0
         return sum(self._run_due(plan, now) for plan in due)
-
-    def _may_enqueue(self) -> bool:
-        if self.leader is None:
-            return True
-        if not self.leader():
-            self._leading = False
-            return False
-        if not self._leading:
-            # Newly leading: forget what we knew and start from the store's newest slots.
-            self._leading = True
-            for plan in self._plans:
-                plan.decided_through = plan.next_at = None
-        return True
 
     def _run_due(self, plan: _Plan, now: datetime) -> int:
         policy = plan.policy
-        if plan.decided_through is None:
-            # After a restart: start from the newest slot any worker ever stored.
-            last = self.backend.last_slot(policy.name)
-            plan.decided_through = last if last is not None else now.timestamp() - self.grace
+        # Start from the newest slot any worker stored (after a restart, or when another
+        # worker scheduled meanwhile), unless this one has decided further already.
+        stored = (plan.decided_through, self.backend.last_slot(policy.name))
+        known = [t for t in stored if t is not None]
+        plan.decided_through = max(known) if known else now.timestamp() - self.grace
         slots = due_slots(
             plan.schedule,
             policy.catch_up,
