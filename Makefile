@@ -1,4 +1,4 @@
-.PHONY: help install test lint format ci
+.PHONY: help install test lint format ci validate
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 install:  ## install jobdef with the test dependencies (editable)
@@ -11,3 +11,5 @@ format:  ## apply ruff formatting and safe fixes
 	python3 -m ruff format . && python3 -m ruff check --fix .
 ci:  ## run exactly what CI runs
 	bash .ci/run
+validate:  ## check the example sheets as CI does
+	python3 -m jobdef validate jobdefs --strict

@@ -23,6 +23,7 @@ EXIT_USAGE = 2
 # Subcommand modules, in the order `jobdef --help` lists them.
 COMMANDS: tuple[str, ...] = (
     "schema",
+    "validate",
     "worker",
     "enqueue",
     "status",
