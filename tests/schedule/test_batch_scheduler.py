@@ -12,7 +12,7 @@ import pytest
 
 from jobdef.backends import open_backend
 from jobdef.backends.base import Backend, JobRecord
-from jobdef.policy import CatchUp, JobPolicy
+from jobdef.policy import CatchUp, IdempotencyPolicy, JobPolicy
 from jobdef.schedule.scheduler import Scheduler
 
 
@@ -104,6 +104,29 @@ def test_slot_job_carries_the_slot_in_its_key_and_is_due_at_the_slot(backend: Ba
 def test_scheduler_serves_only_batch_jobs(backend: Backend) -> None:
     plain = JobPolicy(name="mail", handler="m:f")
     assert Scheduler(backend, [plain, batch()]).jobs == ["report"]
+
+
+def test_a_batch_job_that_cannot_be_scheduled_is_refused_and_the_others_run(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    needs_args = JobPolicy(
+        name="export",
+        handler="m:f",
+        mode="batch",
+        schedule="0 * * * *",
+        args_schema={"type": "object", "required": ["day"]},
+    )
+    keyed = JobPolicy(
+        name="keyed", handler="m:f", mode="batch", schedule="0 * * * *",
+        idempotency=IdempotencyPolicy(key="{order_id}:sample"),
+    )  # fmt: skip
+    clock = Clock(at(2026, 1, 1, 5, 0, 1))
+    scheduler = Scheduler(backend, [needs_args, keyed, batch()], clock=clock)
+    assert scheduler.jobs == ["report"]
+    assert "requires args day" in scheduler.refused["export"]
+    assert "order_id" in scheduler.refused["keyed"]
+    assert "not scheduling export" in caplog.text
+    assert scheduler.tick() == 1
 
 
 def _race(url: str, policy: JobPolicy, times: list[float], start: threading.Barrier | None) -> int:

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from jobdef.backends.base import Backend, JobRecord, NewJob
+from jobdef.errors import JobdefError
 from jobdef.policy import JobPolicy
 from jobdef.schedule.cron import CronSchedule, zone
 from jobdef.schedule.slots import CATCH_UP_LIMIT, ON_TIME_GRACE, as_datetime, due_slots, schedule_of
@@ -101,13 +102,20 @@ class Scheduler:
         self.grace = grace
         self.catch_up_limit = catch_up_limit
         self.new_job = new_job
-        self._plans = [
-            _Plan(policy, schedule_of(policy))
-            for policy in sorted(jobs, key=lambda p: p.name)
-            if policy.mode == "batch"
-        ]
-        for plan in self._plans:  # a key recipe that needs args fails here, not every tick
-            slot_key(plan.policy, datetime.now(plan.schedule.tz))
+        self._plans: list[_Plan] = []
+        # Batch jobs this scheduler cannot run, with why: logged once, the others go on.
+        self.refused: dict[str, str] = {}
+        for policy in sorted(jobs, key=lambda p: p.name):
+            if policy.mode != "batch":
+                continue
+            try:
+                plan = _Plan(policy, schedule_of(policy))
+                slot_key(policy, datetime.now(plan.schedule.tz))  # a recipe that needs args
+            except JobdefError as exc:
+                self.refused[policy.name] = exc.message
+                log.error("not scheduling %s: %s", policy.name, exc.message)
+                continue
+            self._plans.append(plan)
 
     @classmethod
     def service(cls, ctx: MaintenanceContext) -> Scheduler:
