@@ -65,6 +65,18 @@ def test_options_before_the_action_count_too(
         backend.close()
 
 
+def test_a_sheet_with_errors_costs_only_the_limits_columns(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sheets = tmp_path / "sheets"
+    sheets.mkdir()
+    (sheets / "broken.yaml").write_text("apiVersion: jobdef/v1\nkind: Queue\n", encoding="utf-8")
+    assert main(["queues", "--db", db, "--sheets", str(sheets)]) == 0
+    captured = capsys.readouterr()
+    assert "queue limits not shown" in captured.err
+    assert captured.out.splitlines()[1].split()[:3] == ["mail", "active", "1"]
+
+
 def test_pausing_an_unknown_queue_names_the_known_ones(
     db: str, example_sheets: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -79,6 +91,6 @@ def test_a_missing_database_file_is_an_error_not_a_new_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = f"sqlite:///{tmp_path / 'nope.db'}"
-    assert main(["queues", "--db", missing, "--sheets", str(tmp_path)]) == 2
+    assert main(["queues", "--db", missing, "--sheets", str(tmp_path / "sheets")]) == 2
     assert "no job database" in capsys.readouterr().err
     assert not (tmp_path / "nope.db").exists()

@@ -33,4 +33,13 @@ def test_status_shows_every_queue_with_depth_running_age_pause_and_limits(
     assert rows["exports"][-2:] == ["2", "-"]
     assert rows["mail"][:3] == ["paused", "1", "0"]
     assert rows["mail"][-1] == "100/m"
-    assert rows["batch"] == ["active", "0", "0", "-", "-", "-"]  # named by nightly_report
+    assert "batch" not in rows  # named by a sheet, but without jobs or a pause
+
+
+def test_status_of_an_empty_store_has_no_queue_section(
+    tmp_path: Path, example_sheets: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(url).close()
+    assert main(["status", "--db", url, "--sheets", str(example_sheets)]) == 0
+    assert capsys.readouterr().out == "no jobs\n"

@@ -8,14 +8,18 @@ stay queued until ``jobdef queues resume NAME``.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jobdef.backends.base import QueueInfo
 from jobdef.cli import runtime_options
 from jobdef.cli.runtime_options import human_age, table
-from jobdef.errors import UsageError
+from jobdef.errors import SheetError, UsageError
 from jobdef.registry import Registry, load_registry
+
+if TYPE_CHECKING:
+    from jobdef.backends.base import QueueInfo
 
 
 def format_rate(per_second: float | None) -> str:
@@ -36,12 +40,16 @@ def queue_names(registry: Registry | None) -> set[str]:
     return set(registry.queues) | {job.queue for job in registry}
 
 
-def queue_table(infos: Sequence[QueueInfo], registry: Registry | None) -> str:
-    """Depth, running jobs, oldest wait, pause state and limits, one row per queue."""
+def queue_table(infos: Sequence[QueueInfo], registry: Registry | None, *, idle: bool = True) -> str:
+    """Depth, running jobs, oldest wait, pause state and limits, one row per queue
+    ("" when there is none). ``idle=False`` leaves out queues that only the sheets
+    name: the store has no job of theirs and they are not paused."""
+    from jobdef.backends.base import QueueInfo
+
     live = {info.queue: info for info in infos}
     policies = registry.queues if registry is not None else {}
     rows = [["QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST WAITING", "CONCURRENCY", "RATE"]]
-    for name in sorted(set(live) | queue_names(registry)):
+    for name in sorted(set(live) | (queue_names(registry) if idle else set())):
         info = live.get(name, QueueInfo(queue=name, paused=False))
         policy = policies.get(name)
         concurrency = policy.concurrency if policy else info.concurrency
@@ -56,13 +64,26 @@ def queue_table(infos: Sequence[QueueInfo], registry: Registry | None) -> str:
                 format_rate(policy.rate if policy else None),
             ]
         )
-    return table(rows)
+    return table(rows) if len(rows) > 1 else ""
 
 
 def sheets_if_any(args: argparse.Namespace) -> Registry | None:
-    """The sheets, or None when the sheets folder does not exist (the store still answers)."""
+    """The sheets, for the queues' names and limits; None when there are none to read.
+
+    The store answers without them, so a missing folder or a sheet with errors
+    costs only the limits columns (and a note on stderr), never the command.
+    """
     folder = Path(runtime_options.config(args).sheets)
-    return load_registry([folder]) if folder.exists() else None
+    if not folder.exists():
+        return None
+    try:
+        return load_registry([folder])
+    except SheetError as exc:
+        first = exc.message.splitlines()[0]
+        print(
+            f"note: sheets in {folder} not read ({first}); queue limits not shown", file=sys.stderr
+        )
+        return None
 
 
 def run_list(args: argparse.Namespace) -> int:

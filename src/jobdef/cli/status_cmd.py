@@ -42,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
             for c in counts
         ]
         print(table(rows))
-    print()
-    print(queue_table(queues, sheets_if_any(args)))
+    section = queue_table(queues, sheets_if_any(args), idle=False)
+    if section:
+        print(f"\n{section}")
     return 0
 
 
