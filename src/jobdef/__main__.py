@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
 from jobdef.cli import main
 
+# The guard matters: the worker's handler processes are started with the "spawn"
+# method, which imports this module again as __mp_main__; unguarded, each would
+# run the command line again.
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

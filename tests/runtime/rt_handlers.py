@@ -36,3 +36,9 @@ def exit_first(ctx, how: str) -> None:
 def fail(ctx, kind: str) -> None:
     errors = {"connection": ConnectionError, "permission": PermissionError, "value": ValueError}
     raise errors[kind](f"{kind} failed on attempt {ctx.attempt}")
+
+
+def progress(ctx, steps: int) -> None:
+    """Report progress through the heartbeat at every step."""
+    for step in range(1, steps + 1):
+        ctx.heartbeat({"step": step, "of": steps})

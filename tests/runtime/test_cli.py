@@ -161,3 +161,12 @@ def test_demo_runs_from_any_directory_and_passes_its_checks(tmp_path):
     assert "all 6 checks passed" in result.stdout
     assert "reclaimed" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_the_cli_knows_every_job_state():
+    from typing import get_args
+
+    from jobdef.backends.base import State
+    from jobdef.cli.runtime_options import JOB_STATES
+
+    assert set(JOB_STATES) == set(get_args(State))

@@ -6,14 +6,14 @@ import argparse
 import datetime
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobdef.backends.base import FINAL_STATES, JobRecord
 from jobdef.cli import runtime_options
-from jobdef.cli.runtime_options import table
+from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
 
-STATES = ("queued", "running", *FINAL_STATES)
+if TYPE_CHECKING:
+    from jobdef.backends.base import JobRecord
 
 
 def _when(ts: float | None) -> str:
@@ -124,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("action", nargs="?", choices=["show"], help="show one job")
     parser.add_argument("id", nargs="?", type=int, help="the job id (with show)")
-    parser.add_argument("--state", choices=STATES)
+    parser.add_argument("--state", choices=JOB_STATES)
     parser.add_argument("--job", metavar="NAME")
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--format", choices=["text", "json"], default="text")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from jobdef.backends.base import FINAL_STATES
 from jobdef.cli import runtime_options
+from jobdef.cli.runtime_options import JOB_STATES
 from jobdef.errors import UsageError
 
 
@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("ids", nargs="*", type=int, help="job ids")
     parser.add_argument("--job", metavar="NAME", help="every job of this name in --state")
-    parser.add_argument("--state", default="dead", choices=[s for s in FINAL_STATES if s != "done"])
+    parser.add_argument(
+        "--state",
+        default="dead",
+        choices=[s for s in JOB_STATES if s not in ("queued", "running", "done")],
+    )
     runtime_options.add_db(parser)
     parser.set_defaults(handler=run)

@@ -1,15 +1,24 @@
-"""Options shared by the commands that talk to the job database: --db and --sheets."""
+"""Options shared by the commands that talk to the job database: --db and --sheets.
+
+Nothing here imports the backends at module level: ``jobdef validate`` builds the
+same parser and must start without them.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
 from jobdef.config import Config, load_config
 from jobdef.errors import UsageError
-from jobdef.registry import Registry, load_registry
+
+if TYPE_CHECKING:
+    from jobdef.backends.base import Backend
+    from jobdef.registry import Registry
+
+# The job states, for --state choices (the same as jobdef.backends.base.State).
+JOB_STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:
@@ -37,11 +46,15 @@ def config(args: argparse.Namespace) -> Config:
 
 def backend(args: argparse.Namespace, *, create: bool = False) -> Backend:
     """The job store named by --db/config; operator commands never create a new file."""
+    from jobdef.backends import open_backend
+
     return open_backend(config(args).database, create=create)
 
 
 def registry(args: argparse.Namespace) -> Registry:
     """The sheets named by --sheets/config, loaded and validated."""
+    from jobdef.registry import load_registry
+
     folder = Path(config(args).sheets)
     if not folder.exists():
         raise UsageError(

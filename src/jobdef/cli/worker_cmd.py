@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
         lease_seconds=parse_duration(args.lease),
         grace=parse_duration(args.grace),
         poll_interval=parse_duration(args.poll),
+        depth=args.prefetch,
     )
     try:
         stats = worker.run()
@@ -61,6 +62,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--queues", metavar="A,B", help="only these queues (default: all)")
     parser.add_argument("--concurrency", type=_positive, default=1, help="handler processes")
     parser.add_argument("--burst", action="store_true", help="exit when nothing is runnable")
+    parser.add_argument(
+        "--prefetch",
+        type=_positive,
+        default=16,
+        help="jobs handed ahead to each handler process (16); jobs stuck behind a slow "
+        "one are taken back after 0.5s",
+    )
     parser.add_argument("--lease", default="30s", help="lease length (default 30s)")
     parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (10s)")
     parser.add_argument("--poll", default="250ms", help="idle poll interval (250ms)")

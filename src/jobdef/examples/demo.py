@@ -18,10 +18,12 @@ from the sheets as they are.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import multiprocessing
 import os
 import signal
+import sqlite3
 import tempfile
 import time
 from collections import Counter
@@ -234,20 +236,34 @@ class Demo:
                 record.state == "dead" and record.attempt == 1,
                 f"dead after {record.attempt} attempt of {record.max_attempts}, no retry",
             )
-        messages = [
-            m
-            for m in self.backend.outbox_pending()
-            if m.notification.payload.get("job_id") == image
-        ]
-        for message in messages:
-            n = message.notification
-            self.out(
-                f"     outbox -> channel {n.channel}: {n.event} {n.job} {n.payload['key_args']}"
-            )
+        messages = self.outbox_messages(image)
+        for channel, event, delivered in messages:
+            state = "delivered" if delivered else "waiting for the sender"
+            self.out(f"     outbox -> channel {channel}: {event} of job {image} ({state})")
         self.check(
-            any(m.notification.event == "dead" for m in messages),
-            "the notify channel's message is in the outbox, written with the move to dead",
+            any(event == "dead" for _, event, _ in messages),
+            "the notify channel's message was written to the outbox with the move to dead",
         )
+
+    def outbox_messages(self, job_id: int) -> list[tuple[str, str, bool]]:
+        """(channel, event, delivered) of a job's messages, delivered ones included.
+
+        The demo always runs on its own SQLite file, so it reads the outbox table
+        directly: the protocol lists only pending messages, and a sender running in
+        the workers may already have delivered this one.
+        """
+        conn = sqlite3.connect(self.folder / "demo.db")
+        try:
+            rows = conn.execute(
+                "SELECT channel, event, delivered_at IS NOT NULL, payload FROM outbox ORDER BY id"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [
+            (channel, event, bool(delivered))
+            for channel, event, delivered, payload in rows
+            if json.loads(payload).get("job_id") == job_id
+        ]
 
     def killed_after_the_work(self) -> None:
         from jobdef.examples.points import balance

@@ -1,9 +1,10 @@
 """The worker: claims jobs, runs them in a pool of child processes, records every outcome.
 
-One loop in one thread. Each turn it claims a batch sized to the pool's free
-slots (one transaction), hands the jobs to the children, waits for results,
-completes every finished job of the turn in one transaction (group commit),
-classifies failures by the sheet, extends the leases of what it holds, and runs
+One loop in one thread. Each turn it completes every job that finished since
+the last turn and claims a batch sized to the pool's free slots, in one
+transaction when the engine can (group commit: the flush to disk is what limits
+a queue), hands the jobs to the children, waits for results, classifies
+failures by the sheet, extends the leases of what it holds, and runs
 the maintenance services that are due.
 
 Signals: the first SIGTERM/SIGINT stops claiming, gives back the jobs not yet
@@ -25,7 +26,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jobdef.backends.base import (
@@ -37,6 +38,7 @@ from jobdef.backends.base import (
     Notification,
     Outcome,
     can_wait_for_jobs,
+    complete_and_claim,
     holds_maintenance_lock,
 )
 from jobdef.errors import UnknownJobError
@@ -119,7 +121,7 @@ class Worker:
         lease_seconds: float = 30.0,
         poll_interval: float = 0.25,
         grace: float = 10.0,
-        depth: int = 4,
+        depth: int = 16,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         worker_id_: str | None = None,
@@ -216,8 +218,10 @@ class Worker:
                 self._give_back(pool.kill_all())
                 return
 
-            if not draining:
-                idle_since_claim = self._claim(pool)
+            if draining:
+                self._flush_completions()
+            else:
+                idle_since_claim = self._exchange(self._claim_options(pool))
                 if self.burst and idle_since_claim and not self._held:
                     return
             self._dispatch(pool)
@@ -237,7 +241,6 @@ class Worker:
             events.extend(pool.enforce())
             for event in events:
                 self._handle(event, draining)
-            self._flush_completions()
             if self._backlog and pool.capacity() == 0:
                 # Every child is busy with a slow job: let other workers take these.
                 self._give_back([])
@@ -258,47 +261,73 @@ class Worker:
             if draining and not self._held:
                 return
 
-    def _claim(self, pool: Pool) -> bool:
-        """Claim up to the free slots; True when nothing was runnable."""
+    def _claim_options(self, pool: Pool) -> ClaimOptions | None:
+        """What to claim now: up to the free slots, once at least half the pool is free
+        (or a child sits idle), so claims come in batches."""
         free = pool.capacity() - len(self._backlog)
         total = pool.size * pool.depth
         if free <= 0 or (free < total // 2 and pool.idle_children() == 0):
-            return False
-        if self.rate_limiter.limited:
-            records = self._claim_rated(free)
-        else:
-            records = self.backend.claim(self._claim_options(free, self.queues))
-        mono = time.monotonic()
-        for record in records:
-            policy = self._policy(record)
-            self._held[record.id] = _Held(record, policy, mono)
-            self._backlog.append(record.id)
-        self.stats.claimed += len(records)
-        return not records
-
-    def _claim_options(self, limit: int, queues: Sequence[str] | None) -> ClaimOptions:
+            return None
         return ClaimOptions(
             worker_id=self.id,
             lease_seconds=self.lease_seconds,
-            limit=limit,
-            queues=queues,
+            limit=free,
+            queues=self.queues,
             queue_limits=self.queue_limits,
         )
 
-    def _claim_rated(self, free: int) -> list[JobRecord]:
-        """Claim each rate-limited queue on its own, at most its tokens, then the rest."""
+    def _exchange(self, options: ClaimOptions | None) -> bool:
+        """Complete what finished and claim per ``options``, in one transaction when the
+        engine can (group commit). True when a claim found nothing runnable."""
         now = self.clock()
-        served = self.queues or sorted({p.queue for p in self.registry} | set(self.registry.queues))
-        records: list[JobRecord] = []
-        for request in self.rate_limiter.plan(served, free, now):
-            limit = min(request.limit, free - len(records))
+        helds = [self._held.pop(job_id) for job_id in self._completions]
+        self._completions = []
+        notes = {}
+        for held in helds:
+            if held.policy is not None and "done" in held.policy.notify.events:
+                notes[held.record.id] = notifications_for(
+                    held.policy, "done", held.record, None, now
+                )
+        if not helds and options is None:
+            return False
+        claims = [] if options is None else self._rated(options, now)
+        first = claims[0] if claims else None
+        accepted, records = complete_and_claim(self.backend, [h.lease for h in helds], notes, first)
+        self._spend(first, records, now)
+        for claim in claims[1:]:
+            assert options is not None
+            limit = min(claim.limit, options.limit - len(records))
             if limit <= 0:
                 break
-            taken = self.backend.claim(self._claim_options(limit, request.queues))
-            if len(request.queues) == 1:
-                self.rate_limiter.spend(request.queues[0], len(taken), now)
+            taken = self.backend.claim(replace(claim, limit=limit))
+            self._spend(claim, taken, now)
             records.extend(taken)
-        return records
+        for held, ok in zip(helds, accepted, strict=True):
+            if ok:
+                self.stats.done += 1
+            else:
+                self._refused("complete", held)
+        mono = time.monotonic()
+        for record in records:
+            self._held[record.id] = _Held(record, self._policy(record), mono)
+            self._backlog.append(record.id)
+        self.stats.claimed += len(records)
+        return options is not None and not records
+
+    def _rated(self, options: ClaimOptions, now: float) -> list[ClaimOptions]:
+        """The claims of one turn: each rate-limited queue on its own, capped by its
+        tokens (:class:`~jobdef.queue_controls.RateLimiter`), then the other queues."""
+        if not self.rate_limiter.limited:
+            return [options]
+        served = options.queues or sorted(
+            {p.queue for p in self.registry} | set(self.registry.queues)
+        )
+        plan = self.rate_limiter.plan(served, options.limit, now)
+        return [replace(options, queues=r.queues, limit=r.limit) for r in plan]
+
+    def _spend(self, claim: ClaimOptions | None, taken: Sequence[JobRecord], now: float) -> None:
+        if claim is not None and claim.queues is not None and len(claim.queues) == 1:
+            self.rate_limiter.spend(claim.queues[0], len(taken), now)
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
         try:
@@ -307,13 +336,15 @@ class Worker:
             return None
 
     def _dispatch(self, pool: Pool) -> None:
-        while self._backlog and pool.capacity() > 0:
+        tasks = []
+        room = pool.capacity()
+        while self._backlog and len(tasks) < room:
             held = self._held[self._backlog.popleft()]
             if held.policy is None:
                 self._bury_unknown(held)
                 continue
             record, policy = held.record, held.policy
-            pool.dispatch(
+            tasks.append(
                 Task(
                     seq=pool.next_seq(),
                     job_id=record.id,
@@ -327,6 +358,8 @@ class Worker:
                     slot=slot_time(record, policy),
                 )
             )
+        if tasks:
+            pool.dispatch(tasks)
 
     # -- outcomes ---------------------------------------------------------------
 
@@ -355,23 +388,7 @@ class Worker:
             self._fail(held, error, names, outcome="timeout" if event.timed_out else "crashed")
 
     def _flush_completions(self) -> None:
-        if not self._completions:
-            return
-        now = self.clock()
-        helds = [self._held.pop(job_id) for job_id in self._completions]
-        self._completions = []
-        notes = {}
-        for held in helds:
-            if held.policy is not None and "done" in held.policy.notify.events:
-                notes[held.record.id] = notifications_for(
-                    held.policy, "done", held.record, None, now
-                )
-        accepted = self.backend.complete([h.lease for h in helds], notes)
-        for held, ok in zip(helds, accepted, strict=True):
-            if ok:
-                self.stats.done += 1
-            else:
-                self._refused("complete", held)
+        self._exchange(None)
 
     def _fail(
         self,
