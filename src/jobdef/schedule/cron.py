@@ -41,6 +41,15 @@ def zone(name: str) -> ZoneInfo:
         ) from None
 
 
+def cron_refusal(expr: str) -> str | None:
+    """Why the cron parser refuses a 5-field line ("bad day-of-month"), or None."""
+    try:
+        CronSim(expr, datetime(2000, 1, 1))
+    except CronSimError as exc:
+        return str(exc).lower()
+    return None
+
+
 def check_cron(expr: str) -> None:
     """Raise :class:`ScheduleError` unless ``expr`` is a 5-field cron line."""
     fields = expr.split()
@@ -49,13 +58,12 @@ def check_cron(expr: str) -> None:
             f"schedule {expr!r} has {len(fields)} field(s); write 5: "
             "minute hour day-of-month month day-of-week, e.g. '0 3 * * *'"
         )
-    try:
-        CronSim(expr, datetime(2000, 1, 1))
-    except CronSimError as exc:
+    refusal = cron_refusal(expr)
+    if refusal is not None:
         raise ScheduleError(
-            f"schedule {expr!r}: {str(exc).lower()}; write minute 0-59, hour 0-23, "
+            f"schedule {expr!r}: {refusal}; write minute 0-59, hour 0-23, "
             "day 1-31, month 1-12 or JAN-DEC, day-of-week 0-7 or SUN-SAT"
-        ) from None
+        )
 
 
 def _wall(instant: datetime, tz: ZoneInfo) -> datetime:
