@@ -160,7 +160,16 @@ class Scheduler:
                 slots[0].isoformat(),
                 slots[-1].isoformat(),
             )
+        first = plan.next_at is None
         plan.decided_through = max(now.timestamp(), plan.decided_through)
         upcoming = next(plan.schedule.after(as_datetime(plan.decided_through)), None)
         plan.next_at = upcoming.timestamp() if upcoming is not None else float("inf")
+        if first:
+            log.info(
+                "scheduling %s (%s, %s): next run %s",
+                policy.name,
+                policy.schedule,
+                policy.timezone,
+                upcoming.isoformat() if upcoming is not None else "never",
+            )
         return created
