@@ -55,9 +55,9 @@ _MAX_FAILED_STARTS = 3
 _RESULT_DELAY = 0.02
 
 # Slots of the shared block: the sequence number of the task the child started,
-# when it started (time.monotonic, which is system-wide on Linux and macOS), and
-# the highest sequence number the worker recalled.
-_STARTED, _STARTED_AT, _RECALL = 0, 1, 2
+# when it started (time.monotonic, which is system-wide on Linux and macOS), the
+# highest sequence number the worker recalled, and how many batches the child read.
+_STARTED, _STARTED_AT, _RECALL, _READ = 0, 1, 2, 3
 
 
 class PoolError(JobdefError):
@@ -148,7 +148,8 @@ class _FileLock:
 
 class _Child:
     def __init__(self, ctx: Any, database_url: str, logs: _Logs, lock_dir: str) -> None:
-        self.shared = ctx.RawArray("d", [0.0, 0.0, 0.0])
+        self.shared = ctx.RawArray("d", [0.0, 0.0, 0.0, 0.0])
+        self.sent = 0
         fd, self.lock_path = tempfile.mkstemp(prefix="child-", suffix=".lock", dir=lock_dir)
         self.lock = _FileLock(fd)
         self.conn, child_conn = ctx.Pipe()
@@ -222,9 +223,16 @@ class Pool:
     # -- handing out work -------------------------------------------------------
 
     def _open(self, now: float) -> list[_Child]:
-        """Children that may take more work: idle, or running a task that is not slow."""
+        """Children that may take more work: idle, or running a task that is not slow, and
+        that have read the last batch sent to them.
+
+        At most one unread batch per pipe means the worker never blocks writing to a
+        child that is itself blocked writing results back (a pipe holds 64 KiB).
+        """
         children = []
         for child in self.children:
+            if child.sent > child.shared[_READ]:
+                continue
             running = child.running()
             if running is None or now - running[1] <= self.recall_after:
                 children.append(child)
@@ -244,18 +252,24 @@ class Pool:
         self._seq += 1
         return self._seq
 
-    def dispatch(self, tasks: list[Task]) -> None:
-        """Hand out ``tasks`` (at most :meth:`capacity` of them), least busy child first,
-        one message per child."""
-        children = self._open(time.monotonic()) or self.children
+    def dispatch(self, tasks: list[Task]) -> list[Task]:
+        """Hand out ``tasks``, least busy child first, one message per child; return the
+        tasks no child had room for."""
+        children = self._open(time.monotonic())
         batches: dict[int, list[Task]] = {}
+        left = []
         for task in tasks:
-            child = min(children, key=lambda c: len(c.tasks))
+            child = min(children, key=lambda c: len(c.tasks), default=None)
+            if child is None or len(child.tasks) >= self.depth:
+                left.append(task)
+                continue
             child.tasks[task.seq] = task
             batches.setdefault(id(child), []).append(task)
         for child in children:
             if id(child) in batches:
+                child.sent += 1
                 child.conn.send(batches[id(child)])
+        return left
 
     # -- hearing back -----------------------------------------------------------
 
@@ -456,6 +470,7 @@ def _child_main(
             return
         if tasks is None:
             return
+        shared[_READ] += 1
         results: list[tuple[Any, ...]] = []
         oldest = 0.0
         for task in tasks:

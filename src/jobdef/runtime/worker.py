@@ -359,7 +359,8 @@ class Worker:
                 )
             )
         if tasks:
-            pool.dispatch(tasks)
+            # A child may have turned slow since capacity() was read: keep its share.
+            self._backlog.extendleft(reversed([t.job_id for t in pool.dispatch(tasks)]))
 
     # -- outcomes ---------------------------------------------------------------
 
