@@ -1,8 +1,9 @@
 """Queue limits from ``Queue`` documents, turned into what a worker's claim may take.
 
 ``concurrency`` goes to the store as ``ClaimOptions.queue_limits``: the claim
-counts running jobs of the queue in the database, so on PostgreSQL the cap holds
-across all workers and on SQLite (one worker per file in practice) within it.
+counts running jobs of the queue in the database, under a lock on the queue's
+row (PostgreSQL) or the write lock (SQLite), so the cap holds across every
+worker that shares the store.
 
 ``rate`` (job starts per second) is a token bucket kept by each worker: a
 rate-limited queue is claimed on its own, at most as many jobs as the bucket
