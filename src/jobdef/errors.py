@@ -88,3 +88,7 @@ class ChannelError(JobdefError):
 
 class DeliveryError(JobdefError):
     """A notification could not be delivered; the outbox keeps it and tries again later."""
+
+
+class ScheduleError(JobdefError, ValueError):
+    """A batch job's schedule or time zone is invalid; write a 5-field cron line, an IANA zone."""

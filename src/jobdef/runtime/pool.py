@@ -39,6 +39,7 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -80,6 +81,8 @@ class Task(NamedTuple):
     idempotency_key: str | None
     max_attempts: int
     timeout: float
+    # The cron slot of a scheduled batch job, in its sheet's time zone.
+    slot: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,6 +521,7 @@ def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
         max_attempts=task.max_attempts,
         idempotency_key=task.idempotency_key,
         database_url=database_url,
+        slot=task.slot,
         _send=send_beat,
     )
     try:
