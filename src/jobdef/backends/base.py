@@ -328,44 +328,18 @@ class Backend(Protocol):
     def outbox_pending(self) -> list[OutboxRecord]:
         """Undelivered messages, oldest first (for status and tests)."""
 
+    def last_slot(self, job: str) -> float | None:
+        """The newest cron slot ever stored for ``job`` (``None``: never scheduled).
+
+        The scheduler starts from it after a restart, to see which slots were missed.
+        """
+
     # Queue controls.
     def set_paused(self, queue: str, paused: bool) -> None:
         """Pause or resume claiming from a queue; running workers see it at their next claim."""
 
     def queues(self) -> list[QueueInfo]:
         """Depth, running count, oldest waiting age and pause state per queue."""
-
-
-class CompletesAndClaims(Protocol):
-    """An engine that can finish a worker's turn in one transaction (optional).
-
-    Both databases are limited by the flush to disk, so a worker that completes
-    what finished and claims what comes next in one commit doubles its drain
-    rate. Engines without it get two calls, ``complete`` then ``claim``.
-    """
-
-    def complete_and_claim(
-        self,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None,
-        options: ClaimOptions,
-    ) -> tuple[list[bool], list[JobRecord]]:
-        """``complete(leases, notifications)`` and ``claim(options)`` in one transaction."""
-
-
-def complete_and_claim(
-    backend: Backend,
-    leases: Sequence[Lease],
-    notifications: Mapping[int, Sequence[Notification]] | None,
-    options: ClaimOptions | None,
-) -> tuple[list[bool], list[JobRecord]]:
-    """Complete ``leases`` and claim per ``options`` (None: no claim), in one transaction
-    when the engine offers :class:`CompletesAndClaims`."""
-    combined = getattr(backend, "complete_and_claim", None)
-    if leases and options is not None and combined is not None:
-        return combined(leases, notifications, options)
-    accepted = backend.complete(leases, notifications) if leases else []
-    return accepted, backend.claim(options) if options is not None else []
 
 
 # Optional capabilities. An engine that serves many hosts (PostgreSQL) offers
@@ -404,3 +378,35 @@ def holds_maintenance_lock(backend: object) -> bool:
     """
     elect = getattr(backend, "try_maintenance_lock", None)
     return True if elect is None else bool(elect())
+
+
+class CompletesAndClaims(Protocol):
+    """An engine that can finish a worker's turn in one transaction (optional).
+
+    Both databases are limited by the flush to disk, so a worker that completes
+    what finished and claims what comes next in one commit doubles its drain
+    rate. Engines without it get two calls, ``complete`` then ``claim``.
+    """
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete(leases, notifications)`` and ``claim(options)`` in one transaction."""
+
+
+def complete_and_claim(
+    backend: Backend,
+    leases: Sequence[Lease],
+    notifications: Mapping[int, Sequence[Notification]] | None,
+    options: ClaimOptions | None,
+) -> tuple[list[bool], list[JobRecord]]:
+    """Complete ``leases`` and claim per ``options`` (None: no claim), in one transaction
+    when the engine offers :class:`CompletesAndClaims`."""
+    combined = getattr(backend, "complete_and_claim", None)
+    if leases and options is not None and combined is not None:
+        return combined(leases, notifications, options)
+    accepted = backend.complete(leases, notifications) if leases else []
+    return accepted, backend.claim(options) if options is not None else []

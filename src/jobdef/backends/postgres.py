@@ -507,7 +507,10 @@ class PostgresBackend:
                         self._q("lock_limited_queues"), {"limited": list(limits), "now": now}
                     )
                 ]
-                params = self._claim_params(options, now, {q: limits[q] for q in locked})
+                # Read the clock again now that the queues are locked, so the
+                # attempt's start follows the completion that freed its place.
+                started = self.clock()
+                params = self._claim_params(options, started, {q: limits[q] for q in locked})
                 return _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
 
     def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, int]) -> None:
@@ -835,6 +838,10 @@ class PostgresBackend:
     def get(self, job_id: int) -> JobRecord | None:
         rows = self._fetch("get_job", {"job_id": job_id})
         return _record(rows[0]) if rows else None
+
+    def last_slot(self, job: str) -> float | None:
+        rows = self._fetch("last_slot", {"job": job})
+        return rows[0]["slot"] if rows else None
 
     def list_jobs(
         self, state: State | None = None, job: str | None = None, limit: int = 100

@@ -75,6 +75,10 @@ SELECT * FROM unnest(%(jobs)s::text[], %(slots)s::float8[], %(ids)s::bigint[])
 ON CONFLICT DO NOTHING
 RETURNING job_id;
 
+-- name: last_slot
+-- The newest slot ever stored for a job; the primary key (job, slot) serves it.
+SELECT max(slot) AS slot FROM {schema}.jobdef_slots WHERE job = %(job)s;
+
 -- name: find_slot
 -- The job that holds each already-taken slot.
 SELECT w.ord, s.job_id
