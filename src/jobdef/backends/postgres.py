@@ -457,14 +457,23 @@ class PostgresBackend:
         notifications: Mapping[int, Sequence[Notification]] | None,
         options: ClaimOptions,
     ) -> tuple[list[bool], list[JobRecord]]:
-        """``complete`` then ``claim`` in one transaction: one commit per worker turn."""
+        """``complete`` then ``claim`` in one transaction: one commit per worker turn.
+
+        Without queue limits that is one statement, so one round trip too.
+        """
         now = self.clock()
         complete = self._complete_params(leases, notifications, now)
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
-            with conn.transaction():
-                done = {row[0] for row in conn.execute(self._q("complete_job"), complete)}
-                return done, self._claim_on(conn, options, now)
+            if self._claim_limits(options):
+                with conn.transaction():
+                    done = {row[0] for row in conn.execute(self._q("complete_job"), complete)}
+                    return done, self._claim_on(conn, options, now)
+            params = {**complete, **self._claim_params(options, now, {})}
+            with conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(self._q("complete_and_claim"), params).fetchall()
+            claimed = [row for row in rows if row["id"] is not None]
+            return set(rows[0]["done_ids"]), _records(claimed)
 
         done, records = self._run(work)
         return [lease.job_id in done for lease in leases], records

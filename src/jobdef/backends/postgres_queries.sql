@@ -233,6 +233,62 @@ outbox AS (
 )
 SELECT id FROM finished;
 
+-- name: complete_and_claim
+-- A worker's turn in one statement (one round trip, one commit): complete_job,
+-- then claim_jobs. The two touch different rows (running ones, queued ones),
+-- so one snapshot serves both. One row comes back even when nothing was
+-- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
+WITH finished AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[])
+        AS l(id, attempt, worker_id)
+    WHERE j.id = l.id AND j.state = 'running'
+      AND j.attempt = l.attempt AND j.worker_id = l.worker_id
+    RETURNING j.id, j.attempt, j.worker_id, j.started_at
+),
+history AS (
+    INSERT INTO {schema}.jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
+    SELECT id, attempt, worker_id, started_at, %(now)s, 'done' FROM finished
+),
+outbox AS (
+    INSERT INTO {schema}.jobdef_outbox
+        (message_id, channel, event, job, payload, next_at, created_at)
+    SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
+    FROM unnest(
+        %(note_job_ids)s::bigint[], %(message_ids)s::text[], %(channels)s::text[],
+        %(events)s::text[], %(jobs)s::text[], %(payloads)s::text[]
+    ) AS n(job_id, message_id, channel, event, job, payload)
+    JOIN finished AS f ON f.id = n.job_id
+    ON CONFLICT (message_id) DO NOTHING
+),
+chosen AS (
+    SELECT j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = 'queued'
+      AND j.run_after <= %(now)s
+      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
+    ORDER BY j.priority DESC, j.run_after, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        worker_id = %(worker_id)s,
+        started_at = %(now)s,
+        lease_until = %(lease_until)s,
+        updated_at = %(now)s
+    FROM chosen
+    WHERE j.id = chosen.id
+    RETURNING j.*
+)
+SELECT done.done_ids, claimed.*
+FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished) AS done
+LEFT JOIN claimed ON true;
+
 -- name: retry_job
 -- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
 -- the next backoff. The worker id is cleared: nobody holds the job now.
