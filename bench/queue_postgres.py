@@ -388,7 +388,11 @@ def run(args: argparse.Namespace) -> list[Row]:
     def record(what: str, system: str, value: float) -> None:
         rows.setdefault(what, Row(what)).add(system, value)
 
-    steps = ["single", "bulk", *(f"drain {n}" for n in args.workers), "latency"]
+    steps = [
+        step
+        for step in ("single", "bulk", *(f"drain {n}" for n in args.workers), "latency")
+        if step.split()[0] in args.steps
+    ]
     for round_ in range(args.runs):
         for name in args.systems:
             url = database_url(args.url, name)
@@ -447,6 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs; the table shows medians")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument(
+        "--steps", default="single,bulk,drain,latency", help="which measurements to take"
+    )
+    parser.add_argument(
         "--synchronous-commit",
         default="on",
         choices=["on", "off"],
@@ -461,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.workers = [int(n) for n in args.workers.split(",")]
     args.systems = [s for s in args.systems.split(",") if s]
+    args.steps = [s for s in args.steps.split(",") if s]
     print(
         f"{args.jobs} no-op jobs, batch {args.batch}, workers' synchronous_commit "
         f"{args.synchronous_commit}, {os.cpu_count()} cores, PostgreSQL at "

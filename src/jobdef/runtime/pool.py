@@ -37,7 +37,7 @@ import tempfile
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing.connection import Connection, wait
@@ -148,15 +148,20 @@ class _FileLock:
 
 
 class _Child:
-    def __init__(self, ctx: Any, database_url: str, logs: _Logs, lock_dir: str) -> None:
+    def __init__(
+        self, ctx: Any, database_url: str, logs: _Logs, lock_dir: str, handlers: tuple[str, ...]
+    ) -> None:
         self.shared = ctx.RawArray("d", [0.0, 0.0, 0.0, 0.0])
         self.sent = 0
+        # Set when the child says it has started and imported the handlers: until then
+        # it takes no work, so no job is claimed only to wait for a process to boot.
+        self.ready = False
         fd, self.lock_path = tempfile.mkstemp(prefix="child-", suffix=".lock", dir=lock_dir)
         self.lock = _FileLock(fd)
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=_child_main,
-            args=(child_conn, self.shared, self.lock_path, database_url, logs),
+            args=(child_conn, self.shared, self.lock_path, database_url, logs, handlers),
             daemon=True,
             name="jobdef-child",
         )
@@ -206,8 +211,10 @@ class Pool:
         recall_after: float = 0.5,
         log_level: int = logging.WARNING,
         log_file: str | None = None,
+        handlers: Sequence[str] = (),
     ) -> None:
         self._ctx = multiprocessing.get_context("spawn")
+        self._handlers = tuple(handlers)
         self.size = size
         self.depth = depth
         self.recall_after = recall_after
@@ -220,7 +227,7 @@ class Pool:
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
-        return _Child(self._ctx, self._database_url, self._logs, self._lock_dir)
+        return _Child(self._ctx, self._database_url, self._logs, self._lock_dir, self._handlers)
 
     # -- handing out work -------------------------------------------------------
 
@@ -233,16 +240,30 @@ class Pool:
         """
         children = []
         for child in self.children:
-            if child.sent > child.shared[_READ]:
+            if not child.ready or child.sent > child.shared[_READ]:
                 continue
-            running = child.running()
-            if running is None or now - running[1] <= self.recall_after:
+            if not self._slow(child, now):
                 children.append(child)
         return children
 
     def capacity(self) -> int:
         """How many more tasks the children that are not stuck on a slow task can take."""
         return sum(self.depth - len(c.tasks) for c in self._open(time.monotonic()))
+
+    def room(self) -> tuple[int, int]:
+        """(capacity(), ``depth`` times the number of ready children not stuck on a slow
+        task): what the children can take now, and what they take once their turn ends."""
+        now = time.monotonic()
+        moving = sum(1 for c in self.children if c.ready and not self._slow(c, now))
+        return sum(self.depth - len(c.tasks) for c in self._open(now)), self.depth * moving
+
+    def _slow(self, child: _Child, now: float) -> bool:
+        running = child.running()
+        return running is not None and now - running[1] > self.recall_after
+
+    def starting(self) -> bool:
+        """True while some child has not said it is ready yet."""
+        return not all(child.ready for child in self.children)
 
     def idle_children(self) -> int:
         return sum(1 for child in self.children if not child.tasks)
@@ -300,6 +321,9 @@ class Pool:
         try:
             while child.conn.poll():
                 message = child.conn.recv()
+                if message[0] == "ready":
+                    child.ready = True
+                    continue
                 if message[0] == "beat":
                     task = child.tasks.get(message[1])
                     if task is not None:
@@ -466,7 +490,12 @@ def resolve_handler(path: str) -> Callable[..., Any]:
 
 
 def _child_main(
-    conn: Connection, shared: Any, lock_path: str, database_url: str, logs: _Logs
+    conn: Connection,
+    shared: Any,
+    lock_path: str,
+    database_url: str,
+    logs: _Logs,
+    handlers: tuple[str, ...],
 ) -> None:
     parent = os.getppid()
     _die_with_parent()
@@ -482,6 +511,12 @@ def _child_main(
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     lock = _FileLock(os.open(lock_path, os.O_RDWR))
+    for path in handlers:
+        # Import before the first job, not during it; a handler that does not import
+        # fails its own jobs when they run, with the error.
+        with contextlib.suppress(BaseException):
+            resolve_handler(path)
+    conn.send(("ready",))
     while True:
         try:
             tasks = conn.recv()

@@ -185,6 +185,7 @@ class Worker:
             depth=self.depth,
             log_level=self._log_level,
             log_file=_log_file(),
+            handlers=sorted({policy.handler for policy in self.registry}),
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
@@ -224,6 +225,9 @@ class Worker:
                 self._give_back(pool.kill_all())
                 return
 
+            # Children that finished their tasks start the next ones (claimed last turn)
+            # before this turn waits on the database: the two overlap.
+            self._dispatch(pool)
             if draining:
                 self._flush_completions()
             else:
@@ -236,6 +240,8 @@ class Worker:
             if pool.in_flight():
                 deadline = pool.next_deadline()
                 waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
+            if pool.starting() and not pool.in_flight():
+                waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
             if draining:
                 waiting = min(waiting, 0.05)
             if idle_since_claim and not pool.in_flight() and can_wait_for_jobs(self.backend):
@@ -247,7 +253,7 @@ class Worker:
             events.extend(pool.enforce())
             for event in events:
                 self._handle(event, draining)
-            if self._backlog and pool.capacity() == 0:
+            if self._backlog and pool.room()[1] == 0 and not pool.starting():
                 # Every child is busy with a slow job: let other workers take these.
                 self._give_back([])
 
@@ -268,11 +274,14 @@ class Worker:
                 return
 
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
-        """What to claim now: up to the free slots, once at least half the pool is free
-        (or a child sits idle), so claims come in batches."""
-        free = pool.capacity() - len(self._backlog)
-        total = pool.size * pool.depth
-        if free <= 0 or (free < total // 2 and pool.idle_children() == 0):
+        """What to claim now: enough to fill the free slots and hold one more round for
+        the children that are not stuck on a slow job (so they start it while this
+        worker waits on the database for the round after), once at least half of that
+        is free (or a child sits idle), so claims come in batches."""
+        capacity, next_round = pool.room()
+        free = capacity + next_round - len(self._backlog)
+        total = 2 * pool.size * pool.depth
+        if free <= 0 or (free < total // 4 and pool.idle_children() == 0):
             return None
         return ClaimOptions(
             worker_id=self.id,
