@@ -161,7 +161,8 @@ class _Child:
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=_child_main,
-            args=(child_conn, self.shared, self.lock_path, database_url, logs, handlers),
+            args=(child_conn, self.shared, self.lock_path, database_url, logs),
+            kwargs={"handlers": handlers},
             daemon=True,
             name="jobdef-child",
         )
@@ -495,6 +496,7 @@ def _child_main(
     lock_path: str,
     database_url: str,
     logs: _Logs,
+    *,
     handlers: tuple[str, ...],
 ) -> None:
     parent = os.getppid()
