@@ -262,6 +262,14 @@ class Pool:
         running = child.running()
         return running is not None and now - running[1] > self.recall_after
 
+    def wait_ready(self, timeout: float, stop: Callable[[], bool]) -> None:
+        """Wait (up to ``timeout``, or until ``stop()``) for every child to be ready, before
+        any work is handed out: jobs are not claimed only to wait for processes to boot."""
+        deadline = time.monotonic() + timeout
+        while self.starting() and not stop() and time.monotonic() < deadline:
+            # No task is out yet, so the only events are children starting (or dying).
+            self.poll(0.05)
+
     def starting(self) -> bool:
         """True while some child has not said it is ready yet."""
         return not all(child.ready for child in self.children)

@@ -189,6 +189,7 @@ class Worker:
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
+            pool.wait_ready(60.0, lambda: self._stop_requests > 0)
             self._loop(pool)
         finally:
             self._give_back(pool.kill_all() if self._held else [])
