@@ -1,11 +1,13 @@
 """The worker: claims jobs, runs them in a pool of child processes, records every outcome.
 
-One loop in one thread. Each turn it completes every job that finished since
-the last turn and claims a batch sized to the pool's free slots, in one
+One loop in one thread. Each turn it hands the children the jobs it claimed
+last turn, then completes every job that finished since the last turn and
+claims a batch sized to the pool's free slots plus one round ahead, in one
 transaction when the engine can (group commit: the flush to disk is what limits
-a queue), hands the jobs to the children, waits for results, classifies
-failures by the sheet, extends the leases of what it holds, and runs
-the maintenance services that are due.
+a queue), so the children run one round while the worker waits on the database
+for the next. It then waits for results, classifies failures by the sheet,
+extends the leases of what it holds, and runs the maintenance services that
+are due.
 
 Signals: the first SIGTERM/SIGINT stops claiming, gives back the jobs not yet
 started, and lets running ones finish within ``grace`` seconds before killing
@@ -277,7 +279,7 @@ class Worker:
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
         """What to claim now: enough to fill the free slots and hold one more round for
         the children that are not stuck on a slow job (so they start it while this
-        worker waits on the database for the round after), once at least half of that
+        worker waits on the database for the round after), once at least half a round
         is free (or a child sits idle), so claims come in batches."""
         capacity, next_round = pool.room()
         free = capacity + next_round - len(self._backlog)
