@@ -176,7 +176,7 @@ def test_a_custom_template_cannot_unescape_sheet_values(
     sheets.mkdir()
     (sheets / "job.yaml").write_text(
         "apiVersion: jobdef/v1\nkind: Job\nname: a_job\nhandler: m:f\n"
-        "title: '<script>x</script> | y'\nmax_attempts: 1\n",
+        "title: '<script>x</script> | y'\nmax_attempts: 1\nerrors: {default: retry}\n",
         encoding="utf-8",
     )
     templates = tmp_path / "t"

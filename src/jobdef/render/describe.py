@@ -16,7 +16,7 @@ The API, all pure functions of the frozen policy objects:
   :func:`attempts`, :func:`backoff`, :func:`retention`, :func:`errors`,
   :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
   :func:`dead_letter`, :func:`on_reclaim`, :func:`job_name`, :func:`trigger`,
-  :func:`rate`, :func:`worst_case`, :func:`yes_no`.
+  :func:`rate`, :func:`worst_case`, :func:`recommendation`, :func:`yes_no`.
 
 ``lang`` is ``"en"`` or ``"ja"`` everywhere. Texts are plain (not escaped):
 escape them for their output with :mod:`jobdef.render.escape`.
@@ -24,6 +24,7 @@ escape them for their output with :mod:`jobdef.render.escape`.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -293,6 +294,25 @@ def on_reclaim(action: str, lang: str = "en") -> str:
     )
 
 
+def recommendation(mode: str, deciding: str | None, declared: str, lang: str = "en") -> str:
+    """The decision flow's verdict, and whether the sheet's ``mode`` agrees.
+
+    ``async, decided by calls_external_systems (the sheet says async)``
+    """
+    if deciding is None:
+        why = _pick(lang, "no answer decides", "決め手になる回答なし")
+    else:
+        why = _pick(lang, f"decided by {deciding}", f"{deciding}の回答で決定")
+    agree = _pick(
+        lang,
+        f"the sheet says {declared}"
+        if declared == mode
+        else f"the sheet says {declared}: check it",
+        f"シートは{declared}" if declared == mode else f"シートは{declared}、要確認",
+    )
+    return _pick(lang, f"{mode}, {why} ({agree})", f"{mode}（{why}、{agree}）")
+
+
 def job_name(job: JobPolicy, lang: str = "en") -> str:
     """``send_reservation_mail (予約確定メール送信)``: the code name and the human name."""
     return _paren(job.name, job.title, lang) if job.title else job.name
@@ -537,6 +557,7 @@ _DURATION_FIELDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def display_path(file: str, base: str | Path | None = None) -> str:
     """``file`` relative to ``base`` when it lies below it, with ``/`` separators."""
     if base is not None and file:
