@@ -51,7 +51,8 @@ def test_decision_answers_are_listed_on_the_page(registry: Registry) -> None:
 def test_the_recommended_mode_is_shown_with_its_reason(registry: Registry) -> None:
     page = render_docs(registry, "en")["sync_thumbnail.md"]
     assert (
-        "**Recommended mode**: sync, decided by done_within_seconds (the sheet says async: check it)"
+        "**Recommended mode**: sync, decided by done_within_seconds "
+        "(the sheet says async: check it)"
     ) in page
     text = explain(registry.job("sync_thumbnail"), registry, "text")
     assert "Recommended mode: sync, decided by done_within_seconds" in text
