@@ -73,14 +73,14 @@ def sheet(index: int, rng: random.Random) -> str:
         "args:",
         "  order_id: {type: integer, minimum: 1, description: 注文ID}",
         "  note: {type: string, required: false}",
-        f"max_attempts: {rng.randint(1, 8)}",
+        f"max_attempts: {rng.randint(2, 8)}",
     ]
     backoff = _BACKOFFS[index % len(_BACKOFFS)]
     if backoff:
         lines.append(backoff)
     lines += [
         f"timeout: {rng.choice(['10s', '30s', '2m', '15m'])}",
-        f"deadline: {rng.choice(['1h', '2h', '6h'])}",
+        f"deadline: {rng.choice(['6h', '12h', '1d'])}",
         'idempotency: {key: "order-{order_id}:' + name + '"}',
         "errors:",
         "  retry:",

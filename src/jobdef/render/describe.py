@@ -68,6 +68,7 @@ def _number(value: float) -> str:
 # --- single values --------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def duration(seconds: float | None, lang: str = "en", none: str | None = None) -> str:
     """A duration as a person writes it (``1h30m``, ``1時間30分``); ``none`` when unset."""
     if seconds is None:
