@@ -11,10 +11,10 @@ The API, all pure functions of the frozen policy objects:
 - :func:`item_value`: one of those values by item key;
 - :func:`effective_fields`, :func:`field_value`, :func:`origin_text`: every
   effective field by its sheet path (``backoff.initial``), as written, and
-  where it came from;
+  where it came from (:func:`display_path` shortens the file name);
 - value formatters reused by the above: :func:`duration`, :func:`wait_range`,
   :func:`attempts`, :func:`backoff`, :func:`retention`, :func:`errors`,
-  :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
+  :func:`error_class`, :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
   :func:`dead_letter`, :func:`on_reclaim`, :func:`job_name`, :func:`trigger`,
   :func:`rate`, :func:`worst_case`, :func:`recommendation`, :func:`yes_no`.
 
@@ -44,8 +44,6 @@ from jobdef.policy import (
     Origin,
     RetentionPolicy,
 )
-
-LANGS = ("en", "ja")
 
 
 def _pick(lang: str, en: str, ja: str) -> str:
