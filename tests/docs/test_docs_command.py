@@ -261,6 +261,13 @@ def test_explain_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) ->
         "treatment": "dead at once",
     }
     assert data["notify"]["channel"] == "ops-log"
+    assert [item["key"] for item in data["items"]][:2] == ["name", "trigger"]
+    assert data["items"][3] == {
+        "key": "max_attempts",
+        "label": "Max attempts",
+        "hint": "How many runs in total, the first included",
+        "value": "3 attempts",
+    }
 
 
 def test_explain_of_an_unknown_job_lists_the_known_ones(

@@ -42,6 +42,10 @@ def explain_data(
         "mode": job.mode,
         "schedule": job.schedule,
         "timezone": job.timezone if job.mode == "batch" else None,
+        "items": [
+            {"key": item.key, "label": label, "hint": hint, "value": value}
+            for item, (label, hint, value) in zip(describe.ITEMS, context["rows"], strict=True)
+        ],
         "fields": [
             {
                 "path": row.path,
