@@ -3,12 +3,14 @@
 Usage: ``python bench/docs.py [--sheets 2000] [--runs 3] [--lang en]``. Prints
 one JSON line: the median wall time of ``python -m jobdef docs`` (load,
 render and write every page, start-up included), of ``--check`` on the written
-output, and of the in-process render alone.
+output, of ``jobdef validate`` on the same corpus (when this install has it),
+and of the in-process load and render alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import subprocess
@@ -61,6 +63,10 @@ def main() -> None:
                     page.unlink()
             write.append(_timed(base, root))
             check.append(_timed([*base, "--check"], root))
+        validate = []
+        if importlib.util.find_spec("jobdef.cli.validate_cmd") is not None:
+            command = [sys.executable, "-m", "jobdef", "validate", str(sheets)]
+            validate = [_timed(command, root, ok=(0, 1)) for _ in range(args.runs)]
         loads, renders = [], []
         for _ in range(args.runs):
             load, render, pages = _render_only(sheets, args.lang)
@@ -76,6 +82,7 @@ def main() -> None:
                 "runs": args.runs,
                 "docs_write_s": round(statistics.median(write), 3),
                 "docs_check_s": round(statistics.median(check), 3),
+                "validate_s": round(statistics.median(validate), 3) if validate else None,
                 "load_registry_s": round(statistics.median(loads), 3),
                 "render_s": round(statistics.median(renders), 3),
                 "sheets_per_s": round(args.sheets / statistics.median(write), 1),
