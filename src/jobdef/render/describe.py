@@ -16,7 +16,9 @@ The API, all pure functions of the frozen policy objects:
   :func:`attempts`, :func:`backoff`, :func:`retention`, :func:`errors`,
   :func:`error_class`, :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
   :func:`dead_letter`, :func:`on_reclaim`, :func:`job_name`, :func:`trigger`,
-  :func:`rate`, :func:`worst_case`, :func:`recommendation`, :func:`yes_no`.
+  :func:`rate`, :func:`worst_case`, :func:`recommendation`, :func:`yes_no`;
+- :data:`DECISION_QUESTIONS` and :func:`decision_answers`: the sync / async /
+  batch decision flow's questions and a job's answers.
 
 ``lang`` is ``"en"`` or ``"ja"`` everywhere. Texts are plain (not escaped):
 escape them for their output with :mod:`jobdef.render.escape`.
@@ -468,13 +470,36 @@ def sheet_rows(
 
 # --- effective fields, by sheet path ---------------------------------------------------------
 
-_DECISION_FIELDS = (
-    "time_triggered",
-    "result_needed_at_once",
-    "done_within_seconds",
-    "calls_external_systems",
-    "must_accept_when_external_down",
+# The questions of the sync / async / batch decision flow, by their field in `decision:`.
+DECISION_QUESTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "time_triggered",
+        "Does the clock start the work (not a user)?",
+        "時刻が起点か（利用者の操作ではなく）",
+    ),
+    (
+        "result_needed_at_once",
+        "Does the caller need the result in its response?",
+        "呼び出し側がその場で結果を必要とするか",
+    ),
+    ("done_within_seconds", "Does the work finish within a few seconds?", "数秒以内に終わるか"),
+    ("calls_external_systems", "Does the work call external systems?", "外部システムを呼び出すか"),
+    (
+        "must_accept_when_external_down",
+        "Must requests still be accepted while the external system is down?",
+        "外部システムの停止中も受け付け続ける必要があるか",
+    ),
 )
+
+
+def decision_answers(job: JobPolicy, lang: str = "en") -> list[tuple[str, str, str]]:
+    """(field, question, answer) for each decision question; empty without a ``decision`` block."""
+    if job.decision is None:
+        return []
+    return [
+        (name, _pick(lang, en, ja), yes_no(getattr(job.decision, name), lang))
+        for name, en, ja in DECISION_QUESTIONS
+    ]
 
 
 def effective_fields(job: JobPolicy) -> tuple[str, ...]:
@@ -510,7 +535,7 @@ def effective_fields(job: JobPolicy) -> tuple[str, ...]:
         "retention.dead",
     ]
     if job.decision is not None:
-        fields += [f"decision.{name}" for name in _DECISION_FIELDS]
+        fields += [f"decision.{name}" for name, _, _ in DECISION_QUESTIONS]
     return tuple(fields)
 
 
