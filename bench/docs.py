@@ -1,19 +1,24 @@
-"""Time ``jobdef docs`` over a generated corpus (default 2,000 sheets), as a whole process.
+"""Time `jobdef docs` as a whole process on the corpus of `bench/validate.py`, beside `validate`.
 
-Usage: ``python bench/docs.py [--sheets 2000] [--runs 3] [--lang en]``. Prints
-one JSON line: the median wall time of ``python -m jobdef docs`` (load,
-render and write every page, start-up included), of ``--check`` on the written
-output, of ``jobdef validate`` on the same corpus (when this install has it),
-and of the in-process load and render alone.
+The corpus is the one `bench/validate.py` generates (``make_corpus``: a seeded
+mix of realistic sheets plus one Defaults and one Channel file), so the figures
+sit next to the validate figures for the same files. Per run, interleaved so
+all see the same machine load:
+
+- ``jobdef validate CORPUS --strict``;
+- ``jobdef docs --sheets CORPUS --out OUT`` into an empty folder (load,
+  validate, render and write one page per job plus the index);
+- ``jobdef docs ... --check`` against that output (render and compare).
+
+Then the in-process render alone (registry already loaded). Medians of
+``--runs`` runs. Usage: ``python bench/docs.py [--sheets 2000] [--runs 3] [--lang en]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,75 +26,59 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import write_corpus
+from validate import make_corpus, timed
 
 
-def _timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> float:
-    start = time.perf_counter()
-    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if result.returncode not in ok:
-        raise SystemExit(f"{' '.join(argv)} failed ({result.returncode}): {result.stderr[-2000:]}")
-    return elapsed
-
-
-def _render_only(sheets: Path, lang: str) -> tuple[float, float, int]:
+def _render_seconds(sheets: Path, lang: str) -> tuple[float, int]:
     from jobdef.registry import load_registry
     from jobdef.render.docs import render_docs
 
-    start = time.perf_counter()
     registry = load_registry([sheets])
-    loaded = time.perf_counter()
+    started = time.perf_counter()
     pages = render_docs(registry, lang)
-    return loaded - start, time.perf_counter() - loaded, len(pages)
+    return time.perf_counter() - started, len(pages)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sheets", type=int, default=2000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sheets", type=int, default=2000, help="files in the corpus")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each command; median reported")
     parser.add_argument("--lang", choices=("en", "ja"), default="en")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="jobdef-bench-docs-") as tmp:
-        root = Path(tmp)
-        sheets = write_corpus(root / "sheets", args.sheets)
-        out = root / "out"
-        base = [sys.executable, "-m", "jobdef", "docs", "--sheets", str(sheets), "--out", str(out)]
-        base += ["--lang", args.lang]
-        write, check = [], []
+    jobdef = [sys.executable, "-m", "jobdef"]
+    folder = Path(tempfile.mkdtemp(prefix="jobdef-bench-docs-"))
+    try:
+        files = make_corpus(folder / "jobdefs", args.sheets)
+        out = folder / "out"
+        docs = [*jobdef, "docs", "--sheets", str(folder / "jobdefs"), "--out", str(out)]
+        docs += ["--lang", args.lang]
+        commands = {
+            "jobdef validate": [*jobdef, "validate", str(folder / "jobdefs"), "--strict"],
+            "jobdef docs": docs,
+            "jobdef docs --check": [*docs, "--check"],
+        }
+        runs: dict[str, list[tuple[float, float]]] = {}
         for _ in range(args.runs):
-            if out.exists():
-                for page in out.iterdir():
-                    page.unlink()
-            write.append(_timed(base, root))
-            check.append(_timed([*base, "--check"], root))
-        validate = []
-        if importlib.util.find_spec("jobdef.cli.validate_cmd") is not None:
-            command = [sys.executable, "-m", "jobdef", "validate", str(sheets)]
-            validate = [_timed(command, root, ok=(0, 1)) for _ in range(args.runs)]
-        loads, renders = [], []
-        for _ in range(args.runs):
-            load, render, pages = _render_only(sheets, args.lang)
-            loads.append(load)
-            renders.append(render)
-    print(
-        json.dumps(
-            {
-                "bench": "docs",
-                "sheets": args.sheets,
-                "pages": pages,
-                "lang": args.lang,
-                "runs": args.runs,
-                "docs_write_s": round(statistics.median(write), 3),
-                "docs_check_s": round(statistics.median(check), 3),
-                "validate_s": round(statistics.median(validate), 3) if validate else None,
-                "load_registry_s": round(statistics.median(loads), 3),
-                "render_s": round(statistics.median(renders), 3),
-                "sheets_per_s": round(args.sheets / statistics.median(write), 1),
-            }
+            shutil.rmtree(out, ignore_errors=True)
+            for label, command in commands.items():
+                runs.setdefault(label, []).append(timed(command))
+        render = [_render_seconds(folder / "jobdefs", args.lang) for _ in range(args.runs)]
+        pages = render[0][1]
+        print(
+            f"corpus: {len(files)} files, {pages} pages ({args.lang}), medians of {args.runs} runs"
         )
-    )
+        for label, times in runs.items():
+            wall = statistics.median(t[0] for t in times)
+            cpu = statistics.median(t[1] for t in times)
+            print(
+                f"{label:20} {wall:7.3f} s wall {len(files) / wall:7.0f} files/s   {cpu:7.3f} s CPU"
+            )
+        seconds = statistics.median(r[0] for r in render)
+        print(f"{'render only':20} {seconds:7.3f} s wall {pages / seconds:7.0f} pages/s")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
