@@ -334,3 +334,35 @@ class Backend(Protocol):
 
     def queues(self) -> list[QueueInfo]:
         """Depth, running count, oldest waiting age and pause state per queue."""
+
+
+class CompletesAndClaims(Protocol):
+    """An engine that can finish a worker's turn in one transaction (optional).
+
+    Both databases are limited by the flush to disk, so a worker that completes
+    what finished and claims what comes next in one commit doubles its drain
+    rate. Engines without it get two calls, ``complete`` then ``claim``.
+    """
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete(leases, notifications)`` and ``claim(options)`` in one transaction."""
+
+
+def complete_and_claim(
+    backend: Backend,
+    leases: Sequence[Lease],
+    notifications: Mapping[int, Sequence[Notification]] | None,
+    options: ClaimOptions | None,
+) -> tuple[list[bool], list[JobRecord]]:
+    """Complete ``leases`` and claim per ``options`` (None: no claim), in one transaction
+    when the engine offers :class:`CompletesAndClaims`."""
+    combined = getattr(backend, "complete_and_claim", None)
+    if leases and options is not None and combined is not None:
+        return combined(leases, notifications, options)
+    accepted = backend.complete(leases, notifications) if leases else []
+    return accepted, backend.claim(options) if options is not None else []

@@ -5,9 +5,10 @@ connection, so writers queue on SQLite's lock (``busy_timeout``) instead of
 failing. The SQL lives in ``sqlite.sql`` beside this module; migrations in
 ``migrations/sqlite/NNNN_*.sql``.
 
-URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; the query
-``?synchronous=full`` asks for an fsync per commit (default ``normal``, which in
-WAL mode survives a crash of the process but not of the machine).
+URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``. The
+default ``synchronous=full`` flushes every commit to disk, so an enqueued job
+survives a power cut; ``?synchronous=normal`` trades that for speed (in WAL mode
+it survives a crash of the process, not of the machine).
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class SQLiteBackend:
         self.url = url
         self.path, options = sqlite_path(url)
         self.clock = clock or time.time
-        synchronous = options.get("synchronous", "normal").lower()
+        synchronous = options.get("synchronous", "full").lower()
         if synchronous not in _SYNCHRONOUS:
             raise BackendError(
                 f"{url!r}: synchronous={synchronous!r} is not one of {', '.join(_SYNCHRONOUS)}"
@@ -272,27 +273,43 @@ class SQLiteBackend:
     # -- claim and the fenced transitions ---------------------------------------
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
+        with self._write() as conn:
+            return self._claim_on(conn, options, self.clock())
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete`` then ``claim`` in one transaction: one flush to disk per worker turn."""
         now = self.clock()
+        with self._write() as conn:
+            accepted = self._complete_on(conn, leases, notifications, now)
+            return accepted, self._claim_on(conn, options, now)
+
+    def _claim_on(
+        self, conn: sqlite3.Connection, options: ClaimOptions, now: float
+    ) -> list[JobRecord]:
         params: dict[str, Any] = {
             "now": now,
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
             "queues": None if options.queues is None else json.dumps(list(options.queues)),
         }
-        with self._write() as conn:
-            if options.queue_limits:
-                rows = self._claim_limited(conn, options, params)
-            else:
-                params.update(exclude="[]", limit=options.limit)
-                rows = conn.execute(Q["claim_jobs"], params).fetchall()
-            conn.executemany(
-                Q["start_attempt"],
-                [
-                    {"job_id": r["id"], "attempt": r["attempt"], "worker_id": options.worker_id}
-                    | {"now": now}
-                    for r in rows
-                ],
-            )
+        if options.queue_limits:
+            rows = self._claim_limited(conn, options, params)
+        else:
+            params.update(exclude="[]", limit=options.limit)
+            rows = conn.execute(Q["claim_jobs"], params).fetchall()
+        conn.executemany(
+            Q["start_attempt"],
+            [
+                {"job_id": r["id"], "attempt": r["attempt"], "worker_id": options.worker_id}
+                | {"now": now}
+                for r in rows
+            ],
+        )
         records = [_job(row) for row in rows]
         records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
         return records
@@ -356,13 +373,37 @@ class SQLiteBackend:
         notifications: Mapping[int, Sequence[Notification]] | None = None,
     ) -> list[bool]:
         now = self.clock()
-        accepted = []
         with self._write() as conn:
-            for lease in leases:
-                ok = self._finish(conn, "complete_job", lease, outcome="done", now=now)
-                if ok and notifications:
-                    self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
-                accepted.append(ok)
+            return self._complete_on(conn, leases, notifications, now)
+
+    def _complete_on(
+        self,
+        conn: sqlite3.Connection,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        now: float,
+    ) -> list[bool]:
+        if not leases:
+            return []
+        rows = conn.execute(
+            Q["complete_jobs"],
+            {
+                "leases": json.dumps([[x.job_id, x.attempt, x.worker_id] for x in leases]),
+                "now": now,
+            },
+        ).fetchall()
+        done = {row[0] for row in rows}
+        accepted = [lease.job_id in done for lease in leases]
+        ok = [
+            [x.job_id, x.attempt, x.worker_id]
+            for x, yes in zip(leases, accepted, strict=True)
+            if yes
+        ]
+        if ok:
+            conn.execute(Q["finish_attempts_done"], {"leases": json.dumps(ok), "now": now})
+        if notifications:
+            for lease in (x for x, yes in zip(leases, accepted, strict=True) if yes):
+                self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
         return accepted
 
     def retry(

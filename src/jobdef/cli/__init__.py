@@ -21,7 +21,23 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 # Subcommand modules, in the order `jobdef --help` lists them.
-COMMANDS: tuple[str, ...] = ("schema", "validate", "docs", "tsv", "explain")
+COMMANDS: tuple[str, ...] = (
+    "schema",
+    "validate",
+    "docs",
+    "tsv",
+    "explain",
+    "worker",
+    "enqueue",
+    "status",
+    "jobs",
+    "requeue",
+    "resolve",
+    "cancel",
+    "prune",
+    "demo",
+    "db",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

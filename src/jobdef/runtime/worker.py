@@ -1,9 +1,10 @@
 """The worker: claims jobs, runs them in a pool of child processes, records every outcome.
 
-One loop in one thread. Each turn it claims a batch sized to the pool's free
-slots (one transaction), hands the jobs to the children, waits for results,
-completes every finished job of the turn in one transaction (group commit),
-classifies failures by the sheet, extends the leases of what it holds, and runs
+One loop in one thread. Each turn it completes every job that finished since
+the last turn and claims a batch sized to the pool's free slots, in one
+transaction when the engine can (group commit: the flush to disk is what limits
+a queue), hands the jobs to the children, waits for results, classifies
+failures by the sheet, extends the leases of what it holds, and runs
 the maintenance services that are due.
 
 Signals: the first SIGTERM/SIGINT stops claiming, gives back the jobs not yet
@@ -36,6 +37,7 @@ from jobdef.backends.base import (
     Lease,
     Notification,
     Outcome,
+    complete_and_claim,
 )
 from jobdef.errors import UnknownJobError
 from jobdef.notify.events import notifications_for
@@ -88,6 +90,14 @@ class _Held:
         return self.record.lease
 
 
+def _log_file() -> str | None:
+    """The file the root logger writes to, if any, so handler processes log there too."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            return handler.baseFilename
+    return None
+
+
 class Worker:
     """Runs the jobs of ``registry`` stored in ``backend``."""
 
@@ -103,7 +113,7 @@ class Worker:
         lease_seconds: float = 30.0,
         poll_interval: float = 0.25,
         grace: float = 10.0,
-        depth: int = 4,
+        depth: int = 16,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         worker_id_: str | None = None,
@@ -163,6 +173,7 @@ class Worker:
             self.database_url,
             depth=self.depth,
             log_level=self._log_level,
+            log_file=_log_file(),
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
@@ -198,8 +209,10 @@ class Worker:
                 self._give_back(pool.kill_all())
                 return
 
-            if not draining:
-                idle_since_claim = self._claim(pool)
+            if draining:
+                self._flush_completions()
+            else:
+                idle_since_claim = self._exchange(self._claim_options(pool))
                 if self.burst and idle_since_claim and not self._held:
                     return
             self._dispatch(pool)
@@ -214,7 +227,6 @@ class Worker:
             events.extend(pool.enforce())
             for event in events:
                 self._handle(event, draining)
-            self._flush_completions()
             if self._backlog and pool.capacity() == 0:
                 # Every child is busy with a slow job: let other workers take these.
                 self._give_back([])
@@ -232,27 +244,49 @@ class Worker:
             if draining and not self._held:
                 return
 
-    def _claim(self, pool: Pool) -> bool:
-        """Claim up to the free slots; True when nothing was runnable."""
+    def _claim_options(self, pool: Pool) -> ClaimOptions | None:
+        """What to claim now: up to the free slots, once at least half the pool is free
+        (or a child sits idle), so claims come in batches."""
         free = pool.capacity() - len(self._backlog)
         total = pool.size * pool.depth
         if free <= 0 or (free < total // 2 and pool.idle_children() == 0):
-            return False
-        options = ClaimOptions(
+            return None
+        return ClaimOptions(
             worker_id=self.id,
             lease_seconds=self.lease_seconds,
             limit=free,
             queues=self.queues,
             queue_limits=self.queue_limits,
         )
-        records = self.backend.claim(options)
+
+    def _exchange(self, options: ClaimOptions | None) -> bool:
+        """Complete what finished and claim per ``options``, in one transaction when the
+        engine can (group commit). True when a claim found nothing runnable."""
+        now = self.clock()
+        helds = [self._held.pop(job_id) for job_id in self._completions]
+        self._completions = []
+        notes = {}
+        for held in helds:
+            if held.policy is not None and "done" in held.policy.notify.events:
+                notes[held.record.id] = notifications_for(
+                    held.policy, "done", held.record, None, now
+                )
+        if not helds and options is None:
+            return False
+        accepted, records = complete_and_claim(
+            self.backend, [h.lease for h in helds], notes, options
+        )
+        for held, ok in zip(helds, accepted, strict=True):
+            if ok:
+                self.stats.done += 1
+            else:
+                self._refused("complete", held)
         mono = time.monotonic()
         for record in records:
-            policy = self._policy(record)
-            self._held[record.id] = _Held(record, policy, mono)
+            self._held[record.id] = _Held(record, self._policy(record), mono)
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
-        return not records
+        return options is not None and not records
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
         try:
@@ -261,13 +295,15 @@ class Worker:
             return None
 
     def _dispatch(self, pool: Pool) -> None:
-        while self._backlog and pool.capacity() > 0:
+        tasks = []
+        room = pool.capacity()
+        while self._backlog and len(tasks) < room:
             held = self._held[self._backlog.popleft()]
             if held.policy is None:
                 self._bury_unknown(held)
                 continue
             record, policy = held.record, held.policy
-            pool.dispatch(
+            tasks.append(
                 Task(
                     seq=pool.next_seq(),
                     job_id=record.id,
@@ -280,6 +316,9 @@ class Worker:
                     timeout=policy.timeout,
                 )
             )
+        if tasks:
+            # A child may have turned slow since capacity() was read: keep its share.
+            self._backlog.extendleft(reversed([t.job_id for t in pool.dispatch(tasks)]))
 
     # -- outcomes ---------------------------------------------------------------
 
@@ -308,23 +347,7 @@ class Worker:
             self._fail(held, error, names, outcome="timeout" if event.timed_out else "crashed")
 
     def _flush_completions(self) -> None:
-        if not self._completions:
-            return
-        now = self.clock()
-        helds = [self._held.pop(job_id) for job_id in self._completions]
-        self._completions = []
-        notes = {}
-        for held in helds:
-            if held.policy is not None and "done" in held.policy.notify.events:
-                notes[held.record.id] = notifications_for(
-                    held.policy, "done", held.record, None, now
-                )
-        accepted = self.backend.complete([h.lease for h in helds], notes)
-        for held, ok in zip(helds, accepted, strict=True):
-            if ok:
-                self.stats.done += 1
-            else:
-                self._refused("complete", held)
+        self._exchange(None)
 
     def _fail(
         self,
