@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
+
 from jobdef.backends.base import NewJob
 from jobdef.policy import freeze
 from jobdef.registry import Registry
+from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.worker import Worker
 
@@ -53,3 +59,23 @@ def test_queue_concurrency_from_the_sheets_is_the_workers_claim_limit(registry, 
     )
     worker = Worker(backend, limited, database_url=db_url, burst=True, services=[])
     assert worker.queue_limits == {"reports": 2}
+
+
+def test_a_killed_workers_lock_folder_is_removed_by_the_next_pool(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    stale = tmp_path / f"jobdef-pool-{int(finished.stdout)}-abc"
+    stale.mkdir()
+    pool = Pool(1, "sqlite:///unused.db")
+    try:
+        assert not stale.exists()
+        mine = [p.name.split("-")[2] for p in tmp_path.glob("jobdef-pool-*")]
+        assert mine == [str(os.getpid())]
+    finally:
+        pool.close()
+    assert list(tmp_path.glob("jobdef-pool-*")) == []

@@ -128,7 +128,8 @@ def test_sigterm_drains_running_jobs_and_releases_the_rest(backend, registry, wo
     assert worker.wait(30) == 0
     states = [_state(backend, i) for i in ids]
     assert states.count("running") == 0
-    assert 1 <= states.count("done") <= 2
+    assert states.count("done") >= 1  # what had started finished within the grace period
+    assert states.count("queued") >= 1  # what had not started was given back
     assert states.count("done") + states.count("queued") == 6
     for job_id, state in zip(ids, states, strict=True):
         if state == "queued":

@@ -175,19 +175,32 @@ class SQLiteBackend:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; the lock is taken at BEGIN so it never fails half-way."""
-        with self._lock:
+        with self._lock, self._errors():
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
     def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._conn.execute(Q[name], params).fetchall()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """A database that cannot be used (locked too long, disk full, read-only) is one
+        clear :class:`BackendError`, not a driver traceback."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise BackendError(
+                f"the job database {self.path} cannot be used: {exc}; check the disk, the "
+                "file's permissions, and that no other program holds a long transaction on it"
+            ) from exc
 
     def migrate(self) -> None:
         with self._lock:
@@ -283,8 +296,8 @@ class SQLiteBackend:
         options: ClaimOptions,
     ) -> tuple[list[bool], list[JobRecord]]:
         """``complete`` then ``claim`` in one transaction: one flush to disk per worker turn."""
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()  # inside the lock: attempt times follow commit order
             accepted = self._complete_on(conn, leases, notifications, now)
             return accepted, self._claim_on(conn, options, now)
 
@@ -372,9 +385,8 @@ class SQLiteBackend:
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None = None,
     ) -> list[bool]:
-        now = self.clock()
         with self._write() as conn:
-            return self._complete_on(conn, leases, notifications, now)
+            return self._complete_on(conn, leases, notifications, self.clock())
 
     def _complete_on(
         self,
@@ -416,8 +428,8 @@ class SQLiteBackend:
         outcome: Outcome = "retry",
         notifications: Sequence[Notification] = (),
     ) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             extra = {"run_after": run_after, "delay": delay}
             ok = self._finish(
                 conn, "retry_job", lease, outcome=outcome, error=error, now=now, extra=extra
@@ -434,16 +446,16 @@ class SQLiteBackend:
         outcome: Outcome = "dead",
         notifications: Sequence[Notification] = (),
     ) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             ok = self._finish(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
             if ok:
                 self._outbox_write(conn, notifications, now)
             return ok
 
     def release(self, lease: Lease) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             return self._finish(conn, "release_job", lease, outcome="released", now=now)
 
     def _finish(
@@ -539,6 +551,10 @@ class SQLiteBackend:
     def get(self, job_id: int) -> JobRecord | None:
         rows = self._read("get_job", {"job_id": job_id})
         return _job(rows[0]) if rows else None
+
+    def last_slot(self, job: str) -> float | None:
+        rows = self._read("last_slot", {"job": job})
+        return rows[0][0] if rows else None
 
     def list_jobs(
         self, state: State | None = None, job: str | None = None, limit: int = 100

@@ -30,6 +30,10 @@ SELECT job_id FROM job_slots WHERE job = :job AND slot = :slot;
 -- name: insert_slot
 INSERT INTO job_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
 
+-- name: last_slot
+-- The newest slot ever stored for a job; the primary key (job, slot) serves it.
+SELECT max(slot) FROM job_slots WHERE job = :job;
+
 -- name: insert_job
 INSERT INTO jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
                   run_after, created_at, updated_at, slot)

@@ -4,14 +4,15 @@ Four scenes, each checked against the database afterwards:
 
 1. a mail job fails twice on a transient error and succeeds on attempt 3;
 2. an image job with a bad input goes dead at once (its error is fatal by sheet)
-   and leaves a message for its notify channel in the outbox;
+   and its notify channel hears about it, through the outbox;
 3. a points award whose worker is killed (SIGKILL) after doing the work but
    before reporting it is reclaimed after its lease and run again, and the
    balance still ends at 100, not 200, thanks to the idempotency key;
 4. two workers claiming concurrently never receive the same job.
 
-Backoff waits are shortened (``WAIT_SCALE``) so the demo takes seconds, not
-minutes; every other value comes from the sheets as they are.
+Backoff waits are shortened and queue rates raised by the same factor
+(``WAIT_SCALE``) so the demo takes seconds, not minutes; every other value comes
+from the sheets as they are.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def example_sheets() -> Path:
 
 
 def shorten_waits(registry: Registry, factor: float) -> Registry:
-    """The same policies with every backoff wait multiplied by ``factor``."""
+    """The same policies on a clock ``1 / factor`` times faster: every backoff wait
+    multiplied by ``factor``, every queue's start rate divided by it."""
     jobs = {}
     for policy in registry:
         b = policy.backoff
@@ -66,7 +68,11 @@ def shorten_waits(registry: Registry, factor: float) -> Registry:
             delays=tuple(d * factor for d in b.delays),
         )
         jobs[policy.name] = dataclasses.replace(policy, backoff=backoff)
-    return Registry(jobs=freeze(jobs), channels=registry.channels, queues=registry.queues)
+    queues = {
+        name: dataclasses.replace(q, rate=None if q.rate is None else q.rate / factor)
+        for name, q in registry.queues.items()
+    }
+    return Registry(jobs=freeze(jobs), channels=registry.channels, queues=freeze(queues))
 
 
 def _worker_main(url: str, sheets: str, name: str, env: dict[str, str], burst: bool) -> None:
@@ -187,13 +193,22 @@ class Demo:
                 os.environ["JOBDEF_EXAMPLES_DIR"] = previous
 
     def _run(self) -> bool:
+        from jobdef.examples.chat_receiver import ChatReceiver
+
+        # The sheets' ops-chat webhook URL comes from the environment, as in production:
+        # here it is a receiver on loopback.
+        with ChatReceiver() as chat:
+            self.env["OPS_CHAT_WEBHOOK_URL"] = chat.url
+            return self._scenes()
+
+    def _scenes(self) -> bool:
         started = time.monotonic()
         self.out("jobdef demo: the example sheets, run by real worker processes")
         self.out(f"   sheets:   {self.sheets}")
         self.out(f"   database: {self.url}")
         self.out(
-            f"   backoff waits shortened {1 / WAIT_SCALE:g}x for the demo "
-            f"(10s -> {format_duration(10 * WAIT_SCALE)}); every other value is the sheets'"
+            f"   backoff waits shortened and queue rates raised {1 / WAIT_SCALE:g}x for the "
+            f"demo (10s -> {format_duration(10 * WAIT_SCALE)}); every other value is the sheets'"
         )
         self.retry_then_succeed_and_fatal()
         self.killed_after_the_work()
@@ -230,13 +245,29 @@ class Demo:
                 record.state == "dead" and record.attempt == 1,
                 f"dead after {record.attempt} attempt of {record.max_attempts}, no retry",
             )
+        # resize_image notifies ops-log, a log channel: the worker's sender writes the
+        # message to its log once the outbox row (written with the move to dead) is due.
+        log = self.folder / "worker-A.log"
+        prefix = f'"message_id": "resize_image:{image}:1:dead:'
+        line = self.wait_for(
+            "the notification",
+            lambda: next((x for x in log.read_text().splitlines() if prefix in x), None),
+        )
+        sent = json.loads(line.partition(" WARNING ")[2])
+        # The sender records the delivery right after writing the line.
+        self.wait_for("the delivery", lambda: all(d for *_, d in self.outbox_messages(image)))
         messages = self.outbox_messages(image)
         for channel, event, delivered in messages:
             state = "delivered" if delivered else "waiting for the sender"
             self.out(f"     outbox -> channel {channel}: {event} of job {image} ({state})")
+        self.out(
+            f"     ops-log <- {sent['event']} {sent['job']} job {sent['job_id']} "
+            f"{sent['key_args']}; re-run: {sent['requeue_command']}"
+        )
         self.check(
-            any(event == "dead" for _, event, _ in messages),
-            "the notify channel's message was written to the outbox with the move to dead",
+            any(event == "dead" and delivered for _, event, delivered in messages)
+            and sent["error_type"] == "jobdef.examples.errors.BadImage",
+            "the message was written to the outbox with the move to dead, then delivered",
         )
 
     def outbox_messages(self, job_id: int) -> list[tuple[str, str, bool]]:

@@ -39,7 +39,9 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from jobdef.backends.base import ErrorInfo
@@ -79,6 +81,8 @@ class Task(NamedTuple):
     idempotency_key: str | None
     max_attempts: int
     timeout: float
+    # The cron slot of a scheduled batch job, in its sheet's time zone.
+    slot: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +213,8 @@ class Pool:
         self.recall_after = recall_after
         self._database_url = database_url
         self._logs = _Logs(log_level, log_file)
-        self._lock_dir = tempfile.mkdtemp(prefix="jobdef-pool-")
+        _remove_stale_lock_dirs()
+        self._lock_dir = tempfile.mkdtemp(prefix=f"{_LOCK_DIR_PREFIX}{os.getpid()}-")
         self._seq = 0
         self._failed_starts = 0
         self.children = [self._spawn() for _ in range(size)]
@@ -404,6 +409,23 @@ class Pool:
         shutil.rmtree(self._lock_dir, ignore_errors=True)
 
 
+_LOCK_DIR_PREFIX = "jobdef-pool-"
+
+
+def _remove_stale_lock_dirs() -> None:
+    """Remove the lock folders of pools whose worker died without cleaning up (kill -9)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_LOCK_DIR_PREFIX}*-*"):
+        pid = folder.name.removeprefix(_LOCK_DIR_PREFIX).partition("-")[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, another user's
+
+
 def _death(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
@@ -499,6 +521,7 @@ def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
         max_attempts=task.max_attempts,
         idempotency_key=task.idempotency_key,
         database_url=database_url,
+        slot=task.slot,
         _send=send_beat,
     )
     try:

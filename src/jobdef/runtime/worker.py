@@ -26,7 +26,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jobdef.backends.base import (
@@ -37,11 +37,15 @@ from jobdef.backends.base import (
     Lease,
     Notification,
     Outcome,
+    can_wait_for_jobs,
     complete_and_claim,
+    holds_maintenance_lock,
 )
-from jobdef.errors import UnknownJobError
+from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
+from jobdef.notify.service import OutboxService
 from jobdef.policy import JobPolicy
+from jobdef.queue_controls import RateLimiter, concurrency_limits
 from jobdef.registry import Registry
 from jobdef.runtime.classify import class_name
 from jobdef.runtime.decisions import after_error
@@ -50,11 +54,17 @@ from jobdef.runtime.maintenance import MaintenanceContext, Service
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned, Task
 from jobdef.runtime.reclaim import LeaseReclaimer
 from jobdef.runtime.retention import RetentionPruner
+from jobdef.schedule.scheduler import Scheduler, slot_time
 
 log = logging.getLogger("jobdef.worker")
 
 # The maintenance services every worker runs; each is built from a MaintenanceContext.
-MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [LeaseReclaimer, RetentionPruner]
+MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [
+    LeaseReclaimer,
+    RetentionPruner,
+    OutboxService,
+    Scheduler.service,
+]
 
 
 def worker_id() -> str:
@@ -136,9 +146,8 @@ class Worker:
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
-        self.queue_limits = {
-            q.name: q.concurrency for q in registry.queues.values() if q.concurrency is not None
-        }
+        self.queue_limits = concurrency_limits(registry.queues)
+        self.rate_limiter = RateLimiter(registry.queues, clock())
         ctx = MaintenanceContext(backend, registry, self.id, clock, self.rng, log)
         self.services = [
             factory(ctx) for factory in (MAINTENANCE if services is None else services)
@@ -157,6 +166,8 @@ class Worker:
         """First call: drain. Second call: stop now (jobs are released, never lost)."""
         with self._stop_lock:
             self._stop_requests += 1
+        if can_wait_for_jobs(self.backend):
+            self.backend.wake()  # type: ignore[attr-defined]  # end an idle wait at once
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.request_stop()
@@ -181,6 +192,10 @@ class Worker:
         finally:
             self._give_back(pool.kill_all() if self._held else [])
             pool.close()
+            for service in self.services:
+                close = getattr(service, "close", None)
+                if close is not None:
+                    close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         log.info("worker %s stopped: %s", self.id, self.stats)
@@ -223,6 +238,11 @@ class Worker:
                 waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
             if draining:
                 waiting = min(waiting, 0.05)
+            if idle_since_claim and not pool.in_flight() and can_wait_for_jobs(self.backend):
+                # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
+                # LISTEN/NOTIFY); the poll interval stays the fallback.
+                self.backend.wait_for_jobs(waiting)  # type: ignore[attr-defined]
+                waiting = 0.0
             events = pool.poll(waiting)
             events.extend(pool.enforce())
             for event in events:
@@ -233,9 +253,12 @@ class Worker:
 
             now = self.clock()
             self._heartbeat(time.monotonic())
-            for service in self.services:
-                if now >= next_tick[id(service)]:
-                    next_tick[id(service)] = now + service.interval
+            due = [s for s in self.services if now >= next_tick[id(s)]]
+            for service in due:
+                next_tick[id(service)] = now + service.interval
+            # On an engine shared by many hosts only the elected worker maintains.
+            if due and holds_maintenance_lock(self.backend):
+                for service in due:
                     try:
                         service.tick(now)
                     except Exception:
@@ -273,9 +296,18 @@ class Worker:
                 )
         if not helds and options is None:
             return False
-        accepted, records = complete_and_claim(
-            self.backend, [h.lease for h in helds], notes, options
-        )
+        claims = [] if options is None else self._rated(options, now)
+        first = claims[0] if claims else None
+        accepted, records = complete_and_claim(self.backend, [h.lease for h in helds], notes, first)
+        self._spend(first, records, now)
+        for claim in claims[1:]:
+            assert options is not None
+            limit = min(claim.limit, options.limit - len(records))
+            if limit <= 0:
+                break
+            taken = self.backend.claim(replace(claim, limit=limit))
+            self._spend(claim, taken, now)
+            records.extend(taken)
         for held, ok in zip(helds, accepted, strict=True):
             if ok:
                 self.stats.done += 1
@@ -287,6 +319,21 @@ class Worker:
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
         return options is not None and not records
+
+    def _rated(self, options: ClaimOptions, now: float) -> list[ClaimOptions]:
+        """The claims of one turn: each rate-limited queue on its own, capped by its
+        tokens (:class:`~jobdef.queue_controls.RateLimiter`), then the other queues."""
+        if not self.rate_limiter.limited:
+            return [options]
+        served = options.queues or sorted(
+            {p.queue for p in self.registry} | set(self.registry.queues)
+        )
+        plan = self.rate_limiter.plan(served, options.limit, now)
+        return [replace(options, queues=r.queues, limit=r.limit) for r in plan]
+
+    def _spend(self, claim: ClaimOptions | None, taken: Sequence[JobRecord], now: float) -> None:
+        if claim is not None and claim.queues is not None and len(claim.queues) == 1:
+            self.rate_limiter.spend(claim.queues[0], len(taken), now)
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
         try:
@@ -314,6 +361,7 @@ class Worker:
                     idempotency_key=record.idempotency_key,
                     max_attempts=record.max_attempts,
                     timeout=policy.timeout,
+                    slot=slot_time(record, policy),
                 )
             )
         if tasks:
@@ -428,8 +476,14 @@ class Worker:
         self._backlog.clear()
         for job_id in dict.fromkeys(ids):
             held = self._held.pop(job_id, None)
-            if held is not None and self.backend.release(held.lease):
-                self.stats.released += 1
+            if held is None:
+                continue
+            try:
+                if self.backend.release(held.lease):
+                    self.stats.released += 1
+            except BackendError as exc:
+                # The lease still expires and another worker reclaims the job: nothing is lost.
+                log.error("could not release job %s (%s); its lease will expire", job_id, exc)
 
     def _heartbeat(self, mono: float) -> None:
         """Keep the leases of held jobs alive while this worker lives."""
