@@ -77,6 +77,9 @@ class JobChange:
     old_name: str | None = None
     fields: tuple[FieldChange, ...] = ()
     consequences: tuple[Consequence, ...] = ()
+    # The two effective policies, for renderers that describe values in words.
+    before: JobPolicy | None = field(default=None, compare=False, repr=False)
+    after: JobPolicy | None = field(default=None, compare=False, repr=False)
 
     @property
     def breaking(self) -> bool:
@@ -331,6 +334,8 @@ def diff_jobs(old: JobPolicy, new: JobPolicy) -> JobChange | None:
         file=new.file,
         fields=changes,
         consequences=tuple(consequences),
+        before=old,
+        after=new,
     )
 
 
@@ -385,7 +390,11 @@ def diff_registries(old: Registry, new: Registry) -> RegistryDiff:
         if job.name not in renamed_to:
             jobs.append(
                 JobChange(
-                    "added", job.name, job.file, consequences=(Consequence("job_added", "info"),)
+                    "added",
+                    job.name,
+                    job.file,
+                    consequences=(Consequence("job_added", "info"),),
+                    after=job,
                 )
             )
     for job in removed:
@@ -396,6 +405,7 @@ def diff_registries(old: Registry, new: Registry) -> RegistryDiff:
                     job.name,
                     job.file,
                     consequences=(Consequence("job_removed", "breaking"),),
+                    before=job,
                 )
             )
     order = {"removed": 0, "renamed": 1, "changed": 2, "added": 3}
