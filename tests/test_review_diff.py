@@ -6,11 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sheet_repo import edit, job_sheet, write_project
 
 from jobdef.backoff import retry_timeline
 from jobdef.registry import Registry, load_registry
 from jobdef.review.diff import JobChange, RegistryDiff, diff_registries
+from sheet_repo import edit, job_sheet, write_project
 
 
 @pytest.fixture
@@ -140,9 +140,7 @@ def test_notify_channel_removed_is_breaking_and_a_changed_one_warns(
     assert not _job(diff, "charge_card").breaking
 
 
-def test_attempts_lowered_is_breaking_and_raised_is_not(
-    old_sheets: Path, new_sheets: Path
-) -> None:
+def test_attempts_lowered_is_breaking_and_raised_is_not(old_sheets: Path, new_sheets: Path) -> None:
     edit(new_sheets / "ship_order.yaml", "max_attempts: 6", "max_attempts: 2")
     edit(new_sheets / "charge_card.yaml", "deadline: 1h\n", "deadline: 1h\nmax_attempts: 5\n")
     diff = _diff(old_sheets, new_sheets)
@@ -163,7 +161,11 @@ def test_queue_change_is_breaking(old_sheets: Path, new_sheets: Path) -> None:
 
 def test_error_class_moving_from_retry_to_fatal_warns(old_sheets: Path, new_sheets: Path) -> None:
     edit(new_sheets / "charge_card.yaml", "retry: [ConnectionError]", "retry: []")
-    edit(new_sheets / "charge_card.yaml", "fatal: [ValueError]", "fatal: [ValueError, ConnectionError]")
+    edit(
+        new_sheets / "charge_card.yaml",
+        "fatal: [ValueError]",
+        "fatal: [ValueError, ConnectionError]",
+    )
     job = _job(_diff(old_sheets, new_sheets), "charge_card")
     (moved,) = [c for c in job.consequences if c.kind == "error_class"]
     assert moved.severity == "warning"

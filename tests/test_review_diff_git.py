@@ -1,4 +1,4 @@
-"""`jobdef diff` over a real git repository: revisions read without a checkout, outputs, exit codes."""
+"""`jobdef diff` over a real git repository: revisions read without checkout, exit codes."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from sheet_repo import commit_all, edit, git, init_repo, job_sheet
 
 from jobdef.cli import main
+from sheet_repo import commit_all, edit, git, init_repo, job_sheet
 
 
 @pytest.fixture
@@ -137,7 +137,9 @@ def test_unknown_revision_is_a_one_line_error(
     code, out, err = _run(capsys, "git:no-such-branch", ".")
     assert code == 2
     assert out == ""
-    assert err.startswith("jobdef diff: error: git:no-such-branch: 'no-such-branch' is not a revision")
+    assert err.startswith(
+        "jobdef diff: error: git:no-such-branch: 'no-such-branch' is not a revision"
+    )
     assert "git log --oneline" in err
     assert "Traceback" not in err
 

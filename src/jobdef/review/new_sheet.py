@@ -52,6 +52,8 @@ class Field:
 def _fields(name: str, lang: str) -> tuple[Field, ...]:
     todo = "TODO: "
     return (
+        Field("apiVersion", "jobdef/v1", "常に jobdef/v1。"),
+        Field("kind", "Job", "Job: ジョブ定義シート1枚。"),
         Field("name", name, "ジョブ名: コード上の名前。全シートで一意、英小文字・数字・_。"),
         Field(
             "title",
@@ -285,15 +287,33 @@ def _yaml(value: Any) -> str:
     return text.removesuffix("\n").removesuffix("\n...").strip()
 
 
+# Japanese has no spaces to wrap at: break after punctuation, about this many characters a line.
+_JA_WIDTH = 46
+_JA_BREAK = re.compile(r"(?<=[。、）])|(?=（)")
+
+
 def _comment(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(
-        text,
-        width=_WIDTH,
-        initial_indent=f"{indent}# ",
-        subsequent_indent=f"{indent}#   ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+    """``text`` as comment lines at ``indent``, wrapped; continuation lines indented once more."""
+    first, rest = f"{indent}# ", f"{indent}#   "
+    if not re.search(r"[\u3040-\u30ff\u4e00-\u9fff]{8}", text):
+        return textwrap.wrap(
+            text,
+            width=_WIDTH,
+            initial_indent=first,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    lines: list[str] = []
+    line = ""
+    for piece in _JA_BREAK.split(text):
+        if line and len(line) + len(piece) > _JA_WIDTH:
+            lines.append(line)
+            line = ""
+        line += piece
+    lines.append(line)
+    chunks = [chunk.strip() for chunk in lines if chunk.strip()]
+    return [(first if i == 0 else rest) + chunk for i, chunk in enumerate(chunks)]
 
 
 @dataclass(frozen=True)
@@ -338,6 +358,11 @@ def _inherit_note(file: str, lang: str) -> str:
     return f"(Inherited from Defaults in {file}; uncomment to override.)"
 
 
+def _sep(lang: str) -> str:
+    """What joins two sentences: a space in English, nothing in Japanese."""
+    return "" if lang == "ja" else " "
+
+
 def _optional_note(lang: str) -> str:
     return "使うときはコメントを外す。" if lang == "ja" else "Uncomment to use."
 
@@ -369,7 +394,9 @@ def _render_field(
             )
             child_lines.append(rendered)
             all_commented &= all(line.lstrip().startswith("#") for line in rendered)
-        note = f" {_optional_note(lang)}" if fld.optional and not parent_commented else ""
+        note = (
+            f"{_sep(lang)}{_optional_note(lang)}" if fld.optional and not parent_commented else ""
+        )
         lines += _comment(text + note, indent)
         lines.append(f"{indent}{'# ' if all_commented else ''}{fld.key}:")
         for rendered in child_lines:
@@ -384,12 +411,12 @@ def _render_field(
         return lines
     found = inherited.get(path)
     if found is not None:
-        lines += _comment(f"{text} {_inherit_note(found.file, lang)}", indent)
+        lines += _comment(f"{text}{_sep(lang)}{_inherit_note(found.file, lang)}", indent)
         prefix = "" if copy_defaults and not parent_commented else "# "
         lines.append(f"{indent}{prefix}{fld.key}: {_yaml(found.value)}")
         return lines
     commented = fld.optional or parent_commented or fld.value is None
-    note = f" {_optional_note(lang)}" if commented and not parent_commented else ""
+    note = f"{_sep(lang)}{_optional_note(lang)}" if commented and not parent_commented else ""
     lines += _comment(f"{text}{note}", indent)
     value = fld.value if fld.value is not None else ""
     lines.append(f"{indent}{'# ' if commented else ''}{fld.key}: {_yaml(value)}".rstrip())
@@ -434,12 +461,7 @@ def render_sheet(
         else f"Job definition sheet for {name}: every field, each with what it means. "
         f"Check it with `jobdef validate` and `jobdef explain {name}`."
     )
-    lines = [
-        schema_line(documents, schema or _schema()["$id"], folder),
-        *_comment(head, ""),
-        "apiVersion: jobdef/v1",
-        "kind: Job",
-    ]
+    lines = [schema_line(documents, schema or _schema()["$id"], folder), *_comment(head, "")]
     for fld in fields:
         lines += _render_field(
             fld,
