@@ -171,6 +171,6 @@ def test_edited_new_sheet_shows_in_diff(project: Path, capsys: pytest.CaptureFix
     assert main(["diff", "base", "jobdefs", "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "#### `send_invoice` (changed)" in out
-    assert "| `max_attempts` | `4` | `8` | jobdefs/send\\_invoice.yaml:1 |" in out
-    assert "| `timeout` | `30s` | `2m` | jobdefs/send\\_invoice.yaml:1 |" in out
+    assert "| `max_attempts` | `4` | `8` | sheet jobdefs/send_invoice.yaml:1 |" in out
+    assert "| `timeout` | `30s` | `2m` | sheet jobdefs/send_invoice.yaml:1 |" in out
     assert "Worst case from enqueue to the end of the last attempt" in out

@@ -13,20 +13,6 @@ from typing import Any
 
 from jobdef.policy import JobPolicy, Origin, thaw
 
-# Paths whose value is a duration in seconds (``None`` where the field is optional).
-DURATION_PATHS = frozenset(
-    {
-        "backoff.initial",
-        "backoff.max",
-        "backoff.delays",
-        "timeout",
-        "deadline",
-        "idempotency.dedupe_window",
-        "retention.done",
-        "retention.dead",
-    }
-)
-
 
 def _args(job: JobPolicy) -> dict[str, Any]:
     """``args.<name>`` -> the arg's schema as the sheet writes it (``required: false`` kept)."""

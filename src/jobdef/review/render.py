@@ -8,14 +8,13 @@ where the new value is set) and the consequences in words, breaking ones first.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from jobdef.policy import Origin
+from jobdef.policy import JobPolicy, Origin
+from jobdef.render import describe
+from jobdef.render.escape import markdown_cell, markdown_inline
 from jobdef.review.diff import Consequence, FieldChange, ItemChange, JobChange, RegistryDiff
-from jobdef.review.effective import DURATION_PATHS
 from jobdef.review.sentences import sentence
-from jobdef.review.values import format_value
 
 FORMATS = ("text", "markdown", "json")
 
@@ -66,27 +65,43 @@ def _label(key: str, lang: str) -> str:
     return _LABELS.get(lang, _LABELS["en"])[key]
 
 
-def _origin(origin: Origin | None, lang: str) -> str:
-    if origin is None:
-        return _label("builtin", lang)
-    where = f"{origin.file}:{origin.line}"
-    return f"{_label('defaults', lang)} {where}" if origin.source == "defaults" else where
-
-
 def _where(change: FieldChange, lang: str) -> str:
-    """Where the new value is set; for a value that fell back to a default, where it was set."""
-    return _origin(change.after_origin, lang)
+    """Where the new value is set (a sheet, Defaults, or built in)."""
+    return describe.origin_text(change.after_origin, lang)
+
+
+def _value(policy: JobPolicy | None, change: FieldChange, side: str, lang: str) -> str:
+    """One side of a changed value, worded by :mod:`jobdef.render.describe` like everywhere else.
+
+    An arg is shown as its schema, since the review is about what changed in it.
+    """
+    raw = change.before if side == "before" else change.after
+    if policy is None or change.path.startswith("args."):
+        return _raw_value(change.path, raw, lang)
+    return describe.field_value(policy, change.path, lang)
+
+
+def _raw_value(path: str, value: Any, lang: str) -> str:
+    """A Channel/Queue setting or an arg schema, which have no describe wording of their own."""
+    if value is None:
+        return "なし" if lang == "ja" else "none"
+    if path == "rate" and isinstance(value, float):
+        return describe.rate(value, lang)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
 
 
 def _ordered(consequences: tuple[Consequence, ...]) -> list[Consequence]:
     return sorted(consequences, key=lambda c: _SEVERITY_ORDER[c.severity])
 
 
-def _delta(change: FieldChange, lang: str) -> str | None:
-    """``+A -B`` for a list whose entries were added or removed; ``None`` for other values."""
-    if not (isinstance(change.before, list) and isinstance(change.after, list)):
-        return None
-    if change.path in DURATION_PATHS:
+def _delta(change: FieldChange) -> str | None:
+    """``+A -B`` for a list of names that gained or lost entries; ``None`` for other values."""
+    lists = (change.before, change.after)
+    if not all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in lists):
         return None
     added = [f"+{v}" for v in change.after if v not in change.before]
     removed = [f"-{v}" for v in change.before if v not in change.after]
@@ -143,10 +158,10 @@ def render_text(diff: RegistryDiff, old: str, new: str, lang: str = "en") -> str
         lines.append(_job_title(job, lang))
         width = max((len(c.path) for c in job.fields), default=0)
         for change in job.fields:
-            delta = _delta(change, lang)
+            delta = _delta(change)
             if delta is None:
-                before = format_value(change.path, change.before, lang)
-                delta = f"{before} → {format_value(change.path, change.after, lang)}"
+                before = _value(job.before, change, "before", lang)
+                delta = f"{before} → {_value(job.after, change, 'after', lang)}"
             lines.append(f"    {change.path:<{width}}  {delta}   [{_where(change, lang)}]")
         for consequence in _ordered(job.consequences):
             mark = {"breaking": "!!", "warning": " !", "info": " ·"}[consequence.severity]
@@ -164,20 +179,13 @@ def _items_text(items: tuple[ItemChange, ...], lang: str) -> list[str]:
         lines.append(f"{_MARK[item.status]} {item.kind} {item.name} ({_label(item.status, lang)})")
         for change in item.fields:
             lines.append(
-                f"    {change.path}  {format_value(change.path, change.before, lang)}"
-                f" → {format_value(change.path, change.after, lang)}"
+                f"    {change.path}  {_raw_value(change.path, change.before, lang)}"
+                f" → {_raw_value(change.path, change.after, lang)}"
             )
     return lines
 
 
 # --- markdown ---------------------------------------------------------------------------------
-
-_CELL_SPECIAL = re.compile(r"([\\`*_\[\]|<>])")
-
-
-def _cell(text: str) -> str:
-    """Plain text safe inside a Markdown table cell or a sentence: no markup, one line."""
-    return _CELL_SPECIAL.sub(r"\\\1", " ".join(str(text).splitlines()))
 
 
 def _code(text: str) -> str:
@@ -190,15 +198,12 @@ def _code(text: str) -> str:
 def _md_sentence(text: str) -> str:
     """A sentence with `code` spans kept as code and the rest escaped."""
     parts = text.split("`")
-    return "".join(_code(p) if i % 2 else _cell(p) for i, p in enumerate(parts))
+    return "".join(_code(p) if i % 2 else markdown_inline(p) for i, p in enumerate(parts))
 
 
-def _md_value(path: str, value: Any, lang: str) -> str:
-    """A value as code; an absent one ("forever", "no cap") as words in italics."""
-    text = format_value(path, value, lang)
-    if value is None or value in ([], ""):
-        return f"*{_cell(text)}*"
-    return _code(text)
+def _md_value(policy: JobPolicy | None, change: FieldChange, side: str, lang: str) -> str:
+    """A value as code, so that names and recipes read exactly as written in the sheet."""
+    return _code(_value(policy, change, side, lang))
 
 
 _ICON = {"breaking": "🛑", "warning": "⚠️", "info": "ℹ️"}
@@ -227,10 +232,10 @@ def render_markdown(diff: RegistryDiff, old: str, new: str, lang: str = "en") ->
             )
             lines.append("| --- | --- | --- | --- |")
             for change in job.fields:
-                before = _md_value(change.path, change.before, lang)
-                after = _md_value(change.path, change.after, lang)
-                where = _where(change, lang)
-                lines.append(f"| {_code(change.path)} | {before} | {after} | {_cell(where)} |")
+                before = _md_value(job.before, change, "before", lang)
+                after = _md_value(job.after, change, "after", lang)
+                where = markdown_cell(_where(change, lang))
+                lines.append(f"| {_code(change.path)} | {before} | {after} | {where} |")
             lines.append("")
         for consequence in _ordered(job.consequences):
             label = _label(consequence.severity, lang)
@@ -241,8 +246,8 @@ def render_markdown(diff: RegistryDiff, old: str, new: str, lang: str = "en") ->
     if diff.items:
         for item in diff.items:
             changes = "; ".join(
-                f"{_code(c.path)}: {_cell(format_value(c.path, c.before, lang))} → "
-                f"{_cell(format_value(c.path, c.after, lang))}"
+                f"{_code(c.path)}: {_code(_raw_value(c.path, c.before, lang))} → "
+                f"{_code(_raw_value(c.path, c.after, lang))}"
                 for c in item.fields
             )
             suffix = f": {changes}" if changes else ""

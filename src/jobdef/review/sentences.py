@@ -10,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jobdef.durations import format_duration
+from jobdef.render import describe
 from jobdef.review.diff import Consequence
 
 
 def _d(seconds: float | None, lang: str, none_en: str = "none", none_ja: str = "なし") -> str:
-    if seconds is None:
-        return none_ja if lang == "ja" else none_en
-    return format_duration(seconds, lang)
+    return describe.duration(seconds, lang, none=none_ja if lang == "ja" else none_en)
 
 
 def _fit(facts: Mapping[str, Any], lang: str) -> str:
@@ -77,9 +75,7 @@ def _attempts_lowered(f: Mapping[str, Any], lang: str) -> str:
 
 
 def _action(action: str, lang: str) -> str:
-    if lang == "ja":
-        return "再試行" if action == "retry" else "すぐ退避"
-    return "retried" if action == "retry" else "dead at once (fatal)"
+    return describe.error_action(action, lang)
 
 
 def _error_class(f: Mapping[str, Any], lang: str) -> str:
