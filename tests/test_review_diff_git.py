@@ -76,7 +76,9 @@ def test_fail_on_breaking_exits_1_only_when_a_change_is_breaking(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     edit(repo / "jobdefs/ship_order.yaml", "max_attempts: 6", "max_attempts: 8")
-    assert _run(capsys, "git:HEAD", ".", "--fail-on", "breaking")[0] == 0
+    code, out, _ = _run(capsys, "git:HEAD", ".", "--fail-on", "breaking")
+    assert code == 0
+    assert out.splitlines()[1] == "no breaking change · jobs: 1 changed, 2 unchanged"
     edit(repo / "jobdefs/ship_order.yaml", "max_attempts: 8", "max_attempts: 3")
     assert _run(capsys, "git:HEAD", ".", "--fail-on", "breaking")[0] == 1
     assert _run(capsys, "git:HEAD", ".")[0] == 0  # without --fail-on the diff is a report

@@ -123,9 +123,14 @@ def _summary(diff: RegistryDiff, lang: str) -> str:
     counts = summary_counts(diff)
     jobs = [f"{n} {_label(k, lang)}" for k, n in counts.items() if n and k != "breaking"]
     if lang == "ja":
-        return f"破壊的な変更 {counts['breaking']}件 · ジョブ: {'、'.join(jobs) or 'なし'}"
-    plural = "" if counts["breaking"] == 1 else "s"
-    return f"{counts['breaking']} breaking change{plural} · jobs: {', '.join(jobs) or 'none'}"
+        breaking = (
+            f"破壊的な変更 {counts['breaking']}件" if counts["breaking"] else "破壊的な変更なし"
+        )
+        return f"{breaking} · ジョブ: {'、'.join(jobs) or 'なし'}"
+    breaking = counts["breaking"]
+    head = "no breaking change" if not breaking else f"{breaking} breaking change"
+    plural = "s" if breaking > 1 else ""
+    return f"{head}{plural} · jobs: {', '.join(jobs) or 'none'}"
 
 
 def _reach_lines(diff: RegistryDiff) -> list[tuple[str, tuple[str, ...]]]:
