@@ -152,9 +152,10 @@ def test_revision_before_the_sheets_existed_shows_every_job_added(
     git(repo, "checkout", "-q", "--orphan", "empty")
     git(repo, "rm", "-rq", "--cached", ".")
     git(repo, "commit", "-q", "--allow-empty", "-m", "nothing yet")
-    code, out, _ = _run(capsys, "git:empty", ".", "--format", "json")
+    code, out, err = _run(capsys, "git:empty", ".", "--format", "json")
     assert code == 0
     assert [job["status"] for job in json.loads(out)["jobs"]] == ["added"] * 3
+    assert "note: git:empty holds no sheets" in err
 
 
 def test_missing_folder_is_a_one_line_error(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

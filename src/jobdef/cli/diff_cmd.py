@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
-from jobdef.config import load_config
+from jobdef.cli.options import add_lang, config_from
 
 
 def run(args: argparse.Namespace) -> int:
@@ -14,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
     from jobdef.review.render import render
     from jobdef.review.sources import is_git_spec, load_side, resolve_folder
 
-    config = load_config({"sheets": args.sheets, "lang": args.lang})
+    config = config_from(args)
     cwd = Path.cwd()
     sheets, root = Path(config.sheets), Path(config.root)
     # A bare git:REV reads the folder that the other side names, so both cover the same sheets.
@@ -24,6 +25,10 @@ def run(args: argparse.Namespace) -> int:
         load_side(spec, sheets=sheets, project_root=root, cwd=cwd, git_folder=git_folder)
         for spec in (args.old, args.new)
     )
+    for side in (old, new):
+        if side.files == 0:
+            note = f"{side.label} holds no sheets; every job counts as added or removed"
+            print(f"jobdef diff: note: {note}", file=sys.stderr)
     diff = diff_registries(old.registry, new.registry)
     print(render(diff, old.label, new.label, args.format, config.lang), end="")
     if args.fail_on == "breaking" and diff.breaking:
@@ -61,5 +66,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the sheets folder a project folder or a bare git:REV stands for "
         "(default: [tool.jobdef] sheets, else jobdefs)",
     )
-    parser.add_argument("--lang", choices=("en", "ja"), help="language of the report")
+    add_lang(parser)
     parser.set_defaults(handler=run)

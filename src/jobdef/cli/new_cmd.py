@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from jobdef.cli import EXIT_OK
-from jobdef.config import load_config
+from jobdef.cli.options import add_lang, config_from
 from jobdef.errors import UsageError
 
 
@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     from jobdef.review.new_sheet import render_sheet
     from jobdef.sheets import load_documents
 
-    config = load_config({"sheets": args.sheets, "lang": args.lang})
+    config = config_from(args)
     sheets = Path(config.sheets)
     documents = load_documents([sheets]) if sheets.is_dir() else []
     registry = build_registry(documents)
@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE instead (- for standard output)"
     )
-    parser.add_argument("--lang", choices=("en", "ja"), help="language of the comments")
+    add_lang(parser)
     parser.add_argument(
         "--copy-defaults",
         action="store_true",
