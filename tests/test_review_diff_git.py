@@ -174,3 +174,44 @@ def test_outside_a_repository_git_revisions_are_refused(
     code, _, err = _run(capsys, "git:HEAD", ".")
     assert code == 2
     assert "is not inside a git repository" in err
+
+
+# One edit per breaking kind: (file, old text, new text), applied as one commit.
+BREAKING_EDITS = {
+    "idempotency_recipe": ("send_receipt.yaml", '"order-{order_id}"', '"receipt-{order_id}"'),
+    "retention_cut": ("defaults.yaml", "done: 30d", "done: 1d"),
+    "notify_channel_removed": ("defaults.yaml", "notify: {channel: ops-chat, events: [dead]}", ""),
+    "attempts_lowered": ("ship_order.yaml", "max_attempts: 6", "max_attempts: 2"),
+    "queue_changed": ("charge_card.yaml", "deadline: 1h", "deadline: 1h\nqueue: payments"),
+    "job_renamed": ("charge_card.yaml", "name: charge_card", "name: capture_card"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BREAKING_EDITS))
+def test_each_breaking_kind_across_commits_fails_the_check(
+    repo: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    file, old, new = BREAKING_EDITS[kind]
+    edit(repo / "jobdefs" / file, old, new)
+    commit_all(repo, kind)
+    code, out, _ = _run(
+        capsys, "git:HEAD~1", "git:HEAD", "--format", "json", "--fail-on", "breaking"
+    )
+    report = json.loads(out)
+    kinds = {c["kind"] for job in report["jobs"] for c in job["consequences"] if c["breaking"]}
+    assert code == 1
+    assert kind in kinds
+    assert report["breaking"] is True
+
+
+def test_removed_job_across_commits_fails_the_check(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git(repo, "rm", "-q", "jobdefs/send_receipt.yaml")
+    commit_all(repo, "drop send_receipt")
+    code, out, _ = _run(
+        capsys, "git:HEAD~1", "git:HEAD", "--format", "json", "--fail-on", "breaking"
+    )
+    (job,) = json.loads(out)["jobs"]
+    assert (job["status"], job["name"], job["breaking"]) == ("removed", "send_receipt", True)
+    assert code == 1
