@@ -45,13 +45,18 @@ def tsv_cell(text: object) -> str:
 
     Tabs and line breaks become spaces, a leading formula character is
     neutralised with an apostrophe (which spreadsheet programs hide and read as
-    "this is text"), and text longer than a spreadsheet cell holds is cut with ``…``.
+    "this is text"), text longer than a spreadsheet cell holds is cut with ``…``,
+    and a cell that starts with ``"`` is written as a quoted cell.
     """
     cell = " ".join(_NEWLINES.split(str(text).replace("\t", " ")))
     if cell.startswith(FORMULA_PREFIXES):
         cell = "'" + cell
     if len(cell) > TSV_CELL_LIMIT:
         cell = cell[: TSV_CELL_LIMIT - 1] + _ELLIPSIS
+    if cell.startswith('"'):
+        # Spreadsheets read a leading quote as the start of a quoted cell, which
+        # could run on past tabs and lines: quote it properly instead.
+        cell = '"' + cell.replace('"', '""') + '"'
     return cell
 
 

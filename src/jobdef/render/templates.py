@@ -146,6 +146,18 @@ def render(env: jinja2.Environment, name: str, **context: Any) -> str:
         ) from None
     except jinja2.UndefinedError as exc:
         raise ConfigError(
-            f"template {name!r} uses an undefined value: {exc.message}; "
-            "check the variable names against the built-in templates"
+            f"{_template_position(exc) or name}: the template uses an undefined value: "
+            f"{exc.message}; check the variable names against the built-in templates"
         ) from None
+
+
+def _template_position(exc: BaseException) -> str | None:
+    """``file:line`` of the innermost template frame of ``exc`` (Jinja2 rewrites frames so)."""
+    position = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(".j2"):
+            position = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return position
