@@ -88,6 +88,25 @@ def test_rename_is_matched_by_file_when_the_handler_moved_too(
     assert (handler.before, handler.after) == ("app.jobs:ship_order", "warehouse.jobs:dispatch")
 
 
+def test_rename_is_matched_by_own_values_when_handler_and_file_both_changed(
+    old_sheets: Path, new_sheets: Path
+) -> None:
+    (new_sheets / "ship_order.yaml").unlink()
+    (new_sheets / "dispatch.yaml").write_text(
+        job_sheet("dispatch_order", handler="dispatch", extra="max_attempts: 6\n")
+    )
+    (job,) = _diff(old_sheets, new_sheets).jobs
+    assert (job.status, job.old_name, job.name) == ("renamed", "ship_order", "dispatch_order")
+
+
+def test_jobs_that_only_share_defaults_are_not_a_rename(old_sheets: Path, new_sheets: Path) -> None:
+    bare = "apiVersion: jobdef/v1\nkind: Job\nname: {name}\nhandler: app.{name}:run\n"
+    (old_sheets / "ping_a.yaml").write_text(bare.format(name="ping_a"))
+    (new_sheets / "ping_b.yaml").write_text(bare.format(name="ping_b"))
+    diff = _diff(old_sheets, new_sheets)
+    assert {(j.status, j.name) for j in diff.jobs} == {("removed", "ping_a"), ("added", "ping_b")}
+
+
 def test_unrelated_jobs_are_added_and_removed_not_renamed(
     old_sheets: Path, new_sheets: Path
 ) -> None:

@@ -32,8 +32,8 @@ Status = Literal["added", "removed", "renamed", "changed"]
 
 # Fields whose change moves the retry timeline.
 _TIMELINE_PREFIXES = ("max_attempts", "backoff.", "timeout", "deadline")
-# A removed/added pair counts as a rename when at least this share of values agree
-# (or when the handler or the file is the same).
+# A removed/added pair counts as a rename when the handler or the file is the same,
+# or when at least this share of the values the two sheets write themselves agree.
 RENAME_SIMILARITY = 0.8
 
 
@@ -281,11 +281,23 @@ def _policy_consequences(old: JobPolicy, new: JobPolicy, paths: set[str]) -> lis
     return out
 
 
+def _own_values(job: JobPolicy) -> dict[str, Any]:
+    """The values the job's own sheet writes (inherited ones say nothing about identity)."""
+    return {
+        path: value
+        for path, value in effective_values(job).items()
+        if (origin := value_origin(job, path)) is not None
+        and origin.source == "sheet"
+        and path not in ("handler", "rerun")
+    }
+
+
 def _similarity(old: JobPolicy, new: JobPolicy) -> float:
-    before, after = effective_values(old), effective_values(new)
+    """Share of the values either sheet writes itself that are equal on both sides."""
+    before, after = _own_values(old), _own_values(new)
     paths = set(before) | set(after)
     same = sum(1 for p in paths if before.get(p) == after.get(p))
-    return same / len(paths) if paths else 1.0
+    return same / len(paths) if paths else 0.0
 
 
 def _rename_score(old: JobPolicy, new: JobPolicy) -> float | None:
