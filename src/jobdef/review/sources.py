@@ -16,12 +16,12 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobdef.errors import JobdefError, UsageError
-from jobdef.policy import freeze
+from jobdef.policy import Origin, freeze
 from jobdef.registry import Registry, load_registry
 
 GIT_PREFIX = "git:"
@@ -94,7 +94,7 @@ def resolve_folder(spec: str, sheets: Path, project_root: Path) -> Path:
 def _relabel(registry: Registry, rename: Callable[[str], str]) -> Registry:
     """The same registry with every file name passed through ``rename``."""
 
-    def origins(mapping):  # type: ignore[no-untyped-def]
+    def origins(mapping: Mapping[str, Origin]) -> Mapping[str, Origin]:
         return freeze({k: replace(o, file=rename(o.file)) for k, o in mapping.items()})
 
     return Registry(
@@ -146,7 +146,7 @@ def parse_git_spec(spec: str) -> tuple[str, str | None]:
     """``git:REV`` -> (REV, None); ``git:REV:PATH`` -> (REV, PATH)."""
     rest = spec[len(GIT_PREFIX) :]
     rev, sep, path = rest.partition(":")
-    if not rev:
+    if not rev or rev.startswith("-"):
         raise UsageError(f"{spec}: name a revision after git:, such as git:HEAD or git:main")
     return rev, (path or ".") if sep else None
 
@@ -159,8 +159,9 @@ def _tree_files(rev: str, inner: str, toplevel: Path) -> list[tuple[str, str]]:
         if not entry:
             continue
         meta, _, name = entry.decode("utf-8", "surrogateescape").partition("\t")
-        _, kind, oid = meta.split()
-        if kind == "blob" and name.endswith(SHEET_SUFFIXES):
+        mode, kind, oid = meta.split()
+        # A symbolic link's blob is the link target, not a sheet.
+        if kind == "blob" and mode != "120000" and name.endswith(SHEET_SUFFIXES):
             files.append((oid, name))
     return files
 
@@ -186,7 +187,7 @@ def load_git(spec: str, sheets: Path, cwd: Path) -> Snapshot:
     rev, explicit = parse_git_spec(spec)
     toplevel = git_toplevel(cwd)
     try:
-        _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=toplevel)
+        commit = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=toplevel)
     except RevisionError:
         raise RevisionError(
             f"{spec}: {rev!r} is not a revision of {toplevel}; "
@@ -202,7 +203,7 @@ def load_git(spec: str, sheets: Path, cwd: Path) -> Snapshot:
                 f"{spec}: the sheets folder {sheets} is outside the repository {toplevel}; "
                 "write git:REV:PATH with PATH inside the repository"
             ) from None
-    files = _tree_files(rev, inner.as_posix() or ".", toplevel)
+    files = _tree_files(commit.decode().strip(), inner.as_posix() or ".", toplevel)
     with tempfile.TemporaryDirectory(prefix="jobdef-diff-") as temp:
         root = Path(temp)
         for (_, name), blob in zip(
@@ -211,7 +212,11 @@ def load_git(spec: str, sheets: Path, cwd: Path) -> Snapshot:
             target = root / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(blob)
-        registry = _load(spec, [root / inner] if files else [], root, f"git:{rev}:")
+        registry = (
+            _load(spec, [root / inner], root, f"git:{rev}:")
+            if files
+            else Registry(jobs=freeze({}), channels=freeze({}), queues=freeze({}))
+        )
 
         def rename(file: str) -> str:
             relative = Path(file).resolve().relative_to(root.resolve())
