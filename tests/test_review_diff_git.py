@@ -215,3 +215,9 @@ def test_removed_job_across_commits_fails_the_check(
     (job,) = json.loads(out)["jobs"]
     assert (job["status"], job["name"], job["breaking"]) == ("removed", "send_receipt", True)
     assert code == 1
+
+
+def test_option_like_revision_is_refused(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "git:--output=/tmp/x", ".")
+    assert code == 2
+    assert "name a revision after git:" in err
