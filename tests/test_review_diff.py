@@ -6,11 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from jobdef.backoff import retry_timeline
-from jobdef.registry import Registry, load_registry
+from jobdef.registry import Document, Registry, build_registry, load_registry
 from jobdef.review.diff import JobChange, RegistryDiff, diff_registries
-from sheet_repo import edit, job_sheet, write_project
+from sheet_repo import DEFAULTS, edit, job_sheet, write_project
 
 
 @pytest.fixture
@@ -151,7 +152,11 @@ def test_retention_cut_is_breaking_and_a_longer_one_is_not(
 def test_notify_channel_removed_is_breaking_and_a_changed_one_warns(
     old_sheets: Path, new_sheets: Path
 ) -> None:
-    edit(new_sheets / "charge_card.yaml", "deadline: 1h\n", "notify: {channel: ops-log}\n")
+    edit(
+        new_sheets / "charge_card.yaml",
+        "deadline: 1h\n",
+        "notify: {channel: ops-log, events: [dead]}\n",
+    )
     edit(new_sheets / "defaults.yaml", "notify: {channel: ops-chat, events: [dead]}\n", "")
     diff = _diff(old_sheets, new_sheets)
     assert _kinds(_job(diff, "charge_card"))["notify_channel_changed"] == "warning"
@@ -207,11 +212,24 @@ def test_unlisted_error_follows_a_changed_default(old_sheets: Path, new_sheets: 
     assert _kinds(job)["error_default"] == "warning"
 
 
-def test_retry_window_is_the_backoff_timeline_and_flags_a_missed_deadline(
-    old_sheets: Path, new_sheets: Path
-) -> None:
-    edit(new_sheets / "charge_card.yaml", "deadline: 1h\n", "deadline: 1h\nmax_attempts: 12\n")
-    old, new = load_registry([old_sheets]), load_registry([new_sheets])
+def _registry(*sheets: str) -> Registry:
+    """A registry built straight from sheet texts, without the validator.
+
+    For changes the validator refuses on their own (a worst case over the
+    deadline), which the diff must still word when it sees them.
+    """
+    documents = [
+        Document(data=data, file=f"sheet{i}.yaml")
+        for i, text in enumerate(sheets)
+        for data in yaml.safe_load_all(text)
+    ]
+    return build_registry(documents)
+
+
+def test_retry_window_is_the_backoff_timeline_and_flags_a_missed_deadline() -> None:
+    before_text = job_sheet("charge_card", extra="deadline: 1h\nmax_attempts: 4\n")
+    old = _registry(DEFAULTS, before_text)
+    new = _registry(DEFAULTS, before_text.replace("max_attempts: 4", "max_attempts: 12"))
     job = _job(diff_registries(old, new), "charge_card")
     window = next(c for c in job.consequences if c.kind == "retry_window")
     before = retry_timeline(old.jobs["charge_card"])
@@ -223,6 +241,21 @@ def test_retry_window_is_the_backoff_timeline_and_flags_a_missed_deadline(
     missed = next(c for c in job.consequences if c.kind == "deadline_missed")
     assert missed.facts == {"worst_case": after.worst_case, "deadline": 3600.0}
     assert not job.breaking  # a missed deadline is a warning: only the author knows if it matters
+
+
+def test_retry_window_shrinks_when_attempts_are_lowered(old_sheets: Path, new_sheets: Path) -> None:
+    edit(new_sheets / "ship_order.yaml", "max_attempts: 6", "max_attempts: 3")
+    old, new = load_registry([old_sheets]), load_registry([new_sheets])
+    job = _job(diff_registries(old, new), "ship_order")
+    window = next(c for c in job.consequences if c.kind == "retry_window")
+    assert window.facts["before"] == {
+        "attempts": 6,
+        "worst_case": retry_timeline(old.jobs["ship_order"]).worst_case,
+        "deadline": None,
+        "fits_deadline": None,
+    }
+    assert window.facts["after"]["worst_case"] == retry_timeline(new.jobs["ship_order"]).worst_case
+    assert window.facts["after"]["worst_case"] < window.facts["before"]["worst_case"]
 
 
 def test_diff_of_empty_registry_reports_every_job_added(old_sheets: Path) -> None:

@@ -18,6 +18,10 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from(args)
     sheets = Path(config.sheets)
+    to_stdout = args.output == "-"
+    target = Path(args.output) if args.output and not to_stdout else sheets / f"{args.name}.yaml"
+    if not to_stdout and target.exists():
+        raise _exists(target)  # before reading the sheets: this file may not be a sheet at all
     documents = load_documents([sheets]) if sheets.is_dir() else []
     registry = build_registry(documents)
     if args.name in registry.jobs:
@@ -25,9 +29,6 @@ def run(args: argparse.Namespace) -> int:
             f"a job named {args.name!r} is already defined in {registry.jobs[args.name].file}; "
             "choose another name"
         )
-    target = (
-        Path(args.output) if args.output and args.output != "-" else sheets / f"{args.name}.yaml"
-    )
     text = render_sheet(
         args.name,
         folder=target.parent,
@@ -36,20 +37,24 @@ def run(args: argparse.Namespace) -> int:
         channels=sorted(registry.channels),
         copy_defaults=args.copy_defaults,
     )
-    if args.output == "-":
+    if to_stdout:
         sys.stdout.write(text)
         return EXIT_OK
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         with target.open("x", encoding="utf-8") as stream:
             stream.write(text)
-    except FileExistsError:
-        raise UsageError(
-            f"{target} already exists and was left as it is; "
-            "choose another NAME or -o FILE, or move the existing file away first"
-        ) from None
+    except FileExistsError:  # written meanwhile by someone else
+        raise _exists(target) from None
     print(f"wrote {target}; fill in the TODO lines, then run: jobdef explain {args.name}")
     return EXIT_OK
+
+
+def _exists(target: Path) -> UsageError:
+    return UsageError(
+        f"{target} already exists and was left as it is; "
+        "choose another NAME or -o FILE, or move the existing file away first"
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
