@@ -12,6 +12,7 @@ knows (``jobdefs/defaults.yaml``), never the temporary one.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -92,7 +93,12 @@ def resolve_folder(spec: str, sheets: Path, project_root: Path) -> Path:
 
 
 def _relabel(registry: Registry, rename: Callable[[str], str]) -> Registry:
-    """The same registry with every file name passed through ``rename``."""
+    """The same registry with every file name passed through ``rename``.
+
+    Each distinct file name is renamed once: a registry holds one origin per
+    field of every job, all pointing at a handful of files.
+    """
+    rename = functools.cache(rename)
 
     def origins(mapping: Mapping[str, Origin]) -> Mapping[str, Origin]:
         return freeze({k: replace(o, file=rename(o.file)) for k, o in mapping.items()})
