@@ -341,7 +341,8 @@ def schema_line(documents: Sequence[Document], fallback: str, folder: Path | Non
 
     Only sheets in the same folder count: their line may be a relative path.
     """
-    files = {d.file for d in documents if folder is None or Path(d.file).parent == folder}
+    where = None if folder is None else folder.resolve()
+    files = {d.file for d in documents if where is None or Path(d.file).resolve().parent == where}
     for file in sorted(files):
         try:
             first = Path(file).read_text("utf-8").splitlines()[:1]
