@@ -7,6 +7,12 @@ CLI can print it as it is, without a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jobdef.diagnostics import Diagnostic
+
 
 class JobdefError(Exception):
     """Something went wrong in jobdef."""
@@ -33,6 +39,31 @@ class DurationError(JobdefError, ValueError):
 
 class SheetError(JobdefError):
     """The job definition sheets have errors; run `jobdef validate` to list them."""
+
+    def __init__(self, message: str | None = None, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+
+    @classmethod
+    def from_diagnostics(cls, diagnostics: Sequence[Diagnostic], shown: int = 10) -> SheetError:
+        """One message listing the first ``shown`` findings, carrying all of them."""
+        lines = [
+            f"{d.file}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}"
+            for d in diagnostics[:shown]
+        ]
+        if len(diagnostics) > shown:
+            lines.append(f"... and {len(diagnostics) - shown} more")
+        noun = "error" if len(diagnostics) == 1 else "errors"
+        return cls(
+            f"the job definition sheets have {len(diagnostics)} {noun}:\n"
+            + "\n".join(lines)
+            + "\nfix them; `jobdef validate` lists every finding",
+            diagnostics,
+        )
+
+
+class UnreadableInputError(JobdefError):
+    """A sheet path does not exist or cannot be read; check the path and its permissions."""
 
 
 class UnknownJobError(JobdefError):

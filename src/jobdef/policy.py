@@ -25,8 +25,13 @@ CatchUp = Literal["none", "latest", "all"]
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
     """Turn dicts and lists (e.g. a JSON Schema) into read-only mappings and tuples."""
+    if type(value) in _SCALARS:  # the common case, without the slower ABC check below
+        return value
     if isinstance(value, Mapping):
         return MappingProxyType({key: freeze(item) for key, item in value.items()})
     if isinstance(value, list | tuple):

@@ -38,13 +38,15 @@ class Document:
     """One YAML document of kind Job, Channel or Defaults, as plain data.
 
     ``positions`` maps a path inside ``data`` (``("backoff", "initial")``) to the
-    1-based (line, column) of its value; the loader fills it in.
+    1-based (line, column) of its value; ``key_positions`` maps it to the
+    position of its key. The loader (:mod:`jobdef.sheets`) fills both in.
     """
 
     data: Mapping[str, Any]
     file: str
     line: int = 1
     positions: Mapping[Path_, tuple[int, int]] = field(default_factory=dict)
+    key_positions: Mapping[Path_, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -93,6 +95,11 @@ def _flatten(data: Mapping[str, Any], prefix: Path_ = ()) -> dict[Path_, Any]:
         else:
             out[path] = value
     return out
+
+
+def field_paths(data: Mapping[str, Any]) -> dict[Path_, Any]:
+    """The fields a document sets, mappings that merge (``backoff``...) opened one level."""
+    return _flatten(data)
 
 
 def _effective(

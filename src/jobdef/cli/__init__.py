@@ -21,7 +21,7 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 # Subcommand modules, in the order `jobdef --help` lists them.
-COMMANDS: tuple[str, ...] = ("schema", "docs", "tsv", "explain", "diff", "new")
+COMMANDS: tuple[str, ...] = ("schema", "validate", "docs", "tsv", "explain", "diff", "new")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,80 @@
+"""``jobdef validate``: check sheets and report every finding, with file:line:col.
+
+Exit codes are decided here, in :func:`exit_code`: 0 clean, 1 findings (errors,
+or warnings under ``--strict``), 2 usage error or unreadable input (raised as a
+:class:`~jobdef.errors.JobdefError` and turned into exit 2 by :func:`jobdef.cli.main`).
+Imports are lazy: ``jobdef --help`` and the other commands never pay for the
+validator, and validating never imports the runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from jobdef.cli import EXIT_FINDINGS, EXIT_OK
+
+if TYPE_CHECKING:
+    from jobdef.diagnostics import Diagnostic
+
+FORMATS = ("text", "json", "github", "sarif", "junit")
+
+
+def exit_code(diagnostics: Sequence[Diagnostic], strict: bool) -> int:
+    """0 when nothing fails the run, 1 when an error (or, with ``strict``, a warning) does."""
+    for diagnostic in diagnostics:
+        if diagnostic.severity == "error" or strict:
+            return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobdef.reporters import Report, render
+    from jobdef.sheets import validate_sheets
+
+    paths = args.paths
+    if not paths:
+        from jobdef.config import load_config
+
+        paths = [load_config().sheets]
+    result = validate_sheets(paths, check_imports=args.check_imports)
+    report = Report(result.diagnostics, result.files, strict=args.strict)
+    sys.stdout.write(render(args.format, report))
+    if args.format == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
+        from jobdef.reporters.github_report import summary
+
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as stream:
+            stream.write(summary(report))
+    return exit_code(result.diagnostics, args.strict)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check sheets: strict YAML, the schema and every semantic rule",
+        description="Check job definition sheets and report every finding with "
+        "file:line:col. Exit 0 when clean, 1 on findings, 2 on usage errors or "
+        "unreadable input.",
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="sheet files or folders (default: `sheets` of [tool.jobdef], else jobdefs/)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="output format (default: text; github also writes $GITHUB_STEP_SUMMARY)",
+    )
+    parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    parser.add_argument(
+        "--check-imports",
+        action="store_true",
+        help="import handlers and dotted error classes and check what they are",
+    )
+    parser.set_defaults(handler=run)

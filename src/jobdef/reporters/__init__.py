@@ -1,0 +1,68 @@
+"""Reporters: turn the findings of one run into text, JSON, GitHub annotations, SARIF or JUnit.
+
+Each format is a module with ``render(report) -> str``; reporters only format,
+they never decide the exit code (that is :mod:`jobdef.cli.validate_cmd`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jobdef.diagnostics import Diagnostic, count
+
+FORMATS = ("text", "json", "github", "sarif", "junit")
+
+
+@dataclass
+class Report:
+    """The findings of one run, plus what a reporter needs to show them."""
+
+    diagnostics: Sequence[Diagnostic]
+    files: Sequence[str]
+    strict: bool = False
+    _lines: dict[str, list[str] | None] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        return count(self.diagnostics)
+
+    def fails(self, diagnostic: Diagnostic) -> bool:
+        """Whether this finding fails the run (warnings do under --strict)."""
+        return diagnostic.severity == "error" or self.strict
+
+    def source_line(self, file: str, line: int) -> str | None:
+        """Line ``line`` of ``file`` as written, or None when it cannot be shown."""
+        if file not in self._lines:
+            try:
+                text = Path(file).read_bytes().decode("utf-8-sig")
+                self._lines[file] = text.splitlines()
+            except (OSError, UnicodeDecodeError):
+                self._lines[file] = None
+        lines = self._lines[file]
+        if lines is None or not 1 <= line <= len(lines):
+            return None
+        return lines[line - 1]
+
+    def summary(self) -> str:
+        errors, warnings = self.counts
+        files = len(self.files)
+        checked = f"{files} file{'s' if files != 1 else ''} checked"
+        if not errors and not warnings:
+            return f"{checked}, no findings"
+        parts = []
+        if errors:
+            parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+        if warnings:
+            parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+        return f"{checked}: {', '.join(parts)}"
+
+
+def render(format: str, report: Report) -> str:
+    """Render ``report`` in ``format`` (one of :data:`FORMATS`)."""
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}")
+    module = importlib.import_module(f"jobdef.reporters.{format}_report")
+    return module.render(report)  # type: ignore[no-any-return]

@@ -1,0 +1,175 @@
+"""Property tests: random and mutated YAML never makes the loader or validator raise, and the
+fast schema check always agrees with jsonschema."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft7Validator
+
+from jobdef.schema_check import schema
+from jobdef.schema_fast import compile_schema
+from jobdef.sheets import validate_sheets
+from jobdef.strict_yaml import parse_text
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((REPO / "jobdefs").glob("*.yaml"))
+EXAMPLE_TEXTS = [p.read_text(encoding="utf-8") for p in EXAMPLES]
+EXAMPLE_DOCS = [doc.data for text in EXAMPLE_TEXTS for doc in parse_text(text, "x.yaml")[0]]
+YAML_BITS = [
+    ":",
+    " ",
+    "\n",
+    "-",
+    "[",
+    "]",
+    "{",
+    "}",
+    "&a",
+    "*a",
+    "<<",
+    "!!",
+    "'",
+    '"',
+    "\t",
+    "#",
+    "|",
+    ">",
+    "---",
+    "on",
+    "1:30",
+    "010",
+    "~",
+    "?",
+    ",",
+    "  ",
+]
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "10s",
+            "0s",
+            "1:30",
+            "exponential",
+            "list",
+            "retry",
+            "dead",
+            "{x}",
+            "ConnectionError",
+            "a.b:c",
+            "Job",
+            "Defaults",
+            "until_resolved",
+            "*/5 * * * *",
+        ]
+    ),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.text(max_size=8), children, max_size=4),
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def mutated_text(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(EXAMPLE_TEXTS))
+    for _ in range(draw(st.integers(min_value=1, max_value=6))):
+        if not text:
+            break
+        at = draw(st.integers(min_value=0, max_value=len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "duplicate_line", "replace"]))
+        if action == "insert":
+            text = text[:at] + draw(st.sampled_from(YAML_BITS)) + text[at:]
+        elif action == "delete":
+            text = text[:at] + text[at + draw(st.integers(min_value=1, max_value=20)) :]
+        elif action == "duplicate_line":
+            lines = text.splitlines(keepends=True)
+            index = at % len(lines)
+            lines.insert(index, lines[index])
+            text = "".join(lines)
+        else:
+            text = text[:at] + draw(st.text(max_size=4)) + text[at + 1 :]
+    return text
+
+
+def _validate_text(text: str | bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "sheet.yaml"
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        result = validate_sheets([folder])
+    for diagnostic in result.diagnostics:
+        assert diagnostic.line >= 1
+        assert diagnostic.column >= 1
+        assert diagnostic.code.startswith("JD")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_random_text_never_escapes_the_loader(text: str) -> None:
+    parse_text(text, "random.yaml")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_text())
+def test_mutated_sheets_give_diagnostics_never_exceptions(text: str) -> None:
+    _validate_text(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=200))
+def test_random_bytes_give_diagnostics_never_exceptions(data: bytes) -> None:
+    _validate_text(data)
+
+
+@st.composite
+def mutated_document(draw: st.DrawFn) -> Any:
+    doc = copy.deepcopy(draw(st.sampled_from(EXAMPLE_DOCS)))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        target = doc
+        while isinstance(target, dict) and target and draw(st.booleans()):
+            key = draw(st.sampled_from(sorted(target, key=str)))
+            if not isinstance(target[key], dict | list):
+                break
+            target = target[key] if isinstance(target[key], dict) else {"_": target[key]}
+        if isinstance(target, dict) and target:
+            key = draw(st.sampled_from(sorted(target, key=str)))
+            action = draw(st.sampled_from(["replace", "delete", "add"]))
+            if action == "replace":
+                target[key] = draw(json_values)
+            elif action == "delete":
+                del target[key]
+            else:
+                target[draw(st.text(max_size=8))] = draw(json_values)
+    return doc
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(mutated_document(), json_values))
+def test_fast_schema_check_agrees_with_jsonschema(doc: Any) -> None:
+    assert compile_schema(schema())(doc) == Draft7Validator(schema()).is_valid(doc)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_document())
+def test_mutated_documents_give_diagnostics_never_exceptions(doc: Any) -> None:
+    import yaml
+
+    _validate_text(yaml.safe_dump(doc, allow_unicode=True))

@@ -1,0 +1,53 @@
+"""load_documents / load_registry: validated documents whose origins point at real lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobdef.errors import SheetError
+from jobdef.registry import load_registry
+from jobdef.sheets import load_documents
+
+REPO = Path(__file__).resolve().parent.parent
+INVALID = REPO / "tests" / "sheets" / "invalid"
+
+
+def _line_of(path: Path, text: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line)
+
+
+def test_origins_point_at_the_sheet_line_or_the_defaults_line() -> None:
+    registry = load_registry([REPO / "jobdefs"])
+    job = registry.job("send_reservation_mail")
+    sheet = REPO / "jobdefs" / "send_reservation_mail.yaml"
+    own = job.origins["backoff.max"]
+    assert (own.file, own.line, own.column, own.source) == (
+        str(sheet),
+        _line_of(sheet, "  max: 10m"),
+        8,
+        "sheet",
+    )
+    inherited = registry.job("export_csv").origins["on_reclaim"]
+    defaults = REPO / "jobdefs" / "defaults.yaml"
+    assert (inherited.file, inherited.line, inherited.source) == (
+        str(defaults),
+        _line_of(defaults, "on_reclaim: retry"),
+        "defaults",
+    )
+
+
+def test_load_documents_raises_sheet_error_carrying_every_diagnostic() -> None:
+    with pytest.raises(SheetError) as caught:
+        load_documents([INVALID / "duplicate_job_name"])
+    assert [d.code for d in caught.value.diagnostics] == ["JD271", "JD271"]
+    assert "a.yaml:3:7: error JD271" in caught.value.message
+    assert caught.value.message.endswith("`jobdef validate` lists every finding")
+
+
+def test_warnings_do_not_stop_loading() -> None:
+    docs = load_documents([INVALID / "retry_unreachable"])
+    assert [doc.kind for doc in docs] == ["Job"]
+    assert docs[0].positions[("max_attempts",)] == (7, 15)
