@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
 from jobdef.cli import main
-from sheet_repo import commit_all, edit, git, init_repo, job_sheet
+from sheet_repo import DEFAULTS, commit_all, edit, git, init_repo, job_sheet
 
 
 @pytest.fixture
@@ -110,11 +109,10 @@ def test_markdown_is_a_pull_request_comment(repo: Path, capsys: pytest.CaptureFi
     assert lines[2] == "**3 breaking changes · jobs: 3 changed, 1 added**"
     assert "#### `charge_card` (changed) · **breaking**" in lines
     assert "| Field | Before | After | Set in |" in lines
-    assert any(
-        re.fullmatch(
-            r"\| `retention.done` \| `30d` \| `7d` \| Defaults jobdefs/defaults.yaml:\d+ \|", line
-        )
-        for line in lines
+    retention_line = DEFAULTS.splitlines().index("retention: {done: 30d, dead: until_resolved}")
+    assert (
+        f"| `retention.done` | `30d` | `7d` | Defaults jobdefs/defaults.yaml:{retention_line + 1} |"
+        in lines
     )
     assert any(
         line.startswith("- 🛑 **breaking**: Retention of done jobs cut from 30d to 7d")
@@ -227,3 +225,16 @@ def test_option_like_revision_is_refused(repo: Path, capsys: pytest.CaptureFixtu
     code, _, err = _run(capsys, "git:--output=/tmp/x", ".")
     assert code == 2
     assert "name a revision after git:" in err
+
+
+def test_a_broken_sheet_at_a_revision_is_named_by_its_place_in_git(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edit(repo / "jobdefs/ship_order.yaml", "max_attempts: 6", "max_attempts: six")
+    commit_all(repo, "typo")
+    code, out, err = _run(capsys, "git:HEAD~1", "git:HEAD")
+    assert code == 2
+    assert out == ""
+    assert "git:HEAD: " in err
+    assert "git:HEAD:jobdefs/ship_order.yaml:" in err
+    assert "jobdef-diff-" not in err  # never the temporary folder

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from importlib import resources
 from pathlib import Path
 
@@ -172,10 +171,20 @@ def test_edited_new_sheet_shows_in_diff(project: Path, capsys: pytest.CaptureFix
     assert main(["diff", "base", "jobdefs", "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "#### `send_invoice` (changed)" in out
-    assert re.search(
-        r"\| `max_attempts` \| `4` \| `8` \| sheet jobdefs/send_invoice.yaml:\d+ \|", out
-    )
-    assert re.search(
-        r"\| `timeout` \| `30s` \| `2m` \| sheet jobdefs/send_invoice.yaml:\d+ \|", out
-    )
+    written = sheet.read_text("utf-8").splitlines()
+    attempts_line, timeout_line = written.index("max_attempts: 8"), written.index("timeout: 2m")
+    where = "sheet jobdefs/send_invoice.yaml"
+    assert f"| `max_attempts` | `4` | `8` | {where}:{attempts_line + 1} |" in out
+    assert f"| `timeout` | `30s` | `2m` | {where}:{timeout_line + 1} |" in out
     assert "Worst case from enqueue to the end of the last attempt" in out
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_new_sheet_passes_strict_validation(
+    project: Path, lang: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["new", "send_invoice", "--lang", lang]) == 0
+    assert main(["new", "send_refund", "--lang", lang, "--copy-defaults"]) == 0
+    capsys.readouterr()
+    assert main(["validate", "--strict", str(project)]) == 0
+    assert capsys.readouterr().out.strip().endswith("no findings")
