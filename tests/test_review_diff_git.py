@@ -119,6 +119,9 @@ def test_markdown_is_a_pull_request_comment(repo: Path, capsys: pytest.CaptureFi
         for line in lines
     )
     assert "#### `refund_card` (added)" in lines
+    added = next(line for line in lines if "New job" in line)
+    assert added.startswith("- ℹ️ note: New job: queue `default`, 4 attempts, worst case ")
+    assert added.endswith("idempotency key `order-{order_id}`; `ops-chat` is told about dead jobs.")
     # A Defaults change that reaches several jobs is called out once, at the top.
     assert "> - `retention.done`: `charge_card`, `send_receipt`, `ship_order`" in lines
 

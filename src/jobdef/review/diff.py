@@ -173,6 +173,16 @@ def _timeline_consequences(old: JobPolicy, new: JobPolicy) -> list[Consequence]:
     return out
 
 
+def _added_facts(job: JobPolicy) -> dict[str, Any]:
+    """What a reviewer of a new job wants at a glance: its retry window and its safety nets."""
+    return {
+        **_timeline_facts(job),
+        "queue": job.queue,
+        "idempotency_key": job.idempotency.key,
+        "channel": job.notify.channel,
+    }
+
+
 def _error_action(job: JobPolicy, name: str) -> tuple[str, bool]:
     """What ``job`` does with an error class named ``name``: (retry|fatal, listed?)."""
     if any(c.name == name for c in job.errors.fatal):
@@ -405,7 +415,7 @@ def diff_registries(old: Registry, new: Registry) -> RegistryDiff:
                     "added",
                     job.name,
                     job.file,
-                    consequences=(Consequence("job_added", "info"),),
+                    consequences=(Consequence("job_added", "info", _added_facts(job)),),
                     after=job,
                 )
             )

@@ -193,7 +193,23 @@ def _args_required(f: Mapping[str, Any], lang: str) -> str:
 
 
 def _job_added(f: Mapping[str, Any], lang: str) -> str:
-    return "新しいジョブ。" if lang == "ja" else "New job."
+    if not f:
+        return "新しいジョブ。" if lang == "ja" else "New job."
+    worst = _d(f["worst_case"], lang)
+    key, channel = f["idempotency_key"], f["channel"]
+    if lang == "ja":
+        keyed = f"冪等キー `{key}`" if key else "冪等キーなし（登録のたびに新しいジョブ）"
+        told = f"退避は `{channel}` に通知" if channel else "退避しても通知なし"
+        return (
+            f"新しいジョブ: キュー `{f['queue']}`、{f['attempts']}回まで、最悪の場合"
+            f"{worst}{_fit(f, lang)}。{keyed}。{told}。"
+        )
+    keyed = f"idempotency key `{key}`" if key else "no idempotency key (every enqueue adds a job)"
+    told = f"`{channel}` is told about dead jobs" if channel else "nobody is told about dead jobs"
+    return (
+        f"New job: queue `{f['queue']}`, {f['attempts']} attempts, worst case {worst} "
+        f"from enqueue to the end of the last attempt{_fit(f, lang)}; {keyed}; {told}."
+    )
 
 
 def _job_removed(f: Mapping[str, Any], lang: str) -> str:
