@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from jobdef.cli import main
 
-if __name__ == "__main__":
-    sys.exit(main())
+raise SystemExit(main())

@@ -176,7 +176,7 @@ def test_a_custom_template_cannot_unescape_sheet_values(
     sheets.mkdir()
     (sheets / "job.yaml").write_text(
         "apiVersion: jobdef/v1\nkind: Job\nname: a_job\nhandler: m:f\n"
-        "title: '<script>x</script> | y'\nmax_attempts: 1\n",
+        "title: '<script>x</script> | y'\nmax_attempts: 1\nerrors: {default: retry}\n",
         encoding="utf-8",
     )
     templates = tmp_path / "t"
@@ -261,6 +261,13 @@ def test_explain_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) ->
         "treatment": "dead at once",
     }
     assert data["notify"]["channel"] == "ops-log"
+    assert [item["key"] for item in data["items"]][:2] == ["name", "trigger"]
+    assert data["items"][3] == {
+        "key": "max_attempts",
+        "label": "Max attempts",
+        "hint": "How many runs in total, the first included",
+        "value": "3 attempts",
+    }
 
 
 def test_explain_of_an_unknown_job_lists_the_known_ones(

@@ -10,6 +10,23 @@ another worker reclaimed it.
 All timestamps are ``float`` seconds since the epoch, taken from the backend's
 injectable ``clock`` so tests can steer time. Rows keep their history: every
 attempt is recorded in an attempts table.
+
+Engines are classes constructed as ``Engine(url, *, clock=None)`` (``clock``
+defaults to :func:`time.time`); :func:`jobdef.backends.open_backend` builds one
+from a URL and runs :meth:`Backend.migrate`. Each engine keeps its SQL in named
+blocks beside it (``<engine>.sql``, read by :mod:`jobdef.backends.sql`), with the
+same query names in every engine.
+
+Refinements made while building the engines (additive):
+
+- ``complete(leases, notifications=...)``: outbox messages per job id, written
+  only for the leases that the call accepted (a ``done`` event).
+- ``prune(rules, batch_size, dry_run=True)`` counts what would be deleted.
+- A ``dedupe_window`` merges a new enqueue into a job with the same key that
+  finished ``done`` within the window; dead, cancelled and resolved jobs never
+  absorb a new enqueue (a new request after a failure is a new job).
+- ``release`` gives the attempt back: the job's ``attempt`` goes down by one and
+  the attempt row is kept with outcome ``released``.
 """
 
 from __future__ import annotations
@@ -219,8 +236,15 @@ class Backend(Protocol):
     def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
         """Extend a running job's lease (and record progress)."""
 
-    def complete(self, leases: Sequence[Lease]) -> list[bool]:
-        """Mark several attempts done in one transaction (group commit)."""
+    def complete(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None = None,
+    ) -> list[bool]:
+        """Mark several attempts done in one transaction (group commit).
+
+        ``notifications`` (by job id) go to the outbox for each accepted lease.
+        """
 
     def retry(
         self,
@@ -262,8 +286,13 @@ class Backend(Protocol):
         """Running jobs whose lease has expired (their worker died); the caller retries or buries
         each through the fenced verbs, so two reclaimers cannot both act on one job."""
 
-    def prune(self, rules: Sequence[RetentionRule], batch_size: int = 1000) -> int:
-        """Delete finished rows older than their retention, in batches; return the count."""
+    def prune(
+        self, rules: Sequence[RetentionRule], batch_size: int = 1000, *, dry_run: bool = False
+    ) -> int:
+        """Delete finished rows (and their attempts) older than their retention, in batches.
+
+        Returns how many jobs were deleted, or with ``dry_run`` would be.
+        """
 
     def stats(self) -> list[StateCount]:
         """Counts per job and state."""

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from jobdef.cli.options import add_lang, add_sheets, add_templates, config_from, registry_from
 from jobdef.errors import UsageError
-from jobdef.render.docs import Change, apply, inject, plan, render_docs, render_index_table
 
 
 def _shown(path: Path) -> Path:
@@ -21,6 +20,9 @@ def _shown(path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: building the parser for another command must not load Jinja2.
+    from jobdef.render.docs import Change, apply, inject, plan, render_docs, render_index_table
+
     config = config_from(args, docs=args.out)
     registry = registry_from(config)
     out = Path(config.docs)

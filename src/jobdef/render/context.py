@@ -136,16 +136,20 @@ def state_transitions(job: JobPolicy, timeline: Timeline, lang: str) -> list[Tra
     return arrows
 
 
-def recommended_mode(job: JobPolicy) -> str | None:
-    """The mode the decision flow recommends for the job's answers, when that check exists."""
+def recommended_mode(job: JobPolicy, lang: str) -> str | None:
+    """The mode the decision flow recommends for the job's answers, in words.
+
+    ``None`` when the sheet has no ``decision`` block, or when this install has
+    no decision check (:mod:`jobdef.decision`).
+    """
     if job.decision is None:
         return None
     try:
-        from jobdef.decision import recommend  # type: ignore[import-not-found]
+        from jobdef.decision import recommend  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return None
-    result = recommend(job.decision)
-    return None if result is None else str(getattr(result, "mode", result))
+    mode, deciding = recommend(job.decision)
+    return describe.recommendation(mode, deciding, job.mode, lang)
 
 
 def field_rows(job: JobPolicy, lang: str, base: str | Path | None) -> list[FieldRow]:
@@ -181,5 +185,5 @@ def job_context(
         "queue": queue,
         "transitions": state_transitions(job, timeline, lang),
         "errors": error_rows(job, lang),
-        "recommended": recommended_mode(job),
+        "recommended": recommended_mode(job, lang),
     }

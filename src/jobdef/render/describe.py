@@ -11,12 +11,14 @@ The API, all pure functions of the frozen policy objects:
 - :func:`item_value`: one of those values by item key;
 - :func:`effective_fields`, :func:`field_value`, :func:`origin_text`: every
   effective field by its sheet path (``backoff.initial``), as written, and
-  where it came from;
+  where it came from (:func:`display_path` shortens the file name);
 - value formatters reused by the above: :func:`duration`, :func:`wait_range`,
   :func:`attempts`, :func:`backoff`, :func:`retention`, :func:`errors`,
-  :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
+  :func:`error_class`, :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
   :func:`dead_letter`, :func:`on_reclaim`, :func:`job_name`, :func:`trigger`,
-  :func:`rate`, :func:`worst_case`, :func:`yes_no`.
+  :func:`rate`, :func:`worst_case`, :func:`recommendation`, :func:`yes_no`;
+- :data:`DECISION_QUESTIONS` and :func:`decision_answers`: the sync / async /
+  batch decision flow's questions and a job's answers.
 
 ``lang`` is ``"en"`` or ``"ja"`` everywhere. Texts are plain (not escaped):
 escape them for their output with :mod:`jobdef.render.escape`.
@@ -24,6 +26,7 @@ escape them for their output with :mod:`jobdef.render.escape`.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -43,8 +46,6 @@ from jobdef.policy import (
     Origin,
     RetentionPolicy,
 )
-
-LANGS = ("en", "ja")
 
 
 def _pick(lang: str, en: str, ja: str) -> str:
@@ -67,6 +68,7 @@ def _number(value: float) -> str:
 # --- single values --------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def duration(seconds: float | None, lang: str = "en", none: str | None = None) -> str:
     """A duration as a person writes it (``1h30m``, ``1時間30分``); ``none`` when unset."""
     if seconds is None:
@@ -293,6 +295,25 @@ def on_reclaim(action: str, lang: str = "en") -> str:
     )
 
 
+def recommendation(mode: str, deciding: str | None, declared: str, lang: str = "en") -> str:
+    """The decision flow's verdict, and whether the sheet's ``mode`` agrees.
+
+    ``async, decided by calls_external_systems (the sheet says async)``
+    """
+    if deciding is None:
+        why = _pick(lang, "no answer decides", "決め手になる回答なし")
+    else:
+        why = _pick(lang, f"decided by {deciding}", f"{deciding}の回答で決定")
+    agree = _pick(
+        lang,
+        f"the sheet says {declared}"
+        if declared == mode
+        else f"the sheet says {declared}: check it",
+        f"シートは{declared}" if declared == mode else f"シートは{declared}、要確認",
+    )
+    return _pick(lang, f"{mode}, {why} ({agree})", f"{mode}（{why}、{agree}）")
+
+
 def job_name(job: JobPolicy, lang: str = "en") -> str:
     """``send_reservation_mail (予約確定メール送信)``: the code name and the human name."""
     return _paren(job.name, job.title, lang) if job.title else job.name
@@ -449,13 +470,36 @@ def sheet_rows(
 
 # --- effective fields, by sheet path ---------------------------------------------------------
 
-_DECISION_FIELDS = (
-    "time_triggered",
-    "result_needed_at_once",
-    "done_within_seconds",
-    "calls_external_systems",
-    "must_accept_when_external_down",
+# The questions of the sync / async / batch decision flow, by their field in `decision:`.
+DECISION_QUESTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "time_triggered",
+        "Does the clock start the work (not a user)?",
+        "時刻が起点か（利用者の操作ではなく）",
+    ),
+    (
+        "result_needed_at_once",
+        "Does the caller need the result in its response?",
+        "呼び出し側がその場で結果を必要とするか",
+    ),
+    ("done_within_seconds", "Does the work finish within a few seconds?", "数秒以内に終わるか"),
+    ("calls_external_systems", "Does the work call external systems?", "外部システムを呼び出すか"),
+    (
+        "must_accept_when_external_down",
+        "Must requests still be accepted while the external system is down?",
+        "外部システムの停止中も受け付け続ける必要があるか",
+    ),
 )
+
+
+def decision_answers(job: JobPolicy, lang: str = "en") -> list[tuple[str, str, str]]:
+    """(field, question, answer) for each decision question; empty without a ``decision`` block."""
+    if job.decision is None:
+        return []
+    return [
+        (name, _pick(lang, en, ja), yes_no(getattr(job.decision, name), lang))
+        for name, en, ja in DECISION_QUESTIONS
+    ]
 
 
 def effective_fields(job: JobPolicy) -> tuple[str, ...]:
@@ -491,7 +535,7 @@ def effective_fields(job: JobPolicy) -> tuple[str, ...]:
         "retention.dead",
     ]
     if job.decision is not None:
-        fields += [f"decision.{name}" for name in _DECISION_FIELDS]
+        fields += [f"decision.{name}" for name, _, _ in DECISION_QUESTIONS]
     return tuple(fields)
 
 
@@ -537,6 +581,7 @@ _DURATION_FIELDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def display_path(file: str, base: str | Path | None = None) -> str:
     """``file`` relative to ``base`` when it lies below it, with ``/`` separators."""
     if base is not None and file:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from jobdef.backoff import retry_timeline
 from jobdef.errors import JobdefError, UsageError
+from jobdef.policy import JobPolicy, QueuePolicy
 from jobdef.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import job_context
@@ -44,29 +45,47 @@ def _page_name(name: str) -> str:
     return f"{name}.md"
 
 
-def _index_entries(registry: Registry, lang: str) -> list[dict[str, object]]:
-    entries = []
-    for job in sorted(registry.jobs.values(), key=lambda j: (j.queue, j.name)):
-        entries.append(
-            {
-                "job": job,
-                "page": _page_name(job.name),
-                "worst_case": retry_timeline(job).worst_case,
-                "notify": describe.notify(
-                    job.notify, registry.channels.get(job.notify.channel or ""), lang
-                ),
-            }
-        )
-    return entries
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One row of the index: a job, its page, its worst-case retry window, who is told."""
+
+    job: JobPolicy
+    page: str
+    worst_case: float
+    notify: str
 
 
-def _groups(registry: Registry, entries: list[dict[str, object]]) -> list[dict[str, object]]:
-    groups: dict[str, list[dict[str, object]]] = {}
-    for entry in entries:
-        groups.setdefault(entry["job"].queue, []).append(entry)  # type: ignore[attr-defined]
+@dataclass(frozen=True, slots=True)
+class QueueGroup:
+    """The index rows of one queue, with the queue's limits when a Queue document exists."""
+
+    name: str
+    queue: QueuePolicy | None
+    entries: tuple[IndexEntry, ...]
+
+
+def _index_entries(registry: Registry, lang: str) -> list[IndexEntry]:
+    """Every job, sorted by queue then name."""
     return [
-        {"name": name, "queue": registry.queues.get(name), "entries": members}
-        for name, members in groups.items()
+        IndexEntry(
+            job=job,
+            page=_page_name(job.name),
+            worst_case=retry_timeline(job).worst_case,
+            notify=describe.notify(
+                job.notify, registry.channels.get(job.notify.channel or ""), lang
+            ),
+        )
+        for job in sorted(registry.jobs.values(), key=lambda j: (j.queue, j.name))
+    ]
+
+
+def _groups(registry: Registry, entries: list[IndexEntry]) -> list[QueueGroup]:
+    by_queue: dict[str, list[IndexEntry]] = {}
+    for entry in entries:
+        by_queue.setdefault(entry.job.queue, []).append(entry)
+    return [
+        QueueGroup(name, registry.queues.get(name), tuple(members))
+        for name, members in by_queue.items()
     ]
 
 

@@ -22,6 +22,8 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "＝", "＋", "－", "＠")
 # The largest cell Excel accepts; longer text would spill into a new row.
 TSV_CELL_LIMIT = 32767
 _ELLIPSIS = "…"
+# Any character that markdown_cell would change.
+_MD_ANY = re.compile(r"[\\`*\[\]|~_<>&\r\n\t]")
 
 
 def _markdown(text: str) -> str:
@@ -31,6 +33,9 @@ def _markdown(text: str) -> str:
 
 def markdown_cell(text: object) -> str:
     """``text`` as a Markdown table cell: no markup, one line, line breaks as ``<br>``."""
+    text = str(text)
+    if not _MD_ANY.search(text):
+        return text  # the common case: nothing to escape
     lines = _NEWLINES.split(str(text).replace("\t", " "))
     return "<br>".join(_markdown(line) for line in lines)
 

@@ -18,7 +18,6 @@ from jobdef.policy import JobPolicy
 from jobdef.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import job_context
-from jobdef.render.templates import environment, render
 
 FORMATS = ("text", "markdown", "json")
 
@@ -42,6 +41,10 @@ def explain_data(
         "mode": job.mode,
         "schedule": job.schedule,
         "timezone": job.timezone if job.mode == "batch" else None,
+        "items": [
+            {"key": item.key, "label": label, "hint": hint, "value": value}
+            for item, (label, hint, value) in zip(describe.ITEMS, context["rows"], strict=True)
+        ],
         "fields": [
             {
                 "path": row.path,
@@ -138,6 +141,8 @@ def explain(
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    from jobdef.render.templates import environment, render  # Jinja2 only when needed
+
     env = environment(lang, templates)
     context = job_context(job, registry, lang, base)
     name = "explain.md.j2" if fmt == "markdown" else "explain.txt.j2"

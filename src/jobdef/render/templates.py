@@ -14,6 +14,7 @@ autoescaping; other templates (plain text, ``*.txt.j2``) are raw.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -49,11 +50,17 @@ def _autoescape(name: str | None) -> bool:
     return (name or "").endswith((".html.j2", ".html", ".md.j2"))
 
 
+@functools.lru_cache(maxsize=65536)
+def _markdown_markup(text: str) -> Markup:
+    # Labels, durations and names repeat on every page: escape each text once.
+    return Markup(markdown_cell(text))
+
+
 @jinja2.pass_context
 def _finalize(context: jinja2.runtime.Context, value: Any) -> Any:
     if isinstance(value, Markup) or not (context.name or "").endswith(".md.j2"):
         return value
-    return Markup(markdown_cell(value))
+    return _markdown_markup(str(value))
 
 
 def _display_width(text: str) -> int:

@@ -1,0 +1,235 @@
+-- Named queries of the SQLite engine. The PostgreSQL engine uses the same names.
+-- Parameters are named (:now); lists are passed as JSON arrays and read with json_each.
+
+-- name: schema_version
+-- The newest migration applied (0 on a new database).
+SELECT coalesce(max(version), 0) FROM schema_version;
+
+-- name: create_schema_version
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at REAL NOT NULL
+);
+
+-- name: record_migration
+INSERT INTO schema_version (version, name, applied_at) VALUES (:version, :name, :now);
+
+-- name: find_duplicate
+-- An active job with the same key, or (with a window) one that finished done recently.
+SELECT id FROM jobs
+WHERE job = :job AND idempotency_key = :key
+  AND (state IN ('queued', 'running')
+       OR (:window IS NOT NULL AND state = 'done' AND finished_at >= :now - :window))
+ORDER BY id DESC
+LIMIT 1;
+
+-- name: find_slot
+SELECT job_id FROM job_slots WHERE job = :job AND slot = :slot;
+
+-- name: insert_slot
+INSERT INTO job_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
+
+-- name: insert_job
+INSERT INTO jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
+                  run_after, created_at, updated_at, slot)
+VALUES (:job, :queue, :priority, :args, 'queued', :max_attempts, :key,
+        :run_after, :now, :now, :slot);
+
+-- name: claim_jobs
+-- One statement: the runnable jobs in claim order, leased to the worker. The inner
+-- SELECT walks the jobs_claim partial index and stops after :limit rows.
+UPDATE jobs
+SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
+    lease_until = :lease_until, updated_at = :now
+WHERE id IN (
+    SELECT id FROM jobs INDEXED BY jobs_claim
+    WHERE state = 'queued' AND run_after <= :now
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND queue NOT IN (SELECT value FROM json_each(:exclude))
+      AND queue NOT IN (SELECT queue FROM queue_state WHERE paused = 1)
+    ORDER BY priority DESC, run_after, id
+    LIMIT :limit
+)
+RETURNING *;
+
+-- name: claim_candidates
+-- Claim order without taking anything: used when per-queue limits decide which to take.
+SELECT id, queue FROM jobs INDEXED BY jobs_claim
+WHERE state = 'queued' AND run_after <= :now
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND queue NOT IN (SELECT value FROM json_each(:exclude))
+  AND queue NOT IN (SELECT queue FROM queue_state WHERE paused = 1)
+ORDER BY priority DESC, run_after, id
+LIMIT :limit;
+
+-- name: claim_ids
+UPDATE jobs
+SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
+    lease_until = :lease_until, updated_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
+RETURNING *;
+
+-- name: running_per_queue
+SELECT queue, count(*) FROM jobs INDEXED BY jobs_running
+WHERE state = 'running' AND queue IN (SELECT value FROM json_each(:queues))
+GROUP BY queue;
+
+-- name: start_attempt
+INSERT INTO attempts (job_id, attempt, worker_id, started_at)
+VALUES (:job_id, :attempt, :worker_id, :now);
+
+-- name: finish_attempt
+UPDATE attempts
+SET finished_at = :now, outcome = :outcome,
+    error_type = :error_type, error_message = :error_message, error_traceback = :traceback
+WHERE job_id = :job_id AND attempt = :attempt AND worker_id = :worker_id
+  AND finished_at IS NULL;
+
+-- name: heartbeat
+UPDATE jobs
+SET lease_until = :lease_until, updated_at = :now, progress = coalesce(:progress, progress)
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+
+-- name: complete_job
+UPDATE jobs
+SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+
+-- name: retry_job
+UPDATE jobs
+SET state = 'queued', run_after = :run_after, last_delay = :delay, updated_at = :now,
+    worker_id = NULL, lease_until = NULL, last_error_type = :error_type,
+    last_error_message = :error_message, last_error_traceback = :traceback
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+
+-- name: bury_job
+UPDATE jobs
+SET state = 'dead', finished_at = :now, updated_at = :now, lease_until = NULL,
+    last_error_type = :error_type, last_error_message = :error_message,
+    last_error_traceback = :traceback
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+
+-- name: release_job
+-- Shutdown: back to the queue at its old place, the attempt not counted.
+UPDATE jobs
+SET state = 'queued', attempt = attempt - 1, updated_at = :now,
+    worker_id = NULL, lease_until = NULL
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+
+-- name: cancel_job
+UPDATE jobs SET state = 'cancelled', finished_at = :now, updated_at = :now
+WHERE id = :job_id AND state = 'queued';
+
+-- name: requeue_ids
+UPDATE jobs
+SET state = 'queued', attempt = 0, run_after = :now, updated_at = :now,
+    finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = :state;
+
+-- name: requeue_job
+UPDATE jobs
+SET state = 'queued', attempt = 0, run_after = :now, updated_at = :now,
+    finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL
+WHERE job = :job AND state = :state;
+
+-- name: resolve_job
+UPDATE jobs SET state = 'resolved', note = :note, finished_at = :now, updated_at = :now
+WHERE id = :job_id AND state = 'dead';
+
+-- name: expired_leases
+SELECT * FROM jobs INDEXED BY jobs_running
+WHERE state = 'running' AND lease_until < :now
+ORDER BY lease_until
+LIMIT :limit;
+
+-- name: prune_batch
+-- Ids of one job's rows in one state that finished before :before.
+SELECT id FROM jobs
+WHERE job = :job AND state = :state AND finished_at < :before
+LIMIT :limit;
+
+-- name: prune_count
+SELECT count(*) FROM jobs WHERE job = :job AND state = :state AND finished_at < :before;
+
+-- name: delete_jobs
+DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_attempts
+DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids));
+
+-- name: stats
+SELECT job, queue, state, count(*),
+       CASE WHEN state = 'queued' THEN max(0, :now - min(run_after)) END
+FROM jobs
+GROUP BY job, queue, state
+ORDER BY job, queue, state;
+
+-- name: get_job
+SELECT * FROM jobs WHERE id = :job_id;
+
+-- name: list_jobs
+SELECT * FROM jobs
+WHERE (:state IS NULL OR state = :state) AND (:job IS NULL OR job = :job)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: job_attempts
+SELECT job_id, attempt, worker_id, started_at, finished_at, outcome,
+       error_type, error_message, error_traceback
+FROM attempts WHERE job_id = :job_id ORDER BY id;
+
+-- name: create_processed_keys
+-- On the handler's own database, which need not be the job database.
+CREATE TABLE IF NOT EXISTS processed_keys (
+    key TEXT PRIMARY KEY,
+    job_id INTEGER,
+    processed_at REAL NOT NULL
+);
+
+-- name: record_processed_key
+INSERT INTO processed_keys (key, job_id, processed_at) VALUES (:key, :job_id, :now)
+ON CONFLICT (key) DO NOTHING;
+
+-- name: insert_outbox
+INSERT INTO outbox (message_id, channel, event, job, payload, next_at, created_at)
+VALUES (:message_id, :channel, :event, :job, :payload, :now, :now)
+ON CONFLICT (message_id) DO NOTHING;
+
+-- name: outbox_claim
+UPDATE outbox SET lease_until = :lease_until
+WHERE id IN (
+    SELECT id FROM outbox INDEXED BY outbox_due
+    WHERE delivered_at IS NULL AND next_at <= :now
+      AND (lease_until IS NULL OR lease_until <= :now)
+    ORDER BY next_at, id
+    LIMIT :limit
+)
+RETURNING *;
+
+-- name: outbox_delivered
+UPDATE outbox SET delivered_at = :now, lease_until = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL;
+
+-- name: outbox_failed
+UPDATE outbox
+SET attempts = attempts + 1, last_error = :error, next_at = :next_at, lease_until = NULL
+WHERE id = :id;
+
+-- name: outbox_pending
+SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY id;
+
+-- name: set_paused
+INSERT INTO queue_state (queue, paused) VALUES (:queue, :paused)
+ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
+
+-- name: queue_depths
+SELECT queue,
+       sum(state = 'queued'),
+       sum(state = 'running'),
+       max(0, :now - min(CASE WHEN state = 'queued' THEN run_after END))
+FROM jobs WHERE state IN ('queued', 'running')
+GROUP BY queue;
+
+-- name: paused_queues
+SELECT queue, paused FROM queue_state;

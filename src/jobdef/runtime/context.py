@@ -1,0 +1,43 @@
+"""What a handler receives besides its args: the job's identity and a line back to the worker.
+
+Handlers are called as ``handler(ctx, **args)`` in a child process of the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Context:
+    """The running attempt: ids, the idempotency key, heartbeat/progress and a logger.
+
+    ``heartbeat(progress)`` extends the job's lease (the worker also does so on its
+    own while the child lives) and records optional progress, which ``jobdef jobs
+    show`` prints. ``database_url`` is the job database, for the idempotency helper.
+    """
+
+    job_id: int
+    job: str
+    attempt: int
+    max_attempts: int
+    idempotency_key: str | None
+    database_url: str = ""
+    logger: logging.LoggerAdapter = field(init=False, repr=False)
+    _send: Callable[[Any], None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        base = logging.getLogger(f"jobdef.jobs.{self.job}")
+        self.logger = logging.LoggerAdapter(base, {"job_id": self.job_id, "attempt": self.attempt})
+
+    @property
+    def is_last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+    def heartbeat(self, progress: Any = None) -> None:
+        """Tell the worker this attempt is alive, with optional JSON-able progress."""
+        if self._send is not None:
+            self._send(progress)

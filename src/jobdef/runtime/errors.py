@@ -1,0 +1,19 @@
+"""The errors the worker itself records for an attempt (as opposed to a handler's own)."""
+
+from __future__ import annotations
+
+
+class HandlerCrashed(Exception):
+    """The child process running the handler died (os._exit, a signal, a segfault)."""
+
+
+class LeaseExpired(TimeoutError):
+    """The worker holding the job stopped heart-beating; its lease expired and was reclaimed."""
+
+
+class AttemptTimedOut(TimeoutError):
+    """The handler ran past the sheet's ``timeout`` and was killed."""
+
+
+class DeadlineExceeded(TimeoutError):
+    """The next retry would start after the sheet's ``deadline``; the requester stopped waiting."""

@@ -1,0 +1,160 @@
+"""The Python API for putting jobs in: ``connect(url, registry)`` gives a :class:`Queue`.
+
+Every rule comes from the job's sheet: args are validated against its ``args``
+schema (a bad call raises :class:`~jobdef.errors.ArgsError` and stores nothing),
+the idempotency key is computed from its recipe, and queue, priority and
+``max_attempts`` are taken from it::
+
+    queue = connect("sqlite:///jobdef.db", load_registry(["jobdefs"]))
+    queue.enqueue("send_reservation_mail", {"reservation_id": 42})
+
+    with sqlite3.connect("jobdef.db") as conn:     # the caller's own transaction
+        conn.execute("UPDATE reservations SET state = 'confirmed' WHERE id = 42")
+        queue.enqueue("send_reservation_mail", {"reservation_id": 42}, connection=conn)
+"""
+
+from __future__ import annotations
+
+import string
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from jsonschema import Draft7Validator
+
+from jobdef.backends import open_backend
+from jobdef.backends.base import Backend, EnqueueResult, JobRecord, NewJob
+from jobdef.errors import ArgsError
+from jobdef.policy import JobPolicy, thaw
+from jobdef.registry import Registry
+
+_validators: dict[str, tuple[Any, Draft7Validator]] = {}
+
+
+def _validator(policy: JobPolicy) -> Draft7Validator:
+    """One compiled validator per job's schema (rebuilt if the policy object changes)."""
+    cached = _validators.get(policy.name)
+    if cached is None or cached[0] is not policy.args_schema:
+        cached = (policy.args_schema, Draft7Validator(thaw(policy.args_schema)))
+        _validators[policy.name] = cached
+    return cached[1]
+
+
+def _where(path: Iterable[Any]) -> str:
+    return "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
+    """Raise :class:`ArgsError` listing every way ``args`` breaks the sheet's ``args`` schema."""
+    validator = _validator(policy)
+    errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.path)))
+    if errors:
+        details = "; ".join(f"{_where(e.path)}: {e.message}" for e in errors)
+        raise ArgsError(
+            f"job {policy.name!r}: {details}. Nothing was stored; pass args that match "
+            f"the `args` of {policy.file or 'its sheet'}"
+        )
+
+
+def idempotency_key(policy: JobPolicy, args: Mapping[str, Any]) -> str | None:
+    """The key from the sheet's recipe: ``"{reservation_id}:mail"`` -> ``"42:mail"``."""
+    recipe = policy.idempotency.key
+    if recipe is None:
+        return None
+    names = [field for _, field, _, _ in string.Formatter().parse(recipe) if field]
+    missing = [name for name in names if name not in args]
+    if missing:
+        raise ArgsError(
+            f"job {policy.name!r}: the idempotency key {recipe!r} uses "
+            f"{', '.join(missing)}, which the call did not pass. Nothing was stored; pass it"
+        )
+    return recipe.format_map(dict(args))
+
+
+class Queue:
+    """Enqueue jobs of the sheets in ``registry`` into ``backend``."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        registry: Registry,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.backend = backend
+        self.registry = registry
+        self.clock = clock
+
+    def new_job(
+        self,
+        job: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        run_after: float | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+    ) -> NewJob:
+        """Validate a call and turn it into the row to store (raises :class:`ArgsError`)."""
+        policy = self.registry.job(job)
+        args = dict(args or {})
+        validate_args(policy, args)
+        if delay is not None:
+            run_after = self.clock() + delay
+        return NewJob(
+            job=policy.name,
+            args=args,
+            queue=policy.queue,
+            priority=policy.priority if priority is None else priority,
+            max_attempts=policy.max_attempts,
+            idempotency_key=idempotency_key(policy, args),
+            run_after=run_after,
+            dedupe_window=policy.idempotency.dedupe_window,
+        )
+
+    def enqueue(
+        self,
+        job: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        run_after: float | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        connection: Any = None,
+    ) -> EnqueueResult:
+        """Store one job (or return the active duplicate with the same idempotency key).
+
+        ``run_after`` (epoch seconds) or ``delay`` (seconds from now) postpone it;
+        ``connection`` joins the caller's open transaction on the same database.
+        """
+        new = self.new_job(job, args, run_after=run_after, delay=delay, priority=priority)
+        [result] = self.backend.enqueue([new], connection=connection)
+        return result
+
+    def enqueue_many(
+        self,
+        job: str,
+        args_list: Iterable[Mapping[str, Any]],
+        *,
+        connection: Any = None,
+    ) -> list[EnqueueResult]:
+        """Store many jobs of one kind in one transaction; every call is validated first."""
+        jobs = [self.new_job(job, args) for args in args_list]
+        return self.backend.enqueue(jobs, connection=connection)
+
+    def get(self, job_id: int) -> JobRecord | None:
+        return self.backend.get(job_id)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(url: str, registry: Registry, *, clock: Callable[[], float] | None = None) -> Queue:
+    """A :class:`Queue` on the job database at ``url`` (created and migrated if needed)."""
+    backend = open_backend(url, clock=clock)
+    return Queue(backend, registry, clock=clock or time.time)

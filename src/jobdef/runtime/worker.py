@@ -1,0 +1,418 @@
+"""The worker: claims jobs, runs them in a pool of child processes, records every outcome.
+
+One loop in one thread. Each turn it claims a batch sized to the pool's free
+slots (one transaction), hands the jobs to the children, waits for results,
+completes every finished job of the turn in one transaction (group commit),
+classifies failures by the sheet, extends the leases of what it holds, and runs
+the maintenance services that are due.
+
+Signals: the first SIGTERM/SIGINT stops claiming, gives back the jobs not yet
+started, and lets running ones finish within ``grace`` seconds before killing
+and releasing them; a second signal kills and releases at once. Either way no
+job is lost: a released job is queued again, and if even the release cannot be
+written, the lease expires and another worker reclaims the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobdef.backends.base import (
+    Backend,
+    ClaimOptions,
+    ErrorInfo,
+    JobRecord,
+    Lease,
+    Notification,
+    Outcome,
+)
+from jobdef.errors import UnknownJobError
+from jobdef.notify.events import notifications_for
+from jobdef.policy import JobPolicy
+from jobdef.registry import Registry
+from jobdef.runtime.classify import class_name
+from jobdef.runtime.decisions import after_error
+from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
+from jobdef.runtime.maintenance import MaintenanceContext, Service
+from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned, Task
+from jobdef.runtime.reclaim import LeaseReclaimer
+from jobdef.runtime.retention import RetentionPruner
+
+log = logging.getLogger("jobdef.worker")
+
+# The maintenance services every worker runs; each is built from a MaintenanceContext.
+MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [LeaseReclaimer, RetentionPruner]
+
+
+def worker_id() -> str:
+    """host:pid:random, unique across machines and restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class WorkerStats:
+    """What one worker run did, by outcome."""
+
+    claimed: int = 0
+    done: int = 0
+    retried: int = 0
+    dead: int = 0
+    timed_out: int = 0
+    crashed: int = 0
+    released: int = 0
+    refused: int = 0
+
+
+@dataclass
+class _Held:
+    """A job this worker holds a lease on."""
+
+    record: JobRecord
+    policy: JobPolicy | None
+    last_beat: float
+    notes_done: list[Notification] = field(default_factory=list)
+
+    @property
+    def lease(self) -> Lease:
+        return self.record.lease
+
+
+class Worker:
+    """Runs the jobs of ``registry`` stored in ``backend``."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        registry: Registry,
+        *,
+        database_url: str,
+        queues: Sequence[str] | None = None,
+        concurrency: int = 1,
+        burst: bool = False,
+        lease_seconds: float = 30.0,
+        poll_interval: float = 0.25,
+        grace: float = 10.0,
+        depth: int = 4,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+        worker_id_: str | None = None,
+        services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
+        log_level: int | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.backend = backend
+        self.registry = registry
+        self.database_url = database_url
+        self.queues = list(queues) if queues else None
+        self.concurrency = concurrency
+        self.burst = burst
+        self.lease_seconds = lease_seconds
+        self.poll_interval = poll_interval
+        self.grace = grace
+        self.depth = depth
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.id = worker_id_ or worker_id()
+        self.stats = WorkerStats()
+        self.queue_limits = {
+            q.name: q.concurrency for q in registry.queues.values() if q.concurrency is not None
+        }
+        ctx = MaintenanceContext(backend, registry, self.id, clock, self.rng, log)
+        self.services = [
+            factory(ctx) for factory in (MAINTENANCE if services is None else services)
+        ]
+        self._log_level = log_level if log_level is not None else logging.getLogger().level
+        self._held: dict[int, _Held] = {}
+        self._backlog: deque[int] = deque()
+        self._completions: list[int] = []
+        self._stop_requests = 0
+        self._drain_deadline: float | None = None
+        self._stop_lock = threading.Lock()
+
+    # -- control ----------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """First call: drain. Second call: stop now (jobs are released, never lost)."""
+        with self._stop_lock:
+            self._stop_requests += 1
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.request_stop()
+
+    def run(self) -> WorkerStats:
+        """Work until stopped (or, with ``burst``, until nothing is runnable)."""
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = {}
+        if in_main:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, self._on_signal)
+        pool = Pool(
+            self.concurrency,
+            self.database_url,
+            depth=self.depth,
+            log_level=self._log_level,
+        )
+        log.info("worker %s started: concurrency %d", self.id, self.concurrency)
+        try:
+            self._loop(pool)
+        finally:
+            self._give_back(pool.kill_all() if self._held else [])
+            pool.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        log.info("worker %s stopped: %s", self.id, self.stats)
+        return self.stats
+
+    # -- the loop ---------------------------------------------------------------
+
+    def _loop(self, pool: Pool) -> None:
+        next_tick = {id(s): 0.0 for s in self.services}
+        idle_since_claim = False
+        while True:
+            mono = time.monotonic()
+            if self._stop_requests >= 2:
+                log.warning("second stop signal: releasing %d jobs now", len(self._held))
+                self._flush_completions()
+                self._give_back(pool.kill_all())
+                return
+            if self._stop_requests == 1 and self._drain_deadline is None:
+                self._drain_deadline = mono + self.grace
+                log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
+                self._give_back(pool.recall_all())
+            draining = self._drain_deadline is not None
+            if draining and mono > self._drain_deadline:
+                log.warning("grace period over: killing and releasing %d jobs", len(self._held))
+                self._flush_completions()
+                self._give_back(pool.kill_all())
+                return
+
+            if not draining:
+                idle_since_claim = self._claim(pool)
+                if self.burst and idle_since_claim and not self._held:
+                    return
+            self._dispatch(pool)
+
+            waiting = self.poll_interval if idle_since_claim else 0.0
+            if pool.in_flight():
+                deadline = pool.next_deadline()
+                waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
+            if draining:
+                waiting = min(waiting, 0.05)
+            events = pool.poll(waiting)
+            events.extend(pool.enforce())
+            for event in events:
+                self._handle(event, draining)
+            self._flush_completions()
+            if self._backlog and pool.capacity() == 0:
+                # Every child is busy with a slow job: let other workers take these.
+                self._give_back([])
+
+            now = self.clock()
+            self._heartbeat(time.monotonic())
+            for service in self.services:
+                if now >= next_tick[id(service)]:
+                    next_tick[id(service)] = now + service.interval
+                    try:
+                        service.tick(now)
+                    except Exception:
+                        log.exception("maintenance service %s failed; retrying later", service.name)
+
+            if draining and not self._held:
+                return
+
+    def _claim(self, pool: Pool) -> bool:
+        """Claim up to the free slots; True when nothing was runnable."""
+        free = pool.capacity() - len(self._backlog)
+        total = pool.size * pool.depth
+        if free <= 0 or (free < total // 2 and pool.idle_children() == 0):
+            return False
+        options = ClaimOptions(
+            worker_id=self.id,
+            lease_seconds=self.lease_seconds,
+            limit=free,
+            queues=self.queues,
+            queue_limits=self.queue_limits,
+        )
+        records = self.backend.claim(options)
+        mono = time.monotonic()
+        for record in records:
+            policy = self._policy(record)
+            self._held[record.id] = _Held(record, policy, mono)
+            self._backlog.append(record.id)
+        self.stats.claimed += len(records)
+        return not records
+
+    def _policy(self, record: JobRecord) -> JobPolicy | None:
+        try:
+            return self.registry.job(record.job)
+        except UnknownJobError:
+            return None
+
+    def _dispatch(self, pool: Pool) -> None:
+        while self._backlog and pool.capacity() > 0:
+            held = self._held[self._backlog.popleft()]
+            if held.policy is None:
+                self._bury_unknown(held)
+                continue
+            record, policy = held.record, held.policy
+            pool.dispatch(
+                Task(
+                    seq=pool.next_seq(),
+                    job_id=record.id,
+                    attempt=record.attempt,
+                    job=record.job,
+                    handler=policy.handler,
+                    args=dict(record.args),
+                    idempotency_key=record.idempotency_key,
+                    max_attempts=record.max_attempts,
+                    timeout=policy.timeout,
+                )
+            )
+
+    # -- outcomes ---------------------------------------------------------------
+
+    def _handle(self, event: Event, draining: bool) -> None:
+        held = self._held.get(event.task.job_id)
+        if held is None or held.record.attempt != event.task.attempt:
+            return
+        if isinstance(event, Beat):
+            held.last_beat = time.monotonic()
+            if not self.backend.heartbeat(held.lease, self.lease_seconds, event.progress):
+                log.warning("heartbeat of job %s refused: its lease was lost", held.record.id)
+        elif isinstance(event, Returned):
+            if draining:
+                self._give_back([event.task])
+            else:
+                self._backlog.appendleft(event.task.job_id)
+        elif isinstance(event, Finished) and event.error is None:
+            self._completions.append(held.record.id)
+        elif isinstance(event, Finished):
+            assert event.error is not None
+            self._fail(held, event.error, event.error_names, outcome=None)
+        elif isinstance(event, Killed):
+            cls = AttemptTimedOut if event.timed_out else HandlerCrashed
+            error = ErrorInfo(class_name(cls), event.detail)
+            names = tuple(class_name(c) for c in cls.__mro__)
+            self._fail(held, error, names, outcome="timeout" if event.timed_out else "crashed")
+
+    def _flush_completions(self) -> None:
+        if not self._completions:
+            return
+        now = self.clock()
+        helds = [self._held.pop(job_id) for job_id in self._completions]
+        self._completions = []
+        notes = {}
+        for held in helds:
+            if held.policy is not None and "done" in held.policy.notify.events:
+                notes[held.record.id] = notifications_for(
+                    held.policy, "done", held.record, None, now
+                )
+        accepted = self.backend.complete([h.lease for h in helds], notes)
+        for held, ok in zip(helds, accepted, strict=True):
+            if ok:
+                self.stats.done += 1
+            else:
+                self._refused("complete", held)
+
+    def _fail(
+        self,
+        held: _Held,
+        error: ErrorInfo,
+        names: Sequence[str],
+        outcome: Outcome | None,
+    ) -> None:
+        """Classify a failed attempt by the sheet, then retry or bury it (fenced)."""
+        del self._held[held.record.id]
+        record, policy = held.record, held.policy
+        assert policy is not None
+        now = self.clock()
+        decision = after_error(policy, record, names, now, self.rng)
+        if outcome == "timeout":
+            self.stats.timed_out += 1
+        elif outcome == "crashed":
+            self.stats.crashed += 1
+        events = ["timeout"] if outcome == "timeout" else []
+        if decision.action == "dead":
+            error = ErrorInfo(
+                error.type, f"{error.message}; dead: {decision.reason}", error.traceback
+            )
+        events.append(decision.action)
+        notes = [n for e in events for n in notifications_for(policy, e, record, error, now)]
+        if decision.action == "retry":
+            moved = self.backend.retry(
+                held.lease,
+                error,
+                decision.run_after or now,
+                decision.delay or 0.0,
+                outcome=outcome or "retry",
+                notifications=notes,
+            )
+        else:
+            moved = self.backend.bury(
+                held.lease, error, outcome=outcome or "dead", notifications=notes
+            )
+        if not moved:
+            self._refused(decision.action if decision.action == "retry" else "bury", held)
+        elif decision.action == "retry":
+            self.stats.retried += 1
+            log.info(
+                "job %s (%s) attempt %d failed with %s; retry in %.1fs",
+                record.id,
+                record.job,
+                record.attempt,
+                error.type,
+                decision.delay or 0.0,
+            )
+        else:
+            self.stats.dead += 1
+            log.warning("job %s (%s) is dead: %s", record.id, record.job, decision.reason)
+
+    def _bury_unknown(self, held: _Held) -> None:
+        del self._held[held.record.id]
+        known = ", ".join(sorted(self.registry.jobs)) or "none"
+        error = ErrorInfo(
+            class_name(UnknownJobError),
+            f"no sheet of this worker defines job {held.record.job!r} (jobs: {known}); "
+            "start the worker with the sheets folder that defines it, then requeue the job",
+        )
+        if self.backend.bury(held.lease, error):
+            self.stats.dead += 1
+
+    def _refused(self, verb: str, held: _Held) -> None:
+        self.stats.refused += 1
+        log.warning(
+            "late %s of job %s attempt %d refused: its lease expired and the job was reclaimed",
+            verb,
+            held.record.id,
+            held.record.attempt,
+        )
+
+    def _give_back(self, tasks: Sequence[Task]) -> None:
+        """Release the given tasks' jobs and everything waiting in the backlog."""
+        ids = [t.job_id for t in tasks if t.job_id in self._held] + list(self._backlog)
+        self._backlog.clear()
+        for job_id in dict.fromkeys(ids):
+            held = self._held.pop(job_id, None)
+            if held is not None and self.backend.release(held.lease):
+                self.stats.released += 1
+
+    def _heartbeat(self, mono: float) -> None:
+        """Keep the leases of held jobs alive while this worker lives."""
+        every = self.lease_seconds / 3
+        for held in list(self._held.values()):
+            if mono - held.last_beat >= every:
+                held.last_beat = mono
+                if not self.backend.heartbeat(held.lease, self.lease_seconds):
+                    log.warning("lease of job %s was lost (reclaimed)", held.record.id)

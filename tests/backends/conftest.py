@@ -1,0 +1,103 @@
+"""The conformance suite's fixtures: every test here runs once per engine in ENGINES.
+
+To add an engine, add its name to ENGINES and a factory to FACTORIES that
+returns the database URL of a fresh, empty store and a DB-API connection factory
+for the caller's own transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobdef.backends import open_backend
+from jobdef.backends.base import Backend
+
+ENGINES = ["sqlite"]
+
+
+class Clock:
+    """A clock that only moves when the test says so."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Store:
+    """Where one engine keeps a fresh store: its URL and how a caller connects to it."""
+
+    def __init__(self, url: str, connect: Callable[[], Any]) -> None:
+        self.url = url
+        self.connect = connect
+
+
+def _sqlite_store(tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    path = tmp_path / "jobs.db"
+    return Store(f"sqlite:///{path}", lambda: sqlite3.connect(path, timeout=30))
+
+
+FACTORIES: dict[str, Callable[[Path, pytest.FixtureRequest], Store]] = {"sqlite": _sqlite_store}
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def store(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    return FACTORIES[engine](tmp_path, request)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def backend(store: Store, clock: Clock) -> Iterator[Backend]:
+    opened = open_backend(store.url, clock=clock)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+class WorkerHandle:
+    """Claims on behalf of one worker id, for tests that need a running job."""
+
+    def __init__(self, backend: Backend, worker_id: str = "w1", lease: float = 30.0) -> None:
+        self.backend = backend
+        self.worker_id = worker_id
+        self.lease = lease
+
+    def claim(self, limit: int = 1, **options: Any) -> list[Any]:
+        from jobdef.backends.base import ClaimOptions
+
+        return self.backend.claim(
+            ClaimOptions(worker_id=self.worker_id, lease_seconds=self.lease, limit=limit, **options)
+        )
+
+    def claim_one(self, **options: Any) -> Any:
+        [record] = self.claim(1, **options)
+        return record
+
+
+@pytest.fixture
+def worker(backend: Backend) -> WorkerHandle:
+    return WorkerHandle(backend)
+
+
+@pytest.fixture
+def other_worker(backend: Backend) -> WorkerHandle:
+    return WorkerHandle(backend, "w2")

@@ -1,0 +1,102 @@
+"""Claim: order, batch size, leases, queues, pausing, per-queue limits."""
+
+from __future__ import annotations
+
+from jobdef.backends.base import NewJob
+
+
+def _enqueue(backend, n=1, **overrides):
+    values = {"job": "j", "args": {}, "queue": "q", "max_attempts": 3}
+    return [r.id for r in backend.enqueue([NewJob(**(values | overrides)) for _ in range(n)])]
+
+
+def test_claim_orders_by_priority_then_run_after_then_id(backend, clock, worker):
+    low = _enqueue(backend, priority=0, run_after=clock.now - 10)
+    high_late = _enqueue(backend, priority=5, run_after=clock.now - 1)
+    high_early = _enqueue(backend, priority=5, run_after=clock.now - 5)
+    same_a = _enqueue(backend, priority=1, run_after=clock.now - 3)
+    same_b = _enqueue(backend, priority=1, run_after=clock.now - 3)
+    claimed = [r.id for r in worker.claim(limit=10)]
+    assert claimed == high_early + high_late + same_a + same_b + low
+
+
+def test_claim_takes_at_most_limit_jobs_in_one_call(backend, worker):
+    _enqueue(backend, 5)
+    assert len(worker.claim(limit=3)) == 3
+    assert len(worker.claim(limit=3)) == 2
+    assert worker.claim(limit=3) == []
+
+
+def test_claim_leases_the_job_to_the_worker_and_opens_an_attempt(backend, clock, worker):
+    [job_id] = _enqueue(backend)
+    record = worker.claim_one()
+    assert record.id == job_id
+    assert record.state == "running"
+    assert record.attempt == 1
+    assert record.worker_id == "w1"
+    assert record.lease_until == clock.now + worker.lease
+    [attempt] = backend.attempts(job_id)
+    assert (attempt.attempt, attempt.worker_id, attempt.started_at) == (1, "w1", clock.now)
+    assert attempt.outcome is None
+
+
+def test_a_job_is_never_claimed_twice(backend, worker, other_worker):
+    _enqueue(backend, 4)
+    first = {r.id for r in worker.claim(limit=2)}
+    second = {r.id for r in other_worker.claim(limit=10)}
+    assert len(first) == 2
+    assert len(second) == 2
+    assert not first & second
+
+
+def test_jobs_delayed_into_the_future_are_not_claimed_until_due(backend, clock, worker):
+    _enqueue(backend, run_after=clock.now + 30)
+    assert worker.claim() == []
+    clock.advance(30)
+    assert len(worker.claim()) == 1
+
+
+def test_claim_takes_only_the_named_queues(backend, worker):
+    _enqueue(backend, queue="a")
+    [b] = _enqueue(backend, queue="b")
+    assert [r.id for r in worker.claim(limit=5, queues=["b", "c"])] == [b]
+
+
+def test_paused_queue_is_not_claimed_from_until_resumed(backend, worker):
+    [a] = _enqueue(backend, queue="a")
+    [b] = _enqueue(backend, queue="b")
+    backend.set_paused("a", True)
+    assert [r.id for r in worker.claim(limit=5)] == [b]
+    backend.set_paused("a", False)
+    assert [r.id for r in worker.claim(limit=5)] == [a]
+
+
+def test_queue_limit_caps_running_jobs_across_workers(backend, worker, other_worker):
+    _enqueue(backend, 5, queue="exports")
+    _enqueue(backend, 2, queue="mail")
+    limits = {"exports": 2}
+    first = worker.claim(limit=10, queue_limits=limits)
+    assert sorted(r.queue for r in first) == ["exports", "exports", "mail", "mail"]
+    assert other_worker.claim(limit=10, queue_limits=limits) == []
+    backend.complete([first[0].lease if first[0].queue == "exports" else first[2].lease])
+    second = other_worker.claim(limit=10, queue_limits=limits)
+    assert [r.queue for r in second] == ["exports"]
+
+
+def test_queue_limit_keeps_claim_order_among_the_allowed(backend, worker):
+    a = _enqueue(backend, 3, queue="a", priority=9)
+    b = _enqueue(backend, 2, queue="b", priority=1)
+    claimed = [r.id for r in worker.claim(limit=4, queue_limits={"a": 1})]
+    assert claimed == [a[0], *b]
+
+
+def test_queues_reports_depth_running_age_and_pause(backend, clock, worker):
+    _enqueue(backend, 3, queue="a")
+    clock.advance(7)
+    worker.claim(limit=1)
+    backend.set_paused("idle", True)
+    infos = {q.queue: q for q in backend.queues()}
+    assert (infos["a"].queued, infos["a"].running, infos["a"].paused) == (2, 1, False)
+    assert infos["a"].oldest_queued_age == 7
+    assert infos["idle"].paused
+    assert infos["idle"].queued == 0

@@ -1,0 +1,95 @@
+"""Enqueue: storing, duplicate merging, cron slots, the caller's own transaction."""
+
+from __future__ import annotations
+
+from jobdef.backends.base import NewJob
+
+
+def _job(**overrides):
+    values = {"job": "mail", "args": {"id": 1}, "queue": "mail", "max_attempts": 3}
+    return NewJob(**(values | overrides))
+
+
+def test_enqueue_stores_a_queued_job_with_its_fields(backend, clock):
+    [result] = backend.enqueue([_job(priority=5, idempotency_key="1:mail")])
+    record = backend.get(result.id)
+    assert result.created
+    assert record.state == "queued"
+    assert record.args == {"id": 1}
+    assert (record.priority, record.max_attempts, record.attempt) == (5, 3, 0)
+    assert record.idempotency_key == "1:mail"
+    assert record.run_after == clock.now
+    assert record.created_at == clock.now
+
+
+def test_enqueue_with_run_after_delays_the_job(backend, clock):
+    [result] = backend.enqueue([_job(run_after=clock.now + 60)])
+    assert backend.get(result.id).run_after == clock.now + 60
+
+
+def test_duplicate_of_an_active_job_returns_the_existing_one(backend):
+    [first] = backend.enqueue([_job(idempotency_key="k")])
+    [second] = backend.enqueue([_job(idempotency_key="k", args={"id": 2})])
+    assert second.id == first.id
+    assert not second.created
+    assert len(backend.list_jobs()) == 1
+
+
+def test_same_key_of_another_job_name_is_not_a_duplicate(backend):
+    [first] = backend.enqueue([_job(idempotency_key="k")])
+    [second] = backend.enqueue([_job(job="other", idempotency_key="k")])
+    assert second.created
+    assert second.id != first.id
+
+
+def test_duplicates_inside_one_bulk_call_are_merged(backend):
+    results = backend.enqueue([_job(idempotency_key="k"), _job(idempotency_key="k"), _job()])
+    assert [r.created for r in results] == [True, False, True]
+    assert results[0].id == results[1].id
+
+
+def test_finished_job_absorbs_a_duplicate_only_within_the_dedupe_window(backend, clock, worker):
+    [first] = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)])
+    backend.complete([worker.claim_one().lease])
+    clock.advance(30)
+    [inside] = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)])
+    clock.advance(31)
+    [outside] = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)])
+    assert (inside.id, inside.created) == (first.id, False)
+    assert outside.created
+
+
+def test_without_a_window_a_finished_job_does_not_absorb_a_new_enqueue(backend, worker):
+    backend.enqueue([_job(idempotency_key="k")])
+    backend.complete([worker.claim_one().lease])
+    [again] = backend.enqueue([_job(idempotency_key="k")])
+    assert again.created
+
+
+def test_each_cron_slot_is_stored_once_even_after_the_job_is_pruned(backend, clock, worker):
+    from jobdef.backends.base import RetentionRule
+
+    [first] = backend.enqueue([_job(slot=3600.0)])
+    [again] = backend.enqueue([_job(slot=3600.0)])
+    assert (again.id, again.created) == (first.id, False)
+    backend.complete([worker.claim_one().lease])
+    clock.advance(10)
+    assert backend.prune([RetentionRule("mail", done=1, dead=None)]) == 1
+    [after_prune] = backend.enqueue([_job(slot=3600.0)])
+    [next_slot] = backend.enqueue([_job(slot=7200.0)])
+    assert not after_prune.created
+    assert next_slot.created
+
+
+def test_enqueue_on_the_callers_connection_exists_only_if_the_caller_commits(backend, store):
+    conn = store.connect()
+    try:
+        [kept] = backend.enqueue([_job(args={"id": 1})], connection=conn)
+        conn.commit()
+        [dropped] = backend.enqueue([_job(args={"id": 2})], connection=conn)
+        conn.rollback()
+    finally:
+        conn.close()
+    assert backend.get(kept.id) is not None
+    assert backend.get(dropped.id) is None
+    assert [r.args for r in backend.list_jobs()] == [{"id": 1}]

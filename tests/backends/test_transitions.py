@@ -1,0 +1,183 @@
+"""The fenced transitions: complete, retry, bury, release, heartbeat, and operator verbs."""
+
+from __future__ import annotations
+
+from jobdef.backends.base import ErrorInfo, Lease, NewJob, Notification
+
+BOOM = ErrorInfo("ConnectionError", "refused", "Traceback ...")
+
+
+def _enqueue(backend, **overrides):
+    values = {"job": "j", "args": {"n": 1}, "queue": "q", "max_attempts": 3}
+    [result] = backend.enqueue([NewJob(**(values | overrides))])
+    return result.id
+
+
+def _note(event="dead", message_id="m1"):
+    return Notification("ops", event, "j", {"job_id": 1}, message_id)
+
+
+def test_complete_marks_done_and_closes_the_attempt(backend, clock, worker):
+    job_id = _enqueue(backend)
+    lease = worker.claim_one().lease
+    clock.advance(2)
+    assert backend.complete([lease]) == [True]
+    record = backend.get(job_id)
+    assert record.state == "done"
+    assert record.finished_at == clock.now
+    assert record.lease_until is None
+    [attempt] = backend.attempts(job_id)
+    assert (attempt.outcome, attempt.finished_at) == ("done", clock.now)
+
+
+def test_complete_of_many_leases_answers_for_each(backend, worker):
+    for _ in range(3):
+        _enqueue(backend)
+    leases = [r.lease for r in worker.claim(limit=3)]
+    stale = Lease(leases[1].job_id, leases[1].attempt, "someone-else")
+    assert backend.complete([leases[0], stale, leases[2]]) == [True, False, True]
+    assert backend.get(leases[1].job_id).state == "running"
+
+
+def test_retry_requeues_with_run_after_and_keeps_the_error(backend, clock, worker):
+    job_id = _enqueue(backend)
+    lease = worker.claim_one().lease
+    assert backend.retry(lease, BOOM, run_after=clock.now + 20, delay=20)
+    record = backend.get(job_id)
+    assert (record.state, record.attempt, record.run_after) == ("queued", 1, clock.now + 20)
+    assert record.last_error == BOOM
+    assert record.last_delay == 20
+    assert record.worker_id is None
+    [attempt] = backend.attempts(job_id)
+    assert (attempt.outcome, attempt.error) == ("retry", BOOM)
+    clock.advance(20)
+    again = worker.claim_one()
+    assert again.attempt == 2
+
+
+def test_done_job_keeps_the_last_error_as_history(backend, clock, worker):
+    job_id = _enqueue(backend)
+    backend.retry(worker.claim_one().lease, BOOM, run_after=clock.now, delay=0)
+    backend.complete([worker.claim_one().lease])
+    record = backend.get(job_id)
+    assert record.state == "done"
+    assert record.last_error == BOOM
+    assert [a.outcome for a in backend.attempts(job_id)] == ["retry", "done"]
+
+
+def test_bury_moves_to_dead_and_writes_the_outbox_in_the_same_step(backend, worker):
+    job_id = _enqueue(backend)
+    lease = worker.claim_one().lease
+    assert backend.bury(lease, BOOM, notifications=[_note()])
+    assert backend.get(job_id).state == "dead"
+    [message] = backend.outbox_pending()
+    assert message.notification == _note()
+    assert backend.attempts(job_id)[0].outcome == "dead"
+
+
+def test_a_refused_transition_writes_no_outbox_message(backend, worker):
+    _enqueue(backend)
+    lease = worker.claim_one().lease
+    stale = Lease(lease.job_id, lease.attempt, "late")
+    assert not backend.bury(stale, BOOM, notifications=[_note()])
+    assert not backend.retry(stale, BOOM, 0, 0, notifications=[_note(message_id="m2")])
+    assert backend.outbox_pending() == []
+
+
+def test_complete_writes_done_notifications_only_for_accepted_leases(backend, worker):
+    a, b = _enqueue(backend), _enqueue(backend)
+    leases = {r.id: r.lease for r in worker.claim(limit=2)}
+    stale_b = Lease(b, leases[b].attempt, "late")
+    notes = {a: [_note("done", "a")], b: [_note("done", "b")]}
+    assert backend.complete([leases[a], stale_b], notifications=notes) == [True, False]
+    assert [m.notification.message_id for m in backend.outbox_pending()] == ["a"]
+
+
+def test_late_write_after_reclaim_is_refused(backend, clock, worker, other_worker):
+    job_id = _enqueue(backend)
+    stale = worker.claim_one().lease
+    clock.advance(worker.lease + 1)
+    [expired] = backend.expired_leases()
+    assert expired.id == job_id
+    assert backend.retry(expired.lease, ErrorInfo("TimeoutError", "lease expired"), clock.now, 0)
+    fresh = other_worker.claim_one().lease
+    assert not backend.complete([stale])[0]
+    assert not backend.retry(stale, BOOM, clock.now, 0)
+    assert not backend.bury(stale, BOOM)
+    assert not backend.heartbeat(stale, 30)
+    assert not backend.release(stale)
+    assert backend.complete([fresh]) == [True]
+    assert [a.outcome for a in backend.attempts(job_id)] == ["retry", "done"]
+
+
+def test_expired_leases_lists_only_running_jobs_past_their_lease(backend, clock, worker):
+    _enqueue(backend)
+    _enqueue(backend)
+    worker.claim_one()
+    assert backend.expired_leases() == []
+    clock.advance(worker.lease + 0.5)
+    assert [r.state for r in backend.expired_leases()] == ["running"]
+
+
+def test_heartbeat_extends_the_lease_and_records_progress(backend, clock, worker):
+    job_id = _enqueue(backend)
+    lease = worker.claim_one().lease
+    clock.advance(20)
+    assert backend.heartbeat(lease, 30, progress={"done": 5, "total": 10})
+    record = backend.get(job_id)
+    assert record.lease_until == clock.now + 30
+    assert record.progress == {"done": 5, "total": 10}
+    clock.advance(25)
+    assert backend.expired_leases() == []
+
+
+def test_release_gives_the_attempt_back(backend, worker, other_worker):
+    job_id = _enqueue(backend)
+    lease = worker.claim_one().lease
+    assert backend.release(lease)
+    record = backend.get(job_id)
+    assert (record.state, record.attempt) == ("queued", 0)
+    again = other_worker.claim_one()
+    assert (again.id, again.attempt) == (job_id, 1)
+    assert [a.outcome for a in backend.attempts(job_id)] == ["released", None]
+
+
+def test_cancel_applies_to_queued_jobs_only(backend, worker):
+    queued = _enqueue(backend)
+    assert backend.cancel(queued)
+    assert backend.get(queued).state == "cancelled"
+    running = _enqueue(backend)
+    worker.claim_one()
+    assert not backend.cancel(running)
+
+
+def test_requeue_resets_attempts_and_keeps_history(backend, clock, worker):
+    job_id = _enqueue(backend)
+    backend.bury(worker.claim_one().lease, BOOM)
+    clock.advance(5)
+    assert backend.requeue([job_id]) == 1
+    record = backend.get(job_id)
+    assert (record.state, record.attempt, record.run_after) == ("queued", 0, clock.now)
+    assert record.finished_at is None
+    assert record.last_error == BOOM
+    assert [a.outcome for a in backend.attempts(job_id)] == ["dead"]
+    assert worker.claim_one().attempt == 1
+
+
+def test_requeue_by_job_name_takes_only_that_jobs_dead_rows(backend, worker):
+    mine = _enqueue(backend, job="mine")
+    other = _enqueue(backend, job="other")
+    for record in worker.claim(limit=2):
+        backend.bury(record.lease, BOOM)
+    assert backend.requeue(job="mine") == 1
+    assert backend.get(mine).state == "queued"
+    assert backend.get(other).state == "dead"
+
+
+def test_resolve_closes_a_dead_job_with_a_note(backend, worker):
+    job_id = _enqueue(backend)
+    assert not backend.resolve(job_id, "not dead yet")
+    backend.bury(worker.claim_one().lease, BOOM)
+    assert backend.resolve(job_id, "address fixed by hand")
+    record = backend.get(job_id)
+    assert (record.state, record.note) == ("resolved", "address fixed by hand")

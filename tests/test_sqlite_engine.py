@@ -1,0 +1,80 @@
+"""What only the SQLite engine has: URLs, files, pragmas, the claim's query plan."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from jobdef.backends import open_backend
+from jobdef.backends.sql import migration_files
+from jobdef.backends.sqlite import MIGRATIONS, Q, SQLiteBackend, sqlite_path
+from jobdef.errors import BackendError
+
+
+def test_url_paths_are_relative_with_three_slashes_and_absolute_with_four():
+    assert str(sqlite_path("sqlite:///jobs.db")[0]) == "jobs.db"
+    assert str(sqlite_path("sqlite:////tmp/jobs.db")[0]) == "/tmp/jobs.db"
+    assert sqlite_path("sqlite:///j.db?synchronous=full")[1] == {"synchronous": "full"}
+
+
+@pytest.mark.parametrize("url", ["sqlite://jobs.db", "sqlite:///", "mysql:///x"])
+def test_a_malformed_url_is_one_clear_error(url):
+    with pytest.raises(BackendError, match="sqlite:///"):
+        open_backend(url)
+
+
+def test_a_missing_folder_is_one_clear_error(tmp_path):
+    with pytest.raises(BackendError, match="does not exist; create it"):
+        open_backend(f"sqlite:///{tmp_path}/nowhere/jobs.db")
+
+
+def test_operator_commands_do_not_create_a_database_at_a_mistyped_path(tmp_path):
+    with pytest.raises(BackendError, match="no job database at"):
+        open_backend(f"sqlite:///{tmp_path}/typo.db", create=False)
+    assert not (tmp_path / "typo.db").exists()
+
+
+def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path):
+    (tmp_path / "notes.db").write_text("hello, this is not SQLite\n" * 100)
+    with pytest.raises(BackendError, match="cannot open the job database"):
+        open_backend(f"sqlite:///{tmp_path}/notes.db")
+
+
+def test_the_database_is_in_wal_mode_with_a_schema_version(tmp_path):
+    backend = open_backend(f"sqlite:///{tmp_path}/jobs.db")
+    assert isinstance(backend, SQLiteBackend)
+    assert backend.schema_version() == len(migration_files(MIGRATIONS))
+    backend.close()
+    conn = sqlite3.connect(tmp_path / "jobs.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    conn.close()
+
+
+def test_postgres_url_without_the_engine_module_is_a_clear_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jobdef.backends.postgres", None)
+    with pytest.raises(BackendError, match="postgres"):
+        open_backend("postgresql://postgres@127.0.0.1/test")
+
+
+def test_claim_reads_the_partial_index_of_queued_rows_only(tmp_path):
+    backend = open_backend(f"sqlite:///{tmp_path}/jobs.db")
+    backend.close()
+    conn = sqlite3.connect(tmp_path / "jobs.db")
+    params = {
+        "now": 0.0,
+        "worker_id": "w",
+        "lease_until": 1.0,
+        "queues": None,
+        "exclude": "[]",
+        "limit": 10,
+    }
+    plan = " ".join(
+        row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + Q["claim_jobs"], params)
+    )
+    conn.close()
+    assert "USING INDEX jobs_claim" in plan
+    assert "SCAN jobs\n" not in plan
