@@ -174,7 +174,9 @@ def test_attempts_lowered_is_breaking_and_raised_is_not(old_sheets: Path, new_sh
         "before": 6,
         "after": 2,
     }
-    assert not _job(diff, "charge_card").breaking
+    raised = _job(diff, "charge_card")
+    assert not raised.breaking
+    assert _kinds(raised)["attempts_raised"] == "info"
 
 
 def test_queue_change_is_breaking(old_sheets: Path, new_sheets: Path) -> None:

@@ -12,8 +12,9 @@ the Defaults file as the origin of the new value.
 A change is **breaking** when it can hurt work that is already in the database
 or silently drop a safety net: the idempotency recipe changes (keys of queued
 jobs no longer match), retention is shortened (rows are pruned at the next run),
-the notify channel is removed, max_attempts is lowered, the queue changes, or a
-job is removed or renamed (queued rows keep the old name).
+the notify channel is removed, max_attempts is lowered (queued rows keep the
+cap they were enqueued with, new ones get the lower one), the queue changes, or
+a job is removed or renamed (queued rows keep the old name).
 """
 
 from __future__ import annotations
@@ -233,14 +234,12 @@ def _policy_consequences(old: JobPolicy, new: JobPolicy, paths: set[str]) -> lis
     out: list[Consequence] = []
     if any(p.startswith(_TIMELINE_PREFIXES) for p in paths):
         out.extend(_timeline_consequences(old, new))
+    # Each queued row keeps the max_attempts it was enqueued with (JobRecord.max_attempts).
+    attempts = {"before": old.max_attempts, "after": new.max_attempts}
     if new.max_attempts < old.max_attempts:
-        out.append(
-            Consequence(
-                "attempts_lowered",
-                "breaking",
-                {"before": old.max_attempts, "after": new.max_attempts},
-            )
-        )
+        out.append(Consequence("attempts_lowered", "breaking", attempts))
+    elif new.max_attempts > old.max_attempts:
+        out.append(Consequence("attempts_raised", "info", attempts))
     out.extend(_error_consequences(old, new))
     if old.idempotency.key != new.idempotency.key:
         out.append(

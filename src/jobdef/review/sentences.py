@@ -62,15 +62,30 @@ def _deadline_met(f: Mapping[str, Any], lang: str) -> str:
 
 
 def _attempts_lowered(f: Mapping[str, Any], lang: str) -> str:
+    before, after = f["before"], f["after"]
     if lang == "ja":
         return (
-            f"`max_attempts` を {f['before']} から {f['after']} に減らす: "
-            f"登録済み・実行中のジョブですでに{f['after']}回以上試行したものは、次の失敗で再試行されずに退避する。"
+            f"`max_attempts` を {before} から {after} に減らす: これから登録するジョブは{after}回で"
+            f"退避する。登録済みのジョブは登録時の{before}回のままなので、しばらくはシートとキューの"
+            "内容が食い違う。"
         )
     return (
-        f"`max_attempts` lowered from {f['before']} to {f['after']}: jobs already queued or "
-        f"running that have used {f['after']} attempts or more go dead at their next failure "
-        "instead of being retried."
+        f"`max_attempts` lowered from {before} to {after}: jobs enqueued from now on go dead "
+        f"after {after} attempts, while jobs already queued keep the {before} they were "
+        "enqueued with, so for a while the sheet and the queue disagree."
+    )
+
+
+def _attempts_raised(f: Mapping[str, Any], lang: str) -> str:
+    before, after = f["before"], f["after"]
+    if lang == "ja":
+        return (
+            f"登録済みのジョブは登録時の `max_attempts` {before} のまま。"
+            f"{after}回になるのは新しいジョブだけ。"
+        )
+    return (
+        f"Jobs already queued keep the `max_attempts` of {before} they were enqueued with; "
+        f"only new jobs get {after}."
     )
 
 
@@ -242,6 +257,7 @@ _SENTENCES: dict[str, Callable[[Mapping[str, Any], str], str]] = {
     "deadline_missed": _deadline_missed,
     "deadline_met": _deadline_met,
     "attempts_lowered": _attempts_lowered,
+    "attempts_raised": _attempts_raised,
     "error_class": _error_class,
     "error_default": _error_default,
     "idempotency_recipe": _idempotency_recipe,
