@@ -230,12 +230,12 @@ def _job_added(f: Mapping[str, Any], lang: str) -> str:
 def _job_removed(f: Mapping[str, Any], lang: str) -> str:
     if lang == "ja":
         return (
-            "ジョブを削除: この名前で登録済みのジョブにはシートがなくなる。"
-            "先に処理し終えるか取り消すこと。"
+            "ジョブを削除: この名前で登録済みのジョブにはシートがなくなり、終わった行も"
+            "保存期間で消されなくなる。先に処理し終えるか取り消すこと。"
         )
     return (
-        "Job removed: jobs already queued under this name have no sheet any more; "
-        "let them drain or cancel them first."
+        "Job removed: jobs already queued under this name have no sheet any more, and its "
+        "finished rows are no longer pruned; let them drain or cancel them first."
     )
 
 
