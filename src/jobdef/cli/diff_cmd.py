@@ -40,12 +40,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "diff",
         help="what a change to the sheets does to each job (for pull request review)",
-        description="Compare the effective policies of two versions of the sheets: added, "
-        "removed and renamed jobs, every changed value (a Defaults change shows on each job "
-        "it reaches) and its consequence in words. OLD and NEW are folders or git revisions "
-        "(git:main, git:HEAD~1, git:REV:PATH), read without a checkout.",
-        epilog="examples: jobdef diff git:main .    jobdef diff git:HEAD~1 git:HEAD "
-        "--format markdown    jobdef diff old/ new/ --fail-on breaking",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Compare the effective policies of two versions of the sheets: added, removed\n"
+            "and renamed jobs, every changed value (a Defaults change shows on each job it\n"
+            "reaches) and its consequence in words. OLD and NEW are folders or git\n"
+            "revisions (git:main, git:HEAD~1, git:REV:PATH), read without a checkout."
+        ),
+        epilog=(
+            "examples:\n"
+            "  jobdef diff git:main .\n"
+            "  jobdef diff git:HEAD~1 git:HEAD --format markdown\n"
+            "  jobdef diff old-sheets/ new-sheets/ --fail-on breaking"
+        ),
     )
     parser.add_argument("old", metavar="OLD", help="folder or git:REV of the version before")
     parser.add_argument("new", metavar="NEW", help="folder or git:REV of the version after")
@@ -63,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--sheets",
+        metavar="PATH",
         help="the sheets folder a project folder or a bare git:REV stands for "
         "(default: [tool.jobdef] sheets, else jobdefs)",
     )

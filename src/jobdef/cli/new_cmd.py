@@ -68,7 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("name", metavar="NAME", help="the job's code name, e.g. send_invoice_mail")
     parser.add_argument(
-        "--sheets", help="sheets folder to write into and read Defaults from (default: config)"
+        "--sheets",
+        metavar="DIR",
+        help="sheets folder to write into and read Defaults from (default: config)",
     )
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE instead (- for standard output)"
