@@ -78,3 +78,18 @@ def test_claim_reads_the_partial_index_of_queued_rows_only(tmp_path):
     conn.close()
     assert "USING INDEX jobs_claim" in plan
     assert "SCAN jobs\n" not in plan
+
+
+def test_a_database_held_locked_too_long_is_one_clear_error(tmp_path):
+    backend = open_backend(f"sqlite:///{tmp_path}/jobs.db")
+    backend._conn.execute("PRAGMA busy_timeout = 50")
+    holder = sqlite3.connect(tmp_path / "jobs.db")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(BackendError, match="cannot be used: database is locked"):
+            backend.cancel(1)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert backend.cancel(1) is False
+    backend.close()

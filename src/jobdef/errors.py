@@ -80,3 +80,15 @@ class BackendError(JobdefError):
 
 class StaleLeaseError(JobdefError):
     """The job's lease expired and another worker reclaimed it; this late write was refused."""
+
+
+class ChannelError(JobdefError):
+    """A notification channel cannot be used; set the environment variables its sheet names."""
+
+
+class DeliveryError(JobdefError):
+    """A notification could not be delivered; the outbox keeps it and tries again later."""
+
+
+class ScheduleError(JobdefError, ValueError):
+    """A batch job's schedule or time zone is invalid; write a 5-field cron line, an IANA zone."""

@@ -225,7 +225,8 @@ def build_channel(doc: Document) -> ChannelPolicy:
         name=str(doc.data["name"]),
         type=doc.data["type"],
         settings=freeze(settings),
-        origins=freeze({k: doc.origin((k,), "sheet") for k in settings}),
+        # "name" and "type" too: a finding about a setting the channel lacks points there.
+        origins=freeze({k: doc.origin((k,), "sheet") for k in (*settings, "name", "type")}),
         file=doc.file,
     )
 

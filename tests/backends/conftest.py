@@ -17,7 +17,7 @@ import pytest
 from jobdef.backends import open_backend
 from jobdef.backends.base import Backend
 
-ENGINES = ["sqlite"]
+ENGINES = ["sqlite", "postgres"]
 
 
 class Clock:
@@ -46,7 +46,19 @@ def _sqlite_store(tmp_path: Path, request: pytest.FixtureRequest) -> Store:
     return Store(f"sqlite:///{path}", lambda: sqlite3.connect(path, timeout=30))
 
 
-FACTORIES: dict[str, Callable[[Path, pytest.FixtureRequest], Store]] = {"sqlite": _sqlite_store}
+def _postgres_store(tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    """A schema of its own on the test server (skips, or fails under CI=true, without one)."""
+    import psycopg
+
+    url = request.getfixturevalue("postgres_url")
+    schema = request.getfixturevalue("postgres_schema")
+    return Store(f"{url}?schema={schema}", lambda: psycopg.connect(url))
+
+
+FACTORIES: dict[str, Callable[[Path, pytest.FixtureRequest], Store]] = {
+    "sqlite": _sqlite_store,
+    "postgres": _postgres_store,
+}
 
 
 @pytest.fixture(params=ENGINES)

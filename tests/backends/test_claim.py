@@ -100,3 +100,17 @@ def test_queues_reports_depth_running_age_and_pause(backend, clock, worker):
     assert infos["a"].oldest_queued_age == 7
     assert infos["idle"].paused
     assert infos["idle"].queued == 0
+
+
+def test_complete_and_claim_finishes_a_turn_like_the_two_calls(backend, worker):
+    from jobdef.backends.base import ClaimOptions, complete_and_claim
+
+    first, second = _enqueue(backend, 2)
+    _enqueue(backend, 1, queue="other")
+    held = worker.claim_one()
+    options = ClaimOptions(worker_id="w1", lease_seconds=30, limit=5, queues=["q"])
+    accepted, claimed = complete_and_claim(backend, [held.lease], {}, options)
+    assert accepted == [True]
+    assert [r.id for r in claimed] == [second]
+    assert backend.get(first).state == "done"
+    assert complete_and_claim(backend, [held.lease], None, None) == ([False], [])

@@ -81,6 +81,20 @@ def test_each_cron_slot_is_stored_once_even_after_the_job_is_pruned(backend, clo
     assert next_slot.created
 
 
+def test_last_slot_is_the_newest_slot_ever_stored_for_the_job(backend, clock, worker):
+    from jobdef.backends.base import RetentionRule
+
+    assert backend.last_slot("mail") is None
+    backend.enqueue([_job(slot=7200.0), _job(slot=3600.0), _job(job="other", slot=9000.0)])
+    backend.enqueue([_job(args={"id": 2})])  # an enqueue by hand has no slot
+    assert backend.last_slot("mail") == 7200.0
+    for job in backend.list_jobs(job="mail"):
+        backend.cancel(job.id)
+    clock.advance(10)
+    backend.prune([RetentionRule("mail", done=1, dead=None)])
+    assert backend.last_slot("mail") == 7200.0
+
+
 def test_enqueue_on_the_callers_connection_exists_only_if_the_caller_commits(backend, store):
     conn = store.connect()
     try:

@@ -328,9 +328,85 @@ class Backend(Protocol):
     def outbox_pending(self) -> list[OutboxRecord]:
         """Undelivered messages, oldest first (for status and tests)."""
 
+    def last_slot(self, job: str) -> float | None:
+        """The newest cron slot ever stored for ``job`` (``None``: never scheduled).
+
+        The scheduler starts from it after a restart, to see which slots were missed.
+        """
+
     # Queue controls.
     def set_paused(self, queue: str, paused: bool) -> None:
         """Pause or resume claiming from a queue; running workers see it at their next claim."""
 
     def queues(self) -> list[QueueInfo]:
         """Depth, running count, oldest waiting age and pause state per queue."""
+
+
+# Optional capabilities. An engine that serves many hosts (PostgreSQL) offers
+# them; the worker asks through the two functions below, so an engine without
+# them (SQLite) needs no code: it polls, and every worker maintains.
+
+
+class WakesWorkers(Protocol):
+    """An engine that can tell an idle worker that jobs were enqueued (LISTEN/NOTIFY)."""
+
+    def wait_for_jobs(self, timeout: float) -> bool:
+        """Block until an enqueue may have made jobs runnable (True) or ``timeout`` passed."""
+
+    def wake(self) -> None:
+        """End a ``wait_for_jobs`` at once (the worker was asked to stop); signal-safe."""
+
+
+class ElectsMaintainer(Protocol):
+    """An engine that lets one worker at a time run the maintenance services."""
+
+    def try_maintenance_lock(self) -> bool:
+        """True when this engine holds (or just took) the maintenance lock."""
+
+
+def can_wait_for_jobs(backend: object) -> bool:
+    """Whether ``backend`` wakes idle workers itself (else the worker polls)."""
+    return callable(getattr(backend, "wait_for_jobs", None))
+
+
+def holds_maintenance_lock(backend: object) -> bool:
+    """Whether this worker should run the maintenance services now.
+
+    Engines without an election let every worker maintain: reclaim and the
+    scheduler go through fenced or idempotent verbs, so doing it twice is safe,
+    only wasted work.
+    """
+    elect = getattr(backend, "try_maintenance_lock", None)
+    return True if elect is None else bool(elect())
+
+
+class CompletesAndClaims(Protocol):
+    """An engine that can finish a worker's turn in one transaction (optional).
+
+    Both databases are limited by the flush to disk, so a worker that completes
+    what finished and claims what comes next in one commit doubles its drain
+    rate. Engines without it get two calls, ``complete`` then ``claim``.
+    """
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete(leases, notifications)`` and ``claim(options)`` in one transaction."""
+
+
+def complete_and_claim(
+    backend: Backend,
+    leases: Sequence[Lease],
+    notifications: Mapping[int, Sequence[Notification]] | None,
+    options: ClaimOptions | None,
+) -> tuple[list[bool], list[JobRecord]]:
+    """Complete ``leases`` and claim per ``options`` (None: no claim), in one transaction
+    when the engine offers :class:`CompletesAndClaims`."""
+    combined = getattr(backend, "complete_and_claim", None)
+    if leases and options is not None and combined is not None:
+        return combined(leases, notifications, options)
+    accepted = backend.complete(leases, notifications) if leases else []
+    return accepted, backend.claim(options) if options is not None else []

@@ -5,9 +5,10 @@ connection, so writers queue on SQLite's lock (``busy_timeout``) instead of
 failing. The SQL lives in ``sqlite.sql`` beside this module; migrations in
 ``migrations/sqlite/NNNN_*.sql``.
 
-URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; the query
-``?synchronous=full`` asks for an fsync per commit (default ``normal``, which in
-WAL mode survives a crash of the process but not of the machine).
+URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``. The
+default ``synchronous=full`` flushes every commit to disk, so an enqueued job
+survives a power cut; ``?synchronous=normal`` trades that for speed (in WAL mode
+it survives a crash of the process, not of the machine).
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class SQLiteBackend:
         self.url = url
         self.path, options = sqlite_path(url)
         self.clock = clock or time.time
-        synchronous = options.get("synchronous", "normal").lower()
+        synchronous = options.get("synchronous", "full").lower()
         if synchronous not in _SYNCHRONOUS:
             raise BackendError(
                 f"{url!r}: synchronous={synchronous!r} is not one of {', '.join(_SYNCHRONOUS)}"
@@ -174,19 +175,32 @@ class SQLiteBackend:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; the lock is taken at BEGIN so it never fails half-way."""
-        with self._lock:
+        with self._lock, self._errors():
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
     def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._conn.execute(Q[name], params).fetchall()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """A database that cannot be used (locked too long, disk full, read-only) is one
+        clear :class:`BackendError`, not a driver traceback."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise BackendError(
+                f"the job database {self.path} cannot be used: {exc}; check the disk, the "
+                "file's permissions, and that no other program holds a long transaction on it"
+            ) from exc
 
     def migrate(self) -> None:
         with self._lock:
@@ -272,27 +286,43 @@ class SQLiteBackend:
     # -- claim and the fenced transitions ---------------------------------------
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
-        now = self.clock()
+        with self._write() as conn:
+            return self._claim_on(conn, options, self.clock())
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete`` then ``claim`` in one transaction: one flush to disk per worker turn."""
+        with self._write() as conn:
+            now = self.clock()  # inside the lock: attempt times follow commit order
+            accepted = self._complete_on(conn, leases, notifications, now)
+            return accepted, self._claim_on(conn, options, now)
+
+    def _claim_on(
+        self, conn: sqlite3.Connection, options: ClaimOptions, now: float
+    ) -> list[JobRecord]:
         params: dict[str, Any] = {
             "now": now,
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
             "queues": None if options.queues is None else json.dumps(list(options.queues)),
         }
-        with self._write() as conn:
-            if options.queue_limits:
-                rows = self._claim_limited(conn, options, params)
-            else:
-                params.update(exclude="[]", limit=options.limit)
-                rows = conn.execute(Q["claim_jobs"], params).fetchall()
-            conn.executemany(
-                Q["start_attempt"],
-                [
-                    {"job_id": r["id"], "attempt": r["attempt"], "worker_id": options.worker_id}
-                    | {"now": now}
-                    for r in rows
-                ],
-            )
+        if options.queue_limits:
+            rows = self._claim_limited(conn, options, params)
+        else:
+            params.update(exclude="[]", limit=options.limit)
+            rows = conn.execute(Q["claim_jobs"], params).fetchall()
+        conn.executemany(
+            Q["start_attempt"],
+            [
+                {"job_id": r["id"], "attempt": r["attempt"], "worker_id": options.worker_id}
+                | {"now": now}
+                for r in rows
+            ],
+        )
         records = [_job(row) for row in rows]
         records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
         return records
@@ -355,14 +385,37 @@ class SQLiteBackend:
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None = None,
     ) -> list[bool]:
-        now = self.clock()
-        accepted = []
         with self._write() as conn:
-            for lease in leases:
-                ok = self._finish(conn, "complete_job", lease, outcome="done", now=now)
-                if ok and notifications:
-                    self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
-                accepted.append(ok)
+            return self._complete_on(conn, leases, notifications, self.clock())
+
+    def _complete_on(
+        self,
+        conn: sqlite3.Connection,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        now: float,
+    ) -> list[bool]:
+        if not leases:
+            return []
+        rows = conn.execute(
+            Q["complete_jobs"],
+            {
+                "leases": json.dumps([[x.job_id, x.attempt, x.worker_id] for x in leases]),
+                "now": now,
+            },
+        ).fetchall()
+        done = {row[0] for row in rows}
+        accepted = [lease.job_id in done for lease in leases]
+        ok = [
+            [x.job_id, x.attempt, x.worker_id]
+            for x, yes in zip(leases, accepted, strict=True)
+            if yes
+        ]
+        if ok:
+            conn.execute(Q["finish_attempts_done"], {"leases": json.dumps(ok), "now": now})
+        if notifications:
+            for lease in (x for x, yes in zip(leases, accepted, strict=True) if yes):
+                self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
         return accepted
 
     def retry(
@@ -375,8 +428,8 @@ class SQLiteBackend:
         outcome: Outcome = "retry",
         notifications: Sequence[Notification] = (),
     ) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             extra = {"run_after": run_after, "delay": delay}
             ok = self._finish(
                 conn, "retry_job", lease, outcome=outcome, error=error, now=now, extra=extra
@@ -393,16 +446,16 @@ class SQLiteBackend:
         outcome: Outcome = "dead",
         notifications: Sequence[Notification] = (),
     ) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             ok = self._finish(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
             if ok:
                 self._outbox_write(conn, notifications, now)
             return ok
 
     def release(self, lease: Lease) -> bool:
-        now = self.clock()
         with self._write() as conn:
+            now = self.clock()
             return self._finish(conn, "release_job", lease, outcome="released", now=now)
 
     def _finish(
@@ -498,6 +551,10 @@ class SQLiteBackend:
     def get(self, job_id: int) -> JobRecord | None:
         rows = self._read("get_job", {"job_id": job_id})
         return _job(rows[0]) if rows else None
+
+    def last_slot(self, job: str) -> float | None:
+        rows = self._read("last_slot", {"job": job})
+        return rows[0][0] if rows else None
 
     def list_jobs(
         self, state: State | None = None, job: str | None = None, limit: int = 100

@@ -30,6 +30,10 @@ SELECT job_id FROM job_slots WHERE job = :job AND slot = :slot;
 -- name: insert_slot
 INSERT INTO job_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
 
+-- name: last_slot
+-- The newest slot ever stored for a job; the primary key (job, slot) serves it.
+SELECT max(slot) FROM job_slots WHERE job = :job;
+
 -- name: insert_job
 INSERT INTO jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
                   run_after, created_at, updated_at, slot)
@@ -91,10 +95,25 @@ UPDATE jobs
 SET lease_until = :lease_until, updated_at = :now, progress = coalesce(:progress, progress)
 WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
 
--- name: complete_job
+-- name: complete_jobs
+-- Group commit: every lease of a worker's turn in one statement. Each lease is
+-- [job id, attempt, worker id]; the fence is the same as complete_job's.
 UPDATE jobs
 SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL
-WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
+             json_extract(value, '$[2]') AS worker_id
+      FROM json_each(:leases)) AS lease
+WHERE jobs.id = lease.id AND jobs.attempt = lease.attempt
+  AND jobs.worker_id = lease.worker_id AND jobs.state = 'running'
+RETURNING jobs.id;
+
+-- name: finish_attempts_done
+UPDATE attempts SET finished_at = :now, outcome = 'done'
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
+             json_extract(value, '$[2]') AS worker_id
+      FROM json_each(:leases)) AS lease
+WHERE attempts.job_id = lease.id AND attempts.attempt = lease.attempt
+  AND attempts.worker_id = lease.worker_id AND attempts.finished_at IS NULL;
 
 -- name: retry_job
 UPDATE jobs
@@ -144,13 +163,16 @@ ORDER BY lease_until
 LIMIT :limit;
 
 -- name: prune_batch
--- Ids of one job's rows in one state that finished before :before.
-SELECT id FROM jobs
+-- Ids of one job's rows in one final state that finished before :before.
+SELECT id FROM jobs INDEXED BY jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
+  AND state IN ('done', 'dead', 'resolved', 'cancelled')
 LIMIT :limit;
 
 -- name: prune_count
-SELECT count(*) FROM jobs WHERE job = :job AND state = :state AND finished_at < :before;
+SELECT count(*) FROM jobs INDEXED BY jobs_finished
+WHERE job = :job AND state = :state AND finished_at < :before
+  AND state IN ('done', 'dead', 'resolved', 'cancelled');
 
 -- name: delete_jobs
 DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));

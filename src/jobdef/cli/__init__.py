@@ -21,23 +21,47 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 # Subcommand modules, in the order `jobdef --help` lists them.
-COMMANDS: tuple[str, ...] = ("schema", "validate", "docs", "tsv", "explain", "diff", "new")
+COMMANDS: tuple[str, ...] = (
+    "schema",
+    "validate",
+    "docs",
+    "tsv",
+    "explain",
+    "diff",
+    "new",
+    "worker",
+    "enqueue",
+    "status",
+    "jobs",
+    "queues",
+    "requeue",
+    "resolve",
+    "cancel",
+    "prune",
+    "demo",
+    "db",
+    "notify",
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``only`` that one (its module alone is imported,
+    so `jobdef validate` does not load the job store's code)."""
     parser = argparse.ArgumentParser(
         prog="jobdef",
         description="Job definition sheets that validate, document and run your background jobs.",
     )
     parser.add_argument("--version", action="version", version=f"jobdef {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         importlib.import_module(f"jobdef.cli.{name}_cmd").register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()

@@ -41,14 +41,22 @@ def run(args: argparse.Namespace) -> int:
 
         paths = [load_config().sheets]
     result = validate_sheets(paths, check_imports=args.check_imports)
-    report = Report(result.diagnostics, result.files, strict=args.strict)
+    diagnostics = result.diagnostics
+    if args.check_env and not any(d.severity == "error" for d in diagnostics):
+        from jobdef.diagnostics import sort_diagnostics
+        from jobdef.registry import build_registry
+        from jobdef.rules.notify import check_env
+
+        registry = build_registry(result.documents)
+        diagnostics = sort_diagnostics([*diagnostics, *check_env(registry, os.environ)])
+    report = Report(diagnostics, result.files, strict=args.strict)
     sys.stdout.write(render(args.format, report))
     if args.format == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from jobdef.reporters.github_report import summary
 
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as stream:
             stream.write(summary(report))
-    return exit_code(result.diagnostics, args.strict)
+    return exit_code(diagnostics, args.strict)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,5 +84,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--check-imports",
         action="store_true",
         help="import handlers and dotted error classes and check what they are",
+    )
+    parser.add_argument(
+        "--check-env",
+        action="store_true",
+        help="also check this environment: every variable the channels in use name is set "
+        "(as the worker checks at start; runs when the sheets have no errors)",
     )
     parser.set_defaults(handler=run)

@@ -2,13 +2,16 @@
 
 The runtime calls :func:`notifications_for` while moving a job and hands the
 result to the backend verb, which writes them to the outbox in the same
-transaction as the move.
+transaction as the move. The payload is plain JSON data: everything a person
+needs to act on the event without opening the database (job and title, id, key
+args, attempts used, the last error, when, and the exact re-run command).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from jobdef.backends.base import ErrorInfo, JobRecord, Notification
@@ -16,11 +19,62 @@ from jobdef.policy import JobPolicy
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
+# The longest error message a notification carries; tracebacks stay in the attempts table.
+MAX_ERROR_CHARS = 2000
+
 
 def key_args(policy: JobPolicy, args: Mapping[str, Any]) -> dict[str, Any]:
     """The args a message shows: ``notify.key_args``, else those the idempotency recipe uses."""
     names = list(policy.notify.key_args) or _PLACEHOLDER.findall(policy.idempotency.key or "")
     return {name: args[name] for name in names if name in args}
+
+
+def iso_time(at: float) -> str:
+    """``at`` (epoch seconds) as an ISO 8601 UTC timestamp with second precision."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def requeue_command(job_id: int) -> str:
+    """The command that queues exactly this job again."""
+    return f"jobdef requeue {job_id}"
+
+
+def message_id_for(job: str, job_id: int, attempt: int, event: str, at: float) -> str:
+    """A message id that names the transition it reports.
+
+    The id is computed once, when the outbox row is written in the transition's
+    transaction, and stored with the row: every resend of that row carries it.
+    The transition time (milliseconds) keeps it distinct after a requeue, which
+    sets the attempt count back to 0, so a second death of the same job is not
+    mistaken for a copy of the first.
+    """
+    return f"{job}:{job_id}:{attempt}:{event}:{round(at * 1000)}"
+
+
+def payload_for(
+    policy: JobPolicy, event: str, record: JobRecord, error: ErrorInfo | None, at: float
+) -> dict[str, Any]:
+    """The JSON payload of one event (what every channel renders)."""
+    message = error.message if error else None
+    if message is not None and len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + "…"
+    return {
+        "event": event,
+        "job": policy.name,
+        "title": policy.title,
+        "job_id": record.id,
+        "queue": record.queue,
+        "key_args": key_args(policy, record.args),
+        "attempts_used": record.attempt,
+        "max_attempts": record.max_attempts,
+        "error_type": error.type if error else None,
+        "error_message": message,
+        "at": at,
+        "at_iso": iso_time(at),
+        "rerun": policy.rerun.replace("{job_id}", str(record.id)),
+        "requeue_command": requeue_command(record.id),
+        "owner": policy.owner,
+    }
 
 
 def notifications_for(
@@ -33,27 +87,13 @@ def notifications_for(
     """The outbox messages for ``event`` of ``record``; empty when the sheet does not ask."""
     if policy.notify.channel is None or event not in policy.notify.events:
         return []
-    payload: dict[str, Any] = {
-        "event": event,
-        "job": policy.name,
-        "title": policy.title,
-        "job_id": record.id,
-        "key_args": key_args(policy, record.args),
-        "attempts_used": record.attempt,
-        "max_attempts": record.max_attempts,
-        "error_type": error.type if error else None,
-        "error_message": error.message if error else None,
-        "at": at,
-        "rerun": policy.rerun,
-    }
-    # Stable per (job id, attempt, event): a resend after a crash carries the same id.
-    message_id = f"{policy.name}:{record.id}:{record.attempt}:{event}"
+    message_id = message_id_for(policy.name, record.id, record.attempt, event, at)
     return [
         Notification(
             channel=policy.notify.channel,
             event=event,
             job=policy.name,
-            payload=payload,
+            payload=payload_for(policy, event, record, error, at),
             message_id=message_id,
         )
     ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from jobdef.diagnostics import Diagnostic
+from jobdef.registry import Registry
 from jobdef.rules.base import Rule
 from jobdef.rules.context import Context
 from jobdef.schema_check import did_you_mean
@@ -21,7 +22,27 @@ NO_EVENTS = Rule(
     "error",
     "A notify block without events never sends anything, which reads as if it did.",
 )
-RULES = (UNKNOWN_CHANNEL, NO_EVENTS)
+CHANNEL_NOT_READY = Rule(
+    "JD253",
+    "channel-not-ready",
+    "error",
+    "A worker refuses to start while a channel it needs lacks a variable; "
+    "`validate --check-env` says so before the deploy.",
+)
+RULES = (UNKNOWN_CHANNEL, NO_EVENTS, CHANNEL_NOT_READY)
+
+
+def check_env(registry: Registry, environ: Mapping[str, str]) -> list[Diagnostic]:
+    """``--check-env``: why the channels the jobs use could not deliver in ``environ``."""
+    from jobdef.notify.checks import check_channel_env
+
+    return [
+        CHANNEL_NOT_READY.at(
+            p.file, p.line, p.column, f"channel {p.channel!r} {p.field}: {p.message}"
+        )
+        for p in check_channel_env(registry, environ)
+        if p.field != "notify.channel"  # JD251 reports a channel nobody defined
+    ]
 
 
 def check(context: Context) -> Iterator[Diagnostic]:

@@ -1,4 +1,5 @@
-"""Schedules (JD281-JD284): batch jobs have a valid cron line, async jobs have none."""
+"""Schedules (JD281-JD285): batch jobs have a valid cron line and need no args; async
+jobs have no schedule."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Iterator
 from functools import cache
 
 from jobdef.diagnostics import Diagnostic
+from jobdef.policy import JobPolicy
+from jobdef.registry import Document
 from jobdef.rules.base import Rule
 from jobdef.rules.context import Context
 from jobdef.schema_check import did_you_mean
@@ -35,7 +38,20 @@ UNKNOWN_TIMEZONE = Rule(
     "error",
     "A schedule in an unknown time zone cannot be placed in time.",
 )
-RULES = (BATCH_WITHOUT_SCHEDULE, INVALID_CRON, SCHEDULE_ON_ASYNC, UNKNOWN_TIMEZONE)
+BATCH_WITH_ARGS = Rule(
+    "JD285",
+    "batch-with-args",
+    "error",
+    "The scheduler enqueues batch jobs with no args, keyed by their slot; a required arg "
+    "or a key built from args could never be filled in.",
+)
+RULES = (
+    BATCH_WITHOUT_SCHEDULE,
+    INVALID_CRON,
+    SCHEDULE_ON_ASYNC,
+    UNKNOWN_TIMEZONE,
+    BATCH_WITH_ARGS,
+)
 
 # (name, lowest, highest, names usable instead of numbers)
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -81,6 +97,37 @@ def cron_problem(line: str) -> str | None:
     return None
 
 
+def _scheduler_refuses(line: str) -> str | None:
+    """What the scheduler's cron parser refuses that the field check above lets pass,
+    such as a day that no month of the line has ("0 3 30 2 *" never fires)."""
+    from jobdef.schedule.cron import cron_refusal
+
+    refusal = cron_refusal(line)
+    if refusal is None:
+        return None
+    why = ": no month of the line has that day" if "day-of-month" in refusal else ""
+    return f"is refused by the scheduler ({refusal}){why}"
+
+
+def _batch_args(context: Context, doc: Document, policy: JobPolicy) -> Iterator[Diagnostic]:
+    required = list(policy.args_schema.get("required", ()))
+    if required:
+        yield BATCH_WITH_ARGS.at_origin(
+            context.where(doc, policy, "args"),
+            f"mode is batch, so the scheduler enqueues the job with no args, but "
+            f"{', '.join(required)} {'is' if len(required) == 1 else 'are'} required; "
+            f"give {'it' if len(required) == 1 else 'them'} required: false, or make the "
+            "job async",
+        )
+    recipe = policy.idempotency.key
+    if recipe is not None and "{" in recipe:
+        yield BATCH_WITH_ARGS.at_origin(
+            context.where(doc, policy, "idempotency.key"),
+            f"mode is batch, so each run is keyed by its slot time, but idempotency.key "
+            f"{recipe!r} is built from args the scheduler does not pass; remove idempotency.key",
+        )
+
+
 @cache
 def _zones() -> frozenset[str]:
     import zoneinfo
@@ -103,12 +150,14 @@ def check(context: Context) -> Iterator[Diagnostic]:
                     f"schedule is set but mode is {policy.mode}, so the schedule is ignored; "
                     "set mode: batch, or remove schedule",
                 )
-            problem = cron_problem(policy.schedule)
+            problem = cron_problem(policy.schedule) or _scheduler_refuses(policy.schedule)
             if problem is not None:
                 yield INVALID_CRON.at_origin(
                     context.where(doc, policy, "schedule"),
                     f"schedule {policy.schedule!r} {problem}",
                 )
+        if policy.mode == "batch":
+            yield from _batch_args(context, doc, policy)
         if "timezone" in policy.origins and _zones() and policy.timezone not in _zones():
             yield UNKNOWN_TIMEZONE.at_origin(
                 context.where(doc, policy, "timezone"),

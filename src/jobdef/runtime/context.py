@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 
@@ -18,6 +19,10 @@ class Context:
     ``heartbeat(progress)`` extends the job's lease (the worker also does so on its
     own while the child lives) and records optional progress, which ``jobdef jobs
     show`` prints. ``database_url`` is the job database, for the idempotency helper.
+    ``slot`` is the cron slot a scheduled batch job runs for, an aware datetime in
+    its sheet's time zone (``None`` for a job enqueued by hand): a nightly report
+    reads the day to report on from it, not from the clock, so a late or
+    caught-up run still reports on its own day.
     """
 
     job_id: int
@@ -26,6 +31,7 @@ class Context:
     max_attempts: int
     idempotency_key: str | None
     database_url: str = ""
+    slot: datetime | None = None
     logger: logging.LoggerAdapter = field(init=False, repr=False)
     _send: Callable[[Any], None] | None = field(default=None, repr=False)
 

@@ -5,6 +5,8 @@ Each service is a class built from a :class:`MaintenanceContext` with an
 keeps them in one list, :data:`jobdef.runtime.worker.MAINTENANCE`; adding a
 service is adding its class there. Every worker runs every service: each tick is
 safe to run concurrently because it goes through fenced or idempotent verbs.
+A service that owns a thread or a connection may define ``close()``; the worker
+calls it when it stops.
 """
 
 from __future__ import annotations

@@ -2,16 +2,20 @@
 
 Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
-several tasks ahead (``depth``), so the child never waits for a round trip; a
+several tasks ahead (``depth``, sent as one message), so the child never waits
+for a round trip and reports results a batch at a time; a
 small shared block tells the worker exactly which task the child started and
-when, which is what timeouts are measured from.
+when, which is what timeouts are measured from. The child writes the start time
+before the sequence number, so a reader that sees the new number also sees the
+new time.
 
 A task waiting in a child behind a slow one (running longer than
-``recall_after``) is *recalled*: under the shared
-lock the worker raises ``recall`` above the waiting tasks' sequence numbers and
-the child skips them when it reaches them. Because the child marks a task
-started under the same lock, a task is either started by the child or recalled
-by the worker, never both.
+``recall_after``) is *recalled*: under a lock the worker raises ``recall`` above
+the waiting tasks' sequence numbers and the child skips them when it reaches
+them. Because the child marks a task started under the same lock, a task is
+either started by the child or recalled by the worker, never both. The lock is
+an ``flock`` on a small file, which the kernel drops when a process dies, so a
+killed child or worker leaks nothing.
 
 A child that runs past its task's timeout is killed with SIGKILL; a child that
 dies (``os._exit``, a segfault, the OOM killer) is noticed through its process
@@ -22,18 +26,23 @@ started go back to the worker.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from jobdef.backends.base import ErrorInfo
 from jobdef.errors import JobdefError
@@ -43,20 +52,25 @@ from jobdef.runtime.context import Context
 log = logging.getLogger("jobdef.worker")
 
 _MAX_FAILED_STARTS = 3
+# How long a child may hold finished results back while it runs the rest of a batch.
+_RESULT_DELAY = 0.02
 
 # Slots of the shared block: the sequence number of the task the child started,
-# when it started (time.monotonic, which is system-wide on Linux and macOS), and
-# the highest sequence number the worker recalled.
-_STARTED, _STARTED_AT, _RECALL = 0, 1, 2
+# when it started (time.monotonic, which is system-wide on Linux and macOS), the
+# highest sequence number the worker recalled, and how many batches the child read.
+_STARTED, _STARTED_AT, _RECALL, _READ = 0, 1, 2, 3
 
 
 class PoolError(JobdefError):
     """The worker's child processes cannot start; check how the worker is launched."""
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
-    """One attempt for a child to run. ``seq`` is unique within the pool."""
+class Task(NamedTuple):
+    """One attempt for a child to run. ``seq`` is unique within the pool.
+
+    A named tuple, not a dataclass: it crosses the pipe once per job, and tuples
+    pickle several times faster.
+    """
 
     seq: int
     job_id: int
@@ -67,6 +81,8 @@ class Task:
     idempotency_key: str | None
     max_attempts: int
     timeout: float
+    # The cron slot of a scheduled batch job, in its sheet's time zone.
+    slot: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +122,41 @@ class Returned:
 Event = Finished | Killed | Beat | Returned
 
 
+@dataclass(frozen=True, slots=True)
+class _Logs:
+    """Where a child logs: the worker's level and, if it logs to a file, that file."""
+
+    level: int
+    file: str | None
+
+
+class _FileLock:
+    """An exclusive ``flock`` on an open file, shared by the worker and one child."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
 class _Child:
-    def __init__(self, ctx: Any, database_url: str, log_level: int) -> None:
-        self.shared = ctx.Array("d", [0.0, 0.0, 0.0])
+    def __init__(self, ctx: Any, database_url: str, logs: _Logs, lock_dir: str) -> None:
+        self.shared = ctx.RawArray("d", [0.0, 0.0, 0.0, 0.0])
+        self.sent = 0
+        fd, self.lock_path = tempfile.mkstemp(prefix="child-", suffix=".lock", dir=lock_dir)
+        self.lock = _FileLock(fd)
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=_child_main,
-            args=(child_conn, self.shared, database_url, log_level),
+            args=(child_conn, self.shared, self.lock_path, database_url, logs),
             daemon=True,
             name="jobdef-child",
         )
@@ -121,8 +165,9 @@ class _Child:
         self.tasks: OrderedDict[int, Task] = OrderedDict()
 
     def started(self) -> tuple[int, float]:
-        with self.shared.get_lock():
-            return int(self.shared[_STARTED]), self.shared[_STARTED_AT]
+        # No lock: the child writes the time first, so a new number comes with a new time.
+        seq = int(self.shared[_STARTED])
+        return seq, self.shared[_STARTED_AT]
 
     def running(self) -> tuple[Task, float] | None:
         """The task the child is running now, and when it started."""
@@ -134,7 +179,7 @@ class _Child:
         """Take back every task the child has not started yet."""
         if not self.tasks:
             return []
-        with self.shared.get_lock():
+        with self.lock:
             self.shared[_RECALL] = max(self.tasks)
             started = int(self.shared[_STARTED])
         waiting = [seq for seq in self.tasks if seq > started]
@@ -144,6 +189,9 @@ class _Child:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.process.pid, signal.SIGKILL)
         self.process.join(5)
+        self.lock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.lock_path)
 
 
 class Pool:
@@ -157,26 +205,36 @@ class Pool:
         depth: int = 4,
         recall_after: float = 0.5,
         log_level: int = logging.WARNING,
+        log_file: str | None = None,
     ) -> None:
         self._ctx = multiprocessing.get_context("spawn")
         self.size = size
         self.depth = depth
         self.recall_after = recall_after
         self._database_url = database_url
-        self._log_level = log_level
+        self._logs = _Logs(log_level, log_file)
+        _remove_stale_lock_dirs()
+        self._lock_dir = tempfile.mkdtemp(prefix=f"{_LOCK_DIR_PREFIX}{os.getpid()}-")
         self._seq = 0
         self._failed_starts = 0
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
-        return _Child(self._ctx, self._database_url, self._log_level)
+        return _Child(self._ctx, self._database_url, self._logs, self._lock_dir)
 
     # -- handing out work -------------------------------------------------------
 
     def _open(self, now: float) -> list[_Child]:
-        """Children that may take more work: idle, or running a task that is not slow."""
+        """Children that may take more work: idle, or running a task that is not slow, and
+        that have read the last batch sent to them.
+
+        At most one unread batch per pipe means the worker never blocks writing to a
+        child that is itself blocked writing results back (a pipe holds 64 KiB).
+        """
         children = []
         for child in self.children:
+            if child.sent > child.shared[_READ]:
+                continue
             running = child.running()
             if running is None or now - running[1] <= self.recall_after:
                 children.append(child)
@@ -196,11 +254,24 @@ class Pool:
         self._seq += 1
         return self._seq
 
-    def dispatch(self, task: Task) -> None:
-        """Send ``task`` to the least busy child (callers check :meth:`capacity` first)."""
-        child = min(self._open(time.monotonic()) or self.children, key=lambda c: len(c.tasks))
-        child.tasks[task.seq] = task
-        child.conn.send(task)
+    def dispatch(self, tasks: list[Task]) -> list[Task]:
+        """Hand out ``tasks``, least busy child first, one message per child; return the
+        tasks no child had room for."""
+        children = self._open(time.monotonic())
+        batches: dict[int, list[Task]] = {}
+        left = []
+        for task in tasks:
+            child = min(children, key=lambda c: len(c.tasks), default=None)
+            if child is None or len(child.tasks) >= self.depth:
+                left.append(task)
+                continue
+            child.tasks[task.seq] = task
+            batches.setdefault(id(child), []).append(task)
+        for child in children:
+            if id(child) in batches:
+                child.sent += 1
+                child.conn.send(batches[id(child)])
+        return left
 
     # -- hearing back -----------------------------------------------------------
 
@@ -229,19 +300,20 @@ class Pool:
         try:
             while child.conn.poll():
                 message = child.conn.recv()
-                kind, seq = message[0], message[1]
-                task = child.tasks.get(seq)
-                if task is None:
+                if message[0] == "beat":
+                    task = child.tasks.get(message[1])
+                    if task is not None:
+                        events.append(Beat(task, message[2]))
                     continue
-                if kind == "beat":
-                    events.append(Beat(task, message[2]))
-                    continue
-                del child.tasks[seq]
-                if kind == "ok":
-                    events.append(Finished(task))
-                else:
-                    error = ErrorInfo(message[2], message[3], message[4])
-                    events.append(Finished(task, error, tuple(message[5])))
+                for result in message[1]:
+                    task = child.tasks.pop(result[1], None)
+                    if task is None:
+                        continue
+                    if result[0] == "ok":
+                        events.append(Finished(task))
+                    else:
+                        error = ErrorInfo(result[2], result[3], result[4])
+                        events.append(Finished(task, error, tuple(result[5])))
         except (EOFError, OSError):
             return False
         return True
@@ -334,6 +406,24 @@ class Pool:
             if child.process.is_alive():
                 child.kill()
             child.conn.close()
+        shutil.rmtree(self._lock_dir, ignore_errors=True)
+
+
+_LOCK_DIR_PREFIX = "jobdef-pool-"
+
+
+def _remove_stale_lock_dirs() -> None:
+    """Remove the lock folders of pools whose worker died without cleaning up (kill -9)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_LOCK_DIR_PREFIX}*-*"):
+        pid = folder.name.removeprefix(_LOCK_DIR_PREFIX).partition("-")[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, another user's
 
 
 def _death(exitcode: int | None) -> str:
@@ -375,7 +465,9 @@ def resolve_handler(path: str) -> Callable[..., Any]:
     return _handlers[path]
 
 
-def _child_main(conn: Connection, shared: Any, database_url: str, log_level: int) -> None:
+def _child_main(
+    conn: Connection, shared: Any, lock_path: str, database_url: str, logs: _Logs
+) -> None:
     parent = os.getppid()
     _die_with_parent()
     if os.getppid() != parent:
@@ -384,21 +476,38 @@ def _child_main(conn: Connection, shared: Any, database_url: str, log_level: int
     # process group must not kill a handler half-way.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    lock = shared.get_lock()
+    logging.basicConfig(
+        level=logs.level,
+        filename=logs.file,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    lock = _FileLock(os.open(lock_path, os.O_RDWR))
     while True:
         try:
-            task = conn.recv()
+            tasks = conn.recv()
         except (EOFError, OSError):
             return
-        if task is None:
+        if tasks is None:
             return
-        with lock:
-            if task.seq <= shared[_RECALL]:
-                continue
-            shared[_STARTED] = task.seq
-            shared[_STARTED_AT] = time.monotonic()
-        conn.send(_run(task, conn, database_url))
+        shared[_READ] += 1
+        results: list[tuple[Any, ...]] = []
+        oldest = 0.0
+        for task in tasks:
+            with lock:
+                if task.seq <= shared[_RECALL]:
+                    continue
+                now = time.monotonic()
+                # Results wait for the batch to end, unless they have waited long enough.
+                if results and now - oldest > _RESULT_DELAY:
+                    conn.send(("results", results))
+                    results = []
+                shared[_STARTED_AT] = now
+                shared[_STARTED] = task.seq
+            if not results:
+                oldest = now
+            results.append(_run(task, conn, database_url))
+        if results:
+            conn.send(("results", results))
 
 
 def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
@@ -412,6 +521,7 @@ def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
         max_attempts=task.max_attempts,
         idempotency_key=task.idempotency_key,
         database_url=database_url,
+        slot=task.slot,
         _send=send_beat,
     )
     try:

@@ -1,9 +1,10 @@
 """The worker: claims jobs, runs them in a pool of child processes, records every outcome.
 
-One loop in one thread. Each turn it claims a batch sized to the pool's free
-slots (one transaction), hands the jobs to the children, waits for results,
-completes every finished job of the turn in one transaction (group commit),
-classifies failures by the sheet, extends the leases of what it holds, and runs
+One loop in one thread. Each turn it completes every job that finished since
+the last turn and claims a batch sized to the pool's free slots, in one
+transaction when the engine can (group commit: the flush to disk is what limits
+a queue), hands the jobs to the children, waits for results, classifies
+failures by the sheet, extends the leases of what it holds, and runs
 the maintenance services that are due.
 
 Signals: the first SIGTERM/SIGINT stops claiming, gives back the jobs not yet
@@ -25,7 +26,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jobdef.backends.base import (
@@ -36,10 +37,15 @@ from jobdef.backends.base import (
     Lease,
     Notification,
     Outcome,
+    can_wait_for_jobs,
+    complete_and_claim,
+    holds_maintenance_lock,
 )
-from jobdef.errors import UnknownJobError
+from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
+from jobdef.notify.service import OutboxService
 from jobdef.policy import JobPolicy
+from jobdef.queue_controls import RateLimiter, concurrency_limits
 from jobdef.registry import Registry
 from jobdef.runtime.classify import class_name
 from jobdef.runtime.decisions import after_error
@@ -48,11 +54,17 @@ from jobdef.runtime.maintenance import MaintenanceContext, Service
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned, Task
 from jobdef.runtime.reclaim import LeaseReclaimer
 from jobdef.runtime.retention import RetentionPruner
+from jobdef.schedule.scheduler import Scheduler, slot_time
 
 log = logging.getLogger("jobdef.worker")
 
 # The maintenance services every worker runs; each is built from a MaintenanceContext.
-MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [LeaseReclaimer, RetentionPruner]
+MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [
+    LeaseReclaimer,
+    RetentionPruner,
+    OutboxService,
+    Scheduler.service,
+]
 
 
 def worker_id() -> str:
@@ -88,6 +100,14 @@ class _Held:
         return self.record.lease
 
 
+def _log_file() -> str | None:
+    """The file the root logger writes to, if any, so handler processes log there too."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            return handler.baseFilename
+    return None
+
+
 class Worker:
     """Runs the jobs of ``registry`` stored in ``backend``."""
 
@@ -103,7 +123,7 @@ class Worker:
         lease_seconds: float = 30.0,
         poll_interval: float = 0.25,
         grace: float = 10.0,
-        depth: int = 4,
+        depth: int = 16,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         worker_id_: str | None = None,
@@ -126,9 +146,8 @@ class Worker:
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
-        self.queue_limits = {
-            q.name: q.concurrency for q in registry.queues.values() if q.concurrency is not None
-        }
+        self.queue_limits = concurrency_limits(registry.queues)
+        self.rate_limiter = RateLimiter(registry.queues, clock())
         ctx = MaintenanceContext(backend, registry, self.id, clock, self.rng, log)
         self.services = [
             factory(ctx) for factory in (MAINTENANCE if services is None else services)
@@ -147,6 +166,8 @@ class Worker:
         """First call: drain. Second call: stop now (jobs are released, never lost)."""
         with self._stop_lock:
             self._stop_requests += 1
+        if can_wait_for_jobs(self.backend):
+            self.backend.wake()  # type: ignore[attr-defined]  # end an idle wait at once
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.request_stop()
@@ -163,6 +184,7 @@ class Worker:
             self.database_url,
             depth=self.depth,
             log_level=self._log_level,
+            log_file=_log_file(),
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
@@ -170,6 +192,10 @@ class Worker:
         finally:
             self._give_back(pool.kill_all() if self._held else [])
             pool.close()
+            for service in self.services:
+                close = getattr(service, "close", None)
+                if close is not None:
+                    close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         log.info("worker %s stopped: %s", self.id, self.stats)
@@ -198,8 +224,10 @@ class Worker:
                 self._give_back(pool.kill_all())
                 return
 
-            if not draining:
-                idle_since_claim = self._claim(pool)
+            if draining:
+                self._flush_completions()
+            else:
+                idle_since_claim = self._exchange(self._claim_options(pool))
                 if self.burst and idle_since_claim and not self._held:
                     return
             self._dispatch(pool)
@@ -210,20 +238,27 @@ class Worker:
                 waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
             if draining:
                 waiting = min(waiting, 0.05)
+            if idle_since_claim and not pool.in_flight() and can_wait_for_jobs(self.backend):
+                # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
+                # LISTEN/NOTIFY); the poll interval stays the fallback.
+                self.backend.wait_for_jobs(waiting)  # type: ignore[attr-defined]
+                waiting = 0.0
             events = pool.poll(waiting)
             events.extend(pool.enforce())
             for event in events:
                 self._handle(event, draining)
-            self._flush_completions()
             if self._backlog and pool.capacity() == 0:
                 # Every child is busy with a slow job: let other workers take these.
                 self._give_back([])
 
             now = self.clock()
             self._heartbeat(time.monotonic())
-            for service in self.services:
-                if now >= next_tick[id(service)]:
-                    next_tick[id(service)] = now + service.interval
+            due = [s for s in self.services if now >= next_tick[id(s)]]
+            for service in due:
+                next_tick[id(service)] = now + service.interval
+            # On an engine shared by many hosts only the elected worker maintains.
+            if due and holds_maintenance_lock(self.backend):
+                for service in due:
                     try:
                         service.tick(now)
                     except Exception:
@@ -232,27 +267,73 @@ class Worker:
             if draining and not self._held:
                 return
 
-    def _claim(self, pool: Pool) -> bool:
-        """Claim up to the free slots; True when nothing was runnable."""
+    def _claim_options(self, pool: Pool) -> ClaimOptions | None:
+        """What to claim now: up to the free slots, once at least half the pool is free
+        (or a child sits idle), so claims come in batches."""
         free = pool.capacity() - len(self._backlog)
         total = pool.size * pool.depth
         if free <= 0 or (free < total // 2 and pool.idle_children() == 0):
-            return False
-        options = ClaimOptions(
+            return None
+        return ClaimOptions(
             worker_id=self.id,
             lease_seconds=self.lease_seconds,
             limit=free,
             queues=self.queues,
             queue_limits=self.queue_limits,
         )
-        records = self.backend.claim(options)
+
+    def _exchange(self, options: ClaimOptions | None) -> bool:
+        """Complete what finished and claim per ``options``, in one transaction when the
+        engine can (group commit). True when a claim found nothing runnable."""
+        now = self.clock()
+        helds = [self._held.pop(job_id) for job_id in self._completions]
+        self._completions = []
+        notes = {}
+        for held in helds:
+            if held.policy is not None and "done" in held.policy.notify.events:
+                notes[held.record.id] = notifications_for(
+                    held.policy, "done", held.record, None, now
+                )
+        if not helds and options is None:
+            return False
+        claims = [] if options is None else self._rated(options, now)
+        first = claims[0] if claims else None
+        accepted, records = complete_and_claim(self.backend, [h.lease for h in helds], notes, first)
+        self._spend(first, records, now)
+        for claim in claims[1:]:
+            assert options is not None
+            limit = min(claim.limit, options.limit - len(records))
+            if limit <= 0:
+                break
+            taken = self.backend.claim(replace(claim, limit=limit))
+            self._spend(claim, taken, now)
+            records.extend(taken)
+        for held, ok in zip(helds, accepted, strict=True):
+            if ok:
+                self.stats.done += 1
+            else:
+                self._refused("complete", held)
         mono = time.monotonic()
         for record in records:
-            policy = self._policy(record)
-            self._held[record.id] = _Held(record, policy, mono)
+            self._held[record.id] = _Held(record, self._policy(record), mono)
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
-        return not records
+        return options is not None and not records
+
+    def _rated(self, options: ClaimOptions, now: float) -> list[ClaimOptions]:
+        """The claims of one turn: each rate-limited queue on its own, capped by its
+        tokens (:class:`~jobdef.queue_controls.RateLimiter`), then the other queues."""
+        if not self.rate_limiter.limited:
+            return [options]
+        served = options.queues or sorted(
+            {p.queue for p in self.registry} | set(self.registry.queues)
+        )
+        plan = self.rate_limiter.plan(served, options.limit, now)
+        return [replace(options, queues=r.queues, limit=r.limit) for r in plan]
+
+    def _spend(self, claim: ClaimOptions | None, taken: Sequence[JobRecord], now: float) -> None:
+        if claim is not None and claim.queues is not None and len(claim.queues) == 1:
+            self.rate_limiter.spend(claim.queues[0], len(taken), now)
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
         try:
@@ -261,13 +342,15 @@ class Worker:
             return None
 
     def _dispatch(self, pool: Pool) -> None:
-        while self._backlog and pool.capacity() > 0:
+        tasks = []
+        room = pool.capacity()
+        while self._backlog and len(tasks) < room:
             held = self._held[self._backlog.popleft()]
             if held.policy is None:
                 self._bury_unknown(held)
                 continue
             record, policy = held.record, held.policy
-            pool.dispatch(
+            tasks.append(
                 Task(
                     seq=pool.next_seq(),
                     job_id=record.id,
@@ -278,8 +361,12 @@ class Worker:
                     idempotency_key=record.idempotency_key,
                     max_attempts=record.max_attempts,
                     timeout=policy.timeout,
+                    slot=slot_time(record, policy),
                 )
             )
+        if tasks:
+            # A child may have turned slow since capacity() was read: keep its share.
+            self._backlog.extendleft(reversed([t.job_id for t in pool.dispatch(tasks)]))
 
     # -- outcomes ---------------------------------------------------------------
 
@@ -308,23 +395,7 @@ class Worker:
             self._fail(held, error, names, outcome="timeout" if event.timed_out else "crashed")
 
     def _flush_completions(self) -> None:
-        if not self._completions:
-            return
-        now = self.clock()
-        helds = [self._held.pop(job_id) for job_id in self._completions]
-        self._completions = []
-        notes = {}
-        for held in helds:
-            if held.policy is not None and "done" in held.policy.notify.events:
-                notes[held.record.id] = notifications_for(
-                    held.policy, "done", held.record, None, now
-                )
-        accepted = self.backend.complete([h.lease for h in helds], notes)
-        for held, ok in zip(helds, accepted, strict=True):
-            if ok:
-                self.stats.done += 1
-            else:
-                self._refused("complete", held)
+        self._exchange(None)
 
     def _fail(
         self,
@@ -405,8 +476,14 @@ class Worker:
         self._backlog.clear()
         for job_id in dict.fromkeys(ids):
             held = self._held.pop(job_id, None)
-            if held is not None and self.backend.release(held.lease):
-                self.stats.released += 1
+            if held is None:
+                continue
+            try:
+                if self.backend.release(held.lease):
+                    self.stats.released += 1
+            except BackendError as exc:
+                # The lease still expires and another worker reclaims the job: nothing is lost.
+                log.error("could not release job %s (%s); its lease will expire", job_id, exc)
 
     def _heartbeat(self, mono: float) -> None:
         """Keep the leases of held jobs alive while this worker lives."""

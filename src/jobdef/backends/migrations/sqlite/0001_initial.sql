@@ -37,8 +37,9 @@ CREATE INDEX jobs_running ON jobs (lease_until, queue) WHERE state = 'running';
 -- Duplicate detection on enqueue.
 CREATE INDEX jobs_key ON jobs (job, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
--- Retention pruning and listings by job and state.
-CREATE INDEX jobs_job_state ON jobs (job, state, finished_at);
+-- Retention pruning: finished rows only, so claiming and running a job never touch it.
+CREATE INDEX jobs_finished ON jobs (job, state, finished_at)
+    WHERE state IN ('done', 'dead', 'resolved', 'cancelled');
 
 CREATE TABLE attempts (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

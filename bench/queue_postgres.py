@@ -1,0 +1,451 @@
+"""PostgreSQL queue benchmark: jobdef beside procrastinate and pgqueuer, same server, same jobs.
+
+Measures, for each system, on a fresh database of its own:
+
+- enqueue, one job per call (each its own transaction), and in bulk (batches);
+- drain of N queued no-op jobs by 1, 2 and 4 worker processes: jobs per second
+  from the first handler start to the last finish, as each system records them
+  in its own tables, and the wall time including process start-up;
+- enqueue-to-start latency with one idle worker (median), from the same tables.
+
+Install the peers with ``pip install -e '.[bench]'``. Run small to smoke-test:
+
+    python bench/queue_postgres.py --jobs 2000 --single 300 --latency 10
+
+The server is the one in ``--url``; the benchmark creates (and drops)
+databases named ``<db>_bench_<system>`` there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+SPAWN = multiprocessing.get_context("spawn")
+SYSTEMS = ("jobdef", "procrastinate", "pgqueuer")
+BULK_BATCH = 1000
+PGQUEUER_BATCH = 10  # pgqueuer's documented default batch size
+
+
+# -- databases ------------------------------------------------------------------------------
+
+
+def database_url(server_url: str, system: str) -> str:
+    parts = urlsplit(server_url)
+    name = f"{parts.path.lstrip('/') or 'postgres'}_bench_{system}"
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def fresh_database(server_url: str, url: str) -> None:
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(server_url: str, url: str) -> None:
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def scalar(url: str, statement: str) -> Any:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(statement).fetchone()[0]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"benchmark stuck: {what} did not happen within {timeout:.0f}s")
+        time.sleep(0.002)
+
+
+# -- the no-op job, as each system writes it --------------------------------------------------
+
+
+def noop(ctx: Any, n: int = 0) -> None:
+    """jobdef's no-op handler (run in the worker's child processes)."""
+
+
+SHEET = """\
+apiVersion: jobdef/v1
+kind: Job
+name: noop
+handler: queue_postgres:noop
+owner: bench
+queue: default
+max_attempts: 3
+backoff: {strategy: fixed, initial: 1s}
+timeout: 60s
+errors: {default: retry}
+on_reclaim: retry
+retention: {done: 30d, dead: until_resolved}
+args:
+  n: {type: integer, required: false}
+"""
+
+
+def jobdef_sheets() -> str:
+    folder = Path(tempfile.mkdtemp(prefix="jobdef-bench-"))
+    (folder / "noop.yaml").write_text(SHEET)
+    return str(folder)
+
+
+def procrastinate_app(url: str) -> Any:
+    import procrastinate
+
+    app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=url))
+    app.task(name="noop", queue="default")(_procrastinate_noop)
+    return app
+
+
+def procrastinate_async_app(url: str) -> Any:
+    import procrastinate
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
+    app.task(name="noop", queue="default")(_procrastinate_noop)
+    return app
+
+
+def _procrastinate_noop(n: int = 0) -> None:
+    """procrastinate's no-op task."""
+
+
+async def _pgqueuer_noop(job: Any) -> None:
+    """pgqueuer's no-op entrypoint."""
+
+
+# -- one adapter per system ---------------------------------------------------------------------
+
+
+@dataclass
+class System:
+    """How one queue library installs, enqueues, runs workers and records timings."""
+
+    name: str
+    url: str
+    depth: int = 10
+    sheets: str = ""
+
+    # install ----------------------------------------------------------------------------
+    def install(self) -> None:
+        if self.name == "jobdef":
+            from jobdef.backends import open_backend
+
+            open_backend(self.url).close()
+            self.sheets = jobdef_sheets()
+        elif self.name == "procrastinate":
+            app = procrastinate_app(self.url)
+            with app.open():
+                app.schema_manager.apply_schema()
+        else:
+            asyncio.run(self._pgqueuer(lambda queries: queries.install()))
+
+    async def _pgqueuer(self, work: Callable[[Any], Any]) -> Any:
+        import asyncpg
+        from pgqueuer.db import AsyncpgDriver
+        from pgqueuer.queries import Queries
+
+        conn = await asyncpg.connect(self.url)
+        try:
+            return await work(Queries(AsyncpgDriver(conn)))
+        finally:
+            await conn.close()
+
+    # enqueue ----------------------------------------------------------------------------
+    def enqueue(self, count: int, bulk: bool) -> float:
+        """Seconds to enqueue ``count`` no-op jobs, one per call or in batches."""
+        if self.name == "pgqueuer":
+            return asyncio.run(self._pgqueuer_enqueue(count, bulk))
+        if self.name == "jobdef":
+            from jobdef.registry import load_registry
+            from jobdef.runtime import connect
+
+            with connect(self.url, load_registry([self.sheets])) as queue:
+                start = time.perf_counter()
+                if bulk:
+                    for first in range(0, count, BULK_BATCH):
+                        last = min(count, first + BULK_BATCH)
+                        queue.enqueue_many("noop", ({"n": n} for n in range(first, last)))
+                else:
+                    for n in range(count):
+                        queue.enqueue("noop", {"n": n})
+                return time.perf_counter() - start
+        app = procrastinate_app(self.url)
+        with app.open():
+            task = app.tasks["noop"]
+            start = time.perf_counter()
+            if bulk:
+                for first in range(0, count, BULK_BATCH):
+                    last = min(count, first + BULK_BATCH)
+                    task.batch_defer(*({"n": n} for n in range(first, last)))
+            else:
+                for n in range(count):
+                    task.defer(n=n)
+            return time.perf_counter() - start
+
+    async def _pgqueuer_enqueue(self, count: int, bulk: bool) -> float:
+        async def work(queries: Any) -> float:
+            start = time.perf_counter()
+            if bulk:
+                for first in range(0, count, BULK_BATCH):
+                    size = min(count, first + BULK_BATCH) - first
+                    await queries.enqueue(["noop"] * size, [None] * size, [0] * size)
+            else:
+                for _ in range(count):
+                    await queries.enqueue("noop", None)
+            return time.perf_counter() - start
+
+        return await self._pgqueuer(work)
+
+    # what the system recorded -----------------------------------------------------------
+    def pending(self) -> int:
+        """Jobs not finished yet."""
+        statement = {
+            "jobdef": "SELECT count(*) FROM jobdef_jobs WHERE state <> 'done'",
+            "procrastinate": "SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'",
+            "pgqueuer": "SELECT count(*) FROM pgqueuer",
+        }[self.name]
+        return int(scalar(self.url, statement))
+
+    def run_window(self) -> tuple[float, float]:
+        """Epoch seconds of the first handler start and the last finish."""
+        statement = {
+            "jobdef": "SELECT min(started_at), max(finished_at) FROM jobdef_attempts",
+            "procrastinate": "SELECT extract(epoch FROM min(at) FILTER (WHERE type = 'started')),"
+            " extract(epoch FROM max(at) FILTER (WHERE type = 'succeeded'))"
+            " FROM procrastinate_events",
+            "pgqueuer": "SELECT extract(epoch FROM min(created) FILTER (WHERE status = 'picked')),"
+            " extract(epoch FROM max(created) FILTER (WHERE status = 'successful'))"
+            " FROM pgqueuer_log",
+        }[self.name]
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            first, last = conn.execute(statement).fetchone()
+        return float(first), float(last)
+
+    def latencies(self) -> list[float]:
+        """Enqueue-to-start seconds of every job run so far."""
+        statement = {
+            "jobdef": "SELECT a.started_at - j.created_at FROM jobdef_attempts a "
+            "JOIN jobdef_jobs j ON j.id = a.job_id",
+            "procrastinate": "SELECT extract(epoch FROM s.at - d.at) FROM procrastinate_events s"
+            " JOIN procrastinate_events d ON d.job_id = s.job_id AND d.type = 'deferred'"
+            " WHERE s.type = 'started'",
+            "pgqueuer": "SELECT extract(epoch FROM p.created - q.created) FROM pgqueuer_log p"
+            " JOIN pgqueuer_log q ON q.job_id = p.job_id AND q.status = 'queued'"
+            " WHERE p.status = 'picked'",
+        }[self.name]
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return [float(row[0]) for row in conn.execute(statement)]
+
+    # workers ----------------------------------------------------------------------------
+    def start_worker(self, drain: bool) -> Any:
+        process = SPAWN.Process(
+            target=run_worker, args=(self.name, self.url, self.sheets, drain, self.depth)
+        )
+        process.start()
+        return process
+
+
+def run_worker(system: str, url: str, sheets: str, drain: bool, depth: int) -> None:
+    """One worker process of ``system``; with ``drain`` it exits once the queue is empty."""
+    if system == "jobdef":
+        from jobdef.backends import open_backend
+        from jobdef.registry import load_registry
+        from jobdef.runtime import Worker
+
+        backend = open_backend(url)
+        try:
+            registry = load_registry([sheets])
+            Worker(backend, registry, database_url=url, burst=drain, depth=depth).run()
+        finally:
+            backend.close()
+    elif system == "procrastinate":
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        app = procrastinate_async_app(url)
+
+        async def work() -> None:
+            async with app.open_async():
+                await app.run_worker_async(queues=["default"], wait=not drain, concurrency=1)
+
+        asyncio.run(work())
+    else:
+        asyncio.run(_pgqueuer_worker(url, drain))
+
+
+async def _pgqueuer_worker(url: str, drain: bool) -> None:
+    from datetime import timedelta
+
+    import asyncpg
+    from pgqueuer import types
+    from pgqueuer.db import AsyncpgDriver
+    from pgqueuer.qm import QueueManager
+    from pgqueuer.queries import Queries
+
+    conn = await asyncpg.connect(url)
+    manager = QueueManager(Queries(AsyncpgDriver(conn)))
+    manager.entrypoint("noop")(_pgqueuer_noop)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, manager.shutdown.set)
+    mode = types.QueueExecutionMode.drain if drain else types.QueueExecutionMode.continuous
+    try:
+        await manager.run(
+            mode=mode, batch_size=PGQUEUER_BATCH, dequeue_timeout=timedelta(seconds=1)
+        )
+    finally:
+        await conn.close()
+
+
+# -- the measurements ----------------------------------------------------------------------------
+
+
+def measure_enqueue(system: System, count: int, bulk: bool) -> float:
+    """Jobs per second."""
+    return count / system.enqueue(count, bulk)
+
+
+def measure_drain(system: System, jobs: int, processes: int) -> tuple[float, float]:
+    """(jobs/s from first start to last finish, jobs/s over the wall time with start-up)."""
+    system.enqueue(jobs, bulk=True)
+    start = time.perf_counter()
+    workers = [system.start_worker(drain=True) for _ in range(processes)]
+    wait_until(lambda: system.pending() == 0, 600, f"{system.name} drain")
+    wall = time.perf_counter() - start
+    for worker in workers:
+        worker.join(60)
+        if worker.is_alive():
+            worker.kill()
+    first, last = system.run_window()
+    return jobs / max(last - first, 1e-9), jobs / wall
+
+
+def measure_latency(system: System, count: int) -> float:
+    """Median enqueue-to-start seconds with one idle worker."""
+    worker = system.start_worker(drain=False)
+    try:
+        # A first job proves the worker is up and listening before timing starts.
+        system.enqueue(1, bulk=False)
+        wait_until(lambda: system.pending() == 0, 120, f"{system.name} worker start")
+        for _ in range(count):
+            system.enqueue(1, bulk=False)
+            wait_until(lambda: system.pending() == 0, 60, f"{system.name} job start")
+            time.sleep(0.02)  # let the worker go idle again, as a real idle worker is
+    finally:
+        os.kill(worker.pid, signal.SIGTERM)
+        worker.join(30)
+        if worker.is_alive():
+            worker.kill()
+    return statistics.median(system.latencies()[1:])
+
+
+@dataclass
+class Row:
+    what: str
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, system: str, value: float) -> None:
+        self.values.setdefault(system, []).append(value)
+
+    def median(self, system: str) -> float | None:
+        values = self.values.get(system)
+        return statistics.median(values) if values else None
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    """Every measurement of every system, ``args.runs`` times, each on a fresh database."""
+    rows: dict[str, Row] = {}
+
+    def record(what: str, system: str, value: float) -> None:
+        rows.setdefault(what, Row(what)).add(system, value)
+
+    steps = ["single", "bulk", *(f"drain {n}" for n in args.workers), "latency"]
+    for round_ in range(args.runs):
+        for name in args.systems:
+            url = database_url(args.url, name)
+            for step in steps:
+                fresh_database(args.url, url)
+                system = System(name, url, depth=args.depth)
+                system.install()
+                if step == "single":
+                    record(
+                        "enqueue single (jobs/s)", name, measure_enqueue(system, args.single, False)
+                    )
+                elif step == "bulk":
+                    record("enqueue bulk (jobs/s)", name, measure_enqueue(system, args.jobs, True))
+                elif step == "latency":
+                    latency = measure_latency(system, args.latency)
+                    record("latency, median (ms)", name, latency * 1000)
+                else:
+                    processes = int(step.split()[1])
+                    rate, wall_rate = measure_drain(system, args.jobs, processes)
+                    record(f"drain {processes}p (jobs/s)", name, rate)
+                    record(f"drain {processes}p, wall incl. start-up (jobs/s)", name, wall_rate)
+                print(f"  run {round_ + 1} {name:13} {step} done", file=sys.stderr)
+            drop_database(args.url, url)
+    return list(rows.values())
+
+
+def report(rows: Sequence[Row], systems: Sequence[str]) -> str:
+    lines = [
+        f"| what | {' | '.join(systems)} | "
+        + " | ".join(f"jobdef / {peer}" for peer in systems if peer != "jobdef")
+        + " |"
+    ]
+    lines.append("|" + " --- |" * (1 + len(systems) + len(systems) - 1))
+    for row in rows:
+        cells = [f"{row.median(s):,.1f}" if row.median(s) is not None else "-" for s in systems]
+        ratios = []
+        for peer in systems:
+            if peer == "jobdef":
+                continue
+            mine, theirs = row.median("jobdef"), row.median(peer)
+            ratios.append(f"{mine / theirs:.2f}x" if mine and theirs else "-")
+        lines.append(f"| {row.what} | {' | '.join(cells)} | {' | '.join(ratios)} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--jobs", type=int, default=20_000, help="jobs per drain and bulk run")
+    parser.add_argument("--single", type=int, default=2_000, help="jobs enqueued one by one")
+    parser.add_argument("--latency", type=int, default=50, help="jobs timed for latency")
+    parser.add_argument("--workers", default="1,2,4", help="worker process counts to drain with")
+    parser.add_argument("--runs", type=int, default=3, help="runs; the table shows medians")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=PGQUEUER_BATCH,
+        help="jobdef Worker depth: jobs claimed ahead per child (as pgqueuer's batch size)",
+    )
+    args = parser.parse_args(argv)
+    args.workers = [int(n) for n in args.workers.split(",")]
+    args.systems = [s for s in args.systems.split(",") if s]
+    print(
+        f"{args.jobs} no-op jobs, {os.cpu_count()} cores, PostgreSQL at {args.url}, "
+        f"medians of {args.runs} run(s); latency lower is better",
+        file=sys.stderr,
+    )
+    print(report(run(args), args.systems))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""``jobdef enqueue NAME --args JSON``: put one job in, validated against its sheet."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from jobdef.cli import runtime_options
+from jobdef.durations import parse_duration
+from jobdef.errors import ArgsError
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobdef.runtime.queue import Queue
+
+    try:
+        values = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise ArgsError(
+            f"--args is not JSON ({exc.msg} at column {exc.colno}); write e.g. "
+            "--args '{\"reservation_id\": 42}'"
+        ) from None
+    if not isinstance(values, dict):
+        raise ArgsError("--args must be a JSON object such as '{\"reservation_id\": 42}'")
+    registry = runtime_options.registry(args)
+    queue = Queue(runtime_options.backend(args, create=True), registry)
+    try:
+        delay = parse_duration(args.delay) if args.delay else None
+        result = queue.enqueue(args.name, values, delay=delay, priority=args.priority)
+    finally:
+        queue.close()
+    if result.created:
+        print(f"enqueued job {result.id} ({args.name})")
+    else:
+        print(f"job {result.id} ({args.name}) with the same idempotency key is already there")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "enqueue",
+        help="add a job (args validated against its sheet)",
+        description="Add one job. Its args are validated against the sheet's `args`; "
+        "bad args store nothing. A duplicate of an active job returns the existing one.",
+    )
+    parser.add_argument("name", help="the job's name in its sheet")
+    parser.add_argument("--args", default="{}", help="the args as a JSON object")
+    parser.add_argument("--delay", help="run no earlier than this from now, e.g. 5m")
+    parser.add_argument("--priority", type=int, help="override the sheet's priority")
+    runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser)
+    parser.set_defaults(handler=run)

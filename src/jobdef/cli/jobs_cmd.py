@@ -1,0 +1,132 @@
+"""``jobdef jobs``: list jobs; ``jobdef jobs show ID``: one job with every attempt."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from jobdef.cli import runtime_options
+from jobdef.cli.runtime_options import JOB_STATES, table
+from jobdef.errors import UsageError
+
+if TYPE_CHECKING:
+    from jobdef.backends.base import JobRecord
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _args(record: JobRecord) -> str:
+    return json.dumps(dict(record.args), ensure_ascii=False, separators=(",", ":"))
+
+
+def _list(args: argparse.Namespace) -> int:
+    backend = runtime_options.backend(args)
+    try:
+        records = backend.list_jobs(state=args.state, job=args.job, limit=args.limit)
+    finally:
+        backend.close()
+    if args.format == "json":
+        print(json.dumps([asdict(r) for r in records], ensure_ascii=False, default=_plain))
+        return 0
+    if not records:
+        print("no jobs")
+        return 0
+    rows = [["ID", "JOB", "STATE", "ATTEMPT", "ARGS", "LAST ERROR"]]
+    for r in records:
+        error = f"{r.last_error.type}: {r.last_error.message}" if r.last_error else ""
+        if error and r.state == "done":
+            error = f"(earlier attempt) {error}"
+        rows.append(
+            [str(r.id), r.job, r.state, f"{r.attempt}/{r.max_attempts}", _args(r), error[:70]]
+        )
+    print(table(rows))
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    return dict(value) if hasattr(value, "keys") else str(value)
+
+
+def _show(args: argparse.Namespace) -> int:
+    if args.id is None:
+        raise UsageError("jobs show needs a job id: jobdef jobs show 42")
+    backend = runtime_options.backend(args)
+    try:
+        record = backend.get(args.id)
+        attempts = backend.attempts(args.id) if record else []
+    finally:
+        backend.close()
+    if record is None:
+        raise UsageError(f"no job with id {args.id}; list them with `jobdef jobs`")
+    if args.format == "json":
+        payload = {"job": asdict(record), "attempts": [asdict(a) for a in attempts]}
+        print(json.dumps(payload, ensure_ascii=False, default=_plain))
+        return 0
+    lines = [
+        f"job {record.id}: {record.job}",
+        f"  state        {record.state}",
+        f"  queue        {record.queue} (priority {record.priority})",
+        f"  args         {_args(record)}",
+        f"  key          {record.idempotency_key or '-'}",
+        f"  attempts     {record.attempt} of {record.max_attempts}",
+        f"  created      {_when(record.created_at)}",
+        f"  run after    {_when(record.run_after)}",
+        f"  finished     {_when(record.finished_at)}",
+    ]
+    if record.state == "running":
+        lines.append(f"  worker       {record.worker_id} (lease until {_when(record.lease_until)})")
+    if record.progress is not None:
+        lines.append(f"  progress     {json.dumps(record.progress)}")
+    if record.last_error:
+        label = (
+            "last error (history; the job later succeeded)"
+            if record.state == "done"
+            else "last error"
+        )
+        lines.append(f"  {label}: {record.last_error.type}: {record.last_error.message}")
+    if record.note:
+        lines.append(f"  note         {record.note}")
+    lines.append("")
+    rows = [["#", "WORKER", "STARTED", "FINISHED", "OUTCOME", "ERROR"]]
+    for a in attempts:
+        error = f"{a.error.type}: {a.error.message}" if a.error else ""
+        rows.append(
+            [
+                str(a.attempt),
+                a.worker_id,
+                _when(a.started_at),
+                _when(a.finished_at),
+                a.outcome or "running",
+                error,
+            ]
+        )
+    lines.append(table(rows))
+    print("\n".join(lines))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return _show(args) if args.action == "show" else _list(args)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "jobs",
+        help="list jobs, or show one with every attempt",
+        description="List jobs newest first, or `jobdef jobs show ID` for one job's attempts.",
+    )
+    parser.add_argument("action", nargs="?", choices=["show"], help="show one job")
+    parser.add_argument("id", nargs="?", type=int, help="the job id (with show)")
+    parser.add_argument("--state", choices=JOB_STATES)
+    parser.add_argument("--job", metavar="NAME")
+    parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    runtime_options.add_db(parser)
+    parser.set_defaults(handler=run)

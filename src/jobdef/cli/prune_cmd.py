@@ -1,0 +1,30 @@
+"""``jobdef prune``: delete finished jobs past their sheet's retention (workers also do this)."""
+
+from __future__ import annotations
+
+import argparse
+
+from jobdef.cli import runtime_options
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobdef.runtime.retention import retention_rules
+
+    rules = retention_rules(runtime_options.registry(args))
+    backend = runtime_options.backend(args)
+    try:
+        count = backend.prune(rules, args.batch_size, dry_run=args.dry_run)
+    finally:
+        backend.close()
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{verb} {count} finished job{'s' if count != 1 else ''} past retention")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("prune", help="delete jobs past retention", description=__doc__)
+    parser.add_argument("--dry-run", action="store_true", help="only count")
+    parser.add_argument("--batch-size", type=int, default=1000)
+    runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser)
+    parser.set_defaults(handler=run)

@@ -1,0 +1,157 @@
+"""``jobdef queues``: list queues, pause and resume them while workers run.
+
+A pause is a row in the job store; running workers read it at their next claim,
+so it takes effect without a restart. Jobs already running finish; queued jobs
+stay queued until ``jobdef queues resume NAME``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jobdef.cli import runtime_options
+from jobdef.cli.runtime_options import human_age, table
+from jobdef.errors import SheetError, UsageError
+from jobdef.registry import Registry, load_registry
+
+if TYPE_CHECKING:
+    from jobdef.backends.base import QueueInfo
+
+
+def format_rate(per_second: float | None) -> str:
+    """``100/m`` back from starts per second; ``-`` for no limit."""
+    if per_second is None:
+        return "-"
+    for unit, seconds in (("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        count = per_second * seconds
+        if abs(count - round(count)) < 1e-9 and round(count) >= 1:
+            return f"{round(count)}/{unit}"
+    return f"{per_second:g}/s"
+
+
+def queue_names(registry: Registry | None) -> set[str]:
+    """Queues the sheets know: those with a ``Queue`` document and those jobs name."""
+    if registry is None:
+        return set()
+    return set(registry.queues) | {job.queue for job in registry}
+
+
+def queue_table(infos: Sequence[QueueInfo], registry: Registry | None, *, idle: bool = True) -> str:
+    """Depth, running jobs, oldest wait, pause state and limits, one row per queue
+    ("" when there is none). ``idle=False`` leaves out queues that only the sheets
+    name: the store has no job of theirs and they are not paused."""
+    from jobdef.backends.base import QueueInfo
+
+    live = {info.queue: info for info in infos}
+    policies = registry.queues if registry is not None else {}
+    rows = [["QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST WAITING", "CONCURRENCY", "RATE"]]
+    for name in sorted(set(live) | (queue_names(registry) if idle else set())):
+        info = live.get(name, QueueInfo(queue=name, paused=False))
+        policy = policies.get(name)
+        concurrency = policy.concurrency if policy else info.concurrency
+        rows.append(
+            [
+                name,
+                "paused" if info.paused else "active",
+                str(info.queued),
+                str(info.running),
+                human_age(info.oldest_queued_age),
+                "-" if concurrency is None else str(concurrency),
+                format_rate(policy.rate if policy else None),
+            ]
+        )
+    return table(rows) if len(rows) > 1 else ""
+
+
+def sheets_if_any(args: argparse.Namespace) -> Registry | None:
+    """The sheets, for the queues' names and limits; None when there are none to read.
+
+    The store answers without them, so a missing folder or a sheet with errors
+    costs only the limits columns (and a note on stderr), never the command.
+    """
+    folder = Path(runtime_options.config(args).sheets)
+    if not folder.exists():
+        return None
+    try:
+        return load_registry([folder])
+    except SheetError as exc:
+        first = exc.message.splitlines()[0]
+        print(
+            f"note: sheets in {folder} not read ({first}); queue limits not shown", file=sys.stderr
+        )
+        return None
+
+
+def run_list(args: argparse.Namespace) -> int:
+    registry = sheets_if_any(args)
+    backend = runtime_options.backend(args)
+    try:
+        infos = backend.queues()
+    finally:
+        backend.close()
+    print(queue_table(infos, registry))
+    return 0
+
+
+def run_set_paused(args: argparse.Namespace) -> int:
+    paused = args.action == "pause"
+    registry = sheets_if_any(args)
+    backend = runtime_options.backend(args)
+    try:
+        known = queue_names(registry) | {info.queue for info in backend.queues()}
+        if args.name not in known:
+            raise UsageError(
+                f"no queue named {args.name!r} in the sheets or the job store "
+                f"(queues: {', '.join(sorted(known)) or 'none'}); check the spelling, "
+                "or pass --sheets DIR with the sheets that name it"
+            )
+        backend.set_paused(args.name, paused)
+    finally:
+        backend.close()
+    if paused:
+        print(
+            f"queue {args.name} paused: workers stop claiming from it at their next claim; "
+            f"`jobdef queues resume {args.name}` to undo"
+        )
+    else:
+        print(f"queue {args.name} resumed: workers claim from it again at their next claim")
+    return 0
+
+
+def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
+    runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser)
+    if nested:
+        # Also accepted after the action; SUPPRESS keeps an absent one from
+        # overwriting a value given before it.
+        for action in parser._actions:
+            if action.dest in ("db", "sheets"):
+                action.default = argparse.SUPPRESS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "queues",
+        help="list queues; pause or resume one without restarting workers",
+        description="List queues with their depth, running jobs, oldest wait, pause state "
+        "and the limits their Queue documents set; `pause NAME` stops workers from "
+        "claiming jobs of the queue (running jobs finish), `resume NAME` undoes it.",
+    )
+    _add_options(parser, nested=False)
+    parser.set_defaults(handler=run_list)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    listing = actions.add_parser("list", help="list queues (the default)")
+    _add_options(listing, nested=True)
+    listing.set_defaults(handler=run_list)
+    for action, text in (
+        ("pause", "stop claiming from the queue NAME"),
+        ("resume", "claim from the queue NAME again"),
+    ):
+        sub = actions.add_parser(action, help=text, description=text + ".")
+        sub.add_argument("name", metavar="NAME", help="queue name")
+        _add_options(sub, nested=True)
+        sub.set_defaults(handler=run_set_paused)

@@ -1,0 +1,87 @@
+"""Options shared by the commands that talk to the job database: --db and --sheets.
+
+Nothing here imports the backends at module level: ``jobdef validate`` builds the
+same parser and must start without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jobdef.config import Config, load_config
+from jobdef.errors import UsageError
+
+if TYPE_CHECKING:
+    from jobdef.backends.base import Backend
+    from jobdef.registry import Registry
+
+# The job states, for --state choices (the same as jobdef.backends.base.State).
+JOB_STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
+
+
+def add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="job database, e.g. sqlite:///jobdef.db or postgresql://host/db "
+        "(default: JOBDEF_DATABASE_URL, [tool.jobdef] database, sqlite:///jobdef.db)",
+    )
+
+
+def add_sheets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sheets",
+        metavar="DIR",
+        help="folder of job definition sheets (default: [tool.jobdef] sheets, ./jobdefs)",
+    )
+
+
+def config(args: argparse.Namespace) -> Config:
+    return load_config(
+        {"database": getattr(args, "db", None), "sheets": getattr(args, "sheets", None)}
+    )
+
+
+def backend(args: argparse.Namespace, *, create: bool = False) -> Backend:
+    """The job store named by --db/config; operator commands never create a new file."""
+    from jobdef.backends import open_backend
+
+    return open_backend(config(args).database, create=create)
+
+
+def registry(args: argparse.Namespace) -> Registry:
+    """The sheets named by --sheets/config, loaded and validated."""
+    from jobdef.registry import load_registry
+
+    folder = Path(config(args).sheets)
+    if not folder.exists():
+        raise UsageError(
+            f"sheets folder {folder} does not exist; pass --sheets DIR or set "
+            "[tool.jobdef] sheets in pyproject.toml"
+        )
+    return load_registry([folder])
+
+
+def human_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def table(rows: list[list[str]]) -> str:
+    """Left-aligned columns, the first row a header."""
+    if not rows:
+        return ""
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )

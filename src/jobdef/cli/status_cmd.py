@@ -1,0 +1,71 @@
+"""``jobdef status``: how many jobs per job and state, and how long the oldest one waits.
+
+Then one row per queue: depth, running jobs, oldest wait, pause state, and the
+limits its ``Queue`` document sets (when the sheets folder is found). Last, the
+outbox: notifications waiting for delivery, and failed deliveries, per channel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+
+from jobdef.cli import runtime_options
+from jobdef.cli.queues_cmd import queue_table, sheets_if_any
+from jobdef.cli.runtime_options import human_age, table
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobdef.notify.status import outbox_lines, outbox_status
+
+    backend = runtime_options.backend(args)
+    try:
+        counts = backend.stats()
+        queues = backend.queues()
+        outbox = outbox_status(backend, time.time())
+    finally:
+        backend.close()
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "jobs": [asdict(c) for c in counts],
+                    "queues": [asdict(q) for q in queues],
+                    "outbox": outbox.as_json(),
+                }
+            )
+        )
+        return 0
+    if not counts:
+        print("no jobs")
+    else:
+        rows = [["JOB", "QUEUE", "STATE", "COUNT", "OLDEST WAITING"]]
+        rows += [
+            [
+                c.job,
+                c.queue,
+                c.state,
+                str(c.count),
+                human_age(c.oldest_age) if c.state == "queued" else "",
+            ]
+            for c in counts
+        ]
+        print(table(rows))
+    section = queue_table(queues, sheets_if_any(args), idle=False)
+    if section:
+        print(f"\n{section}")
+    if outbox.channels:  # quiet while every notification is delivered
+        print("\n" + "\n".join(outbox_lines(outbox)))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "status", help="job counts per job and state", description=__doc__
+    )
+    runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser)  # for the queues' limits; optional
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.set_defaults(handler=run)

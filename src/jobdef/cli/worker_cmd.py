@@ -1,0 +1,78 @@
+"""``jobdef worker``: run the jobs of the sheets until stopped (or, with --burst, drained)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from jobdef.cli import runtime_options
+from jobdef.durations import parse_duration
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobdef.runtime.worker import Worker
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    registry = runtime_options.registry(args)
+    url = runtime_options.config(args).database
+    backend = runtime_options.backend(args, create=True)
+    worker = Worker(
+        backend,
+        registry,
+        database_url=url,
+        queues=[q.strip() for q in args.queues.split(",") if q.strip()] if args.queues else None,
+        concurrency=args.concurrency,
+        burst=args.burst,
+        lease_seconds=parse_duration(args.lease),
+        grace=parse_duration(args.grace),
+        poll_interval=parse_duration(args.poll),
+        depth=args.prefetch,
+    )
+    try:
+        stats = worker.run()
+    finally:
+        backend.close()
+    print(
+        f"worker {worker.id}: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
+        f"{stats.released} released, {stats.refused} late writes refused"
+    )
+    return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer of 1 or more, got {text}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "worker",
+        help="run jobs with the policy of their sheets",
+        description="Claim jobs, run their handlers in child processes with the sheet's "
+        "timeout, retry or bury failures per the sheet. SIGTERM/SIGINT drains; a second "
+        "signal stops at once (running jobs are released, never lost).",
+    )
+    runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser)
+    parser.add_argument("--queues", metavar="A,B", help="only these queues (default: all)")
+    parser.add_argument("--concurrency", type=_positive, default=1, help="handler processes")
+    parser.add_argument("--burst", action="store_true", help="exit when nothing is runnable")
+    parser.add_argument(
+        "--prefetch",
+        type=_positive,
+        default=16,
+        help="jobs handed ahead to each handler process (16); jobs stuck behind a slow "
+        "one are taken back after 0.5s",
+    )
+    parser.add_argument("--lease", default="30s", help="lease length (default 30s)")
+    parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (10s)")
+    parser.add_argument("--poll", default="250ms", help="idle poll interval (250ms)")
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.set_defaults(handler=run)

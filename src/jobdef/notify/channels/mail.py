@@ -1,0 +1,109 @@
+"""The ``email`` channel: a plain-text mail through SMTP.
+
+``security`` is ``starttls`` (default, port 587), ``tls`` (port 465) or
+``none`` (port 25); certificates are verified for both TLS modes. The user and
+password come from the environment variables ``user_env``/``password_env``
+name. The mail's ``Message-ID`` is derived from the outbox message id, so a
+copy resent after a crash is recognisable (and dropped by many mail stores).
+"""
+
+from __future__ import annotations
+
+import re
+import smtplib
+import ssl
+from collections.abc import Sequence
+from email.message import EmailMessage
+from email.utils import formatdate
+
+from jobdef.errors import DeliveryError
+from jobdef.notify.channels import ChannelConfig
+from jobdef.notify.message import Message
+
+DEFAULT_PORTS = {"starttls": 587, "tls": 465, "none": 25}
+
+
+def mail_message_id(message_id: str) -> str:
+    """An RFC 5322 Message-ID made from the outbox message id (same id, same header)."""
+    local = re.sub(r"[^A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]", "-", message_id).strip(".") or "message"
+    return f"<{local}@jobdef.invalid>"
+
+
+class MailSender:
+    """Sends each message as one plain-text mail."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        sender: str,
+        recipients: Sequence[str],
+        security: str = "starttls",
+        user: str | None = None,
+        password: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.sender = sender
+        self.recipients = list(recipients)
+        self.security = security
+        self.user = user
+        self.password = password
+        self.timeout = timeout
+
+    def compose(self, message: Message) -> EmailMessage:
+        mail = EmailMessage()
+        mail["Subject"] = message.subject
+        mail["From"] = self.sender
+        mail["To"] = ", ".join(self.recipients)
+        mail["Date"] = formatdate(usegmt=True)
+        mail["Message-ID"] = mail_message_id(message.message_id)
+        mail["X-Jobdef-Message-Id"] = message.message_id
+        mail.set_content(message.text)
+        return mail
+
+    def _connect(self) -> smtplib.SMTP:
+        if self.security == "tls":
+            return smtplib.SMTP_SSL(
+                self.host, self.port, timeout=self.timeout, context=ssl.create_default_context()
+            )
+        smtp = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+        if self.security == "starttls":
+            smtp.starttls(context=ssl.create_default_context())
+        return smtp
+
+    def send(self, message: Message) -> None:
+        try:
+            with self._connect() as smtp:
+                if self.user:
+                    smtp.login(self.user, self.password or "")
+                smtp.send_message(self.compose(message))
+        except smtplib.SMTPException as exc:
+            raise DeliveryError(f"SMTP {self.host}:{self.port}: {exc}") from None
+        except (OSError, ssl.SSLError) as exc:
+            raise DeliveryError(
+                f"SMTP {self.host}:{self.port} unreachable: {type(exc).__name__}: {exc}"
+            ) from None
+
+
+def build(config: ChannelConfig) -> MailSender:
+    host = config.require("host", "the SMTP server's host name")
+    sender = config.require("from", "the sender address")
+    recipients = config.require("to", "a list of recipient addresses")
+    security = str(config.get("security", "starttls"))
+    user = config.env("user_env")
+    password = config.env("password_env")
+    if config.get("password_env") and not config.get("user_env"):
+        config.problem("user_env", "a password without a user: name the user's variable too")
+    return MailSender(
+        host=str(host or ""),
+        port=int(config.get("port") or DEFAULT_PORTS.get(security, 25)),
+        sender=str(sender or ""),
+        recipients=[str(r) for r in recipients or ()],
+        security=security,
+        user=user,
+        password=password,
+        timeout=config.timeout(),
+    )

@@ -1,0 +1,57 @@
+"""The worker's outbox service: keeps the sender thread alive, delivers on close."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from notify_servers import WebhookServer, wait_for
+from sqlite_outbox import Clock, bury_with, dead, open_store
+
+from jobdef.notify.service import OutboxService
+from jobdef.policy import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
+from jobdef.registry import Registry
+from jobdef.runtime.maintenance import MaintenanceContext
+
+
+class StoreAt:
+    """A stand-in for the worker's store that only tells where the database lives."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+def registry() -> Registry:
+    channel = ChannelPolicy("ops", "webhook", freeze({"url_env": "HOOK_URL", "timeout": "2s"}))
+    job = JobPolicy("send_mail", "x:y", notify=NotifyPolicy("ops", ("dead",)))
+    return Registry(jobs={"send_mail": job}, channels={"ops": channel})
+
+
+def test_a_sender_thread_that_died_is_started_again_at_the_next_tick(
+    tmp_path: Path, webhook: WebhookServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "later"  # does not exist yet: opening the store fails
+    clock = Clock()
+    ctx = MaintenanceContext(
+        StoreAt(f"sqlite:///{folder / 'jobs.db'}"),  # type: ignore[arg-type]
+        registry(),
+        "w1",
+        clock,
+    )
+    service = OutboxService(ctx, environ={"HOOK_URL": webhook.url}, poll_interval=0.05)
+    with caplog.at_level(logging.ERROR, logger="jobdef.outbox"):
+        service.tick(clock())
+        wait_for(lambda: "cannot open the job store" in caplog.text, what="the failure log")
+
+    folder.mkdir()
+    backend = open_store(folder / "jobs.db", clock)
+    try:
+        bury_with(backend, [dead(1)])
+        wait_for(lambda: service._thread is not None and not service._thread.is_alive())
+        service.tick(clock())
+        wait_for(lambda: webhook.received, what="delivery by the restarted sender")
+        service.close()
+        assert backend.outbox_pending() == []
+    finally:
+        backend.close()

@@ -1,0 +1,70 @@
+"""Code that runs in child processes of the PostgreSQL tests (importable under spawn)."""
+
+from __future__ import annotations
+
+from jobdef.backends.base import ClaimOptions
+from jobdef.backends.postgres import PostgresBackend
+
+
+def migrate(url: str, schema: str) -> int:
+    with PostgresBackend(url, schema=schema) as backend:
+        backend.migrate()
+        return backend.schema_version()
+
+
+def drain(url: str, schema: str, worker_id: str, batch: int) -> list[int]:
+    """Claim and complete until the queue is empty; return the ids this process completed."""
+    completed: list[int] = []
+    with PostgresBackend(url, schema=schema) as backend:
+        while True:
+            jobs = backend.claim(ClaimOptions(worker_id, lease_seconds=60, limit=batch))
+            if not jobs:
+                return completed
+            results = backend.complete([job.lease for job in jobs])
+            completed.extend(job.id for job, ok in zip(jobs, results, strict=True) if ok)
+
+
+def claim_limited(url: str, schema: str, worker_id: str, cap: int, rounds: int) -> int:
+    """Claim from a concurrency-limited queue, holding every job; return how many it got."""
+    held = 0
+    with PostgresBackend(url, schema=schema) as backend:
+        for _ in range(rounds):
+            jobs = backend.claim(
+                ClaimOptions(worker_id, lease_seconds=60, limit=5, queue_limits={"exports": cap})
+            )
+            held += len(jobs)
+    return held
+
+
+def run_worker(
+    url: str,
+    schema: str,
+    sheets: str,
+    *,
+    concurrency: int = 2,
+    burst: bool = False,
+    lease_seconds: float = 30.0,
+    poll_interval: float = 0.25,
+) -> None:
+    """A real worker process on the engine at ``url``/``schema`` running ``sheets``."""
+    import logging
+
+    from jobdef.backends import open_backend
+    from jobdef.registry import load_registry
+    from jobdef.runtime.worker import Worker
+
+    logging.basicConfig(level=logging.WARNING)
+    database_url = f"{url}?schema={schema}"
+    backend = open_backend(database_url)
+    try:
+        Worker(
+            backend,
+            load_registry([sheets]),
+            database_url=database_url,
+            concurrency=concurrency,
+            burst=burst,
+            lease_seconds=lease_seconds,
+            poll_interval=poll_interval,
+        ).run()
+    finally:
+        backend.close()

@@ -1,0 +1,127 @@
+"""Claim on PostgreSQL: SKIP LOCKED across processes, index-backed, limits held across workers."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from jobdef.backends.base import ClaimOptions, ErrorInfo, NewJob
+from jobdef.backends.postgres import PostgresBackend
+
+from . import proc
+from .conftest import ManualClock
+from .helpers import query
+
+
+def _spawn_pool(size: int) -> multiprocessing.pool.Pool:
+    return multiprocessing.get_context("spawn").Pool(size)
+
+
+@pytest.mark.slow
+def test_four_processes_draining_10000_jobs_complete_each_exactly_once(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    ids = [
+        r.id
+        for r in pg_backend.enqueue([NewJob("noop", {"n": n}, "default") for n in range(10_000)])
+    ]
+    with _spawn_pool(4) as pool:
+        per_process = pool.starmap(
+            proc.drain,
+            [(postgres_url, pg_backend.schema, f"worker-{n}", 10) for n in range(4)],
+        )
+    completed = [job_id for ids_done in per_process for job_id in ids_done]
+    assert sorted(completed) == sorted(ids)
+    assert all(per_process), "every process should have taken part"
+    done_attempts = query(
+        postgres_url,
+        f'SELECT job_id, count(*) FROM "{pg_backend.schema}".jobdef_attempts '
+        "WHERE outcome = 'done' GROUP BY job_id HAVING count(*) <> 1",
+    )
+    assert done_attempts == []
+    assert {s.state: s.count for s in pg_backend.stats()} == {"done": 10_000}
+
+
+def test_claim_reads_the_partial_index_not_the_finished_rows(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    schema = pg_backend.schema
+    query(
+        postgres_url,
+        f'INSERT INTO "{schema}".jobdef_jobs (job, queue, args, state, max_attempts, '
+        "run_after, created_at, updated_at, finished_at) "
+        "SELECT 'old', 'default', '{}', 'done', 1, 0, 0, 0, 1 FROM generate_series(1, 50000)",
+    )
+    query(postgres_url, f'ANALYZE "{schema}".jobdef_jobs')
+    pg_backend.enqueue([NewJob("new", {}, "default") for _ in range(20)])
+    params = {
+        "now": pg_backend.clock(),
+        "worker_id": "w",
+        "lease_until": pg_backend.clock() + 30,
+        "limit": 10,
+        "queues": None,
+        "limited": [],
+        "caps": [],
+        "limited_all": [],
+    }
+    plan = "\n".join(
+        row[0]
+        for row in pg_backend._connection().execute(
+            "EXPLAIN " + pg_backend._q("claim_jobs"), params
+        )
+    )
+    assert "jobdef_jobs_claim" in plan
+    assert "Seq Scan on jobdef_jobs" not in plan
+
+
+def test_a_concurrency_limit_holds_across_processes(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    pg_backend.enqueue([NewJob("export", {"n": n}, "exports") for n in range(20)])
+    with _spawn_pool(4) as pool:
+        held = pool.starmap(
+            proc.claim_limited,
+            [(postgres_url, pg_backend.schema, f"worker-{n}", 2, 5) for n in range(4)],
+        )
+    assert sum(held) == 2
+    assert [q.running for q in pg_backend.queues() if q.queue == "exports"] == [2]
+
+
+def test_a_limited_queue_at_its_cap_does_not_hold_back_other_queues(
+    pg_backend: PostgresBackend,
+) -> None:
+    pg_backend.enqueue(
+        [NewJob("export", {}, "exports", priority=9) for _ in range(5)]
+        + [NewJob("mail", {}, "mail") for _ in range(3)]
+    )
+    options = ClaimOptions("w1", lease_seconds=30, limit=10, queue_limits={"exports": 2})
+    first = pg_backend.claim(options)
+    assert sorted(job.queue for job in first) == ["exports", "exports", "mail", "mail", "mail"]
+    assert pg_backend.claim(options) == []
+
+
+def test_a_paused_queue_is_skipped_and_others_are_claimed(pg_backend: PostgresBackend) -> None:
+    pg_backend.enqueue([NewJob("a", {}, "paused_q", priority=5), NewJob("b", {}, "open_q")])
+    pg_backend.set_paused("paused_q", True)
+    claimed = pg_backend.claim(ClaimOptions("w1", lease_seconds=30, limit=10))
+    assert [job.queue for job in claimed] == ["open_q"]
+    pg_backend.set_paused("paused_q", False)
+    assert [j.queue for j in pg_backend.claim(ClaimOptions("w1", 30, limit=10))] == ["paused_q"]
+
+
+def test_a_reclaimed_lease_fences_out_the_late_worker(
+    pg_backend: PostgresBackend, clock: ManualClock
+) -> None:
+    pg_backend.enqueue([NewJob("a", {}, "default", max_attempts=3)])
+    (slow,) = pg_backend.claim(ClaimOptions("slow-worker", lease_seconds=10))
+    clock.advance(11)
+    (expired,) = pg_backend.expired_leases()
+    assert expired.lease == slow.lease
+    error = ErrorInfo("TimeoutError", "lease expired")
+    assert pg_backend.retry(expired.lease, error, clock(), 0.0, outcome="reclaimed")
+    (fresh,) = pg_backend.claim(ClaimOptions("other-worker", lease_seconds=10))
+    assert fresh.attempt == 2
+    assert pg_backend.complete([slow.lease]) == [False]
+    assert not pg_backend.heartbeat(slow.lease, 10)
+    assert pg_backend.complete([fresh.lease]) == [True]

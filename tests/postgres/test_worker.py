@@ -1,0 +1,186 @@
+"""The worker on PostgreSQL, in real processes: many workers, kill -9, lost sessions, wake-up."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from jobdef.backends.postgres import PostgresBackend
+from jobdef.registry import load_registry
+from jobdef.runtime.queue import Queue
+
+from . import proc
+from .helpers import query, wait_for
+from .sheets import write_sheets
+
+pytestmark = pytest.mark.slow
+# A session whose last statement was LISTEN on the channel: a worker waiting for jobs.
+LISTENING = (
+    "SELECT pid FROM pg_stat_activity WHERE application_name = 'jobdef' "
+    "AND query = 'LISTEN \"' || %s || '\"'"
+)
+SPAWN = multiprocessing.get_context("spawn")
+
+
+class Workers:
+    """Worker processes started by one test; whatever is left is killed at the end."""
+
+    def __init__(self, url: str, schema: str, sheets: Path) -> None:
+        self.url, self.schema, self.sheets = url, schema, str(sheets)
+        self.processes: list[Any] = []
+
+    def start(self, **options: Any) -> Any:
+        process = SPAWN.Process(
+            target=proc.run_worker,
+            args=(self.url, self.schema, self.sheets),
+            kwargs=options,
+        )
+        process.start()
+        self.processes.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            process.join(30)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+@pytest.fixture
+def sheets(tmp_path: Path) -> Path:
+    return write_sheets(tmp_path / "jobdefs")
+
+
+@pytest.fixture
+def workers(postgres_url: str, pg_backend: PostgresBackend, sheets: Path) -> Iterator[Workers]:
+    started = Workers(postgres_url, pg_backend.schema, sheets)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+@pytest.fixture
+def queue(pg_backend: PostgresBackend, sheets: Path) -> Queue:
+    return Queue(pg_backend, load_registry([sheets]))
+
+
+def _attempts(backend: PostgresBackend) -> list[tuple[Any, ...]]:
+    return query(
+        backend.conninfo,
+        f'SELECT job_id, attempt, worker_id, outcome FROM "{backend.schema}".jobdef_attempts '
+        "ORDER BY id",
+    )
+
+
+def _states(backend: PostgresBackend) -> dict[str, int]:
+    """Jobs per state, all job names together."""
+    counts: dict[str, int] = {}
+    for row in backend.stats():
+        counts[row.state] = counts.get(row.state, 0) + row.count
+    return counts
+
+
+def test_four_worker_processes_run_10000_jobs_each_exactly_once(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue
+) -> None:
+    ids = {r.id for r in queue.enqueue_many("noop", ({"n": n} for n in range(10_000)))}
+    for _ in range(4):
+        workers.start(burst=True, concurrency=2)
+    for process in workers.processes:
+        process.join(300)
+        assert process.exitcode == 0
+    assert _states(pg_backend) == {"done": 10_000}
+    attempts = _attempts(pg_backend)
+    assert sorted(job_id for job_id, *_ in attempts) == sorted(ids)
+    assert {outcome for *_, outcome in attempts} == {"done"}
+    assert len({worker for _, _, worker, _ in attempts}) == 4
+
+
+def test_a_job_of_a_worker_killed_with_sigkill_is_reclaimed_and_completed(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    (job,) = [queue.enqueue("slow_first_attempt", {"marker": str(marker)})]
+    doomed = workers.start(lease_seconds=2.0)
+    wait_for(lambda: marker.exists() and marker.read_text().startswith("1 "))
+    os.kill(doomed.pid, signal.SIGKILL)
+    doomed.join()
+    workers.start(lease_seconds=2.0)
+    wait_for(lambda: pg_backend.get(job.id).state == "done", timeout=60)
+    assert [(a, outcome) for _, a, _, outcome in _attempts(pg_backend)] == [
+        (1, "reclaimed"),
+        (2, "done"),
+    ]
+
+
+def test_a_worker_whose_sessions_are_terminated_mid_job_reconnects_and_goes_on(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    job = queue.enqueue("pause", {"marker": str(marker), "seconds": 2.0})
+    workers.start(lease_seconds=3.0)
+    wait_for(marker.exists)
+    terminated = query(
+        pg_backend.conninfo,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE application_name = 'jobdef' AND pid <> pg_backend_pid()",
+    )
+    assert terminated, "the worker's sessions should have been found"
+    wait_for(lambda: pg_backend.get(job.id).state == "done", timeout=60)
+    later = queue.enqueue_many("noop", ({"n": n} for n in range(20)))
+    wait_for(lambda: all(pg_backend.get(r.id).state == "done" for r in later), timeout=60)
+    assert [outcome for job_id, _, _, outcome in _attempts(pg_backend) if job_id == job.id] == [
+        "done"
+    ]
+    assert pg_backend.expired_leases() == []
+    assert _states(pg_backend) == {"done": 21}
+
+
+def test_a_rolled_back_transactional_enqueue_is_never_run(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue
+) -> None:
+    with psycopg.connect(pg_backend.conninfo) as conn:
+        queue.enqueue("noop", {"n": 1}, connection=conn)
+        conn.rollback()
+        queue.enqueue("noop", {"n": 2}, connection=conn)
+        conn.commit()
+    workers.start(burst=True).join(60)
+    assert [(r.args, r.state) for r in pg_backend.list_jobs()] == [({"n": 2}, "done")]
+
+
+def test_an_idle_worker_is_woken_by_notify_not_by_its_poll(
+    postgres_url: str, pg_backend: PostgresBackend, workers: Workers, sheets: Path
+) -> None:
+    workers.start(poll_interval=120.0)
+    # Latency compares the enqueue time with the worker's start time: both real clocks.
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as backend:
+        queue = Queue(backend, load_registry([sheets]))
+        latencies = []
+        for n in range(10):
+            job = queue.enqueue("noop", {"n": n})
+            # Far below the 120 s poll: only the notification can start the job this soon.
+            wait_for(lambda job=job: backend.get(job.id).state == "done", timeout=60)
+            (attempt,) = backend.attempts(job.id)
+            latencies.append(attempt.started_at - backend.get(job.id).created_at)
+    print(f"median enqueue-to-start latency: {statistics.median(latencies) * 1000:.1f} ms")
+
+
+def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:
+    idle = workers.start(poll_interval=120.0)
+    wait_for(lambda: query(workers.url, LISTENING, (f"jobdef_{workers.schema}",)))
+    os.kill(idle.pid, signal.SIGTERM)
+    idle.join(60)  # far below the 120 s poll: the wait was cut short
+    assert idle.exitcode == 0

@@ -1,0 +1,78 @@
+"""The enqueue API: args validated by the sheet, keys from the recipe, the caller's transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from jobdef.errors import ArgsError, UnknownJobError
+from jobdef.runtime.queue import Queue, connect
+
+
+@pytest.fixture
+def queue(backend, registry):
+    return Queue(backend, registry)
+
+
+def test_enqueue_takes_queue_priority_attempts_and_key_from_the_sheet(queue, backend):
+    result = queue.enqueue("noop", {"n": 7})
+    record = backend.get(result.id)
+    assert (record.queue, record.max_attempts, record.idempotency_key) == ("default", 3, "noop-7")
+    assert record.args == {"n": 7}
+
+
+def test_bad_args_raise_a_clear_error_and_store_nothing(queue, backend):
+    with pytest.raises(ArgsError) as caught:
+        queue.enqueue("noop", {"n": -1, "extra": True})
+    message = str(caught.value)
+    assert "job 'noop'" in message
+    assert "args.n: -1 is less than the minimum of 0" in message
+    assert "'extra' was unexpected" in message
+    assert "Nothing was stored" in message
+    assert backend.list_jobs() == []
+
+
+def test_bulk_enqueue_stores_nothing_when_one_call_is_bad(queue, backend):
+    with pytest.raises(ArgsError, match=r"args\.n"):
+        queue.enqueue_many("noop", [{"n": 1}, {"n": "two"}])
+    assert backend.list_jobs() == []
+
+
+def test_bulk_enqueue_stores_all_in_one_call(queue, backend):
+    results = queue.enqueue_many("noop", [{"n": i} for i in range(50)])
+    assert all(r.created for r in results)
+    assert len(backend.list_jobs(limit=100)) == 50
+
+
+def test_a_duplicate_of_an_active_job_returns_the_existing_one(queue, backend):
+    first = queue.enqueue("noop", {"n": 1})
+    second = queue.enqueue("noop", {"n": 1})
+    assert (second.id, second.created) == (first.id, False)
+
+
+def test_unknown_job_names_the_known_ones(queue):
+    with pytest.raises(UnknownJobError, match="jobs: exit_first, fail, noop"):
+        queue.enqueue("nope", {})
+
+
+def test_delay_sets_run_after_from_the_clock(backend, registry):
+    queue = Queue(backend, registry, clock=lambda: 1000.0)
+    result = queue.enqueue("noop", {"n": 1}, delay=60)
+    assert backend.get(result.id).run_after == 1060.0
+
+
+def test_enqueue_joins_the_callers_sqlite_transaction(registry, db_url, tmp_path):
+    queue = connect(db_url, registry)
+    conn = sqlite3.connect(tmp_path / "jobs.db")
+    conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    with conn:
+        conn.execute("INSERT INTO orders VALUES (1)")
+        kept = queue.enqueue("noop", {"n": 1}, connection=conn)
+    conn.execute("INSERT INTO orders VALUES (2)")
+    dropped = queue.enqueue("noop", {"n": 2}, connection=conn)
+    conn.rollback()  # the caller's change failed
+    conn.close()
+    assert queue.get(kept.id) is not None
+    assert queue.get(dropped.id) is None
+    queue.close()

@@ -1,0 +1,81 @@
+"""The worker in this process (its handler pool still real child processes), burst mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+from jobdef.backends.base import NewJob
+from jobdef.policy import freeze
+from jobdef.registry import Registry
+from jobdef.runtime.pool import Pool
+from jobdef.runtime.queue import Queue
+from jobdef.runtime.worker import Worker
+
+
+def _run(backend, registry, db_url, **options):
+    worker = Worker(backend, registry, database_url=db_url, burst=True, services=[], **options)
+    return worker.run()
+
+
+def test_burst_worker_runs_only_the_named_queues(backend, registry, db_url):
+    queue = Queue(backend, registry)
+    default = queue.enqueue("noop", {"n": 1}).id
+    reports = queue.enqueue("progress", {"steps": 1}).id
+    stats = _run(backend, registry, db_url, queues=["reports"])
+    assert stats.done == 1
+    assert backend.get(reports).state == "done"
+    assert backend.get(default).state == "queued"
+
+
+def test_heartbeat_progress_is_recorded_and_done_is_notified(backend, registry, db_url):
+    job = Queue(backend, registry).enqueue("progress", {"steps": 3}).id
+    _run(backend, registry, db_url)
+    record = backend.get(job)
+    assert record.state == "done"
+    assert record.progress == {"step": 3, "of": 3}
+    [message] = backend.outbox_pending()
+    assert (message.notification.event, message.notification.payload["job_id"]) == ("done", job)
+
+
+def test_a_job_no_sheet_defines_is_buried_with_a_clear_reason(backend, registry, db_url):
+    [stray] = backend.enqueue([NewJob("renamed_job", {}, "default", max_attempts=3)])
+    stats = _run(backend, registry, db_url)
+    record = backend.get(stray.id)
+    assert stats.dead == 1
+    assert record.state == "dead"
+    assert "no sheet of this worker defines job 'renamed_job'" in record.last_error.message
+
+
+def test_queue_concurrency_from_the_sheets_is_the_workers_claim_limit(registry, backend, db_url):
+    from jobdef.policy import QueuePolicy
+
+    limited = Registry(
+        jobs=registry.jobs,
+        channels=registry.channels,
+        queues=freeze({"reports": QueuePolicy("reports", concurrency=2)}),
+    )
+    worker = Worker(backend, limited, database_url=db_url, burst=True, services=[])
+    assert worker.queue_limits == {"reports": 2}
+
+
+def test_a_killed_workers_lock_folder_is_removed_by_the_next_pool(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    stale = tmp_path / f"jobdef-pool-{int(finished.stdout)}-abc"
+    stale.mkdir()
+    pool = Pool(1, "sqlite:///unused.db")
+    try:
+        assert not stale.exists()
+        mine = [p.name.split("-")[2] for p in tmp_path.glob("jobdef-pool-*")]
+        assert mine == [str(os.getpid())]
+    finally:
+        pool.close()
+    assert list(tmp_path.glob("jobdef-pool-*")) == []

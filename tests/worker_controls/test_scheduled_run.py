@@ -1,0 +1,62 @@
+"""A worker's scheduler enqueues a batch job's slot and the handler gets that slot."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from jobdef.backends import open_backend
+from jobdef.policy import JobPolicy
+from jobdef.registry import Registry
+from jobdef.runtime import Worker
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_worker_schedules_the_slot_and_hands_it_to_the_handler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+    )
+    monkeypatch.setenv("SLOT_OUT", str(tmp_path))
+    report = JobPolicy(
+        name="nightly_report",
+        handler="queue_handlers:record_slot",
+        mode="batch",
+        schedule="0 3 * * *",
+        timezone="Asia/Tokyo",
+        queue="batch",
+    )
+    registry = Registry(jobs={"nightly_report": report}, channels={})
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    backend = open_backend(url)
+    # The worker's clock says 03:00:05 in Tokyo; the store's clock is the real one, later.
+    slot = datetime(2026, 5, 2, 3, tzinfo=ZoneInfo("Asia/Tokyo"))
+    worker = Worker(
+        backend,
+        registry,
+        database_url=url,
+        poll_interval=0.02,
+        clock=lambda: slot.timestamp() + 5,
+    )
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any(tmp_path.glob("[0-9]*")):
+            assert time.monotonic() < deadline, "the scheduled job never ran"
+            time.sleep(0.02)
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+    (job,) = backend.list_jobs(job="nightly_report")
+    backend.close()
+    assert (tmp_path / str(job.id)).read_text(encoding="utf-8") == "2026-05-02T03:00:00+09:00"
+    assert job.idempotency_key == "nightly_report@2026-05-02T03:00:00+09:00"
