@@ -241,3 +241,41 @@ def test_a_broken_sheet_at_a_revision_is_named_by_its_place_in_git(
     assert "git:HEAD: " in err
     assert "git:HEAD:jobdefs/ship_order.yaml:" in err
     assert "jobdef-diff-" not in err  # never the temporary folder
+
+
+def test_database_counts_the_jobs_queued_under_the_old_policy(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jobdef.registry import load_registry
+    from jobdef.runtime import connect
+
+    url = f"sqlite:///{repo / 'jobs.db'}"
+    queue = connect(url, load_registry([repo / "jobdefs"]))
+    for order_id in (1, 2, 3):
+        queue.enqueue("send_receipt", {"order_id": order_id})
+    queue.enqueue("ship_order", {"order_id": 1})
+    queue.backend.close()
+    edit(repo / "jobdefs/send_receipt.yaml", '"order-{order_id}"', '"receipt-{order_id}"')
+    edit(repo / "jobdefs/charge_card.yaml", '"order-{order_id}"', '"charge-{order_id}"')
+
+    code, out, _ = _run(capsys, "git:HEAD", ".", "--db", url, "--format", "json")
+    assert code == 0
+    recipe = {
+        job["name"]: next(c for c in job["consequences"] if c["kind"] == "idempotency_recipe")
+        for job in json.loads(out)["jobs"]
+    }
+    assert recipe["send_receipt"]["facts"]["active"] == 3
+    assert recipe["charge_card"]["facts"]["active"] == 0
+    assert recipe["send_receipt"]["message"].endswith(
+        "adds a second job (3 queued or running now)."
+    )
+
+
+def test_database_that_does_not_exist_is_not_created(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{repo / 'missing.db'}"
+    code, _, err = _run(capsys, "git:HEAD", ".", "--db", url)
+    assert code == 2
+    assert "Traceback" not in err
+    assert not (repo / "missing.db").exists()

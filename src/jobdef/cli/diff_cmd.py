@@ -29,7 +29,12 @@ def run(args: argparse.Namespace) -> int:
         if side.files == 0:
             note = f"{side.label} holds no sheets; every job counts as added or removed"
             print(f"jobdef diff: note: {note}", file=sys.stderr)
-    diff = diff_registries(old.registry, new.registry)
+    active = None
+    if args.db:
+        from jobdef.review.store import active_jobs
+
+        active = active_jobs(args.db)
+    diff = diff_registries(old.registry, new.registry, active)
     print(render(diff, old.label, new.label, args.format, config.lang), end="")
     if args.fail_on == "breaking" and diff.breaking:
         return EXIT_FINDINGS
@@ -73,6 +78,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="the sheets folder a project folder or a bare git:REV stands for "
         "(default: [tool.jobdef] sheets, else jobdefs)",
+    )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="also count the jobs queued or running under the old policy in this job "
+        "database (read only; sqlite:///jobdef.db or postgresql://host/db)",
     )
     add_lang(parser)
     parser.set_defaults(handler=run)

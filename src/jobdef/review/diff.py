@@ -337,8 +337,34 @@ def match_renames(removed: list[JobPolicy], added: list[JobPolicy]) -> list[tupl
     return pairs
 
 
-def diff_jobs(old: JobPolicy, new: JobPolicy) -> JobChange | None:
-    """The change from ``old`` to ``new`` (a rename when the names differ), ``None`` if equal."""
+# Consequences that concern the rows already in the job store under the old policy.
+QUEUED_KINDS = frozenset(
+    {"attempts_lowered", "idempotency_recipe", "queue_changed", "job_removed", "job_renamed"}
+)
+
+
+def _with_active(
+    consequences: list[Consequence], name: str, active: Mapping[str, int] | None
+) -> tuple[Consequence, ...]:
+    """Add how many jobs of ``name`` are queued or running to the consequences about them."""
+    if active is None:
+        return tuple(consequences)
+    count = active.get(name, 0)
+    return tuple(
+        Consequence(c.kind, c.severity, {**c.facts, "active": count})
+        if c.kind in QUEUED_KINDS
+        else c
+        for c in consequences
+    )
+
+
+def diff_jobs(
+    old: JobPolicy, new: JobPolicy, active: Mapping[str, int] | None = None
+) -> JobChange | None:
+    """The change from ``old`` to ``new`` (a rename when the names differ), ``None`` if equal.
+
+    ``active``: job name -> jobs queued or running now, when the job store was asked.
+    """
     changes = _field_changes(old, new)
     renamed = old.name != new.name
     if not changes and not renamed:
@@ -354,7 +380,7 @@ def diff_jobs(old: JobPolicy, new: JobPolicy) -> JobChange | None:
         old_name=old.name if renamed else None,
         file=new.file,
         fields=changes,
-        consequences=tuple(consequences),
+        consequences=_with_active(consequences, old.name, active),
         before=old,
         after=new,
     )
@@ -389,8 +415,14 @@ def _diff_items(
     return out
 
 
-def diff_registries(old: Registry, new: Registry) -> RegistryDiff:
-    """Every added, removed, renamed and changed job, channel and queue from ``old`` to ``new``."""
+def diff_registries(
+    old: Registry, new: Registry, active: Mapping[str, int] | None = None
+) -> RegistryDiff:
+    """Every added, removed, renamed and changed job, channel and queue from ``old`` to ``new``.
+
+    ``active`` (job name -> jobs queued or running now) adds those counts to the
+    consequences that concern rows already in the job store.
+    """
     removed = [old.jobs[n] for n in sorted(set(old.jobs) - set(new.jobs))]
     added = [new.jobs[n] for n in sorted(set(new.jobs) - set(old.jobs))]
     renames = dict(match_renames(removed, added))
@@ -398,13 +430,13 @@ def diff_registries(old: Registry, new: Registry) -> RegistryDiff:
     jobs: list[JobChange] = []
     unchanged: list[str] = []
     for name in sorted(set(old.jobs) & set(new.jobs)):
-        change = diff_jobs(old.jobs[name], new.jobs[name])
+        change = diff_jobs(old.jobs[name], new.jobs[name], active)
         if change is None:
             unchanged.append(name)
         else:
             jobs.append(change)
     for old_name, new_name in renames.items():
-        change = diff_jobs(old.jobs[old_name], new.jobs[new_name])
+        change = diff_jobs(old.jobs[old_name], new.jobs[new_name], active)
         if change is not None:  # always, since the names differ
             jobs.append(change)
     for job in added:
@@ -425,7 +457,9 @@ def diff_registries(old: Registry, new: Registry) -> RegistryDiff:
                     "removed",
                     job.name,
                     job.file,
-                    consequences=(Consequence("job_removed", "breaking"),),
+                    consequences=_with_active(
+                        [Consequence("job_removed", "breaking")], job.name, active
+                    ),
                     before=job,
                 )
             )

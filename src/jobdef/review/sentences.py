@@ -276,6 +276,19 @@ _SENTENCES: dict[str, Callable[[Mapping[str, Any], str], str]] = {
 KINDS = frozenset(_SENTENCES)
 
 
+def _active(count: int, lang: str) -> str:
+    if lang == "ja":
+        return f"（現在 {count} 件が待機中・実行中）"
+    return f" ({count} queued or running now)" if count != 1 else " (1 queued or running now)"
+
+
 def sentence(consequence: Consequence, lang: str = "en") -> str:
-    """``consequence`` in words; code spans in backticks."""
-    return _SENTENCES[consequence.kind](consequence.facts, lang)
+    """``consequence`` in words; code spans in backticks.
+
+    When the job store was asked, the count of jobs queued or running now follows.
+    """
+    text = _SENTENCES[consequence.kind](consequence.facts, lang)
+    if "active" in consequence.facts:
+        body, stop = (text[:-1], text[-1]) if text.endswith((".", "。")) else (text, "")
+        text = body + _active(consequence.facts["active"], lang) + stop
+    return text
