@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import multiprocessing
 import os
 import signal
@@ -31,14 +32,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 
 SPAWN = multiprocessing.get_context("spawn")
 SYSTEMS = ("jobdef", "procrastinate", "pgqueuer")
 BULK_BATCH = 1000
-PGQUEUER_BATCH = 10  # pgqueuer's documented default batch size
+BATCH = 10  # jobs a worker takes per claim: pgqueuer's default batch size
 
 
 # -- databases ------------------------------------------------------------------------------
@@ -140,7 +141,8 @@ class System:
 
     name: str
     url: str
-    depth: int = 10
+    batch: int = BATCH
+    synchronous_commit: str = "on"
     sheets: str = ""
 
     # install ----------------------------------------------------------------------------
@@ -256,15 +258,29 @@ class System:
 
     # workers ----------------------------------------------------------------------------
     def start_worker(self, drain: bool) -> Any:
-        process = SPAWN.Process(
-            target=run_worker, args=(self.name, self.url, self.sheets, drain, self.depth)
-        )
+        process = SPAWN.Process(target=run_worker, args=(self, drain))
         process.start()
         return process
 
 
-def run_worker(system: str, url: str, sheets: str, drain: bool, depth: int) -> None:
-    """One worker process of ``system``; with ``drain`` it exits once the queue is empty."""
+def run_worker(spec: System, drain: bool) -> None:
+    """One worker process of ``system``; with ``drain`` it exits once the queue is empty.
+
+    ``batch``: jobs taken per claim. jobdef's worker (one handler child here)
+    claims up to ``depth`` jobs ahead per child; pgqueuer's ``batch_size``;
+    procrastinate takes one job per fetch and has no such knob.
+    ``synchronous_commit`` is set on the worker's sessions (enqueue stays as is).
+    """
+    system, url, batch, synchronous_commit = (
+        spec.name,
+        spec.url,
+        spec.batch,
+        spec.synchronous_commit,
+    )
+    logging.getLogger("procrastinate").setLevel(logging.ERROR)
+    if system != "pgqueuer" and synchronous_commit != "on":
+        # libpq's own URL option; jobdef passes it through to its sessions.
+        url += "?options=" + quote(f"-c synchronous_commit={synchronous_commit}")
     if system == "jobdef":
         from jobdef.backends import open_backend
         from jobdef.registry import load_registry
@@ -272,8 +288,8 @@ def run_worker(system: str, url: str, sheets: str, drain: bool, depth: int) -> N
 
         backend = open_backend(url)
         try:
-            registry = load_registry([sheets])
-            Worker(backend, registry, database_url=url, burst=drain, depth=depth).run()
+            registry = load_registry([spec.sheets])
+            Worker(backend, registry, database_url=url, burst=drain, depth=batch).run()
         finally:
             backend.close()
     elif system == "procrastinate":
@@ -286,10 +302,10 @@ def run_worker(system: str, url: str, sheets: str, drain: bool, depth: int) -> N
 
         asyncio.run(work())
     else:
-        asyncio.run(_pgqueuer_worker(url, drain))
+        asyncio.run(_pgqueuer_worker(url, drain, batch, synchronous_commit))
 
 
-async def _pgqueuer_worker(url: str, drain: bool) -> None:
+async def _pgqueuer_worker(url: str, drain: bool, batch: int, synchronous_commit: str) -> None:
     from datetime import timedelta
 
     import asyncpg
@@ -298,16 +314,14 @@ async def _pgqueuer_worker(url: str, drain: bool) -> None:
     from pgqueuer.qm import QueueManager
     from pgqueuer.queries import Queries
 
-    conn = await asyncpg.connect(url)
+    conn = await asyncpg.connect(url, server_settings={"synchronous_commit": synchronous_commit})
     manager = QueueManager(Queries(AsyncpgDriver(conn)))
     manager.entrypoint("noop")(_pgqueuer_noop)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, manager.shutdown.set)
     mode = types.QueueExecutionMode.drain if drain else types.QueueExecutionMode.continuous
     try:
-        await manager.run(
-            mode=mode, batch_size=PGQUEUER_BATCH, dequeue_timeout=timedelta(seconds=1)
-        )
+        await manager.run(mode=mode, batch_size=batch, dequeue_timeout=timedelta(seconds=1))
     finally:
         await conn.close()
 
@@ -380,7 +394,9 @@ def run(args: argparse.Namespace) -> list[Row]:
             url = database_url(args.url, name)
             for step in steps:
                 fresh_database(args.url, url)
-                system = System(name, url, depth=args.depth)
+                system = System(
+                    name, url, batch=args.batch, synchronous_commit=args.synchronous_commit
+                )
                 system.install()
                 if step == "single":
                     record(
@@ -421,6 +437,7 @@ def report(rows: Sequence[Row], systems: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    logging.getLogger("procrastinate").setLevel(logging.ERROR)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs per drain and bulk run")
@@ -430,17 +447,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs; the table shows medians")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument(
-        "--depth",
+        "--synchronous-commit",
+        default="on",
+        choices=["on", "off"],
+        help="PostgreSQL synchronous_commit for every system's worker sessions (default on)",
+    )
+    parser.add_argument(
+        "--batch",
         type=int,
-        default=PGQUEUER_BATCH,
-        help="jobdef Worker depth: jobs claimed ahead per child (as pgqueuer's batch size)",
+        default=BATCH,
+        help="jobs per claim: jobdef's worker depth and pgqueuer's batch_size",
     )
     args = parser.parse_args(argv)
     args.workers = [int(n) for n in args.workers.split(",")]
     args.systems = [s for s in args.systems.split(",") if s]
     print(
-        f"{args.jobs} no-op jobs, {os.cpu_count()} cores, PostgreSQL at {args.url}, "
-        f"medians of {args.runs} run(s); latency lower is better",
+        f"{args.jobs} no-op jobs, batch {args.batch}, workers' synchronous_commit "
+        f"{args.synchronous_commit}, {os.cpu_count()} cores, PostgreSQL at "
+        f"{args.url}, medians of {args.runs} run(s); latency lower is better",
         file=sys.stderr,
     )
     print(report(run(args), args.systems))

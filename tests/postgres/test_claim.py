@@ -14,6 +14,13 @@ from .conftest import ManualClock
 from .helpers import query
 
 
+def _claim_plan(backend: PostgresBackend) -> str:
+    """The plan of a 10-job claim over all queues, on the engine's own session."""
+    params = backend._claim_params(ClaimOptions("w", 30, limit=10), backend.clock(), {})
+    rows = backend._connection().execute("EXPLAIN " + backend._q("claim_jobs"), params)
+    return "\n".join(row[0] for row in rows)
+
+
 def _spawn_pool(size: int) -> multiprocessing.pool.Pool:
     return multiprocessing.get_context("spawn").Pool(size)
 
@@ -55,22 +62,7 @@ def test_claim_reads_the_partial_index_not_the_finished_rows(
     )
     query(postgres_url, f'ANALYZE "{schema}".jobdef_jobs')
     pg_backend.enqueue([NewJob("new", {}, "default") for _ in range(20)])
-    params = {
-        "now": pg_backend.clock(),
-        "worker_id": "w",
-        "lease_until": pg_backend.clock() + 30,
-        "limit": 10,
-        "queues": None,
-        "limited": [],
-        "caps": [],
-        "limited_all": [],
-    }
-    plan = "\n".join(
-        row[0]
-        for row in pg_backend._connection().execute(
-            "EXPLAIN " + pg_backend._q("claim_jobs"), params
-        )
-    )
+    plan = _claim_plan(pg_backend)
     assert "jobdef_jobs_claim" in plan
     assert "Seq Scan on jobdef_jobs" not in plan
 
@@ -125,3 +117,13 @@ def test_a_reclaimed_lease_fences_out_the_late_worker(
     assert pg_backend.complete([slow.lease]) == [False]
     assert not pg_backend.heartbeat(slow.lease, 10)
     assert pg_backend.complete([fresh.lease]) == [True]
+
+
+def test_a_long_fresh_queue_is_walked_in_index_order_not_sorted(
+    pg_backend: PostgresBackend,
+) -> None:
+    """Statistics from when the table was empty must not turn claims into full sorts."""
+    pg_backend.enqueue([NewJob("burst", {"n": n}, "default") for n in range(5000)])
+    plan = _claim_plan(pg_backend)
+    assert "Index Scan using jobdef_jobs_claim on jobdef_jobs" in plan
+    assert "Bitmap" not in plan

@@ -135,3 +135,12 @@ def test_an_outage_longer_than_the_reconnect_timeout_is_one_clear_error(
         assert "\n" not in str(error.value)
     finally:
         query(postgres_url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def test_libpq_options_in_the_url_reach_the_session(
+    postgres_url: str, postgres_schema: str
+) -> None:
+    url = f"{postgres_url}?schema={postgres_schema}&options=-c%20statement_timeout%3D4321"
+    with PostgresBackend(url) as backend:
+        setting = backend._connection().execute("SHOW statement_timeout").fetchone()[0]
+    assert setting == "4321ms"

@@ -92,3 +92,13 @@ def test_using_an_unmigrated_schema_says_to_run_db_upgrade(
         pytest.raises(BackendError, match="run `jobdef db upgrade`"),
     ):
         backend.stats()
+
+
+def test_an_operator_command_on_a_schema_without_tables_creates_nothing(
+    postgres_url: str, postgres_schema: str
+) -> None:
+    from jobdef.backends import open_backend
+
+    with pytest.raises(BackendError, match=r"no jobdef tables in schema .*jobdef db upgrade"):
+        open_backend(f"{postgres_url}?schema={postgres_schema}", create=False)
+    assert tables_in(postgres_url, postgres_schema) == set()

@@ -54,16 +54,18 @@ def open_backend(
 ) -> Backend:
     """Open the job store at ``url`` and bring its schema up to date.
 
-    ``create=False`` refuses to create a new SQLite file (operator commands use
-    it, so a mistyped path is an error, not a new empty database).
+    ``create=False`` refuses to create a new SQLite file, or the tables in a
+    PostgreSQL schema that has none (operator commands use it, so a mistyped
+    path or schema is an error, not a new empty database).
     """
     cls = engine_class(url)
-    kwargs: dict[str, object] = {"clock": clock}
-    if urlsplit(url).scheme == "sqlite":
-        kwargs["create"] = create
-    backend: Backend = cls(url, **kwargs)
+    backend: Backend = cls(url, clock=clock, create=create)
     if migrate:
-        backend.migrate()
+        try:
+            backend.migrate()
+        except BaseException:
+            backend.close()  # a refused or failed migration leaves no connection open
+            raise
     return backend
 
 

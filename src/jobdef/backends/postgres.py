@@ -93,12 +93,14 @@ class PostgresBackend:
         schema: str | None = None,
         clock: Callable[[], float] | None = None,
         reconnect_timeout: float = 30.0,
+        create: bool = True,
     ) -> None:
         require_psycopg()
         self.url = url
         self.conninfo, self.schema = split_url(url, schema)
         self.clock = clock or time.time
         self.reconnect_timeout = reconnect_timeout
+        self.create = create
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
@@ -128,8 +130,27 @@ class PostgresBackend:
         self._forget_if_forked()
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._drop(self._conn)
-            self._conn = connect(self.conninfo)
+            self._conn = self._open_session()
         return self._conn
+
+    def _open_session(self) -> Connection:
+        """A new session for the verbs, with the planner kept on index walks.
+
+        A queue table's statistics lag far behind its contents (a burst of
+        enqueues into a table last analyzed empty). With such statistics the
+        planner reads every queued row through a bitmap and sorts them, instead
+        of walking the claim index and stopping after ``limit`` rows: claims
+        then cost more the longer the queue. Every statement here is written
+        for an index walk, so this engine's own sessions (never a caller's)
+        do without bitmap scans.
+        """
+        conn = connect(self.conninfo)
+        try:
+            conn.execute(self._q("session_settings"))
+        except psycopg.Error as exc:
+            conn.close()
+            raise self._translate(exc) from None
+        return conn
 
     @staticmethod
     def _drop(conn: Connection | None) -> None:
@@ -167,7 +188,7 @@ class PostgresBackend:
         pause = 0.1
         while True:
             try:
-                self._conn = connect(self.conninfo)
+                self._conn = self._open_session()
                 return
             except BackendError:
                 if time.monotonic() + pause > deadline:
@@ -210,8 +231,15 @@ class PostgresBackend:
         the lock, then finds nothing left to do.
         """
         files = migration_files(MIGRATIONS)
-        if self.schema_version() >= files[-1][0]:
+        version = self.schema_version()
+        if version >= files[-1][0]:
             return
+        if version == 0 and not self.create:
+            raise BackendError(
+                f"no jobdef tables in schema {self.schema!r} at {describe(self.conninfo)}; "
+                "check the database URL and its ?schema= (workers use the same), "
+                "or create them with `jobdef db upgrade`"
+            )
 
         def apply(conn: Connection) -> None:
             with conn.transaction():
@@ -421,48 +449,78 @@ class PostgresBackend:
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
         now = self.clock()
+        return self._run(lambda conn: self._claim_on(conn, options, now))
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete`` then ``claim`` in one transaction: one commit per worker turn.
+
+        Without queue limits that is one statement, so one round trip too.
+        """
+        now = self.clock()
+        complete = self._complete_params(leases, notifications, now)
+
+        def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
+            if self._claim_limits(options):
+                with conn.transaction():
+                    done = {row[0] for row in conn.execute(self._q("complete_job"), complete)}
+                    return done, self._claim_on(conn, options, now)
+            params = {**complete, **self._claim_params(options, now, {})}
+            with conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(self._q("complete_and_claim"), params).fetchall()
+            claimed = [row for row in rows if row["id"] is not None]
+            return set(rows[0]["done_ids"]), _records(claimed)
+
+        done, records = self._run(work)
+        return [lease.job_id in done for lease in leases], records
+
+    def _claim_limits(self, options: ClaimOptions) -> dict[str, int]:
+        """The per-queue caps that apply to the queues this claim reads."""
         wanted = None if options.queues is None else set(options.queues)
-        limits = {
+        return {
             queue: cap
             for queue, cap in options.queue_limits.items()
             if wanted is None or queue in wanted
         }
-        params: dict[str, Any] = {
+
+    def _claim_params(
+        self, options: ClaimOptions, now: float, locked: Mapping[str, int]
+    ) -> dict[str, Any]:
+        return {
             "now": now,
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
             "limit": options.limit,
             "queues": None if options.queues is None else list(options.queues),
-            "limited": [],
-            "caps": [],
-            "limited_all": list(limits),
+            "limited": list(locked),
+            "caps": list(locked.values()),
+            "limited_all": list(self._claim_limits(options)),
         }
 
-        def work(conn: Connection) -> list[dict[str, Any]]:
-            with conn.cursor(row_factory=dict_row) as cur:
-                if not limits:
-                    return cur.execute(self._q("claim_jobs"), params).fetchall()
-                with conn.transaction():
-                    self._ensure_queue_rows(cur, limits)
-                    locked = [
-                        row["queue"]
-                        for row in cur.execute(
-                            self._q("lock_limited_queues"),
-                            {"limited": list(limits), "now": now},
-                        )
-                    ]
-                    params["limited"] = locked
-                    params["caps"] = [limits[q] for q in locked]
-                    # Read the clock again now that the queues are locked, so the
-                    # attempt's start follows the completion that freed its place.
-                    started = self.clock()
-                    params.update(now=started, lease_until=started + options.lease_seconds)
-                    return cur.execute(self._q("claim_jobs"), params).fetchall()
-
-        rows = self._run(work)
-        records = [_record(row) for row in rows]
-        records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
-        return records
+    def _claim_on(self, conn: Connection, options: ClaimOptions, now: float) -> list[JobRecord]:
+        """Claim on ``conn``, inside the caller's transaction if there is one."""
+        limits = self._claim_limits(options)
+        with conn.cursor(row_factory=dict_row) as cur:
+            if not limits:
+                params = self._claim_params(options, now, {})
+                return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
+            with conn.transaction():
+                self._ensure_queue_rows(cur, limits)
+                locked = [
+                    row["queue"]
+                    for row in cur.execute(
+                        self._q("lock_limited_queues"), {"limited": list(limits), "now": now}
+                    )
+                ]
+                # Read the clock again now that the queues are locked, so the
+                # attempt's start follows the completion that freed its place.
+                started = self.clock()
+                params = self._claim_params(options, started, {q: limits[q] for q in locked})
+                return _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
 
     def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, int]) -> None:
         new = [q for q in limits if q not in self._limited_queues_known]
@@ -488,26 +546,31 @@ class PostgresBackend:
         """Group commit: one statement finishes every lease that still holds."""
         if not leases:
             return []
-        now = self.clock()
-        params = {
+        params = self._complete_params(leases, notifications, self.clock())
+        done = self._run(
+            lambda conn: {row[0] for row in conn.execute(self._q("complete_job"), params)}
+        )
+        return [lease.job_id in done for lease in leases]
+
+    @staticmethod
+    def _complete_params(
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        now: float,
+    ) -> dict[str, Any]:
+        notes = [(job_id, n) for job_id, ns in (notifications or {}).items() for n in ns]
+        return {
             "now": now,
             "ids": [lease.job_id for lease in leases],
             "attempts": [lease.attempt for lease in leases],
             "workers": [lease.worker_id for lease in leases],
+            "note_job_ids": [job_id for job_id, _ in notes],
+            "message_ids": [n.message_id for _, n in notes],
+            "channels": [n.channel for _, n in notes],
+            "events": [n.event for _, n in notes],
+            "jobs": [n.job for _, n in notes],
+            "payloads": [_dumps(n.payload) for _, n in notes],
         }
-
-        def work(conn: Connection) -> set[int]:
-            if not notifications:
-                return {row[0] for row in conn.execute(self._q("complete_job"), params)}
-            with conn.transaction():
-                done = {row[0] for row in conn.execute(self._q("complete_job"), params)}
-                messages = [n for job_id in done for n in notifications.get(job_id, ())]
-                if messages:
-                    self._add_to_outbox(conn, messages, now)
-                return done
-
-        done = self._run(work)
-        return [lease.job_id in done for lease in leases]
 
     def retry(
         self,
@@ -590,8 +653,6 @@ class PostgresBackend:
     def requeue(
         self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
     ) -> int:
-        if not job_ids and job is None:
-            return 0
         params = {
             "ids": list(job_ids),
             "job": job,
@@ -599,7 +660,17 @@ class PostgresBackend:
             "now": self.clock(),
             "channel": self.channel,
         }
-        return self._run(lambda conn: conn.execute(self._q("requeue_jobs"), params).fetchone()[0])
+
+        def work(conn: Connection) -> int:
+            count = 0
+            with conn.transaction():
+                if job_ids:
+                    count += conn.execute(self._q("requeue_ids"), params).fetchone()[0]
+                if job is not None:
+                    count += conn.execute(self._q("requeue_job"), params).fetchone()[0]
+            return count
+
+        return self._run(work)
 
     def resolve(self, job_id: int, note: str) -> bool:
         params = {"job_id": job_id, "note": note, "now": self.clock()}
@@ -876,12 +947,19 @@ class PostgresBackend:
 # Row mapping ---------------------------------------------------------------------------------
 
 
+def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
+    """Claimed rows as records, in claim order (RETURNING has no order of its own)."""
+    records = [_record(row) for row in rows]
+    records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
+    return records
+
+
 def _is_plain(job: NewJob) -> bool:
     return job.idempotency_key is None and job.slot is None and job.dedupe_window is None
 
 
 def _dumps(value: Mapping[str, Any]) -> str:
-    return json.dumps(thaw(value), separators=(",", ":"))
+    return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _lease_params(lease: Lease) -> dict[str, Any]:

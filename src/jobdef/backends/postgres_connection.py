@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from jobdef.errors import BackendError
 
@@ -47,7 +47,8 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
     rest = [(key, value) for key, value in query if key != "schema"]
     chosen = schema or (from_url[-1] if from_url else None) or DEFAULT_SCHEMA
     check_schema_name(chosen)
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    # quote, not urlencode's default quote_plus: libpq reads "+" as a plus sign.
+    conninfo = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
     return conninfo, chosen
 
 

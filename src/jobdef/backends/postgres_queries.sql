@@ -3,6 +3,10 @@
 -- parameters are psycopg's `%(name)s`. All times are epoch seconds from the
 -- engine's clock (`%(now)s`), never the server's.
 
+-- name: session_settings
+-- Run once per engine session; see PostgresBackend._open_session for why.
+SET enable_bitmapscan = off;
+
 -- name: reserve_job_ids
 -- Draw ids for a batch up front, so each new row's id is known without
 -- relying on the order of RETURNING rows.
@@ -109,10 +113,35 @@ ORDER BY q.queue
 FOR UPDATE OF q;
 
 -- name: claim_jobs
--- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease
--- them to the worker. Unlimited queues are read through the claim index with
--- SKIP LOCKED, so concurrent workers never wait on each other; each locked
--- limited queue contributes at most its free places. Limited queues not
+-- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
+-- to the worker: one statement walking the claim index with SKIP LOCKED, so
+-- concurrent workers never wait on each other and it stops after `limit` rows.
+WITH chosen AS (
+    SELECT j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = 'queued'
+      AND j.run_after <= %(now)s
+      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
+    ORDER BY j.priority DESC, j.run_after, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobdef_jobs AS j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    worker_id = %(worker_id)s,
+    started_at = %(now)s,
+    lease_until = %(lease_until)s,
+    updated_at = %(now)s
+FROM chosen
+WHERE j.id = chosen.id
+RETURNING j.*;
+
+-- name: claim_jobs_limited
+-- claim_jobs when some queues have a concurrency limit. Unlimited queues are
+-- read through the claim index with SKIP LOCKED as there; each locked limited
+-- queue contributes at most its free places. Limited queues not
 -- locked by this transaction (`limited_all` minus `limited`) are skipped.
 WITH room AS (
     SELECT l.queue,
@@ -176,7 +205,8 @@ WHERE id = %(job_id)s AND state = 'running'
 
 -- name: complete_job
 -- Group commit: finish every attempt whose lease still holds, in one statement,
--- and record each finished attempt.
+-- record each finished attempt, and store the outbox messages of the finished
+-- jobs only (`note_*` arrays, keyed by job id).
 WITH finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
@@ -189,8 +219,75 @@ WITH finished AS (
 history AS (
     INSERT INTO {schema}.jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
     SELECT id, attempt, worker_id, started_at, %(now)s, 'done' FROM finished
+),
+outbox AS (
+    INSERT INTO {schema}.jobdef_outbox
+        (message_id, channel, event, job, payload, next_at, created_at)
+    SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
+    FROM unnest(
+        %(note_job_ids)s::bigint[], %(message_ids)s::text[], %(channels)s::text[],
+        %(events)s::text[], %(jobs)s::text[], %(payloads)s::text[]
+    ) AS n(job_id, message_id, channel, event, job, payload)
+    JOIN finished AS f ON f.id = n.job_id
+    ON CONFLICT (message_id) DO NOTHING
 )
 SELECT id FROM finished;
+
+-- name: complete_and_claim
+-- A worker's turn in one statement (one round trip, one commit): complete_job,
+-- then claim_jobs. The two touch different rows (running ones, queued ones),
+-- so one snapshot serves both. One row comes back even when nothing was
+-- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
+WITH finished AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[])
+        AS l(id, attempt, worker_id)
+    WHERE j.id = l.id AND j.state = 'running'
+      AND j.attempt = l.attempt AND j.worker_id = l.worker_id
+    RETURNING j.id, j.attempt, j.worker_id, j.started_at
+),
+history AS (
+    INSERT INTO {schema}.jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
+    SELECT id, attempt, worker_id, started_at, %(now)s, 'done' FROM finished
+),
+outbox AS (
+    INSERT INTO {schema}.jobdef_outbox
+        (message_id, channel, event, job, payload, next_at, created_at)
+    SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
+    FROM unnest(
+        %(note_job_ids)s::bigint[], %(message_ids)s::text[], %(channels)s::text[],
+        %(events)s::text[], %(jobs)s::text[], %(payloads)s::text[]
+    ) AS n(job_id, message_id, channel, event, job, payload)
+    JOIN finished AS f ON f.id = n.job_id
+    ON CONFLICT (message_id) DO NOTHING
+),
+chosen AS (
+    SELECT j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = 'queued'
+      AND j.run_after <= %(now)s
+      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
+    ORDER BY j.priority DESC, j.run_after, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        worker_id = %(worker_id)s,
+        started_at = %(now)s,
+        lease_until = %(lease_until)s,
+        updated_at = %(now)s
+    FROM chosen
+    WHERE j.id = chosen.id
+    RETURNING j.*
+)
+SELECT done.done_ids, claimed.*
+FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished) AS done
+LEFT JOIN claimed ON true;
 
 -- name: retry_job
 -- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
@@ -268,16 +365,43 @@ UPDATE {schema}.jobdef_jobs
 SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(job_id)s AND state = 'queued';
 
--- name: requeue_jobs
--- Queue finished jobs again (those of `ids`, and every one of `job`) with
--- attempts back to 0; history stays. A job whose idempotency key is active
--- again is left alone (it would be a duplicate), as is all but the newest of
--- several jobs sharing one key.
+-- name: requeue_ids
+-- Queue finished jobs again with attempts back to 0; history stays. A job
+-- whose idempotency key is active again is left alone (it would be a
+-- duplicate), as is all but the newest of several jobs sharing one key.
 WITH target AS (
     SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
     FROM {schema}.jobdef_jobs AS j
     WHERE j.state = %(state)s
-      AND (j.id = ANY (%(ids)s::bigint[]) OR j.job = %(job)s::text)
+      AND j.id = ANY (%(ids)s::bigint[])
+      AND (j.idempotency_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {schema}.jobdef_jobs AS a
+          WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
+            AND a.state IN ('queued', 'running')
+      ))
+    ORDER BY j.job, coalesce(j.idempotency_key, j.id::text), j.id DESC
+),
+moved AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
+        worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL,
+        updated_at = %(now)s
+    FROM target
+    WHERE j.id = target.id AND j.state = %(state)s
+    RETURNING j.queue
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM moved) AS q
+)
+SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: requeue_job
+-- The same for every job of one name in `state`.
+WITH target AS (
+    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = %(state)s
+      AND j.job = %(job)s
       AND (j.idempotency_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobdef_jobs AS a
           WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key

@@ -44,11 +44,11 @@ def config(args: argparse.Namespace) -> Config:
     )
 
 
-def backend(args: argparse.Namespace, *, create: bool = False) -> Backend:
+def backend(args: argparse.Namespace, *, create: bool = False, migrate: bool = True) -> Backend:
     """The job store named by --db/config; operator commands never create a new file."""
     from jobdef.backends import open_backend
 
-    return open_backend(config(args).database, create=create)
+    return open_backend(config(args).database, create=create, migrate=migrate)
 
 
 def registry(args: argparse.Namespace) -> Registry:

@@ -18,7 +18,8 @@ def run(args: argparse.Namespace) -> int:
     )
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
-    backend = runtime_options.backend(args, create=True)
+    # --no-migrate: the tables must exist already (a role without DDL rights).
+    backend = runtime_options.backend(args, create=not args.no_migrate, migrate=not args.no_migrate)
     worker = Worker(
         backend,
         registry,
@@ -68,6 +69,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=16,
         help="jobs handed ahead to each handler process (16); jobs stuck behind a slow "
         "one are taken back after 0.5s",
+    )
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="do not create or upgrade the job tables at start (run `jobdef db upgrade`)",
     )
     parser.add_argument("--lease", default="30s", help="lease length (default 30s)")
     parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (10s)")
