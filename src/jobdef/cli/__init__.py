@@ -27,6 +27,8 @@ COMMANDS: tuple[str, ...] = (
     "docs",
     "tsv",
     "explain",
+    "diff",
+    "new",
     "worker",
     "enqueue",
     "status",
