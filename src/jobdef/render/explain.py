@@ -9,7 +9,9 @@ runtime follows.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import fields
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,32 @@ from jobdef.render.context import job_context
 FORMATS = ("text", "markdown", "json")
 
 
+def next_run_times(job: JobPolicy, now: float | None = None) -> list[dict[str, str]]:
+    """The next five cron slots of a batch job after ``now``, in its zone and in UTC.
+
+    Kept out of the generated docs on purpose: they change with the clock, and
+    the docs must be byte-identical from run to run (``jobdef docs --check``).
+    """
+    if job.mode != "batch" or not job.schedule:
+        return []
+    from jobdef.schedule import next_runs
+
+    runs = next_runs(job, time.time() if now is None else now, count=5)
+    return [
+        {
+            "local": run.isoformat(timespec="minutes"),
+            "utc": run.astimezone(UTC).isoformat(timespec="minutes"),
+        }
+        for run in runs
+    ]
+
+
 def explain_data(
-    job: JobPolicy, registry: Registry, lang: str = "en", base: str | Path | None = None
+    job: JobPolicy,
+    registry: Registry,
+    lang: str = "en",
+    base: str | Path | None = None,
+    now: float | None = None,
 ) -> dict[str, Any]:
     """The explanation as plain data: raw values (seconds) beside their text."""
     context = job_context(job, registry, lang, base)
@@ -41,6 +67,7 @@ def explain_data(
         "mode": job.mode,
         "schedule": job.schedule,
         "timezone": job.timezone if job.mode == "batch" else None,
+        "next_runs": next_run_times(job, now),
         "items": [
             {"key": item.key, "label": label, "hint": hint, "value": value}
             for item, (label, hint, value) in zip(describe.ITEMS, context["rows"], strict=True)
@@ -134,10 +161,15 @@ def explain(
     lang: str = "en",
     templates: str | Path | None = None,
     base: str | Path | None = None,
+    now: float | None = None,
 ) -> str:
-    """The explanation of ``job`` in ``fmt`` (``text``, ``markdown`` or ``json``)."""
+    """The explanation of ``job`` in ``fmt`` (``text``, ``markdown`` or ``json``).
+
+    ``now`` (epoch seconds, default the current time) is where the list of a
+    batch job's next run times starts.
+    """
     if fmt == "json":
-        data = explain_data(job, registry, lang, base)
+        data = explain_data(job, registry, lang, base, now)
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -146,4 +178,4 @@ def explain(
     env = environment(lang, templates)
     context = job_context(job, registry, lang, base)
     name = "explain.md.j2" if fmt == "markdown" else "explain.txt.j2"
-    return render(env, name, **context).rstrip() + "\n"
+    return render(env, name, **context, next_runs=next_run_times(job, now)).rstrip() + "\n"

@@ -40,6 +40,7 @@ JA: dict[str, str] = {
     "Question": "質問",
     "Answer": "回答",
     "Recommended mode": "推奨される方式",
+    "Next runs": "次回以降の実行予定",
     "Queue": "キュー",
     "Owner": "担当",
     "Handler": "ハンドラ",
