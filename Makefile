@@ -1,4 +1,4 @@
-.PHONY: help install test lint format ci validate
+.PHONY: help install test lint format ci docs golden validate
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 install:  ## install jobdef with the test dependencies (editable)
@@ -11,5 +11,9 @@ format:  ## apply ruff formatting and safe fixes
 	python3 -m ruff format . && python3 -m ruff check --fix .
 ci:  ## run exactly what CI runs
 	bash .ci/run
+docs:  ## regenerate docs/jobs/ from the sheets in jobdefs/
+	python3 -m jobdef docs
+golden:  ## regenerate the golden docs/TSV/explain files and docs/jobs/ after an intended change
+	JOBDEF_UPDATE_GOLDEN=1 python3 -m pytest -q tests/docs/test_docs_golden.py && python3 -m jobdef docs
 validate:  ## check the example sheets as CI does
 	python3 -m jobdef validate jobdefs --strict

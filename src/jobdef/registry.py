@@ -250,13 +250,21 @@ def build_queue(doc: Document) -> QueuePolicy:
     )
 
 
-def build_registry(documents: Sequence[Document]) -> Registry:
-    """Build every job and channel from validated documents."""
-    defaults = [d for d in documents if d.kind == "Defaults"]
-    jobs = {p.name: p for p in (build_job(d, defaults) for d in documents if d.kind == "Job")}
+def build_registry(
+    documents: Sequence[Document], jobs: Sequence[JobPolicy] | None = None
+) -> Registry:
+    """Build every job and channel from validated documents.
+
+    ``jobs``: the jobs' policies when the caller already built them (validation
+    does, to run its rules); otherwise they are built here.
+    """
+    if jobs is None:
+        defaults = [d for d in documents if d.kind == "Defaults"]
+        jobs = [build_job(d, defaults) for d in documents if d.kind == "Job"]
+    by_name = {p.name: p for p in jobs}
     channels = {c.name: c for c in (build_channel(d) for d in documents if d.kind == "Channel")}
     queues = {q.name: q for q in (build_queue(d) for d in documents if d.kind == "Queue")}
-    return Registry(jobs=freeze(jobs), channels=freeze(channels), queues=freeze(queues))
+    return Registry(jobs=freeze(by_name), channels=freeze(channels), queues=freeze(queues))
 
 
 def load_registry(paths: Sequence[str | Path]) -> Registry:
@@ -265,6 +273,7 @@ def load_registry(paths: Sequence[str | Path]) -> Registry:
     Raises :class:`~jobdef.errors.SheetError` listing every finding when any
     sheet has an error.
     """
-    from jobdef.sheets import load_documents
+    from jobdef.sheets import load_checked
 
-    return build_registry(load_documents(paths))
+    checked = load_checked(paths)
+    return build_registry(checked.documents, checked.jobs)

@@ -28,11 +28,16 @@ SUFFIXES = (".yaml", ".yml")
 
 
 class Validation(NamedTuple):
-    """What one validation run found: the documents read, the findings, the files read."""
+    """What one validation run found: the documents read, the findings, the files read.
+
+    ``jobs`` holds the effective policy of every Job the semantic rules checked,
+    so that loading a registry does not build each job a second time.
+    """
 
     documents: list[Document]
     diagnostics: list[Diagnostic]
     files: list[str]
+    jobs: list[JobPolicy] = []  # noqa: RUF012  # NamedTuple fields cannot take a factory
 
 
 def _folder_files(folder: Path) -> list[Path]:
@@ -130,7 +135,10 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
     context = Context(documents=documents, valid=valid, jobs=jobs, check_imports=check_imports)
     diagnostics.extend(check(context))
     return Validation(
-        documents, sort_diagnostics(_drop_superseded(diagnostics)), [str(f) for f in files]
+        documents,
+        sort_diagnostics(_drop_superseded(diagnostics)),
+        [str(f) for f in files],
+        [policy for _, policy in jobs],
     )
 
 
@@ -142,10 +150,15 @@ def _drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     ]
 
 
-def load_documents(paths: Sequence[str | Path]) -> list[Document]:
-    """The documents under ``paths``, checked; raises :class:`SheetError` on any error."""
+def load_checked(paths: Sequence[str | Path]) -> Validation:
+    """Validate the sheets under ``paths``; raises :class:`SheetError` on any error."""
     result = validate_sheets(paths)
     errors = [d for d in result.diagnostics if d.severity == "error"]
     if errors:
         raise SheetError.from_diagnostics(errors)
-    return result.documents
+    return result
+
+
+def load_documents(paths: Sequence[str | Path]) -> list[Document]:
+    """The documents under ``paths``, checked; raises :class:`SheetError` on any error."""
+    return load_checked(paths).documents

@@ -24,6 +24,11 @@ EXIT_USAGE = 2
 COMMANDS: tuple[str, ...] = (
     "schema",
     "validate",
+    "docs",
+    "tsv",
+    "explain",
+    "diff",
+    "new",
     "worker",
     "enqueue",
     "status",

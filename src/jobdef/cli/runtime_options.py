@@ -10,12 +10,15 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobdef.cli.options import add_sheets
 from jobdef.config import Config, load_config
 from jobdef.errors import UsageError
 
 if TYPE_CHECKING:
     from jobdef.backends.base import Backend
     from jobdef.registry import Registry
+
+__all__ = ["JOB_STATES", "add_db", "add_sheets", "backend", "config", "registry"]
 
 # The job states, for --state choices (the same as jobdef.backends.base.State).
 JOB_STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
@@ -27,14 +30,6 @@ def add_db(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="job database, e.g. sqlite:///jobdef.db or postgresql://host/db "
         "(default: JOBDEF_DATABASE_URL, [tool.jobdef] database, sqlite:///jobdef.db)",
-    )
-
-
-def add_sheets(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--sheets",
-        metavar="DIR",
-        help="folder of job definition sheets (default: [tool.jobdef] sheets, ./jobdefs)",
     )
 
 

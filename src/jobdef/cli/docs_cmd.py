@@ -1,0 +1,91 @@
+"""``jobdef docs``: write one Markdown page per job and an index; ``--check`` for CI."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from jobdef.cli.options import add_lang, add_sheets, add_templates, config_from, registry_from
+from jobdef.errors import UsageError
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it lies below it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here: building the parser for another command must not load Jinja2.
+    from jobdef.render.docs import Change, apply, inject, plan, render_docs, render_index_table
+
+    config = config_from(args, docs=args.out)
+    registry = registry_from(config)
+    out = Path(config.docs)
+    pages = render_docs(registry, config.lang, config.templates, base=config.root)
+    changes = [Change(_shown(c.path), c.old, c.new) for c in plan(pages, out)]
+    for raw in args.inject or ():
+        file = Path(raw)
+        try:
+            old = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(
+                f"{raw}: no such file to inject the job table into; create it with a "
+                "<!-- jobdef:begin --> / <!-- jobdef:end --> pair"
+            ) from None
+        prefix = Path(os.path.relpath(out.resolve(), file.resolve().parent)).as_posix() + "/"
+        table = render_index_table(registry, config.lang, config.templates, link_prefix=prefix)
+        new = inject(old, table, raw)
+        if new != old:
+            changes.append(Change(_shown(file), old, new))
+    if args.check:
+        for change in changes:
+            sys.stdout.write(change.diff())
+        if changes:
+            print(
+                f"jobdef docs: {len(changes)} generated file(s) missing or stale; "
+                "run `jobdef docs` and commit the result",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"jobdef docs: {len(pages)} page(s) up to date", file=sys.stderr)
+        return 0
+    apply(changes)
+    for change in changes:
+        print(f"{change.verb:6} {change.path.as_posix()}")
+    print(f"jobdef docs: {len(changes)} file(s) changed, {len(pages)} page(s)", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "docs",
+        help="generate Markdown docs (one page per job, an index) from the sheets",
+        description="Write one Markdown page per job (definition table, retry timeline, "
+        "state diagram, where each value came from) and an index grouped by queue. "
+        "The output is byte-identical from run to run.",
+    )
+    add_sheets(parser)
+    parser.add_argument(
+        "--out", metavar="DIR", help="output folder (default: [tool.jobdef] docs, else docs/jobs)"
+    )
+    add_lang(parser)
+    add_templates(parser)
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; print a unified diff and exit 1 if any generated file is "
+        "missing or stale (for CI)",
+    )
+    parser.add_argument(
+        "--inject",
+        metavar="FILE",
+        action="append",
+        help="also replace the text between <!-- jobdef:begin --> and <!-- jobdef:end --> "
+        "in this Markdown file with the job table (repeatable)",
+    )
+    parser.set_defaults(handler=run)

@@ -1,0 +1,84 @@
+"""``jobdef new NAME``: write a new sheet with every field, each with a comment."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from jobdef.cli import EXIT_OK
+from jobdef.cli.options import add_lang, config_from
+from jobdef.errors import UsageError
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobdef.registry import build_registry
+    from jobdef.review.new_sheet import render_sheet
+    from jobdef.sheets import load_documents
+
+    config = config_from(args)
+    sheets = Path(config.sheets)
+    to_stdout = args.output == "-"
+    target = Path(args.output) if args.output and not to_stdout else sheets / f"{args.name}.yaml"
+    if not to_stdout and target.exists():
+        raise _exists(target)  # before reading the sheets: this file may not be a sheet at all
+    documents = load_documents([sheets]) if sheets.is_dir() else []
+    registry = build_registry(documents)
+    if args.name in registry.jobs:
+        raise UsageError(
+            f"a job named {args.name!r} is already defined in {registry.jobs[args.name].file}; "
+            "choose another name"
+        )
+    text = render_sheet(
+        args.name,
+        folder=target.parent,
+        lang=config.lang,
+        documents=documents,
+        channels=sorted(registry.channels),
+        copy_defaults=args.copy_defaults,
+    )
+    if to_stdout:
+        sys.stdout.write(text)
+        return EXIT_OK
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with target.open("x", encoding="utf-8") as stream:
+            stream.write(text)
+    except FileExistsError:  # written meanwhile by someone else
+        raise _exists(target) from None
+    print(f"wrote {target}; fill in the TODO lines, then run: jobdef explain {args.name}")
+    return EXIT_OK
+
+
+def _exists(target: Path) -> UsageError:
+    return UsageError(
+        f"{target} already exists and was left as it is; "
+        "choose another NAME or -o FILE, or move the existing file away first"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "new",
+        help="write a new sheet with every field, each with a comment",
+        description="Write a new job definition sheet NAME.yaml into the sheets folder: every "
+        "field with a comment (English, or Japanese with --lang ja), values inherited from "
+        "Defaults shown as comments, and the yaml-language-server schema line for editor "
+        "help. An existing file is never overwritten.",
+    )
+    parser.add_argument("name", metavar="NAME", help="the job's code name, e.g. send_invoice_mail")
+    parser.add_argument(
+        "--sheets",
+        metavar="DIR",
+        help="sheets folder to write into and read Defaults from (default: config)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE instead (- for standard output)"
+    )
+    add_lang(parser)
+    parser.add_argument(
+        "--copy-defaults",
+        action="store_true",
+        help="write the Defaults values as the sheet's own (the job stops inheriting them)",
+    )
+    parser.set_defaults(handler=run)

@@ -1,0 +1,189 @@
+"""What the templates of one job receive: the policy, its timeline, and its facts in words.
+
+Built once per job from the registry, the same for the docs page and for
+``jobdef explain``; the retry timeline comes from :func:`jobdef.backoff.retry_timeline`,
+the function the runtime schedules retries with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jobdef.backoff import Timeline, retry_timeline
+from jobdef.policy import ChannelPolicy, JobPolicy, QueuePolicy
+from jobdef.registry import Registry
+from jobdef.render import describe
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRow:
+    """One effective field: its sheet path, its value in words, and where it came from."""
+
+    path: str
+    value: str
+    origin: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One arrow of the state diagram; ``label`` is plain text (escape it for Mermaid)."""
+
+    source: str
+    target: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRow:
+    """How one listed error class (or, with ``name=None``, any unlisted one) is treated."""
+
+    name: str | None
+    text: str
+    action: str
+    treatment: str
+
+
+def error_rows(job: JobPolicy, lang: str) -> list[ErrorRow]:
+    """Each listed error class with what it does, then what any other error does."""
+    rows = [
+        ErrorRow(
+            entry.name,
+            describe.error_class(entry, lang),
+            action,
+            describe.error_action(action, lang),
+        )
+        for action, entries in (("retry", job.errors.retry), ("fatal", job.errors.fatal))
+        for entry in entries
+    ]
+    other = _pick(lang, "any error not listed", "一覧にないエラー")
+    default = job.errors.default
+    rows.append(
+        ErrorRow(
+            None,
+            _pick(lang, f"{other} (errors.default)", f"{other}（errors.default）"),
+            default,
+            describe.error_action(default, lang),
+        )
+    )
+    return rows
+
+
+def _pick(lang: str, en: str, ja: str) -> str:
+    return ja if lang == "ja" else en
+
+
+def state_transitions(job: JobPolicy, timeline: Timeline, lang: str) -> list[Transition]:
+    """The life of one job as state-diagram arrows, with its own attempts, waits and retention."""
+    n = job.max_attempts
+    arrows = [
+        Transition("[*]", "queued", _pick(lang, "enqueued", "登録")),
+        Transition("queued", "running", _pick(lang, "claimed by a worker", "ワーカーが取得")),
+        Transition("running", "done", _pick(lang, "success", "成功")),
+    ]
+    retries = timeline.rows[1:]
+    retryable = bool(job.errors.retry) or job.errors.default == "retry"
+    causes = []
+    if retryable:
+        causes.append(_pick(lang, "retryable error", "再試行するエラー"))
+    if job.on_reclaim == "retry":
+        causes.append(_pick(lang, "worker died", "ワーカー停止"))
+    if retries and causes:
+        low = min(row.wait_min for row in retries)
+        high = max(row.wait_max for row in retries)
+        wait = describe.wait_range(low, high, lang)
+        cause = _pick(lang, " or ", "または").join(causes)
+        which = _pick(
+            lang,
+            "attempt 1" if n == 2 else f"attempts 1-{n - 1}",
+            "1回目" if n == 2 else f"1〜{n - 1}回目",
+        )
+        arrows.append(
+            Transition(
+                "running",
+                "queued",
+                _pick(
+                    lang,
+                    f"{cause} after {which}, wait {wait}",
+                    f"{cause}（{which}）、待ち{wait}",
+                ),
+            )
+        )
+    if retries:
+        dead = _pick(
+            lang, f"fatal error or attempt {n} failed", f"再試行しないエラーまたは{n}回目の失敗"
+        )
+    else:
+        dead = _pick(lang, "any error (1 attempt only)", "エラー（試行は1回のみ）")
+    if job.on_reclaim == "fail":
+        dead += _pick(lang, ", or worker died", "、またはワーカー停止")
+    arrows += [
+        Transition("running", "dead", dead),
+        Transition("dead", "queued", _pick(lang, "requeue", "再投入（requeue）")),
+        Transition(
+            "dead", "resolved", _pick(lang, "resolved by an operator", "運用者が対応済みにした")
+        ),
+        Transition("queued", "cancelled", _pick(lang, "cancelled", "取り消し")),
+    ]
+    for state, keep in (("done", job.retention.done), ("dead", job.retention.dead)):
+        if keep is not None:
+            after = describe.duration(keep, lang)
+            arrows.append(
+                Transition(state, "[*]", _pick(lang, f"deleted after {after}", f"{after}後に削除"))
+            )
+    return arrows
+
+
+def recommended_mode(job: JobPolicy, lang: str) -> str | None:
+    """The mode the decision flow recommends for the job's answers, in words.
+
+    ``None`` when the sheet has no ``decision`` block, or when this install has
+    no decision check (:mod:`jobdef.decision`).
+    """
+    if job.decision is None:
+        return None
+    try:
+        from jobdef.decision import recommend  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    mode, deciding = recommend(job.decision)
+    return describe.recommendation(mode, deciding, job.mode, lang)
+
+
+def field_rows(job: JobPolicy, lang: str, base: str | Path | None) -> list[FieldRow]:
+    """Every effective field of ``job`` with its value and origin, in sheet order."""
+    rows = []
+    for path in describe.effective_fields(job):
+        origin = job.origin(path)
+        rows.append(
+            FieldRow(
+                path=path,
+                value=describe.field_value(job, path, lang),
+                origin=describe.origin_text(origin, lang, base),
+                source="builtin" if origin is None else origin.source,
+            )
+        )
+    return rows
+
+
+def job_context(
+    job: JobPolicy, registry: Registry, lang: str, base: str | Path | None = None
+) -> dict[str, Any]:
+    """The template context of one job."""
+    channel: ChannelPolicy | None = registry.channels.get(job.notify.channel or "")
+    queue: QueuePolicy | None = registry.queues.get(job.queue)
+    timeline: Timeline = retry_timeline(job)
+    return {
+        "job": job,
+        "sheet_file": describe.display_path(job.file, base),
+        "rows": describe.sheet_rows(job, lang, registry.channels),
+        "timeline": timeline,
+        "fields": field_rows(job, lang, base),
+        "channel": channel,
+        "queue": queue,
+        "transitions": state_transitions(job, timeline, lang),
+        "errors": error_rows(job, lang),
+        "recommended": recommended_mode(job, lang),
+    }

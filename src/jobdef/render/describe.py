@@ -1,0 +1,604 @@
+"""Every policy value in words, English or Japanese: the one place that decides how values read.
+
+The generated docs, the TSV tables, ``jobdef explain`` and the review tools all
+call these functions, so a value reads the same everywhere, e.g.
+``backoff(job.backoff, "ja")`` -> ``指数バックオフ（初回10秒、上限10分）＋ジッター``.
+
+The API, all pure functions of the frozen policy objects:
+
+- :data:`ITEMS` and :func:`sheet_rows`: the 13 items of the classic job
+  definition sheet (label, what to write, this job's value);
+- :func:`item_value`: one of those values by item key;
+- :func:`effective_fields`, :func:`field_value`, :func:`origin_text`: every
+  effective field by its sheet path (``backoff.initial``), as written, and
+  where it came from (:func:`display_path` shortens the file name);
+- value formatters reused by the above: :func:`duration`, :func:`wait_range`,
+  :func:`attempts`, :func:`backoff`, :func:`retention`, :func:`errors`,
+  :func:`error_class`, :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
+  :func:`dead_letter`, :func:`on_reclaim`, :func:`job_name`, :func:`trigger`,
+  :func:`rate`, :func:`worst_case`, :func:`recommendation`, :func:`yes_no`;
+- :data:`DECISION_QUESTIONS` and :func:`decision_answers`: the sync / async /
+  batch decision flow's questions and a job's answers.
+
+``lang`` is ``"en"`` or ``"ja"`` everywhere. Texts are plain (not escaped):
+escape them for their output with :mod:`jobdef.render.escape`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jobdef.backoff import Timeline
+from jobdef.durations import format_duration
+from jobdef.policy import (
+    BackoffPolicy,
+    ChannelPolicy,
+    ErrorClass,
+    IdempotencyPolicy,
+    JobPolicy,
+    NotifyPolicy,
+    Origin,
+    RetentionPolicy,
+)
+
+
+def _pick(lang: str, en: str, ja: str) -> str:
+    return ja if lang == "ja" else en
+
+
+def _join(parts: Sequence[str], lang: str) -> str:
+    return _pick(lang, ", ", "、").join(parts)
+
+
+def _paren(text: str, note: str, lang: str) -> str:
+    """``text (note)``, with full-width brackets in Japanese."""
+    return _pick(lang, f"{text} ({note})", f"{text}（{note}）")
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+# --- single values --------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def duration(seconds: float | None, lang: str = "en", none: str | None = None) -> str:
+    """A duration as a person writes it (``1h30m``, ``1時間30分``); ``none`` when unset."""
+    if seconds is None:
+        return none if none is not None else _pick(lang, "none", "なし")
+    if not math.isfinite(seconds):
+        return _pick(lang, "unbounded", "上限なし")
+    return format_duration(seconds, lang)
+
+
+def wait_range(low: float, high: float, lang: str = "en") -> str:
+    """A wait with jitter: ``0s–10s``, or one value when there is no spread."""
+    if low == high:
+        return duration(low, lang)
+    return f"{duration(low, lang)}{_pick(lang, '–', '〜')}{duration(high, lang)}"
+
+
+def worst_case(timeline: Timeline, lang: str = "en") -> str:
+    """The worst-case retry window and the deadline verdict: ``5m, fits the deadline of 2h``."""
+    window = duration(timeline.worst_case, lang)
+    if timeline.deadline is None:
+        return _pick(lang, f"{window}, no deadline", f"{window}、期限なし")
+    limit = duration(timeline.deadline, lang)
+    if timeline.fits_deadline:
+        return _pick(
+            lang, f"{window}, fits the deadline of {limit}", f"{window}、期限{limit}に収まる"
+        )
+    return _pick(
+        lang,
+        f"{window}, does NOT fit the deadline of {limit}",
+        f"{window}、期限{limit}に収まらない",
+    )
+
+
+def yes_no(value: bool | None, lang: str = "en") -> str:
+    """``yes``/``no`` (``はい``/``いいえ``); ``—`` for an unknown (``None``)."""
+    if value is None:
+        return "—"
+    return _pick(lang, "yes", "はい") if value else _pick(lang, "no", "いいえ")
+
+
+_RATE_UNITS = (("s", "秒", 1.0), ("m", "分", 60.0), ("h", "時間", 3600.0))
+
+
+def rate(per_second: float, lang: str = "en") -> str:
+    """A queue's start rate as written in a sheet: ``100/m`` (``100件/分``)."""
+    for en, ja, size in _RATE_UNITS:
+        count = per_second * size
+        if abs(count - round(count)) < 1e-9:
+            return _pick(lang, f"{round(count)}/{en}", f"{round(count)}件/{ja}")
+    return _pick(lang, f"{per_second:g}/s", f"{per_second:g}件/秒")
+
+
+def attempts(count: int, lang: str = "en") -> str:
+    """``5 attempts`` / ``5回`` (the first run included)."""
+    return _pick(lang, f"{count} attempt{'s' if count != 1 else ''}", f"{count}回")
+
+
+_JITTER = {
+    "none": ("", ""),
+    "full": (" + jitter", "＋ジッター"),
+    "equal": (" + equal jitter", "＋ジッター（equal）"),
+    "decorrelated": (" + decorrelated jitter", "＋ジッター（decorrelated）"),
+}
+
+
+def backoff(policy: BackoffPolicy, lang: str = "en") -> str:
+    """The wait between attempts in words: strategy, first wait, growth, cap, jitter."""
+    cap = (
+        _pick(lang, f"max {duration(policy.max, lang)}", f"上限{duration(policy.max, lang)}")
+        if policy.max is not None
+        else _pick(lang, "no cap", "上限なし")
+    )
+    first = duration(policy.initial, lang)
+    if policy.strategy == "exponential":
+        parts = [_pick(lang, f"first {first}", f"初回{first}")]
+        if policy.multiplier != 2:
+            factor = _number(policy.multiplier)
+            parts.append(_pick(lang, f"x{factor} each time", f"{factor}倍ずつ"))
+        parts.append(cap)
+        text = _paren(
+            _pick(lang, "exponential backoff", "指数バックオフ"), _join(parts, lang), lang
+        )
+    elif policy.strategy == "linear":
+        step = _pick(lang, f"{first} more each time", f"{first}ずつ増加")
+        text = _paren(
+            _pick(lang, "linear backoff", "線形バックオフ"), _join([step, cap], lang), lang
+        )
+    elif policy.strategy == "list":
+        waits = [duration(d, lang) for d in policy.delays or (policy.initial,)]
+        waits.append(_pick(lang, "then the last again", "以降は最後の値"))
+        text = _paren(_pick(lang, "listed waits", "指定の間隔"), _join(waits, lang), lang)
+    else:
+        text = _pick(lang, f"fixed wait of {first}", f"固定（{first}）")
+    en, ja = _JITTER[policy.jitter]
+    return text + _pick(lang, en, ja)
+
+
+def retention(policy: RetentionPolicy, lang: str = "en") -> str:
+    """``done for 30d, dead until resolved`` / ``doneは30日、deadは対応が終わるまで``."""
+    done = (
+        _pick(lang, "done forever", "doneは無期限")
+        if policy.done is None
+        else _pick(
+            lang, f"done for {duration(policy.done, lang)}", f"doneは{duration(policy.done, lang)}"
+        )
+    )
+    dead = (
+        _pick(lang, "dead until resolved", "deadは対応が終わるまで")
+        if policy.dead is None
+        else _pick(
+            lang, f"dead for {duration(policy.dead, lang)}", f"deadは{duration(policy.dead, lang)}"
+        )
+    )
+    return _join([done, dead], lang)
+
+
+def error_class(entry: ErrorClass, lang: str = "en") -> str:
+    """``ConnectionError (接続エラー)``, or the bare class name without a description."""
+    return _paren(entry.name, entry.description, lang) if entry.description else entry.name
+
+
+def errors(classes: Sequence[ErrorClass], lang: str = "en", *, others: bool = False) -> str:
+    """Error classes in words; ``others`` adds "any other error" (what ``errors.default`` gets)."""
+    parts = [error_class(entry, lang) for entry in classes]
+    if others:
+        parts.append(_pick(lang, "any other error", "その他のエラー"))
+    return _join(parts, lang) if parts else _pick(lang, "none", "なし")
+
+
+def error_action(action: str, lang: str = "en") -> str:
+    """What an error does to the job: ``retry`` -> ``retried``, ``fatal`` -> ``dead at once``."""
+    if action == "retry":
+        return _pick(lang, "retried while attempts remain", "回数が残っていれば再試行")
+    return _pick(lang, "dead at once", "すぐ退避")
+
+
+_TYPES_JA = {
+    "integer": "整数",
+    "number": "数値",
+    "string": "文字列",
+    "boolean": "真偽値",
+    "array": "配列",
+    "object": "オブジェクト",
+    "null": "null",
+}
+
+
+def args(schema: Mapping[str, Any], lang: str = "en") -> str:
+    """Each arg with its description (or its type), ``optional`` when not required."""
+    required = set(schema.get("required", ()))
+    parts = []
+    for name, arg in schema.get("properties", {}).items():
+        notes = []
+        if arg.get("description"):
+            notes.append(str(arg["description"]))
+        elif isinstance(arg.get("type"), str):
+            notes.append(_TYPES_JA.get(arg["type"], arg["type"]) if lang == "ja" else arg["type"])
+        if name not in required:
+            notes.append(_pick(lang, "optional", "任意"))
+        parts.append(_paren(name, _join(notes, lang), lang) if notes else name)
+    return _join(parts, lang) if parts else _pick(lang, "none", "なし")
+
+
+def idempotency(policy: IdempotencyPolicy, lang: str = "en") -> str:
+    """The key recipe, and how long after the job finished a repeat is still a duplicate."""
+    if not policy.key:
+        return _pick(lang, "none (every enqueue adds a job)", "なし（登録のたびに新しいジョブ）")
+    if policy.dedupe_window is None:
+        return policy.key
+    window = duration(policy.dedupe_window, lang)
+    return _paren(
+        policy.key,
+        _pick(
+            lang,
+            f"still a duplicate {window} after the job finished",
+            f"完了後{window}は重複とみなす",
+        ),
+        lang,
+    )
+
+
+_EVENTS = {
+    "dead": ("goes dead", "退避したとき"),
+    "retry": ("is retried", "再試行するとき"),
+    "timeout": ("times out", "タイムアウトしたとき"),
+    "reclaimed": ("is reclaimed from a dead worker", "停止したワーカーから回収したとき"),
+    "done": ("is done", "完了したとき"),
+}
+
+
+def notify(policy: NotifyPolicy, channel: ChannelPolicy | None = None, lang: str = "en") -> str:
+    """``ops-chat (webhook) when a job goes dead`` / ``ops-chat（webhook）へ、退避したとき``."""
+    if not policy.channel:
+        return _pick(lang, "nobody", "通知しない")
+    who = _paren(policy.channel, channel.type, lang) if channel else policy.channel
+    if not policy.events:
+        return _pick(lang, f"{who}, no events", f"{who}、通知するイベントなし")
+    en = " or ".join(_EVENTS[event][0] for event in policy.events)
+    ja = "・".join(_EVENTS[event][1] for event in policy.events)
+    return _pick(lang, f"{who} when a job {en}", f"{who}へ、{ja}")
+
+
+def dead_letter(target: str, lang: str = "en") -> str:
+    """Where a job that cannot succeed is kept."""
+    if target == "table":
+        return _pick(lang, "the jobs table, state dead", "jobsテーブル（状態dead）")
+    return target
+
+
+def on_reclaim(action: str, lang: str = "en") -> str:
+    """What happens to a running job whose worker died (its lease expired)."""
+    if action == "retry":
+        return _pick(
+            lang,
+            "when its lease expires the attempt counts as failed with a timeout; "
+            "the job is retried while attempts remain, then goes dead",
+            "リースが切れた時点でその回はタイムアウトの失敗と数え、回数が残っていれば再試行、"
+            "使い切ったら退避",
+        )
+    return _pick(
+        lang,
+        "when its lease expires the job goes dead at once",
+        "リースが切れた時点ですぐ退避",
+    )
+
+
+def recommendation(mode: str, deciding: str | None, declared: str, lang: str = "en") -> str:
+    """The decision flow's verdict, and whether the sheet's ``mode`` agrees.
+
+    ``async, decided by calls_external_systems (the sheet says async)``
+    """
+    if deciding is None:
+        why = _pick(lang, "no answer decides", "決め手になる回答なし")
+    else:
+        why = _pick(lang, f"decided by {deciding}", f"{deciding}の回答で決定")
+    agree = _pick(
+        lang,
+        f"the sheet says {declared}"
+        if declared == mode
+        else f"the sheet says {declared}: check it",
+        f"シートは{declared}" if declared == mode else f"シートは{declared}、要確認",
+    )
+    return _pick(lang, f"{mode}, {why} ({agree})", f"{mode}（{why}、{agree}）")
+
+
+def job_name(job: JobPolicy, lang: str = "en") -> str:
+    """``send_reservation_mail (予約確定メール送信)``: the code name and the human name."""
+    return _paren(job.name, job.title, lang) if job.title else job.name
+
+
+def trigger(job: JobPolicy, lang: str = "en") -> str:
+    """What enqueues the job; a batch job adds its cron line and time zone."""
+    text = job.trigger or _pick(lang, "not written", "未記入")
+    if job.mode == "batch" and job.schedule:
+        return _paren(text, _join([f"cron {job.schedule}", job.timezone], lang), lang)
+    return text
+
+
+# --- the 13 items of the classic sheet -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One row of the classic job definition sheet: its key, label and what to write."""
+
+    key: str
+    label_en: str
+    label_ja: str
+    hint_en: str
+    hint_ja: str
+
+    def label(self, lang: str = "en") -> str:
+        return _pick(lang, self.label_en, self.label_ja)
+
+    def hint(self, lang: str = "en") -> str:
+        return _pick(lang, self.hint_en, self.hint_ja)
+
+
+ITEMS: tuple[Item, ...] = (
+    Item("name", "Job name", "ジョブ名", "Code name and human name", "コード上の名前と日本語名"),
+    Item(
+        "trigger",
+        "Trigger",
+        "起点",
+        "Which operation or data makes the job get enqueued",
+        "どの操作・どのデータの発生で登録されるか",
+    ),
+    Item("args", "Arguments", "引数", "Values passed to the job", "ジョブに渡す値"),
+    Item(
+        "max_attempts",
+        "Max attempts",
+        "最大試行回数",
+        "How many runs in total, the first included",
+        "初回を含めて何回まで実行するか",
+    ),
+    Item(
+        "backoff",
+        "Wait between attempts",
+        "待ち時間",
+        "How the wait before a retry grows, and its cap",
+        "再試行までの間隔の方式と上限",
+    ),
+    Item("timeout", "Timeout", "タイムアウト", "Time allowed for one run", "1回の実行に許す時間"),
+    Item(
+        "idempotency",
+        "Idempotency key",
+        "冪等キー",
+        "What the key is made of",
+        "何を組み合わせて作るか",
+    ),
+    Item(
+        "errors_retry",
+        "Errors retried",
+        "再試行するエラー",
+        "Kinds of error taken as transient",
+        "一時的とみなすエラーの種類",
+    ),
+    Item(
+        "errors_fatal",
+        "Errors not retried",
+        "再試行しないエラー",
+        "Kinds of error that bury the job at once",
+        "すぐ退避するエラーの種類",
+    ),
+    Item(
+        "dead_letter",
+        "Dead-letter place",
+        "エラー時の退避先",
+        "Where a job that used up its attempts is kept",
+        "回数を使い切ったジョブをどこに残すか",
+    ),
+    Item(
+        "notify",
+        "Notify",
+        "通知先",
+        "Who is told, and through what, when a job goes dead",
+        "退避されたときに誰へ何で知らせるか",
+    ),
+    Item(
+        "rerun",
+        "Re-run procedure",
+        "再実行の手順",
+        "How to bring a dead job back",
+        "退避したジョブをどう戻すか",
+    ),
+    Item(
+        "retention",
+        "Retention",
+        "保存期間",
+        "How long done and dead jobs are kept",
+        "完了・退避したジョブをいつまで残すか",
+    ),
+)
+
+
+def item_value(
+    job: JobPolicy, key: str, lang: str = "en", channels: Mapping[str, ChannelPolicy] | None = None
+) -> str:
+    """The value of one of the 13 :data:`ITEMS` for ``job``, in words."""
+    if key == "name":
+        return job_name(job, lang)
+    if key == "trigger":
+        return trigger(job, lang)
+    if key == "args":
+        return args(job.args_schema, lang)
+    if key == "max_attempts":
+        return attempts(job.max_attempts, lang)
+    if key == "backoff":
+        return backoff(job.backoff, lang)
+    if key == "timeout":
+        return duration(job.timeout, lang)
+    if key == "idempotency":
+        return idempotency(job.idempotency, lang)
+    if key == "errors_retry":
+        return errors(job.errors.retry, lang, others=job.errors.default == "retry")
+    if key == "errors_fatal":
+        return errors(job.errors.fatal, lang, others=job.errors.default == "fatal")
+    if key == "dead_letter":
+        return dead_letter(job.dead_letter, lang)
+    if key == "notify":
+        channel = (channels or {}).get(job.notify.channel or "")
+        return notify(job.notify, channel, lang)
+    if key == "rerun":
+        return job.rerun or _pick(lang, "not written", "未記入")
+    if key == "retention":
+        return retention(job.retention, lang)
+    raise KeyError(f"no sheet item {key!r}; items are {', '.join(i.key for i in ITEMS)}")
+
+
+def sheet_rows(
+    job: JobPolicy, lang: str = "en", channels: Mapping[str, ChannelPolicy] | None = None
+) -> list[tuple[str, str, str]]:
+    """The classic sheet of ``job``: (label, what to write, value) for each of the 13 items."""
+    return [
+        (item.label(lang), item.hint(lang), item_value(job, item.key, lang, channels))
+        for item in ITEMS
+    ]
+
+
+# --- effective fields, by sheet path ---------------------------------------------------------
+
+# The questions of the sync / async / batch decision flow, by their field in `decision:`.
+DECISION_QUESTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "time_triggered",
+        "Does the clock start the work (not a user)?",
+        "時刻が起点か（利用者の操作ではなく）",
+    ),
+    (
+        "result_needed_at_once",
+        "Does the caller need the result in its response?",
+        "呼び出し側がその場で結果を必要とするか",
+    ),
+    ("done_within_seconds", "Does the work finish within a few seconds?", "数秒以内に終わるか"),
+    ("calls_external_systems", "Does the work call external systems?", "外部システムを呼び出すか"),
+    (
+        "must_accept_when_external_down",
+        "Must requests still be accepted while the external system is down?",
+        "外部システムの停止中も受け付け続ける必要があるか",
+    ),
+)
+
+
+def decision_answers(job: JobPolicy, lang: str = "en") -> list[tuple[str, str, str]]:
+    """(field, question, answer) for each decision question; empty without a ``decision`` block."""
+    if job.decision is None:
+        return []
+    return [
+        (name, _pick(lang, en, ja), yes_no(getattr(job.decision, name), lang))
+        for name, en, ja in DECISION_QUESTIONS
+    ]
+
+
+def effective_fields(job: JobPolicy) -> tuple[str, ...]:
+    """The sheet paths that shape ``job``, in sheet order; fields its strategy ignores left out."""
+    fields = ["name", "title", "owner", "trigger", "mode"]
+    if job.mode == "batch":
+        fields += ["schedule", "timezone", "catch_up"]
+    fields += ["handler", "queue", "priority", "args", "max_attempts", "backoff.strategy"]
+    if job.backoff.strategy == "list":
+        fields.append("backoff.delays")
+    else:
+        fields.append("backoff.initial")
+    if job.backoff.strategy == "exponential":
+        fields.append("backoff.multiplier")
+    if job.backoff.strategy in ("exponential", "linear") or job.backoff.jitter == "decorrelated":
+        fields.append("backoff.max")
+    fields += [
+        "backoff.jitter",
+        "timeout",
+        "deadline",
+        "idempotency.key",
+        "idempotency.dedupe_window",
+        "errors.retry",
+        "errors.fatal",
+        "errors.default",
+        "on_reclaim",
+        "dead_letter.target",
+        "notify.channel",
+        "notify.events",
+        "notify.key_args",
+        "rerun",
+        "retention.done",
+        "retention.dead",
+    ]
+    if job.decision is not None:
+        fields += [f"decision.{name}" for name, _, _ in DECISION_QUESTIONS]
+    return tuple(fields)
+
+
+def field_value(job: JobPolicy, path: str, lang: str = "en") -> str:
+    """The effective value at sheet path ``path`` (``backoff.initial``), written as in a sheet."""
+    none = _pick(lang, "none", "なし")
+    if path == "args":
+        return args(job.args_schema, lang)
+    if path == "dead_letter.target":
+        return job.dead_letter
+    if path == "retention.dead" and job.retention.dead is None:
+        return "until_resolved"
+    if path.startswith("decision."):
+        return yes_no(getattr(job.decision, path.partition(".")[2], None), lang)
+    value: Any = job
+    for part in path.split("."):
+        value = getattr(value, part)
+    if path in _DURATION_FIELDS:
+        return duration(value, lang)
+    if path == "backoff.delays":
+        return _join([duration(d, lang) for d in value], lang) or none
+    if path in ("errors.retry", "errors.fatal"):
+        return errors(value, lang)
+    if isinstance(value, tuple):
+        return _join([str(v) for v in value], lang) or none
+    if isinstance(value, float):
+        return _number(value)
+    if value is None or value == "":
+        return none
+    return str(value)
+
+
+_DURATION_FIELDS = frozenset(
+    {
+        "backoff.initial",
+        "backoff.max",
+        "timeout",
+        "deadline",
+        "idempotency.dedupe_window",
+        "retention.done",
+        "retention.dead",
+    }
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def display_path(file: str, base: str | Path | None = None) -> str:
+    """``file`` relative to ``base`` when it lies below it, with ``/`` separators."""
+    if base is not None and file:
+        try:
+            relative = os.path.relpath(Path(file).resolve(), Path(base).resolve())
+        except ValueError:  # another drive on Windows
+            relative = file
+        if not relative.startswith(".."):
+            file = relative
+    return Path(file).as_posix() if file else file
+
+
+def origin_text(origin: Origin | None, lang: str = "en", base: str | Path | None = None) -> str:
+    """Where a value came from: ``sheet jobdefs/x.yaml:12``, ``Defaults ...:3``, built-in."""
+    if origin is None or origin.source == "builtin":
+        return _pick(lang, "built-in default", "組み込みの既定値")
+    where = f"{display_path(origin.file, base)}:{origin.line}"
+    if origin.source == "defaults":
+        return f"Defaults {where}"
+    return _pick(lang, f"sheet {where}", f"シート {where}")

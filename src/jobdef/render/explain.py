@@ -1,0 +1,181 @@
+"""``jobdef explain NAME``: the effective policy of one job, every value with its origin.
+
+Text and Markdown come from the ``explain.txt.j2`` / ``explain.md.j2``
+templates; JSON is :func:`explain_data`, with durations in seconds, for tools.
+The retry timeline is :func:`jobdef.backoff.retry_timeline`, the schedule the
+runtime follows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import fields
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+from jobdef.errors import UsageError
+from jobdef.policy import JobPolicy
+from jobdef.registry import Registry
+from jobdef.render import describe
+from jobdef.render.context import job_context
+
+FORMATS = ("text", "markdown", "json")
+
+
+def next_run_times(job: JobPolicy, now: float | None = None) -> list[dict[str, str]]:
+    """The next five cron slots of a batch job after ``now``, in its zone and in UTC.
+
+    Kept out of the generated docs on purpose: they change with the clock, and
+    the docs must be byte-identical from run to run (``jobdef docs --check``).
+    """
+    if job.mode != "batch" or not job.schedule:
+        return []
+    from jobdef.schedule import next_runs
+
+    runs = next_runs(job, time.time() if now is None else now, count=5)
+    return [
+        {
+            "local": run.isoformat(timespec="minutes"),
+            "utc": run.astimezone(UTC).isoformat(timespec="minutes"),
+        }
+        for run in runs
+    ]
+
+
+def explain_data(
+    job: JobPolicy,
+    registry: Registry,
+    lang: str = "en",
+    base: str | Path | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The explanation as plain data: raw values (seconds) beside their text."""
+    context = job_context(job, registry, lang, base)
+    timeline = context["timeline"]
+    channel = context["channel"]
+    return {
+        "name": job.name,
+        "title": job.title,
+        "sheet": context["sheet_file"],
+        "owner": job.owner,
+        "queue": job.queue,
+        "priority": job.priority,
+        "handler": job.handler,
+        "trigger": job.trigger,
+        "mode": job.mode,
+        "schedule": job.schedule,
+        "timezone": job.timezone if job.mode == "batch" else None,
+        "next_runs": next_run_times(job, now),
+        "items": [
+            {"key": item.key, "label": label, "hint": hint, "value": value}
+            for item, (label, hint, value) in zip(describe.ITEMS, context["rows"], strict=True)
+        ],
+        "fields": [
+            {
+                "path": row.path,
+                "value": row.value,
+                "source": row.source,
+                "origin": _origin(job, row.path, base),
+                "origin_text": row.origin,
+            }
+            for row in context["fields"]
+        ],
+        "timeline": {
+            "rows": [
+                {
+                    "attempt": row.attempt,
+                    "wait_min": row.wait_min,
+                    "wait_max": row.wait_max,
+                    "earliest_start": row.earliest_start,
+                    "latest_start": row.latest_start,
+                    "latest_end": row.latest_end,
+                    "within_deadline": row.within_deadline,
+                }
+                for row in timeline.rows
+            ],
+            "worst_case": timeline.worst_case,
+            "deadline": timeline.deadline,
+            "fits_deadline": timeline.fits_deadline,
+            "text": describe.worst_case(timeline, lang),
+        },
+        "errors": [
+            {"class": row.name, "text": row.text, "action": row.action, "treatment": row.treatment}
+            for row in context["errors"]
+        ],
+        "worker_dies": {
+            "on_reclaim": job.on_reclaim,
+            "text": describe.on_reclaim(job.on_reclaim, lang),
+        },
+        "dead_letter": {
+            "target": job.dead_letter,
+            "text": describe.dead_letter(job.dead_letter, lang),
+        },
+        "notify": {
+            "channel": job.notify.channel,
+            "type": channel.type if channel else None,
+            "description": _channel_description(channel),
+            "events": list(job.notify.events),
+            "text": describe.notify(job.notify, channel, lang),
+        },
+        "rerun": job.rerun,
+        "retention": {
+            "done": job.retention.done,
+            "dead": job.retention.dead,
+            "text": describe.retention(job.retention, lang),
+        },
+        "decision": None if job.decision is None else _decision(job),
+        "recommended_mode": context["recommended"],
+    }
+
+
+def _decision(job: JobPolicy) -> dict[str, bool | None]:
+    return {f.name: getattr(job.decision, f.name) for f in fields(job.decision)}  # type: ignore[arg-type]
+
+
+def _channel_description(channel: Any) -> str | None:
+    if channel is None:
+        return None
+    description = channel.settings.get("description")
+    return None if description is None else str(description)
+
+
+def _origin(job: JobPolicy, path: str, base: str | Path | None) -> dict[str, Any] | None:
+    origin = job.origin(path)
+    if origin is None:
+        return None
+    return {
+        "file": describe.display_path(origin.file, base),
+        "line": origin.line,
+        "column": origin.column,
+        "source": origin.source,
+    }
+
+
+def explain(
+    job: JobPolicy,
+    registry: Registry,
+    fmt: str = "text",
+    *,
+    lang: str = "en",
+    templates: str | Path | None = None,
+    base: str | Path | None = None,
+    now: float | None = None,
+) -> str:
+    """The explanation of ``job`` in ``fmt`` (``text``, ``markdown`` or ``json``).
+
+    ``now`` (epoch seconds, default the current time) is where the list of a
+    batch job's next run times starts.
+    """
+    if fmt == "json":
+        data = explain_data(job, registry, lang, base, now)
+        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    from jobdef.render.templates import environment, render  # Jinja2 only when needed
+
+    env = environment(lang, templates)
+    context = job_context(job, registry, lang, base)
+    name = "explain.md.j2" if fmt == "markdown" else "explain.txt.j2"
+    return render(env, name, **context, next_runs=next_run_times(job, now)).rstrip() + "\n"

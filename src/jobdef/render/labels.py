@@ -1,0 +1,87 @@
+"""The words of the generated pages themselves (headings, column names), in English and Japanese.
+
+Templates call ``t("Retry timeline")``: the English text is the key, and the
+Japanese table must hold every key a built-in template uses (a test renders
+every template in both languages, so a missing entry fails there).
+"""
+
+from __future__ import annotations
+
+from jobdef.errors import JobdefError
+
+JA: dict[str, str] = {
+    # page structure
+    "Job definitions": "ジョブ定義一覧",
+    "Definition": "定義",
+    "Item": "項目",
+    "What to write": "記入内容",
+    "Value": "内容",
+    "Retry timeline": "再試行のタイムライン",
+    "Attempt": "回",
+    "Wait before": "直前の待ち時間",
+    "Earliest start": "最早開始",
+    "Latest start": "最遅開始",
+    "Latest end": "最遅終了",
+    "Within deadline": "期限内",
+    "State diagram": "状態遷移",
+    "Where each value comes from": "各値の出どころ",
+    "Field": "フィールド",
+    "Origin": "出どころ",
+    "Errors": "エラーの扱い",
+    "Effective policy": "実効ポリシー",
+    "Error": "エラー",
+    "Treatment": "扱い",
+    "When the worker dies": "ワーカーが停止したとき",
+    "Dead jobs": "退避したジョブ",
+    "Who is told": "通知",
+    "How to re-run": "再実行の手順",
+    "How long rows are kept": "保存期間",
+    "Decision": "方式の判断",
+    "Question": "質問",
+    "Answer": "回答",
+    "Recommended mode": "推奨される方式",
+    "Next runs": "次回以降の実行予定",
+    "Queue": "キュー",
+    "Owner": "担当",
+    "Handler": "ハンドラ",
+    "Trigger": "起点",
+    "Mode": "方式",
+    "Priority": "優先度",
+    "Sheet": "シート",
+    "Name": "名前",
+    "Title": "日本語名",
+    "Attempts": "試行回数",
+    "Timeout": "タイムアウト",
+    "Worst-case retry window": "再試行の最悪所要時間",
+    "Notify": "通知先",
+    "Concurrency": "同時実行数",
+    "Rate": "開始レート",
+    "unlimited": "無制限",
+    # sentences
+    "Times are counted from the enqueue. Earliest: every earlier attempt failed at once "
+    "with the shortest wait. Latest: every earlier attempt ran to its timeout with the "
+    "longest wait.": "時刻は登録からの経過時間。"
+    "最早: それまでの試行がすぐ失敗し待ち時間が最短の場合。"
+    "最遅: それまでの試行がタイムアウトまで走り待ち時間が最長の場合。",
+    "Worst case": "最悪の場合",
+    "Matching is by exception class and its bases; when both lists match, the most "
+    "specific listed class wins.": "例外クラスとその基底クラスで照合し、両方の一覧に当たるときは"
+    "より具体的な（継承関係で近い）クラスが優先される。",
+    "A dead job is kept in": "退避したジョブの保存先",
+    "channel": "チャンネル",
+    "events": "イベント",
+    "nobody is told": "通知しない",
+}
+
+
+def translate(text: str, lang: str = "en") -> str:
+    """``text`` in ``lang``; English is the key itself."""
+    if lang != "ja":
+        return text
+    try:
+        return JA[text]
+    except KeyError:
+        raise JobdefError(
+            f"no Japanese text for {text!r} in jobdef.render.labels.JA; "
+            "add it there, or use --lang en"
+        ) from None

@@ -1,0 +1,50 @@
+"""``jobdef tsv``: the classic job definition sheet as tab-separated text for spreadsheets.
+
+Two shapes: one job as the three-column sheet (item, what to write, value),
+and an overview with one row per job and one column per item. Every cell goes
+through :func:`~jobdef.render.escape.tsv_cell`, so a value can neither break the
+grid nor become a formula. Lines end with ``\\n``; ``bom=True`` prefixes the
+UTF-8 byte order mark that some spreadsheet programs need to detect UTF-8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jobdef.policy import JobPolicy
+from jobdef.registry import Registry
+from jobdef.render import describe
+from jobdef.render.escape import tsv_row
+from jobdef.render.labels import translate
+
+BOM = "\ufeff"
+
+
+def sheet_header(lang: str = "en") -> tuple[str, str, str]:
+    """``項目 / 記入内容 / 内容`` (``Item / What to write / Value``).
+
+    The value column is named ``内容`` ("content"), not the classic template's
+    ``記入例`` ("example"): the table describes a real job, not an example.
+    """
+    return (translate("Item", lang), translate("What to write", lang), translate("Value", lang))
+
+
+def _lines(rows: Sequence[Sequence[str]], bom: bool) -> str:
+    text = "".join(tsv_row(row) + "\n" for row in rows)
+    return BOM + text if bom else text
+
+
+def job_tsv(job: JobPolicy, registry: Registry, lang: str = "en", *, bom: bool = False) -> str:
+    """One job as a 14-line table: the header, then the 13 items of the classic sheet."""
+    rows = [sheet_header(lang), *describe.sheet_rows(job, lang, registry.channels)]
+    return _lines(rows, bom)
+
+
+def overview_tsv(registry: Registry, lang: str = "en", *, bom: bool = False) -> str:
+    """Every job, one row each (sorted by name), one column per item of the classic sheet."""
+    header = [item.label(lang) for item in describe.ITEMS]
+    rows = [
+        [describe.item_value(job, item.key, lang, registry.channels) for item in describe.ITEMS]
+        for job in (registry.jobs[name] for name in sorted(registry.jobs))
+    ]
+    return _lines([header, *rows], bom)

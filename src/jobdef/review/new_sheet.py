@@ -1,0 +1,485 @@
+"""A new job definition sheet with every field and a comment on each, in English or Japanese.
+
+The English comments are the descriptions of the shipped JSON Schema (the text
+an editor shows on hover), so the two never drift apart; the Japanese ones are
+written here. A field that a ``Defaults`` document already sets is written as a
+comment holding the Defaults value: the job keeps inheriting it (a later change
+to Defaults still reaches the job) and uncommenting the line overrides it for
+this job alone. ``copy_defaults=True`` writes those values as real lines instead.
+Fields that only some jobs need (``schedule`` of a batch job, ``deadline``,
+``decision``) are written commented out with an example value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jobdef.errors import UsageError
+from jobdef.registry import Document
+from jobdef.registry import _flatten as flatten_document
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+SCHEMA_LINE = re.compile(r"^#\s*yaml-language-server:\s*\$schema=\S+")
+_WIDTH = 92
+
+
+@dataclass(frozen=True)
+class Field:
+    """One line of the sheet: its key, a starter value and whether it starts commented out.
+
+    ``value`` is the starter value when no Defaults document sets the field;
+    ``optional`` fields are written commented out (they change what the job
+    does only when someone means it).
+    """
+
+    key: str
+    value: Any = None
+    ja: str = ""
+    optional: bool = False
+    children: tuple[Field, ...] = ()
+
+
+def _fields(name: str, lang: str) -> tuple[Field, ...]:
+    todo = "TODO: "
+    return (
+        Field("apiVersion", "jobdef/v1", "常に jobdef/v1。"),
+        Field("kind", "Job", "Job: ジョブ定義シート1枚。"),
+        Field("name", name, "ジョブ名: コード上の名前。全シートで一意、英小文字・数字・_。"),
+        Field(
+            "title",
+            name.replace("_", " ").capitalize(),
+            "ジョブ名: 人が読む名前（例: 予約確定メール送信）。",
+        ),
+        Field(
+            "description",
+            todo + ("what the job does" if lang == "en" else "このジョブが何をするか"),
+            "何をするジョブか、1〜2文で。",
+        ),
+        Field(
+            "owner",
+            todo + ("the owning team" if lang == "en" else "担当チーム"),
+            "ジョブを持ち、通知に対応するチーム。",
+        ),
+        Field(
+            "trigger",
+            todo + ("what enqueues this job" if lang == "en" else "どの操作・データで登録されるか"),
+            "起点: どの操作・どのデータの発生でジョブが登録されるか。",
+        ),
+        Field(
+            "mode",
+            "async",
+            "async（アプリが登録する）または batch（schedule に従いワーカーが登録する）。",
+        ),
+        Field(
+            "schedule",
+            "0 3 * * *",
+            "batch のときだけ: cron 形式（5項目）の実行時刻。",
+            optional=True,
+        ),
+        Field(
+            "timezone", "UTC", "schedule のタイムゾーン（IANA 名、例: Asia/Tokyo）。", optional=True
+        ),
+        Field(
+            "catch_up",
+            "latest",
+            "ワーカー停止中に逃した回: none（実行しない）、latest（最新の1回）、"
+            "all（すべて、上限あり）。",
+            optional=True,
+        ),
+        Field(
+            "handler",
+            f"app.jobs:{name}",
+            "ジョブを実行する関数 `module:function`。自分のコードの場所に書き換える。",
+        ),
+        Field("queue", "default", "登録先のキュー名。ワーカーは処理するキューを選ぶ。"),
+        Field("priority", 0, "同じキューの中で大きいほど先に実行する（-1000〜1000）。"),
+        Field(
+            "args",
+            None,
+            "引数: 引数ごとに JSON Schema を1つ。`required: false` と書かない限り必須。",
+            children=(
+                Field(
+                    "record_id",
+                    {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "ID of the record to process"
+                        if lang == "en"
+                        else "処理するレコードのID",
+                    },
+                    "例: 自分の引数に置き換える。",
+                ),
+            ),
+        ),
+        Field(
+            "max_attempts",
+            5,
+            "最大試行回数: 初回を含めて何回まで実行するか。",
+        ),
+        Field(
+            "backoff",
+            None,
+            "待ち時間: 再試行までの間隔。上限とジッターつき。",
+            children=(
+                Field(
+                    "strategy",
+                    "exponential",
+                    "fixed（常に initial）、linear（initial × n）、exponential"
+                    "（initial × multiplier^(n-1)）、list（delays の n 番目、最後を繰り返す）。",
+                ),
+                Field("initial", "10s", "最初の待ち時間（decorrelated ジッターの下限）。"),
+                Field("multiplier", 2, "exponential の倍率（1より大きい）。"),
+                Field("max", "10m", "1回の待ち時間の上限。"),
+                Field(
+                    "jitter",
+                    "full",
+                    "待ち時間に加える揺らぎ: none、full、equal、decorrelated。"
+                    "再試行が一斉に押し寄せるのを防ぐ。",
+                ),
+                Field(
+                    "delays",
+                    ["1m", "5m", "15m"],
+                    "list のときだけ: 待ち時間を順に。最後の値を繰り返す。",
+                    optional=True,
+                ),
+            ),
+        ),
+        Field("timeout", "30s", "タイムアウト: 1回の実行に許す時間。過ぎるとワーカーが止める。"),
+        Field(
+            "deadline",
+            "2h",
+            "任意: 依頼者が待てる時間の合計（登録から最後の試行の終了まで）。",
+            optional=True,
+        ),
+        Field(
+            "idempotency",
+            None,
+            "冪等キー: 同じ処理の二重登録を見分ける方法。",
+            children=(
+                Field(
+                    "key",
+                    f"{{record_id}}:{name}",
+                    "引数から作るキーのレシピ。`{名前}` は引数名。",
+                ),
+                Field(
+                    "dedupe_window",
+                    "1d",
+                    "任意: 完了後もこの期間は同じキーの登録を重複とみなす。"
+                    "書かなければ待機中・実行中のあいだだけ。",
+                    optional=True,
+                ),
+            ),
+        ),
+        Field(
+            "errors",
+            None,
+            "再試行するエラー / 再試行しないエラー。継承関係では最も近いクラスが優先。",
+            children=(
+                Field(
+                    "retry",
+                    ["ConnectionError", "TimeoutError"],
+                    "再試行するエラー: 一時的とみなす例外クラス"
+                    "（組み込み名またはドット区切りのパス）。",
+                ),
+                Field("fatal", [], "再試行しないエラー: 直らない例外クラス。すぐ退避する。"),
+                Field("default", "retry", "一覧にない例外の扱い: retry または fatal。"),
+            ),
+        ),
+        Field(
+            "on_reclaim",
+            "retry",
+            "実行中にワーカーが止まった（リース切れ）とき: retry はタイムアウトの失敗として再試行、"
+            "fail はすぐ退避。",
+        ),
+        Field(
+            "dead_letter",
+            None,
+            "エラー時の退避先: 成功できないジョブを残す場所。",
+            children=(Field("target", "table", "table: jobs テーブルに状態 dead で残す。"),),
+        ),
+        Field(
+            "notify",
+            None,
+            "通知先: 誰に、どの Channel で、どのイベントを知らせるか。",
+            children=(
+                Field("channel", None, "Channel ドキュメントの名前。"),
+                Field(
+                    "events",
+                    ["dead"],
+                    "知らせるイベント: dead（退避）、retry、timeout、reclaimed、done。",
+                ),
+                Field(
+                    "key_args",
+                    ["record_id"],
+                    "任意: 通知に載せる引数。書かなければ冪等キーに使う引数。",
+                    optional=True,
+                ),
+            ),
+        ),
+        Field(
+            "rerun",
+            f"jobdef requeue --job {name} --state dead",
+            "再実行の手順: 原因を直したあと、退避したジョブを戻す方法。",
+        ),
+        Field(
+            "retention",
+            None,
+            "保存期間: 終わった行をいつまで残すか。",
+            children=(
+                Field("done", "30d", "完了（と取消・解決済み）のジョブを残す期間。"),
+                Field(
+                    "dead",
+                    "until_resolved",
+                    "退避したジョブを残す期間: until_resolved（解決されるまで）または期間。",
+                ),
+            ),
+        ),
+        Field(
+            "decision",
+            None,
+            "任意: 同期 / 非同期 / バッチを決める問いへの答え。"
+            "jobdef validate が勧める mode を導く。",
+            optional=True,
+            children=(
+                Field("time_triggered", False, "時刻が処理を始めるか（利用者ではなく）。"),
+                Field("result_needed_at_once", False, "呼び出し側が応答の中で結果を必要とするか。"),
+                Field("done_within_seconds", False, "数秒以内に終わるか。"),
+                Field("calls_external_systems", True, "外部システムを呼ぶか。"),
+                Field(
+                    "must_accept_when_external_down",
+                    True,
+                    "外部システムが止まっていても依頼を受け付ける必要があるか。",
+                ),
+            ),
+        ),
+    )
+
+
+@cache
+def _schema() -> Mapping[str, Any]:
+    text = (resources.files("jobdef") / "schema" / "jobdef-v1.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def _english(path: tuple[str, ...]) -> str:
+    """The schema's description of the Job field at ``path``."""
+    node: Mapping[str, Any] = _schema()["definitions"]["Job"]
+    for key in path:
+        node = node.get("properties", {}).get(key, {})
+    return str(node.get("description", ""))
+
+
+def _yaml(value: Any) -> str:
+    """``value`` as one line of YAML (flow style), quoted where YAML 1.1 or 1.2 would misread it."""
+    text = yaml.safe_dump(
+        value, default_flow_style=True, allow_unicode=True, sort_keys=False, width=1 << 16
+    )
+    return text.removesuffix("\n").removesuffix("\n...").strip()
+
+
+# Japanese has no spaces to wrap at: break after punctuation, about this many characters a line.
+_JA_WIDTH = 46
+_JA_BREAK = re.compile(r"(?<=[。、）])|(?=（)")
+
+
+def _comment(text: str, indent: str) -> list[str]:
+    """``text`` as comment lines at ``indent``, wrapped; continuation lines indented once more."""
+    first, rest = f"{indent}# ", f"{indent}#   "
+    if not re.search(r"[\u3040-\u30ff\u4e00-\u9fff]{8}", text):
+        return textwrap.wrap(
+            text,
+            width=_WIDTH,
+            initial_indent=first,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    lines: list[str] = []
+    line = ""
+    for piece in _JA_BREAK.split(text):
+        if line and len(line) + len(piece) > _JA_WIDTH:
+            lines.append(line)
+            line = ""
+        line += piece
+    lines.append(line)
+    chunks = [chunk.strip() for chunk in lines if chunk.strip()]
+    return [(first if i == 0 else rest) + chunk for i, chunk in enumerate(chunks)]
+
+
+@dataclass(frozen=True)
+class Inherited:
+    """A value a ``Defaults`` document sets, and where."""
+
+    value: Any
+    file: str
+
+
+def defaults_values(documents: Sequence[Document]) -> dict[tuple[str, ...], Inherited]:
+    """The fields the ``Defaults`` documents set, merged as the registry merges them."""
+    values: dict[tuple[str, ...], Inherited] = {}
+    for doc in documents:
+        if doc.kind != "Defaults":
+            continue
+        for path, value in flatten_document(doc.data).items():
+            if path[0] not in ("apiVersion", "kind", "name"):
+                values[tuple(str(p) for p in path)] = Inherited(value, doc.file)
+    return values
+
+
+def schema_line(documents: Sequence[Document], fallback: str, folder: Path | None = None) -> str:
+    """The schema line that existing sheets in ``folder`` use, else one pointing at ``fallback``.
+
+    Only sheets in the same folder count: their line may be a relative path.
+    """
+    where = None if folder is None else folder.resolve()
+    files = {d.file for d in documents if where is None or Path(d.file).resolve().parent == where}
+    for file in sorted(files):
+        try:
+            first = Path(file).read_text("utf-8").splitlines()[:1]
+        except (OSError, UnicodeDecodeError):
+            continue
+        if first and SCHEMA_LINE.match(first[0]):
+            return first[0]
+    return f"# yaml-language-server: $schema={fallback}"
+
+
+def _inherit_note(file: str, lang: str) -> str:
+    if lang == "ja":
+        return f"（{file} の Defaults から継承。このジョブだけ変えるならコメントを外す）"
+    return f"(Inherited from Defaults in {file}; uncomment to override.)"
+
+
+def _sep(lang: str) -> str:
+    """What joins two sentences: a space in English, nothing in Japanese."""
+    return "" if lang == "ja" else " "
+
+
+def _optional_note(lang: str) -> str:
+    return "使うときはコメントを外す。" if lang == "ja" else "Uncomment to use."
+
+
+def _render_field(
+    fld: Field,
+    path: tuple[str, ...],
+    *,
+    indent: str,
+    inherited: Mapping[tuple[str, ...], Inherited],
+    lang: str,
+    copy_defaults: bool,
+    parent_commented: bool = False,
+) -> list[str]:
+    text = fld.ja if lang == "ja" else _english(path)
+    lines = [""] if not indent else []
+    if fld.children and path[0] != "args":
+        child_lines: list[list[str]] = []
+        all_commented = True
+        for child in fld.children:
+            rendered = _render_field(
+                child,
+                (*path, child.key),
+                indent=indent + "  ",
+                inherited=inherited,
+                lang=lang,
+                copy_defaults=copy_defaults,
+                parent_commented=parent_commented or fld.optional,
+            )
+            child_lines.append(rendered)
+            all_commented &= all(line.lstrip().startswith("#") for line in rendered)
+        note = (
+            f"{_sep(lang)}{_optional_note(lang)}" if fld.optional and not parent_commented else ""
+        )
+        lines += _comment(text + note, indent)
+        lines.append(f"{indent}{'# ' if all_commented else ''}{fld.key}:")
+        for rendered in child_lines:
+            lines += rendered
+        return lines
+    if fld.children:  # args: a mapping of example entries
+        lines += _comment(text, indent)
+        lines.append(f"{indent}{fld.key}:")
+        for child in fld.children:
+            lines += _comment(child.ja if lang == "ja" else _args_note(), indent + "  ")
+            lines.append(f"{indent}  {child.key}: {_yaml(child.value)}")
+        return lines
+    found = inherited.get(path)
+    if found is not None:
+        lines += _comment(f"{text}{_sep(lang)}{_inherit_note(found.file, lang)}", indent)
+        prefix = "" if copy_defaults and not parent_commented else "# "
+        lines.append(f"{indent}{prefix}{fld.key}: {_yaml(found.value)}")
+        return lines
+    commented = fld.optional or parent_commented or fld.value is None
+    note = f"{_sep(lang)}{_optional_note(lang)}" if commented and not parent_commented else ""
+    lines += _comment(f"{text}{note}", indent)
+    value = fld.value if fld.value is not None else ""
+    lines.append(f"{indent}{'# ' if commented else ''}{fld.key}: {_yaml(value)}".rstrip())
+    return lines
+
+
+def _args_note() -> str:
+    return "An example arg: replace it with the job's own args."
+
+
+def render_sheet(
+    name: str,
+    *,
+    lang: str = "en",
+    documents: Sequence[Document] = (),
+    channels: Sequence[str] = (),
+    schema: str | None = None,
+    folder: Path | None = None,
+    copy_defaults: bool = False,
+) -> str:
+    """The text of a new sheet for job ``name``.
+
+    ``documents`` are the existing sheets (their Defaults give the values);
+    ``channels`` the Channel names, the first of which is proposed for
+    ``notify.channel`` when Defaults names none; ``schema`` the URL for the
+    ``yaml-language-server`` line when no existing sheet has one (default: the
+    schema's ``$id``); ``folder`` where the sheet goes.
+    """
+    if not NAME_PATTERN.match(name):
+        raise UsageError(
+            f"{name!r} is not a job name; write lower-case letters, digits and _ "
+            "starting with a letter, such as send_invoice_mail"
+        )
+    inherited = defaults_values(documents)
+    fields = list(_fields(name, lang))
+    if ("notify", "channel") not in inherited:
+        fields = [_with_channel(f, channels[0] if channels else None) for f in fields]
+    head = (
+        f"ジョブ定義シート: {name}。全項目を載せ、各項目に説明をつけている。"
+        "書き終えたら `jobdef validate` と `jobdef explain " + name + "` で確かめる。"
+        if lang == "ja"
+        else f"Job definition sheet for {name}: every field, each with what it means. "
+        f"Check it with `jobdef validate` and `jobdef explain {name}`."
+    )
+    lines = [schema_line(documents, schema or _schema()["$id"], folder), *_comment(head, "")]
+    for fld in fields:
+        lines += _render_field(
+            fld,
+            (fld.key,),
+            indent="",
+            inherited=inherited,
+            lang=lang,
+            copy_defaults=copy_defaults,
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _with_channel(fld: Field, channel: str | None) -> Field:
+    """``notify`` naming ``channel``; commented out as a whole when there is no channel to name."""
+    if fld.key != "notify":
+        return fld
+    children = tuple(
+        Field(c.key, channel, c.ja, c.optional) if c.key == "channel" else c for c in fld.children
+    )
+    return Field(fld.key, fld.value, fld.ja, channel is None, children)

@@ -1,0 +1,70 @@
+"""Golden files: every example sheet rendered in both languages, compared byte for byte.
+
+Regenerate after an intended change (e.g. when origins gain real line numbers)
+with ``make golden``, i.e. ``JOBDEF_UPDATE_GOLDEN=1 python3 -m pytest
+tests/docs/test_docs_golden.py`` followed by ``jobdef docs``; review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from jobdef.registry import load_registry
+from jobdef.render.docs import render_docs
+from jobdef.render.explain import explain
+from jobdef.render.tsv import job_tsv, overview_tsv
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("JOBDEF_UPDATE_GOLDEN") == "1"
+LANGS = ("en", "ja")
+
+
+# A fixed "now" for the next-runs list of batch jobs, so the golden text is stable.
+GOLDEN_NOW = datetime(2026, 3, 7, 12, 0, tzinfo=UTC).timestamp()
+
+
+def rendered() -> dict[str, str]:
+    """Every output of the example sheets, by its path under golden/."""
+    registry = load_registry([REPO / "jobdefs"])
+    out: dict[str, str] = {}
+    for lang in LANGS:
+        for page, text in render_docs(registry, lang, base=REPO).items():
+            out[f"{lang}/{page}"] = text
+        for job in registry:
+            out[f"{lang}/{job.name}.tsv"] = job_tsv(job, registry, lang)
+            out[f"{lang}/explain/{job.name}.txt"] = explain(
+                job, registry, "text", lang=lang, base=REPO, now=GOLDEN_NOW
+            )
+        out[f"{lang}/overview.tsv"] = overview_tsv(registry, lang)
+    return out
+
+
+OUTPUTS = rendered()
+
+
+def _golden_files() -> set[str]:
+    return {p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
+def test_output_matches_golden_file(name: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(OUTPUTS[name].encode("utf-8"))
+    assert path.exists(), f"missing golden file {name}; run `make golden`"
+    assert path.read_bytes().decode("utf-8") == OUTPUTS[name]
+
+
+def test_every_example_sheet_has_golden_files_in_both_languages() -> None:
+    registry = load_registry([REPO / "jobdefs"])
+    expected = {"index.md", "overview.tsv"}
+    for job in registry:
+        expected |= {f"{job.name}.md", f"{job.name}.tsv", f"explain/{job.name}.txt"}
+    assert len(registry) == 5
+    assert _golden_files() == {f"{lang}/{name}" for lang in LANGS for name in expected}
