@@ -32,3 +32,20 @@ def test_the_sqlite_file_defines_every_query_the_engine_uses():
     used |= set(re.findall(r'_read\("([a-z_]+)"', inspect.getsource(sqlite)))
     used |= set(re.findall(r'_finish\(\s*conn,\s*"([a-z_]+)"', inspect.getsource(sqlite)))
     assert used <= set(load_queries("jobdef.backends", "sqlite.sql"))
+
+
+def test_a_fragment_is_written_once_and_included_where_queries_say() -> None:
+    text = (
+        "-- fragment: done_ctes\n-- shared\nfinished AS (SELECT 1 AS id)\n\n"
+        "-- name: one\nWITH\n-- include: done_ctes\nSELECT id FROM finished;\n\n"
+        "-- name: two\nWITH\n-- include: done_ctes\n, more AS (SELECT 2)\nSELECT 1;\n"
+    )
+    queries = parse_queries(text)
+    assert set(queries) == {"one", "two"}  # a fragment is not a query
+    assert queries["one"] == "WITH\nfinished AS (SELECT 1 AS id)\nSELECT id FROM finished;"
+    assert "finished AS (SELECT 1 AS id)\n, more AS" in queries["two"]
+
+
+def test_including_an_unknown_fragment_names_it() -> None:
+    with pytest.raises(ValueError, match="no fragment named 'missing'"):
+        parse_queries("-- name: one\nWITH\n-- include: missing\nSELECT 1;\n")

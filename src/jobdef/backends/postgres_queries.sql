@@ -203,11 +203,10 @@ SET lease_until = %(lease_until)s,
 WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
--- name: complete_job
--- Group commit: finish every attempt whose lease still holds, in one statement,
--- record each finished attempt, and store the outbox messages of the finished
--- jobs only (`note_*` arrays, keyed by job id).
-WITH finished AS (
+-- fragment: finish_done
+-- Finish every attempt whose lease still holds, record each finished attempt, and
+-- store the outbox messages of the finished jobs only (`note_*` arrays, keyed by job id).
+finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
     FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[])
@@ -231,6 +230,13 @@ outbox AS (
     JOIN finished AS f ON f.id = n.job_id
     ON CONFLICT (message_id) DO NOTHING
 )
+
+-- name: complete_job
+-- Group commit: finish every attempt whose lease still holds, in one statement,
+-- record each finished attempt, and store the outbox messages of the finished
+-- jobs only (`note_*` arrays, keyed by job id).
+WITH
+-- include: finish_done
 SELECT id FROM finished;
 
 -- name: complete_and_claim
@@ -238,31 +244,9 @@ SELECT id FROM finished;
 -- then claim_jobs. The two touch different rows (running ones, queued ones),
 -- so one snapshot serves both. One row comes back even when nothing was
 -- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
-WITH finished AS (
-    UPDATE {schema}.jobdef_jobs AS j
-    SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
-    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[])
-        AS l(id, attempt, worker_id)
-    WHERE j.id = l.id AND j.state = 'running'
-      AND j.attempt = l.attempt AND j.worker_id = l.worker_id
-    RETURNING j.id, j.attempt, j.worker_id, j.started_at
-),
-history AS (
-    INSERT INTO {schema}.jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
-    SELECT id, attempt, worker_id, started_at, %(now)s, 'done' FROM finished
-),
-outbox AS (
-    INSERT INTO {schema}.jobdef_outbox
-        (message_id, channel, event, job, payload, next_at, created_at)
-    SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
-    FROM unnest(
-        %(note_job_ids)s::bigint[], %(message_ids)s::text[], %(channels)s::text[],
-        %(events)s::text[], %(jobs)s::text[], %(payloads)s::text[]
-    ) AS n(job_id, message_id, channel, event, job, payload)
-    JOIN finished AS f ON f.id = n.job_id
-    ON CONFLICT (message_id) DO NOTHING
-),
-chosen AS (
+WITH
+-- include: finish_done
+, chosen AS (
     SELECT j.id
     FROM {schema}.jobdef_jobs AS j
     WHERE j.state = 'queued'

@@ -3,6 +3,10 @@
 A block starts with a ``-- name: claim_jobs`` line; the comment lines right after
 it describe the query, and everything up to the next ``-- name:`` line is its text.
 Every engine uses the same names, so the engines can be read side by side.
+
+A ``-- fragment: NAME`` block is not a query but a piece of one that several
+queries share; a line ``-- include: NAME`` inside a query is replaced by it, so
+shared SQL is written once.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ import re
 from functools import cache
 from importlib import resources
 
-_NAME = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$")
+_BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$")
+_INCLUDE = re.compile(r"^\s*-- include: ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
 
 def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:
     """Split ``text`` into ``{name: sql}``; a duplicate or empty block is an error."""
-    queries: dict[str, str] = {}
-    name: str | None = None
+    blocks: dict[str, dict[str, str]] = {"name": {}, "fragment": {}}
+    kind, name = "name", None
     lines: list[str] = []
 
     def close() -> None:
@@ -25,21 +30,29 @@ def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:
             return
         body = "\n".join(lines).strip()
         if not body:
-            raise ValueError(f"{source}: query {name!r} has no SQL")
-        queries[name] = body
+            raise ValueError(f"{source}: {kind} {name!r} has no SQL")
+        blocks[kind][name] = body
 
     for line in text.splitlines():
-        match = _NAME.match(line)
+        match = _BLOCK.match(line)
         if match is None:
             if name is not None and not (line.startswith("--") and not lines):
                 lines.append(line)
             continue
         close()
-        name, lines = match.group(1), []
-        if name in queries:
-            raise ValueError(f"{source}: query {name!r} is defined twice")
+        kind, name, lines = match.group(1), match.group(2), []
+        if name in blocks[kind]:
+            raise ValueError(f"{source}: {kind} {name!r} is defined twice")
     close()
-    return queries
+    fragments = blocks["fragment"]
+
+    def include(match: re.Match[str]) -> str:
+        try:
+            return fragments[match.group(1)]
+        except KeyError:
+            raise ValueError(f"{source}: no fragment named {match.group(1)!r}") from None
+
+    return {query: _INCLUDE.sub(include, body) for query, body in blocks["name"].items()}
 
 
 @cache
