@@ -349,22 +349,19 @@ UPDATE {schema}.jobdef_jobs
 SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(job_id)s AND state = 'queued';
 
--- name: requeue_ids
--- Queue finished jobs again with attempts back to 0; history stays. A job
--- whose idempotency key is active again is left alone (it would be a
--- duplicate), as is all but the newest of several jobs sharing one key.
-WITH target AS (
-    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
-    FROM {schema}.jobdef_jobs AS j
-    WHERE j.state = %(state)s
-      AND j.id = ANY (%(ids)s::bigint[])
+-- fragment: requeue_key_free
+-- The rest of a requeue target: jobs whose key is not active again, and only the
+-- newest of several sharing one key.
       AND (j.idempotency_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobdef_jobs AS a
           WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
             AND a.state IN ('queued', 'running')
       ))
     ORDER BY j.job, coalesce(j.idempotency_key, j.id::text), j.id DESC
-),
+
+
+-- fragment: requeue_move
+-- Move the targets back to queued (attempts 0, history kept) and wake the workers.
 moved AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
@@ -379,6 +376,19 @@ notified AS (
 )
 SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
+-- name: requeue_ids
+-- Queue finished jobs again with attempts back to 0; history stays. A job
+-- whose idempotency key is active again is left alone (it would be a
+-- duplicate), as is all but the newest of several jobs sharing one key.
+WITH target AS (
+    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = %(state)s
+      AND j.id = ANY (%(ids)s::bigint[])
+-- include: requeue_key_free
+),
+-- include: requeue_move
+
 -- name: requeue_job
 -- The same for every job of one name in `state`.
 WITH target AS (
@@ -386,26 +396,9 @@ WITH target AS (
     FROM {schema}.jobdef_jobs AS j
     WHERE j.state = %(state)s
       AND j.job = %(job)s
-      AND (j.idempotency_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM {schema}.jobdef_jobs AS a
-          WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
-            AND a.state IN ('queued', 'running')
-      ))
-    ORDER BY j.job, coalesce(j.idempotency_key, j.id::text), j.id DESC
+-- include: requeue_key_free
 ),
-moved AS (
-    UPDATE {schema}.jobdef_jobs AS j
-    SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
-        worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL,
-        updated_at = %(now)s
-    FROM target
-    WHERE j.id = target.id AND j.state = %(state)s
-    RETURNING j.queue
-),
-notified AS (
-    SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM moved) AS q
-)
-SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+-- include: requeue_move
 
 -- name: resolve_job
 UPDATE {schema}.jobdef_jobs

@@ -36,7 +36,8 @@ def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:
     for line in text.splitlines():
         match = _BLOCK.match(line)
         if match is None:
-            if name is not None and not (line.startswith("--") and not lines):
+            describes = line.startswith("--") and not lines and not _INCLUDE.match(line)
+            if name is not None and not describes:
                 lines.append(line)
             continue
         close()
