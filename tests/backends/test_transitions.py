@@ -174,6 +174,24 @@ def test_requeue_by_job_name_takes_only_that_jobs_dead_rows(backend, worker):
     assert backend.get(other).state == "dead"
 
 
+def test_requeue_leaves_a_dead_job_alone_while_its_key_is_active_again(backend, worker):
+    dead = _enqueue(backend, idempotency_key="order-1")
+    backend.bury(worker.claim_one().lease, BOOM)
+    active = _enqueue(backend, idempotency_key="order-1")  # the same work, enqueued anew
+    assert backend.requeue([dead]) == 0
+    assert backend.requeue(job="j") == 0
+    assert (backend.get(dead).state, backend.get(active).state) == ("dead", "queued")
+
+
+def test_requeue_of_several_dead_jobs_sharing_a_key_queues_only_the_newest(backend, worker):
+    first = _enqueue(backend, idempotency_key="order-2")
+    backend.bury(worker.claim_one().lease, BOOM)
+    second = _enqueue(backend, idempotency_key="order-2")
+    backend.bury(worker.claim_one().lease, BOOM)
+    assert backend.requeue(job="j") == 1
+    assert (backend.get(first).state, backend.get(second).state) == ("dead", "queued")
+
+
 def test_resolve_closes_a_dead_job_with_a_note(backend, worker):
     job_id = _enqueue(backend)
     assert not backend.resolve(job_id, "not dead yet")

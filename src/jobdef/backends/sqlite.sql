@@ -140,17 +140,36 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 UPDATE jobs SET state = 'cancelled', finished_at = :now, updated_at = :now
 WHERE id = :job_id AND state = 'queued';
 
--- name: requeue_ids
+-- fragment: requeue_move
+-- Queue the target rows again with attempts back to 0; history stays.
 UPDATE jobs
 SET state = 'queued', attempt = 0, run_after = :now, updated_at = :now,
     finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state = :state;
+WHERE state = :state AND id IN (
+
+-- fragment: requeue_key_free
+-- The rest of a requeue target: a job whose idempotency key is active again is
+-- left alone (it would be a duplicate), as is all but the newest of several
+-- jobs sharing one key.
+      AND (j.idempotency_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM jobs AS a
+          WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
+            AND a.state IN ('queued', 'running')
+      ))
+    GROUP BY j.job, coalesce(j.idempotency_key, j.id)
+);
+
+-- name: requeue_ids
+-- include: requeue_move
+    SELECT max(j.id) FROM jobs AS j
+    WHERE j.state = :state AND j.id IN (SELECT value FROM json_each(:ids))
+-- include: requeue_key_free
 
 -- name: requeue_job
-UPDATE jobs
-SET state = 'queued', attempt = 0, run_after = :now, updated_at = :now,
-    finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL
-WHERE job = :job AND state = :state;
+-- include: requeue_move
+    SELECT max(j.id) FROM jobs AS j
+    WHERE j.state = :state AND j.job = :job
+-- include: requeue_key_free
 
 -- name: resolve_job
 UPDATE jobs SET state = 'resolved', note = :note, finished_at = :now, updated_at = :now
