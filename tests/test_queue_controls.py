@@ -1,54 +1,57 @@
-"""Queue limits from Queue documents: concurrency caps for the claim, rate as token buckets."""
+"""Queue limits from Queue documents: concurrency caps and rates, and the token bucket."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from jobdef.policy import QueuePolicy
-from jobdef.queue_controls import ClaimRequest, RateLimiter, concurrency_limits
+from jobdef.queue_controls import (
+    Bucket,
+    QueueControl,
+    bucket_capacity,
+    concurrency_limits,
+    rate_limits,
+)
 from jobdef.registry import load_registry
 
 
-def test_concurrency_limits_come_from_the_example_queue_documents(example_sheets: Path) -> None:
+def test_limits_come_from_the_example_queue_documents(example_sheets: Path) -> None:
     registry = load_registry([example_sheets])
     assert concurrency_limits(registry.queues) == {"exports": 2}
-    assert registry.queues["mail"].rate == 100 / 60
+    assert rate_limits(registry.queues) == {"mail": 100 / 60}
 
 
-def test_rate_limited_queue_starts_at_most_its_rate() -> None:
-    limiter = RateLimiter({"mail": QueuePolicy("mail", rate=2.0)}, now=0.0)
-    started = 0
+def test_a_bucket_starts_no_more_than_a_full_bucket_plus_the_rate() -> None:
+    bucket, started = Bucket(), 0
     for step in range(41):  # every 0.25 s for 10 s
         now = step * 0.25
-        allowed = limiter.allowance("mail", now)
-        limiter.spend("mail", allowed, now)
+        allowed = bucket.allowance(2.0, now)
+        bucket = bucket.spend(2.0, now, allowed)
         started += allowed
     # A full bucket (2) at the start, then 2 per second for 10 seconds.
     assert started == 2 + 20
 
 
-def test_slow_rate_still_allows_one_start_and_says_how_long_to_wait() -> None:
-    limiter = RateLimiter({"mail": QueuePolicy("mail", rate=1 / 60)}, now=0.0)
-    assert limiter.allowance("mail", 0.0) == 1
-    limiter.spend("mail", 1, 0.0)
-    assert limiter.allowance("mail", 30.0) == 0
-    assert limiter.wait("mail", 30.0) == 30.0
-    assert limiter.allowance("mail", 60.0) == 1
+def test_a_bucket_holds_one_second_of_starts_and_at_least_one() -> None:
+    assert bucket_capacity(100.0) == 100.0
+    assert bucket_capacity(1 / 60) == 1.0
+    assert Bucket().allowance(1 / 60, 0.0) == 1
+    spent = Bucket().spend(1 / 60, 0.0, 1)
+    assert spent.allowance(1 / 60, 59.0) == 0
+    assert spent.allowance(1 / 60, 60.0) == 1
+    assert spent.allowance(1 / 60, 6000.0) == 1  # idle for long: still one at a time
 
 
-def test_queue_without_rate_is_not_limited() -> None:
-    limiter = RateLimiter({"exports": QueuePolicy("exports", concurrency=2)}, now=0.0)
-    assert limiter.limited == frozenset()
-    assert limiter.allowance("exports", 0.0) > 1000
-    assert limiter.wait("exports", 0.0) == 0.0
+def test_a_clock_that_went_back_refills_nothing_and_takes_nothing() -> None:
+    bucket = Bucket(tokens=1.5, at=100.0)
+    assert bucket.refilled(2.0, 90.0) == 1.5
 
 
-def test_plan_claims_a_rate_limited_queue_on_its_own_capped_by_its_tokens() -> None:
-    limiter = RateLimiter({"mail": QueuePolicy("mail", rate=3.0)}, now=0.0)
-    assert limiter.plan(["default", "mail", "exports"], free=8, now=0.0) == [
-        ClaimRequest(("mail",), 3),
-        ClaimRequest(("default", "exports"), 8),
-    ]
-    limiter.spend("mail", 3, 0.0)
-    assert limiter.plan(["default", "mail"], free=8, now=0.1) == [ClaimRequest(("default",), 8)]
-    assert limiter.plan(["mail"], free=1, now=5.0) == [ClaimRequest(("mail",), 1)]
+def test_queue_control_room_pairs_the_cap_with_the_bucket_allowance() -> None:
+    assert QueueControl(cap=3).room(Bucket(), 0.0) == (3, None)
+    assert QueueControl(rate=5.0).room(Bucket(tokens=2.5, at=0.0), 0.0) == (None, 2)
+    assert QueueControl(cap=1, rate=5.0).room(Bucket(), 0.0) == (1, 5)
+
+
+def test_queue_without_rate_has_no_bucket() -> None:
+    assert rate_limits({"exports": QueuePolicy("exports", concurrency=2)}) == {}

@@ -1,4 +1,4 @@
-"""Claim: order, batch size, leases, queues, pausing, per-queue limits."""
+"""Claim: order, batch size, leases, queues, pausing, per-queue limits and rates."""
 
 from __future__ import annotations
 
@@ -88,6 +88,58 @@ def test_queue_limit_keeps_claim_order_among_the_allowed(backend, worker):
     b = _enqueue(backend, 2, queue="b", priority=1)
     claimed = [r.id for r in worker.claim(limit=4, queue_limits={"a": 1})]
     assert claimed == [a[0], *b]
+
+
+def test_queue_rate_is_one_token_bucket_shared_by_every_worker(
+    backend, clock, worker, other_worker
+):
+    _enqueue(backend, 10, queue="mail")
+    rates = {"mail": 2.0}  # 120/m: a full bucket holds one second's worth, 2 starts
+    assert len(worker.claim(limit=10, queue_rates=rates)) == 2
+    # The other worker sees the same empty bucket, not a bucket of its own.
+    assert other_worker.claim(limit=10, queue_rates=rates) == []
+    clock.advance(0.5)
+    assert len(other_worker.claim(limit=10, queue_rates=rates)) == 1
+    assert worker.claim(limit=10, queue_rates=rates) == []
+    clock.advance(60)  # a long idle spell refills one second's worth, no more
+    assert len(worker.claim(limit=10, queue_rates=rates)) == 2
+
+
+def test_queue_rate_below_one_per_second_still_starts_one_job(backend, clock, worker):
+    _enqueue(backend, 3, queue="mail")
+    rates = {"mail": 1 / 60}  # 1/m
+    assert len(worker.claim(limit=5, queue_rates=rates)) == 1
+    clock.advance(59)
+    assert worker.claim(limit=5, queue_rates=rates) == []
+    clock.advance(1)
+    assert len(worker.claim(limit=5, queue_rates=rates)) == 1
+
+
+def test_queue_rate_leaves_other_queues_alone_and_keeps_claim_order(backend, worker):
+    mail = _enqueue(backend, 3, queue="mail", priority=5)
+    plain = _enqueue(backend, 2, queue="q")
+    claimed = [r.id for r in worker.claim(limit=10, queue_rates={"mail": 1.0})]
+    assert claimed == [mail[0], *plain]
+
+
+def test_queue_with_both_a_rate_and_a_cap_starts_the_smaller(backend, clock, worker):
+    _enqueue(backend, 10, queue="mail")
+    both = {"queue_rates": {"mail": 5.0}, "queue_limits": {"mail": 3}}
+    first = worker.claim(limit=10, **both)
+    assert len(first) == 3  # the cap; the bucket had 5
+    backend.complete([r.lease for r in first])
+    assert len(worker.claim(limit=10, **both)) == 2  # the bucket's last 2 tokens
+    clock.advance(0.2)
+    assert len(worker.claim(limit=10, **both)) == 1  # one more token, one free place
+
+
+def test_a_claim_that_takes_nothing_from_a_rated_queue_spends_no_token(backend, clock, worker):
+    _enqueue(backend, 2, queue="mail")
+    rates = {"mail": 1 / 60}
+    backend.set_paused("mail", True)
+    assert worker.claim(limit=5, queue_rates=rates) == []
+    backend.set_paused("mail", False)
+    assert len(worker.claim(limit=5, queue_rates=rates)) == 1
 
 
 def test_queues_reports_depth_running_age_and_pause(backend, clock, worker):

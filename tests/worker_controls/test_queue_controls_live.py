@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +76,17 @@ def store(url: str) -> Iterator[Backend]:
 
 
 @contextmanager
-def running_worker(url: str, registry: Registry, **options: Any) -> Iterator[Worker]:
-    """A worker in a thread of this process (its handlers run in child processes)."""
-    backend = open_backend(url)
+def running_worker(
+    url: str, registry: Registry, clock: Callable[[], float] | None = None, **options: Any
+) -> Iterator[Worker]:
+    """A worker in a thread of this process (its handlers run in child processes).
+
+    ``clock`` is both the worker's and its store's: the store stamps claims and
+    refills rate buckets with it.
+    """
+    backend = open_backend(url) if clock is None else open_backend(url, clock=clock)
+    if clock is not None:
+        options["clock"] = clock
     worker = Worker(backend, registry, database_url=url, poll_interval=0.02, **options)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
@@ -140,11 +148,11 @@ def max_overlap(store: Backend, job_ids: list[int], slack: float = 0.0) -> int:
     return peak
 
 
-def _worker_process(url: str, queue_limit: int) -> None:
+def _worker_process(url: str, queues: dict[str, QueuePolicy]) -> None:
     import sys
 
     sys.path.insert(0, str(HERE))
-    registry = make_registry({"exports": QueuePolicy("exports", concurrency=queue_limit)})
+    registry = make_registry(queues)
     backend = open_backend(url)
     try:
         Worker(backend, registry, database_url=url, concurrency=3, poll_interval=0.02).run()
@@ -157,20 +165,57 @@ def test_concurrency_limit_holds_across_several_worker_processes(url: str, store
     registry = make_registry({"exports": QueuePolicy("exports", concurrency=2)})
     queue = Queue(store, registry)
     jobs = [queue.enqueue("nap", {"seconds": 0.4}).id for _ in range(12)]
+    with worker_processes(url, registry.queues, 3):
+        wait_for(lambda: all(state(store, j) == "done" for j in jobs), "every job is done")
+    assert max_overlap(store, jobs, slack=0.1) == 2
+
+
+@contextmanager
+def worker_processes(url: str, queues: dict[str, QueuePolicy], count: int) -> Iterator[None]:
+    """``count`` worker processes on the store, stopped with SIGTERM; each must exit 0."""
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_worker_process, args=(url, 2)) for _ in range(3)]
+    workers = [context.Process(target=_worker_process, args=(url, queues)) for _ in range(count)]
     for process in workers:
         process.start()
     try:
-        wait_for(lambda: all(state(store, j) == "done" for j in jobs), "every job is done")
+        yield
     finally:
         for process in workers:
             if process.pid is not None:
                 os.kill(process.pid, signal.SIGTERM)
         for process in workers:
             process.join(timeout=30)
-    assert [process.exitcode for process in workers] == [0, 0, 0]
-    assert max_overlap(store, jobs, slack=0.1) == 2
+    assert [process.exitcode for process in workers] == [0] * count
+
+
+def most_starts_in_any_window(starts: list[float], rate: float) -> float:
+    """The largest excess of starts over what a full bucket plus ``rate`` allows, in any
+    window between two starts (0 or less: the rate held)."""
+    starts = sorted(starts)
+    capacity = max(1.0, rate)
+    return max(
+        (j - i + 1) - (capacity + rate * (starts[j] - starts[i]))
+        for i in range(len(starts))
+        for j in range(i, len(starts))
+    )
+
+
+@pytest.mark.slow
+def test_rate_holds_across_several_worker_processes(
+    url: str, store: Backend, tmp_path: Path
+) -> None:
+    rate = 5.0  # 300/m: a full bucket of 5, then one start every 0.2 s
+    registry = make_registry({"mail": QueuePolicy("mail", rate=rate)})
+    queue = Queue(store, registry)
+    mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(15)]
+    with worker_processes(url, registry.queues, 3):
+        wait_for(lambda: all(state(store, m) == "done" for m in mails), "every mail is sent")
+    starts = [a.started_at for m in mails for a in store.attempts(m)]
+    assert len(starts) == 15
+    # One bucket for the three workers: 15 starts take at least (15 - 5) / 5 = 2 s.
+    # A bucket per worker would have let all 15 start at once (3 x 5).
+    assert max(starts) - min(starts) >= 2.0 - 0.05
+    assert most_starts_in_any_window(starts, rate) <= 0.05 * rate
 
 
 def test_pause_and_resume_are_seen_by_a_running_worker(
@@ -198,7 +243,7 @@ def test_pause_and_resume_are_seen_by_a_running_worker(
 
 
 class ManualClock:
-    """The worker's clock, moved by the test (the store keeps the real one)."""
+    """The clock of the worker and of its store, moved by the test."""
 
     def __init__(self) -> None:
         self.now = time.time()
@@ -211,10 +256,11 @@ def test_rate_limited_queue_starts_no_more_than_its_rate(
     url: str, store: Backend, tmp_path: Path
 ) -> None:
     registry = make_registry({"mail": QueuePolicy("mail", rate=1 / 60)})  # 1/m
-    queue = Queue(store, registry)
-    mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(3)]
     clock = ManualClock()
-    with running_worker(url, registry, concurrency=2, clock=clock):
+    timed = open_backend(url, clock=clock)
+    queue = Queue(timed, registry)
+    mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(3)]
+    with running_worker(url, registry, clock, concurrency=2), closing(timed):
         wait_for(lambda: [state(store, m) for m in mails].count("done") == 1, "one mail is sent")
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary")}).id
         wait_for(lambda: state(store, canary) == "done", "the canary is done")
@@ -224,3 +270,18 @@ def test_rate_limited_queue_starts_no_more_than_its_rate(
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary2")}).id
         wait_for(lambda: state(store, canary) == "done", "the second canary is done")
         assert [state(store, m) for m in mails].count("queued") == 1
+
+
+def test_a_burst_worker_waits_for_tokens_rather_than_leaving_rated_jobs(
+    url: str, store: Backend, tmp_path: Path
+) -> None:
+    registry = make_registry({"mail": QueuePolicy("mail", rate=10.0)})  # 600/m
+    queue = Queue(store, registry)
+    mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(15)]
+    backend = open_backend(url)
+    try:
+        Worker(backend, registry, database_url=url, poll_interval=0.02, burst=True).run()
+    finally:
+        backend.close()
+    # The first claim empties the bucket (10); the burst worker stays for the other 5.
+    assert [state(store, m) for m in mails] == ["done"] * 15

@@ -204,7 +204,9 @@ class ClaimOptions:
 
     ``queues``: only these queues (``None``: all). ``limit``: at most this many
     jobs. ``queue_limits``: per-queue cap on jobs running across all workers.
-    Paused queues are never claimed from.
+    ``queue_rates``: per-queue starts per second across all workers, a token
+    bucket stored with the queue (:mod:`jobdef.queue_controls`). Paused queues
+    are never claimed from.
     """
 
     worker_id: str
@@ -212,6 +214,7 @@ class ClaimOptions:
     limit: int = 1
     queues: Sequence[str] | None = None
     queue_limits: Mapping[str, int] = field(default_factory=dict)
+    queue_rates: Mapping[str, float] = field(default_factory=dict)
 
 
 class Backend(Protocol):

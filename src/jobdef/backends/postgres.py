@@ -27,6 +27,7 @@ import os
 import select
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -58,6 +59,7 @@ from jobdef.backends.postgres_connection import (
 from jobdef.backends.sql import load_queries, migration_files
 from jobdef.errors import BackendError
 from jobdef.policy import thaw
+from jobdef.queue_controls import Bucket, QueueControl
 
 try:
     import psycopg
@@ -478,26 +480,30 @@ class PostgresBackend:
         done, records = self._run(work)
         return [lease.job_id in done for lease in leases], records
 
-    def _claim_limits(self, options: ClaimOptions) -> dict[str, int]:
-        """The per-queue caps that apply to the queues this claim reads."""
+    def _claim_limits(self, options: ClaimOptions) -> dict[str, QueueControl]:
+        """The queues this claim reads that have a concurrency cap or a start rate."""
         wanted = None if options.queues is None else set(options.queues)
+        names = sorted(set(options.queue_limits) | set(options.queue_rates))
         return {
-            queue: cap
-            for queue, cap in options.queue_limits.items()
+            queue: QueueControl(options.queue_limits.get(queue), options.queue_rates.get(queue))
+            for queue in names
             if wanted is None or queue in wanted
         }
 
     def _claim_params(
-        self, options: ClaimOptions, now: float, locked: Mapping[str, int]
+        self, options: ClaimOptions, now: float, room: Mapping[str, tuple[int | None, int | None]]
     ) -> dict[str, Any]:
+        """Parameters of a claim; ``room`` maps each locked limited queue to its
+        (cap on running jobs, starts its token bucket allows now)."""
         return {
             "now": now,
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
             "limit": options.limit,
             "queues": None if options.queues is None else list(options.queues),
-            "limited": list(locked),
-            "caps": list(locked.values()),
+            "limited": list(room),
+            "caps": [cap for cap, _ in room.values()],
+            "allowances": [allowance for _, allowance in room.values()],
             "limited_all": list(self._claim_limits(options)),
         }
 
@@ -510,19 +516,43 @@ class PostgresBackend:
                 return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
             with conn.transaction():
                 self._ensure_queue_rows(cur, limits)
-                locked = [
-                    row["queue"]
+                locked = {
+                    row["queue"]: Bucket(row["tokens"], row["tokens_at"])
                     for row in cur.execute(
                         self._q("lock_limited_queues"), {"limited": list(limits), "now": now}
                     )
-                ]
+                }
                 # Read the clock again now that the queues are locked, so the
                 # attempt's start follows the completion that freed its place.
                 started = self.clock()
-                params = self._claim_params(options, started, {q: limits[q] for q in locked})
-                return _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
+                room = {
+                    queue: limits[queue].room(bucket, started) for queue, bucket in locked.items()
+                }
+                params = self._claim_params(options, started, room)
+                records = _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
+                self._spend_tokens(cur, limits, locked, records, started)
+                return records
 
-    def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, int]) -> None:
+    def _spend_tokens(
+        self,
+        cur: Any,
+        limits: Mapping[str, QueueControl],
+        buckets: Mapping[str, Bucket],
+        records: Sequence[JobRecord],
+        now: float,
+    ) -> None:
+        """Take one token per claimed job from the buckets of rate-limited queues."""
+        taken = Counter(record.queue for record in records)
+        spent = {
+            queue: bucket.spend(rate, now, taken[queue]).tokens
+            for queue, bucket in buckets.items()
+            if taken[queue] and (rate := limits[queue].rate) is not None
+        }
+        if spent:
+            params = {"queues": list(spent), "tokens": list(spent.values()), "now": now}
+            cur.execute(self._q("spend_tokens"), params)
+
+    def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, object]) -> None:
         new = [q for q in limits if q not in self._limited_queues_known]
         if new:
             cur.execute(self._q("ensure_queue_rows"), {"queues": new})

@@ -92,16 +92,17 @@ FROM unnest(%(reserved_ids)s::bigint[], %(merged_ids)s::bigint[]) AS m(reserved_
 WHERE s.job_id = m.reserved_id;
 
 -- name: ensure_queue_rows
--- Concurrency-limited queues need a row to lock; create the missing ones.
+-- Limited queues (a cap or a rate) need a row to lock; create the missing ones.
 INSERT INTO {schema}.jobdef_queues (queue)
 SELECT unnest(%(queues)s::text[])
 ON CONFLICT DO NOTHING;
 
 -- name: lock_limited_queues
--- Serialize claims on each limited queue that has runnable work, so the
--- running count that the claim reads next cannot be raced by another worker.
--- Locked in name order: two workers never wait on each other in a cycle.
-SELECT q.queue
+-- Serialize claims on each limited queue that has runnable work, so neither the
+-- running count that the claim reads next nor the queue's token bucket can be
+-- raced by another worker. Locked in name order: two workers never wait on
+-- each other in a cycle.
+SELECT q.queue, q.tokens, q.tokens_at
 FROM {schema}.jobdef_queues AS q
 WHERE q.queue = ANY (%(limited)s::text[])
   AND NOT q.paused
@@ -139,17 +140,23 @@ WHERE j.id = chosen.id
 RETURNING j.*;
 
 -- name: claim_jobs_limited
--- claim_jobs when some queues have a concurrency limit. Unlimited queues are
--- read through the claim index with SKIP LOCKED as there; each locked limited
--- queue contributes at most its free places. Limited queues not
--- locked by this transaction (`limited_all` minus `limited`) are skipped.
+-- claim_jobs when some queues have a concurrency limit or a start rate.
+-- Unlimited queues are read through the claim index with SKIP LOCKED as there;
+-- each locked limited queue contributes at most its free places under its cap
+-- and no more than its token bucket allows (`allowances`; least() skips the
+-- NULL of a limit the queue does not have). Limited queues not locked by this
+-- transaction (`limited_all` minus `limited`) are skipped.
 WITH room AS (
     SELECT l.queue,
-           l.cap - (
-               SELECT count(*) FROM {schema}.jobdef_jobs AS r
-               WHERE r.state = 'running' AND r.queue = l.queue
+           least(
+               l.cap - (
+                   SELECT count(*) FROM {schema}.jobdef_jobs AS r
+                   WHERE r.state = 'running' AND r.queue = l.queue
+               ),
+               l.allowance
            ) AS free
-    FROM unnest(%(limited)s::text[], %(caps)s::int[]) AS l(queue, cap)
+    FROM unnest(%(limited)s::text[], %(caps)s::int[], %(allowances)s::int[])
+        AS l(queue, cap, allowance)
 ),
 open_picks AS (
     SELECT j.id, j.priority, j.run_after
@@ -194,6 +201,13 @@ SET state = 'running',
 FROM chosen
 WHERE j.id = chosen.id
 RETURNING j.*;
+
+-- name: spend_tokens
+-- What is left in the token buckets of the rate-limited queues a claim took from.
+UPDATE {schema}.jobdef_queues AS q
+SET tokens = s.tokens, tokens_at = %(now)s
+FROM unnest(%(queues)s::text[], %(tokens)s::float8[]) AS s(queue, tokens)
+WHERE q.queue = s.queue;
 
 -- name: heartbeat
 UPDATE {schema}.jobdef_jobs

@@ -17,6 +17,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +42,7 @@ from jobdef.backends.base import (
 )
 from jobdef.backends.sql import load_queries, migration_files
 from jobdef.errors import BackendError
+from jobdef.queue_controls import Bucket
 
 Q = load_queries("jobdef.backends", "sqlite.sql")
 MIGRATIONS = "jobdef.backends.migrations.sqlite"
@@ -310,8 +312,8 @@ class SQLiteBackend:
             "lease_until": now + options.lease_seconds,
             "queues": None if options.queues is None else json.dumps(list(options.queues)),
         }
-        if options.queue_limits:
-            rows = self._claim_limited(conn, options, params)
+        if options.queue_limits or options.queue_rates:
+            rows = self._claim_limited(conn, options, params, now)
         else:
             params.update(exclude="[]", limit=options.limit)
             rows = conn.execute(Q["claim_jobs"], params).fetchall()
@@ -328,16 +330,15 @@ class SQLiteBackend:
         return records
 
     def _claim_limited(
-        self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any]
+        self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any], now: float
     ) -> list[sqlite3.Row]:
-        """Claim in order while honouring per-queue caps on running jobs across workers."""
-        limits = dict(options.queue_limits)
-        running = dict(
-            conn.execute(Q["running_per_queue"], {"queues": json.dumps(list(limits))}).fetchall()
-        )
-        spare = {queue: cap - running.get(queue, 0) for queue, cap in limits.items()}
+        """Claim in order while honouring each queue's cap on running jobs and its start
+        rate, across every worker of the store (this runs under the write lock)."""
+        buckets = self._buckets(conn, options.queue_rates)
+        spare = self._queue_room(conn, options, buckets, now)
         blocked = {queue for queue, left in spare.items() if left <= 0}
         chosen: list[int] = []
+        taken: Counter[str] = Counter()
         while len(chosen) < options.limit:
             wanted = options.limit - len(chosen)
             candidates = conn.execute(
@@ -360,11 +361,49 @@ class SQLiteBackend:
                         continue
                     spare[queue] -= 1
                 chosen.append(job_id)
+                taken[queue] += 1
             if not newly_blocked:
                 break
         if not chosen:
             return []
+        conn.executemany(
+            Q["spend_tokens"],
+            [
+                {"queue": queue, "now": now}
+                | {"tokens": buckets[queue].spend(rate, now, taken[queue]).tokens}
+                for queue, rate in options.queue_rates.items()
+                if taken[queue]
+            ],
+        )
         return conn.execute(Q["claim_ids"], params | {"ids": json.dumps(chosen)}).fetchall()
+
+    @staticmethod
+    def _buckets(conn: sqlite3.Connection, rates: Mapping[str, float]) -> dict[str, Bucket]:
+        """The stored token bucket of each rate-limited queue (full when never used)."""
+        if not rates:
+            return {}
+        rows = conn.execute(Q["queue_buckets"], {"queues": json.dumps(list(rates))}).fetchall()
+        stored = {row[0]: Bucket(row[1], row[2]) for row in rows}
+        return {queue: stored.get(queue, Bucket()) for queue in rates}
+
+    @staticmethod
+    def _queue_room(
+        conn: sqlite3.Connection,
+        options: ClaimOptions,
+        buckets: Mapping[str, Bucket],
+        now: float,
+    ) -> dict[str, int]:
+        """How many jobs each limited queue may start now: free places under its cap,
+        and no more than its bucket's tokens."""
+        limits = dict(options.queue_limits)
+        running = dict(
+            conn.execute(Q["running_per_queue"], {"queues": json.dumps(list(limits))}).fetchall()
+        )
+        room = {queue: cap - running.get(queue, 0) for queue, cap in limits.items()}
+        for queue, rate in options.queue_rates.items():
+            allowed = buckets[queue].allowance(rate, now)
+            room[queue] = min(room.get(queue, allowed), allowed)
+        return room
 
     def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
         now = self.clock()

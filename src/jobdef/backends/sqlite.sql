@@ -79,6 +79,15 @@ SELECT queue, count(*) FROM jobs INDEXED BY jobs_running
 WHERE state = 'running' AND queue IN (SELECT value FROM json_each(:queues))
 GROUP BY queue;
 
+-- name: queue_buckets
+-- The token buckets of rate-limited queues (a queue without a row has a full bucket).
+SELECT queue, tokens, tokens_at FROM queue_state
+WHERE queue IN (SELECT value FROM json_each(:queues));
+
+-- name: spend_tokens
+INSERT INTO queue_state (queue, tokens, tokens_at) VALUES (:queue, :tokens, :now)
+ON CONFLICT (queue) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at;
+
 -- name: start_attempt
 INSERT INTO attempts (job_id, attempt, worker_id, started_at)
 VALUES (:job_id, :attempt, :worker_id, :now);

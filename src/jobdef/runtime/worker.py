@@ -28,7 +28,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from jobdef.backends.base import (
@@ -47,7 +47,7 @@ from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.notify.service import OutboxService
 from jobdef.policy import JobPolicy
-from jobdef.queue_controls import RateLimiter, concurrency_limits
+from jobdef.queue_controls import concurrency_limits, rate_limits
 from jobdef.registry import Registry
 from jobdef.runtime.classify import class_name
 from jobdef.runtime.decisions import after_error
@@ -149,7 +149,7 @@ class Worker:
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
         self.queue_limits = concurrency_limits(registry.queues)
-        self.rate_limiter = RateLimiter(registry.queues, clock())
+        self.queue_rates = rate_limits(registry.queues)
         ctx = MaintenanceContext(backend, registry, self.id, clock, self.rng, log)
         self.services = [
             factory(ctx) for factory in (MAINTENANCE if services is None else services)
@@ -235,7 +235,7 @@ class Worker:
                 self._flush_completions()
             else:
                 idle_since_claim = self._exchange(self._claim_options(pool))
-                if self.burst and idle_since_claim and not self._held:
+                if self._burst_done(idle_since_claim):
                     return
             self._dispatch(pool)
 
@@ -292,6 +292,7 @@ class Worker:
             limit=free,
             queues=self.queues,
             queue_limits=self.queue_limits,
+            queue_rates=self.queue_rates,
         )
 
     def _exchange(self, options: ClaimOptions | None) -> bool:
@@ -308,18 +309,9 @@ class Worker:
                 )
         if not helds and options is None:
             return False
-        claims = [] if options is None else self._rated(options, now)
-        first = claims[0] if claims else None
-        accepted, records = complete_and_claim(self.backend, [h.lease for h in helds], notes, first)
-        self._spend(first, records, now)
-        for claim in claims[1:]:
-            assert options is not None
-            limit = min(claim.limit, options.limit - len(records))
-            if limit <= 0:
-                break
-            taken = self.backend.claim(replace(claim, limit=limit))
-            self._spend(claim, taken, now)
-            records.extend(taken)
+        accepted, records = complete_and_claim(
+            self.backend, [h.lease for h in helds], notes, options
+        )
         for held, ok in zip(helds, accepted, strict=True):
             if ok:
                 self.stats.done += 1
@@ -332,20 +324,19 @@ class Worker:
         self.stats.claimed += len(records)
         return options is not None and not records
 
-    def _rated(self, options: ClaimOptions, now: float) -> list[ClaimOptions]:
-        """The claims of one turn: each rate-limited queue on its own, capped by its
-        tokens (:class:`~jobdef.queue_controls.RateLimiter`), then the other queues."""
-        if not self.rate_limiter.limited:
-            return [options]
-        served = options.queues or sorted(
-            {p.queue for p in self.registry} | set(self.registry.queues)
+    def _burst_done(self, idle: bool) -> bool:
+        """Whether a burst worker stops: its last claim found nothing runnable and it holds
+        nothing, unless a rate-limited queue it serves has runnable jobs that only the
+        queue's token bucket holds back (it waits for the tokens and runs them)."""
+        if not (self.burst and idle and not self._held):
+            return False
+        served = set(self.queue_rates)
+        if self.queues is not None:
+            served &= set(self.queues)
+        return not any(
+            info.queue in served and not info.paused and (info.oldest_queued_age or 0) > 0
+            for info in (self.backend.queues() if served else [])
         )
-        plan = self.rate_limiter.plan(served, options.limit, now)
-        return [replace(options, queues=r.queues, limit=r.limit) for r in plan]
-
-    def _spend(self, claim: ClaimOptions | None, taken: Sequence[JobRecord], now: float) -> None:
-        if claim is not None and claim.queues is not None and len(claim.queues) == 1:
-            self.rate_limiter.spend(claim.queues[0], len(taken), now)
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
         try:

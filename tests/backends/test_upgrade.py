@@ -1,0 +1,41 @@
+"""A store made by an older jobdef upgrades in place: its jobs and queue controls survive."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from jobdef.backends import open_backend
+from jobdef.backends.base import ClaimOptions, NewJob
+from jobdef.backends.sql import migration_files
+
+MODULES = {"sqlite": "jobdef.backends.sqlite", "postgres": "jobdef.backends.postgres"}
+
+
+def test_a_store_at_the_first_migration_upgrades_and_keeps_its_rows(
+    engine, store, clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = importlib.import_module(MODULES[engine])
+    every = migration_files(module.MIGRATIONS)
+    assert len(every) > 1, "nothing to upgrade to: this test needs a second migration"
+    monkeypatch.setattr(module, "migration_files", lambda package: migration_files(package)[:1])
+    old = open_backend(store.url, clock=clock)
+    [job] = old.enqueue([NewJob(job="j", args={"n": 1}, queue="mail", max_attempts=3)])
+    old.set_paused("mail", True)
+    assert old.schema_version() == every[0][0]
+    old.close()
+
+    monkeypatch.undo()
+    new = open_backend(store.url, clock=clock)
+    try:
+        assert new.schema_version() == every[-1][0]
+        record = new.get(job.id)
+        assert record is not None
+        assert (record.state, dict(record.args)) == ("queued", {"n": 1})
+        assert [q.paused for q in new.queues() if q.queue == "mail"] == [True]
+        new.set_paused("mail", False)
+        options = ClaimOptions("w1", 30.0, limit=5, queue_rates={"mail": 1.0})
+        assert [r.id for r in new.claim(options)] == [job.id]
+    finally:
+        new.close()
