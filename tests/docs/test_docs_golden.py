@@ -8,13 +8,13 @@ tests/docs/test_docs_golden.py`` followed by ``jobdef docs``; review the diff.
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
 from jobdef.registry import load_registry
-from jobdef.render.docs import render_docs
+from jobdef.render.docs import RunsAfter, render_docs
 from jobdef.render.explain import explain
 from jobdef.render.tsv import job_tsv, overview_tsv
 
@@ -26,6 +26,7 @@ LANGS = ("en", "ja")
 
 # A fixed "now" for the next-runs list of batch jobs, so the golden text is stable.
 GOLDEN_NOW = datetime(2026, 3, 7, 12, 0, tzinfo=UTC).timestamp()
+GOLDEN_RUNS_AFTER = RunsAfter(date(2026, 3, 7))
 
 
 def rendered() -> dict[str, str]:
@@ -33,7 +34,8 @@ def rendered() -> dict[str, str]:
     registry = load_registry([REPO / "jobdefs"])
     out: dict[str, str] = {}
     for lang in LANGS:
-        for page, text in render_docs(registry, lang, base=REPO).items():
+        pages = render_docs(registry, lang, base=REPO, runs_after=GOLDEN_RUNS_AFTER)
+        for page, text in pages.items():
             out[f"{lang}/{page}"] = text
         for job in registry:
             out[f"{lang}/{job.name}.tsv"] = job_tsv(job, registry, lang)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import date
 from pathlib import Path
 
 from jobdef.cli.options import add_lang, add_sheets, add_templates, config_from, registry_from
@@ -19,14 +20,41 @@ def _shown(path: Path) -> Path:
         return path
 
 
+def _day(text: str) -> date:
+    """``--as-of``: a date (YYYY-MM-DD) or ``today`` (UTC)."""
+    from jobdef.render.docs import utc_today
+
+    if text == "today":
+        return utc_today()
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"--as-of {text!r} is not a date; write it as YYYY-MM-DD (e.g. 2026-04-01) or today"
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here: building the parser for another command must not load Jinja2.
-    from jobdef.render.docs import Change, apply, inject, plan, render_docs, render_index_table
+    from jobdef.render.docs import (
+        Change,
+        RunsAfter,
+        apply,
+        inject,
+        plan,
+        render_docs,
+        render_index_table,
+        utc_today,
+    )
 
     config = config_from(args, docs=args.out)
     registry = registry_from(config)
     out = Path(config.docs)
-    pages = render_docs(registry, config.lang, config.templates, base=config.root)
+    if args.as_of is not None:
+        runs = RunsAfter(_day(args.as_of))
+    else:
+        runs = RunsAfter.of_folder(out, registry, utc_today(), keep=args.check)
+    pages = render_docs(registry, config.lang, config.templates, base=config.root, runs_after=runs)
     changes = [Change(_shown(c.path), c.old, c.new) for c in plan(pages, out)]
     for raw in args.inject or ():
         file = Path(raw)
@@ -80,6 +108,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="write nothing; print a unified diff and exit 1 if any generated file is "
         "missing or stale (for CI)",
+    )
+    parser.add_argument(
+        "--as-of",
+        metavar="DAY",
+        help="list batch jobs' next five runs after this day (YYYY-MM-DD or today) on every "
+        "page; without it a page keeps the day it states unless it changes for another "
+        "reason, and new pages use today (UTC)",
     )
     parser.add_argument(
         "--inject",

@@ -7,7 +7,9 @@ the function the runtime schedules retries with.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,23 @@ from jobdef.backoff import Timeline, retry_timeline
 from jobdef.policy import ChannelPolicy, JobPolicy, QueuePolicy
 from jobdef.registry import Registry
 from jobdef.render import describe
+
+
+def next_run_times(job: JobPolicy, after: float | datetime | None = None) -> list[dict[str, str]]:
+    """The next five cron slots of a batch job after ``after`` (default: now), in its
+    zone and in UTC, by the rule the scheduler follows (:func:`jobdef.schedule.next_runs`)."""
+    if job.mode != "batch" or not job.schedule:
+        return []
+    from jobdef.schedule import next_runs
+
+    runs = next_runs(job, time.time() if after is None else after, count=5)
+    return [
+        {
+            "local": run.isoformat(timespec="minutes"),
+            "utc": run.astimezone(UTC).isoformat(timespec="minutes"),
+        }
+        for run in runs
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,7 @@ runtime follows.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import fields
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -19,29 +17,9 @@ from jobdef.errors import UsageError
 from jobdef.policy import JobPolicy
 from jobdef.registry import Registry
 from jobdef.render import describe
-from jobdef.render.context import job_context
+from jobdef.render.context import job_context, next_run_times
 
 FORMATS = ("text", "markdown", "json")
-
-
-def next_run_times(job: JobPolicy, now: float | None = None) -> list[dict[str, str]]:
-    """The next five cron slots of a batch job after ``now``, in its zone and in UTC.
-
-    Kept out of the generated docs on purpose: they change with the clock, and
-    the docs must be byte-identical from run to run (``jobdef docs --check``).
-    """
-    if job.mode != "batch" or not job.schedule:
-        return []
-    from jobdef.schedule import next_runs
-
-    runs = next_runs(job, time.time() if now is None else now, count=5)
-    return [
-        {
-            "local": run.isoformat(timespec="minutes"),
-            "utc": run.astimezone(UTC).isoformat(timespec="minutes"),
-        }
-        for run in runs
-    ]
 
 
 def explain_data(

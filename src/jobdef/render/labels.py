@@ -41,6 +41,10 @@ JA: dict[str, str] = {
     "Answer": "回答",
     "Recommended mode": "推奨される方式",
     "Next runs": "次回以降の実行予定",
+    "The next five runs after %s (%s), by the rule the scheduler follows:": (
+        "%s（%s）より後の実行予定 5 回（スケジューラと同じ規則で計算）:"
+    ),
+    "Local time": "現地時刻",
     "Queue": "キュー",
     "Owner": "担当",
     "Handler": "ハンドラ",
