@@ -35,6 +35,7 @@ MODULES = (
     "notify",
     "secrets",
     "uniqueness",
+    "queues",
     "schedule",
     "retention",
     "handler",
