@@ -102,9 +102,14 @@ args:
 """
 
 
-def jobdef_sheets() -> str:
+def jobdef_sheets(queue_limits: str = "") -> str:
+    """A folder with the no-op sheet; ``queue_limits`` (e.g. ``rate: 1000000/s``) adds a
+    Queue document for its queue, so the claim takes the limited path (row lock, bucket)."""
     folder = Path(tempfile.mkdtemp(prefix="jobdef-bench-"))
     (folder / "noop.yaml").write_text(SHEET)
+    if queue_limits:
+        queue = f"apiVersion: jobdef/v1\nkind: Queue\nname: default\n{queue_limits}\n"
+        (folder / "queues.yaml").write_text(queue)
     return str(folder)
 
 
@@ -144,6 +149,7 @@ class System:
     batch: int = BATCH
     synchronous_commit: str = "on"
     sheets: str = ""
+    queue_limits: str = ""
 
     # install ----------------------------------------------------------------------------
     def install(self) -> None:
@@ -151,7 +157,7 @@ class System:
             from jobdef.backends import open_backend
 
             open_backend(self.url).close()
-            self.sheets = jobdef_sheets()
+            self.sheets = jobdef_sheets(self.queue_limits)
         elif self.name == "procrastinate":
             app = procrastinate_app(self.url)
             with app.open():
@@ -399,7 +405,11 @@ def run(args: argparse.Namespace) -> list[Row]:
             for step in steps:
                 fresh_database(args.url, url)
                 system = System(
-                    name, url, batch=args.batch, synchronous_commit=args.synchronous_commit
+                    name,
+                    url,
+                    batch=args.batch,
+                    synchronous_commit=args.synchronous_commit,
+                    queue_limits=args.jobdef_queue,
                 )
                 system.install()
                 if step == "single":
@@ -464,6 +474,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=BATCH,
         help="jobs per claim: jobdef's worker depth and pgqueuer's batch_size",
+    )
+    parser.add_argument(
+        "--jobdef-queue",
+        default="",
+        metavar="YAML",
+        help="limits of a Queue document for jobdef's queue, e.g. 'rate: 1000000/s' or "
+        "'concurrency: 64', to measure the limited claim path (default: none)",
     )
     args = parser.parse_args(argv)
     args.workers = [int(n) for n in args.workers.split(",")]

@@ -144,8 +144,9 @@ RETURNING j.*;
 -- Unlimited queues are read through the claim index with SKIP LOCKED as there;
 -- each locked limited queue contributes at most its free places under its cap
 -- and no more than its token bucket allows (`allowances`; least() skips the
--- NULL of a limit the queue does not have). Limited queues not locked by this
--- transaction (`limited_all` minus `limited`) are skipped.
+-- NULL of a limit the queue does not have), and never more than `limit`: each
+-- row picked here stays locked until commit, and other workers skip it. Limited
+-- queues not locked by this transaction (`limited_all` minus `limited`) are skipped.
 WITH room AS (
     SELECT l.queue,
            least(
@@ -178,7 +179,7 @@ limited_picks AS (
         FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'queued' AND j.queue = room.queue AND j.run_after <= %(now)s
         ORDER BY j.priority DESC, j.run_after, j.id
-        LIMIT greatest(room.free, 0)
+        LIMIT least(greatest(room.free, 0), %(limit)s)
         FOR UPDATE SKIP LOCKED
     ) AS c
 ),
