@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import signal
 import statistics
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,34 @@ def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:
     os.kill(idle.pid, signal.SIGTERM)
     idle.join(60)  # far below the 120 s poll: the wait was cut short
     assert idle.exitcode == 0
+
+
+def test_a_worker_rides_out_a_store_that_fails_and_records_every_job_once(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue, tmp_path: Path
+) -> None:
+    marker = tmp_path / "m"
+    jobs = [queue.enqueue("pause", {"marker": str(marker), "seconds": 0.05}) for _ in range(60)]
+    worker = workers.start(concurrency=2)
+    table = f'"{pg_backend.schema}".jobdef_attempts'
+
+    def done() -> int:
+        return sum(pg_backend.get(job.id).state == "done" for job in jobs)  # type: ignore[union-attr]
+
+    wait_for(lambda: done() >= 5, timeout=60)
+    # Every completion writes an attempt row: without the table each one fails.
+    query(pg_backend.conninfo, f"ALTER TABLE {table} RENAME TO jobdef_attempts_away")
+    try:
+        stalled = done()
+        # The children run what the worker holds, then idle: nothing new is claimed.
+        wait_for(lambda: marker.stat().st_mtime < time.time() - 1.0, timeout=60)
+        assert worker.is_alive()
+        assert done() == stalled
+    finally:
+        query(
+            pg_backend.conninfo,
+            f'ALTER TABLE "{pg_backend.schema}".jobdef_attempts_away RENAME TO jobdef_attempts',
+        )
+    wait_for(lambda: done() == len(jobs), timeout=60)
+    assert worker.is_alive()
+    runs = [job_id for job_id, *_ in _attempts(pg_backend)]
+    assert sorted(runs) == sorted(job.id for job in jobs)  # each job once: none lost, none twice

@@ -14,6 +14,7 @@ it survives a crash of the process, not of the machine).
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import threading
 import time
@@ -47,6 +48,8 @@ from jobdef.queue_controls import Bucket
 Q = load_queries("jobdef.backends", "sqlite.sql")
 MIGRATIONS = "jobdef.backends.migrations.sqlite"
 BUSY_TIMEOUT_MS = 30_000
+# Below this much free space on its disk, an error about the database says the disk is full.
+LOW_DISK_BYTES = 1 << 20
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
 
 
@@ -167,8 +170,8 @@ class SQLiteBackend:
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
         except sqlite3.DatabaseError as exc:
             raise BackendError(
-                f"cannot open the job database {self.path}: {exc}; check that it is a "
-                "jobdef SQLite file and that you may write to it"
+                f"cannot open the job database {self.path}: {exc}{_disk_note(self.path)}; "
+                "check that it is a jobdef SQLite file and that you may write to it"
             ) from None
         self._lock = threading.RLock()
 
@@ -182,11 +185,13 @@ class SQLiteBackend:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
+                # Also after a failed COMMIT (disk full, I/O error): SQLite may leave the
+                # transaction open, and the next BEGIN on this connection would fail.
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
         with self._lock, self._errors():
@@ -200,8 +205,9 @@ class SQLiteBackend:
             yield
         except sqlite3.OperationalError as exc:
             raise BackendError(
-                f"the job database {self.path} cannot be used: {exc}; check the disk, the "
-                "file's permissions, and that no other program holds a long transaction on it"
+                f"the job database {self.path} cannot be used: {exc}{_disk_note(self.path)}; "
+                "check the disk, the file's permissions, and that no other program holds a "
+                "long transaction on it"
             ) from exc
 
     def migrate(self) -> None:
@@ -683,6 +689,18 @@ class SQLiteBackend:
                 )
             )
         return infos
+
+
+def _disk_note(path: Path | str) -> str:
+    """`` (the disk holding it has 12 KB free)`` when that disk is nearly full, else ``""``:
+    SQLite reports a full disk as "disk I/O error" when it cannot create the WAL file."""
+    try:
+        free = shutil.disk_usage(Path(path).resolve().parent).free
+    except OSError:
+        return ""
+    if free >= LOW_DISK_BYTES:
+        return ""
+    return f" (the disk holding it has {free // 1024} KB free: free some space)"
 
 
 def _statements(script: str) -> list[str]:

@@ -14,6 +14,10 @@ started, and lets running ones finish within ``grace`` seconds before killing
 and releasing them; a second signal kills and releases at once. Either way no
 job is lost: a released job is queued again, and if even the release cannot be
 written, the lease expires and another worker reclaims the job.
+
+When the store fails under it (a full disk, a server that went away), the
+worker keeps running: what finished waits in memory to be recorded, and the
+store is tried again after a growing pause (:mod:`jobdef.runtime.outage`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from jobdef.runtime.classify import class_name
 from jobdef.runtime.decisions import after_error
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.maintenance import MaintenanceContext, Service
+from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned, Task
 from jobdef.runtime.reclaim import LeaseReclaimer
 from jobdef.runtime.retention import RetentionPruner
@@ -86,6 +91,16 @@ class WorkerStats:
     crashed: int = 0
     released: int = 0
     refused: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A failed attempt to record: what the child reported, classified when recorded."""
+
+    held: _Held
+    error: ErrorInfo
+    names: tuple[str, ...]
+    outcome: Outcome | None
 
 
 @dataclass
@@ -158,6 +173,9 @@ class Worker:
         self._held: dict[int, _Held] = {}
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
+        self._failures: list[_Failure] = []
+        self._outage = StoreOutage()
+        self._idle = False
         self._stop_requests = 0
         self._drain_deadline: float | None = None
         self._stop_lock = threading.Lock()
@@ -209,72 +227,119 @@ class Worker:
 
     def _loop(self, pool: Pool) -> None:
         next_tick = {id(s): 0.0 for s in self.services}
-        idle_since_claim = False
         while True:
-            mono = time.monotonic()
-            if self._stop_requests >= 2:
-                log.warning("second stop signal: releasing %d jobs now", len(self._held))
-                self._flush_completions()
-                self._give_back(pool.kill_all())
-                return
-            if self._stop_requests == 1 and self._drain_deadline is None:
-                self._drain_deadline = mono + self.grace
-                log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
-                self._give_back(pool.recall_all())
-            draining = self._drain_deadline is not None
-            if draining and mono > self._drain_deadline:
-                log.warning("grace period over: killing and releasing %d jobs", len(self._held))
-                self._flush_completions()
-                self._give_back(pool.kill_all())
-                return
-
-            # Children that finished their tasks start the next ones (claimed last turn)
-            # before this turn waits on the database: the two overlap.
-            self._dispatch(pool)
-            if draining:
-                self._flush_completions()
-            else:
-                idle_since_claim = self._exchange(self._claim_options(pool))
-                if self._burst_done(idle_since_claim):
+            try:
+                if self._step(pool, next_tick):
                     return
+            except BackendError as exc:
+                if not self._outage.worked:
+                    raise  # a store that never worked is a setup error, not an outage
+                # The store failed (disk full, server gone): keep everything held and
+                # keep reading the children's results until it is time to try again.
+                self._outage.failed(exc, time.monotonic(), len(self._held))
+                self._await_store(pool)
+
+    def _step(self, pool: Pool, next_tick: dict[int, float]) -> bool:
+        """One turn of the loop; True when the worker is done."""
+        mono = time.monotonic()
+        if self._stop_requests >= 2:
+            log.warning("second stop signal: releasing %d jobs now", len(self._held))
+            self._last_flush()
+            self._give_back(pool.kill_all())
+            return True
+        if self._stop_requests == 1 and self._drain_deadline is None:
+            self._drain_deadline = mono + self.grace
+            log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
+            self._give_back(pool.recall_all())
+        draining = self._drain_deadline is not None
+        if draining and mono > self._drain_deadline:
+            log.warning("grace period over: killing and releasing %d jobs", len(self._held))
+            self._last_flush()
+            self._give_back(pool.kill_all())
+            return True
+
+        # Children that finished their tasks start the next ones (claimed last turn)
+        # before this turn waits on the database: the two overlap.
+        self._dispatch(pool)
+        if not self._outage.ready(mono):
+            self._await_store(pool)
+            return False
+        self._record_failures()
+        if draining:
+            self._flush_completions()
+        else:
+            self._idle = self._exchange(self._claim_options(pool))
+            if self._burst_done(self._idle):
+                return True
+        self._outage.recovered(time.monotonic())
+        self._dispatch(pool)
+
+        waiting = self.poll_interval if self._idle else 0.0
+        if pool.in_flight():
+            deadline = pool.next_deadline()
+            waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
+        if pool.starting() and not pool.in_flight():
+            waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
+        if draining:
+            waiting = min(waiting, 0.05)
+        if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
+            # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
+            # LISTEN/NOTIFY); the poll interval stays the fallback.
+            self.backend.wait_for_jobs(waiting)  # type: ignore[attr-defined]
+            waiting = 0.0
+        self._collect(pool, waiting, draining)
+        if self._backlog and pool.room()[1] == 0 and not pool.starting():
+            # Every child is busy with a slow job: let other workers take these.
+            self._give_back([])
+
+        self._heartbeat(time.monotonic())
+        self._maintain(next_tick)
+        return draining and not self._held
+
+    def _collect(self, pool: Pool, waiting: float, draining: bool) -> None:
+        """Wait up to ``waiting`` seconds for the children, then act on what they report."""
+        events = pool.poll(waiting)
+        events.extend(pool.enforce())
+        for event in events:
+            self._handle(event, draining)
+
+    def _await_store(self, pool: Pool) -> None:
+        """While the store is out: run and collect what is held, until it is time to retry."""
+        draining = self._drain_deadline is not None
+        while self._stop_requests < 2:
+            left = self._outage.retry_at - time.monotonic()
+            if left <= 0:
+                return
+            self._collect(pool, min(0.1, left), draining)
             self._dispatch(pool)
 
-            waiting = self.poll_interval if idle_since_claim else 0.0
-            if pool.in_flight():
-                deadline = pool.next_deadline()
-                waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
-            if pool.starting() and not pool.in_flight():
-                waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
-            if draining:
-                waiting = min(waiting, 0.05)
-            if idle_since_claim and not pool.in_flight() and can_wait_for_jobs(self.backend):
-                # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
-                # LISTEN/NOTIFY); the poll interval stays the fallback.
-                self.backend.wait_for_jobs(waiting)  # type: ignore[attr-defined]
-                waiting = 0.0
-            events = pool.poll(waiting)
-            events.extend(pool.enforce())
-            for event in events:
-                self._handle(event, draining)
-            if self._backlog and pool.room()[1] == 0 and not pool.starting():
-                # Every child is busy with a slow job: let other workers take these.
-                self._give_back([])
-
-            now = self.clock()
-            self._heartbeat(time.monotonic())
-            due = [s for s in self.services if now >= next_tick[id(s)]]
+    def _maintain(self, next_tick: dict[int, float]) -> None:
+        """Run the maintenance services that are due (on PostgreSQL: if elected)."""
+        now = self.clock()
+        due = [s for s in self.services if now >= next_tick[id(s)]]
+        for service in due:
+            next_tick[id(service)] = now + service.interval
+        # On an engine shared by many hosts only the elected worker maintains.
+        if due and holds_maintenance_lock(self.backend):
             for service in due:
-                next_tick[id(service)] = now + service.interval
-            # On an engine shared by many hosts only the elected worker maintains.
-            if due and holds_maintenance_lock(self.backend):
-                for service in due:
-                    try:
-                        service.tick(now)
-                    except Exception:
-                        log.exception("maintenance service %s failed; retrying later", service.name)
+                try:
+                    service.tick(now)
+                except Exception:
+                    log.exception("maintenance service %s failed; retrying later", service.name)
 
-            if draining and not self._held:
-                return
+    def _last_flush(self) -> None:
+        """Record what finished before stopping; if the store cannot take it, the leases
+        expire and other workers reclaim those jobs (their sheets' ``on_reclaim`` applies)."""
+        try:
+            self._record_failures()
+            self._flush_completions()
+        except BackendError as exc:
+            log.error(
+                "stopping without recording %d finished job(s): %s; their leases expire and "
+                "the jobs are reclaimed",
+                len(self._completions) + len(self._failures),
+                exc,
+            )
 
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
         """What to claim now: enough to fill the free slots and hold one more round for
@@ -299,8 +364,7 @@ class Worker:
         """Complete what finished and claim per ``options``, in one transaction when the
         engine can (group commit). True when a claim found nothing runnable."""
         now = self.clock()
-        helds = [self._held.pop(job_id) for job_id in self._completions]
-        self._completions = []
+        helds = [self._held[job_id] for job_id in self._completions]
         notes = {}
         for held in helds:
             if held.policy is not None and "done" in held.policy.notify.events:
@@ -312,6 +376,10 @@ class Worker:
         accepted, records = complete_and_claim(
             self.backend, [h.lease for h in helds], notes, options
         )
+        # Only now that the store took them: a failed call leaves them to record later.
+        for held in helds:
+            del self._held[held.record.id]
+        self._completions = []
         for held, ok in zip(helds, accepted, strict=True):
             if ok:
                 self.stats.done += 1
@@ -379,7 +447,12 @@ class Worker:
             return
         if isinstance(event, Beat):
             held.last_beat = time.monotonic()
-            if not self.backend.heartbeat(held.lease, self.lease_seconds, event.progress):
+            try:
+                kept = self.backend.heartbeat(held.lease, self.lease_seconds, event.progress)
+            except BackendError as exc:  # the other events of this batch must still count
+                self._outage.failed(exc, time.monotonic(), len(self._held))
+                return
+            if not kept:
                 log.warning("heartbeat of job %s refused: its lease was lost", held.record.id)
         elif isinstance(event, Returned):
             if draining:
@@ -407,16 +480,31 @@ class Worker:
         names: Sequence[str],
         outcome: Outcome | None,
     ) -> None:
+        """Record a failed attempt; while the store cannot take it, keep it for later."""
+        failure = _Failure(held, error, tuple(names), outcome)
+        try:
+            self._record_failure(failure)
+        except BackendError as exc:
+            self._failures.append(failure)
+            self._outage.failed(exc, time.monotonic(), len(self._held))
+
+    def _record_failures(self) -> None:
+        """Record the failed attempts kept while the store was out, oldest first."""
+        pending, self._failures = self._failures, []
+        for index, failure in enumerate(pending):
+            try:
+                self._record_failure(failure)
+            except BackendError:
+                self._failures = pending[index:] + self._failures
+                raise
+
+    def _record_failure(self, failure: _Failure) -> None:
         """Classify a failed attempt by the sheet, then retry or bury it (fenced)."""
-        del self._held[held.record.id]
+        held, error, outcome = failure.held, failure.error, failure.outcome
         record, policy = held.record, held.policy
         assert policy is not None
         now = self.clock()
-        decision = after_error(policy, record, names, now, self.rng)
-        if outcome == "timeout":
-            self.stats.timed_out += 1
-        elif outcome == "crashed":
-            self.stats.crashed += 1
+        decision = after_error(policy, record, failure.names, now, self.rng)
         events = ["timeout"] if outcome == "timeout" else []
         if decision.action == "dead":
             error = ErrorInfo(
@@ -437,6 +525,11 @@ class Worker:
             moved = self.backend.bury(
                 held.lease, error, outcome=outcome or "dead", notifications=notes
             )
+        del self._held[record.id]
+        if outcome == "timeout":
+            self.stats.timed_out += 1
+        elif outcome == "crashed":
+            self.stats.crashed += 1
         if not moved:
             self._refused(decision.action if decision.action == "retry" else "bury", held)
         elif decision.action == "retry":
@@ -454,15 +547,19 @@ class Worker:
             log.warning("job %s (%s) is dead: %s", record.id, record.job, decision.reason)
 
     def _bury_unknown(self, held: _Held) -> None:
-        del self._held[held.record.id]
         known = ", ".join(sorted(self.registry.jobs)) or "none"
         error = ErrorInfo(
             class_name(UnknownJobError),
             f"no sheet of this worker defines job {held.record.job!r} (jobs: {known}); "
             "start the worker with the sheets folder that defines it, then requeue the job",
         )
-        if self.backend.bury(held.lease, error):
-            self.stats.dead += 1
+        del self._held[held.record.id]
+        try:
+            if self.backend.bury(held.lease, error):
+                self.stats.dead += 1
+        except BackendError as exc:
+            # Its lease expires; whichever worker reclaims it without the sheet buries it.
+            self._outage.failed(exc, time.monotonic(), len(self._held))
 
     def _refused(self, verb: str, held: _Held) -> None:
         self.stats.refused += 1
