@@ -166,3 +166,20 @@ def test_complete_and_claim_finishes_a_turn_like_the_two_calls(backend, worker):
     assert [r.id for r in claimed] == [second]
     assert backend.get(first).state == "done"
     assert complete_and_claim(backend, [held.lease], None, None) == ([False], [])
+
+
+def test_complete_and_claim_under_queue_limits_frees_the_place_it_fills(backend, worker):
+    from jobdef.backends.base import ClaimOptions, complete_and_claim
+
+    first, second, _ = _enqueue(backend, 3, queue="exports")
+    limits = {"queue_limits": {"exports": 1}, "queue_rates": {"exports": 100.0}}
+    held = worker.claim_one(**limits)
+    assert held.id == first
+    options = ClaimOptions(worker_id="w1", lease_seconds=30, limit=5, **limits)
+    # The completion in the same transaction frees the one place: the next job takes it.
+    accepted, claimed = complete_and_claim(backend, [held.lease], {}, options)
+    assert accepted == [True]
+    assert [r.id for r in claimed] == [second]
+    assert backend.get(first).state == "done"
+    accepted, claimed = complete_and_claim(backend, [held.lease], None, options)
+    assert (accepted, claimed) == ([False], [])

@@ -27,7 +27,6 @@ import os
 import select
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -461,16 +460,16 @@ class PostgresBackend:
     ) -> tuple[list[bool], list[JobRecord]]:
         """``complete`` then ``claim`` in one transaction: one commit per worker turn.
 
-        Without queue limits that is one statement, so one round trip too.
+        Without queue limits that is one statement, so one round trip too; with
+        them, three (:meth:`_claim_limited`).
         """
         now = self.clock()
         complete = self._complete_params(leases, notifications, now)
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
-            if self._claim_limits(options):
-                with conn.transaction():
-                    done = {row[0] for row in conn.execute(self._q("complete_job"), complete)}
-                    return done, self._claim_on(conn, options, now)
+            limits = self._claim_limits(options)
+            if limits:
+                return self._claim_limited(conn, options, limits, now, complete)
             params = {**complete, **self._claim_params(options, now, {})}
             with conn.cursor(row_factory=dict_row) as cur:
                 rows = cur.execute(self._q("complete_and_claim"), params).fetchall()
@@ -510,52 +509,55 @@ class PostgresBackend:
     def _claim_on(self, conn: Connection, options: ClaimOptions, now: float) -> list[JobRecord]:
         """Claim on ``conn``, inside the caller's transaction if there is one."""
         limits = self._claim_limits(options)
+        if limits:
+            return self._claim_limited(conn, options, limits, now)[1]
         with conn.cursor(row_factory=dict_row) as cur:
-            if not limits:
-                params = self._claim_params(options, now, {})
-                return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
-            with conn.transaction():
-                self._ensure_queue_rows(cur, limits)
-                locked = {
-                    row["queue"]: Bucket(row["tokens"], row["tokens_at"])
-                    for row in cur.execute(
-                        self._q("lock_limited_queues"), {"limited": list(limits), "now": now}
-                    )
-                }
-                # Read the clock again now that the queues are locked, so the
-                # attempt's start follows the completion that freed its place.
-                started = self.clock()
-                room = {
-                    queue: limits[queue].room(bucket, started) for queue, bucket in locked.items()
-                }
-                params = self._claim_params(options, started, room)
-                records = _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
-                self._spend_tokens(cur, limits, locked, records, started)
-                return records
+            params = self._claim_params(options, now, {})
+            return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
 
-    def _spend_tokens(
+    def _claim_limited(
         self,
-        cur: Any,
+        conn: Connection,
+        options: ClaimOptions,
         limits: Mapping[str, QueueControl],
-        buckets: Mapping[str, Bucket],
-        records: Sequence[JobRecord],
         now: float,
-    ) -> None:
-        """Take one token per claimed job from the buckets of rate-limited queues."""
-        taken = Counter(record.queue for record in records)
-        spent = {
-            queue: bucket.spend(rate, now, taken[queue]).tokens
-            for queue, bucket in buckets.items()
-            if taken[queue] and (rate := limits[queue].rate) is not None
-        }
-        if spent:
-            params = {"queues": list(spent), "tokens": list(spent.values()), "now": now}
-            cur.execute(self._q("spend_tokens"), params)
+        complete: Mapping[str, Any] | None = None,
+    ) -> tuple[set[int], list[JobRecord]]:
+        """A claim under queue limits, after the turn's completions (``complete``).
 
-    def _ensure_queue_rows(self, cur: Any, limits: Mapping[str, object]) -> None:
+        Two statements, because the running counts and token buckets the claim
+        reads must come from a snapshot taken after the queue rows are locked
+        (READ COMMITTED takes one per statement): first complete and lock, sent
+        together in one pipeline, then claim and spend the tokens. With the
+        COMMIT that is three round trips, whatever the number of queues.
+        """
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            with conn.pipeline():
+                finished = conn.execute(self._q("complete_job"), complete) if complete else None
+                self._ensure_queue_rows(conn, limits)
+                cur.execute(self._q("lock_limited_queues"), {"limited": list(limits), "now": now})
+            locked = {row["queue"]: Bucket(row["tokens"], row["tokens_at"]) for row in cur}
+            # Read the clock again now that the queues are locked, so the
+            # attempt's start follows the completion that freed its place.
+            started = self.clock()
+            room = {queue: limits[queue].room(bucket, started) for queue, bucket in locked.items()}
+            rated = {
+                queue: bucket.refilled(rate, started)
+                for queue, bucket in locked.items()
+                if (rate := limits[queue].rate) is not None
+            }
+            params = self._claim_params(options, started, room) | {
+                "rated": list(rated),
+                "refilled": list(rated.values()),
+            }
+            records = _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
+            done = {row[0] for row in finished} if finished is not None else set()
+        return done, records
+
+    def _ensure_queue_rows(self, conn: Connection, limits: Mapping[str, object]) -> None:
         new = [q for q in limits if q not in self._limited_queues_known]
         if new:
-            cur.execute(self._q("ensure_queue_rows"), {"queues": new})
+            conn.execute(self._q("ensure_queue_rows"), {"queues": new})
             self._limited_queues_known.update(new)
 
     def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:

@@ -140,14 +140,28 @@ WHERE j.id = chosen.id
 RETURNING j.*;
 
 -- name: claim_jobs_limited
--- claim_jobs when some queues have a concurrency limit or a start rate.
--- Unlimited queues are read through the claim index with SKIP LOCKED as there;
--- each locked limited queue contributes at most its free places under its cap
--- and no more than its token bucket allows (`allowances`; least() skips the
--- NULL of a limit the queue does not have), and never more than `limit`: each
--- row picked here stays locked until commit, and other workers skip it. Limited
--- queues not locked by this transaction (`limited_all` minus `limited`) are skipped.
-WITH room AS (
+-- claim_jobs when some queues have a concurrency limit or a start rate. Each
+-- queue that has queued jobs is read on its own through the per-queue claim
+-- index, with SKIP LOCKED, and the picks are merged in claim order; so a claim
+-- costs a few index probes per queue, however deep a capped queue's backlog is.
+-- A locked limited queue gives at most its free places under its cap and no
+-- more than its token bucket allows (`allowances`; least() skips the NULL of a
+-- limit the queue does not have); no queue gives more than `limit`: each row
+-- picked here stays locked until commit, and other workers skip it. Limited
+-- queues not locked by this transaction (`limited_all` minus `limited`) are
+-- skipped. The same statement takes one token per claimed job from the buckets
+-- of the locked rate-limited queues (`rated`).
+WITH RECURSIVE present AS (
+    -- The distinct queues with queued jobs: a skip scan, one probe per queue.
+    (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+     WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+            WHERE j.state = 'queued' AND j.queue > present.queue
+            ORDER BY j.queue LIMIT 1)
+    FROM present WHERE present.queue IS NOT NULL
+),
+room AS (
     SELECT l.queue,
            least(
                l.cap - (
@@ -159,56 +173,54 @@ WITH room AS (
     FROM unnest(%(limited)s::text[], %(caps)s::int[], %(allowances)s::int[])
         AS l(queue, cap, allowance)
 ),
-open_picks AS (
-    SELECT j.id, j.priority, j.run_after
-    FROM {schema}.jobdef_jobs AS j
-    WHERE j.state = 'queued'
-      AND j.run_after <= %(now)s
-      AND j.queue <> ALL (%(limited_all)s::text[])
-      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
-      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
-    ORDER BY j.priority DESC, j.run_after, j.id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+served AS (
+    SELECT p.queue, least(greatest(coalesce(room.free, %(limit)s), 0), %(limit)s) AS take
+    FROM present AS p
+    LEFT JOIN room ON room.queue = p.queue
+    WHERE p.queue IS NOT NULL
+      AND (p.queue <> ALL (%(limited_all)s::text[]) OR room.queue IS NOT NULL)
+      AND (%(queues)s::text[] IS NULL OR p.queue = ANY (%(queues)s::text[]))
+      AND p.queue NOT IN (SELECT q.queue FROM {schema}.jobdef_queues AS q WHERE q.paused)
 ),
-limited_picks AS (
+picks AS (
     SELECT c.id, c.priority, c.run_after
-    FROM room
+    FROM served
     CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.run_after
         FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'queued' AND j.queue = room.queue AND j.run_after <= %(now)s
+        WHERE j.state = 'queued' AND j.queue = served.queue AND j.run_after <= %(now)s
         ORDER BY j.priority DESC, j.run_after, j.id
-        LIMIT least(greatest(room.free, 0), %(limit)s)
+        LIMIT served.take
         FOR UPDATE SKIP LOCKED
     ) AS c
 ),
 chosen AS (
-    SELECT id FROM (
-        SELECT * FROM open_picks
-        UNION ALL
-        SELECT * FROM limited_picks
-    ) AS picks
+    SELECT id FROM picks
     ORDER BY priority DESC, run_after, id
     LIMIT %(limit)s
+),
+claimed AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        worker_id = %(worker_id)s,
+        started_at = %(now)s,
+        lease_until = %(lease_until)s,
+        updated_at = %(now)s
+    FROM chosen
+    WHERE j.id = chosen.id
+    RETURNING j.*
+),
+-- Each locked rate-limited queue's bucket: what it held at `now` (`refilled`,
+-- computed by jobdef.queue_controls.Bucket) less one token per job claimed.
+spent AS (
+    UPDATE {schema}.jobdef_queues AS q
+    SET tokens = b.tokens - (SELECT count(*) FROM claimed AS c WHERE c.queue = b.queue),
+        tokens_at = %(now)s
+    FROM unnest(%(rated)s::text[], %(refilled)s::float8[]) AS b(queue, tokens)
+    WHERE q.queue = b.queue
 )
-UPDATE {schema}.jobdef_jobs AS j
-SET state = 'running',
-    attempt = j.attempt + 1,
-    worker_id = %(worker_id)s,
-    started_at = %(now)s,
-    lease_until = %(lease_until)s,
-    updated_at = %(now)s
-FROM chosen
-WHERE j.id = chosen.id
-RETURNING j.*;
-
--- name: spend_tokens
--- What is left in the token buckets of the rate-limited queues a claim took from.
-UPDATE {schema}.jobdef_queues AS q
-SET tokens = s.tokens, tokens_at = %(now)s
-FROM unnest(%(queues)s::text[], %(tokens)s::float8[]) AS s(queue, tokens)
-WHERE q.queue = s.queue;
+SELECT * FROM claimed;
 
 -- name: heartbeat
 UPDATE {schema}.jobdef_jobs

@@ -321,7 +321,7 @@ class SQLiteBackend:
         if options.queue_limits or options.queue_rates:
             rows = self._claim_limited(conn, options, params, now)
         else:
-            params.update(exclude="[]", limit=options.limit)
+            params["limit"] = options.limit
             rows = conn.execute(Q["claim_jobs"], params).fetchall()
         conn.executemany(
             Q["start_attempt"],
@@ -339,39 +339,28 @@ class SQLiteBackend:
         self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any], now: float
     ) -> list[sqlite3.Row]:
         """Claim in order while honouring each queue's cap on running jobs and its start
-        rate, across every worker of the store (this runs under the write lock)."""
+        rate, across every worker of the store (this runs under the write lock).
+
+        Each queue that has queued jobs is read on its own (``jobs_claim_queue``), at
+        most as many jobs as it may start, so a claim costs a few index probes per
+        queue however deep a capped queue's backlog is.
+        """
         buckets = self._buckets(conn, options.queue_rates)
-        spare = self._queue_room(conn, options, buckets, now)
-        blocked = {queue for queue, left in spare.items() if left <= 0}
-        chosen: list[int] = []
-        taken: Counter[str] = Counter()
-        while len(chosen) < options.limit:
-            wanted = options.limit - len(chosen)
-            candidates = conn.execute(
-                Q["claim_candidates"],
-                params | {"exclude": json.dumps(sorted(blocked)), "limit": wanted + len(chosen)},
-            ).fetchall()
-            fresh = [(job_id, queue) for job_id, queue in candidates if job_id not in chosen]
-            if not fresh:
-                break
-            newly_blocked = False
-            for job_id, queue in fresh:
-                if len(chosen) == options.limit:
-                    break
-                if queue in blocked:
-                    continue
-                if queue in spare:
-                    if spare[queue] <= 0:
-                        blocked.add(queue)
-                        newly_blocked = True
-                        continue
-                    spare[queue] -= 1
-                chosen.append(job_id)
-                taken[queue] += 1
-            if not newly_blocked:
-                break
+        room = self._queue_room(conn, options, buckets, now)
+        paused = {row[0] for row in conn.execute(Q["paused_queues"]) if row[1]}
+        wanted = None if options.queues is None else set(options.queues)
+        picks: list[sqlite3.Row] = []
+        for (queue,) in conn.execute(Q["queues_with_queued"]).fetchall():
+            take = min(options.limit, room.get(queue, options.limit))
+            if queue in paused or (wanted is not None and queue not in wanted) or take <= 0:
+                continue
+            step = {"queue": queue, "now": now, "limit": take}
+            picks.extend(conn.execute(Q["queue_candidates"], step).fetchall())
+        picks.sort(key=lambda row: (-row["priority"], row["run_after"], row["id"]))
+        chosen = picks[: options.limit]
         if not chosen:
             return []
+        taken = Counter(row["queue"] for row in chosen)
         conn.executemany(
             Q["spend_tokens"],
             [
@@ -381,7 +370,8 @@ class SQLiteBackend:
                 if taken[queue]
             ],
         )
-        return conn.execute(Q["claim_ids"], params | {"ids": json.dumps(chosen)}).fetchall()
+        ids = json.dumps([row["id"] for row in chosen])
+        return conn.execute(Q["claim_ids"], params | {"ids": ids}).fetchall()
 
     @staticmethod
     def _buckets(conn: sqlite3.Connection, rates: Mapping[str, float]) -> dict[str, Bucket]:

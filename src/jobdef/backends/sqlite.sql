@@ -50,20 +50,30 @@ WHERE id IN (
     SELECT id FROM jobs INDEXED BY jobs_claim
     WHERE state = 'queued' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND queue NOT IN (SELECT value FROM json_each(:exclude))
       AND queue NOT IN (SELECT queue FROM queue_state WHERE paused = 1)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit
 )
 RETURNING *;
 
--- name: claim_candidates
--- Claim order without taking anything: used when per-queue limits decide which to take.
-SELECT id, queue FROM jobs INDEXED BY jobs_claim
-WHERE state = 'queued' AND run_after <= :now
-  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-  AND queue NOT IN (SELECT value FROM json_each(:exclude))
-  AND queue NOT IN (SELECT queue FROM queue_state WHERE paused = 1)
+-- name: queues_with_queued
+-- The queues that have queued jobs: a skip scan of jobs_claim_queue, one index
+-- probe per queue however many jobs each holds.
+WITH RECURSIVE present(queue) AS (
+    SELECT (SELECT queue FROM jobs INDEXED BY jobs_claim_queue
+            WHERE state = 'queued' ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM jobs AS j INDEXED BY jobs_claim_queue
+            WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
+    FROM present WHERE present.queue IS NOT NULL
+)
+SELECT queue FROM present WHERE queue IS NOT NULL;
+
+-- name: queue_candidates
+-- One queue's runnable jobs in claim order, without taking them: the claim under
+-- queue limits merges these per-queue picks.
+SELECT id, queue, priority, run_after FROM jobs INDEXED BY jobs_claim_queue
+WHERE state = 'queued' AND queue = :queue AND run_after <= :now
 ORDER BY priority DESC, run_after, id
 LIMIT :limit;
 
