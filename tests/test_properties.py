@@ -173,3 +173,42 @@ def test_mutated_documents_give_diagnostics_never_exceptions(doc: Any) -> None:
     import yaml
 
     _validate_text(yaml.safe_dump(doc, allow_unicode=True))
+
+
+arg_schemas = st.fixed_dictionaries(
+    {"type": st.sampled_from(["integer", "number", "string", "boolean", "array", "object"])},
+    optional={
+        "minimum": st.integers(-5, 5),
+        "maximum": st.integers(-5, 5),
+        "exclusiveMinimum": st.integers(-5, 5),
+        "minLength": st.integers(0, 3),
+        "maxLength": st.integers(0, 3),
+        "pattern": st.sampled_from(["^[a-z]+$", "x", "^[0-9]{2}"]),
+        "enum": st.lists(st.one_of(st.integers(-2, 2), st.sampled_from(["a", "ab"])), min_size=1),
+        "minItems": st.integers(0, 2),
+        "uniqueItems": st.booleans(),
+        "items": st.just({"type": "integer"}),
+        "required": st.booleans(),
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["a", "b"]), arg_schemas, max_size=2),
+    st.dictionaries(st.sampled_from(["a", "b", "c"]), json_values, max_size=3),
+)
+def test_enqueue_args_check_agrees_with_jsonschema(args: dict[str, Any], values: Any) -> None:
+    from jobdef.errors import ArgsError
+    from jobdef.policy import JobPolicy, freeze
+    from jobdef.registry import args_schema
+    from jobdef.runtime.queue import validate_args
+
+    full = args_schema(args)
+    policy = JobPolicy(name="j", handler="m:f", args_schema=freeze(full))
+    try:
+        validate_args(policy, values)
+        accepted = True
+    except ArgsError:
+        accepted = False
+    assert accepted == Draft7Validator(full).is_valid(values)

@@ -3,13 +3,39 @@
 ``connect(url, registry)`` returns a :class:`Queue` to enqueue with;
 :class:`Worker` runs the jobs; handlers are called as ``handler(ctx, **args)``
 with a :class:`Context`, and :func:`first_run` makes a re-run harmless.
+
+The names are imported on first use: a worker's child processes import
+``jobdef.runtime.pool`` and the handlers, and should not pay for the worker,
+the queue API and the notification channels they never use.
 """
 
 from __future__ import annotations
 
-from jobdef.runtime.context import Context
-from jobdef.runtime.idempotency import first_run
-from jobdef.runtime.queue import Queue, connect
-from jobdef.runtime.worker import Worker, WorkerStats
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jobdef.runtime.context import Context
+    from jobdef.runtime.idempotency import first_run
+    from jobdef.runtime.queue import Queue, connect
+    from jobdef.runtime.worker import Worker, WorkerStats
+
+_HOMES = {
+    "Context": "jobdef.runtime.context",
+    "first_run": "jobdef.runtime.idempotency",
+    "Queue": "jobdef.runtime.queue",
+    "connect": "jobdef.runtime.queue",
+    "Worker": "jobdef.runtime.worker",
+    "WorkerStats": "jobdef.runtime.worker",
+}
 
 __all__ = ["Context", "Queue", "Worker", "WorkerStats", "connect", "first_run"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'jobdef.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

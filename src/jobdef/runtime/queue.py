@@ -20,23 +20,34 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from jsonschema import Draft7Validator
-
 from jobdef.backends import open_backend
 from jobdef.backends.base import Backend, EnqueueResult, JobRecord, NewJob
 from jobdef.errors import ArgsError
 from jobdef.policy import JobPolicy, thaw
 from jobdef.registry import Registry
+from jobdef.schema_fast import Check, UnsupportedSchema, compile_schema
 
-_validators: dict[str, tuple[Any, Draft7Validator]] = {}
+_checks: dict[str, tuple[Any, Check]] = {}
 
 
-def _validator(policy: JobPolicy) -> Draft7Validator:
-    """One compiled validator per job's schema (rebuilt if the policy object changes)."""
-    cached = _validators.get(policy.name)
+def _check(policy: JobPolicy) -> Check:
+    """One compiled yes/no check per job's schema (rebuilt if the policy object changes).
+
+    :mod:`jobdef.schema_fast` answers valid args (the common case) without
+    ``jsonschema``, which is imported only to word what is wrong with invalid
+    ones; a schema it cannot compile goes to ``jsonschema`` every time.
+    """
+    cached = _checks.get(policy.name)
     if cached is None or cached[0] is not policy.args_schema:
-        cached = (policy.args_schema, Draft7Validator(thaw(policy.args_schema)))
-        _validators[policy.name] = cached
+        try:
+            check = compile_schema(thaw(policy.args_schema))
+        except UnsupportedSchema:
+
+            def check(_args: Any) -> bool:
+                return False
+
+        cached = (policy.args_schema, check)
+        _checks[policy.name] = cached
     return cached[1]
 
 
@@ -46,7 +57,11 @@ def _where(path: Iterable[Any]) -> str:
 
 def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
     """Raise :class:`ArgsError` listing every way ``args`` breaks the sheet's ``args`` schema."""
-    validator = _validator(policy)
+    if _check(policy)(args):
+        return
+    from jsonschema import Draft7Validator
+
+    validator = Draft7Validator(thaw(policy.args_schema))
     errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.path)))
     if errors:
         details = "; ".join(f"{_where(e.path)}: {e.message}" for e in errors)
