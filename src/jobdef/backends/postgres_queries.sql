@@ -113,6 +113,21 @@ WHERE q.queue = ANY (%(limited)s::text[])
 ORDER BY q.queue
 FOR UPDATE OF q;
 
+-- fragment: lease_chosen
+-- Lease the `chosen` jobs to the worker: the step every claim ends with.
+claimed AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        worker_id = %(worker_id)s,
+        started_at = %(now)s,
+        lease_until = %(lease_until)s,
+        updated_at = %(now)s
+    FROM chosen
+    WHERE j.id = chosen.id
+    RETURNING j.*
+)
+
 -- name: claim_jobs
 -- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
 -- to the worker: one statement walking the claim index with SKIP LOCKED, so
@@ -127,17 +142,9 @@ WITH chosen AS (
     ORDER BY j.priority DESC, j.run_after, j.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-)
-UPDATE {schema}.jobdef_jobs AS j
-SET state = 'running',
-    attempt = j.attempt + 1,
-    worker_id = %(worker_id)s,
-    started_at = %(now)s,
-    lease_until = %(lease_until)s,
-    updated_at = %(now)s
-FROM chosen
-WHERE j.id = chosen.id
-RETURNING j.*;
+),
+-- include: lease_chosen
+SELECT * FROM claimed;
 
 -- name: claim_jobs_limited
 -- claim_jobs when some queues have a concurrency limit or a start rate. Each
@@ -199,21 +206,10 @@ chosen AS (
     ORDER BY priority DESC, run_after, id
     LIMIT %(limit)s
 ),
-claimed AS (
-    UPDATE {schema}.jobdef_jobs AS j
-    SET state = 'running',
-        attempt = j.attempt + 1,
-        worker_id = %(worker_id)s,
-        started_at = %(now)s,
-        lease_until = %(lease_until)s,
-        updated_at = %(now)s
-    FROM chosen
-    WHERE j.id = chosen.id
-    RETURNING j.*
-),
+-- include: lease_chosen
 -- Each locked rate-limited queue's bucket: what it held at `now` (`refilled`,
 -- computed by jobdef.queue_controls.Bucket) less one token per job claimed.
-spent AS (
+, spent AS (
     UPDATE {schema}.jobdef_queues AS q
     SET tokens = b.tokens - (SELECT count(*) FROM claimed AS c WHERE c.queue = b.queue),
         tokens_at = %(now)s
@@ -284,18 +280,7 @@ WITH
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
-claimed AS (
-    UPDATE {schema}.jobdef_jobs AS j
-    SET state = 'running',
-        attempt = j.attempt + 1,
-        worker_id = %(worker_id)s,
-        started_at = %(now)s,
-        lease_until = %(lease_until)s,
-        updated_at = %(now)s
-    FROM chosen
-    WHERE j.id = chosen.id
-    RETURNING j.*
-)
+-- include: lease_chosen
 SELECT done.done_ids, claimed.*
 FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished) AS done
 LEFT JOIN claimed ON true;
