@@ -122,3 +122,30 @@ def test_enqueue_on_a_full_disk_says_so_and_stores_nothing(
     finally:
         store.close()
     assert main(argv) == 0
+
+
+def test_a_worker_stopped_while_the_disk_is_full_exits_cleanly_and_loses_nothing(
+    small_disk: Path,
+    db_url: str,
+    backend: Backend,
+    registry: Registry,
+    workers: Workers,
+) -> None:
+    queue = Queue(backend, registry)
+    jobs = [queue.enqueue("sleep", {"seconds": 0.05}).id for _ in range(60)]
+    worker = workers.start("--concurrency", "2", "--grace", "2s", lease="60s")
+    wait_until(
+        lambda: any(backend.get(j).state == "done" for j in jobs),  # type: ignore[union-attr]
+        what="the worker has finished a job",
+    )
+    filler = fill(small_disk)
+    wait_until(lambda: "the job store cannot be used" in workers.log(), what="the full disk")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(60) == 0, workers.log()
+    assert "Traceback" not in workers.log()
+    assert workers.log().count("could not release") <= 1  # one line, not one per job
+    filler.unlink()
+    # What it could not record is still leased, so it is reclaimed, never lost.
+    states = [backend.get(j).state for j in jobs]  # type: ignore[union-attr]
+    assert set(states) <= {"done", "running", "queued"}
+    assert "running" in states or "queued" in states

@@ -574,16 +574,21 @@ class Worker:
         """Release the given tasks' jobs and everything waiting in the backlog."""
         ids = [t.job_id for t in tasks if t.job_id in self._held] + list(self._backlog)
         self._backlog.clear()
-        for job_id in dict.fromkeys(ids):
-            held = self._held.pop(job_id, None)
-            if held is None:
-                continue
+        helds = [held for job_id in dict.fromkeys(ids) if (held := self._held.pop(job_id, None))]
+        for index, held in enumerate(helds):
             try:
                 if self.backend.release(held.lease):
                     self.stats.released += 1
             except BackendError as exc:
-                # The lease still expires and another worker reclaims the job: nothing is lost.
-                log.error("could not release job %s (%s); its lease will expire", job_id, exc)
+                # The leases still expire and other workers reclaim the jobs: nothing is
+                # lost. The store is out, so the rest are not tried one by one.
+                log.error(
+                    "could not release %d job(s) (%s); their leases expire and other workers "
+                    "reclaim them",
+                    len(helds) - index,
+                    exc,
+                )
+                return
 
     def _heartbeat(self, mono: float) -> None:
         """Keep the leases of held jobs alive while this worker lives."""
