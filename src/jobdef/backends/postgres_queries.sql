@@ -113,6 +113,22 @@ WHERE q.queue = ANY (%(limited)s::text[])
 ORDER BY q.queue
 FOR UPDATE OF q;
 
+-- fragment: choose_runnable
+-- Up to `limit` runnable jobs of the claimed queues, in claim order (priority
+-- desc, run_after, id), locked with SKIP LOCKED: the walk of the claim index
+-- that the plain claims share.
+chosen AS (
+    SELECT j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = 'queued'
+      AND j.run_after <= %(now)s
+      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
+    ORDER BY j.priority DESC, j.run_after, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+
 -- fragment: lease_chosen
 -- Lease the `chosen` jobs to the worker: the step every claim ends with.
 claimed AS (
@@ -132,17 +148,8 @@ claimed AS (
 -- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
 -- to the worker: one statement walking the claim index with SKIP LOCKED, so
 -- concurrent workers never wait on each other and it stops after `limit` rows.
-WITH chosen AS (
-    SELECT j.id
-    FROM {schema}.jobdef_jobs AS j
-    WHERE j.state = 'queued'
-      AND j.run_after <= %(now)s
-      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
-      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
-    ORDER BY j.priority DESC, j.run_after, j.id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
+WITH
+-- include: choose_runnable
 -- include: lease_chosen
 SELECT * FROM claimed;
 
@@ -269,17 +276,8 @@ SELECT id FROM finished;
 -- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
 WITH
 -- include: finish_done
-, chosen AS (
-    SELECT j.id
-    FROM {schema}.jobdef_jobs AS j
-    WHERE j.state = 'queued'
-      AND j.run_after <= %(now)s
-      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
-      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
-    ORDER BY j.priority DESC, j.run_after, j.id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
+,
+-- include: choose_runnable
 -- include: lease_chosen
 SELECT done.done_ids, claimed.*
 FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished) AS done
