@@ -470,7 +470,7 @@ class PostgresBackend:
             limits = self._claim_limits(options)
             if limits:
                 return self._claim_limited(conn, options, limits, now, complete)
-            params = {**complete, **self._claim_params(options, now, {})}
+            params = {**complete, **self._claim_params(options, now)}
             with conn.cursor(row_factory=dict_row) as cur:
                 rows = cur.execute(self._q("complete_and_claim"), params).fetchall()
             claimed = [row for row in rows if row["id"] is not None]
@@ -489,21 +489,15 @@ class PostgresBackend:
             if wanted is None or queue in wanted
         }
 
-    def _claim_params(
-        self, options: ClaimOptions, now: float, room: Mapping[str, tuple[int | None, int | None]]
-    ) -> dict[str, Any]:
-        """Parameters of a claim; ``room`` maps each locked limited queue to its
-        (cap on running jobs, starts its token bucket allows now)."""
+    @staticmethod
+    def _claim_params(options: ClaimOptions, now: float) -> dict[str, Any]:
+        """Parameters every claim statement takes."""
         return {
             "now": now,
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
             "limit": options.limit,
             "queues": None if options.queues is None else list(options.queues),
-            "limited": list(room),
-            "caps": [cap for cap, _ in room.values()],
-            "allowances": [allowance for _, allowance in room.values()],
-            "limited_all": list(self._claim_limits(options)),
         }
 
     def _claim_on(self, conn: Connection, options: ClaimOptions, now: float) -> list[JobRecord]:
@@ -512,7 +506,7 @@ class PostgresBackend:
         if limits:
             return self._claim_limited(conn, options, limits, now)[1]
         with conn.cursor(row_factory=dict_row) as cur:
-            params = self._claim_params(options, now, {})
+            params = self._claim_params(options, now)
             return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
 
     def _claim_limited(
@@ -540,13 +534,18 @@ class PostgresBackend:
             # Read the clock again now that the queues are locked, so the
             # attempt's start follows the completion that freed its place.
             started = self.clock()
+            # Per locked queue: (cap on running jobs, starts its token bucket allows now).
             room = {queue: limits[queue].room(bucket, started) for queue, bucket in locked.items()}
             rated = {
                 queue: bucket.refilled(rate, started)
                 for queue, bucket in locked.items()
                 if (rate := limits[queue].rate) is not None
             }
-            params = self._claim_params(options, started, room) | {
+            params = self._claim_params(options, started) | {
+                "limited": list(room),
+                "caps": [cap for cap, _ in room.values()],
+                "allowances": [allowance for _, allowance in room.values()],
+                "limited_all": list(limits),
                 "rated": list(rated),
                 "refilled": list(rated.values()),
             }
