@@ -27,28 +27,45 @@ from jobdef.policy import JobPolicy, thaw
 from jobdef.registry import Registry
 from jobdef.schema_fast import Check, UnsupportedSchema, compile_schema
 
-_checks: dict[str, tuple[Any, Check]] = {}
 
-
-def _check(policy: JobPolicy) -> Check:
-    """One compiled yes/no check per job's schema (rebuilt if the policy object changes).
+class _ArgsSchema:
+    """A job's args schema, compiled once: a fast yes/no check, then ``jsonschema``.
 
     :mod:`jobdef.schema_fast` answers valid args (the common case) without
-    ``jsonschema``, which is imported only to word what is wrong with invalid
-    ones; a schema it cannot compile goes to ``jsonschema`` every time.
+    ``jsonschema``, which is imported, and its validator built, only to word
+    what is wrong with invalid args, or to check every call of a schema the
+    fast check cannot compile.
     """
-    cached = _checks.get(policy.name)
-    if cached is None or cached[0] is not policy.args_schema:
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
         try:
-            check = compile_schema(thaw(policy.args_schema))
+            self.check: Check | None = compile_schema(thaw(schema))
         except UnsupportedSchema:
+            self.check = None
+        self._validator: Any = None
 
-            def check(_args: Any) -> bool:
-                return False
+    def errors(self, args: Mapping[str, Any]) -> list[Any]:
+        """What is wrong with ``args`` (``[]`` when they are valid), sorted by path."""
+        if self.check is not None and self.check(args):
+            return []
+        if self._validator is None:
+            from jsonschema import Draft7Validator
 
-        cached = (policy.args_schema, check)
-        _checks[policy.name] = cached
-    return cached[1]
+            self._validator = Draft7Validator(thaw(self.schema))
+        found = self._validator.iter_errors(dict(args))
+        return sorted(found, key=lambda e: list(map(str, e.path)))
+
+
+_schemas: dict[str, _ArgsSchema] = {}
+
+
+def _args_schema(policy: JobPolicy) -> _ArgsSchema:
+    """The compiled args schema of a job (compiled again if the policy object changes)."""
+    cached = _schemas.get(policy.name)
+    if cached is None or cached.schema is not policy.args_schema:
+        cached = _schemas[policy.name] = _ArgsSchema(policy.args_schema)
+    return cached
 
 
 def _where(path: Iterable[Any]) -> str:
@@ -57,12 +74,7 @@ def _where(path: Iterable[Any]) -> str:
 
 def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
     """Raise :class:`ArgsError` listing every way ``args`` breaks the sheet's ``args`` schema."""
-    if _check(policy)(args):
-        return
-    from jsonschema import Draft7Validator
-
-    validator = Draft7Validator(thaw(policy.args_schema))
-    errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.path)))
+    errors = _args_schema(policy).errors(args)
     if errors:
         details = "; ".join(f"{_where(e.path)}: {e.message}" for e in errors)
         raise ArgsError(
