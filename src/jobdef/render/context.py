@@ -19,10 +19,15 @@ from jobdef.registry import Registry
 from jobdef.render import describe
 
 
+def is_scheduled(job: JobPolicy) -> bool:
+    """Whether the job has run times to list: a batch job with a cron schedule."""
+    return job.mode == "batch" and bool(job.schedule)
+
+
 def next_run_times(job: JobPolicy, after: float | datetime | None = None) -> list[dict[str, str]]:
     """The next five cron slots of a batch job after ``after`` (default: now), in its
     zone and in UTC, by the rule the scheduler follows (:func:`jobdef.schedule.next_runs`)."""
-    if job.mode != "batch" or not job.schedule:
+    if not is_scheduled(job):
         return []
     from jobdef.schedule import next_runs
 

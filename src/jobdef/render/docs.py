@@ -25,7 +25,7 @@ from jobdef.errors import JobdefError, UsageError
 from jobdef.policy import JobPolicy, QueuePolicy
 from jobdef.registry import Registry
 from jobdef.render import describe
-from jobdef.render.context import job_context, next_run_times
+from jobdef.render.context import is_scheduled, job_context, next_run_times
 from jobdef.render.templates import environment, render
 
 # First line of every generated page; `jobdef docs` deletes a page that carries
@@ -147,9 +147,11 @@ class RunsAfter:
                 continue
             page = _page_name(job.name)
             text = _read(out / page)
-            lines = (text or "").split("\n", 2)
+            if text is None:
+                continue
+            lines = text.split("\n", 2)
             found = _RUNS_MARK.fullmatch(lines[1]) if len(lines) > 1 else None
-            if text is not None and found:
+            if found:
                 stated[page] = (date.fromisoformat(found[1]), text)
         return cls(today, stated, keep)
 
@@ -157,11 +159,6 @@ class RunsAfter:
 def utc_today() -> date:
     """Today's date in UTC: the default day of the next-runs lists."""
     return datetime.now(UTC).date()
-
-
-def is_scheduled(job: JobPolicy) -> bool:
-    """Whether the job's page lists next runs: a batch job with a cron schedule."""
-    return job.mode == "batch" and bool(job.schedule)
 
 
 def _runs_context(job: JobPolicy, day: date | None) -> dict[str, object]:
