@@ -392,9 +392,10 @@ class SQLiteBackend:
         """How many jobs each limited queue may start now: free places under its cap,
         and no more than its bucket's tokens."""
         limits = dict(options.queue_limits)
-        running = dict(
-            conn.execute(Q["running_per_queue"], {"queues": json.dumps(list(limits))}).fetchall()
-        )
+        running: dict[str, int] = {}
+        if limits:  # a claim under rates only has no running count to read
+            queues = {"queues": json.dumps(list(limits))}
+            running = dict(conn.execute(Q["running_per_queue"], queues).fetchall())
         room = {queue: cap - running.get(queue, 0) for queue, cap in limits.items()}
         for queue, rate in options.queue_rates.items():
             allowed = buckets[queue].allowance(rate, now)

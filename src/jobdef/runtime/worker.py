@@ -401,9 +401,11 @@ class Worker:
         served = set(self.queue_rates)
         if self.queues is not None:
             served &= set(self.queues)
+        if not served:
+            return True
         return not any(
             info.queue in served and not info.paused and (info.oldest_queued_age or 0) > 0
-            for info in (self.backend.queues() if served else [])
+            for info in self.backend.queues()
         )
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
