@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import ClaimOptions, NewJob
+from jobdef.backends.records import ClaimOptions, NewJob
 
 TURNS = 200
 LIMITS = {"queue_limits": {"exports": 2}}

@@ -30,8 +30,8 @@ from validate import make_corpus, timed
 
 
 def _render_seconds(sheets: Path, lang: str) -> tuple[float, int]:
-    from jobdef.registry import load_registry
     from jobdef.render.docs import render_docs
+    from jobdef.sheets.pipeline import load_registry
 
     registry = load_registry([sheets])
     started = time.perf_counter()

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import ClaimOptions, ErrorInfo, NewJob, Notification
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
 from jobdef.notify.checks import build_channels
 from jobdef.notify.sender import OutboxSender
-from jobdef.policy import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
-from jobdef.registry import Registry
+from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
+from jobdef.policy.registry import Registry
 
 
 class Clock:

@@ -182,8 +182,8 @@ class System:
         if self.name == "pgqueuer":
             return asyncio.run(self._pgqueuer_enqueue(count, bulk))
         if self.name == "jobdef":
-            from jobdef.registry import load_registry
             from jobdef.runtime import connect
+            from jobdef.sheets.pipeline import load_registry
 
             with connect(self.url, load_registry([self.sheets])) as queue:
                 start = time.perf_counter()
@@ -289,8 +289,8 @@ def run_worker(spec: System, drain: bool) -> None:
         url += "?options=" + quote(f"-c synchronous_commit={synchronous_commit}")
     if system == "jobdef":
         from jobdef.backends import open_backend
-        from jobdef.registry import load_registry
         from jobdef.runtime import Worker
+        from jobdef.sheets.pipeline import load_registry
 
         backend = open_backend(url)
         try:

@@ -37,9 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import ClaimOptions, NewJob
-from jobdef.policy import BackoffPolicy, ErrorPolicy, JobPolicy, freeze
-from jobdef.registry import Registry
+from jobdef.backends.records import ClaimOptions, NewJob
+from jobdef.policy.model import BackoffPolicy, ErrorPolicy, JobPolicy, freeze
+from jobdef.policy.registry import Registry
 
 
 def noop(ctx: object) -> None:

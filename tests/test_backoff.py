@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from jobdef.backoff import base_delay, delay_range, next_delay, retry_timeline
-from jobdef.policy import BackoffPolicy, JobPolicy
+from jobdef.policy.backoff import base_delay, delay_range, next_delay, retry_timeline
+from jobdef.policy.model import BackoffPolicy, JobPolicy
 
 
 def exp(**kw: object) -> BackoffPolicy:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobdef.decision import recommend
-from jobdef.policy import DecisionAnswers
+from jobdef.policy.decision import recommend
+from jobdef.policy.model import DecisionAnswers
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobdef.durations import format_duration, parse_duration
 from jobdef.errors import DurationError
+from jobdef.policy.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
-from jobdef.schema_check import schema
-from jobdef.schema_fast import compile_schema
-from jobdef.sheets import validate_sheets
-from jobdef.strict_yaml import parse_text
+from jobdef.sheets.pipeline import validate_sheets
+from jobdef.sheets.schema_check import schema
+from jobdef.sheets.schema_fast import compile_schema
+from jobdef.sheets.strict_yaml import parse_text
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "jobdefs").glob("*.yaml"))
@@ -200,9 +200,9 @@ arg_schemas = st.fixed_dictionaries(
 )
 def test_enqueue_args_check_agrees_with_jsonschema(args: dict[str, Any], values: Any) -> None:
     from jobdef.errors import ArgsError
-    from jobdef.policy import JobPolicy, freeze
-    from jobdef.registry import args_schema
+    from jobdef.policy.model import JobPolicy, freeze
     from jobdef.runtime.queue import validate_args
+    from jobdef.sheets.build import args_schema
 
     full = args_schema(args)
     policy = JobPolicy(name="j", handler="m:f", args_schema=freeze(full))

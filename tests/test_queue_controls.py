@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobdef.policy import QueuePolicy
-from jobdef.queue_controls import (
+from jobdef.policy.model import QueuePolicy
+from jobdef.policy.queue_controls import (
     Bucket,
     QueueControl,
     bucket_capacity,
     concurrency_limits,
     rate_limits,
 )
-from jobdef.registry import load_registry
+from jobdef.sheets.pipeline import load_registry
 
 
 def test_limits_come_from_the_example_queue_documents(example_sheets: Path) -> None:

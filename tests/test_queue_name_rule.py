@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobdef.rules.queues import edits, near_miss
+from jobdef.sheets.rules.queues import edits, near_miss
 
 QUEUES = {"exports", "mail", "batch"}
 

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobdef.backoff import retry_timeline
-from jobdef.registry import Document, Registry, build_registry, load_registry
+from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.registry import Registry
 from jobdef.review.diff import JobChange, RegistryDiff, diff_registries
+from jobdef.sheets.build import build_registry
+from jobdef.sheets.document import Document
+from jobdef.sheets.pipeline import load_registry
 from sheet_repo import DEFAULTS, edit, job_sheet, write_project
 
 

@@ -246,8 +246,8 @@ def test_a_broken_sheet_at_a_revision_is_named_by_its_place_in_git(
 def test_database_counts_the_jobs_queued_under_the_old_policy(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from jobdef.registry import load_registry
     from jobdef.runtime import connect
+    from jobdef.sheets.pipeline import load_registry
 
     url = f"sqlite:///{repo / 'jobs.db'}"
     queue = connect(url, load_registry([repo / "jobdefs"]))

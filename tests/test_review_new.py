@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 
 import pytest
 import yaml
 
 from jobdef.cli import main
-from jobdef.registry import load_registry
+from jobdef.sheets.pipeline import load_registry
+from jobdef.sheets.schema_check import schema
 from sheet_repo import edit, write_project
 
 
@@ -25,8 +24,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _job_fields() -> set[str]:
-    text = (resources.files("jobdef") / "schema" / "jobdef-v1.schema.json").read_text("utf-8")
-    return set(json.loads(text)["definitions"]["Job"]["properties"])
+    return set(schema()["definitions"]["Job"]["properties"])
 
 
 def _keys_written(text: str) -> set[str]:

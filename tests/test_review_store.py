@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.registry import load_registry
 from jobdef.review.store import active_jobs
 from jobdef.runtime import connect
+from jobdef.sheets.pipeline import load_registry
 from sheet_repo import write_project
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from jobdef.cli.validate_cmd import exit_code
 from jobdef.reporters import Report, render
-from jobdef.sheets import validate_sheets
+from jobdef.sheets.pipeline import validate_sheets
 
 SHEETS = Path(__file__).parent / "sheets"
 VALID = sorted(p for p in (SHEETS / "valid").iterdir() if p.is_dir())
@@ -48,7 +48,7 @@ def test_invalid_sheets_give_expected_diagnostics(
 
 
 def test_every_rule_has_a_failing_fixture() -> None:
-    from jobdef.rules import all_rules
+    from jobdef.sheets.rules import all_rules
 
     # Rules that need something a fixture folder cannot hold: a 1 MiB file
     # (test_loader), importable modules (test_validate_cli --check-imports) and

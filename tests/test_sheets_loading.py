@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from jobdef.errors import SheetError
-from jobdef.registry import load_registry
-from jobdef.sheets import load_documents
+from jobdef.sheets.pipeline import load_documents, load_registry
 
 REPO = Path(__file__).resolve().parent.parent
 INVALID = REPO / "tests" / "sheets" / "invalid"

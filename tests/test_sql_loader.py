@@ -26,12 +26,12 @@ def test_the_sqlite_file_defines_every_query_the_engine_uses():
     import inspect
     import re
 
-    from jobdef.backends import sqlite
+    from jobdef.backends.sqlite import engine as sqlite
 
     used = set(re.findall(r'Q\["([a-z_]+)"\]', inspect.getsource(sqlite)))
     used |= set(re.findall(r'_read\("([a-z_]+)"', inspect.getsource(sqlite)))
     used |= set(re.findall(r'_finish\(\s*conn,\s*"([a-z_]+)"', inspect.getsource(sqlite)))
-    assert used <= set(load_queries("jobdef.backends", "sqlite.sql"))
+    assert used <= set(load_queries("jobdef.backends.sqlite", "queries.sql"))
 
 
 def test_a_fragment_is_written_once_and_included_where_queries_say() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from jobdef.backends import open_backend
 from jobdef.backends.sql import migration_files
-from jobdef.backends.sqlite import MIGRATIONS, Q, SQLiteBackend, sqlite_path
+from jobdef.backends.sqlite.engine import MIGRATIONS, Q, SQLiteBackend, sqlite_path
 from jobdef.errors import BackendError
 
 
@@ -57,7 +57,7 @@ def test_the_database_is_in_wal_mode_with_a_schema_version(tmp_path):
 def test_postgres_url_without_the_engine_module_is_a_clear_error(monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "jobdef.backends.postgres", None)
+    monkeypatch.setitem(sys.modules, "jobdef.backends.postgres.engine", None)
     with pytest.raises(BackendError, match="postgres"):
         open_backend("postgresql://postgres@127.0.0.1/test")
 

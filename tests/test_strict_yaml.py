@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.strict_yaml import MAX_BYTES, parse_text, read_file, resolve_plain
+from jobdef.sheets.strict_yaml import MAX_BYTES, parse_text, read_file, resolve_plain
 
 
 @pytest.mark.parametrize(

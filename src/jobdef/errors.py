@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jobdef.diagnostics import Diagnostic
+    from jobdef.sheets.diagnostics import Diagnostic
 
 
 class JobdefError(Exception):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
+from jobdef.backends.protocol import Backend
 
 ENGINES = ["sqlite", "postgres"]
 
@@ -94,7 +94,7 @@ class WorkerHandle:
         self.lease = lease
 
     def claim(self, limit: int = 1, **options: Any) -> list[Any]:
-        from jobdef.backends.base import ClaimOptions
+        from jobdef.backends.records import ClaimOptions
 
         return self.backend.claim(
             ClaimOptions(worker_id=self.worker_id, lease_seconds=self.lease, limit=limit, **options)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobdef.backends.base import NewJob
+from jobdef.backends.records import NewJob
 
 
 def _enqueue(backend, n=1, **overrides):
@@ -155,7 +155,8 @@ def test_queues_reports_depth_running_age_and_pause(backend, clock, worker):
 
 
 def test_complete_and_claim_finishes_a_turn_like_the_two_calls(backend, worker):
-    from jobdef.backends.base import ClaimOptions, complete_and_claim
+    from jobdef.backends.protocol import complete_and_claim
+    from jobdef.backends.records import ClaimOptions
 
     first, second = _enqueue(backend, 2)
     _enqueue(backend, 1, queue="other")
@@ -169,7 +170,8 @@ def test_complete_and_claim_finishes_a_turn_like_the_two_calls(backend, worker):
 
 
 def test_complete_and_claim_under_queue_limits_frees_the_place_it_fills(backend, worker):
-    from jobdef.backends.base import ClaimOptions, complete_and_claim
+    from jobdef.backends.protocol import complete_and_claim
+    from jobdef.backends.records import ClaimOptions
 
     first, second, _ = _enqueue(backend, 3, queue="exports")
     limits = {"queue_limits": {"exports": 1}, "queue_rates": {"exports": 100.0}}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobdef.backends.base import NewJob
+from jobdef.backends.records import NewJob
 
 
 def _job(**overrides):
@@ -67,7 +67,7 @@ def test_without_a_window_a_finished_job_does_not_absorb_a_new_enqueue(backend, 
 
 
 def test_each_cron_slot_is_stored_once_even_after_the_job_is_pruned(backend, clock, worker):
-    from jobdef.backends.base import RetentionRule
+    from jobdef.backends.records import RetentionRule
 
     [first] = backend.enqueue([_job(slot=3600.0)])
     [again] = backend.enqueue([_job(slot=3600.0)])
@@ -82,7 +82,7 @@ def test_each_cron_slot_is_stored_once_even_after_the_job_is_pruned(backend, clo
 
 
 def test_last_slot_is_the_newest_slot_ever_stored_for_the_job(backend, clock, worker):
-    from jobdef.backends.base import RetentionRule
+    from jobdef.backends.records import RetentionRule
 
     assert backend.last_slot("mail") is None
     backend.enqueue([_job(slot=7200.0), _job(slot=3600.0), _job(job="other", slot=9000.0)])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobdef.backends.base import ErrorInfo, NewJob, Notification, RetentionRule
+from jobdef.backends.records import ErrorInfo, NewJob, Notification, RetentionRule
 
 BOOM = ErrorInfo("ValueError", "bad", "")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobdef.backends.base import ErrorInfo, Lease, NewJob, Notification
+from jobdef.backends.records import ErrorInfo, Lease, NewJob, Notification
 
 BOOM = ErrorInfo("ConnectionError", "refused", "Traceback ...")
 

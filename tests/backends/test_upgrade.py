@@ -7,10 +7,10 @@ import importlib
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import ClaimOptions, NewJob
+from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.backends.sql import migration_files
 
-MODULES = {"sqlite": "jobdef.backends.sqlite", "postgres": "jobdef.backends.postgres"}
+MODULES = {"sqlite": "jobdef.backends.sqlite.engine", "postgres": "jobdef.backends.postgres.engine"}
 
 
 def test_a_store_at_the_first_migration_upgrades_and_keeps_its_rows(

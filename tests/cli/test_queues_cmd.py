@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import ClaimOptions, NewJob
+from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.cli import main
 
 

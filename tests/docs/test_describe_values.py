@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.backoff import retry_timeline
-from jobdef.policy import BackoffPolicy, ErrorClass, IdempotencyPolicy, RetentionPolicy
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.model import BackoffPolicy, ErrorClass, IdempotencyPolicy, RetentionPolicy
+from jobdef.policy.registry import Registry
 from jobdef.render import describe
+from jobdef.sheets.pipeline import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.registry import Registry
 from jobdef.render.docs import render_docs
 from jobdef.render.explain import explain
+from jobdef.sheets.pipeline import load_registry
 
 SHEET = """\
 apiVersion: jobdef/v1
@@ -45,8 +46,8 @@ def test_decision_answers_are_listed_on_the_page(registry: Registry) -> None:
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("jobdef.decision") is None,
-    reason="the decision check (jobdef.decision) is not part of this install",
+    importlib.util.find_spec("jobdef.policy.decision") is None,
+    reason="the decision check (jobdef.policy.decision) is not part of this install",
 )
 def test_the_recommended_mode_is_shown_with_its_reason(registry: Registry) -> None:
     page = render_docs(registry, "en")["sync_thumbnail.md"]

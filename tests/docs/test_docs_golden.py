@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.registry import load_registry
 from jobdef.render.docs import RunsAfter, render_docs
 from jobdef.render.explain import explain
 from jobdef.render.tsv import job_tsv, overview_tsv
+from jobdef.sheets.pipeline import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"

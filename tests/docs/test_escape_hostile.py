@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.registry import Registry
 from jobdef.render.docs import render_docs
 from jobdef.render.escape import (
     TSV_CELL_LIMIT,
@@ -21,6 +21,7 @@ from jobdef.render.escape import (
 )
 from jobdef.render.explain import explain
 from jobdef.render.tsv import job_tsv, overview_tsv
+from jobdef.sheets.pipeline import load_registry
 
 SCRIPT = "<script>alert(1)</script>"
 FORMULA = '=HYPERLINK("http://evil.example/?q=1","click")'

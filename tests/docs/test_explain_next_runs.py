@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jobdef.cli import main
-from jobdef.registry import load_registry
 from jobdef.render.docs import RunsAfter, render_docs, utc_today
+from jobdef.sheets.pipeline import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
 SHEETS = str(REPO / "jobdefs")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.registry import load_registry
 from jobdef.render.explain import explain
 from jobdef.runtime import Worker, connect
+from jobdef.sheets.pipeline import load_registry
 
 SHEET = """\
 apiVersion: jobdef/v1

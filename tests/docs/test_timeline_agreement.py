@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.backoff import retry_timeline
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.docs import render_docs
 from jobdef.render.explain import explain
+from jobdef.sheets.pipeline import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend, ClaimOptions, ErrorInfo, NewJob, Notification
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
 
 
 class Clock:

@@ -22,16 +22,17 @@ from notify_servers import WebhookServer, wait_for
 from sqlite_outbox import Clock
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
+from jobdef.backends.protocol import Backend
 from jobdef.notify.checks import build_channels
 from jobdef.notify.digest import MAX_DIGEST_ITEMS
 from jobdef.notify.sender import OutboxSender
-from jobdef.notify.service import OutboxService
-from jobdef.policy import BackoffPolicy
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.model import BackoffPolicy
+from jobdef.policy.registry import Registry
 from jobdef.runtime import Worker, connect
 from jobdef.runtime.maintenance import MaintenanceContext
-from jobdef.runtime.reclaim import LeaseReclaimer
+from jobdef.runtime.maintenance.outbox import OutboxService
+from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
+from jobdef.sheets.pipeline import load_registry
 
 HERE = Path(__file__).parent
 FAST_RETRY = BackoffPolicy(strategy="fixed", initial=0.2, jitter="none")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobdef.backends.base import ErrorInfo, JobRecord
+from jobdef.backends.records import ErrorInfo, JobRecord
 from jobdef.notify.events import notifications_for
-from jobdef.registry import load_registry
+from jobdef.sheets.pipeline import load_registry
 
 AT = 1_767_225_600.5
 

@@ -10,13 +10,13 @@ import pytest
 from notify_servers import WebhookServer, free_port, wait_for
 from sqlite_outbox import Clock, bury_with, dead, open_store
 
-from jobdef.backends.base import Backend
-from jobdef.backoff import delay_range
+from jobdef.backends.protocol import Backend
 from jobdef.notify.checks import Channel, build_channels
 from jobdef.notify.digest import MAX_DIGEST_ITEMS
 from jobdef.notify.sender import DELIVERY_BACKOFF, OutboxSender, SenderThread
-from jobdef.policy import ChannelPolicy, freeze
-from jobdef.registry import Registry
+from jobdef.policy.backoff import delay_range
+from jobdef.policy.model import ChannelPolicy, freeze
+from jobdef.policy.registry import Registry
 
 
 def webhook_channels(url: str, digest_after: int = 20, name: str = "ops") -> dict[str, Channel]:

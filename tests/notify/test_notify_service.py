@@ -9,10 +9,10 @@ import pytest
 from notify_servers import WebhookServer, wait_for
 from sqlite_outbox import Clock, bury_with, dead, open_store
 
-from jobdef.notify.service import OutboxService
-from jobdef.policy import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
-from jobdef.registry import Registry
+from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
+from jobdef.policy.registry import Registry
 from jobdef.runtime.maintenance import MaintenanceContext
+from jobdef.runtime.maintenance.outbox import OutboxService
 
 
 class StoreAt:

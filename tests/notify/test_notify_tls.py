@@ -19,7 +19,7 @@ from jobdef.notify.channels import build_sender
 from jobdef.notify.message import single_message
 from jobdef.notify.render import Renderer
 from jobdef.notify.sample import sample_notification
-from jobdef.policy import ChannelPolicy, freeze
+from jobdef.policy.model import ChannelPolicy, freeze
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobdef.backends.postgres import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend
 
 pytestmark = pytest.mark.postgres
 

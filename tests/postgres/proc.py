@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jobdef.backends.base import ClaimOptions
-from jobdef.backends.postgres import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.records import ClaimOptions
 
 
 def migrate(url: str, schema: str) -> int:
@@ -50,8 +50,8 @@ def run_worker(
     import logging
 
     from jobdef.backends import open_backend
-    from jobdef.registry import load_registry
     from jobdef.runtime.worker import Worker
+    from jobdef.sheets.pipeline import load_registry
 
     logging.basicConfig(level=logging.WARNING)
     database_url = f"{url}?schema={schema}"

@@ -6,8 +6,8 @@ import multiprocessing
 
 import pytest
 
-from jobdef.backends.base import ClaimOptions, ErrorInfo, NewJob
-from jobdef.backends.postgres import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
 
 from . import proc
 from .conftest import ManualClock

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobdef.backends.base import ClaimOptions, NewJob
-from jobdef.backends.postgres import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.errors import BackendError
 
 from .helpers import query, terminate

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jobdef.backends.base import ClaimOptions, ErrorInfo, NewJob, RetentionRule
-from jobdef.backends.postgres import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, RetentionRule
 
 from .conftest import ManualClock
 from .helpers import query, terminate, wait_for

@@ -6,8 +6,8 @@ import multiprocessing
 
 import pytest
 
-from jobdef.backends.base import NewJob
-from jobdef.backends.postgres import MIGRATIONS, PostgresBackend
+from jobdef.backends.postgres.engine import MIGRATIONS, PostgresBackend
+from jobdef.backends.records import NewJob
 from jobdef.backends.sql import migration_files
 from jobdef.errors import BackendError
 

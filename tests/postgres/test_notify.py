@@ -6,8 +6,8 @@ import threading
 
 import psycopg
 
-from jobdef.backends.base import NewJob
-from jobdef.backends.postgres import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.records import NewJob
 
 from .helpers import terminate
 

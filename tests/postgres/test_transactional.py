@@ -5,8 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from jobdef.backends.base import NewJob
-from jobdef.backends.postgres import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.records import NewJob
 from jobdef.errors import BackendError
 
 

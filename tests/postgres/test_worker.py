@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from jobdef.backends.postgres import PostgresBackend
-from jobdef.registry import load_registry
+from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.runtime.queue import Queue
+from jobdef.sheets.pipeline import load_registry
 
 from . import proc
 from .helpers import query, wait_for

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
-from jobdef.registry import Registry, load_registry
+from jobdef.backends.protocol import Backend
+from jobdef.policy.registry import Registry
+from jobdef.sheets.pipeline import load_registry
 
 HERE = Path(__file__).resolve().parent
 SHEETS = HERE / "sheets"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import smtplib
 
-from jobdef.policy import ErrorClass, ErrorPolicy
+from jobdef.policy.model import ErrorClass, ErrorPolicy
 from jobdef.runtime.classify import canonical, classify, exception_names
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import SHEETS
-from jobdef.backends.base import ClaimOptions, ErrorInfo
+from jobdef.backends.records import ClaimOptions, ErrorInfo
 from jobdef.cli import main
 
 
@@ -166,7 +166,7 @@ def test_demo_runs_from_any_directory_and_passes_its_checks(tmp_path):
 def test_the_cli_knows_every_job_state():
     from typing import get_args
 
-    from jobdef.backends.base import State
+    from jobdef.backends.records import State
     from jobdef.cli.runtime_options import JOB_STATES
 
     assert set(JOB_STATES) == set(get_args(State))

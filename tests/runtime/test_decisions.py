@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from jobdef.backends.base import JobRecord
-from jobdef.backoff import next_delay
+from jobdef.backends.records import JobRecord
+from jobdef.policy.backoff import next_delay
 from jobdef.runtime.decisions import after_error, after_reclaim
 
 NOW = 1_700_000_000.0

@@ -18,9 +18,9 @@ import pytest
 
 from conftest import SHEETS, Workers, wait_until
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
+from jobdef.backends.protocol import Backend
 from jobdef.cli import main
-from jobdef.registry import Registry
+from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue
 
 DISK_SIZE = "8m"

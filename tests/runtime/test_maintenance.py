@@ -6,11 +6,11 @@ import dataclasses
 import random
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import ClaimOptions, NewJob
-from jobdef.registry import Registry
+from jobdef.backends.records import ClaimOptions, NewJob
+from jobdef.policy.registry import Registry
 from jobdef.runtime.maintenance import MaintenanceContext
-from jobdef.runtime.reclaim import LeaseReclaimer
-from jobdef.runtime.retention import RetentionPruner, retention_rules
+from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
+from jobdef.runtime.maintenance.retention import RetentionPruner, retention_rules
 from jobdef.runtime.worker import MAINTENANCE
 
 

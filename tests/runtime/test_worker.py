@@ -7,9 +7,9 @@ import subprocess
 import sys
 import tempfile
 
-from jobdef.backends.base import NewJob
-from jobdef.policy import freeze
-from jobdef.registry import Registry
+from jobdef.backends.records import NewJob
+from jobdef.policy.model import freeze
+from jobdef.policy.registry import Registry
 from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.worker import Worker
@@ -50,7 +50,7 @@ def test_a_job_no_sheet_defines_is_buried_with_a_clear_reason(backend, registry,
 
 
 def test_queue_concurrency_from_the_sheets_is_the_workers_claim_limit(registry, backend, db_url):
-    from jobdef.policy import QueuePolicy
+    from jobdef.policy.model import QueuePolicy
 
     limited = Registry(
         jobs=registry.jobs,

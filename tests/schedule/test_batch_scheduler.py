@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend, JobRecord
-from jobdef.policy import CatchUp, IdempotencyPolicy, JobPolicy
-from jobdef.schedule.scheduler import Scheduler
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import JobRecord
+from jobdef.policy.model import CatchUp, IdempotencyPolicy, JobPolicy
+from jobdef.runtime.maintenance.scheduler import Scheduler
 
 
 class Clock:
@@ -281,8 +282,8 @@ def test_tick_before_the_next_slot_does_nothing(backend: Backend) -> None:
 def test_on_postgres_only_the_maintenance_lock_holder_schedules(
     postgres_url: str, postgres_schema: str
 ) -> None:
-    from jobdef.backends.base import holds_maintenance_lock
-    from jobdef.registry import Registry
+    from jobdef.backends.protocol import holds_maintenance_lock
+    from jobdef.policy.registry import Registry
     from jobdef.runtime.maintenance import MaintenanceContext
 
     url = f"{postgres_url}?schema={postgres_schema}"

@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from jobdef.errors import ScheduleError
-from jobdef.policy import JobPolicy
-from jobdef.registry import load_registry
+from jobdef.policy.model import JobPolicy
 from jobdef.schedule import CATCH_UP_LIMIT, CronSchedule, due_slots, next_runs
+from jobdef.sheets.pipeline import load_registry
 
 TOKYO = ZoneInfo("Asia/Tokyo")
 HOURLY = CronSchedule("0 * * * *", "UTC")

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
+from jobdef.backends.protocol import Backend
 from jobdef.cli import main
-from jobdef.policy import JobPolicy, QueuePolicy
-from jobdef.registry import Registry
+from jobdef.policy.model import JobPolicy, QueuePolicy
+from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue, Worker
 
 HERE = Path(__file__).resolve().parent

@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.policy import JobPolicy
-from jobdef.registry import Registry
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.registry import Registry
 from jobdef.runtime import Worker
 
 HERE = Path(__file__).resolve().parent

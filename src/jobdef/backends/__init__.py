@@ -1,4 +1,4 @@
-"""Job storage backends: the :class:`~jobdef.backends.base.Backend` protocol and its engines.
+"""Job storage backends: the :class:`~jobdef.backends.protocol.Backend` protocol and its engines.
 
 ``open_backend(url)`` picks the engine from the URL scheme: ``sqlite:///path.db``
 (the embedded default) or ``postgresql://...``.
@@ -10,14 +10,14 @@ import importlib
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from jobdef.backends.base import Backend
+from jobdef.backends.protocol import Backend
 from jobdef.errors import BackendError
 
 # URL scheme -> "module:class" of the engine, imported only when used.
 ENGINES: dict[str, str] = {
-    "sqlite": "jobdef.backends.sqlite:SQLiteBackend",
-    "postgresql": "jobdef.backends.postgres:PostgresBackend",
-    "postgres": "jobdef.backends.postgres:PostgresBackend",
+    "sqlite": "jobdef.backends.sqlite.engine:SQLiteBackend",
+    "postgresql": "jobdef.backends.postgres.engine:PostgresBackend",
+    "postgres": "jobdef.backends.postgres.engine:PostgresBackend",
 }
 
 

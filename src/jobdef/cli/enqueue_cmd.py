@@ -6,8 +6,8 @@ import argparse
 import json
 
 from jobdef.cli import runtime_options
-from jobdef.durations import parse_duration
 from jobdef.errors import ArgsError
+from jobdef.policy.durations import parse_duration
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
 
 if TYPE_CHECKING:
-    from jobdef.backends.base import JobRecord
+    from jobdef.backends.records import JobRecord
 
 
 def _when(ts: float | None) -> str:

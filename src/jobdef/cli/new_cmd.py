@@ -12,9 +12,9 @@ from jobdef.errors import UsageError
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.registry import build_registry
     from jobdef.review.new_sheet import render_sheet
-    from jobdef.sheets import load_documents
+    from jobdef.sheets.build import build_registry
+    from jobdef.sheets.pipeline import load_documents
 
     config = config_from(args)
     sheets = Path(config.sheets)

@@ -16,12 +16,12 @@ from jobdef.cli import EXIT_FINDINGS, EXIT_OK
 
 def run_test(args: argparse.Namespace) -> int:
     # Imported here: every command's parser is built at start, and only this one needs them.
-    from jobdef.config import load_config
+    from jobdef.cli.config import load_config
     from jobdef.errors import ChannelError, DeliveryError
     from jobdef.notify.checks import build_channels
     from jobdef.notify.message import single_message
     from jobdef.notify.sample import sample_notification
-    from jobdef.registry import load_registry
+    from jobdef.sheets.pipeline import load_registry
 
     config = load_config({"sheets": args.sheets})
     registry = load_registry([config.sheets])

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jobdef.config import Config, load_config
+from jobdef.cli.config import Config, load_config
 from jobdef.errors import ConfigError
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.registry import Registry
+from jobdef.sheets.pipeline import load_registry
 
 
 def add_sheets(parser: argparse.ArgumentParser) -> None:

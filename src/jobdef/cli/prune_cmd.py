@@ -8,7 +8,7 @@ from jobdef.cli import runtime_options
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.runtime.retention import retention_rules
+    from jobdef.runtime.maintenance.retention import retention_rules
 
     rules = retention_rules(runtime_options.registry(args))
     backend = runtime_options.backend(args)

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from jobdef.cli import runtime_options
 from jobdef.cli.runtime_options import human_age, table
 from jobdef.errors import SheetError, UsageError
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.registry import Registry
+from jobdef.sheets.pipeline import load_registry
 
 if TYPE_CHECKING:
-    from jobdef.backends.base import QueueInfo
+    from jobdef.backends.records import QueueInfo
 
 
 def format_rate(per_second: float | None) -> str:
@@ -44,7 +45,7 @@ def queue_table(infos: Sequence[QueueInfo], registry: Registry | None, *, idle: 
     """Depth, running jobs, oldest wait, pause state and limits, one row per queue
     ("" when there is none). ``idle=False`` leaves out queues that only the sheets
     name: the store has no job of theirs and they are not paused."""
-    from jobdef.backends.base import QueueInfo
+    from jobdef.backends.records import QueueInfo
 
     live = {info.queue: info for info in infos}
     policies = registry.queues if registry is not None else {}

@@ -10,17 +10,17 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobdef.cli.config import Config, load_config
 from jobdef.cli.options import add_sheets
-from jobdef.config import Config, load_config
 from jobdef.errors import UsageError
 
 if TYPE_CHECKING:
-    from jobdef.backends.base import Backend
-    from jobdef.registry import Registry
+    from jobdef.backends.protocol import Backend
+    from jobdef.policy.registry import Registry
 
 __all__ = ["JOB_STATES", "add_db", "add_sheets", "backend", "config", "registry"]
 
-# The job states, for --state choices (the same as jobdef.backends.base.State).
+# The job states, for --state choices (the same as jobdef.backends.records.State).
 JOB_STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
 
 
@@ -48,7 +48,7 @@ def backend(args: argparse.Namespace, *, create: bool = False, migrate: bool = T
 
 def registry(args: argparse.Namespace) -> Registry:
     """The sheets named by --sheets/config, loaded and validated."""
-    from jobdef.registry import load_registry
+    from jobdef.sheets.pipeline import load_registry
 
     folder = Path(config(args).sheets)
     if not folder.exists():

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from importlib import resources
-
-
-def schema_text() -> str:
-    """The shipped draft-07 JSON Schema of apiVersion jobdef/v1."""
-    return (resources.files("jobdef") / "schema" / "jobdef-v1.schema.json").read_text("utf-8")
 
 
 def run(args: argparse.Namespace) -> int:
+    from jobdef.sheets.schema_check import schema_text
+
     print(schema_text(), end="")
     return 0
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
 
 if TYPE_CHECKING:
-    from jobdef.diagnostics import Diagnostic
+    from jobdef.sheets.diagnostics import Diagnostic
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
 
@@ -33,19 +33,19 @@ def exit_code(diagnostics: Sequence[Diagnostic], strict: bool) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from jobdef.reporters import Report, render
-    from jobdef.sheets import validate_sheets
+    from jobdef.sheets.pipeline import validate_sheets
 
     paths = args.paths
     if not paths:
-        from jobdef.config import load_config
+        from jobdef.cli.config import load_config
 
         paths = [load_config().sheets]
     result = validate_sheets(paths, check_imports=args.check_imports)
     diagnostics = result.diagnostics
     if args.check_env and not any(d.severity == "error" for d in diagnostics):
-        from jobdef.diagnostics import sort_diagnostics
-        from jobdef.registry import build_registry
-        from jobdef.rules.notify import check_env
+        from jobdef.sheets.build import build_registry
+        from jobdef.sheets.diagnostics import sort_diagnostics
+        from jobdef.sheets.rules.notify import check_env
 
         registry = build_registry(result.documents)
         diagnostics = sort_diagnostics([*diagnostics, *check_env(registry, os.environ)])

@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from jobdef.cli import runtime_options
-from jobdef.durations import parse_duration
+from jobdef.policy.durations import parse_duration
 
 
 def run(args: argparse.Namespace) -> int:

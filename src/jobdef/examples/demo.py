@@ -34,10 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend, JobRecord
-from jobdef.durations import format_duration
-from jobdef.policy import freeze
-from jobdef.registry import Registry, load_registry
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import JobRecord
+from jobdef.policy.durations import format_duration
+from jobdef.policy.model import freeze
+from jobdef.policy.registry import Registry
+from jobdef.sheets.pipeline import load_registry
 
 WAIT_SCALE = 0.01
 LEASE = 1.5

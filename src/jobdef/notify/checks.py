@@ -18,7 +18,7 @@ from jinja2 import TemplateSyntaxError
 from jobdef.errors import ChannelError
 from jobdef.notify.channels import ChannelConfig, ChannelProblem, Sender, configure
 from jobdef.notify.render import Renderer
-from jobdef.registry import Registry
+from jobdef.policy.registry import Registry
 
 DEFAULT_DIGEST_AFTER = 20
 

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from jobdef.backends.base import OutboxRecord
+from jobdef.backends.records import OutboxRecord
 
 WINDOW_SECONDS = 60.0
 MAX_DIGEST_ITEMS = 200

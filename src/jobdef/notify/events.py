@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from jobdef.backends.base import ErrorInfo, JobRecord, Notification
-from jobdef.policy import JobPolicy
+from jobdef.backends.records import ErrorInfo, JobRecord, Notification
+from jobdef.policy.model import JobPolicy
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 

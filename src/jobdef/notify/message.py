@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobdef.backends.base import Notification
+from jobdef.backends.records import Notification
 from jobdef.notify.render import Renderer, digest_subject, subject_for
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from jobdef.backends.base import ErrorInfo, JobRecord, Notification
+from jobdef.backends.records import ErrorInfo, JobRecord, Notification
 from jobdef.notify.events import payload_for
-from jobdef.policy import IdempotencyPolicy, JobPolicy, NotifyPolicy
+from jobdef.policy.model import IdempotencyPolicy, JobPolicy, NotifyPolicy
 
 
 def sample_notification(channel: str, at: float) -> Notification:

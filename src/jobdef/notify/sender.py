@@ -2,7 +2,7 @@
 
 Delivery is at least once. A message is claimed (leased, so two senders do not
 race), sent, then marked delivered; a failed delivery is recorded and retried
-after a backoff drawn by :func:`jobdef.backoff.next_delay`, for as long as it
+after a backoff drawn by :func:`jobdef.policy.backoff.next_delay`, for as long as it
 takes: a channel that is down delays messages and never loses them. A crash
 between sending and marking sends the message again after its lease, with the
 same message id, so the receiver can drop the copy.
@@ -24,13 +24,14 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from jobdef.backends.base import Backend, OutboxRecord
-from jobdef.backoff import next_delay
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import OutboxRecord
 from jobdef.errors import DeliveryError
 from jobdef.notify.checks import Channel
 from jobdef.notify.digest import MAX_DIGEST_ITEMS, WINDOW_SECONDS, ChannelPacer
 from jobdef.notify.message import Message, digest_message, single_message
-from jobdef.policy import BackoffPolicy
+from jobdef.policy.backoff import next_delay
+from jobdef.policy.model import BackoffPolicy
 
 LOGGER = logging.getLogger("jobdef.outbox")
 

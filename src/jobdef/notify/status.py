@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobdef.backends.base import Backend, OutboxRecord
-from jobdef.durations import format_duration
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import OutboxRecord
+from jobdef.policy.durations import format_duration
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """What the templates of one job receive: the policy, its timeline, and its facts in words.
 
 Built once per job from the registry, the same for the docs page and for
-``jobdef explain``; the retry timeline comes from :func:`jobdef.backoff.retry_timeline`,
+``jobdef explain``; the retry timeline comes from :func:`jobdef.policy.backoff.retry_timeline`,
 the function the runtime schedules retries with.
 """
 
@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from jobdef.backoff import Timeline, retry_timeline
-from jobdef.policy import ChannelPolicy, JobPolicy, QueuePolicy
-from jobdef.registry import Registry
+from jobdef.policy.backoff import Timeline, retry_timeline
+from jobdef.policy.model import ChannelPolicy, JobPolicy, QueuePolicy
+from jobdef.policy.registry import Registry
 from jobdef.render import describe
 
 
@@ -164,12 +164,12 @@ def recommended_mode(job: JobPolicy, lang: str) -> str | None:
     """The mode the decision flow recommends for the job's answers, in words.
 
     ``None`` when the sheet has no ``decision`` block, or when this install has
-    no decision check (:mod:`jobdef.decision`).
+    no decision check (:mod:`jobdef.policy.decision`).
     """
     if job.decision is None:
         return None
     try:
-        from jobdef.decision import recommend  # type: ignore[import-not-found, unused-ignore]
+        from jobdef.policy.decision import recommend  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return None
     mode, deciding = recommend(job.decision)

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobdef.backoff import Timeline
-from jobdef.durations import format_duration
-from jobdef.policy import (
+from jobdef.policy.backoff import Timeline
+from jobdef.policy.durations import format_duration
+from jobdef.policy.model import (
     BackoffPolicy,
     ChannelPolicy,
     ErrorClass,

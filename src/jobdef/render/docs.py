@@ -20,10 +20,10 @@ from datetime import time as clock_time
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from jobdef.backoff import retry_timeline
 from jobdef.errors import JobdefError, UsageError
-from jobdef.policy import JobPolicy, QueuePolicy
-from jobdef.registry import Registry
+from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.model import JobPolicy, QueuePolicy
+from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import is_scheduled, job_context, next_run_times
 from jobdef.render.templates import environment, render

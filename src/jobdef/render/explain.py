@@ -2,7 +2,7 @@
 
 Text and Markdown come from the ``explain.txt.j2`` / ``explain.md.j2``
 templates; JSON is :func:`explain_data`, with durations in seconds, for tools.
-The retry timeline is :func:`jobdef.backoff.retry_timeline`, the schedule the
+The retry timeline is :func:`jobdef.policy.backoff.retry_timeline`, the schedule the
 runtime follows.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.errors import UsageError
-from jobdef.policy import JobPolicy
-from jobdef.registry import Registry
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import job_context, next_run_times
 

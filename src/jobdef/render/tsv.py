@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jobdef.policy import JobPolicy
-from jobdef.registry import Registry
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.escape import tsv_row
 from jobdef.render.labels import translate

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobdef.diagnostics import Diagnostic, count
+from jobdef.sheets.diagnostics import Diagnostic, count
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from xml.etree import ElementTree as ET
 
-from jobdef.diagnostics import Diagnostic
 from jobdef.reporters import Report
+from jobdef.sheets.diagnostics import Diagnostic
 
 
 def _line(d: Diagnostic) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from jobdef import __version__
 from jobdef.reporters import Report
-from jobdef.rules import all_rules
+from jobdef.sheets.rules import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 

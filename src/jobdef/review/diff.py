@@ -1,6 +1,6 @@
 """Compare two registries of effective policies: what a change to the sheets does to each job.
 
-Pure functions over :class:`~jobdef.registry.Registry` objects, no I/O and no
+Pure functions over :class:`~jobdef.policy.registry.Registry` objects, no I/O and no
 wording: :func:`diff_registries` returns structured changes, each with the
 consequences a reviewer must know about (the facts behind a sentence, plus a
 severity). :mod:`jobdef.review.render` turns them into words.
@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jobdef.backoff import retry_timeline
-from jobdef.policy import ChannelPolicy, JobPolicy, Origin, QueuePolicy, thaw
-from jobdef.registry import Registry
+from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.model import ChannelPolicy, JobPolicy, Origin, QueuePolicy, thaw
+from jobdef.policy.registry import Registry
 from jobdef.review.effective import effective_values, value_origin
 
 Severity = Literal["info", "warning", "breaking"]

@@ -1,7 +1,7 @@
 """One job's effective policy as a flat table of dotted field paths and plain values.
 
 The diff compares these tables, so every value that can change what a job does
-is listed here once: a new field of :class:`~jobdef.policy.JobPolicy` only needs
+is listed here once: a new field of :class:`~jobdef.policy.model.JobPolicy` only needs
 a line below to take part in reviews. Durations stay float seconds; lists become
 lists, mappings dicts, so the table is JSON-ready.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from jobdef.policy import JobPolicy, Origin, thaw
+from jobdef.policy.model import JobPolicy, Origin, thaw
 
 
 def _args(job: JobPolicy) -> dict[str, Any]:

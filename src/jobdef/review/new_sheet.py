@@ -12,21 +12,18 @@ Fields that only some jobs need (``schedule`` of a batch job, ``deadline``,
 
 from __future__ import annotations
 
-import json
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from jobdef.errors import UsageError
-from jobdef.registry import Document
-from jobdef.registry import _flatten as flatten_document
+from jobdef.sheets.build import _flatten as flatten_document
+from jobdef.sheets.document import Document
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 SCHEMA_LINE = re.compile(r"^#\s*yaml-language-server:\s*\$schema=\S+")
@@ -265,10 +262,10 @@ def _fields(name: str, lang: str) -> tuple[Field, ...]:
     )
 
 
-@cache
 def _schema() -> Mapping[str, Any]:
-    text = (resources.files("jobdef") / "schema" / "jobdef-v1.schema.json").read_text("utf-8")
-    return json.loads(text)
+    from jobdef.sheets.schema_check import schema
+
+    return schema()
 
 
 def _english(path: tuple[str, ...]) -> str:

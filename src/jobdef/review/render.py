@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobdef.policy import JobPolicy, Origin
+from jobdef.policy.model import JobPolicy, Origin
 from jobdef.render import describe
 from jobdef.render.escape import markdown_cell, markdown_inline
 from jobdef.review.diff import Consequence, FieldChange, ItemChange, JobChange, RegistryDiff

@@ -5,7 +5,7 @@ straight from the object store (``git ls-tree`` and ``git cat-file``), without
 a checkout, into a temporary folder that is gone once the registry is built.
 ``git:REV:PATH`` names the folder inside the repository explicitly.
 
-Both sides are loaded with :func:`jobdef.registry.load_registry`, so the diff
+Both sides are loaded with :func:`jobdef.sheets.pipeline.load_registry`, so the diff
 sees effective policies, and every file name is rewritten to the path a reader
 knows (``jobdefs/defaults.yaml``), never the temporary one.
 """
@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobdef.errors import JobdefError, UsageError
-from jobdef.policy import Origin, freeze
-from jobdef.registry import Registry, load_registry
+from jobdef.policy.model import Origin, freeze
+from jobdef.policy.registry import Registry
+from jobdef.sheets.pipeline import load_registry
 
 GIT_PREFIX = "git:"
 SHEET_SUFFIXES = (".yaml", ".yml")

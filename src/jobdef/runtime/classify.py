@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from jobdef.policy import ErrorAction, ErrorPolicy
+from jobdef.policy.model import ErrorAction, ErrorPolicy
 
 
 def class_name(cls: type) -> str:

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from jobdef.backends.base import JobRecord
-from jobdef.backoff import next_delay
-from jobdef.durations import format_duration
-from jobdef.policy import JobPolicy
+from jobdef.backends.records import JobRecord
+from jobdef.policy.backoff import next_delay
+from jobdef.policy.durations import format_duration
+from jobdef.policy.model import JobPolicy
 from jobdef.runtime.classify import classify
 
 

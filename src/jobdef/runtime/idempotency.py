@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend
+from jobdef.backends.protocol import Backend
 from jobdef.errors import UsageError
 from jobdef.runtime.context import Context
 

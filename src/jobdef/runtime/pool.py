@@ -44,7 +44,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jobdef.backends.base import ErrorInfo
+from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError
 from jobdef.runtime.classify import class_name, exception_names
 from jobdef.runtime.context import Context

@@ -21,17 +21,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jobdef.backends import open_backend
-from jobdef.backends.base import Backend, EnqueueResult, JobRecord, NewJob
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import EnqueueResult, JobRecord, NewJob
 from jobdef.errors import ArgsError
-from jobdef.policy import JobPolicy, thaw
-from jobdef.registry import Registry
-from jobdef.schema_fast import Check, UnsupportedSchema, compile_schema
+from jobdef.policy.model import JobPolicy, thaw
+from jobdef.policy.registry import Registry
+from jobdef.sheets.schema_fast import Check, UnsupportedSchema, compile_schema
 
 
 class _ArgsSchema:
     """A job's args schema, compiled once: a fast yes/no check, then ``jsonschema``.
 
-    :mod:`jobdef.schema_fast` answers valid args (the common case) without
+    :mod:`jobdef.sheets.schema_fast` answers valid args (the common case) without
     ``jsonschema``, which is imported, and its validator built, only to word
     what is wrong with invalid args, or to check every call of a schema the
     fast check cannot compile.

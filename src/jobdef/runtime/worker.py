@@ -35,33 +35,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobdef.backends.base import (
+from jobdef.backends.protocol import (
     Backend,
-    ClaimOptions,
-    ErrorInfo,
-    JobRecord,
-    Lease,
-    Notification,
-    Outcome,
     can_wait_for_jobs,
     complete_and_claim,
     holds_maintenance_lock,
 )
+from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Notification, Outcome
 from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
-from jobdef.notify.service import OutboxService
-from jobdef.policy import JobPolicy
-from jobdef.queue_controls import concurrency_limits, rate_limits
-from jobdef.registry import Registry
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.queue_controls import concurrency_limits, rate_limits
+from jobdef.policy.registry import Registry
 from jobdef.runtime.classify import class_name
 from jobdef.runtime.decisions import after_error
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.maintenance import MaintenanceContext, Service
+from jobdef.runtime.maintenance.outbox import OutboxService
+from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
+from jobdef.runtime.maintenance.retention import RetentionPruner
+from jobdef.runtime.maintenance.scheduler import Scheduler, slot_time
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned, Task
-from jobdef.runtime.reclaim import LeaseReclaimer
-from jobdef.runtime.retention import RetentionPruner
-from jobdef.schedule.scheduler import Scheduler, slot_time
 
 log = logging.getLogger("jobdef.worker")
 

@@ -1,7 +1,7 @@
 """Periodic batch jobs: cron slots in the sheet's time zone and the scheduler that enqueues them.
 
 ``next_runs(policy, now)`` answers "when does this run next" for docs and
-``jobdef explain``; :class:`~jobdef.schedule.scheduler.Scheduler` is the worker's
+``jobdef explain``; :class:`~jobdef.runtime.maintenance.scheduler.Scheduler` is the worker's
 maintenance service that enqueues each slot once across all workers.
 """
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from jobdef.errors import ScheduleError
-from jobdef.policy import CatchUp, JobPolicy
+from jobdef.policy.model import CatchUp, JobPolicy
 from jobdef.schedule.cron import CronSchedule
 
 # ``catch_up: all`` enqueues at most this many missed slots (the newest ones).

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from jobdef.durations import parse_duration_or_none
 from jobdef.errors import ChannelError
 from jobdef.notify.message import Message
-from jobdef.policy import ChannelPolicy
+from jobdef.policy.durations import parse_duration_or_none
+from jobdef.policy.model import ChannelPolicy
 
 DEFAULT_TIMEOUT = 10.0
 

@@ -1,0 +1,1050 @@
+"""The PostgreSQL engine: many worker processes on many hosts share one job store.
+
+Claims use ``FOR UPDATE SKIP LOCKED`` through a partial index of queued rows,
+so workers never wait on each other and claim cost does not grow with
+finished rows. Enqueue notifies a channel (``LISTEN/NOTIFY``) so an idle
+worker wakes at once; :meth:`PostgresBackend.wait_for_jobs` falls back to
+plain polling when the listening session is gone.
+
+Every verb runs on the engine's own autocommit connection, as one statement
+or one transaction. When the session is lost (server restart,
+``pg_terminate_backend``) the engine reconnects and runs the verb again: a
+fenced verb that did commit before the loss is then refused, which the
+protocol already allows. Only enqueue of jobs without an idempotency key or
+slot is not retried, since it could store a job twice.
+
+The statements live in ``queries.sql`` and the schema in numbered
+files under ``migrations/``; all tables sit in one schema (default
+``public``), so several applications can share a database, each in its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import select
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from jobdef.backends.postgres.session import (
+    connect,
+    describe,
+    first_line,
+    is_connection_lost,
+    query_error,
+    require_psycopg,
+    split_url,
+)
+from jobdef.backends.records import (
+    AttemptRecord,
+    ClaimOptions,
+    EnqueueResult,
+    ErrorInfo,
+    JobRecord,
+    Lease,
+    NewJob,
+    Notification,
+    OutboxRecord,
+    Outcome,
+    QueueInfo,
+    RetentionRule,
+    State,
+    StateCount,
+)
+from jobdef.backends.sql import load_queries, migration_files
+from jobdef.errors import BackendError
+from jobdef.policy.model import thaw
+from jobdef.policy.queue_controls import Bucket, QueueControl
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg.rows import dict_row
+    from psycopg.types.json import Jsonb
+except ImportError:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+
+T = TypeVar("T")
+Connection = Any  # psycopg.Connection[Any]; Any keeps the import optional
+
+_QUERIES = load_queries("jobdef.backends.postgres", "queries.sql")
+MIGRATIONS = "jobdef.backends.postgres.migrations"
+# Connections a forked child inherited: never closed by the child (closing
+# would end the parent's session), only forgotten.
+_INHERITED: list[Connection] = []
+
+
+def advisory_key(purpose: str, schema: str) -> int:
+    """A stable signed 64-bit advisory lock key for ``purpose`` in ``schema``."""
+    digest = hashlib.blake2b(f"jobdef:{purpose}:{schema}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class PostgresBackend:
+    """The :class:`~jobdef.backends.protocol.Backend` protocol on PostgreSQL (psycopg 3)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        clock: Callable[[], float] | None = None,
+        reconnect_timeout: float = 30.0,
+        create: bool = True,
+    ) -> None:
+        require_psycopg()
+        self.url = url
+        self.conninfo, self.schema = split_url(url, schema)
+        self.clock = clock or time.time
+        self.reconnect_timeout = reconnect_timeout
+        self.create = create
+        self.channel = f"jobdef_{self.schema}"
+        quoted = '"' + self.schema + '"'
+        self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
+        self._conn: Connection | None = None
+        self._session: Connection | None = None
+        self._maintenance_held = False
+        self._pid = os.getpid()
+        self._lock = threading.RLock()
+        self._session_lock = threading.RLock()
+        self._limited_queues_known: set[str] = set()
+        self._wake_fds: tuple[int, int] | None = None
+        self._wake_pid = 0
+
+    def __repr__(self) -> str:
+        return f"PostgresBackend({describe(self.conninfo)}, schema={self.schema!r})"
+
+    # Connections -------------------------------------------------------------------------
+
+    def _forget_if_forked(self) -> None:
+        if os.getpid() != self._pid:
+            _INHERITED.extend(c for c in (self._conn, self._session) if c is not None)
+            self._conn = self._session = None
+            self._maintenance_held = False
+            self._pid = os.getpid()
+
+    def _connection(self) -> Connection:
+        self._forget_if_forked()
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._drop(self._conn)
+            self._conn = self._open_session()
+        return self._conn
+
+    def _open_session(self) -> Connection:
+        """A new session for the verbs, with the planner kept on index walks.
+
+        A queue table's statistics lag far behind its contents (a burst of
+        enqueues into a table last analyzed empty). With such statistics the
+        planner reads every queued row through a bitmap and sorts them, instead
+        of walking the claim index and stopping after ``limit`` rows: claims
+        then cost more the longer the queue. Every statement here is written
+        for an index walk, so this engine's own sessions (never a caller's)
+        do without bitmap scans.
+        """
+        conn = connect(self.conninfo)
+        try:
+            conn.execute(self._q("session_settings"))
+        except psycopg.Error as exc:
+            conn.close()
+            raise self._translate(exc) from None
+        return conn
+
+    @staticmethod
+    def _drop(conn: Connection | None) -> None:
+        if conn is not None and not conn.closed:
+            conn.close()
+
+    def _run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
+        """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
+
+        A lost session (a restart, a failover, ``pg_terminate_backend``) is
+        replaced for up to ``reconnect_timeout`` seconds, so a worker rides out
+        a short outage; a server that never answered is reported at once.
+        """
+        with self._lock:
+            for attempt in (1, 2):
+                conn = self._connection()
+                try:
+                    return work(conn)
+                except psycopg.Error as exc:
+                    if not is_connection_lost(exc, conn):
+                        raise self._translate(exc) from None
+                    self._drop(conn)
+                    self._conn = None
+                    if not retry or attempt == 2:
+                        raise BackendError(
+                            f"lost the connection to PostgreSQL at {describe(self.conninfo)}: "
+                            f"{first_line(exc)}; check that the server is up"
+                        ) from None
+                    self._reconnect()
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reconnect(self) -> None:
+        """Connect again, waiting between tries (0.1 s doubling to 2 s) up to the timeout."""
+        deadline = time.monotonic() + self.reconnect_timeout
+        pause = 0.1
+        while True:
+            try:
+                self._conn = self._open_session()
+                return
+            except BackendError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+    def _translate(self, exc: psycopg.Error) -> Exception:
+        user = None
+        if self._conn is not None and not self._conn.closed:
+            user = self._conn.info.user
+        return query_error(exc, self.schema, user) or exc
+
+    def _q(self, name: str) -> str:
+        return self._sql[name]
+
+    def close(self) -> None:
+        with self._lock, self._session_lock:
+            self._forget_if_forked()
+            self._drop(self._conn)
+            self._conn = None
+            self._drop_session()
+            if self._wake_fds is not None and self._wake_pid == os.getpid():
+                for fd in self._wake_fds:
+                    os.close(fd)
+                self._wake_fds = None
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Schema --------------------------------------------------------------------------------
+
+    def migrate(self) -> None:
+        """Apply every numbered migration not yet applied, under an advisory lock.
+
+        Two workers that start at once both call this: the second waits for
+        the lock, then finds nothing left to do.
+        """
+        files = migration_files(MIGRATIONS)
+        version = self.schema_version()
+        if version >= files[-1][0]:
+            return
+        if version == 0 and not self.create:
+            raise BackendError(
+                f"no jobdef tables in schema {self.schema!r} at {describe(self.conninfo)}; "
+                "check the database URL and its ?schema= (workers use the same), "
+                "or create them with `jobdef db upgrade`"
+            )
+
+        def apply(conn: Connection) -> None:
+            with conn.transaction():
+                conn.execute(self._q("advisory_xact_lock"), {"key": self._migration_key})
+                exists = conn.execute(
+                    self._q("schema_exists"), {"schema_name": self.schema}
+                ).fetchone()
+                if not exists[0]:
+                    conn.execute(self._q("create_schema"))
+                conn.execute(self._q("create_schema_version"))
+                current = conn.execute(self._q("schema_version")).fetchone()[0]
+                for number, name, text in files:
+                    if number <= current:
+                        continue
+                    conn.execute(text.replace("{schema}", '"' + self.schema + '"'))
+                    conn.execute(self._q("record_migration"), {"version": number, "name": name})
+
+        self._run(apply)
+
+    @property
+    def _migration_key(self) -> int:
+        return advisory_key("migrate", self.schema)
+
+    @property
+    def _maintenance_key(self) -> int:
+        return advisory_key("maintenance", self.schema)
+
+    def schema_version(self) -> int:
+        """The newest migration applied (0: none, or no jobdef tables yet)."""
+
+        def read(conn: Connection) -> int:
+            try:
+                with conn.transaction():
+                    return int(conn.execute(self._q("schema_version")).fetchone()[0])
+            except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+                return 0
+
+        return self._run(read)
+
+    def latest_version(self) -> int:
+        """The newest migration this version of jobdef ships."""
+        return migration_files(MIGRATIONS)[-1][0]
+
+    # Enqueue ------------------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+        if not jobs:
+            return []
+        now = self.clock()
+        if connection is not None:
+            return self._enqueue_on_callers(connection, jobs, now)
+        # A batch is retried after a lost session only when a retry cannot store twice.
+        safe = all(j.idempotency_key is not None or j.slot is not None for j in jobs)
+        return self._run(lambda conn: self._enqueue_own(conn, jobs, now), retry=safe)
+
+    def _enqueue_own(
+        self, conn: Connection, jobs: Sequence[NewJob], now: float
+    ) -> list[EnqueueResult]:
+        if len(jobs) == 1 and _is_plain(jobs[0]):
+            return [self._enqueue_one(conn, jobs[0], now)]
+        with conn.transaction():
+            return self._enqueue_batch(conn, jobs, now)
+
+    def _enqueue_on_callers(
+        self, connection: Any, jobs: Sequence[NewJob], now: float
+    ) -> list[EnqueueResult]:
+        """Write on the caller's psycopg connection: the jobs exist iff the caller commits."""
+        if psycopg is None or not isinstance(connection, psycopg.Connection):
+            raise BackendError(
+                f"transactional enqueue on PostgreSQL needs a psycopg 3 connection, "
+                f"got {type(connection).__name__}; pass the psycopg.Connection of your transaction"
+            )
+        try:
+            idle = connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if connection.autocommit and idle:
+                # Not inside a transaction: make the batch atomic on its own.
+                with connection.transaction():
+                    return self._enqueue_batch(connection, jobs, now)
+            return self._enqueue_batch(connection, jobs, now)
+        except psycopg.Error as exc:
+            raise self._translate(exc) from None
+
+    def _enqueue_one(self, conn: Connection, job: NewJob, now: float) -> EnqueueResult:
+        row = conn.execute(
+            self._q("insert_job"),
+            {
+                "job": job.job,
+                "queue": job.queue,
+                "priority": job.priority,
+                "args": _dumps(job.args),
+                "max_attempts": job.max_attempts,
+                "run_after": now if job.run_after is None else job.run_after,
+                "now": now,
+                "channel": self.channel,
+            },
+        ).fetchone()
+        return EnqueueResult(row[0], True)
+
+    def _enqueue_batch(
+        self, conn: Connection, jobs: Sequence[NewJob], now: float
+    ) -> list[EnqueueResult]:
+        """Store a batch in a few statements, whatever its size.
+
+        Order: jobs with a dedupe window that match a done job are merged into
+        it; cron slots already taken return their job; the rest are inserted,
+        and a row whose key is active merges into the active job.
+        """
+        results: dict[int, EnqueueResult] = {}
+        windowed = [i for i, j in enumerate(jobs) if j.idempotency_key and j.dedupe_window]
+        if windowed:
+            for ordinal, job_id in self._find_existing(conn, jobs, windowed, now):
+                results[ordinal] = EnqueueResult(job_id, False)
+        todo = [i for i in range(len(jobs)) if i not in results]
+        if not todo:
+            return [results[i] for i in range(len(jobs))]
+        ids = dict(zip(todo, self._reserve_ids(conn, len(todo)), strict=True))
+        slotted = [i for i in todo if jobs[i].slot is not None]
+        if slotted:
+            taken = {
+                row[0]
+                for row in conn.execute(
+                    self._q("insert_slot"),
+                    {
+                        "jobs": [jobs[i].job for i in slotted],
+                        "slots": [jobs[i].slot for i in slotted],
+                        "ids": [ids[i] for i in slotted],
+                    },
+                )
+            }
+            lost = [i for i in slotted if ids[i] not in taken]
+            if lost:
+                found = conn.execute(
+                    self._q("find_slot"),
+                    {
+                        "ords": lost,
+                        "jobs": [jobs[i].job for i in lost],
+                        "slots": [jobs[i].slot for i in lost],
+                    },
+                ).fetchall()
+                for ordinal, job_id in found:
+                    results[ordinal] = EnqueueResult(job_id, False)
+            todo = [i for i in todo if i not in results]
+        if todo:
+            inserted = {
+                row[0]
+                for row in conn.execute(
+                    self._q("insert_jobs"),
+                    {
+                        "ids": [ids[i] for i in todo],
+                        "jobs": [jobs[i].job for i in todo],
+                        "queues": [jobs[i].queue for i in todo],
+                        "priorities": [jobs[i].priority for i in todo],
+                        "args": [_dumps(jobs[i].args) for i in todo],
+                        "max_attempts": [jobs[i].max_attempts for i in todo],
+                        "keys": [jobs[i].idempotency_key for i in todo],
+                        "run_after": [
+                            now if jobs[i].run_after is None else jobs[i].run_after for i in todo
+                        ],
+                        "slots": [jobs[i].slot for i in todo],
+                        "now": now,
+                        "channel": self.channel,
+                    },
+                )
+            }
+            merged = [i for i in todo if ids[i] not in inserted]
+            for i in todo:
+                if ids[i] in inserted:
+                    results[i] = EnqueueResult(ids[i], True)
+            if merged:
+                for ordinal, job_id in self._find_existing(conn, jobs, merged, now):
+                    results[ordinal] = EnqueueResult(job_id, False)
+                repoint = [i for i in merged if jobs[i].slot is not None and i in results]
+                if repoint:
+                    conn.execute(
+                        self._q("repoint_slot"),
+                        {
+                            "reserved_ids": [ids[i] for i in repoint],
+                            "merged_ids": [results[i].id for i in repoint],
+                        },
+                    )
+        missing = [jobs[i].job for i in range(len(jobs)) if i not in results]
+        if missing:  # pragma: no cover - a merged-into job vanished mid-transaction
+            raise BackendError(f"enqueue of {missing[0]!r} raced with a prune; enqueue it again")
+        return [results[i] for i in range(len(jobs))]
+
+    def _reserve_ids(self, conn: Connection, n: int) -> list[int]:
+        return [row[0] for row in conn.execute(self._q("reserve_job_ids"), {"n": n})]
+
+    def _find_existing(
+        self, conn: Connection, jobs: Sequence[NewJob], ordinals: Sequence[int], now: float
+    ) -> list[tuple[int, int]]:
+        rows = conn.execute(
+            self._q("find_duplicate"),
+            {
+                "ords": list(ordinals),
+                "jobs": [jobs[i].job for i in ordinals],
+                "keys": [jobs[i].idempotency_key for i in ordinals],
+                "since": [
+                    None if jobs[i].dedupe_window is None else now - jobs[i].dedupe_window
+                    for i in ordinals
+                ],
+            },
+        ).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
+    # Claim and the fenced transitions -------------------------------------------------------
+
+    def claim(self, options: ClaimOptions) -> list[JobRecord]:
+        now = self.clock()
+        return self._run(lambda conn: self._claim_on(conn, options, now))
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete`` then ``claim`` in one transaction: one commit per worker turn.
+
+        Without queue limits that is one statement, so one round trip too; with
+        them, three (:meth:`_claim_limited`).
+        """
+        now = self.clock()
+        complete = self._complete_params(leases, notifications, now)
+
+        def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
+            limits = self._claim_limits(options)
+            if limits:
+                return self._claim_limited(conn, options, limits, now, complete)
+            params = {**complete, **self._claim_params(options, now)}
+            with conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(self._q("complete_and_claim"), params).fetchall()
+            claimed = [row for row in rows if row["id"] is not None]
+            return set(rows[0]["done_ids"]), _records(claimed)
+
+        done, records = self._run(work)
+        return [lease.job_id in done for lease in leases], records
+
+    def _claim_limits(self, options: ClaimOptions) -> dict[str, QueueControl]:
+        """The queues this claim reads that have a concurrency cap or a start rate."""
+        wanted = None if options.queues is None else set(options.queues)
+        names = sorted(set(options.queue_limits) | set(options.queue_rates))
+        return {
+            queue: QueueControl(options.queue_limits.get(queue), options.queue_rates.get(queue))
+            for queue in names
+            if wanted is None or queue in wanted
+        }
+
+    @staticmethod
+    def _claim_params(options: ClaimOptions, now: float) -> dict[str, Any]:
+        """Parameters every claim statement takes."""
+        return {
+            "now": now,
+            "worker_id": options.worker_id,
+            "lease_until": now + options.lease_seconds,
+            "limit": options.limit,
+            "queues": None if options.queues is None else list(options.queues),
+        }
+
+    def _claim_on(self, conn: Connection, options: ClaimOptions, now: float) -> list[JobRecord]:
+        """Claim on ``conn``, inside the caller's transaction if there is one."""
+        limits = self._claim_limits(options)
+        if limits:
+            return self._claim_limited(conn, options, limits, now)[1]
+        with conn.cursor(row_factory=dict_row) as cur:
+            params = self._claim_params(options, now)
+            return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
+
+    def _claim_limited(
+        self,
+        conn: Connection,
+        options: ClaimOptions,
+        limits: Mapping[str, QueueControl],
+        now: float,
+        complete: Mapping[str, Any] | None = None,
+    ) -> tuple[set[int], list[JobRecord]]:
+        """A claim under queue limits, after the turn's completions (``complete``).
+
+        Two statements, because the running counts and token buckets the claim
+        reads must come from a snapshot taken after the queue rows are locked
+        (READ COMMITTED takes one per statement): first complete and lock, sent
+        together in one pipeline, then claim and spend the tokens. With the
+        COMMIT that is three round trips, whatever the number of queues.
+        """
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            with conn.pipeline():
+                finished = conn.execute(self._q("complete_job"), complete) if complete else None
+                self._ensure_queue_rows(conn, limits)
+                cur.execute(self._q("lock_limited_queues"), {"limited": list(limits), "now": now})
+            locked = {row["queue"]: Bucket(row["tokens"], row["tokens_at"]) for row in cur}
+            # Read the clock again now that the queues are locked, so the
+            # attempt's start follows the completion that freed its place.
+            started = self.clock()
+            # Per locked queue: (cap on running jobs, starts its token bucket allows now).
+            room = {queue: limits[queue].room(bucket, started) for queue, bucket in locked.items()}
+            rated = {
+                queue: bucket.refilled(rate, started)
+                for queue, bucket in locked.items()
+                if (rate := limits[queue].rate) is not None
+            }
+            params = self._claim_params(options, started) | {
+                "limited": list(room),
+                "caps": [cap for cap, _ in room.values()],
+                "allowances": [allowance for _, allowance in room.values()],
+                "limited_all": list(limits),
+                "rated": list(rated),
+                "refilled": list(rated.values()),
+            }
+            records = _records(cur.execute(self._q("claim_jobs_limited"), params).fetchall())
+            done = {row[0] for row in finished} if finished is not None else set()
+        return done, records
+
+    def _ensure_queue_rows(self, conn: Connection, limits: Mapping[str, object]) -> None:
+        new = [q for q in limits if q not in self._limited_queues_known]
+        if new:
+            conn.execute(self._q("ensure_queue_rows"), {"queues": new})
+            self._limited_queues_known.update(new)
+
+    def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
+        now = self.clock()
+        params = {
+            **_lease_params(lease),
+            "now": now,
+            "lease_until": now + lease_seconds,
+            "progress": None if progress is None else Jsonb(thaw(progress)),
+        }
+        return self._run(lambda conn: conn.execute(self._q("heartbeat"), params).rowcount == 1)
+
+    def complete(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None = None,
+    ) -> list[bool]:
+        """Group commit: one statement finishes every lease that still holds."""
+        if not leases:
+            return []
+        params = self._complete_params(leases, notifications, self.clock())
+        done = self._run(
+            lambda conn: {row[0] for row in conn.execute(self._q("complete_job"), params)}
+        )
+        return [lease.job_id in done for lease in leases]
+
+    @staticmethod
+    def _complete_params(
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        now: float,
+    ) -> dict[str, Any]:
+        notes = [(job_id, n) for job_id, ns in (notifications or {}).items() for n in ns]
+        return {
+            "now": now,
+            "ids": [lease.job_id for lease in leases],
+            "attempts": [lease.attempt for lease in leases],
+            "workers": [lease.worker_id for lease in leases],
+            "note_job_ids": [job_id for job_id, _ in notes],
+            "message_ids": [n.message_id for _, n in notes],
+            "channels": [n.channel for _, n in notes],
+            "events": [n.event for _, n in notes],
+            "jobs": [n.job for _, n in notes],
+            "payloads": [_dumps(n.payload) for _, n in notes],
+        }
+
+    def retry(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        run_after: float,
+        delay: float,
+        *,
+        outcome: Outcome = "retry",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        params = {
+            **_lease_params(lease),
+            "now": self.clock(),
+            "run_after": run_after,
+            "delay": delay,
+            "error": _error_json(error),
+            "outcome": outcome,
+            "channel": self.channel,
+        }
+        return self._fenced_move("retry_job", params, notifications)
+
+    def bury(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        *,
+        outcome: Outcome = "dead",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        params = {
+            **_lease_params(lease),
+            "now": self.clock(),
+            "error": _error_json(error),
+            "outcome": outcome,
+        }
+        return self._fenced_move("bury_job", params, notifications)
+
+    def release(self, lease: Lease) -> bool:
+        params = {**_lease_params(lease), "now": self.clock(), "channel": self.channel}
+        return self._fenced_move("release_job", params, ())
+
+    def _fenced_move(
+        self, query: str, params: Mapping[str, Any], notifications: Sequence[Notification]
+    ) -> bool:
+        """Run a fenced transition; its outbox messages are stored only if it was not refused."""
+
+        def work(conn: Connection) -> bool:
+            if not notifications:
+                return conn.execute(self._q(query), params).fetchone() is not None
+            with conn.transaction():
+                if conn.execute(self._q(query), params).fetchone() is None:
+                    return False
+                self._add_to_outbox(conn, notifications, params["now"])
+                return True
+
+        return self._run(work)
+
+    def _add_to_outbox(
+        self, conn: Connection, notifications: Sequence[Notification], now: float
+    ) -> None:
+        conn.execute(
+            self._q("insert_outbox"),
+            {
+                "now": now,
+                "message_ids": [n.message_id for n in notifications],
+                "channels": [n.channel for n in notifications],
+                "events": [n.event for n in notifications],
+                "jobs": [n.job for n in notifications],
+                "payloads": [_dumps(n.payload) for n in notifications],
+            },
+        )
+
+    # Operator verbs ---------------------------------------------------------------------------
+
+    def cancel(self, job_id: int) -> bool:
+        params = {"job_id": job_id, "now": self.clock()}
+        return self._run(lambda conn: conn.execute(self._q("cancel_job"), params).rowcount == 1)
+
+    def requeue(
+        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
+    ) -> int:
+        params = {
+            "ids": list(job_ids),
+            "job": job,
+            "state": state,
+            "now": self.clock(),
+            "channel": self.channel,
+        }
+
+        def work(conn: Connection) -> int:
+            count = 0
+            with conn.transaction():
+                if job_ids:
+                    count += conn.execute(self._q("requeue_ids"), params).fetchone()[0]
+                if job is not None:
+                    count += conn.execute(self._q("requeue_job"), params).fetchone()[0]
+            return count
+
+        return self._run(work)
+
+    def resolve(self, job_id: int, note: str) -> bool:
+        params = {"job_id": job_id, "note": note, "now": self.clock()}
+        return self._run(lambda conn: conn.execute(self._q("resolve_job"), params).rowcount == 1)
+
+    # Maintenance ----------------------------------------------------------------------------
+
+    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
+        params = {"now": self.clock(), "limit": limit}
+        return [_record(row) for row in self._fetch("expired_leases", params)]
+
+    def prune(
+        self, rules: Sequence[RetentionRule], batch_size: int = 1000, *, dry_run: bool = False
+    ) -> int:
+        """Delete in batches of ``batch_size``, each its own short transaction."""
+        now = self.clock()
+        total = 0
+        for rule in rules:
+            for states, keep in (
+                (["done", "cancelled", "resolved"], rule.done),
+                (["dead"], rule.dead),
+            ):
+                if keep is None:
+                    continue
+                params = {
+                    "job": rule.job,
+                    "states": states,
+                    "before": now - keep,
+                    "batch_size": batch_size,
+                }
+                if dry_run:
+                    total += self._run(
+                        lambda conn, p=params: conn.execute(self._q("prune_count"), p).fetchone()[0]
+                    )
+                    continue
+                while True:
+                    deleted = self._run(
+                        lambda conn, p=params: conn.execute(self._q("prune_batch"), p).rowcount
+                    )
+                    total += deleted
+                    if deleted < batch_size:
+                        break
+        return total
+
+    def try_maintenance_lock(self) -> bool:
+        """Whether this engine is the one that reclaims, prunes and schedules.
+
+        The first engine to ask takes a session-level advisory lock and keeps
+        it until it closes or its session is lost; every other engine gets
+        False. Call it before each maintenance round.
+        """
+        with self._session_lock:
+            try:
+                session = self._listening_session()
+                if self._maintenance_held:
+                    session.execute("SELECT 1")
+                    return True
+                key = self._maintenance_key
+                row = session.execute(self._q("try_advisory_lock"), {"key": key}).fetchone()
+                self._maintenance_held = bool(row[0])
+                return self._maintenance_held
+            except psycopg.Error:
+                self._drop_session()
+                return False
+            except BackendError:
+                return False
+
+    # Waking idle workers ------------------------------------------------------------------------
+
+    def wait_for_jobs(self, timeout: float) -> bool:
+        """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
+        or ``timeout`` passes.
+
+        True means "claim now" (a notification came, a wake-up, or the
+        listening session was lost and the caller should poll); False means the
+        timeout passed. Without a listening session (server down) this just
+        waits, so callers fall back to polling.
+        """
+        with self._session_lock:
+            wake_fd = self._wake_pipe()[0]
+            try:
+                session = self._listening_session()
+            except BackendError:
+                select.select([wake_fd], [], [], timeout)
+                return self._drain_wakes()
+            deadline = time.monotonic() + timeout
+            try:
+                # Notifications that came while the session ran another statement
+                # (the maintenance lock) wait in psycopg's backlog: read them first.
+                while not self._notified(session):
+                    if session.broken:
+                        raise psycopg.OperationalError("the listening session was lost")
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    readable = [session.pgconn.socket, wake_fd]
+                    ready, _, _ = select.select(readable, [], [], remaining)
+                    if self._drain_wakes():
+                        return True
+                    if not ready:
+                        return False
+                return True
+            except (psycopg.Error, OSError):
+                self._drop_session()
+                return True
+
+    def wake(self) -> None:
+        """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_pipe()[1], b"!")
+
+    def _wake_pipe(self) -> tuple[int, int]:
+        if self._wake_fds is None or self._wake_pid != os.getpid():
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(read_fd, False)
+            os.set_blocking(write_fd, False)
+            self._wake_fds, self._wake_pid = (read_fd, write_fd), os.getpid()
+        return self._wake_fds
+
+    def _drain_wakes(self) -> bool:
+        woken = False
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._wake_pipe()[0], 64):
+                woken = True
+        return woken
+
+    @staticmethod
+    def _notified(session: Connection) -> bool:
+        return any(True for _ in session.notifies(timeout=0, stop_after=1))
+
+    def _listening_session(self) -> Connection:
+        """The long-lived session that listens for enqueues and holds the maintenance lock."""
+        self._forget_if_forked()
+        session = self._session
+        if session is None or session.closed or session.broken:
+            self._drop_session()
+            session = connect(self.conninfo)
+            session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            self._session = session
+        return session
+
+    def _drop_session(self) -> None:
+        held, self._maintenance_held = self._maintenance_held, False
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            with contextlib.suppress(psycopg.Error):
+                if held and not session.broken:
+                    # Unlock now: the server frees a closed session's locks only
+                    # when its process has exited, a moment later.
+                    session.execute(self._q("advisory_unlock"), {"key": self._maintenance_key})
+                session.close()
+
+    # Reading ---------------------------------------------------------------------------------
+
+    def _fetch(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            with conn.cursor(row_factory=dict_row) as cur:
+                return cur.execute(self._q(query), params).fetchall()
+
+        return self._run(work)
+
+    def stats(self) -> list[StateCount]:
+        return [
+            StateCount(
+                job=row["job"],
+                queue=row["queue"],
+                state=row["state"],
+                count=row["count"],
+                oldest_age=row["oldest_age"],
+            )
+            for row in self._fetch("stats", {"now": self.clock()})
+        ]
+
+    def get(self, job_id: int) -> JobRecord | None:
+        rows = self._fetch("get_job", {"job_id": job_id})
+        return _record(rows[0]) if rows else None
+
+    def last_slot(self, job: str) -> float | None:
+        rows = self._fetch("last_slot", {"job": job})
+        return rows[0]["slot"] if rows else None
+
+    def list_jobs(
+        self, state: State | None = None, job: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        params = {"state": state, "job": job, "limit": limit}
+        return [_record(row) for row in self._fetch("list_jobs", params)]
+
+    def attempts(self, job_id: int) -> list[AttemptRecord]:
+        """Finished attempts from the attempts table, then the running one from the job row."""
+        history = [
+            AttemptRecord(
+                job_id=row["job_id"],
+                attempt=row["attempt"],
+                worker_id=row["worker_id"],
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+                outcome=row["outcome"],
+                error=_error(row["error"]),
+            )
+            for row in self._fetch("job_attempts", {"job_id": job_id})
+        ]
+        current = self._fetch("get_job", {"job_id": job_id})
+        if current and current[0]["state"] == "running":
+            row = current[0]
+            history.append(
+                AttemptRecord(
+                    job_id=job_id,
+                    attempt=row["attempt"],
+                    worker_id=row["worker_id"],
+                    started_at=row["started_at"],
+                    finished_at=None,
+                    outcome=None,
+                )
+            )
+        return history
+
+    def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
+        """Insert on the handler's psycopg connection, inside its transaction."""
+        if psycopg is None or not isinstance(connection, psycopg.Connection):
+            raise BackendError(
+                "record_processed_key on PostgreSQL needs the handler's psycopg 3 connection, "
+                f"got {type(connection).__name__}"
+            )
+        params = {"key": key, "job_id": job_id, "now": self.clock()}
+        try:
+            # The handler's database need not be the job database: create the table
+            # there when it is missing, looked up first so no error aborts the
+            # handler's transaction.
+            if not connection.execute(self._q("processed_keys_exist")).fetchone()[0]:
+                connection.execute(self._q("create_processed_keys"))
+            return connection.execute(self._q("record_processed_key"), params).rowcount == 1
+        except psycopg.Error as exc:
+            raise self._translate(exc) from None
+
+    # Outbox ----------------------------------------------------------------------------------
+
+    def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
+        now = self.clock()
+        params = {"now": now, "lease_until": now + lease_seconds, "limit": limit}
+        rows = self._fetch("outbox_claim", params)
+        return sorted((_outbox(row) for row in rows), key=lambda r: (r.next_at, r.id))
+
+    def outbox_delivered(self, ids: Sequence[int]) -> None:
+        params = {"ids": list(ids), "now": self.clock()}
+        self._run(lambda conn: conn.execute(self._q("outbox_delivered"), params))
+
+    def outbox_failed(self, id: int, error: str, next_at: float) -> None:
+        params = {"id": id, "error": error, "next_at": next_at}
+        self._run(lambda conn: conn.execute(self._q("outbox_failed"), params))
+
+    def outbox_pending(self) -> list[OutboxRecord]:
+        return [_outbox(row) for row in self._fetch("outbox_pending", {})]
+
+    # Queue controls --------------------------------------------------------------------------
+
+    def set_paused(self, queue: str, paused: bool) -> None:
+        params = {"queue": queue, "paused": paused, "now": self.clock()}
+        self._run(lambda conn: conn.execute(self._q("set_paused"), params))
+
+    def queues(self) -> list[QueueInfo]:
+        return [
+            QueueInfo(
+                queue=row["queue"],
+                paused=row["paused"],
+                queued=row["queued"],
+                running=row["running"],
+                oldest_queued_age=row["oldest_queued_age"],
+                concurrency=row["concurrency"],
+            )
+            for row in self._fetch("queue_depths", {"now": self.clock()})
+        ]
+
+
+# Row mapping ---------------------------------------------------------------------------------
+
+
+def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
+    """Claimed rows as records, in claim order (RETURNING has no order of its own)."""
+    records = [_record(row) for row in rows]
+    records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
+    return records
+
+
+def _is_plain(job: NewJob) -> bool:
+    return job.idempotency_key is None and job.slot is None and job.dedupe_window is None
+
+
+def _dumps(value: Mapping[str, Any]) -> str:
+    return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _lease_params(lease: Lease) -> dict[str, Any]:
+    return {"job_id": lease.job_id, "attempt": lease.attempt, "worker_id": lease.worker_id}
+
+
+def _error_json(error: ErrorInfo) -> Any:
+    return Jsonb({"type": error.type, "message": error.message, "traceback": error.traceback})
+
+
+def _error(value: Mapping[str, Any] | None) -> ErrorInfo | None:
+    if value is None:
+        return None
+    return ErrorInfo(value["type"], value["message"], value.get("traceback", ""))
+
+
+def _record(row: Mapping[str, Any]) -> JobRecord:
+    return JobRecord(
+        id=row["id"],
+        job=row["job"],
+        queue=row["queue"],
+        priority=row["priority"],
+        args=row["args"],
+        state=row["state"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        idempotency_key=row["idempotency_key"],
+        run_after=row["run_after"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        finished_at=row["finished_at"],
+        worker_id=row["worker_id"],
+        lease_until=row["lease_until"],
+        last_error=_error(row["last_error"]),
+        last_delay=row["last_delay"],
+        progress=row["progress"],
+        note=row["note"],
+        slot=row["slot"],
+    )
+
+
+def _outbox(row: Mapping[str, Any]) -> OutboxRecord:
+    return OutboxRecord(
+        id=row["id"],
+        notification=Notification(
+            channel=row["channel"],
+            event=row["event"],
+            job=row["job"],
+            payload=row["payload"],
+            message_id=row["message_id"],
+        ),
+        attempts=row["attempts"],
+        next_at=row["next_at"],
+        created_at=row["created_at"],
+        delivered_at=row["delivered_at"],
+        last_error=row["last_error"],
+    )

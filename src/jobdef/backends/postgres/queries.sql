@@ -1,0 +1,561 @@
+-- Named queries of the PostgreSQL engine, with the names of the SQLite engine's
+-- (sqlite/queries.sql) wherever the two do the same thing. `{schema}` is replaced by the quoted schema name when the file is loaded;
+-- parameters are psycopg's `%(name)s`. All times are epoch seconds from the
+-- engine's clock (`%(now)s`), never the server's.
+
+-- name: session_settings
+-- Run once per engine session; see PostgresBackend._open_session for why.
+SET enable_bitmapscan = off;
+
+-- name: reserve_job_ids
+-- Draw ids for a batch up front, so each new row's id is known without
+-- relying on the order of RETURNING rows.
+SELECT nextval(pg_get_serial_sequence('{schema}.jobdef_jobs', 'id'))
+FROM generate_series(1, %(n)s);
+
+-- name: insert_jobs
+-- Insert new jobs; a job whose key is already active is skipped (the caller
+-- merges it into the active one). Wakes listening workers of each queue that
+-- got a job: the notification is delivered when the transaction commits.
+-- `notified` is read in the final SELECT because a CTE that nothing reads is
+-- never run.
+WITH inserted AS (
+    INSERT INTO {schema}.jobdef_jobs (
+        id, job, queue, priority, args, state, attempt, max_attempts,
+        idempotency_key, run_after, created_at, updated_at, slot
+    )
+    SELECT n.id, n.job, n.queue, n.priority, n.args::jsonb, 'queued', 0, n.max_attempts,
+           n.key, n.run_after, %(now)s, %(now)s, n.slot
+    FROM unnest(
+        %(ids)s::bigint[], %(jobs)s::text[], %(queues)s::text[], %(priorities)s::int[],
+        %(args)s::text[], %(max_attempts)s::int[], %(keys)s::text[],
+        %(run_after)s::float8[], %(slots)s::float8[]
+    ) AS n(id, job, queue, priority, args, max_attempts, key, run_after, slot)
+    ON CONFLICT (job, idempotency_key)
+        WHERE state IN ('queued', 'running') AND idempotency_key IS NOT NULL
+        DO NOTHING
+    RETURNING id, queue
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM inserted) AS q
+)
+SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: insert_job
+-- One job without a key, slot or dedupe window: a single round trip.
+WITH inserted AS (
+    INSERT INTO {schema}.jobdef_jobs (
+        job, queue, priority, args, state, attempt, max_attempts,
+        run_after, created_at, updated_at
+    )
+    VALUES (%(job)s, %(queue)s, %(priority)s, %(args)s::jsonb, 'queued', 0, %(max_attempts)s,
+            %(run_after)s, %(now)s, %(now)s)
+    RETURNING id, queue
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, queue) FROM inserted
+)
+SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: find_duplicate
+-- For each key of the batch, the job a new enqueue merges into: the active
+-- one, else (with a dedupe window) the newest done within its window.
+SELECT DISTINCT ON (w.ord) w.ord, j.id
+FROM unnest(%(ords)s::int[], %(jobs)s::text[], %(keys)s::text[], %(since)s::float8[])
+    AS w(ord, job, key, since)
+JOIN {schema}.jobdef_jobs AS j ON j.job = w.job AND j.idempotency_key = w.key
+WHERE j.state IN ('queued', 'running')
+   OR (j.state = 'done' AND w.since IS NOT NULL AND j.finished_at >= w.since)
+ORDER BY w.ord, (j.state IN ('queued', 'running')) DESC, j.id DESC;
+
+-- name: insert_slot
+-- Reserve cron slots; the slots returned were free and are now taken by these ids.
+INSERT INTO {schema}.jobdef_slots (job, slot, job_id)
+SELECT * FROM unnest(%(jobs)s::text[], %(slots)s::float8[], %(ids)s::bigint[])
+ON CONFLICT DO NOTHING
+RETURNING job_id;
+
+-- name: last_slot
+-- The newest slot ever stored for a job; the primary key (job, slot) serves it.
+SELECT max(slot) AS slot FROM {schema}.jobdef_slots WHERE job = %(job)s;
+
+-- name: find_slot
+-- The job that holds each already-taken slot.
+SELECT w.ord, s.job_id
+FROM unnest(%(ords)s::int[], %(jobs)s::text[], %(slots)s::float8[]) AS w(ord, job, slot)
+JOIN {schema}.jobdef_slots AS s ON s.job = w.job AND s.slot = w.slot;
+
+-- name: repoint_slot
+-- A slot reserved for a row that was merged into an active job points at that job.
+UPDATE {schema}.jobdef_slots AS s SET job_id = m.merged_id
+FROM unnest(%(reserved_ids)s::bigint[], %(merged_ids)s::bigint[]) AS m(reserved_id, merged_id)
+WHERE s.job_id = m.reserved_id;
+
+-- name: ensure_queue_rows
+-- Limited queues (a cap or a rate) need a row to lock; create the missing ones.
+INSERT INTO {schema}.jobdef_queues (queue)
+SELECT unnest(%(queues)s::text[])
+ON CONFLICT DO NOTHING;
+
+-- name: lock_limited_queues
+-- Serialize claims on each limited queue that has runnable work, so neither the
+-- running count that the claim reads next nor the queue's token bucket can be
+-- raced by another worker. Locked in name order: two workers never wait on
+-- each other in a cycle.
+SELECT q.queue, q.tokens, q.tokens_at
+FROM {schema}.jobdef_queues AS q
+WHERE q.queue = ANY (%(limited)s::text[])
+  AND NOT q.paused
+  AND EXISTS (
+      SELECT 1 FROM {schema}.jobdef_jobs AS j
+      WHERE j.state = 'queued' AND j.queue = q.queue AND j.run_after <= %(now)s
+  )
+ORDER BY q.queue
+FOR UPDATE OF q;
+
+-- fragment: choose_runnable
+-- Up to `limit` runnable jobs of the claimed queues, in claim order (priority
+-- desc, run_after, id), locked with SKIP LOCKED: the walk of the claim index
+-- that the plain claims share.
+chosen AS (
+    SELECT j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = 'queued'
+      AND j.run_after <= %(now)s
+      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
+      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
+    ORDER BY j.priority DESC, j.run_after, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+
+-- fragment: lease_chosen
+-- Lease the `chosen` jobs to the worker: the step every claim ends with.
+claimed AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        worker_id = %(worker_id)s,
+        started_at = %(now)s,
+        lease_until = %(lease_until)s,
+        updated_at = %(now)s
+    FROM chosen
+    WHERE j.id = chosen.id
+    RETURNING j.*
+)
+
+-- name: claim_jobs
+-- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
+-- to the worker: one statement walking the claim index with SKIP LOCKED, so
+-- concurrent workers never wait on each other and it stops after `limit` rows.
+WITH
+-- include: choose_runnable
+-- include: lease_chosen
+SELECT * FROM claimed;
+
+-- name: claim_jobs_limited
+-- claim_jobs when some queues have a concurrency limit or a start rate. Each
+-- queue that has queued jobs is read on its own through the per-queue claim
+-- index, with SKIP LOCKED, and the picks are merged in claim order; so a claim
+-- costs a few index probes per queue, however deep a capped queue's backlog is.
+-- A locked limited queue gives at most its free places under its cap and no
+-- more than its token bucket allows (`allowances`; least() skips the NULL of a
+-- limit the queue does not have); no queue gives more than `limit`: each row
+-- picked here stays locked until commit, and other workers skip it. Limited
+-- queues not locked by this transaction (`limited_all` minus `limited`) are
+-- skipped. The same statement takes one token per claimed job from the buckets
+-- of the locked rate-limited queues (`rated`).
+WITH RECURSIVE present AS (
+    -- The distinct queues with queued jobs: a skip scan, one probe per queue.
+    (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+     WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+            WHERE j.state = 'queued' AND j.queue > present.queue
+            ORDER BY j.queue LIMIT 1)
+    FROM present WHERE present.queue IS NOT NULL
+),
+room AS (
+    SELECT l.queue,
+           least(
+               l.cap - (
+                   SELECT count(*) FROM {schema}.jobdef_jobs AS r
+                   WHERE r.state = 'running' AND r.queue = l.queue
+               ),
+               l.allowance
+           ) AS free
+    FROM unnest(%(limited)s::text[], %(caps)s::int[], %(allowances)s::int[])
+        AS l(queue, cap, allowance)
+),
+served AS (
+    SELECT p.queue, least(greatest(coalesce(room.free, %(limit)s), 0), %(limit)s) AS take
+    FROM present AS p
+    LEFT JOIN room ON room.queue = p.queue
+    WHERE p.queue IS NOT NULL
+      AND (p.queue <> ALL (%(limited_all)s::text[]) OR room.queue IS NOT NULL)
+      AND (%(queues)s::text[] IS NULL OR p.queue = ANY (%(queues)s::text[]))
+      AND p.queue NOT IN (SELECT q.queue FROM {schema}.jobdef_queues AS q WHERE q.paused)
+),
+picks AS (
+    SELECT c.id, c.priority, c.run_after
+    FROM served
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.run_after
+        FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'queued' AND j.queue = served.queue AND j.run_after <= %(now)s
+        ORDER BY j.priority DESC, j.run_after, j.id
+        LIMIT served.take
+        FOR UPDATE SKIP LOCKED
+    ) AS c
+),
+chosen AS (
+    SELECT id FROM picks
+    ORDER BY priority DESC, run_after, id
+    LIMIT %(limit)s
+),
+-- include: lease_chosen
+-- Each locked rate-limited queue's bucket: what it held at `now` (`refilled`,
+-- computed by jobdef.policy.queue_controls.Bucket) less one token per job claimed.
+, spent AS (
+    UPDATE {schema}.jobdef_queues AS q
+    SET tokens = b.tokens - (SELECT count(*) FROM claimed AS c WHERE c.queue = b.queue),
+        tokens_at = %(now)s
+    FROM unnest(%(rated)s::text[], %(refilled)s::float8[]) AS b(queue, tokens)
+    WHERE q.queue = b.queue
+)
+SELECT * FROM claimed;
+
+-- name: heartbeat
+UPDATE {schema}.jobdef_jobs
+SET lease_until = %(lease_until)s,
+    progress = coalesce(%(progress)s::jsonb, progress),
+    updated_at = %(now)s
+WHERE id = %(job_id)s AND state = 'running'
+  AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
+
+-- fragment: finish_done
+-- Finish every attempt whose lease still holds, record each finished attempt, and
+-- store the outbox messages of the finished jobs only (`note_*` arrays, keyed by job id).
+finished AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[])
+        AS l(id, attempt, worker_id)
+    WHERE j.id = l.id AND j.state = 'running'
+      AND j.attempt = l.attempt AND j.worker_id = l.worker_id
+    RETURNING j.id, j.attempt, j.worker_id, j.started_at
+),
+history AS (
+    INSERT INTO {schema}.jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
+    SELECT id, attempt, worker_id, started_at, %(now)s, 'done' FROM finished
+),
+outbox AS (
+    INSERT INTO {schema}.jobdef_outbox
+        (message_id, channel, event, job, payload, next_at, created_at)
+    SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
+    FROM unnest(
+        %(note_job_ids)s::bigint[], %(message_ids)s::text[], %(channels)s::text[],
+        %(events)s::text[], %(jobs)s::text[], %(payloads)s::text[]
+    ) AS n(job_id, message_id, channel, event, job, payload)
+    JOIN finished AS f ON f.id = n.job_id
+    ON CONFLICT (message_id) DO NOTHING
+)
+
+-- name: complete_job
+-- Group commit: finish every attempt whose lease still holds, in one statement,
+-- record each finished attempt, and store the outbox messages of the finished
+-- jobs only (`note_*` arrays, keyed by job id).
+WITH
+-- include: finish_done
+SELECT id FROM finished;
+
+-- name: complete_and_claim
+-- A worker's turn in one statement (one round trip, one commit): complete_job,
+-- then claim_jobs. The two touch different rows (running ones, queued ones),
+-- so one snapshot serves both. One row comes back even when nothing was
+-- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
+WITH
+-- include: finish_done
+,
+-- include: choose_runnable
+-- include: lease_chosen
+SELECT done.done_ids, claimed.*
+FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished) AS done
+LEFT JOIN claimed ON true;
+
+-- name: retry_job
+-- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
+-- the next backoff. The worker id is cleared: nobody holds the job now.
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'queued', run_after = %(run_after)s, last_delay = %(delay)s,
+        last_error = %(error)s, worker_id = NULL, lease_until = NULL, updated_at = %(now)s
+    WHERE id = %(job_id)s AND state = 'running'
+      AND attempt = %(attempt)s AND worker_id = %(worker_id)s
+    RETURNING id, queue, started_at
+),
+history AS (
+    INSERT INTO {schema}.jobdef_attempts
+        (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s
+    FROM moved
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, queue) FROM moved WHERE %(run_after)s <= %(now)s
+)
+SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: bury_job
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'dead', finished_at = %(now)s, last_error = %(error)s,
+        lease_until = NULL, updated_at = %(now)s
+    WHERE id = %(job_id)s AND state = 'running'
+      AND attempt = %(attempt)s AND worker_id = %(worker_id)s
+    RETURNING id, started_at
+),
+history AS (
+    INSERT INTO {schema}.jobdef_attempts
+        (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s
+    FROM moved
+)
+SELECT id FROM moved;
+
+-- name: release_job
+-- Give the job back without spending the attempt (the worker is shutting down).
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'queued', attempt = attempt - 1, worker_id = NULL, lease_until = NULL,
+        updated_at = %(now)s
+    WHERE id = %(job_id)s AND state = 'running'
+      AND attempt = %(attempt)s AND worker_id = %(worker_id)s
+    RETURNING id, queue, started_at
+),
+history AS (
+    INSERT INTO {schema}.jobdef_attempts
+        (job_id, attempt, worker_id, started_at, finished_at, outcome)
+    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, 'released' FROM moved
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, queue) FROM moved
+)
+SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: insert_outbox
+-- Messages of a transition, in the transition's transaction; a message id
+-- already stored (a repeated transition) is not stored twice.
+INSERT INTO {schema}.jobdef_outbox
+    (message_id, channel, event, job, payload, next_at, created_at)
+SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
+FROM unnest(
+    %(message_ids)s::text[], %(channels)s::text[], %(events)s::text[],
+    %(jobs)s::text[], %(payloads)s::text[]
+) AS n(message_id, channel, event, job, payload)
+ON CONFLICT (message_id) DO NOTHING;
+
+-- name: cancel_job
+UPDATE {schema}.jobdef_jobs
+SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+WHERE id = %(job_id)s AND state = 'queued';
+
+-- fragment: requeue_key_free
+-- The rest of a requeue target: jobs whose key is not active again, and only the
+-- newest of several sharing one key.
+      AND (j.idempotency_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {schema}.jobdef_jobs AS a
+          WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
+            AND a.state IN ('queued', 'running')
+      ))
+    ORDER BY j.job, coalesce(j.idempotency_key, j.id::text), j.id DESC
+
+
+-- fragment: requeue_move
+-- Move the targets back to queued (attempts 0, history kept) and wake the workers.
+moved AS (
+    UPDATE {schema}.jobdef_jobs AS j
+    SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
+        worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL,
+        updated_at = %(now)s
+    FROM target
+    WHERE j.id = target.id AND j.state = %(state)s
+    RETURNING j.queue
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM moved) AS q
+)
+SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: requeue_ids
+-- Queue finished jobs again with attempts back to 0; history stays. A job
+-- whose idempotency key is active again is left alone (it would be a
+-- duplicate), as is all but the newest of several jobs sharing one key.
+WITH target AS (
+    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = %(state)s
+      AND j.id = ANY (%(ids)s::bigint[])
+-- include: requeue_key_free
+),
+-- include: requeue_move
+
+-- name: requeue_job
+-- The same for every job of one name in `state`.
+WITH target AS (
+    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
+    FROM {schema}.jobdef_jobs AS j
+    WHERE j.state = %(state)s
+      AND j.job = %(job)s
+-- include: requeue_key_free
+),
+-- include: requeue_move
+
+-- name: resolve_job
+UPDATE {schema}.jobdef_jobs
+SET state = 'resolved', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s
+WHERE id = %(job_id)s AND state = 'dead';
+
+-- name: expired_leases
+SELECT * FROM {schema}.jobdef_jobs
+WHERE state = 'running' AND lease_until < %(now)s
+ORDER BY lease_until, id
+LIMIT %(limit)s;
+
+-- name: prune_batch
+-- One batch of finished rows past their retention. Short transactions, and
+-- SKIP LOCKED: pruning never waits on, nor blocks, a claim or an operator.
+WITH doomed AS (
+    SELECT id FROM {schema}.jobdef_jobs
+    WHERE job = %(job)s AND state = ANY (%(states)s::text[])
+      AND finished_at IS NOT NULL AND finished_at < %(before)s
+    ORDER BY finished_at, id
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id;
+
+-- name: prune_count
+SELECT count(*) FROM {schema}.jobdef_jobs
+WHERE job = %(job)s AND state = ANY (%(states)s::text[])
+  AND finished_at IS NOT NULL AND finished_at < %(before)s;
+
+-- name: stats
+SELECT job, queue, state, count(*) AS count,
+       CASE WHEN state = 'queued' THEN greatest(0, %(now)s - min(run_after)) END AS oldest_age
+FROM {schema}.jobdef_jobs
+GROUP BY job, queue, state
+ORDER BY job, queue, state;
+
+-- name: get_job
+SELECT * FROM {schema}.jobdef_jobs WHERE id = %(job_id)s;
+
+-- name: list_jobs
+SELECT * FROM {schema}.jobdef_jobs
+WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(job)s::text IS NULL OR job = %(job)s::text)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: job_attempts
+SELECT job_id, attempt, worker_id, started_at, finished_at, outcome, error
+FROM {schema}.jobdef_attempts
+WHERE job_id = %(job_id)s
+ORDER BY id;
+
+-- name: processed_keys_exist
+SELECT to_regclass('{schema}.jobdef_processed_keys') IS NOT NULL;
+
+-- name: create_processed_keys
+-- On the handler's own connection, which need not be the job database.
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {schema}.jobdef_processed_keys (
+    key        text PRIMARY KEY,
+    job_id     bigint,
+    created_at double precision NOT NULL
+);
+
+-- name: record_processed_key
+INSERT INTO {schema}.jobdef_processed_keys (key, job_id, created_at)
+VALUES (%(key)s, %(job_id)s, %(now)s)
+ON CONFLICT (key) DO NOTHING;
+
+-- name: outbox_claim
+-- Lease due messages to one sender, so two senders never send the same one.
+WITH due AS (
+    SELECT id FROM {schema}.jobdef_outbox
+    WHERE delivered_at IS NULL AND next_at <= %(now)s
+      AND (lease_until IS NULL OR lease_until <= %(now)s)
+    ORDER BY next_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobdef_outbox AS o
+SET lease_until = %(lease_until)s
+FROM due
+WHERE o.id = due.id
+RETURNING o.*;
+
+-- name: outbox_delivered
+UPDATE {schema}.jobdef_outbox SET delivered_at = %(now)s, lease_until = NULL
+WHERE id = ANY (%(ids)s::bigint[]) AND delivered_at IS NULL;
+
+-- name: outbox_failed
+UPDATE {schema}.jobdef_outbox
+SET attempts = attempts + 1, last_error = %(error)s, next_at = %(next_at)s, lease_until = NULL
+WHERE id = %(id)s;
+
+-- name: outbox_pending
+SELECT * FROM {schema}.jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
+
+-- name: set_paused
+INSERT INTO {schema}.jobdef_queues (queue, paused, updated_at)
+VALUES (%(queue)s, %(paused)s, %(now)s)
+ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
+
+-- name: queue_depths
+WITH names AS (
+    SELECT queue FROM {schema}.jobdef_queues
+    UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'
+    UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'running'
+)
+SELECT n.queue,
+       coalesce(q.paused, false) AS paused,
+       (SELECT count(*) FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'queued' AND j.queue = n.queue) AS queued,
+       (SELECT count(*) FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'running' AND j.queue = n.queue) AS running,
+       (SELECT greatest(0, %(now)s - min(j.run_after)) FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age,
+       q.concurrency
+FROM names AS n
+LEFT JOIN {schema}.jobdef_queues AS q ON q.queue = n.queue
+ORDER BY n.queue;
+
+-- name: schema_exists
+SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %(schema_name)s);
+
+-- name: create_schema
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+-- name: create_schema_version
+CREATE TABLE IF NOT EXISTS {schema}.jobdef_schema_version (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: schema_version
+-- The newest migration applied; fails when the table is missing.
+SELECT coalesce(max(version), 0) FROM {schema}.jobdef_schema_version;
+
+-- name: record_migration
+INSERT INTO {schema}.jobdef_schema_version (version, name) VALUES (%(version)s, %(name)s);
+
+-- name: advisory_xact_lock
+SELECT pg_advisory_xact_lock(%(key)s);
+
+-- name: try_advisory_lock
+SELECT pg_try_advisory_lock(%(key)s);
+
+-- name: advisory_unlock
+SELECT pg_advisory_unlock(%(key)s);

@@ -1,0 +1,250 @@
+"""The backend protocol: the verbs a job store offers the queue API and the worker.
+
+Two engines implement it (SQLite, PostgreSQL) and one conformance suite
+(``tests/backends/``) runs against both. Each verb is one transaction. Every
+transition of a running job is *fenced*: it names the :class:`Lease` it holds
+(job id, attempt number, worker id) and is refused (returns ``False``) when the
+job is no longer running under that lease, e.g. because the lease expired and
+another worker reclaimed it.
+
+All timestamps are ``float`` seconds since the epoch, taken from the backend's
+injectable ``clock`` so tests can steer time. Rows keep their history: every
+attempt is recorded in an attempts table.
+
+Engines are classes constructed as ``Engine(url, *, clock=None)`` (``clock``
+defaults to :func:`time.time`); :func:`jobdef.backends.open_backend` builds one
+from a URL and runs :meth:`Backend.migrate`. Each engine keeps its SQL in named
+blocks beside it (``<engine>.sql``, read by :mod:`jobdef.backends.sql`), with the
+same query names in every engine.
+
+Refinements made while building the engines (additive):
+
+- ``complete(leases, notifications=...)``: outbox messages per job id, written
+  only for the leases that the call accepted (a ``done`` event).
+- ``prune(rules, batch_size, dry_run=True)`` counts what would be deleted.
+- A ``dedupe_window`` merges a new enqueue into a job with the same key that
+  finished ``done`` within the window; dead, cancelled and resolved jobs never
+  absorb a new enqueue (a new request after a failure is a new job).
+- ``release`` gives the attempt back: the job's ``attempt`` goes down by one and
+  the attempt row is kept with outcome ``released``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from jobdef.backends.records import (
+    AttemptRecord,
+    ClaimOptions,
+    EnqueueResult,
+    ErrorInfo,
+    JobRecord,
+    Lease,
+    NewJob,
+    Notification,
+    OutboxRecord,
+    Outcome,
+    QueueInfo,
+    RetentionRule,
+    State,
+    StateCount,
+)
+
+
+class Backend(Protocol):
+    """A job store. Each verb is one transaction; fenced verbs return False when refused."""
+
+    def migrate(self) -> None:
+        """Create or upgrade the schema to the newest numbered migration (idempotent)."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+        """Store jobs, merging duplicates of an active job with the same idempotency key.
+
+        With ``connection`` (the caller's own DB-API connection, in a transaction)
+        the rows are written on it and exist only if the caller commits.
+        """
+
+    def claim(self, options: ClaimOptions) -> list[JobRecord]:
+        """Atomically take runnable jobs: priority desc, run_after, id; lease them to the worker."""
+
+    def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
+        """Extend a running job's lease (and record progress)."""
+
+    def complete(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None = None,
+    ) -> list[bool]:
+        """Mark several attempts done in one transaction (group commit).
+
+        ``notifications`` (by job id) go to the outbox for each accepted lease.
+        """
+
+    def retry(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        run_after: float,
+        delay: float,
+        *,
+        outcome: Outcome = "retry",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        """Record a failed attempt and queue the job again at ``run_after``."""
+
+    def bury(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        *,
+        outcome: Outcome = "dead",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        """Record a failed attempt and move the job to ``dead`` (fatal, or attempts used up)."""
+
+    def release(self, lease: Lease) -> bool:
+        """Give a running job back to the queue without counting the attempt (shutdown)."""
+
+    def cancel(self, job_id: int) -> bool:
+        """Cancel a queued job."""
+
+    def requeue(
+        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
+    ) -> int:
+        """Queue dead (or ``state``) jobs again with attempts back to 0; history is kept."""
+
+    def resolve(self, job_id: int, note: str) -> bool:
+        """Close a dead job: an operator handled it."""
+
+    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
+        """Running jobs whose lease has expired (their worker died); the caller retries or buries
+        each through the fenced verbs, so two reclaimers cannot both act on one job."""
+
+    def prune(
+        self, rules: Sequence[RetentionRule], batch_size: int = 1000, *, dry_run: bool = False
+    ) -> int:
+        """Delete finished rows (and their attempts) older than their retention, in batches.
+
+        Returns how many jobs were deleted, or with ``dry_run`` would be.
+        """
+
+    def stats(self) -> list[StateCount]:
+        """Counts per job and state."""
+
+    def get(self, job_id: int) -> JobRecord | None:
+        """One job, or None."""
+
+    def list_jobs(
+        self, state: State | None = None, job: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        """Jobs, newest first."""
+
+    def attempts(self, job_id: int) -> list[AttemptRecord]:
+        """Every attempt of one job, oldest first."""
+
+    def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
+        """Record ``key`` in the processed-keys table on the handler's own connection.
+
+        Returns False when the key was already recorded: the work was done by an
+        earlier run and must not be done again.
+        """
+
+    # Outbox: notifications written with the transitions above, delivered by a sender.
+    def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
+        """Take due undelivered messages for sending (leased, so two senders do not race)."""
+
+    def outbox_delivered(self, ids: Sequence[int]) -> None:
+        """Mark messages delivered."""
+
+    def outbox_failed(self, id: int, error: str, next_at: float) -> None:
+        """Record a failed delivery and when to try again."""
+
+    def outbox_pending(self) -> list[OutboxRecord]:
+        """Undelivered messages, oldest first (for status and tests)."""
+
+    def last_slot(self, job: str) -> float | None:
+        """The newest cron slot ever stored for ``job`` (``None``: never scheduled).
+
+        The scheduler starts from it after a restart, to see which slots were missed.
+        """
+
+    # Queue controls.
+    def set_paused(self, queue: str, paused: bool) -> None:
+        """Pause or resume claiming from a queue; running workers see it at their next claim."""
+
+    def queues(self) -> list[QueueInfo]:
+        """Depth, running count, oldest waiting age and pause state per queue."""
+
+
+# Optional capabilities. An engine that serves many hosts (PostgreSQL) offers
+# them; the worker asks through the two functions below, so an engine without
+# them (SQLite) needs no code: it polls, and every worker maintains.
+
+
+class WakesWorkers(Protocol):
+    """An engine that can tell an idle worker that jobs were enqueued (LISTEN/NOTIFY)."""
+
+    def wait_for_jobs(self, timeout: float) -> bool:
+        """Block until an enqueue may have made jobs runnable (True) or ``timeout`` passed."""
+
+    def wake(self) -> None:
+        """End a ``wait_for_jobs`` at once (the worker was asked to stop); signal-safe."""
+
+
+class ElectsMaintainer(Protocol):
+    """An engine that lets one worker at a time run the maintenance services."""
+
+    def try_maintenance_lock(self) -> bool:
+        """True when this engine holds (or just took) the maintenance lock."""
+
+
+def can_wait_for_jobs(backend: object) -> bool:
+    """Whether ``backend`` wakes idle workers itself (else the worker polls)."""
+    return callable(getattr(backend, "wait_for_jobs", None))
+
+
+def holds_maintenance_lock(backend: object) -> bool:
+    """Whether this worker should run the maintenance services now.
+
+    Engines without an election let every worker maintain: reclaim and the
+    scheduler go through fenced or idempotent verbs, so doing it twice is safe,
+    only wasted work.
+    """
+    elect = getattr(backend, "try_maintenance_lock", None)
+    return True if elect is None else bool(elect())
+
+
+class CompletesAndClaims(Protocol):
+    """An engine that can finish a worker's turn in one transaction (optional).
+
+    Both databases are limited by the flush to disk, so a worker that completes
+    what finished and claims what comes next in one commit doubles its drain
+    rate. Engines without it get two calls, ``complete`` then ``claim``.
+    """
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete(leases, notifications)`` and ``claim(options)`` in one transaction."""
+
+
+def complete_and_claim(
+    backend: Backend,
+    leases: Sequence[Lease],
+    notifications: Mapping[int, Sequence[Notification]] | None,
+    options: ClaimOptions | None,
+) -> tuple[list[bool], list[JobRecord]]:
+    """Complete ``leases`` and claim per ``options`` (None: no claim), in one transaction
+    when the engine offers :class:`CompletesAndClaims`."""
+    combined = getattr(backend, "complete_and_claim", None)
+    if leases and options is not None and combined is not None:
+        return combined(leases, notifications, options)
+    accepted = backend.complete(leases, notifications) if leases else []
+    return accepted, backend.claim(options) if options is not None else []

@@ -1,0 +1,188 @@
+"""Value types that cross the backend seam: new jobs, leases, job and attempt records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+State = Literal["queued", "running", "done", "dead", "resolved", "cancelled"]
+ACTIVE_STATES: tuple[State, ...] = ("queued", "running")
+FINAL_STATES: tuple[State, ...] = ("done", "dead", "resolved", "cancelled")
+
+# How one attempt ended.
+Outcome = Literal["done", "retry", "dead", "timeout", "crashed", "reclaimed", "released"]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """What an attempt raised: the exception's class path, its message, the traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job to store. ``idempotency_key`` is computed from the sheet's recipe by the caller.
+
+    ``dedupe_window``: seconds after a job with the same key finished during
+    which a new enqueue still returns that job (``None``: only while active).
+    ``slot``: for scheduled batch jobs, the cron slot (epoch seconds); the store
+    keeps each (job, slot) at most once, ever.
+    """
+
+    job: str
+    args: Mapping[str, Any]
+    queue: str
+    priority: int = 0
+    max_attempts: int = 1
+    idempotency_key: str | None = None
+    run_after: float | None = None
+    dedupe_window: float | None = None
+    slot: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """The stored job's id, and whether this call created it (False: a duplicate was merged)."""
+
+    id: int
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to finish one attempt of one job; ``attempt`` is the fencing token."""
+
+    job_id: int
+    attempt: int
+    worker_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One row of the jobs table."""
+
+    id: int
+    job: str
+    queue: str
+    priority: int
+    args: Mapping[str, Any]
+    state: State
+    attempt: int
+    max_attempts: int
+    idempotency_key: str | None
+    run_after: float
+    created_at: float
+    updated_at: float
+    finished_at: float | None = None
+    worker_id: str | None = None
+    lease_until: float | None = None
+    last_error: ErrorInfo | None = None
+    # The wait drawn after the previous failed attempt (decorrelated jitter needs it).
+    last_delay: float | None = None
+    progress: Mapping[str, Any] | None = None
+    note: str | None = None
+    slot: float | None = None
+
+    @property
+    def lease(self) -> Lease:
+        """The lease a claim of this row handed out (valid only while ``state == 'running'``)."""
+        return Lease(self.id, self.attempt, self.worker_id or "")
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One attempt of a job: when, which worker, how it ended."""
+
+    job_id: int
+    attempt: int
+    worker_id: str
+    started_at: float
+    finished_at: float | None
+    outcome: Outcome | None
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """An outbox message, written in the same transaction as the transition it reports.
+
+    ``message_id`` is stable for the life of the message, so a receiver can drop
+    a copy that a crash made the sender deliver twice.
+    """
+
+    channel: str
+    event: str
+    job: str
+    payload: Mapping[str, Any]
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRecord:
+    """A stored outbox message and its delivery state."""
+
+    id: int
+    notification: Notification
+    attempts: int
+    next_at: float
+    created_at: float
+    delivered_at: float | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateCount:
+    """How many jobs of one name are in one state, and the oldest queued one's age."""
+
+    job: str
+    queue: str
+    state: State
+    count: int
+    oldest_age: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionRule:
+    """Prune rows of ``job``: done/cancelled/resolved after ``done``, dead after ``dead``.
+
+    ``None`` keeps the rows of that state forever (dead: until resolved).
+    """
+
+    job: str
+    done: float | None
+    dead: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """Live state of one queue."""
+
+    queue: str
+    paused: bool
+    queued: int = 0
+    running: int = 0
+    oldest_queued_age: float | None = None
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimOptions:
+    """What one claim may take.
+
+    ``queues``: only these queues (``None``: all). ``limit``: at most this many
+    jobs. ``queue_limits``: per-queue cap on jobs running across all workers.
+    ``queue_rates``: per-queue starts per second across all workers, a token
+    bucket stored with the queue (:mod:`jobdef.policy.queue_controls`). Paused queues
+    are never claimed from.
+    """
+
+    worker_id: str
+    lease_seconds: float
+    limit: int = 1
+    queues: Sequence[str] | None = None
+    queue_limits: Mapping[str, int] = field(default_factory=dict)
+    queue_rates: Mapping[str, float] = field(default_factory=dict)

@@ -1,0 +1,711 @@
+"""The SQLite engine: one database file in WAL mode, the embedded default.
+
+Every verb is one ``BEGIN IMMEDIATE`` transaction on the backend's own
+connection, so writers queue on SQLite's lock (``busy_timeout``) instead of
+failing. The SQL lives in ``queries.sql`` beside this module; migrations in
+``migrations/NNNN_*.sql``.
+
+URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``. The
+default ``synchronous=full`` flushes every commit to disk, so an enqueued job
+survives a power cut; ``?synchronous=normal`` trades that for speed (in WAL mode
+it survives a crash of the process, not of the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from jobdef.backends.records import (
+    AttemptRecord,
+    ClaimOptions,
+    EnqueueResult,
+    ErrorInfo,
+    JobRecord,
+    Lease,
+    NewJob,
+    Notification,
+    OutboxRecord,
+    Outcome,
+    QueueInfo,
+    RetentionRule,
+    State,
+    StateCount,
+)
+from jobdef.backends.sql import load_queries, migration_files
+from jobdef.errors import BackendError
+from jobdef.policy.queue_controls import Bucket
+
+Q = load_queries("jobdef.backends.sqlite", "queries.sql")
+MIGRATIONS = "jobdef.backends.sqlite.migrations"
+BUSY_TIMEOUT_MS = 30_000
+# Below this much free space on its disk, an error about the database says the disk is full.
+LOW_DISK_BYTES = 1 << 20
+_SYNCHRONOUS = ("off", "normal", "full", "extra")
+
+
+def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
+    """The file path and options of a ``sqlite:///path.db`` URL."""
+    parts = urlsplit(url)
+    if parts.scheme != "sqlite" or parts.netloc or not parts.path.startswith("/"):
+        raise BackendError(
+            f"{url!r} is not a SQLite URL; write sqlite:///relative/path.db "
+            "or sqlite:////absolute/path.db"
+        )
+    path = parts.path[1:]
+    if not path:
+        raise BackendError(f"{url!r} names no file; write sqlite:///jobdef.db")
+    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    return Path(path), options
+
+
+def _job(row: sqlite3.Row) -> JobRecord:
+    error = None
+    if row["last_error_type"] is not None:
+        error = ErrorInfo(
+            row["last_error_type"],
+            row["last_error_message"] or "",
+            row["last_error_traceback"] or "",
+        )
+    return JobRecord(
+        id=row["id"],
+        job=row["job"],
+        queue=row["queue"],
+        priority=row["priority"],
+        args=json.loads(row["args"]),
+        state=row["state"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        idempotency_key=row["idempotency_key"],
+        run_after=row["run_after"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        finished_at=row["finished_at"],
+        worker_id=row["worker_id"],
+        lease_until=row["lease_until"],
+        last_error=error,
+        last_delay=row["last_delay"],
+        progress=None if row["progress"] is None else json.loads(row["progress"]),
+        note=row["note"],
+        slot=row["slot"],
+    )
+
+
+def _outbox(row: sqlite3.Row) -> OutboxRecord:
+    return OutboxRecord(
+        id=row["id"],
+        notification=Notification(
+            channel=row["channel"],
+            event=row["event"],
+            job=row["job"],
+            payload=json.loads(row["payload"]),
+            message_id=row["message_id"],
+        ),
+        attempts=row["attempts"],
+        next_at=row["next_at"],
+        created_at=row["created_at"],
+        delivered_at=row["delivered_at"],
+        last_error=row["last_error"],
+    )
+
+
+def _lease_params(lease: Lease) -> dict[str, Any]:
+    return {"job_id": lease.job_id, "attempt": lease.attempt, "worker_id": lease.worker_id}
+
+
+def _error_params(error: ErrorInfo | None) -> dict[str, Any]:
+    if error is None:
+        return {"error_type": None, "error_message": None, "traceback": None}
+    return {
+        "error_type": error.type,
+        "error_message": error.message,
+        "traceback": error.traceback or None,
+    }
+
+
+class SQLiteBackend:
+    """The :class:`~jobdef.backends.protocol.Backend` protocol on one SQLite file."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Callable[[], float] | None = None,
+        create: bool = True,
+    ) -> None:
+        self.url = url
+        self.path, options = sqlite_path(url)
+        self.clock = clock or time.time
+        synchronous = options.get("synchronous", "full").lower()
+        if synchronous not in _SYNCHRONOUS:
+            raise BackendError(
+                f"{url!r}: synchronous={synchronous!r} is not one of {', '.join(_SYNCHRONOUS)}"
+            )
+        if not self.path.parent.is_dir():
+            raise BackendError(
+                f"cannot open the job database {self.path}: folder {self.path.parent} does not "
+                "exist; create it or pass --db sqlite:///path/to/jobdef.db"
+            )
+        if not create and not self.path.is_file():
+            raise BackendError(
+                f"no job database at {self.path}; pass --db (or set JOBDEF_DATABASE_URL) to "
+                "the database your workers use, or create it with `jobdef db upgrade`"
+            )
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+        except sqlite3.DatabaseError as exc:
+            raise BackendError(
+                f"cannot open the job database {self.path}: {exc}{_disk_note(self.path)}; "
+                "check that it is a jobdef SQLite file and that you may write to it"
+            ) from None
+        self._lock = threading.RLock()
+
+    # -- plumbing ---------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; the lock is taken at BEGIN so it never fails half-way."""
+        with self._lock, self._errors():
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                # Also after a failed COMMIT (disk full, I/O error): SQLite may leave the
+                # transaction open, and the next BEGIN on this connection would fail.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
+        with self._lock, self._errors():
+            return self._conn.execute(Q[name], params).fetchall()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """A database that cannot be used (locked too long, disk full, read-only) is one
+        clear :class:`BackendError`, not a driver traceback."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise BackendError(
+                f"the job database {self.path} cannot be used: {exc}{_disk_note(self.path)}; "
+                "check the disk, the file's permissions, and that no other program holds a "
+                "long transaction on it"
+            ) from exc
+
+    def migrate(self) -> None:
+        with self._lock:
+            self._conn.execute(Q["create_schema_version"])
+            current = self._conn.execute(Q["schema_version"]).fetchone()[0]
+            pending = [m for m in migration_files(MIGRATIONS) if m[0] > current]
+            if not pending:
+                return
+            with self._write() as conn:
+                # Re-read inside the lock: another process may have migrated meanwhile.
+                current = conn.execute(Q["schema_version"]).fetchone()[0]
+                for version, name, sql in pending:
+                    if version <= current:
+                        continue
+                    for statement in _statements(sql):
+                        conn.execute(statement)
+                    conn.execute(
+                        Q["record_migration"],
+                        {"version": version, "name": name, "now": self.clock()},
+                    )
+
+    def schema_version(self) -> int:
+        """The newest migration applied to this database."""
+        with self._lock:
+            self._conn.execute(Q["create_schema_version"])
+            return int(self._conn.execute(Q["schema_version"]).fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- enqueue ----------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+        if connection is not None:
+            # The caller's transaction: their commit (or rollback) decides.
+            return self._enqueue_on(connection, jobs)
+        with self._write() as conn:
+            return self._enqueue_on(conn, jobs)
+
+    def _enqueue_on(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+        now = self.clock()
+        results = []
+        for new in jobs:
+            if new.slot is not None:
+                row = conn.execute(Q["find_slot"], {"job": new.job, "slot": new.slot}).fetchone()
+                if row is not None:
+                    results.append(EnqueueResult(row[0], created=False))
+                    continue
+            if new.idempotency_key is not None:
+                row = conn.execute(
+                    Q["find_duplicate"],
+                    {
+                        "job": new.job,
+                        "key": new.idempotency_key,
+                        "window": new.dedupe_window,
+                        "now": now,
+                    },
+                ).fetchone()
+                if row is not None:
+                    results.append(EnqueueResult(row[0], created=False))
+                    continue
+            cursor = conn.execute(
+                Q["insert_job"],
+                {
+                    "job": new.job,
+                    "queue": new.queue,
+                    "priority": new.priority,
+                    "args": json.dumps(dict(new.args), separators=(",", ":")),
+                    "max_attempts": new.max_attempts,
+                    "key": new.idempotency_key,
+                    "run_after": now if new.run_after is None else new.run_after,
+                    "now": now,
+                    "slot": new.slot,
+                },
+            )
+            job_id = int(cursor.lastrowid or 0)
+            if new.slot is not None:
+                conn.execute(Q["insert_slot"], {"job": new.job, "slot": new.slot, "job_id": job_id})
+            results.append(EnqueueResult(job_id, created=True))
+        return results
+
+    # -- claim and the fenced transitions ---------------------------------------
+
+    def claim(self, options: ClaimOptions) -> list[JobRecord]:
+        with self._write() as conn:
+            return self._claim_on(conn, options, self.clock())
+
+    def complete_and_claim(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """``complete`` then ``claim`` in one transaction: one flush to disk per worker turn."""
+        with self._write() as conn:
+            now = self.clock()  # inside the lock: attempt times follow commit order
+            accepted = self._complete_on(conn, leases, notifications, now)
+            return accepted, self._claim_on(conn, options, now)
+
+    def _claim_on(
+        self, conn: sqlite3.Connection, options: ClaimOptions, now: float
+    ) -> list[JobRecord]:
+        params: dict[str, Any] = {
+            "now": now,
+            "worker_id": options.worker_id,
+            "lease_until": now + options.lease_seconds,
+            "queues": None if options.queues is None else json.dumps(list(options.queues)),
+        }
+        if options.queue_limits or options.queue_rates:
+            rows = self._claim_limited(conn, options, params, now)
+        else:
+            params["limit"] = options.limit
+            rows = conn.execute(Q["claim_jobs"], params).fetchall()
+        conn.executemany(
+            Q["start_attempt"],
+            [
+                {"job_id": r["id"], "attempt": r["attempt"], "worker_id": options.worker_id}
+                | {"now": now}
+                for r in rows
+            ],
+        )
+        records = [_job(row) for row in rows]
+        records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
+        return records
+
+    def _claim_limited(
+        self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any], now: float
+    ) -> list[sqlite3.Row]:
+        """Claim in order while honouring each queue's cap on running jobs and its start
+        rate, across every worker of the store (this runs under the write lock).
+
+        Each queue that has queued jobs is read on its own (``jobs_claim_queue``), at
+        most as many jobs as it may start, so a claim costs a few index probes per
+        queue however deep a capped queue's backlog is.
+        """
+        buckets = self._buckets(conn, options.queue_rates)
+        room = self._queue_room(conn, options, buckets, now)
+        paused = {row[0] for row in conn.execute(Q["paused_queues"]) if row[1]}
+        wanted = None if options.queues is None else set(options.queues)
+        picks: list[sqlite3.Row] = []
+        for (queue,) in conn.execute(Q["queues_with_queued"]).fetchall():
+            take = min(options.limit, room.get(queue, options.limit))
+            if queue in paused or (wanted is not None and queue not in wanted) or take <= 0:
+                continue
+            step = {"queue": queue, "now": now, "limit": take}
+            picks.extend(conn.execute(Q["queue_candidates"], step).fetchall())
+        picks.sort(key=lambda row: (-row["priority"], row["run_after"], row["id"]))
+        chosen = picks[: options.limit]
+        if not chosen:
+            return []
+        taken = Counter(row["queue"] for row in chosen)
+        conn.executemany(
+            Q["spend_tokens"],
+            [
+                {"queue": queue, "now": now}
+                | {"tokens": buckets[queue].spend(rate, now, taken[queue]).tokens}
+                for queue, rate in options.queue_rates.items()
+                if taken[queue]
+            ],
+        )
+        ids = json.dumps([row["id"] for row in chosen])
+        return conn.execute(Q["claim_ids"], params | {"ids": ids}).fetchall()
+
+    @staticmethod
+    def _buckets(conn: sqlite3.Connection, rates: Mapping[str, float]) -> dict[str, Bucket]:
+        """The stored token bucket of each rate-limited queue (full when never used)."""
+        if not rates:
+            return {}
+        rows = conn.execute(Q["queue_buckets"], {"queues": json.dumps(list(rates))}).fetchall()
+        stored = {row[0]: Bucket(row[1], row[2]) for row in rows}
+        return {queue: stored.get(queue, Bucket()) for queue in rates}
+
+    @staticmethod
+    def _queue_room(
+        conn: sqlite3.Connection,
+        options: ClaimOptions,
+        buckets: Mapping[str, Bucket],
+        now: float,
+    ) -> dict[str, int]:
+        """How many jobs each limited queue may start now: free places under its cap,
+        and no more than its bucket's tokens."""
+        limits = dict(options.queue_limits)
+        running: dict[str, int] = {}
+        if limits:  # a claim under rates only has no running count to read
+            queues = {"queues": json.dumps(list(limits))}
+            running = dict(conn.execute(Q["running_per_queue"], queues).fetchall())
+        room = {queue: cap - running.get(queue, 0) for queue, cap in limits.items()}
+        for queue, rate in options.queue_rates.items():
+            allowed = buckets[queue].allowance(rate, now)
+            room[queue] = min(room.get(queue, allowed), allowed)
+        return room
+
+    def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
+        now = self.clock()
+        with self._write() as conn:
+            cursor = conn.execute(
+                Q["heartbeat"],
+                _lease_params(lease)
+                | {
+                    "now": now,
+                    "lease_until": now + lease_seconds,
+                    "progress": None if progress is None else json.dumps(progress),
+                },
+            )
+            return cursor.rowcount == 1
+
+    def complete(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None = None,
+    ) -> list[bool]:
+        with self._write() as conn:
+            return self._complete_on(conn, leases, notifications, self.clock())
+
+    def _complete_on(
+        self,
+        conn: sqlite3.Connection,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        now: float,
+    ) -> list[bool]:
+        if not leases:
+            return []
+        rows = conn.execute(
+            Q["complete_jobs"],
+            {
+                "leases": json.dumps([[x.job_id, x.attempt, x.worker_id] for x in leases]),
+                "now": now,
+            },
+        ).fetchall()
+        done = {row[0] for row in rows}
+        accepted = [lease.job_id in done for lease in leases]
+        ok = [
+            [x.job_id, x.attempt, x.worker_id]
+            for x, yes in zip(leases, accepted, strict=True)
+            if yes
+        ]
+        if ok:
+            conn.execute(Q["finish_attempts_done"], {"leases": json.dumps(ok), "now": now})
+        if notifications:
+            for lease in (x for x, yes in zip(leases, accepted, strict=True) if yes):
+                self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
+        return accepted
+
+    def retry(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        run_after: float,
+        delay: float,
+        *,
+        outcome: Outcome = "retry",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        with self._write() as conn:
+            now = self.clock()
+            extra = {"run_after": run_after, "delay": delay}
+            ok = self._finish(
+                conn, "retry_job", lease, outcome=outcome, error=error, now=now, extra=extra
+            )
+            if ok:
+                self._outbox_write(conn, notifications, now)
+            return ok
+
+    def bury(
+        self,
+        lease: Lease,
+        error: ErrorInfo,
+        *,
+        outcome: Outcome = "dead",
+        notifications: Sequence[Notification] = (),
+    ) -> bool:
+        with self._write() as conn:
+            now = self.clock()
+            ok = self._finish(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
+            if ok:
+                self._outbox_write(conn, notifications, now)
+            return ok
+
+    def release(self, lease: Lease) -> bool:
+        with self._write() as conn:
+            now = self.clock()
+            return self._finish(conn, "release_job", lease, outcome="released", now=now)
+
+    def _finish(
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        lease: Lease,
+        *,
+        outcome: str,
+        error: ErrorInfo | None = None,
+        now: float,
+        extra: dict[str, Any] | None = None,
+    ) -> bool:
+        """Apply a fenced transition; on success close the attempt row with ``outcome``."""
+        params = _lease_params(lease) | _error_params(error) | {"now": now} | (extra or {})
+        if conn.execute(Q[query], params).rowcount != 1:
+            return False
+        conn.execute(Q["finish_attempt"], params | {"outcome": outcome})
+        return True
+
+    # -- operator verbs ---------------------------------------------------------
+
+    def cancel(self, job_id: int) -> bool:
+        with self._write() as conn:
+            return (
+                conn.execute(Q["cancel_job"], {"job_id": job_id, "now": self.clock()}).rowcount == 1
+            )
+
+    def requeue(
+        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
+    ) -> int:
+        now = self.clock()
+        count = 0
+        with self._write() as conn:
+            if job_ids:
+                params = {"ids": json.dumps(list(job_ids)), "state": state, "now": now}
+                count += conn.execute(Q["requeue_ids"], params).rowcount
+            if job is not None:
+                params = {"job": job, "state": state, "now": now}
+                count += conn.execute(Q["requeue_job"], params).rowcount
+        return count
+
+    def resolve(self, job_id: int, note: str) -> bool:
+        with self._write() as conn:
+            params = {"job_id": job_id, "note": note, "now": self.clock()}
+            return conn.execute(Q["resolve_job"], params).rowcount == 1
+
+    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
+        rows = self._read("expired_leases", {"now": self.clock(), "limit": limit})
+        return [_job(row) for row in rows]
+
+    def prune(
+        self, rules: Sequence[RetentionRule], batch_size: int = 1000, *, dry_run: bool = False
+    ) -> int:
+        now = self.clock()
+        total = 0
+        for rule in rules:
+            periods: list[tuple[State, float | None]] = [
+                ("done", rule.done),
+                ("cancelled", rule.done),
+                ("resolved", rule.done),
+                ("dead", rule.dead),
+            ]
+            for state, keep in periods:
+                if keep is None:
+                    continue
+                params = {"job": rule.job, "state": state, "before": now - keep}
+                if dry_run:
+                    total += self._read("prune_count", params)[0][0]
+                    continue
+                total += self._prune_batches(params, batch_size)
+        return total
+
+    def _prune_batches(self, params: dict[str, Any], batch_size: int) -> int:
+        """Delete in short transactions so workers are not held up behind one long delete."""
+        deleted = 0
+        while True:
+            with self._write() as conn:
+                rows = conn.execute(Q["prune_batch"], params | {"limit": batch_size}).fetchall()
+                ids = json.dumps([row[0] for row in rows])
+                conn.execute(Q["delete_attempts"], {"ids": ids})
+                conn.execute(Q["delete_jobs"], {"ids": ids})
+            deleted += len(rows)
+            if len(rows) < batch_size:
+                return deleted
+
+    # -- reading ----------------------------------------------------------------
+
+    def stats(self) -> list[StateCount]:
+        rows = self._read("stats", {"now": self.clock()})
+        return [StateCount(job, queue, state, count, age) for job, queue, state, count, age in rows]
+
+    def get(self, job_id: int) -> JobRecord | None:
+        rows = self._read("get_job", {"job_id": job_id})
+        return _job(rows[0]) if rows else None
+
+    def last_slot(self, job: str) -> float | None:
+        rows = self._read("last_slot", {"job": job})
+        return rows[0][0] if rows else None
+
+    def list_jobs(
+        self, state: State | None = None, job: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        rows = self._read("list_jobs", {"state": state, "job": job, "limit": limit})
+        return [_job(row) for row in rows]
+
+    def attempts(self, job_id: int) -> list[AttemptRecord]:
+        rows = self._read("job_attempts", {"job_id": job_id})
+        return [
+            AttemptRecord(
+                job_id=row["job_id"],
+                attempt=row["attempt"],
+                worker_id=row["worker_id"],
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+                outcome=row["outcome"],
+                error=None
+                if row["error_type"] is None
+                else ErrorInfo(
+                    row["error_type"], row["error_message"] or "", row["error_traceback"] or ""
+                ),
+            )
+            for row in rows
+        ]
+
+    def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
+        connection.execute(Q["create_processed_keys"])
+        params = {"key": key, "job_id": job_id, "now": self.clock()}
+        return connection.execute(Q["record_processed_key"], params).rowcount == 1
+
+    # -- outbox -----------------------------------------------------------------
+
+    def _outbox_write(
+        self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
+    ) -> None:
+        for note in notifications:
+            conn.execute(
+                Q["insert_outbox"],
+                {
+                    "message_id": note.message_id,
+                    "channel": note.channel,
+                    "event": note.event,
+                    "job": note.job,
+                    "payload": json.dumps(dict(note.payload), ensure_ascii=False, default=str),
+                    "now": now,
+                },
+            )
+
+    def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
+        now = self.clock()
+        with self._write() as conn:
+            params = {"now": now, "lease_until": now + lease_seconds, "limit": limit}
+            rows = conn.execute(Q["outbox_claim"], params).fetchall()
+        return sorted((_outbox(row) for row in rows), key=lambda r: (r.next_at, r.id))
+
+    def outbox_delivered(self, ids: Sequence[int]) -> None:
+        with self._write() as conn:
+            conn.execute(Q["outbox_delivered"], {"ids": json.dumps(list(ids)), "now": self.clock()})
+
+    def outbox_failed(self, id: int, error: str, next_at: float) -> None:
+        with self._write() as conn:
+            conn.execute(Q["outbox_failed"], {"id": id, "error": error, "next_at": next_at})
+
+    def outbox_pending(self) -> list[OutboxRecord]:
+        return [_outbox(row) for row in self._read("outbox_pending", {})]
+
+    # -- queue controls ---------------------------------------------------------
+
+    def set_paused(self, queue: str, paused: bool) -> None:
+        with self._write() as conn:
+            conn.execute(Q["set_paused"], {"queue": queue, "paused": int(paused)})
+
+    def queues(self) -> list[QueueInfo]:
+        depths = {row[0]: row for row in self._read("queue_depths", {"now": self.clock()})}
+        paused = {row[0]: bool(row[1]) for row in self._read("paused_queues", {})}
+        infos = []
+        for name in sorted(set(depths) | set(paused)):
+            row = depths.get(name)
+            infos.append(
+                QueueInfo(
+                    queue=name,
+                    paused=paused.get(name, False),
+                    queued=int(row[1]) if row else 0,
+                    running=int(row[2]) if row else 0,
+                    oldest_queued_age=row[3] if row else None,
+                )
+            )
+        return infos
+
+
+def _disk_note(path: Path | str) -> str:
+    """`` (the disk holding it has 12 KB free)`` when that disk is nearly full, else ``""``:
+    SQLite reports a full disk as "disk I/O error" when it cannot create the WAL file."""
+    try:
+        free = shutil.disk_usage(Path(path).resolve().parent).free
+    except OSError:
+        return ""
+    if free >= LOW_DISK_BYTES:
+        return ""
+    return f" (the disk holding it has {free // 1024} KB free: free some space)"
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (``sqlite3.complete_statement`` knows triggers)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
+    ):
+        raise ValueError(f"migration ends inside a statement: {buffer.strip()[:60]!r}")
+    return statements

@@ -1,0 +1,145 @@
+"""Retry waits: one pure function shared by the runtime, the docs and the review tools.
+
+``n`` is always the number of the attempt that just failed (1-based): the wait
+computed for ``n`` is the pause between attempt ``n`` and attempt ``n + 1``.
+
+Jitter follows the AWS Architecture Blog formulas ("Exponential Backoff And
+Jitter"): full ``uniform(0, d)``, equal ``d/2 + uniform(0, d/2)``, decorrelated
+``min(max, uniform(initial, prev * 3))``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from jobdef.policy.model import BackoffPolicy, JobPolicy
+
+# An exponential schedule is computed with the exponent capped here, so that a
+# sheet with max_attempts in the thousands cannot overflow a float.
+_MAX_EXPONENT = 1000
+
+
+def _cap(policy: BackoffPolicy, seconds: float) -> float:
+    return seconds if policy.max is None else min(policy.max, seconds)
+
+
+def base_delay(policy: BackoffPolicy, n: int) -> float:
+    """The wait after failed attempt ``n`` before jitter, capped at ``policy.max``."""
+    if n < 1:
+        raise ValueError(f"attempt numbers start at 1, got {n}")
+    if policy.strategy == "fixed":
+        delay = policy.initial
+    elif policy.strategy == "linear":
+        delay = policy.initial * n
+    elif policy.strategy == "exponential":
+        exponent = min(n - 1, _MAX_EXPONENT)
+        try:
+            delay = policy.initial * policy.multiplier**exponent
+        except OverflowError:
+            delay = float("inf")
+    else:  # list: the n-th entry, the last one repeating
+        delays = policy.delays or (policy.initial,)
+        delay = delays[min(n, len(delays)) - 1]
+    return _cap(policy, delay)
+
+
+def delay_range(policy: BackoffPolicy, n: int) -> tuple[float, float]:
+    """The smallest and largest wait after failed attempt ``n``, jitter included."""
+    if policy.jitter == "decorrelated":
+        exponent = min(n, _MAX_EXPONENT)
+        try:
+            high = policy.initial * 3.0**exponent
+        except OverflowError:
+            high = float("inf")
+        return _cap(policy, policy.initial), _cap(policy, high)
+    delay = base_delay(policy, n)
+    if policy.jitter == "full":
+        return 0.0, delay
+    if policy.jitter == "equal":
+        return delay / 2, delay
+    return delay, delay
+
+
+def next_delay(
+    policy: BackoffPolicy,
+    n: int,
+    rng: random.Random | None = None,
+    previous: float | None = None,
+) -> float:
+    """Draw the actual wait after failed attempt ``n``.
+
+    ``rng`` is injectable so tests can seed it; ``previous`` is the wait drawn
+    after the attempt before (decorrelated jitter only; defaults to ``initial``).
+    """
+    draw = (rng or random).uniform
+    if policy.jitter == "decorrelated":
+        prev = policy.initial if previous is None else previous
+        return _cap(policy, draw(policy.initial, max(policy.initial, prev * 3)))
+    delay = base_delay(policy, n)
+    if policy.jitter == "full":
+        return draw(0.0, delay)
+    if policy.jitter == "equal":
+        return delay / 2 + draw(0.0, delay / 2)
+    return delay
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineRow:
+    """One attempt of the retry timeline, all times in seconds from the enqueue.
+
+    ``wait_min``/``wait_max`` is the pause before this attempt (zero for the
+    first). Earliest start assumes every earlier attempt failed at once with the
+    shortest wait; latest start assumes each ran to its timeout with the longest
+    wait. ``latest_end`` is ``latest_start + timeout``.
+    """
+
+    attempt: int
+    wait_min: float
+    wait_max: float
+    earliest_start: float
+    latest_start: float
+    latest_end: float
+    within_deadline: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """The whole retry schedule of a job in the worst and best case."""
+
+    rows: tuple[TimelineRow, ...]
+    deadline: float | None
+
+    @property
+    def worst_case(self) -> float:
+        """Latest end of the last attempt: every wait at its maximum, every attempt timed out."""
+        return self.rows[-1].latest_end if self.rows else 0.0
+
+    @property
+    def fits_deadline(self) -> bool | None:
+        """``None`` when the job has no deadline."""
+        return None if self.deadline is None else self.worst_case <= self.deadline
+
+
+def retry_timeline(job: JobPolicy) -> Timeline:
+    """The attempt-by-attempt schedule that the runtime will follow for ``job``."""
+    rows: list[TimelineRow] = []
+    earliest = latest = 0.0
+    for attempt in range(1, job.max_attempts + 1):
+        wait_min, wait_max = (0.0, 0.0) if attempt == 1 else delay_range(job.backoff, attempt - 1)
+        earliest += wait_min
+        latest += wait_max
+        end = latest + job.timeout
+        rows.append(
+            TimelineRow(
+                attempt=attempt,
+                wait_min=wait_min,
+                wait_max=wait_max,
+                earliest_start=earliest,
+                latest_start=latest,
+                latest_end=end,
+                within_deadline=None if job.deadline is None else end <= job.deadline,
+            )
+        )
+        latest = end
+    return Timeline(rows=tuple(rows), deadline=job.deadline)

@@ -1,0 +1,34 @@
+"""The registry: every job, channel and queue policy of a set of sheets, by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from jobdef.errors import UnknownJobError
+from jobdef.policy.model import ChannelPolicy, JobPolicy, QueuePolicy
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Every job and channel of a set of sheets, by name."""
+
+    jobs: Mapping[str, JobPolicy]
+    channels: Mapping[str, ChannelPolicy]
+    queues: Mapping[str, QueuePolicy] = field(default_factory=dict)
+
+    def job(self, name: str) -> JobPolicy:
+        try:
+            return self.jobs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.jobs)) or "none"
+            raise UnknownJobError(
+                f"no sheet defines a job named {name!r} (jobs: {known}); "
+                "check the name or point --sheets at the right folder"
+            ) from None
+
+    def __iter__(self) -> Iterable[JobPolicy]:  # type: ignore[override]
+        return iter(self.jobs[name] for name in sorted(self.jobs))
+
+    def __len__(self) -> int:
+        return len(self.jobs)

@@ -1,0 +1,67 @@
+"""The worker's outbox service: keeps the sender thread running beside the job loop.
+
+The worker ticks its maintenance services from its own loop, so the tick here
+only starts the :class:`~jobdef.notify.sender.SenderThread` and restarts it if
+it ever died; deliveries happen in that thread and never hold up a job.
+Building the service checks every channel the sheets use, so a missing
+environment variable stops the worker at start with one clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from jobdef.backends import open_backend
+from jobdef.backends.protocol import Backend
+from jobdef.notify.checks import build_channels
+from jobdef.notify.sender import LOGGER, SenderThread
+
+if TYPE_CHECKING:
+    from jobdef.runtime.maintenance import MaintenanceContext
+
+
+class OutboxService:
+    """Maintenance service ``outbox-sender``: delivery of the outbox in a thread of its own."""
+
+    name = "outbox-sender"
+    interval = 5.0
+
+    def __init__(
+        self, ctx: MaintenanceContext, environ: Mapping[str, str] | None = None, **options: object
+    ) -> None:
+        self.channels = build_channels(ctx.registry, os.environ if environ is None else environ)
+        self.ctx = ctx
+        self.options = options
+        self._thread: SenderThread | None = None
+
+    def _opener(self) -> tuple[Callable[[], Backend], bool]:
+        # A connection of its own when the store says where it lives; else share the worker's.
+        url = getattr(self.ctx.backend, "url", None)
+        if isinstance(url, str):
+            return (lambda: open_backend(url, clock=self.ctx.clock, migrate=False)), True
+        return (lambda: self.ctx.backend), False
+
+    @property
+    def held(self) -> int:
+        """Messages the sender holds for a digest (claimed, not yet sent)."""
+        sender = self._thread.sender if self._thread is not None else None
+        return 0 if sender is None else sender.held
+
+    def tick(self, now: float) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        if self._thread is not None:
+            LOGGER.error("the outbox sender thread stopped; starting it again")
+        opener, owns = self._opener()
+        rng = random.Random(self.ctx.rng.random())  # the thread draws from its own source
+        options: dict[str, object] = {"clock": self.ctx.clock, "rng": rng, **self.options}
+        self._thread = SenderThread(opener, self.channels, owns_backend=owns, **options)
+        self._thread.start()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the sender after a last round; what it could not send waits in the outbox."""
+        if self._thread is not None:
+            self._thread.stop(timeout)

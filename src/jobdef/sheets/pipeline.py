@@ -1,0 +1,176 @@
+"""Reading and checking a set of sheets: the strict loader, the schema and the rules, in one pass.
+
+:func:`validate_sheets` never raises for a mistake in a sheet: it returns every
+document it could read with every finding of every file. :func:`load_documents`
+is the entry point of :func:`jobdef.sheets.pipeline.load_registry`: the same pass, but
+any error raises :class:`~jobdef.errors.SheetError` carrying all diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from jobdef.errors import SheetError, UnreadableInputError
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.registry import Registry
+from jobdef.sheets.build import build_job, build_registry
+from jobdef.sheets.diagnostics import Diagnostic, sort_diagnostics
+from jobdef.sheets.document import Document
+from jobdef.sheets.rules import check, check_document
+from jobdef.sheets.rules.context import Context
+from jobdef.sheets.rules.durations import DURATION_FORMAT
+from jobdef.sheets.rules.loading import NO_SHEETS, YAML11_AMBIGUOUS
+from jobdef.sheets.schema_check import check_document as check_schema
+from jobdef.sheets.strict_yaml import read_file
+
+SUFFIXES = (".yaml", ".yml")
+
+
+class Validation(NamedTuple):
+    """What one validation run found: the documents read, the findings, the files read.
+
+    ``jobs`` holds the effective policy of every Job the semantic rules checked,
+    so that loading a registry does not build each job a second time.
+    """
+
+    documents: list[Document]
+    diagnostics: list[Diagnostic]
+    files: list[str]
+    jobs: list[JobPolicy] = []  # noqa: RUF012  # NamedTuple fields cannot take a factory
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .venv and friends
+        found.extend(
+            Path(root) / name
+            for name in files
+            if name.endswith(SUFFIXES) and not name.startswith(".")
+        )
+    return found
+
+
+def sheet_files(paths: Sequence[str | Path]) -> list[Path]:
+    """Every ``*.yaml``/``*.yml`` file under ``paths``, sorted; files given directly included.
+
+    Raises :class:`~jobdef.errors.UnreadableInputError` for a path that does not exist.
+    """
+    found: list[Path] = []
+    missing: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(_folder_files(path))
+        elif path.exists():
+            found.append(path)
+        else:
+            missing.append(str(raw))
+    if missing:
+        raise UnreadableInputError(
+            f"no such file or folder: {', '.join(missing)}; check the path "
+            "(or `sheets` in [tool.jobdef])"
+        )
+    return sorted(set(found))
+
+
+def _empty_folders(paths: Sequence[str | Path], files: list[Path]) -> list[Diagnostic]:
+    out = []
+    for raw in paths:
+        folder = Path(raw)
+        if folder.is_dir() and not any(folder in f.parents for f in files):
+            out.append(
+                NO_SHEETS.at(
+                    str(raw),
+                    1,
+                    1,
+                    f"no *.yaml or *.yml sheets in folder {raw}; point jobdef at the folder "
+                    "that holds the sheets (or set `sheets` in [tool.jobdef])",
+                )
+            )
+    return out
+
+
+def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False) -> Validation:
+    """Load and check every sheet under ``paths``; all findings of all files, sorted.
+
+    Raises :class:`~jobdef.errors.UnreadableInputError` only when a path does
+    not exist or a file cannot be read at all (exit code 2 territory).
+    """
+    files = sheet_files(paths)
+    diagnostics: list[Diagnostic] = _empty_folders(paths, files)
+    documents: list[Document] = []
+    buildable: dict[int, bool] = {}
+    unreadable: list[str] = []
+    for path in files:
+        try:
+            loaded = read_file(path)
+        except OSError as exc:
+            unreadable.append(f"{path}: {exc.strerror or exc}")
+            continue
+        diagnostics.extend(loaded.diagnostics)
+        for raw in loaded.documents:
+            doc = Document(
+                data=raw.data,
+                file=raw.file,
+                line=raw.line,
+                positions=raw.positions,
+                key_positions=raw.key_positions,
+            )
+            found, owned = check_document(doc)
+            found.extend(check_schema(raw, owned))
+            diagnostics.extend(found)
+            buildable[id(doc)] = not any(d.severity == "error" for d in found)
+            documents.append(doc)
+    if unreadable:
+        raise UnreadableInputError(
+            "cannot read " + "; ".join(unreadable) + "; check the file permissions"
+        )
+    valid = [doc for doc in documents if buildable[id(doc)]]
+    defaults = [doc for doc in documents if doc.kind == "Defaults"]
+    jobs: list[tuple[Document, JobPolicy]] = []
+    if all(buildable[id(doc)] for doc in defaults):
+        jobs = [(doc, build_job(doc, defaults)) for doc in valid if doc.kind == "Job"]
+    context = Context(documents=documents, valid=valid, jobs=jobs, check_imports=check_imports)
+    diagnostics.extend(check(context))
+    return Validation(
+        documents,
+        sort_diagnostics(_drop_superseded(diagnostics)),
+        [str(f) for f in files],
+        [policy for _, policy in jobs],
+    )
+
+
+def _drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """A YAML 1.1 warning on a duration is superseded by the duration error at the same spot."""
+    durations = {d.location for d in diagnostics if d.code == DURATION_FORMAT.id}
+    return [
+        d for d in diagnostics if not (d.code == YAML11_AMBIGUOUS.id and d.location in durations)
+    ]
+
+
+def load_checked(paths: Sequence[str | Path]) -> Validation:
+    """Validate the sheets under ``paths``; raises :class:`SheetError` on any error."""
+    result = validate_sheets(paths)
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    if errors:
+        raise SheetError.from_diagnostics(errors)
+    return result
+
+
+def load_documents(paths: Sequence[str | Path]) -> list[Document]:
+    """The documents under ``paths``, checked; raises :class:`SheetError` on any error."""
+    return load_checked(paths).documents
+
+
+def load_registry(paths: Sequence[str | Path]) -> Registry:
+    """Load, validate and build the sheets under ``paths`` (files or folders).
+
+    Raises :class:`~jobdef.errors.SheetError` listing every finding when any
+    sheet has an error.
+    """
+    checked = load_checked(paths)
+    return build_registry(checked.documents, checked.jobs)

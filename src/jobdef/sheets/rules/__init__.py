@@ -1,0 +1,94 @@
+"""The rules of `jobdef validate`, one small module per area.
+
+Each module defines its :class:`~jobdef.sheets.rules.base.Rule` constants in ``RULES``
+and may define two checks:
+
+- ``check_document(doc)`` runs on a document as written, before the schema,
+  and returns ``(path, diagnostic)`` pairs; the schema check stays silent
+  about those paths, since the rule already said something more precise;
+- ``check(context)`` runs on the effective policies (Defaults merged) of the
+  documents that passed the schema, and locates findings through each
+  policy's ``origins``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from functools import cache
+from types import ModuleType
+
+from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.document import Document, Path_
+from jobdef.sheets.rules.base import Rule
+from jobdef.sheets.rules.context import Context
+
+# In the order of the rule ids.
+MODULES = (
+    "loading",
+    "schema",
+    "durations",
+    "backoff",
+    "deadline",
+    "errors",
+    "idempotency",
+    "notify",
+    "secrets",
+    "uniqueness",
+    "queues",
+    "schedule",
+    "retention",
+    "handler",
+    "decision",
+)
+
+
+@cache
+def modules() -> tuple[ModuleType, ...]:
+    return tuple(importlib.import_module(f"jobdef.sheets.rules.{name}") for name in MODULES)
+
+
+def all_rules() -> list[Rule]:
+    """Every rule, sorted by id."""
+    return sorted((rule for module in modules() for rule in module.RULES), key=lambda r: r.id)
+
+
+def check_document(doc: Document) -> tuple[list[Diagnostic], set[Path_]]:
+    """Findings of the rules that read a document as written, and the paths they cover."""
+    found: list[Diagnostic] = []
+    owned: set[Path_] = set()
+    for module in modules():
+        check = getattr(module, "check_document", None)
+        if check is None:
+            continue
+        for path, diagnostic in check(doc):
+            found.append(diagnostic)
+            owned.add(path)
+    return found, owned
+
+
+def check(context: Context) -> Iterator[Diagnostic]:
+    """Findings of the rules that read the effective policies."""
+    for module in modules():
+        run = getattr(module, "check", None)
+        if run is not None:
+            yield from run(context)
+
+
+def rules_markdown() -> str:
+    """docs/rules.md: every rule with its id, severity and rationale (a test checks drift)."""
+    lines = [
+        "# Rules of `jobdef validate`",
+        "",
+        "Generated from `jobdef.sheets.rules` (`python -m jobdef.sheets.rules > docs/rules.md`); "
+        "ids never change meaning.",
+        "Errors fail the run; warnings fail it under `--strict`.",
+        "",
+        "| Id | Name | Severity | Why |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {rule.id} | `{rule.name}` | {rule.severity} | {rule.rationale} |"
+        for rule in all_rules()
+    ]
+    return "\n".join(lines) + "\n"

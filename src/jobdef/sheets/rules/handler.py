@@ -1,0 +1,66 @@
+"""Handlers (JD301, JD302): `module:function`, and with --check-imports, a callable that imports."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.document import Document, Path_
+from jobdef.sheets.rules.base import Rule
+from jobdef.sheets.rules.context import Context
+from jobdef.sheets.rules.imports import resolve
+
+HANDLER_SHAPE = Rule(
+    "JD301",
+    "handler-shape",
+    "error",
+    "The worker imports `module` and calls `function`; any other shape cannot be run.",
+)
+HANDLER_IMPORT = Rule(
+    "JD302",
+    "handler-import",
+    "error",
+    "A handler that does not import or is not callable fails every job at run time "
+    "(--check-imports).",
+)
+RULES = (HANDLER_SHAPE, HANDLER_IMPORT)
+
+_SHAPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
+    handler = doc.data.get("handler") if doc.kind == "Job" else None
+    if not isinstance(handler, str) or _SHAPE.match(handler):
+        return
+    hint = ""
+    if _DOTTED.match(handler):
+        module, _, function = handler.rpartition(".")
+        hint = f"; did you mean {module}:{function}?"
+    line, column = doc.positions.get(("handler",), (doc.line, 1))
+    yield (
+        ("handler",),
+        HANDLER_SHAPE.at(
+            doc.file,
+            line,
+            column,
+            f"handler {handler!r} is not module:function shaped; write the module, a colon "
+            f"and the function, such as reservations.jobs:send_mail{hint}",
+        ),
+    )
+
+
+def check(context: Context) -> Iterator[Diagnostic]:
+    if not context.check_imports:
+        return
+    for doc, policy in context.jobs:
+        module, _, function = policy.handler.partition(":")
+        found, problem = resolve(module, function)
+        if problem is None and not callable(found):
+            problem = f"{policy.handler} is a {type(found).__name__}, not a function"
+        if problem is not None:
+            where = context.where(doc, policy, "handler")
+            yield HANDLER_IMPORT.at_origin(
+                where, f"handler {policy.handler}: {problem}; fix the path or the module"
+            )

@@ -1,0 +1,70 @@
+"""Idempotency key recipes (JD241-JD243): one key per piece of work, built from its args."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.rules.base import Rule
+from jobdef.sheets.rules.context import Context
+from jobdef.sheets.schema_check import did_you_mean
+
+UNKNOWN_ARG = Rule(
+    "JD241",
+    "key-unknown-arg",
+    "error",
+    "A placeholder that names no arg cannot be filled in when the job is enqueued.",
+)
+NO_PLACEHOLDER = Rule(
+    "JD242",
+    "key-without-placeholder",
+    "error",
+    "A recipe without placeholders gives every enqueue the same key: all collapse into one job.",
+)
+USES_JOB_ID = Rule(
+    "JD243",
+    "key-uses-job-id",
+    "error",
+    "The job id differs on every enqueue, so two enqueues of the same event never match.",
+)
+RULES = (UNKNOWN_ARG, NO_PLACEHOLDER, USES_JOB_ID)
+
+_BRACES = re.compile(r"\{([^{}]*)\}")
+_JOB_ID_NAMES = frozenset({"id", "job_id", "jobid", "job.id", "uuid", "attempt"})
+
+
+def check(context: Context) -> Iterator[Diagnostic]:
+    for doc, policy in context.jobs:
+        recipe = policy.idempotency.key
+        if recipe is None:
+            continue
+        args = list(policy.args_schema.get("properties", {}))
+        where = context.where(doc, policy, "idempotency.key")
+        placeholders = _BRACES.findall(recipe)
+        if not placeholders:
+            example = f"{{{args[0]}}}" if args else "{order_id}"
+            yield NO_PLACEHOLDER.at_origin(
+                where,
+                f"idempotency.key {recipe!r} has no {{arg}} placeholder, so every enqueue gets "
+                f"the same key and collapses into one job; build it from args, such as "
+                f'"{example}:{recipe}"',
+            )
+            continue
+        for name in placeholders:
+            if name in args:
+                continue
+            if name.lower() in _JOB_ID_NAMES:
+                yield USES_JOB_ID.at_origin(
+                    where,
+                    f"idempotency.key uses {{{name}}}, which differs on every enqueue, so two "
+                    "enqueues of the same event get different keys; build the key from the "
+                    "args that identify the event",
+                )
+                continue
+            known = ", ".join(args) or "none"
+            yield UNKNOWN_ARG.at_origin(
+                where,
+                f"idempotency.key placeholder {{{name}}} names no arg{did_you_mean(name, args)} "
+                f"(args: {known}); use an arg name or add the arg",
+            )

@@ -1,0 +1,616 @@
+"""Strict YAML reading: YAML 1.2 core typing, a position on every node, no surprises.
+
+The tree is built from the parser's *events* (libyaml's C parser when PyYAML
+has it, the pure-Python one otherwise), never through PyYAML's constructor:
+
+- an anchor or alias is reported at the event and never expanded, so a 1 KB
+  alias bomb costs what 1 KB of text costs;
+- plain scalars get YAML 1.2 core types (``on``/``yes`` stay strings, ``010``
+  is 10, ``1:30`` is a string); values that a YAML 1.1 reader would type
+  differently get a "quote it" warning;
+- duplicate keys, ``<<`` merge keys, non-string keys and explicit tags are
+  errors with the line and column of the offending node.
+
+Nothing here raises for bad input: every problem is a
+:class:`~jobdef.sheets.diagnostics.Diagnostic`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.rules import loading as rules
+
+try:  # libyaml is about 7x faster than the pure-Python parser and gives the same marks
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+MAX_BYTES = 1024 * 1024
+
+Path_ = tuple[str | int, ...]
+Position = tuple[int, int]
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+# YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_INT10 = re.compile(r"^[-+]?[0-9]+$")
+_INT8 = re.compile(r"^0o[0-7]+$")
+_INT16 = re.compile(r"^0x[0-9a-fA-F]+$")
+_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+_INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
+_NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
+
+# Plain scalars a YAML 1.1 reader types differently (https://yaml.org/type/).
+_YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
+_YAML11_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+_YAML11_BINARY = re.compile(r"^[-+]?0b[0-1_]+$")
+_YAML11_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_YAML11_UNDERSCORE = re.compile(r"^[-+]?(?:[0-9][0-9_]*_[0-9_]*)(?:\.[0-9_]*)?$")
+_YAML11_TIMESTAMP = re.compile(
+    r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+    r"(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?"
+    r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)?$"
+)
+
+
+# A plain scalar is a number only if it starts with one of these; the other
+# non-strings of the core schema are the few words of _WORDS.
+_NUMBER_FIRST = frozenset("0123456789+-.")
+_WORDS = {**_BOOL, "null": None, "Null": None, "NULL": None, "~": None, "": None}
+
+
+def resolve_plain(text: str) -> Any:
+    """The YAML 1.2 core type of a plain (unquoted) scalar."""
+    if text in _WORDS:
+        return _WORDS[text]
+    if text[0] not in _NUMBER_FIRST:
+        return text
+    if _NULL.match(text):
+        return None
+    if text in _BOOL:
+        return _BOOL[text]
+    if _INT10.match(text):
+        return int(text)
+    if _INT8.match(text):
+        return int(text[2:], 8)
+    if _INT16.match(text):
+        return int(text[2:], 16)
+    if _FLOAT.match(text):
+        return float(text)
+    if _INF.match(text):
+        return float("-inf") if text.startswith("-") else float("inf")
+    if _NAN.match(text):
+        return float("nan")
+    return text
+
+
+# A plain scalar that YAML 1.1 types differently is one of the boolean words
+# or starts with a digit or a sign.
+_YAML11_WORDS = frozenset(
+    [
+        "y",
+        "Y",
+        "yes",
+        "Yes",
+        "YES",
+        "n",
+        "N",
+        "no",
+        "No",
+        "NO",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+    ]
+)
+_YAML11_FIRST = frozenset("0123456789+-")
+
+
+def yaml11_suspect(text: str) -> bool:
+    """Cheap test: could a YAML 1.1 reader type this plain scalar differently?"""
+    return text in _YAML11_WORDS or (text != "" and text[0] in _YAML11_FIRST)
+
+
+def yaml11_reading(text: str) -> str | None:
+    """What a YAML 1.1 reader makes of a plain scalar, when that differs from YAML 1.2."""
+    if not yaml11_suspect(text):
+        return None
+    if _YAML11_BOOL.match(text):
+        return "the boolean " + ("true" if text.lower() in ("y", "yes", "on") else "false")
+    if _YAML11_SEXAGESIMAL.match(text):
+        return "a base-60 number (1:30 is 90)"
+    if _YAML11_TIMESTAMP.match(text):
+        return "a date"
+    if _YAML11_BINARY.match(text):
+        return "a binary number"
+    if _YAML11_OCTAL.match(text) and text.lstrip("+-") not in ("0",):
+        return "an octal number (010 is 8)"
+    if _YAML11_UNDERSCORE.match(text):
+        return "a number with the underscores dropped"
+    if _INT8.match(text):
+        return "the string " + repr(text)
+    return None
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "the boolean " + str(value).lower()
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    return f"the string {value!r}"
+
+
+@dataclass
+class LoadedDocument:
+    """One YAML document as plain data with the 1-based position of every node.
+
+    ``positions`` maps a path (``("backoff", "initial")``) to its value's
+    position; ``key_positions`` maps the same path to the position of its key.
+    """
+
+    data: Any
+    file: str
+    line: int
+    column: int
+    positions: dict[Path_, Position] = field(default_factory=dict)
+    key_positions: dict[Path_, Position] = field(default_factory=dict)
+
+
+@dataclass
+class LoadedFile:
+    path: str
+    documents: list[LoadedDocument]
+    diagnostics: list[Diagnostic]
+
+
+class _Discard:
+    """Marks a key whose value must not be stored (a duplicate or a non-string key)."""
+
+
+_DISCARD = _Discard()
+
+
+@dataclass(slots=True)
+class _Frame:
+    container: dict[Any, Any] | list[Any]
+    path: Path_
+    live: bool
+    key: Any = None  # pending key of a mapping; None when the next scalar is a key
+    key_pos: Position = (0, 0)
+    has_key: bool = False
+    seen: dict[str, int] = field(default_factory=dict)
+
+
+class _Builder:
+    """Turns parser events into documents, reporting what a strict reader refuses."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.documents: list[LoadedDocument] = []
+        self.diagnostics: list[Diagnostic] = []
+        self._stack: list[_Frame] = []
+        self._doc: LoadedDocument | None = None
+        # Anchors and aliases: the first of each is reported, the rest only counted,
+        # so an alias bomb gives two lines, not thousands.
+        self._refs: dict[str, list[Any]] = {}
+
+    def _reference(self, what: str, pos: Position, message: str) -> None:
+        seen = self._refs.setdefault(what, [pos, message, 0])
+        seen[2] += 1
+
+    def finish(self) -> None:
+        for what, (pos, message, count) in self._refs.items():
+            plural = "aliases" if what == "alias" else "anchors"
+            more = f" ({count - 1} more {plural} in this file)" if count > 1 else ""
+            self._report(rules.ANCHOR_ALIAS, pos, message + more)
+        self._refs.clear()
+
+    def _report(self, rule: Any, pos: Position, message: str) -> None:
+        self.diagnostics.append(rule.at(self.file, pos[0], pos[1], message))
+
+    @staticmethod
+    def _pos(event: Any) -> Position:
+        mark = event.start_mark
+        return (mark.line + 1, mark.column + 1)
+
+    def feed(self, event: Any) -> None:
+        kind = type(event)
+        if kind is yaml.ScalarEvent:  # most events: dispatch them first
+            self._scalar(event)
+        elif kind is yaml.MappingStartEvent:
+            self._start(event, {})
+        elif kind is yaml.SequenceStartEvent:
+            self._start(event, [])
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            frame = self._stack.pop()
+            self._attach(frame.container, None, frame.live, finished=True, path=frame.path)
+        elif kind is yaml.AliasEvent:
+            pos = self._pos(event)
+            self._reference(
+                "alias",
+                pos,
+                f"alias *{event.anchor} is not allowed in a sheet; write the value out, "
+                "or move shared values into a Defaults document",
+            )
+            self._value(None, pos)
+        elif kind is yaml.DocumentStartEvent:
+            self._stack = []
+            self._doc = None
+        elif kind is yaml.DocumentEndEvent:
+            self._doc = None
+
+    def _check_node(self, event: Any, pos: Position) -> None:
+        if event.anchor is not None:
+            self._reference(
+                "anchor",
+                pos,
+                f"anchor &{event.anchor} is not allowed in a sheet; remove it and write "
+                "shared values once in a Defaults document",
+            )
+        tag = event.tag
+        if tag is not None and tag not in (_STR_TAG, "!"):
+            self._report(
+                rules.EXPLICIT_TAG,
+                pos,
+                f"tag {tag} is not allowed in a sheet; remove it (quote the value if it "
+                "must stay a string)",
+            )
+
+    def _scalar(self, event: Any) -> None:
+        # The hot path of the loader (half of all scalars are keys): written out inline.
+        mark = event.start_mark
+        pos = (mark.line + 1, mark.column + 1)
+        tag = event.tag
+        if tag is not None or event.anchor is not None:
+            self._check_node(event, pos)
+        text = event.value
+        plain = tag is None and not event.style
+        if not plain:
+            value: Any = text
+        elif text in _WORDS:
+            value = _WORDS[text]
+        elif text[0] in _NUMBER_FIRST:
+            value = resolve_plain(text)
+        else:
+            value = text
+        if not self._stack:
+            self._value(value, pos)
+            return
+        frame = self._stack[-1]
+        container = frame.container
+        suspect = plain and (text in _YAML11_WORDS or text[:1] in _YAML11_FIRST)
+        if type(container) is dict:
+            if not frame.has_key:
+                if suspect or type(value) is not str or value in frame.seen or text == "<<":
+                    self._key(frame, value, text, plain, pos)
+                else:  # the common case: a new, plain field name
+                    frame.has_key = True
+                    frame.key_pos = pos
+                    frame.seen[value] = pos[0]
+                    frame.key = value
+                return
+            if suspect:
+                self._warn_yaml11(text, value, pos)
+            key = frame.key
+            frame.has_key = False
+            frame.key = None
+            if key is _DISCARD or not frame.live:
+                return
+            container[key] = value
+            child = (*frame.path, key)
+            doc = self._doc
+            assert doc is not None
+            doc.positions[child] = pos
+            doc.key_positions[child] = frame.key_pos
+        else:
+            if suspect:
+                self._warn_yaml11(text, value, pos)
+            if frame.live and self._doc is not None:
+                self._doc.positions[(*frame.path, len(container))] = pos
+            container.append(value)
+
+    def _warn_yaml11(self, text: str, value: Any, pos: Position, key: bool = False) -> None:
+        reading = yaml11_reading(text)
+        if reading is None:
+            return
+        what = "key" if key else "value"
+        self._report(
+            rules.YAML11_AMBIGUOUS,
+            pos,
+            f"plain {what} {text} is {_describe(value)} in YAML 1.2 but {reading} to a "
+            f"YAML 1.1 reader (PyYAML's default, Ruby, old Go); quote it: {text!r}"
+            if not key
+            else f"plain key {text} is a string in YAML 1.2 but {reading} to a YAML 1.1 "
+            f"reader (PyYAML's default, Ruby, old Go); quote it: {text!r}",
+        )
+
+    def _key(self, frame: _Frame, value: Any, text: str, plain: bool, pos: Position) -> None:
+        frame.has_key = True
+        frame.key_pos = pos
+        if plain and text == "<<":
+            self._report(
+                rules.MERGE_KEY,
+                pos,
+                "merge key << is not allowed in a sheet; write the fields out, or move "
+                "shared values into a Defaults document",
+            )
+            frame.key = _DISCARD
+            return
+        if not isinstance(value, str):
+            self._report(
+                rules.NON_STRING_KEY,
+                pos,
+                f"key {text} is {_describe(value)}, not a field name; quote it "
+                f'("{text}") if a string is meant',
+            )
+            frame.key = _DISCARD
+            return
+        if plain and yaml11_suspect(text):
+            self._warn_yaml11(text, value, pos, key=True)
+        if value in frame.seen:
+            self._report(
+                rules.DUPLICATE_KEY,
+                pos,
+                f"key {value!r} is already defined at line {frame.seen[value]}; "
+                "keep one of them (YAML readers disagree on which one wins)",
+            )
+            frame.key = _DISCARD
+            return
+        frame.seen[value] = pos[0]
+        frame.key = value
+
+    def _start(self, event: Any, container: dict[Any, Any] | list[Any]) -> None:
+        pos = self._pos(event)
+        self._check_node(event, pos)
+        parent = self._stack[-1] if self._stack else None
+        live = True
+        path: Path_ = ()
+        if parent is not None:
+            if isinstance(parent.container, dict):
+                if not parent.has_key:
+                    self._report(
+                        rules.NON_STRING_KEY,
+                        pos,
+                        "a mapping or list cannot be a key; keys of a sheet are field names",
+                    )
+                    parent.has_key = True
+                    parent.key = _DISCARD
+                    parent.key_pos = pos
+                live = parent.live and parent.key is not _DISCARD
+                path = (*parent.path, parent.key) if live else ()
+            else:
+                live = parent.live
+                path = (*parent.path, len(parent.container))
+        self._stack.append(_Frame(container=container, path=path, live=live, key_pos=pos))
+        if self._doc is None:
+            self._doc = LoadedDocument(data=container, file=self.file, line=pos[0], column=pos[1])
+            self.documents.append(self._doc)
+        if live and self._doc is not None:
+            self._doc.positions[path] = pos
+            if parent is not None and isinstance(parent.container, dict):
+                self._doc.key_positions[path] = parent.key_pos
+
+    def _value(self, value: Any, pos: Position) -> None:
+        if not self._stack:
+            doc = LoadedDocument(data=value, file=self.file, line=pos[0], column=pos[1])
+            doc.positions[()] = pos
+            self.documents.append(doc)
+            return
+        self._attach(value, pos, self._stack[-1].live, finished=False, path=None)
+
+    def _attach(
+        self, value: Any, pos: Position | None, live: bool, *, finished: bool, path: Path_ | None
+    ) -> None:
+        """Store a finished node in its parent (a collection's position was noted at start)."""
+        if not self._stack:
+            return  # the document root, already registered at its start
+        parent = self._stack[-1]
+        if isinstance(parent.container, dict):
+            key = parent.key
+            parent.has_key = False
+            parent.key = None
+            if key is _DISCARD or not parent.live:
+                return
+            parent.container[key] = value
+            if not finished and self._doc is not None and pos is not None:
+                child = (*parent.path, key)
+                self._doc.positions[child] = pos
+                self._doc.key_positions[child] = parent.key_pos
+        else:
+            if not finished and parent.live and self._doc is not None and pos is not None:
+                self._doc.positions[(*parent.path, len(parent.container))] = pos
+            parent.container.append(value)
+
+
+_SYNTAX_HINT = (
+    "check the indentation and quote values that contain ': ', ' #', or start with a "
+    "special character"
+)
+_SYNTAX_HINTS = {
+    "while scanning an alias": "a plain value starting with * is read as an alias; quote it, "
+    'such as schedule: "*/5 * * * *"',
+    "while scanning an anchor": "a plain value starting with & is read as an anchor; quote it",
+}
+
+
+def _line_col(text: str, index: int) -> Position:
+    before = text[:index]
+    line = before.count("\n") + 1
+    return line, index - (before.rfind("\n") + 1) + 1
+
+
+def _tab_position(lines: list[str], upto: int) -> Position | None:
+    """The last tab used as indentation on lines 1..upto (1-based), if any."""
+    for number in range(min(upto, len(lines)), 0, -1):
+        line = lines[number - 1]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent:
+            return number, indent.index("\t") + 1
+    return None
+
+
+def parse_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnostic]]:
+    """Read every document of ``text``; problems come back as diagnostics."""
+    builder = _Builder(file)
+    loader = None
+    try:
+        loader = _Loader(text)
+        get_event, scalar, feed = loader.get_event, builder._scalar, builder.feed
+        while True:  # the hot loop: scalars (most events) skip the dispatch
+            event = get_event()
+            if type(event) is yaml.ScalarEvent:
+                scalar(event)
+            elif event is None or type(event) is yaml.StreamEndEvent:
+                break
+            else:
+                feed(event)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        tab = _tab_position(text.splitlines(), line) if "\t" in text else None
+        if tab is not None:
+            builder.diagnostics.append(
+                rules.TAB_INDENT.at(
+                    file,
+                    tab[0],
+                    tab[1],
+                    "tab used for indentation; YAML allows only spaces here, so indent with spaces",
+                )
+            )
+        else:
+            problem = exc.problem or "invalid YAML"
+            context = f" ({exc.context})" if exc.context else ""
+            hint = _SYNTAX_HINTS.get(exc.context or "", _SYNTAX_HINT)
+            builder.diagnostics.append(
+                rules.YAML_SYNTAX.at(
+                    file,
+                    line,
+                    column,
+                    f"YAML syntax error: {problem}{context}; {hint}",
+                )
+            )
+        builder.documents = builder.documents[:-1] if builder._stack else builder.documents
+    except yaml.reader.ReaderError as exc:
+        index = exc.position
+        if _Loader.__name__.startswith("C"):  # libyaml counts UTF-8 bytes, not characters
+            index = len(text.encode("utf-8")[:index].decode("utf-8", errors="ignore"))
+        line, column = _line_col(text, index)
+        builder.diagnostics.append(
+            rules.NOT_UTF8.at(
+                file,
+                line,
+                column,
+                f"character #x{exc.character:04x} is not allowed in YAML text; "
+                "is this a binary file? Save the sheet as plain UTF-8 text",
+            )
+        )
+        builder.documents = []
+    except yaml.YAMLError as exc:  # any other parser complaint, without a mark
+        builder.diagnostics.append(
+            rules.YAML_SYNTAX.at(file, 1, 1, f"YAML error: {exc}; fix the YAML syntax")
+        )
+        builder.documents = []
+    finally:
+        builder.finish()
+        if loader is not None:
+            loader.dispose()
+    return builder.documents, builder.diagnostics
+
+
+def read_file(path: Path, display: str | None = None) -> LoadedFile:
+    """Read and parse one sheet file. Raises ``OSError`` only when it cannot be read at all."""
+    file = display or str(path)
+    with path.open("rb") as stream:
+        raw = stream.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        size = path.stat().st_size / (1024 * 1024)
+        return LoadedFile(
+            file,
+            [],
+            [
+                rules.TOO_LARGE.at(
+                    file,
+                    1,
+                    1,
+                    f"file is {size:.1f} MiB, over the 1 MiB limit of a sheet file; "
+                    "split it into one file per job",
+                )
+            ],
+        )
+    if b"\x00" in raw:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        return LoadedFile(
+            file,
+            [],
+            [
+                rules.NOT_UTF8.at(
+                    file,
+                    line,
+                    1,
+                    "file contains NUL bytes: this is a binary file, not a sheet; "
+                    "remove it from the sheets folder or save the sheet as UTF-8 text",
+                )
+            ],
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        good = raw[: exc.start].decode("utf-8", errors="replace")
+        line, column = _line_col(good, len(good))
+        return LoadedFile(
+            file,
+            [],
+            [
+                rules.NOT_UTF8.at(
+                    file,
+                    line,
+                    column,
+                    f"byte 0x{raw[exc.start]:02x} is not UTF-8; save the file as UTF-8 "
+                    "(sheets are read as UTF-8 only)",
+                )
+            ],
+        )
+    documents, diagnostics = parse_text(text, file)
+    usable: list[LoadedDocument] = []
+    for doc in documents:
+        if doc.data is None:
+            continue  # an empty document between two `---`
+        if not isinstance(doc.data, dict):
+            diagnostics.append(
+                rules.NOT_A_MAPPING.at(
+                    file,
+                    doc.line,
+                    doc.column,
+                    f"a sheet document must be a mapping of fields, got {_describe(doc.data)}"
+                    if not isinstance(doc.data, list)
+                    else "a sheet document must be a mapping of fields, got a list; "
+                    "start with `apiVersion: jobdef/v1` and `kind: ...`",
+                )
+            )
+            continue
+        usable.append(doc)
+    if not usable and not diagnostics:
+        diagnostics.append(
+            rules.EMPTY_FILE.at(
+                file,
+                1,
+                1,
+                "file holds no sheet; write at least `apiVersion: jobdef/v1` and `kind: ...`, "
+                "or delete the file",
+            )
+        )
+    return LoadedFile(file, usable, diagnostics)
