@@ -14,6 +14,6 @@ ci:  ## run exactly what CI runs
 docs:  ## regenerate docs/jobs/ from the sheets in jobdefs/
 	python3 -m jobdef docs
 golden:  ## regenerate the golden docs/TSV/explain files and docs/jobs/ after an intended change
-	JOBDEF_UPDATE_GOLDEN=1 python3 -m pytest -q tests/docs/test_docs_golden.py && python3 -m jobdef docs
+	JOBDEF_UPDATE_GOLDEN=1 python3 -m pytest -q tests/render/test_docs_golden.py && python3 -m jobdef docs
 validate:  ## check the example sheets as CI does
 	python3 -m jobdef validate jobdefs --strict

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SCHEMA = Path(__file__).resolve().parent.parent / "src/jobdef/schema/jobdef-v1.schema.json"
+SCHEMA = Path(__file__).resolve().parent.parent / "src/jobdef/sheets/schema/jobdef-v1.schema.json"
 
 DEFAULTS = """\
 apiVersion: jobdef/v1

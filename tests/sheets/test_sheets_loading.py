@@ -9,7 +9,7 @@ import pytest
 from jobdef.errors import SheetError
 from jobdef.sheets.pipeline import load_documents, load_registry
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 INVALID = REPO / "tests" / "sheets" / "invalid"
 
 

@@ -17,7 +17,7 @@ from jobdef.sheets.schema_check import schema
 from jobdef.sheets.schema_fast import compile_schema
 from jobdef.sheets.strict_yaml import parse_text
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "jobdefs").glob("*.yaml"))
 EXAMPLE_TEXTS = [p.read_text(encoding="utf-8") for p in EXAMPLES]
 EXAMPLE_DOCS = [doc.data for text in EXAMPLE_TEXTS for doc in parse_text(text, "x.yaml")[0]]

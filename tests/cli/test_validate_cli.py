@@ -14,7 +14,7 @@ import pytest
 
 from jobdef.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 INVALID = REPO / "tests" / "sheets" / "invalid"
 
 

@@ -22,7 +22,7 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue, Worker
 
 HERE = Path(__file__).resolve().parent
-HANDLERS = "queue_handlers"  # tests/queues/queue_handlers.py; the children import it by name
+HANDLERS = "queue_handlers"  # tests/runtime/queue_handlers.py; the children import it by name
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:

@@ -2,7 +2,7 @@
 
 Regenerate after an intended change (e.g. when origins gain real line numbers)
 with ``make golden``, i.e. ``JOBDEF_UPDATE_GOLDEN=1 python3 -m pytest
-tests/docs/test_docs_golden.py`` followed by ``jobdef docs``; review the diff.
+tests/render/test_docs_golden.py`` followed by ``jobdef docs``; review the diff.
 """
 
 from __future__ import annotations

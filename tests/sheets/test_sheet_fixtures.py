@@ -16,7 +16,7 @@ from jobdef.cli.validate_cmd import exit_code
 from jobdef.reporters import Report, render
 from jobdef.sheets.pipeline import validate_sheets
 
-SHEETS = Path(__file__).parent / "sheets"
+SHEETS = Path(__file__).parent
 VALID = sorted(p for p in (SHEETS / "valid").iterdir() if p.is_dir())
 INVALID = sorted(p for p in (SHEETS / "invalid").iterdir() if p.is_dir())
 
