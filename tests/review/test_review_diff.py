@@ -14,7 +14,7 @@ from jobdef.review.diff import JobChange, RegistryDiff, diff_registries
 from jobdef.sheets.build import build_registry
 from jobdef.sheets.document import Document
 from jobdef.sheets.pipeline import load_registry
-from sheet_repo import DEFAULTS, edit, job_sheet, write_project
+from support.sheet_repo import DEFAULTS, edit, job_sheet, write_project
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobdef.cli import main
-from sheet_repo import DEFAULTS, commit_all, edit, git, init_repo, job_sheet
+from support.sheet_repo import DEFAULTS, commit_all, edit, git, init_repo, job_sheet
 
 
 @pytest.fixture

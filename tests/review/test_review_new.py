@@ -10,7 +10,7 @@ import yaml
 from jobdef.cli import main
 from jobdef.sheets.pipeline import load_registry
 from jobdef.sheets.schema_check import schema
-from sheet_repo import edit, write_project
+from support.sheet_repo import edit, write_project
 
 
 @pytest.fixture

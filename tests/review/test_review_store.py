@@ -9,7 +9,7 @@ import pytest
 from jobdef.review.store import active_jobs
 from jobdef.runtime import connect
 from jobdef.sheets.pipeline import load_registry
-from sheet_repo import write_project
+from support.sheet_repo import write_project
 
 
 def _fill(url: str, sheets: Path) -> None:
