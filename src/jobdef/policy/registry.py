@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from jobdef.errors import UnknownJobError
@@ -27,7 +27,7 @@ class Registry:
                 "check the name or point --sheets at the right folder"
             ) from None
 
-    def __iter__(self) -> Iterable[JobPolicy]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[JobPolicy]:
         return iter(self.jobs[name] for name in sorted(self.jobs))
 
     def __len__(self) -> int:
