@@ -78,7 +78,7 @@ def due_slots(
         after_ts = as_datetime(after).timestamp()
         floor = max(floor, after_ts) if catch_up == "none" else after_ts
     take = 1 if catch_up == "latest" else limit
-    newest_first = []
+    newest_first: list[datetime] = []
     for slot in schedule.at_or_before(now_dt):
         if slot.timestamp() <= floor or len(newest_first) == take:
             break

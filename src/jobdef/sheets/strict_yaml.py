@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -321,7 +321,9 @@ class _Builder:
                 self._warn_yaml11(text, value, pos)
             if frame.live and self._doc is not None:
                 self._doc.positions[(*frame.path, len(container))] = pos
-            container.append(value)
+            # `type(...) is dict` above (faster than isinstance) does not narrow the else
+            # branch; the loader only ever builds plain dicts and lists.
+            cast("list[Any]", container).append(value)
 
     def _warn_yaml11(self, text: str, value: Any, pos: Position, key: bool = False) -> None:
         reading = yaml11_reading(text)
