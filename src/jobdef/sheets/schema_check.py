@@ -146,7 +146,8 @@ def _position(doc: LoadedDocument, path: Path_, key: bool = False) -> Position:
 
 
 def _pattern_message(error: ValidationError, field: str) -> str:
-    hint = _PATTERN_HINTS.get(error.validator_value, f"it must match {error.validator_value}")
+    pattern: Any = error.validator_value  # see _findings about the stubs' "unset"
+    hint = _PATTERN_HINTS.get(pattern, f"it must match {pattern}")
     return f"{field}{error.instance!r} is not valid here; {hint}"
 
 
@@ -154,10 +155,14 @@ def _findings(error: ValidationError, doc: LoadedDocument) -> Iterator[_Finding]
     path: Path_ = tuple(error.absolute_path)
     field = f"{dotted(path)}: " if path else ""
     kind = error.validator
-    value = error.instance
+    # A validator sets every attribute of the errors it yields; the stubs also allow
+    # "unset" (for errors built by hand), hence the Any.
+    value: Any = error.instance
+    rule_value: Any = error.validator_value
+    subschema: Any = error.schema
     schema_path = list(error.absolute_schema_path)
     if kind == "additionalProperties":
-        known = error.schema.get("properties", {})
+        known = subschema.get("properties", {})
         for key in value:
             if key in known:
                 continue
@@ -184,7 +189,7 @@ def _findings(error: ValidationError, doc: LoadedDocument) -> Iterator[_Finding]
         return
     if "propertyNames" in schema_path:
         key_path = (*path, value)
-        hint = _PATTERN_HINTS.get(error.validator_value, "rename it")
+        hint = _PATTERN_HINTS.get(rule_value, "rename it")
         yield _Finding(
             rules.BAD_VALUE,
             key_path,
@@ -194,7 +199,7 @@ def _findings(error: ValidationError, doc: LoadedDocument) -> Iterator[_Finding]
         return
     position = _position(doc, path)
     if kind == "enum":
-        allowed = [str(item) for item in error.validator_value]
+        allowed = [str(item) for item in rule_value]
         hint = did_you_mean(str(value), allowed) if isinstance(value, str) else ""
         yield _Finding(
             rules.NOT_ALLOWED,
@@ -207,10 +212,10 @@ def _findings(error: ValidationError, doc: LoadedDocument) -> Iterator[_Finding]
             rules.NOT_ALLOWED,
             path,
             position,
-            f"{field}must be {error.validator_value!r}, got {describe(value)}",
+            f"{field}must be {rule_value!r}, got {describe(value)}",
         )
     elif kind == "type":
-        expected = error.validator_value
+        expected = rule_value
         names = [expected] if isinstance(expected, str) else list(expected)
         words = " or ".join(_TYPE_WORDS.get(name, name) for name in names)
         yield _Finding(
@@ -222,20 +227,20 @@ def _findings(error: ValidationError, doc: LoadedDocument) -> Iterator[_Finding]
     elif kind == "pattern":
         yield _Finding(rules.BAD_VALUE, path, position, _pattern_message(error, field))
     elif kind in ("minimum", "exclusiveMinimum", "maximum"):
-        bound = error.validator_value
-        words = {"minimum": "at least", "exclusiveMinimum": "more than", "maximum": "at most"}
+        bound = rule_value
+        limits = {"minimum": "at least", "exclusiveMinimum": "more than", "maximum": "at most"}
         yield _Finding(
             rules.BAD_VALUE,
             path,
             position,
-            f"{field}{value!r} is out of range; write a number {words[kind]} {bound}",
+            f"{field}{value!r} is out of range; write a number {limits[kind]} {bound}",
         )
     elif kind in ("minItems", "minLength"):
         yield _Finding(
             rules.BAD_VALUE,
             path,
             position,
-            f"{field}must not be empty; add at least {error.validator_value} "
+            f"{field}must not be empty; add at least {rule_value} "
             f"{'item' if kind == 'minItems' else 'character'}, or remove the field",
         )
     elif kind == "maxLength":
@@ -243,8 +248,7 @@ def _findings(error: ValidationError, doc: LoadedDocument) -> Iterator[_Finding]
             rules.BAD_VALUE,
             path,
             position,
-            f"{field}is {len(value)} characters long; shorten it to "
-            f"{error.validator_value} at most",
+            f"{field}is {len(value)} characters long; shorten it to {rule_value} at most",
         )
     elif kind == "uniqueItems":
         yield _Finding(
