@@ -78,10 +78,6 @@ class BackendError(JobdefError):
     """The job database could not be used; check the database URL and that the server is up."""
 
 
-class StaleLeaseError(JobdefError):
-    """The job's lease expired and another worker reclaimed it; this late write was refused."""
-
-
 class ChannelError(JobdefError):
     """A notification channel cannot be used; set the environment variables its sheet names."""
 

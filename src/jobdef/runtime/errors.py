@@ -13,7 +13,3 @@ class LeaseExpired(TimeoutError):
 
 class AttemptTimedOut(TimeoutError):
     """The handler ran past the sheet's ``timeout`` and was killed."""
-
-
-class DeadlineExceeded(TimeoutError):
-    """The next retry would start after the sheet's ``deadline``; the requester stopped waiting."""

@@ -351,10 +351,10 @@ class Pool:
             return False
         return True
 
-    def enforce(self, now: float | None = None) -> list[Event]:
+    def enforce(self) -> list[Event]:
         """Kill children whose running task passed its timeout; recall work stuck behind
         slow tasks while another child sits idle."""
-        now = time.monotonic() if now is None else now
+        now = time.monotonic()
         events: list[Event] = []
         for child in list(self.children):
             running = child.running()

@@ -32,7 +32,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from jobdef.backends.protocol import (
@@ -41,7 +41,7 @@ from jobdef.backends.protocol import (
     complete_and_claim,
     holds_maintenance_lock,
 )
-from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Notification, Outcome
+from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
 from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.model import JobPolicy
@@ -105,7 +105,6 @@ class _Held:
     record: JobRecord
     policy: JobPolicy | None
     last_beat: float
-    notes_done: list[Notification] = field(default_factory=list)
 
     @property
     def lease(self) -> Lease:
