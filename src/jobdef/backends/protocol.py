@@ -16,17 +16,6 @@ defaults to :func:`time.time`); :func:`jobdef.backends.open_backend` builds one
 from a URL and runs :meth:`Backend.migrate`. Each engine keeps its SQL in named
 blocks beside it (``<engine>.sql``, read by :mod:`jobdef.backends.sql`), with the
 same query names in every engine.
-
-Refinements made while building the engines (additive):
-
-- ``complete(leases, notifications=...)``: outbox messages per job id, written
-  only for the leases that the call accepted (a ``done`` event).
-- ``prune(rules, batch_size, dry_run=True)`` counts what would be deleted.
-- A ``dedupe_window`` merges a new enqueue into a job with the same key that
-  finished ``done`` within the window; dead, cancelled and resolved jobs never
-  absorb a new enqueue (a new request after a failure is a new job).
-- ``release`` gives the attempt back: the job's ``attempt`` goes down by one and
-  the attempt row is kept with outcome ``released``.
 """
 
 from __future__ import annotations
@@ -64,6 +53,10 @@ class Backend(Protocol):
     def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
         """Store jobs, merging duplicates of an active job with the same idempotency key.
 
+        A job's ``dedupe_window`` also merges it into a job with the same key that
+        finished ``done`` within the window; dead, cancelled and resolved jobs never
+        absorb a new enqueue (a new request after a failure is a new job).
+
         With ``connection`` (the caller's own DB-API connection, in a transaction)
         the rows are written on it and exist only if the caller commits.
         """
@@ -81,7 +74,8 @@ class Backend(Protocol):
     ) -> list[bool]:
         """Mark several attempts done in one transaction (group commit).
 
-        ``notifications`` (by job id) go to the outbox for each accepted lease.
+        ``notifications`` (by job id, a ``done`` event) go to the outbox only for
+        the leases that the call accepted.
         """
 
     def retry(
@@ -107,7 +101,11 @@ class Backend(Protocol):
         """Record a failed attempt and move the job to ``dead`` (fatal, or attempts used up)."""
 
     def release(self, lease: Lease) -> bool:
-        """Give a running job back to the queue without counting the attempt (shutdown)."""
+        """Give a running job back to the queue without counting the attempt (shutdown).
+
+        The job's ``attempt`` goes down by one; the attempt row is kept with outcome
+        ``released``.
+        """
 
     def cancel(self, job_id: int) -> bool:
         """Cancel a queued job."""
@@ -129,7 +127,8 @@ class Backend(Protocol):
     ) -> int:
         """Delete finished rows (and their attempts) older than their retention, in batches.
 
-        Returns how many jobs were deleted, or with ``dry_run`` would be.
+        Returns how many jobs were deleted; with ``dry_run`` nothing is deleted and the
+        count is of what would be.
         """
 
     def stats(self) -> list[StateCount]:
