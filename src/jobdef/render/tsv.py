@@ -29,7 +29,7 @@ def sheet_header(lang: str = "en") -> tuple[str, str, str]:
     return (translate("Item", lang), translate("What to write", lang), translate("Value", lang))
 
 
-def _lines(rows: Sequence[Sequence[str]], bom: bool) -> str:
+def _lines(rows: Sequence[list[str] | tuple[str, ...]], bom: bool) -> str:
     text = "".join(tsv_row(row) + "\n" for row in rows)
     return BOM + text if bom else text
 

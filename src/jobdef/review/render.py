@@ -127,9 +127,9 @@ def _summary(diff: RegistryDiff, lang: str) -> str:
             f"破壊的な変更 {counts['breaking']}件" if counts["breaking"] else "破壊的な変更なし"
         )
         return f"{breaking} · ジョブ: {'、'.join(jobs) or 'なし'}"
-    breaking = counts["breaking"]
-    head = "no breaking change" if not breaking else f"{breaking} breaking change"
-    plural = "s" if breaking > 1 else ""
+    n_breaking = counts["breaking"]
+    head = "no breaking change" if not n_breaking else f"{n_breaking} breaking change"
+    plural = "s" if n_breaking > 1 else ""
     return f"{head}{plural} · jobs: {', '.join(jobs) or 'none'}"
 
 
