@@ -1,0 +1,108 @@
+"""The public face: `from jobdef import ...`, a cheap `import jobdef`, the old import path."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import jobdef
+from jobdef.runtime.queue import Queue
+
+HEAVY = ("jinja2", "jsonschema", "psycopg", "yaml", "sqlite3")
+
+# The former jobdef.registry names and the module to import each from now.
+MOVED = {
+    "load_registry": "jobdef",
+    "Registry": "jobdef.policy.registry",
+    "Document": "jobdef.sheets.document",
+    "build_registry": "jobdef.sheets.build",
+    "build_job": "jobdef.sheets.build",
+    "build_channel": "jobdef.sheets.build",
+    "build_queue": "jobdef.sheets.build",
+    "field_paths": "jobdef.sheets.build",
+    "args_schema": "jobdef.sheets.build",
+}
+
+
+def _modules_after(statement: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``statement``."""
+    script = f"{statement}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def test_import_jobdef_loads_nothing_heavy() -> None:
+    modules = _modules_after("import jobdef")
+    loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert loaded == []
+    assert sorted(m for m in modules if m.startswith("jobdef.")) == []
+
+
+def test_the_public_names_are_the_ones_of_their_homes() -> None:
+    from jobdef import Context, Worker, connect, first_run, load_registry
+    from jobdef.runtime.context import Context as RuntimeContext
+    from jobdef.runtime.idempotency import first_run as runtime_first_run
+    from jobdef.runtime.queue import connect as runtime_connect
+    from jobdef.runtime.worker import Worker as RuntimeWorker
+    from jobdef.sheets.pipeline import load_registry as pipeline_load_registry
+
+    assert load_registry is pipeline_load_registry
+    assert connect is runtime_connect
+    assert Worker is RuntimeWorker
+    assert Context is RuntimeContext
+    assert first_run is runtime_first_run
+
+
+def test_load_registry_and_connect_from_jobdef_make_a_queue(
+    example_sheets: Path, tmp_path: Path
+) -> None:
+    from jobdef import connect, load_registry
+
+    registry = load_registry([example_sheets])
+    queue = connect(f"sqlite:///{tmp_path / 'jobs.db'}", registry)
+    try:
+        assert isinstance(queue, Queue)
+        assert "send_reservation_mail" in registry.jobs
+    finally:
+        queue.close()
+
+
+def test_every_name_in_all_resolves_and_others_do_not() -> None:
+    for name in jobdef.__all__:
+        assert getattr(jobdef, name) is not None
+    assert set(jobdef.__all__) <= set(dir(jobdef))
+    with pytest.raises(AttributeError, match="no attribute 'Queue'"):
+        _ = jobdef.Queue
+
+
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_the_old_registry_module_still_works_and_says_what_to_import(name: str) -> None:
+    shim = importlib.import_module("jobdef.registry")
+    with pytest.warns(DeprecationWarning, match="jobdef.registry is deprecated") as caught:
+        value = getattr(shim, name)
+    assert f"from {MOVED[name]} import {name}" in str(caught[0].message)
+    assert value is getattr(importlib.import_module(MOVED[name]), name)
+
+
+def test_the_old_import_line_warns_at_the_line_that_wrote_it() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from jobdef.registry import load_registry
+    assert load_registry is jobdef.load_registry
+    [warning] = caught
+    assert warning.category is DeprecationWarning
+    assert warning.filename == __file__
+
+
+def test_the_old_module_names_no_other_attribute() -> None:
+    shim = importlib.import_module("jobdef.registry")
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = shim.nothing
