@@ -8,16 +8,16 @@ import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
+from support import ManualClock
 
 from . import proc
-from .conftest import ManualClock
 from .helpers import query
 
 
 def _claim_plan(backend: PostgresBackend) -> str:
     """The plan of a 10-job claim over all queues, on the engine's own session."""
     params = backend._claim_params(ClaimOptions("w", 30, limit=10), backend.clock())
-    rows = backend._connection().execute("EXPLAIN " + backend._q("claim_jobs"), params)
+    rows = backend.sessions.connection().execute("EXPLAIN " + backend._q("claim_jobs"), params)
     return "\n".join(row[0] for row in rows)
 
 

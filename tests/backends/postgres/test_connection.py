@@ -87,11 +87,11 @@ def test_a_role_without_create_permission_is_told_what_to_grant(
 
 def test_the_engine_reconnects_after_its_session_is_terminated(pg_backend: PostgresBackend) -> None:
     pg_backend.enqueue([NewJob("a", {}, "default")])
-    first = pg_backend._connection().info.backend_pid
+    first = pg_backend.sessions.connection().info.backend_pid
     terminate(pg_backend.conninfo, first)
     claimed = pg_backend.claim(ClaimOptions("w1", lease_seconds=30))
     assert [job.job for job in claimed] == ["a"]
-    assert pg_backend._connection().info.backend_pid != first
+    assert pg_backend.sessions.connection().info.backend_pid != first
     assert pg_backend.complete([claimed[0].lease]) == [True]
 
 
@@ -105,7 +105,7 @@ def test_a_short_outage_is_ridden_out_by_reconnecting(postgres_url: str) -> None
             backend.migrate()
             backend.enqueue([NewJob("a", {}, "default")])
             query(postgres_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
-            terminate(postgres_url, backend._connection().info.backend_pid)
+            terminate(postgres_url, backend.sessions.connection().info.backend_pid)
             reopen = threading.Timer(
                 1.0, query, (postgres_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS true")
             )
@@ -129,7 +129,7 @@ def test_an_outage_longer_than_the_reconnect_timeout_is_one_clear_error(
         with PostgresBackend(url, reconnect_timeout=0.5) as backend:
             backend.migrate()
             query(postgres_url, f"ALTER DATABASE {database} ALLOW_CONNECTIONS false")
-            terminate(postgres_url, backend._connection().info.backend_pid)
+            terminate(postgres_url, backend.sessions.connection().info.backend_pid)
             with pytest.raises(BackendError) as error:
                 backend.stats()
         assert "\n" not in str(error.value)
@@ -142,5 +142,5 @@ def test_libpq_options_in_the_url_reach_the_session(
 ) -> None:
     url = f"{postgres_url}?schema={postgres_schema}&options=-c%20statement_timeout%3D4321"
     with PostgresBackend(url) as backend:
-        setting = backend._connection().execute("SHOW statement_timeout").fetchone()[0]
+        setting = backend.sessions.connection().execute("SHOW statement_timeout").fetchone()[0]
     assert setting == "4321ms"

@@ -31,11 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from jobdef.backends.postgres.session import (
+    _INHERITED,
+    Connection,
+    SessionManager,
     connect,
     describe,
-    first_line,
-    is_connection_lost,
-    query_error,
     require_psycopg,
     split_url,
 )
@@ -69,13 +69,9 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
 T = TypeVar("T")
-Connection = Any  # psycopg.Connection[Any]; Any keeps the import optional
 
 _QUERIES = load_queries("jobdef.backends.postgres", "queries.sql")
 MIGRATIONS = "jobdef.backends.postgres.migrations"
-# Connections a forked child inherited: never closed by the child (closing
-# would end the parent's session), only forgotten.
-_INHERITED: list[Connection] = []
 
 
 def advisory_key(purpose: str, schema: str) -> int:
@@ -105,11 +101,15 @@ class PostgresBackend:
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
-        self._conn: Connection | None = None
+        self.sessions = SessionManager(
+            self.conninfo,
+            self.schema,
+            settings=self._q("session_settings"),
+            reconnect_timeout=reconnect_timeout,
+        )
         self._session: Connection | None = None
         self._maintenance_held = False
         self._pid = os.getpid()
-        self._lock = threading.RLock()
         self._session_lock = threading.RLock()
         self._limited_queues_known: set[str] = set()
         self._wake_fds: tuple[int, int] | None = None
@@ -122,95 +122,22 @@ class PostgresBackend:
 
     def _forget_if_forked(self) -> None:
         if os.getpid() != self._pid:
-            _INHERITED.extend(c for c in (self._conn, self._session) if c is not None)
-            self._conn = self._session = None
+            if self._session is not None:
+                _INHERITED.append(self._session)
+            self._session = None
             self._maintenance_held = False
             self._pid = os.getpid()
 
-    def _connection(self) -> Connection:
-        self._forget_if_forked()
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            self._drop(self._conn)
-            self._conn = self._open_session()
-        return self._conn
-
-    def _open_session(self) -> Connection:
-        """A new session for the verbs, with the planner kept on index walks.
-
-        A queue table's statistics lag far behind its contents (a burst of
-        enqueues into a table last analyzed empty). With such statistics the
-        planner reads every queued row through a bitmap and sorts them, instead
-        of walking the claim index and stopping after ``limit`` rows: claims
-        then cost more the longer the queue. Every statement here is written
-        for an index walk, so this engine's own sessions (never a caller's)
-        do without bitmap scans.
-        """
-        conn = connect(self.conninfo)
-        try:
-            conn.execute(self._q("session_settings"))
-        except psycopg.Error as exc:
-            conn.close()
-            raise self._translate(exc) from None
-        return conn
-
-    @staticmethod
-    def _drop(conn: Connection | None) -> None:
-        if conn is not None and not conn.closed:
-            conn.close()
-
     def _run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
-        """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
-
-        A lost session (a restart, a failover, ``pg_terminate_backend``) is
-        replaced for up to ``reconnect_timeout`` seconds, so a worker rides out
-        a short outage; a server that never answered is reported at once.
-        """
-        with self._lock:
-            for attempt in (1, 2):
-                conn = self._connection()
-                try:
-                    return work(conn)
-                except psycopg.Error as exc:
-                    if not is_connection_lost(exc, conn):
-                        raise self._translate(exc) from None
-                    self._drop(conn)
-                    self._conn = None
-                    if not retry or attempt == 2:
-                        raise BackendError(
-                            f"lost the connection to PostgreSQL at {describe(self.conninfo)}: "
-                            f"{first_line(exc)}; check that the server is up"
-                        ) from None
-                    self._reconnect()
-            raise AssertionError("unreachable")  # pragma: no cover
-
-    def _reconnect(self) -> None:
-        """Connect again, waiting between tries (0.1 s doubling to 2 s) up to the timeout."""
-        deadline = time.monotonic() + self.reconnect_timeout
-        pause = 0.1
-        while True:
-            try:
-                self._conn = self._open_session()
-                return
-            except BackendError:
-                if time.monotonic() + pause > deadline:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 2.0)
-
-    def _translate(self, exc: psycopg.Error) -> Exception:
-        user = None
-        if self._conn is not None and not self._conn.closed:
-            user = self._conn.info.user
-        return query_error(exc, self.schema, user) or exc
+        return self.sessions.run(work, retry=retry)
 
     def _q(self, name: str) -> str:
         return self._sql[name]
 
     def close(self) -> None:
-        with self._lock, self._session_lock:
+        self.sessions.close()
+        with self._session_lock:
             self._forget_if_forked()
-            self._drop(self._conn)
-            self._conn = None
             self._drop_session()
             if self._wake_fds is not None and self._wake_pid == os.getpid():
                 for fd in self._wake_fds:
@@ -321,7 +248,7 @@ class PostgresBackend:
                     return self._enqueue_batch(connection, jobs, now)
             return self._enqueue_batch(connection, jobs, now)
         except psycopg.Error as exc:
-            raise self._translate(exc) from None
+            raise self.sessions.translate(exc) from None
 
     def _enqueue_one(self, conn: Connection, job: NewJob, now: float) -> EnqueueResult:
         row = conn.execute(
@@ -934,7 +861,7 @@ class PostgresBackend:
                 connection.execute(self._q("create_processed_keys"))
             return connection.execute(self._q("record_processed_key"), params).rowcount == 1
         except psycopg.Error as exc:
-            raise self._translate(exc) from None
+            raise self.sessions.translate(exc) from None
 
     # Outbox ----------------------------------------------------------------------------------
 

@@ -8,8 +8,12 @@ messages.
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from jobdef.errors import BackendError
@@ -25,6 +29,13 @@ DEFAULT_SCHEMA = "public"
 APPLICATION_NAME = "jobdef"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 URL_HINT = "write it as postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
+
+T = TypeVar("T")
+Connection = Any  # psycopg.Connection[Any]; Any keeps the import optional
+
+# Connections a forked child inherited: never closed by the child (closing
+# would end the parent's session), only forgotten.
+_INHERITED: list[Connection] = []
 
 
 def require_psycopg() -> None:
@@ -153,3 +164,111 @@ def is_connection_lost(exc: BaseException, conn: psycopg.Connection[Any] | None)
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class SessionManager:
+    """The engine's own session: opened on first use, replaced after a fork or a lost session.
+
+    Every verb of the engine runs through :meth:`run`, which turns driver errors
+    into :class:`~jobdef.errors.BackendError` (no password in the message).
+    """
+
+    def __init__(
+        self, conninfo: str, schema: str, *, settings: str, reconnect_timeout: float
+    ) -> None:
+        self.conninfo = conninfo
+        self.schema = schema
+        self.settings = settings
+        self.reconnect_timeout = reconnect_timeout
+        self._conn: Connection | None = None
+        self._pid = os.getpid()
+        self._lock = threading.RLock()
+
+    def _forget_if_forked(self) -> None:
+        if os.getpid() != self._pid:
+            if self._conn is not None:
+                _INHERITED.append(self._conn)
+            self._conn = None
+            self._pid = os.getpid()
+
+    def connection(self) -> Connection:
+        self._forget_if_forked()
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._drop(self._conn)
+            self._conn = self._open_session()
+        return self._conn
+
+    def _open_session(self) -> Connection:
+        """A new session for the verbs, with the planner kept on index walks.
+
+        A queue table's statistics lag far behind its contents (a burst of
+        enqueues into a table last analyzed empty). With such statistics the
+        planner reads every queued row through a bitmap and sorts them, instead
+        of walking the claim index and stopping after ``limit`` rows: claims
+        then cost more the longer the queue. Every statement here is written
+        for an index walk, so this engine's own sessions (never a caller's)
+        do without bitmap scans.
+        """
+        conn = connect(self.conninfo)
+        try:
+            conn.execute(self.settings)
+        except psycopg.Error as exc:
+            conn.close()
+            raise self.translate(exc) from None
+        return conn
+
+    @staticmethod
+    def _drop(conn: Connection | None) -> None:
+        if conn is not None and not conn.closed:
+            conn.close()
+
+    def run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
+        """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
+
+        A lost session (a restart, a failover, ``pg_terminate_backend``) is
+        replaced for up to ``reconnect_timeout`` seconds, so a worker rides out
+        a short outage; a server that never answered is reported at once.
+        """
+        with self._lock:
+            for attempt in (1, 2):
+                conn = self.connection()
+                try:
+                    return work(conn)
+                except psycopg.Error as exc:
+                    if not is_connection_lost(exc, conn):
+                        raise self.translate(exc) from None
+                    self._drop(conn)
+                    self._conn = None
+                    if not retry or attempt == 2:
+                        raise BackendError(
+                            f"lost the connection to PostgreSQL at {describe(self.conninfo)}: "
+                            f"{first_line(exc)}; check that the server is up"
+                        ) from None
+                    self._reconnect()
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reconnect(self) -> None:
+        """Connect again, waiting between tries (0.1 s doubling to 2 s) up to the timeout."""
+        deadline = time.monotonic() + self.reconnect_timeout
+        pause = 0.1
+        while True:
+            try:
+                self._conn = self._open_session()
+                return
+            except BackendError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+    def translate(self, exc: psycopg.Error) -> Exception:
+        user = None
+        if self._conn is not None and not self._conn.closed:
+            user = self._conn.info.user
+        return query_error(exc, self.schema, user) or exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._forget_if_forked()
+            self._drop(self._conn)
+            self._conn = None
