@@ -21,7 +21,7 @@ same query names in every engine.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from jobdef.backends.records import (
     AttemptRecord,
@@ -201,9 +201,14 @@ class ElectsMaintainer(Protocol):
         """True when this engine holds (or just took) the maintenance lock."""
 
 
-def can_wait_for_jobs(backend: object) -> bool:
+def can_wait_for_jobs(backend: object) -> TypeGuard[WakesWorkers]:
     """Whether ``backend`` wakes idle workers itself (else the worker polls)."""
     return callable(getattr(backend, "wait_for_jobs", None))
+
+
+def elects_maintainer(backend: object) -> TypeGuard[ElectsMaintainer]:
+    """Whether ``backend`` lets one worker at a time maintain (else every worker does)."""
+    return callable(getattr(backend, "try_maintenance_lock", None))
 
 
 def holds_maintenance_lock(backend: object) -> bool:
@@ -213,8 +218,7 @@ def holds_maintenance_lock(backend: object) -> bool:
     scheduler go through fenced or idempotent verbs, so doing it twice is safe,
     only wasted work.
     """
-    elect = getattr(backend, "try_maintenance_lock", None)
-    return True if elect is None else bool(elect())
+    return not elects_maintainer(backend) or backend.try_maintenance_lock()
 
 
 class CompletesAndClaims(Protocol):
@@ -234,6 +238,11 @@ class CompletesAndClaims(Protocol):
         """``complete(leases, notifications)`` and ``claim(options)`` in one transaction."""
 
 
+def completes_and_claims(backend: object) -> TypeGuard[CompletesAndClaims]:
+    """Whether ``backend`` offers :class:`CompletesAndClaims`."""
+    return callable(getattr(backend, "complete_and_claim", None))
+
+
 def complete_and_claim(
     backend: Backend,
     leases: Sequence[Lease],
@@ -242,8 +251,7 @@ def complete_and_claim(
 ) -> tuple[list[bool], list[JobRecord]]:
     """Complete ``leases`` and claim per ``options`` (None: no claim), in one transaction
     when the engine offers :class:`CompletesAndClaims`."""
-    combined = getattr(backend, "complete_and_claim", None)
-    if leases and options is not None and combined is not None:
-        return combined(leases, notifications, options)
+    if leases and options is not None and completes_and_claims(backend):
+        return backend.complete_and_claim(leases, notifications, options)
     accepted = backend.complete(leases, notifications) if leases else []
     return accepted, backend.claim(options) if options is not None else []

@@ -181,7 +181,7 @@ class Worker:
         with self._stop_lock:
             self._stop_requests += 1
         if can_wait_for_jobs(self.backend):
-            self.backend.wake()  # type: ignore[attr-defined]  # end an idle wait at once
+            self.backend.wake()  # end an idle wait at once
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.request_stop()
@@ -279,7 +279,7 @@ class Worker:
         if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
             # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
             # LISTEN/NOTIFY); the poll interval stays the fallback.
-            self.backend.wait_for_jobs(waiting)  # type: ignore[attr-defined]
+            self.backend.wait_for_jobs(waiting)
             waiting = 0.0
         self._collect(pool, waiting, draining)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
