@@ -23,6 +23,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import OutboxRecord
@@ -208,7 +209,7 @@ class SenderThread:
         poll_interval: float = 1.0,
         name: str = "jobdef-outbox-sender",
         owns_backend: bool = True,
-        **options: object,
+        **options: Any,  # OutboxSender's keyword options, checked when it is built
     ) -> None:
         self.open_backend = open_backend
         self.owns_backend = owns_backend
@@ -242,7 +243,7 @@ class SenderThread:
         except Exception:
             LOGGER.exception("outbox sender cannot open the job store; the next tick retries")
             return
-        sender = OutboxSender(backend, self.channels, **self.options)  # type: ignore[arg-type]
+        sender = OutboxSender(backend, self.channels, **self.options)
         self.sender = sender
         try:
             while not self._stop.is_set():

@@ -39,5 +39,8 @@ class Service(Protocol):
     name: str
     interval: float
 
-    def tick(self, now: float) -> None:
-        """Do one round of work; errors are logged by the worker and retried next tick."""
+    def tick(self, now: float) -> object:
+        """Do one round of work; errors are logged by the worker and retried next tick.
+
+        The worker ignores what it returns (the scheduler's count of new slots is for tests).
+        """

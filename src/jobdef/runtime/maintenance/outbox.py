@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
@@ -30,7 +30,7 @@ class OutboxService:
     interval = 5.0
 
     def __init__(
-        self, ctx: MaintenanceContext, environ: Mapping[str, str] | None = None, **options: object
+        self, ctx: MaintenanceContext, environ: Mapping[str, str] | None = None, **options: Any
     ) -> None:
         self.channels = build_channels(ctx.registry, os.environ if environ is None else environ)
         self.ctx = ctx
@@ -57,7 +57,7 @@ class OutboxService:
             LOGGER.error("the outbox sender thread stopped; starting it again")
         opener, owns = self._opener()
         rng = random.Random(self.ctx.rng.random())  # the thread draws from its own source
-        options: dict[str, object] = {"clock": self.ctx.clock, "rng": rng, **self.options}
+        options: dict[str, Any] = {"clock": self.ctx.clock, "rng": rng, **self.options}
         self._thread = SenderThread(opener, self.channels, owns_backend=owns, **options)
         self._thread.start()
 

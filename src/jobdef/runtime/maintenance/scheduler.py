@@ -130,9 +130,9 @@ class Scheduler:
 
     def tick(self, now: float | None = None) -> int:
         """Enqueue every slot due at ``now`` (default: the clock); return how many were new."""
-        now = as_datetime(self.clock() if now is None else now)
-        due = [p for p in self._plans if p.next_at is None or now.timestamp() >= p.next_at]
-        return sum(self._run_due(plan, now) for plan in due)
+        moment = as_datetime(self.clock() if now is None else now)
+        due = [p for p in self._plans if p.next_at is None or moment.timestamp() >= p.next_at]
+        return sum(self._run_due(plan, moment) for plan in due)
 
     def _run_due(self, plan: _Plan, now: datetime) -> int:
         policy = plan.policy
