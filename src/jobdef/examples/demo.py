@@ -135,7 +135,7 @@ class Demo:
 
     @contextmanager
     def worker(self, name: str, **env: str) -> Iterator[multiprocessing.process.BaseProcess]:
-        process = self.start_worker(name, **env)
+        process = self.start_worker(name, burst=False, **env)
         try:
             yield process
         finally:
