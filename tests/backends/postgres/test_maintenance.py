@@ -24,7 +24,7 @@ def test_one_engine_at_a_time_holds_the_maintenance_lock(
         pg_backend.close()
         assert second.try_maintenance_lock()
         assert not third.try_maintenance_lock()
-        terminate(postgres_url, second._session.info.backend_pid)
+        terminate(postgres_url, second.listener._session.info.backend_pid)
         # The server frees a terminated session's lock once its process has exited.
         wait_for(third.try_maintenance_lock)
         assert not second.try_maintenance_lock()

@@ -50,7 +50,7 @@ def test_after_losing_the_listening_session_it_polls_then_listens_again(
     pg_backend: PostgresBackend,
 ) -> None:
     pg_backend.wait_for_jobs(0.01)
-    terminate(pg_backend.conninfo, pg_backend._session.info.backend_pid)
+    terminate(pg_backend.conninfo, pg_backend.listener._session.info.backend_pid)
     assert pg_backend.wait_for_jobs(LONG) is True  # lost: claim now, by polling
     assert pg_backend.wait_for_jobs(0.01) is False  # listening again on a new session
     pg_backend.enqueue([NewJob("a", {}, "default")])
