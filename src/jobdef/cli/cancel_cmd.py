@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("cancel", help="cancel a queued job", description=__doc__)
     parser.add_argument("id", type=int)
     runtime_options.add_db(parser)

@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("db", help="manage the job database", description=__doc__)
     parser.add_argument("action", choices=["upgrade"], help="upgrade: apply new migrations")
     runtime_options.add_db(parser)

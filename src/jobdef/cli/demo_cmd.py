@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if run_demo(folder) else 1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="watch the example sheets drive real workers (retries, dead jobs, kills)",

@@ -41,7 +41,7 @@ def _instant(text: str) -> float:
     return moment.timestamp()
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "explain",
         help="show the effective policy of one job: values, origins, retry timeline",

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     return _show(args) if args.action == "show" else _list(args)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "jobs",
         help="list jobs, or show one with every attempt",

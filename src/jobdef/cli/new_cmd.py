@@ -57,7 +57,7 @@ def _exists(target: Path) -> UsageError:
     )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "new",
         help="write a new sheet with every field, each with a comment",

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("prune", help="delete jobs past retention", description=__doc__)
     parser.add_argument("--dry-run", action="store_true", help="only count")
     parser.add_argument("--batch-size", type=int, default=1000)

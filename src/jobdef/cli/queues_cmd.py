@@ -134,7 +134,7 @@ def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
                 action.default = argparse.SUPPRESS
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "queues",
         help="list queues; pause or resume one without restarting workers",

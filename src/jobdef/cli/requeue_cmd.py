@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if count else 1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "requeue", help="queue dead jobs again (attempts back to 0)", description=__doc__
     )

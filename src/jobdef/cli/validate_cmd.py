@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(diagnostics, args.strict)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="check sheets: strict YAML, the schema and every semantic rule",
