@@ -504,7 +504,7 @@ def decision_answers(job: JobPolicy, lang: str = "en") -> list[tuple[str, str, s
 
 def effective_fields(job: JobPolicy) -> tuple[str, ...]:
     """The sheet paths that shape ``job``, in sheet order; fields its strategy ignores left out."""
-    fields = ["name", "title", "owner", "trigger", "mode"]
+    fields = ["name", "title", "description", "owner", "trigger", "mode"]
     if job.mode == "batch":
         fields += ["schedule", "timezone", "catch_up"]
     fields += ["handler", "queue", "priority", "args", "max_attempts", "backoff.strategy"]
