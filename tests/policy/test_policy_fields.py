@@ -1,0 +1,256 @@
+"""Every field of the schema's ``Job`` reaches the five places that list policy fields.
+
+The builder (sheets/build.py), ``jobdef diff``'s comparison (review/diff.py),
+the docs' origin table, ``jobdef explain``'s data and ``jobdef new``'s scaffold
+each name the fields one by one. A field added to the schema and forgotten in
+one of them fails here, with the place to fix named.
+
+Each check looks at what the place produces, not at its source: the builder
+must turn a change of the field into a change of the policy, the diff must
+report it, the docs and explain must show a row for it, and the scaffold must
+write a line for it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from datetime import date
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from jobdef.policy.model import EMPTY, JobPolicy
+from jobdef.policy.registry import Registry
+from jobdef.render.docs import RunsAfter, render_docs
+from jobdef.render.explain import explain_data
+from jobdef.review.diff import diff_jobs
+from jobdef.review.new_sheet import render_sheet
+from jobdef.sheets.build import build_job
+from jobdef.sheets.document import Document
+from jobdef.sheets.schema_check import schema
+
+# Two sheets that set every field, each value unlike the built-in default and
+# unlike the other sheet's. The builder does not validate, so a value may be
+# one the schema refuses (dead_letter.target has a single allowed value).
+SHEET_A: dict[str, Any] = {
+    "apiVersion": "jobdef/v1",
+    "kind": "Job",
+    "name": "job_a",
+    "title": "Job A",
+    "description": "Does A.",
+    "owner": "team-a",
+    "trigger": "nightly",
+    "mode": "batch",
+    "schedule": "0 3 * * *",
+    "timezone": "Asia/Tokyo",
+    "catch_up": "all",
+    "handler": "app.jobs:a",
+    "args": {"order_id": {"type": "integer", "required": False}},
+    "rerun": "jobdef requeue --job job_a",
+    "decision": {
+        "time_triggered": True,
+        "result_needed_at_once": False,
+        "done_within_seconds": False,
+        "calls_external_systems": True,
+        "must_accept_when_external_down": True,
+    },
+    "queue": "reports",
+    "priority": 5,
+    "max_attempts": 4,
+    "backoff": {
+        "strategy": "exponential",
+        "initial": "5s",
+        "multiplier": 3,
+        "max": "1m",
+        "jitter": "equal",
+        "delays": ["1s", "2s"],
+    },
+    "timeout": "20s",
+    "deadline": "1h",
+    "idempotency": {"key": "{order_id}:a", "dedupe_window": "1d"},
+    "errors": {"retry": ["ConnectionError"], "fatal": ["ValueError"], "default": "fatal"},
+    "on_reclaim": "fail",
+    "dead_letter": {"target": "table_a"},
+    "notify": {"channel": "ops", "events": ["dead"], "key_args": ["order_id"]},
+    "retention": {"done": "7d", "dead": "until_resolved"},
+}
+
+SHEET_B: dict[str, Any] = {
+    "apiVersion": "jobdef/v1",
+    "kind": "Job",
+    "name": "job_b",
+    "title": "Job B",
+    "description": "Does B.",
+    "owner": "team-b",
+    "trigger": "on signup",
+    "mode": "async",
+    "schedule": "*/5 * * * *",
+    "timezone": "Europe/Paris",
+    "catch_up": "none",
+    "handler": "app.jobs:b",
+    "args": {"user_id": {"type": "string"}},
+    "rerun": "jobdef requeue --job job_b",
+    "decision": {
+        "time_triggered": False,
+        "result_needed_at_once": True,
+        "done_within_seconds": True,
+        "calls_external_systems": False,
+        "must_accept_when_external_down": False,
+    },
+    "queue": "mail",
+    "priority": -5,
+    "max_attempts": 7,
+    "backoff": {
+        "strategy": "list",
+        "initial": "7s",
+        "multiplier": 4,
+        "max": "2m",
+        "jitter": "decorrelated",
+        "delays": ["3s"],
+    },
+    "timeout": "40s",
+    "deadline": "3h",
+    "idempotency": {"key": "{user_id}:b", "dedupe_window": "2d"},
+    "errors": {"retry": ["TimeoutError"], "fatal": ["KeyError"], "default": "retry"},
+    "on_reclaim": "retry",
+    "dead_letter": {"target": "table_b"},
+    "notify": {"channel": "mail", "events": ["retry"], "key_args": ["user_id"]},
+    "retention": {"done": "3d", "dead": "30d"},
+}
+
+_ENVELOPE = ("apiVersion", "kind")
+
+
+def _paths(properties: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Leaf field paths: a property with named sub-properties opens one level (not ``args``)."""
+    out: list[str] = []
+    for key, node in properties.items():
+        if not prefix and key in _ENVELOPE:
+            continue
+        path = f"{prefix}{key}"
+        children = node.get("properties")
+        out.extend(_paths(children, f"{path}.") if children else [path])
+    return out
+
+
+FIELD_PATHS = _paths(schema()["definitions"]["Job"]["properties"])
+
+
+def _get(sheet: Mapping[str, Any], path: str) -> Any:
+    value: Any = sheet
+    for part in path.split("."):
+        value = value[part]
+    return value
+
+
+def _with(sheet: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(dict(sheet))
+    *parents, leaf = path.split(".")
+    node = out
+    for part in parents:
+        node = node[part]
+    node[leaf] = copy.deepcopy(value)
+    return out
+
+
+def _job(sheet: Mapping[str, Any]) -> JobPolicy:
+    return build_job(Document(data=sheet, file=f"{sheet['name']}.yaml"))
+
+
+def _covers(shown: set[str], path: str) -> bool:
+    """``path`` is shown as itself, as its parent (``args``) or through its children."""
+    parent = path.partition(".")[0]
+    return path in shown or parent in shown and "." not in path or any(
+        s.startswith(path + ".") for s in shown
+    )
+
+
+def test_the_two_sample_sheets_set_every_field_differently() -> None:
+    for path in FIELD_PATHS:
+        try:
+            a, b = _get(SHEET_A, path), _get(SHEET_B, path)
+        except KeyError:
+            pytest.fail(
+                f"the schema's Job has {path!r} and the sample sheets here do not: add a value "
+                "to SHEET_A and SHEET_B, then see it through the builder, diff, docs, explain "
+                "and new"
+            )
+        assert a != b, path
+
+
+@pytest.mark.parametrize("path", FIELD_PATHS)
+def test_the_builder_reads_every_field(path: str) -> None:
+    before = _job(SHEET_A)
+    after = _job(_with(SHEET_A, path, _get(SHEET_B, path)))
+    assert dataclasses.replace(before, origins=EMPTY) != dataclasses.replace(
+        after, origins=EMPTY
+    ), f"sheets/build.py build_job ignores {path}"
+
+
+@pytest.mark.parametrize("path", FIELD_PATHS)
+def test_diff_compares_every_field(path: str) -> None:
+    change = diff_jobs(_job(SHEET_A), _job(_with(SHEET_A, path, _get(SHEET_B, path))))
+    assert change is not None, f"review/diff.py does not compare {path}"
+    compared = {c.path for c in change.fields} | ({"name"} if change.old_name else set())
+    assert _covers(compared, path), f"review/diff.py reports {sorted(compared)}, not {path}"
+
+
+def _registry() -> Registry:
+    jobs = {p.name: p for p in (_job(SHEET_A), _job(SHEET_B))}
+    return Registry(jobs=jobs, channels={}, queues={})
+
+
+_ORIGIN_ROW = re.compile(r"^\| (\S+) \| .* \| (?:sheet|built-in default|Defaults) .*\|$")
+
+
+def _origin_table_paths() -> set[str]:
+    pages = render_docs(_registry(), runs_after=RunsAfter(date(2026, 1, 1)))
+    shown: set[str] = set()
+    for name in ("job_a", "job_b"):
+        for line in pages[f"{name}.md"].splitlines():
+            if match := _ORIGIN_ROW.match(line):
+                shown.add(match.group(1).replace("\\_", "_"))
+    return shown
+
+
+@pytest.mark.parametrize("path", FIELD_PATHS)
+def test_the_docs_origin_table_shows_every_field(path: str) -> None:
+    shown = _origin_table_paths()
+    assert _covers(shown, path), f"the docs' origin table (render/describe.py) lacks {path}"
+
+
+@pytest.mark.parametrize("path", FIELD_PATHS)
+def test_explain_data_holds_every_field(path: str) -> None:
+    registry = _registry()
+    shown: set[str] = set()
+    for job in registry.jobs.values():
+        data = explain_data(job, registry, now=0.0)
+        shown |= {row["path"] for row in data["fields"]}
+    assert _covers(shown, path), f"`jobdef explain` (render/explain.py) lacks {path}"
+
+
+_KEY_LINE = re.compile(r"^( *)(?:# )?([a-z_][a-z0-9_]*):(?: |$)")
+
+
+def _scaffold_paths() -> set[str]:
+    """The field paths a new sheet writes, as lines or commented-out lines."""
+    shown: set[str] = set()
+    parent = ""
+    for line in render_sheet("new_job").splitlines():
+        if match := _KEY_LINE.match(line):
+            indent, key = match.groups()
+            if not indent:
+                parent = key
+                shown.add(key)
+            elif len(indent) == 2:
+                shown.add(f"{parent}.{key}")
+    return shown
+
+
+@pytest.mark.parametrize("path", FIELD_PATHS)
+def test_the_new_sheet_writes_every_field(path: str) -> None:
+    shown = _scaffold_paths()
+    assert _covers(shown, path), f"`jobdef new` (review/new_sheet.py) does not write {path}"
