@@ -42,7 +42,8 @@ def engine_class(url: str) -> type:
             f"the {scheme} engine needs {exc.name}, which is not installed; "
             "run: pip install 'jobdef[postgres]'"
         ) from None
-    return getattr(module, class_name)
+    engine: type = getattr(module, class_name)  # a class, as ENGINES names it
+    return engine
 
 
 def open_backend(

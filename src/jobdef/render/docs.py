@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from datetime import time as clock_time
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from jobdef.errors import JobdefError, UsageError
@@ -187,7 +188,9 @@ def render_docs(
         job = registry.jobs[name]
         context = job_context(job, registry, lang, base)
 
-        def render_on(day: date | None, job: JobPolicy = job, context: dict = context) -> str:
+        def render_on(
+            day: date | None, job: JobPolicy = job, context: dict[str, Any] = context
+        ) -> str:
             text = render(env, "job.md.j2", **context, **_runs_context(job, day))
             return _stamp(text, day)
 

@@ -102,7 +102,10 @@ def _relabel(registry: Registry, rename: Callable[[str], str]) -> Registry:
     rename = functools.cache(rename)
 
     def origins(mapping: Mapping[str, Origin]) -> Mapping[str, Origin]:
-        return freeze({k: replace(o, file=rename(o.file)) for k, o in mapping.items()})
+        frozen: Mapping[str, Origin] = freeze(
+            {k: replace(o, file=rename(o.file)) for k, o in mapping.items()}
+        )
+        return frozen
 
     return Registry(
         jobs=freeze(

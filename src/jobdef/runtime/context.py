@@ -32,7 +32,7 @@ class Context:
     idempotency_key: str | None
     database_url: str = ""
     slot: datetime | None = None
-    logger: logging.LoggerAdapter = field(init=False, repr=False)
+    logger: logging.LoggerAdapter[logging.Logger] = field(init=False, repr=False)
     _send: Callable[[Any], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
