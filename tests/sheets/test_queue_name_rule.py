@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobdef.sheets.rules.queues import edits, near_miss
+from jobdef.sheets.words import edits, near_miss
 
 QUEUES = {"exports", "mail", "batch"}
 

@@ -19,6 +19,7 @@ from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules import schema as rules
 from jobdef.sheets.schema_fast import Check, compile_schema
 from jobdef.sheets.strict_yaml import LoadedDocument, Path_, Position
+from jobdef.sheets.words import did_you_mean
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -108,14 +109,6 @@ def dotted(path: Path_) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
-
-
-def did_you_mean(word: str, choices: Collection[str]) -> str:
-    """``; did you mean 'x'?`` for the closest choice, or an empty string."""
-    import difflib
-
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {match[0]!r}?" if match else ""
 
 
 def _kind_of(doc: LoadedDocument) -> str:

@@ -9,7 +9,7 @@ from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.imports import resolve
-from jobdef.sheets.schema_check import did_you_mean
+from jobdef.sheets.words import did_you_mean
 
 IN_BOTH_LISTS = Rule(
     "JD231",

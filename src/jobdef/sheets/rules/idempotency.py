@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.schema_check import did_you_mean
+from jobdef.sheets.words import did_you_mean
 
 UNKNOWN_ARG = Rule(
     "JD241",

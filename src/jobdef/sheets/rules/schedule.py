@@ -12,7 +12,7 @@ from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.schema_check import did_you_mean
+from jobdef.sheets.words import did_you_mean
 
 BATCH_WITHOUT_SCHEDULE = Rule(
     "JD281",

@@ -1,0 +1,41 @@
+"""Word helpers for messages: the closest known name to a misspelt one.
+
+:func:`did_you_mean` turns a suggestion into the tail of a message;
+:func:`near_miss` and :func:`edits` say whether a name is a slip of the keyboard
+away from a defined one (rule JD274).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+
+def did_you_mean(word: str, choices: Collection[str]) -> str:
+    """``; did you mean 'x'?`` for the closest choice, or an empty string."""
+    import difflib
+
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def edits(a: str, b: str) -> int:
+    """Single-character insertions, deletions, substitutions and swaps of neighbours
+    that turn ``a`` into ``b`` (optimal string alignment distance)."""
+    rows = [list(range(len(b) + 1))]
+    for i, x in enumerate(a, 1):
+        row = [i]
+        for j, y in enumerate(b, 1):
+            best = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (x != y))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                best = min(best, rows[-2][j - 2] + 1)
+            row.append(best)
+        rows.append(row)
+    return rows[-1][-1]
+
+
+def near_miss(name: str, names: set[str]) -> str | None:
+    """The one defined name ``name`` is a slip of the keyboard away from: one edit for
+    short names, two from six letters on (``mial`` -> ``mail``, not ``points`` -> ``exports``)."""
+    allowed = 1 if len(name) < 6 else 2
+    close = sorted((edits(name, other), other) for other in names)
+    return close[0][1] if close and close[0][0] <= allowed else None
