@@ -169,7 +169,7 @@ def recommended_mode(job: JobPolicy, lang: str) -> str | None:
     if job.decision is None:
         return None
     try:
-        from jobdef.policy.decision import recommend  # type: ignore[import-not-found, unused-ignore]
+        from jobdef.policy.decision import recommend
     except ImportError:
         return None
     mode, deciding = recommend(job.decision)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.errors import UsageError
-from jobdef.policy.model import JobPolicy
+from jobdef.policy.model import DecisionAnswers, JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import job_context, next_run_times
@@ -103,13 +103,13 @@ def explain_data(
             "dead": job.retention.dead,
             "text": describe.retention(job.retention, lang),
         },
-        "decision": None if job.decision is None else _decision(job),
+        "decision": None if job.decision is None else _decision(job.decision),
         "recommended_mode": context["recommended"],
     }
 
 
-def _decision(job: JobPolicy) -> dict[str, bool | None]:
-    return {f.name: getattr(job.decision, f.name) for f in fields(job.decision)}  # type: ignore[arg-type]
+def _decision(answers: DecisionAnswers) -> dict[str, bool | None]:
+    return {f.name: getattr(answers, f.name) for f in fields(answers)}
 
 
 def _channel_description(channel: Any) -> str | None:
