@@ -26,9 +26,14 @@ def class_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def class_names(cls: type) -> tuple[str, ...]:
+    """The MRO of ``cls`` as sheet names, nearest first."""
+    return tuple(class_name(base) for base in cls.__mro__)
+
+
 def exception_names(exc: BaseException) -> tuple[str, ...]:
     """The MRO of ``exc``'s class as sheet names, nearest first."""
-    return tuple(class_name(cls) for cls in type(exc).__mro__)
+    return class_names(type(exc))
 
 
 @cache

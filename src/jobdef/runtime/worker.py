@@ -47,9 +47,9 @@ from jobdef.notify.events import notifications_for
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
-from jobdef.runtime.classify import class_name
-from jobdef.runtime.decisions import after_error
+from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
+from jobdef.runtime.failures import FailedAttempt, record_failure
 from jobdef.runtime.maintenance import MaintenanceContext, Service
 from jobdef.runtime.maintenance.outbox import OutboxService
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
@@ -86,16 +86,6 @@ class WorkerStats:
     crashed: int = 0
     released: int = 0
     refused: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    """A failed attempt to record: what the child reported, classified when recorded."""
-
-    held: _Held
-    error: ErrorInfo
-    names: tuple[str, ...]
-    outcome: Outcome | None
 
 
 @dataclass
@@ -167,7 +157,7 @@ class Worker:
         self._held: dict[int, _Held] = {}
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
-        self._failures: list[_Failure] = []
+        self._failures: list[FailedAttempt] = []
         self._outage = StoreOutage()
         self._idle = False
         self._stop_requests = 0
@@ -378,7 +368,7 @@ class Worker:
             if ok:
                 self.stats.done += 1
             else:
-                self._refused("complete", held)
+                self._refused("complete", held.record)
         mono = time.monotonic()
         for record in records:
             self._held[record.id] = _Held(record, self._policy(record), mono)
@@ -463,8 +453,8 @@ class Worker:
         elif isinstance(event, Killed):
             cls = AttemptTimedOut if event.timed_out else HandlerCrashed
             error = ErrorInfo(class_name(cls), event.detail)
-            names = tuple(class_name(c) for c in cls.__mro__)
-            self._fail(held, error, names, outcome="timeout" if event.timed_out else "crashed")
+            outcome: Outcome = "timeout" if event.timed_out else "crashed"
+            self._fail(held, error, class_names(cls), outcome)
 
     def _flush_completions(self) -> None:
         self._exchange(None)
@@ -477,57 +467,35 @@ class Worker:
         outcome: Outcome | None,
     ) -> None:
         """Record a failed attempt; while the store cannot take it, keep it for later."""
-        failure = _Failure(held, error, tuple(names), outcome)
+        assert held.policy is not None
+        failed = FailedAttempt(held.record, held.policy, error, tuple(names), outcome)
         try:
-            self._record_failure(failure)
+            self._record_failure(failed)
         except BackendError as exc:
-            self._failures.append(failure)
+            self._failures.append(failed)
             self._outage.failed(exc, time.monotonic(), len(self._held))
 
     def _record_failures(self) -> None:
         """Record the failed attempts kept while the store was out, oldest first."""
         pending, self._failures = self._failures, []
-        for index, failure in enumerate(pending):
+        for index, failed in enumerate(pending):
             try:
-                self._record_failure(failure)
+                self._record_failure(failed)
             except BackendError:
                 self._failures = pending[index:] + self._failures
                 raise
 
-    def _record_failure(self, failure: _Failure) -> None:
-        """Classify a failed attempt by the sheet, then retry or bury it (fenced)."""
-        held, error, outcome = failure.held, failure.error, failure.outcome
-        record, policy = held.record, held.policy
-        assert policy is not None
-        now = self.clock()
-        decision = after_error(policy, record, failure.names, now, self.rng)
-        events = ["timeout"] if outcome == "timeout" else []
-        if decision.action == "dead":
-            error = ErrorInfo(
-                error.type, f"{error.message}; dead: {decision.reason}", error.traceback
-            )
-        events.append(decision.action)
-        notes = [n for e in events for n in notifications_for(policy, e, record, error, now)]
-        if decision.action == "retry":
-            moved = self.backend.retry(
-                held.lease,
-                error,
-                decision.run_after or now,
-                decision.delay or 0.0,
-                outcome=outcome or "retry",
-                notifications=notes,
-            )
-        else:
-            moved = self.backend.bury(
-                held.lease, error, outcome=outcome or "dead", notifications=notes
-            )
+    def _record_failure(self, failed: FailedAttempt) -> None:
+        """Retry or bury a failed attempt per its sheet (fenced), then count and log it."""
+        recorded = record_failure(self.backend, failed, self.clock(), self.rng)
+        record, decision = failed.record, recorded.decision
         del self._held[record.id]
-        if outcome == "timeout":
+        if failed.outcome == "timeout":
             self.stats.timed_out += 1
-        elif outcome == "crashed":
+        elif failed.outcome == "crashed":
             self.stats.crashed += 1
-        if not moved:
-            self._refused(decision.action if decision.action == "retry" else "bury", held)
+        if not recorded.moved:
+            self._refused(decision.action if decision.action == "retry" else "bury", record)
         elif decision.action == "retry":
             self.stats.retried += 1
             log.info(
@@ -535,7 +503,7 @@ class Worker:
                 record.id,
                 record.job,
                 record.attempt,
-                error.type,
+                failed.error.type,
                 decision.delay or 0.0,
             )
         else:
@@ -557,13 +525,13 @@ class Worker:
             # Its lease expires; whichever worker reclaims it without the sheet buries it.
             self._outage.failed(exc, time.monotonic(), len(self._held))
 
-    def _refused(self, verb: str, held: _Held) -> None:
+    def _refused(self, verb: str, record: JobRecord) -> None:
         self.stats.refused += 1
         log.warning(
             "late %s of job %s attempt %d refused: its lease expired and the job was reclaimed",
             verb,
-            held.record.id,
-            held.record.attempt,
+            record.id,
+            record.attempt,
         )
 
     def _give_back(self, tasks: Sequence[Task]) -> None:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from jobdef.backends.records import ErrorInfo, JobRecord
 from jobdef.errors import UnknownJobError
-from jobdef.notify.events import notifications_for
 from jobdef.policy.durations import format_duration
-from jobdef.runtime.classify import class_name
-from jobdef.runtime.decisions import after_reclaim
+from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import LeaseExpired
+from jobdef.runtime.failures import FailedAttempt, record_failure
 from jobdef.runtime.maintenance import MaintenanceContext
 
 
@@ -44,34 +43,15 @@ class LeaseReclaimer:
             f"worker {record.worker_id} stopped heart-beating; its lease expired "
             f"{format_duration(max(overdue, 0.0))} ago and the job was reclaimed",
         )
-        decision = after_reclaim(policy, record, now, self.ctx.rng)
-        backend = self.ctx.backend
-        if decision.action == "retry":
-            events = ("reclaimed", "retry")
-            notes = [n for e in events for n in notifications_for(policy, e, record, error, now)]
-            moved = backend.retry(
-                record.lease,
-                error,
-                decision.run_after or now,
-                decision.delay or 0.0,
-                outcome="reclaimed",
-                notifications=notes,
-            )
-        else:
-            error = ErrorInfo(error.type, f"{error.message}; dead: {decision.reason}")
-            notes = [
-                n
-                for e in ("reclaimed", "dead")
-                for n in notifications_for(policy, e, record, error, now)
-            ]
-            moved = backend.bury(record.lease, error, outcome="reclaimed", notifications=notes)
-        if moved:
+        failed = FailedAttempt(record, policy, error, class_names(LeaseExpired), "reclaimed")
+        recorded = record_failure(self.ctx.backend, failed, now, self.ctx.rng)
+        if recorded.moved:
             self.ctx.log.warning(
                 "reclaimed job %s (%s attempt %s) from worker %s: %s",
                 record.id,
                 record.job,
                 record.attempt,
                 record.worker_id,
-                decision.action,
+                recorded.decision.action,
             )
-        return moved
+        return recorded.moved
