@@ -346,10 +346,7 @@ class PostgresBackend:
                 "ords": list(ordinals),
                 "jobs": [jobs[i].job for i in ordinals],
                 "keys": [jobs[i].idempotency_key for i in ordinals],
-                "since": [
-                    None if jobs[i].dedupe_window is None else now - jobs[i].dedupe_window
-                    for i in ordinals
-                ],
+                "since": [_dedupe_since(jobs[i], now) for i in ordinals],
             },
         ).fetchall()
         return [(row[0], row[1]) for row in rows]
@@ -641,28 +638,37 @@ class PostgresBackend:
                     "batch_size": batch_size,
                 }
                 if dry_run:
-                    total += self._run(
-                        lambda conn, p=params: conn.execute(self._q("prune_count"), p).fetchone()[0]
-                    )
+                    total += self._count("prune_count", params)
                     continue
                 while True:
-                    deleted = self._run(
-                        lambda conn, p=params: conn.execute(self._q("prune_batch"), p).rowcount
-                    )
+                    deleted = self._rowcount("prune_batch", params)
                     total += deleted
                     if deleted < batch_size:
                         break
         return total
 
+    def _count(self, query: str, params: Mapping[str, Any]) -> int:
+        """The one number ``query`` selects."""
+        return int(self._run(lambda conn: conn.execute(self._q(query), params).fetchone()[0]))
+
+    def _rowcount(self, query: str, params: Mapping[str, Any]) -> int:
+        """How many rows ``query`` changed."""
+        return int(self._run(lambda conn: conn.execute(self._q(query), params).rowcount))
+
     def try_maintenance_lock(self) -> bool:
+        """Whether this engine runs maintenance now: the listening session holds the lock
+        (see :meth:`Listener.try_maintenance_lock`)."""
         return self.listener.try_maintenance_lock()
 
     # Waking idle workers ------------------------------------------------------------------------
 
     def wait_for_jobs(self, timeout: float) -> bool:
+        """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
+        or ``timeout`` passes (see :meth:`Listener.wait_for_jobs`)."""
         return self.listener.wait_for_jobs(timeout)
 
     def wake(self) -> None:
+        """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""
         self.listener.wake()
 
     # Reading ---------------------------------------------------------------------------------
@@ -741,7 +747,8 @@ class PostgresBackend:
             # The handler's database need not be the job database: create the table
             # there when it is missing, looked up first so no error aborts the
             # handler's transaction.
-            if not connection.execute(self._q("processed_keys_exist")).fetchone()[0]:
+            exists = connection.execute(self._q("processed_keys_exist")).fetchone()
+            if exists is None or not exists[0]:
                 connection.execute(self._q("create_processed_keys"))
             return connection.execute(self._q("record_processed_key"), params).rowcount == 1
         except psycopg.Error as exc:
@@ -794,6 +801,11 @@ def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
     records = [_record(row) for row in rows]
     records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
     return records
+
+
+def _dedupe_since(job: NewJob, now: float) -> float | None:
+    """The oldest finish of a done job that ``job`` merges into (None: no dedupe window)."""
+    return None if job.dedupe_window is None else now - job.dedupe_window
 
 
 def _is_plain(job: NewJob) -> bool:

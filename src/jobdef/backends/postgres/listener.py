@@ -14,7 +14,7 @@ import select
 import threading
 import time
 
-from jobdef.backends.postgres.session import _INHERITED, Connection, connect
+from jobdef.backends.postgres.session import Connection, connect, keep_inherited
 from jobdef.errors import BackendError
 
 try:
@@ -44,8 +44,7 @@ class Listener:
 
     def _forget_if_forked(self) -> None:
         if os.getpid() != self._pid:
-            if self._session is not None:
-                _INHERITED.append(self._session)
+            keep_inherited(self._session)
             self._session = None
             self._maintenance_held = False
             self._pid = os.getpid()

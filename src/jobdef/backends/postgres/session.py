@@ -33,9 +33,7 @@ URL_HINT = "write it as postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schem
 T = TypeVar("T")
 Connection = Any  # psycopg.Connection[Any]; Any keeps the import optional
 
-# Connections a forked child inherited: never closed by the child (closing
-# would end the parent's session), only forgotten.
-_INHERITED: list[Connection] = []
+_INHERITED: list[Connection] = []  # see keep_inherited
 
 
 def require_psycopg() -> None:
@@ -166,6 +164,16 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def keep_inherited(conn: Connection | None) -> None:
+    """Set aside a connection that a forked child inherited, without closing it.
+
+    Closing it in the child would end the parent's session; it is only
+    forgotten, and kept referenced so that garbage collection does not close it.
+    """
+    if conn is not None:
+        _INHERITED.append(conn)
+
+
 class SessionManager:
     """The engine's own session: opened on first use, replaced after a fork or a lost session.
 
@@ -186,8 +194,7 @@ class SessionManager:
 
     def _forget_if_forked(self) -> None:
         if os.getpid() != self._pid:
-            if self._conn is not None:
-                _INHERITED.append(self._conn)
+            keep_inherited(self._conn)
             self._conn = None
             self._pid = os.getpid()
 
