@@ -21,7 +21,7 @@ same query names in every engine.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from jobdef.backends.records import (
     AttemptRecord,
@@ -180,10 +180,12 @@ class Backend(Protocol):
 
 
 # Optional capabilities. An engine that serves many hosts (PostgreSQL) offers
-# them; the worker asks through the two functions below, so an engine without
-# them (SQLite) needs no code: it polls, and every worker maintains.
+# them and names them among its bases, so the type checker holds it to them; the
+# worker asks through the functions below, so an engine without them (SQLite)
+# needs no code: it polls, and every worker maintains.
 
 
+@runtime_checkable
 class WakesWorkers(Protocol):
     """An engine that can tell an idle worker that jobs were enqueued (LISTEN/NOTIFY)."""
 
@@ -194,6 +196,7 @@ class WakesWorkers(Protocol):
         """End a ``wait_for_jobs`` at once (the worker was asked to stop); signal-safe."""
 
 
+@runtime_checkable
 class ElectsMaintainer(Protocol):
     """An engine that lets one worker at a time run the maintenance services."""
 
@@ -203,12 +206,12 @@ class ElectsMaintainer(Protocol):
 
 def can_wait_for_jobs(backend: object) -> TypeGuard[WakesWorkers]:
     """Whether ``backend`` wakes idle workers itself (else the worker polls)."""
-    return callable(getattr(backend, "wait_for_jobs", None))
+    return isinstance(backend, WakesWorkers)
 
 
 def elects_maintainer(backend: object) -> TypeGuard[ElectsMaintainer]:
     """Whether ``backend`` lets one worker at a time maintain (else every worker does)."""
-    return callable(getattr(backend, "try_maintenance_lock", None))
+    return isinstance(backend, ElectsMaintainer)
 
 
 def holds_maintenance_lock(backend: object) -> bool:

@@ -34,6 +34,7 @@ from jobdef.backends.postgres.session import (
     require_psycopg,
     split_url,
 )
+from jobdef.backends.protocol import ElectsMaintainer, WakesWorkers
 from jobdef.backends.records import (
     AttemptRecord,
     ClaimOptions,
@@ -74,8 +75,11 @@ def advisory_key(purpose: str, schema: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresBackend:
-    """The :class:`~jobdef.backends.protocol.Backend` protocol on PostgreSQL (psycopg 3)."""
+class PostgresBackend(WakesWorkers, ElectsMaintainer):
+    """The :class:`~jobdef.backends.protocol.Backend` protocol on PostgreSQL (psycopg 3),
+    with the capabilities of an engine that many hosts share: it wakes idle workers
+    (:class:`~jobdef.backends.protocol.WakesWorkers`) and elects the one that
+    maintains (:class:`~jobdef.backends.protocol.ElectsMaintainer`)."""
 
     def __init__(
         self,
