@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from jobdef.policy.model import ErrorAction, ErrorPolicy
+from jobdef.policy.model import ErrorAction, ErrorClass, ErrorPolicy
 
 
 def class_name(cls: type) -> str:
@@ -67,9 +67,13 @@ class Classification:
 def classify(policy: ErrorPolicy, names: Sequence[str]) -> Classification:
     """Walk the MRO from the raised class outwards; the first listed class decides."""
     listed: dict[str, tuple[ErrorAction, str]] = {}
-    for action, classes in (("retry", policy.retry), ("fatal", policy.fatal)):
+    lists: list[tuple[ErrorAction, tuple[ErrorClass, ...]]] = [
+        ("retry", policy.retry),
+        ("fatal", policy.fatal),
+    ]
+    for action, classes in lists:
         for error_class in classes:
-            listed[canonical(error_class.name)] = (action, error_class.name)  # type: ignore[assignment]
+            listed[canonical(error_class.name)] = (action, error_class.name)
     for name in names:
         if name in listed:
             action, written = listed[name]
