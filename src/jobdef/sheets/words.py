@@ -1,8 +1,14 @@
 """Word helpers for messages: the closest known name to a misspelt one.
 
-:func:`did_you_mean` turns a suggestion into the tail of a message;
-:func:`near_miss` and :func:`edits` say whether a name is a slip of the keyboard
-away from a defined one (rule JD274).
+Two questions, two measures, both here so that every caller asks them the same way:
+
+- :func:`did_you_mean` *suggests* a name in a message about a value that is
+  wrong anyway (an unknown field, arg, channel, time zone). It uses difflib's
+  similarity, which also catches a shortened name (``{order}`` -> ``order_id``).
+- :func:`near_miss` *decides* whether a value that is valid as written is
+  probably a typo of a defined name (rule JD274: a queue needs no Queue
+  document). It allows only one or two :func:`edits`, so that two distinct
+  names that merely look alike are not reported.
 """
 
 from __future__ import annotations
