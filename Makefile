@@ -1,12 +1,14 @@
-.PHONY: help install test lint format ci docs golden validate
+.PHONY: help install test lint typecheck format ci docs golden validate
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 install:  ## install jobdef with the test dependencies (editable)
 	python3 -m pip install -e '.[test]'
 test:  ## run the test suite
 	python3 -m pytest
-lint:  ## ruff lint and format check
-	python3 -m ruff check . && python3 -m ruff format --check .
+lint:  ## the static checks CI runs: ruff lint and format check, then mypy
+	python3 -m ruff check . && python3 -m ruff format --check . && python3 -m mypy
+typecheck:  ## mypy over src/jobdef (settings in pyproject.toml)
+	python3 -m mypy
 format:  ## apply ruff formatting and safe fixes
 	python3 -m ruff format . && python3 -m ruff check --fix .
 ci:  ## run exactly what CI runs
