@@ -15,7 +15,6 @@ the idempotency key is computed from its recipe, and queue, priority and
 
 from __future__ import annotations
 
-import string
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -24,6 +23,7 @@ from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import EnqueueResult, JobRecord, NewJob
 from jobdef.errors import ArgsError
+from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import JobPolicy, thaw
 from jobdef.policy.registry import Registry
 from jobdef.sheets.schema_fast import Check, UnsupportedSchema, compile_schema
@@ -82,21 +82,6 @@ def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
             f"job {policy.name!r}: {details}. Nothing was stored; pass args that match "
             f"the `args` of {policy.file or 'its sheet'}"
         )
-
-
-def idempotency_key(policy: JobPolicy, args: Mapping[str, Any]) -> str | None:
-    """The key from the sheet's recipe: ``"{reservation_id}:mail"`` -> ``"42:mail"``."""
-    recipe = policy.idempotency.key
-    if recipe is None:
-        return None
-    names = [field for _, field, _, _ in string.Formatter().parse(recipe) if field]
-    missing = [name for name in names if name not in args]
-    if missing:
-        raise ArgsError(
-            f"job {policy.name!r}: the idempotency key {recipe!r} uses "
-            f"{', '.join(missing)}, which the call did not pass. Nothing was stored; pass it"
-        )
-    return recipe.format_map(dict(args))
 
 
 class Queue:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import JobRecord, NewJob
 from jobdef.errors import JobdefError
+from jobdef.policy.keys import slot_key
 from jobdef.policy.model import JobPolicy
 from jobdef.schedule.cron import CronSchedule, zone
 from jobdef.schedule.slots import CATCH_UP_LIMIT, ON_TIME_GRACE, as_datetime, due_slots, schedule_of
@@ -33,13 +34,6 @@ if TYPE_CHECKING:  # the runtime package imports this module
     from jobdef.runtime.maintenance import MaintenanceContext
 
 log = logging.getLogger("jobdef.scheduler")
-
-
-def slot_key(policy: JobPolicy, slot: datetime) -> str:
-    """The idempotency key of one slot: the sheet's key (or the job name) ``@`` the slot time."""
-    from jobdef.runtime.queue import idempotency_key  # the runtime package imports this module
-
-    return f"{idempotency_key(policy, {}) or policy.name}@{slot.isoformat()}"
 
 
 def slot_time(record: JobRecord, policy: JobPolicy) -> datetime | None:
