@@ -1,30 +1,40 @@
-"""One YAML document of a sheet file as plain data, with the position of every value."""
+"""One YAML document of a sheet file as plain data, with the position of every value.
+
+The strict loader (:mod:`jobdef.sheets.strict_yaml`) makes these; the schema
+check, the rules and the builder read them. There is no other document type.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobdef.policy.model import Origin
 
 Path_ = tuple[str | int, ...]
+# 1-based (line, column).
+Position = tuple[int, int]
 
 
 @dataclass(frozen=True)
 class Document:
-    """One YAML document of kind Job, Channel or Defaults, as plain data.
+    """One YAML document of kind Job, Channel, Defaults or Queue, as plain data.
 
-    ``positions`` maps a path inside ``data`` (``("backoff", "initial")``) to the
-    1-based (line, column) of its value; ``key_positions`` maps it to the
-    position of its key. The loader (:mod:`jobdef.sheets.pipeline`) fills both in.
+    ``data`` is a mapping in every document :func:`~jobdef.sheets.strict_yaml.read_file`
+    returns (:func:`~jobdef.sheets.strict_yaml.parse_text` also returns documents
+    whose root is a list or a scalar, which ``read_file`` reports and drops).
+    ``line`` and ``column`` are where the document starts; ``positions`` maps a
+    path inside ``data`` (``("backoff", "initial")``) to the position of its
+    value, ``key_positions`` to the position of its key. The loader fills both
+    in while it reads.
     """
 
-    data: Mapping[str, Any]
+    data: Any
     file: str
     line: int = 1
-    positions: Mapping[Path_, tuple[int, int]] = field(default_factory=dict)
-    key_positions: Mapping[Path_, tuple[int, int]] = field(default_factory=dict)
+    column: int = 1
+    positions: dict[Path_, Position] = field(default_factory=dict)
+    key_positions: dict[Path_, Position] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:

@@ -112,16 +112,9 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
             unreadable.append(f"{path}: {exc.strerror or exc}")
             continue
         diagnostics.extend(loaded.diagnostics)
-        for raw in loaded.documents:
-            doc = Document(
-                data=raw.data,
-                file=raw.file,
-                line=raw.line,
-                positions=raw.positions,
-                key_positions=raw.key_positions,
-            )
+        for doc in loaded.documents:
             found, owned = check_document(doc)
-            found.extend(check_schema(raw, owned))
+            found.extend(check_schema(doc, owned))
             diagnostics.extend(found)
             buildable[id(doc)] = not any(d.severity == "error" for d in found)
             documents.append(doc)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.document import Document, Path_, Position
 from jobdef.sheets.rules import schema as rules
 from jobdef.sheets.schema_fast import Check, compile_schema
-from jobdef.sheets.strict_yaml import LoadedDocument, Path_, Position
 from jobdef.sheets.words import did_you_mean
 
 if TYPE_CHECKING:
@@ -111,12 +111,12 @@ def dotted(path: Path_) -> str:
     return out
 
 
-def _kind_of(doc: LoadedDocument) -> str:
+def _kind_of(doc: Document) -> str:
     kind = doc.data.get("kind")
     return kind if kind in KINDS else "sheet"
 
 
-def _where(path: Path_, doc: LoadedDocument) -> str:
+def _where(path: Path_, doc: Document) -> str:
     return f" in {dotted(path)}" if path else f" of a {_kind_of(doc)}"
 
 
@@ -127,7 +127,7 @@ class _Finding:
         self.rule, self.path, self.position, self.message = rule, path, position, message
 
 
-def _position(doc: LoadedDocument, path: Path_, key: bool = False) -> Position:
+def _position(doc: Document, path: Path_, key: bool = False) -> Position:
     """The key of ``path`` (when asked and it has one), else its value, else its nearest parent."""
     if key and path in doc.key_positions:
         return doc.key_positions[path]
@@ -144,7 +144,7 @@ def _pattern_message(error: ValidationError, field: str) -> str:
     return f"{field}{error.instance!r} is not valid here; {hint}"
 
 
-def _findings(error: ValidationError, doc: LoadedDocument) -> Iterator[_Finding]:
+def _findings(error: ValidationError, doc: Document) -> Iterator[_Finding]:
     path: Path_ = tuple(error.absolute_path)
     field = f"{dotted(path)}: " if path else ""
     kind = error.validator
@@ -274,7 +274,7 @@ def _owned(path: Path_, owned: Collection[Path_]) -> bool:
     return any(path[: len(prefix)] == prefix for prefix in owned)
 
 
-def check_document(doc: LoadedDocument, owned: Collection[Path_] = ()) -> list[Diagnostic]:
+def check_document(doc: Document, owned: Collection[Path_] = ()) -> list[Diagnostic]:
     """Every schema error of one document; errors under an ``owned`` path are left to a rule
     that already reported them with a more precise message."""
     if _fast_check()(doc.data):

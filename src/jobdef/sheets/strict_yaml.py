@@ -25,6 +25,7 @@ from typing import Any, cast
 import yaml
 
 from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.document import Document, Path_, Position
 from jobdef.sheets.rules import loading as rules
 
 try:  # libyaml is about 7x faster than the pure-Python parser and gives the same marks
@@ -33,9 +34,6 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 MAX_BYTES = 1024 * 1024
-
-Path_ = tuple[str | int, ...]
-Position = tuple[int, int]
 
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -155,25 +153,9 @@ def _describe(value: Any) -> str:
 
 
 @dataclass
-class LoadedDocument:
-    """One YAML document as plain data with the 1-based position of every node.
-
-    ``positions`` maps a path (``("backoff", "initial")``) to its value's
-    position; ``key_positions`` maps the same path to the position of its key.
-    """
-
-    data: Any
-    file: str
-    line: int
-    column: int
-    positions: dict[Path_, Position] = field(default_factory=dict)
-    key_positions: dict[Path_, Position] = field(default_factory=dict)
-
-
-@dataclass
 class LoadedFile:
     path: str
-    documents: list[LoadedDocument]
+    documents: list[Document]
     diagnostics: list[Diagnostic]
 
 
@@ -200,10 +182,10 @@ class _Builder:
 
     def __init__(self, file: str) -> None:
         self.file = file
-        self.documents: list[LoadedDocument] = []
+        self.documents: list[Document] = []
         self.diagnostics: list[Diagnostic] = []
         self._stack: list[_Frame] = []
-        self._doc: LoadedDocument | None = None
+        self._doc: Document | None = None
         # Anchors and aliases: the first of each is reported, the rest only counted,
         # so an alias bomb gives two lines, not thousands.
         self._refs: dict[str, list[Any]] = {}
@@ -399,7 +381,7 @@ class _Builder:
                 path = (*parent.path, len(parent.container))
         self._stack.append(_Frame(container=container, path=path, live=live, key_pos=pos))
         if self._doc is None:
-            self._doc = LoadedDocument(data=container, file=self.file, line=pos[0], column=pos[1])
+            self._doc = Document(data=container, file=self.file, line=pos[0], column=pos[1])
             self.documents.append(self._doc)
         if live and self._doc is not None:
             self._doc.positions[path] = pos
@@ -408,7 +390,7 @@ class _Builder:
 
     def _value(self, value: Any, pos: Position) -> None:
         if not self._stack:
-            doc = LoadedDocument(data=value, file=self.file, line=pos[0], column=pos[1])
+            doc = Document(data=value, file=self.file, line=pos[0], column=pos[1])
             doc.positions[()] = pos
             self.documents.append(doc)
             return
@@ -465,7 +447,7 @@ def _tab_position(lines: list[str], upto: int) -> Position | None:
     return None
 
 
-def parse_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnostic]]:
+def parse_text(text: str, file: str) -> tuple[list[Document], list[Diagnostic]]:
     """Read every document of ``text``; problems come back as diagnostics."""
     builder = _Builder(file)
     loader = None
@@ -587,7 +569,7 @@ def read_file(path: Path, display: str | None = None) -> LoadedFile:
             ],
         )
     documents, diagnostics = parse_text(text, file)
-    usable: list[LoadedDocument] = []
+    usable: list[Document] = []
     for doc in documents:
         if doc.data is None:
             continue  # an empty document between two `---`
