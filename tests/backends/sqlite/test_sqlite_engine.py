@@ -49,7 +49,7 @@ def test_the_database_is_in_wal_mode_with_a_schema_version(tmp_path):
     conn = sqlite3.connect(tmp_path / "jobs.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     versions = [(number,) for number, _name, _sql in migration_files(MIGRATIONS)]
-    applied = conn.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+    applied = conn.execute("SELECT version FROM jobdef_schema_version ORDER BY version").fetchall()
     assert applied == versions
     conn.close()
 
@@ -78,8 +78,8 @@ def test_claim_reads_the_partial_index_of_queued_rows_only(tmp_path):
         row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + Q["claim_jobs"], params)
     )
     conn.close()
-    assert "USING INDEX jobs_claim" in plan
-    assert "SCAN jobs\n" not in plan
+    assert "USING INDEX jobdef_jobs_claim" in plan
+    assert "SCAN jobdef_jobs\n" not in plan
 
 
 def test_a_database_held_locked_too_long_is_one_clear_error(tmp_path):

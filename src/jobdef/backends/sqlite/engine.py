@@ -3,7 +3,11 @@
 Every verb is one ``BEGIN IMMEDIATE`` transaction on the backend's own
 connection, so writers queue on SQLite's lock (``busy_timeout``) instead of
 failing. The SQL lives in ``queries.sql`` beside this module; migrations in
-``migrations/NNNN_*.sql``.
+``migrations/NNNN_*.sql``, each applied with its version bump in one
+transaction. Every table is prefixed ``jobdef_``, so the store can share the
+application's own database. A database without jobdef tables starts from
+``migrations/baseline_NNNN.sql`` (the schema at that version) rather than from
+0001, whose bare table names would collide with the application's.
 
 URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``. The
 default ``synchronous=full`` flushes every commit to disk, so an enqueued job
@@ -14,6 +18,7 @@ it survives a crash of the process, not of the machine).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import threading
@@ -21,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -41,12 +47,24 @@ from jobdef.backends.records import (
     State,
     StateCount,
 )
+from jobdef.backends.rows import (
+    attempt_history,
+    error_json,
+    in_claim_order,
+    job_record,
+    json_text,
+    lease_params,
+    outbox_record,
+)
 from jobdef.backends.sql import load_queries, migration_files
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
 
 Q = load_queries("jobdef.backends.sqlite", "queries.sql")
 MIGRATIONS = "jobdef.backends.sqlite.migrations"
+# The migration that prefixed every table jobdef_: older ones record themselves in
+# the bare schema_version table of the stores they were written for.
+PREFIXED = 4
 BUSY_TIMEOUT_MS = 30_000
 # Below this much free space on its disk, an error about the database says the disk is full.
 LOW_DISK_BYTES = 1 << 20
@@ -69,67 +87,21 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
 
 
 def _job(row: sqlite3.Row) -> JobRecord:
-    error = None
-    if row["last_error_type"] is not None:
-        error = ErrorInfo(
-            row["last_error_type"],
-            row["last_error_message"] or "",
-            row["last_error_traceback"] or "",
-        )
-    return JobRecord(
-        id=row["id"],
-        job=row["job"],
-        queue=row["queue"],
-        priority=row["priority"],
-        args=json.loads(row["args"]),
-        state=row["state"],
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        idempotency_key=row["idempotency_key"],
-        run_after=row["run_after"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        finished_at=row["finished_at"],
-        worker_id=row["worker_id"],
-        lease_until=row["lease_until"],
-        last_error=error,
-        last_delay=row["last_delay"],
-        progress=None if row["progress"] is None else json.loads(row["progress"]),
-        note=row["note"],
-        slot=row["slot"],
-    )
+    return job_record(row, json_text)
 
 
-def _outbox(row: sqlite3.Row) -> OutboxRecord:
-    return OutboxRecord(
-        id=row["id"],
-        notification=Notification(
-            channel=row["channel"],
-            event=row["event"],
-            job=row["job"],
-            payload=json.loads(row["payload"]),
-            message_id=row["message_id"],
-        ),
-        attempts=row["attempts"],
-        next_at=row["next_at"],
-        created_at=row["created_at"],
-        delivered_at=row["delivered_at"],
-        last_error=row["last_error"],
-    )
+def _error_text(error: ErrorInfo | None) -> str | None:
+    """An error as the jobs and attempts tables store it (JSON, as PostgreSQL's jsonb)."""
+    return None if error is None else json.dumps(error_json(error), ensure_ascii=False)
 
 
-def _lease_params(lease: Lease) -> dict[str, Any]:
-    return {"job_id": lease.job_id, "attempt": lease.attempt, "worker_id": lease.worker_id}
-
-
-def _error_params(error: ErrorInfo | None) -> dict[str, Any]:
-    if error is None:
-        return {"error_type": None, "error_message": None, "traceback": None}
-    return {
-        "error_type": error.type,
-        "error_message": error.message,
-        "traceback": error.traceback or None,
-    }
+def baseline() -> tuple[int, str]:
+    """``(version, sql)`` of the schema a database without jobdef tables starts from."""
+    for entry in resources.files(MIGRATIONS).iterdir():
+        match = re.match(r"^baseline_(\d{4})\.sql$", entry.name)
+        if match:
+            return int(match.group(1)), entry.read_text("utf-8")
+    raise ValueError(f"{MIGRATIONS}: no baseline_NNNN.sql")
 
 
 class SQLiteBackend:
@@ -161,12 +133,17 @@ class SQLiteBackend:
                 "the database your workers use, or create it with `jobdef db upgrade`"
             )
         try:
+            # Without create, the file is opened read-write but never made, and its
+            # journal mode is left as it is: a store was put in WAL mode by whoever
+            # created its tables, and a database without them is not ours to change.
+            target = str(self.path) if create else self.path.resolve().as_uri() + "?mode=rw"
             self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30
+                target, isolation_level=None, check_same_thread=False, timeout=30, uri=not create
             )
             self._conn.row_factory = sqlite3.Row
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            if create:
+                self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
         except sqlite3.DatabaseError as exc:
             raise BackendError(
@@ -211,30 +188,38 @@ class SQLiteBackend:
             ) from exc
 
     def migrate(self) -> None:
-        with self._lock:
-            self._conn.execute(Q["create_schema_version"])
-            current = self._conn.execute(Q["schema_version"]).fetchone()[0]
-            pending = [m for m in migration_files(MIGRATIONS) if m[0] > current]
-            if not pending:
-                return
+        """Bring the schema to the newest version, one migration per transaction.
+
+        Each step (the baseline of a database without jobdef tables, or one
+        numbered file) and its version bump commit together, so a failing
+        migration leaves the database at the version before it. The version is
+        re-read inside each write lock: another process may have migrated meanwhile.
+        """
+        files = migration_files(MIGRATIONS)
+        if self.schema_version() >= files[-1][0]:
+            return
+        while True:
             with self._write() as conn:
-                # Re-read inside the lock: another process may have migrated meanwhile.
-                current = conn.execute(Q["schema_version"]).fetchone()[0]
-                for version, name, sql in pending:
-                    if version <= current:
-                        continue
-                    for statement in _statements(sql):
-                        conn.execute(statement)
-                    conn.execute(
-                        Q["record_migration"],
-                        {"version": version, "name": name, "now": self.clock()},
-                    )
+                step = _next_step(_version_on(conn), files)
+                if step is None:
+                    return
+                sql, versions, record = step
+                for statement in _statements(sql):
+                    conn.execute(statement)
+                for version, name in versions:
+                    conn.execute(Q[record], {"version": version, "name": name, "now": self.clock()})
 
     def schema_version(self) -> int:
-        """The newest migration applied to this database."""
-        with self._lock:
-            self._conn.execute(Q["create_schema_version"])
-            return int(self._conn.execute(Q["schema_version"]).fetchone()[0])
+        """The newest migration applied to this database (0: it has no jobdef tables).
+
+        Reads only: a database without jobdef tables is left as it was.
+        """
+        with self._lock, self._errors():
+            return _version_on(self._conn)
+
+    def latest_version(self) -> int:
+        """The newest migration this version of jobdef ships."""
+        return migration_files(MIGRATIONS)[-1][0]
 
     def close(self) -> None:
         with self._lock:
@@ -323,17 +308,7 @@ class SQLiteBackend:
         else:
             params["limit"] = options.limit
             rows = conn.execute(Q["claim_jobs"], params).fetchall()
-        conn.executemany(
-            Q["start_attempt"],
-            [
-                {"job_id": r["id"], "attempt": r["attempt"], "worker_id": options.worker_id}
-                | {"now": now}
-                for r in rows
-            ],
-        )
-        records = [_job(row) for row in rows]
-        records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
-        return records
+        return in_claim_order(_job(row) for row in rows)
 
     def _claim_limited(
         self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any], now: float
@@ -407,7 +382,7 @@ class SQLiteBackend:
         with self._write() as conn:
             cursor = conn.execute(
                 Q["heartbeat"],
-                _lease_params(lease)
+                lease_params(lease)
                 | {
                     "now": now,
                     "lease_until": now + lease_seconds,
@@ -442,13 +417,9 @@ class SQLiteBackend:
         ).fetchall()
         done = {row[0] for row in rows}
         accepted = [lease.job_id in done for lease in leases]
-        ok = [
-            [x.job_id, x.attempt, x.worker_id]
-            for x, yes in zip(leases, accepted, strict=True)
-            if yes
-        ]
-        if ok:
-            conn.execute(Q["finish_attempts_done"], {"leases": json.dumps(ok), "now": now})
+        if rows:
+            finished = json.dumps([list(row) for row in rows])
+            conn.execute(Q["record_done_attempts"], {"done": finished, "now": now})
         if notifications:
             for lease in (x for x, yes in zip(leases, accepted, strict=True) if yes):
                 self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
@@ -505,11 +476,13 @@ class SQLiteBackend:
         now: float,
         extra: dict[str, Any] | None = None,
     ) -> bool:
-        """Apply a fenced transition; on success close the attempt row with ``outcome``."""
-        params = _lease_params(lease) | _error_params(error) | {"now": now} | (extra or {})
-        if conn.execute(Q[query], params).rowcount != 1:
+        """Apply a fenced transition; on success write the attempt's row with ``outcome``."""
+        params = lease_params(lease) | {"error": _error_text(error), "now": now} | (extra or {})
+        moved = conn.execute(Q[query], params).fetchone()
+        if moved is None:
             return False
-        conn.execute(Q["finish_attempt"], params | {"outcome": outcome})
+        started = {"started_at": moved["started_at"], "outcome": outcome}
+        conn.execute(Q["record_attempt"], params | started)
         return True
 
     # -- operator verbs ---------------------------------------------------------
@@ -599,28 +572,28 @@ class SQLiteBackend:
         return [_job(row) for row in rows]
 
     def attempts(self, job_id: int) -> list[AttemptRecord]:
-        rows = self._read("job_attempts", {"job_id": job_id})
-        return [
-            AttemptRecord(
-                job_id=row["job_id"],
-                attempt=row["attempt"],
-                worker_id=row["worker_id"],
-                started_at=row["started_at"],
-                finished_at=row["finished_at"],
-                outcome=row["outcome"],
-                error=None
-                if row["error_type"] is None
-                else ErrorInfo(
-                    row["error_type"], row["error_message"] or "", row["error_traceback"] or ""
-                ),
-            )
-            for row in rows
-        ]
+        """Finished attempts from the attempts table, then the running one from the job
+        row, read in one transaction so an attempt that ends meanwhile is seen once."""
+        params = {"job_id": job_id}
+        with self._lock, self._errors():
+            conn = self._conn
+            conn.execute("BEGIN")
+            try:
+                rows = conn.execute(Q["job_attempts"], params).fetchall()
+                job = conn.execute(Q["get_job"], params).fetchone()
+            finally:
+                conn.execute("COMMIT")
+        return attempt_history(rows, job, json_text)
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
-        connection.execute(Q["create_processed_keys"])
+        if not connection.execute(Q["processed_keys_exist"]).fetchone()[0]:
+            # The handler's database need not be the job database: the table is made
+            # there on first use, with the keys an older jobdef wrote to it.
+            connection.execute(Q["create_processed_keys"])
+            if connection.execute(Q["legacy_processed_keys"]).fetchone()[0] == 3:
+                connection.execute(Q["adopt_processed_keys"])
         params = {"key": key, "job_id": job_id, "now": self.clock()}
-        return connection.execute(Q["record_processed_key"], params).rowcount == 1
+        return bool(connection.execute(Q["record_processed_key"], params).rowcount == 1)
 
     # -- outbox -----------------------------------------------------------------
 
@@ -680,6 +653,38 @@ class SQLiteBackend:
                 )
             )
         return infos
+
+
+def _outbox(row: sqlite3.Row) -> OutboxRecord:
+    return outbox_record(row, json_text)
+
+
+def _next_step(
+    current: int, files: Sequence[tuple[int, str, str]]
+) -> tuple[str, list[tuple[int, str]], str] | None:
+    """What takes a database at version ``current`` one step further: the SQL, the
+    ``(version, name)`` of the migrations it stands for, and the query that records
+    them. ``None`` when it is up to date."""
+    if current == 0:
+        version, sql = baseline()
+        done = [(number, name) for number, name, _ in files if number <= version]
+        return sql, done, "record_migration"
+    pending = [(number, name, sql) for number, name, sql in files if number > current]
+    if not pending:
+        return None
+    number, name, sql = pending[0]
+    record = "record_migration" if number >= PREFIXED else "record_legacy_migration"
+    return sql, [(number, name)], record
+
+
+def _version_on(conn: sqlite3.Connection) -> int:
+    """The schema version of the database ``conn`` is on, reading only."""
+    tables = {row[0] for row in conn.execute(Q["schema_tables"])}
+    if "jobdef_schema_version" in tables:
+        return int(conn.execute(Q["schema_version"]).fetchone()[0])
+    if "schema_version" in tables:  # a store made before the jobdef_ prefix, or not ours
+        return int(conn.execute(Q["legacy_schema_version"]).fetchone()[0] or 0)
+    return 0
 
 
 def _disk_note(path: Path | str) -> str:

@@ -1,23 +1,41 @@
 -- Named queries of the SQLite engine. The PostgreSQL engine uses the same names.
 -- Parameters are named (:now); lists are passed as JSON arrays and read with json_each.
 
--- name: schema_version
--- The newest migration applied (0 on a new database).
-SELECT coalesce(max(version), 0) FROM schema_version;
+-- name: schema_tables
+-- Which of the version tables this database has: jobdef_schema_version, or the
+-- bare schema_version of a store made before version 4 (SQLite only: the
+-- PostgreSQL tables were always prefixed). Read without writing anything, so
+-- a read command on a database without jobdef tables leaves it as it was.
+SELECT name FROM sqlite_master
+WHERE type = 'table' AND name IN ('jobdef_schema_version', 'schema_version');
 
--- name: create_schema_version
-CREATE TABLE IF NOT EXISTS schema_version (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at REAL NOT NULL
-);
+-- name: schema_version
+-- The newest migration applied.
+SELECT coalesce(max(version), 0) FROM jobdef_schema_version;
+
+-- name: legacy_schema_version
+-- The version of a store made before version 4, whose tables had no prefix;
+-- NULL when `schema_version` is not jobdef's (an application table of that
+-- name has other columns, or no row for jobdef's first migration).
+SELECT CASE WHEN (
+    SELECT count(*) FROM pragma_table_info('schema_version')
+    WHERE name IN ('version', 'name', 'applied_at')
+) = 3 THEN (
+    SELECT max(version) FROM schema_version
+    WHERE EXISTS (SELECT 1 FROM schema_version WHERE version = 1 AND name = '0001_initial.sql')
+) END;
 
 -- name: record_migration
+INSERT INTO jobdef_schema_version (version, name, applied_at) VALUES (:version, :name, :now);
+
+-- name: record_legacy_migration
+-- Migrations 0002 and 0003 of a store made before version 4 record themselves
+-- in its bare schema_version table (0004 renames it).
 INSERT INTO schema_version (version, name, applied_at) VALUES (:version, :name, :now);
 
 -- name: find_duplicate
 -- An active job with the same key, or (with a window) one that finished done recently.
-SELECT id FROM jobs
+SELECT id FROM jobdef_jobs
 WHERE job = :job AND idempotency_key = :key
   AND (state IN ('queued', 'running')
        OR (:window IS NOT NULL AND state = 'done' AND finished_at >= :now - :window))
@@ -25,45 +43,47 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: find_slot
-SELECT job_id FROM job_slots WHERE job = :job AND slot = :slot;
+SELECT job_id FROM jobdef_slots WHERE job = :job AND slot = :slot;
 
 -- name: insert_slot
-INSERT INTO job_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
+INSERT INTO jobdef_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
 
 -- name: last_slot
 -- The newest slot ever stored for a job; the primary key (job, slot) serves it.
-SELECT max(slot) FROM job_slots WHERE job = :job;
+SELECT max(slot) FROM jobdef_slots WHERE job = :job;
 
 -- name: insert_job
-INSERT INTO jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
+INSERT INTO jobdef_jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
                   run_after, created_at, updated_at, slot)
 VALUES (:job, :queue, :priority, :args, 'queued', :max_attempts, :key,
         :run_after, :now, :now, :slot);
 
 -- name: claim_jobs
 -- One statement: the runnable jobs in claim order, leased to the worker. The inner
--- SELECT walks the jobs_claim partial index and stops after :limit rows.
-UPDATE jobs
+-- SELECT walks the jobdef_jobs_claim partial index and stops after :limit rows.
+-- The attempt starts on the job row (started_at); its attempts row is written
+-- when it ends.
+UPDATE jobdef_jobs
 SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
-    lease_until = :lease_until, updated_at = :now
+    started_at = :now, lease_until = :lease_until, updated_at = :now
 WHERE id IN (
-    SELECT id FROM jobs INDEXED BY jobs_claim
+    SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_claim
     WHERE state = 'queued' AND run_after <= :now
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND queue NOT IN (SELECT queue FROM queue_state WHERE paused = 1)
+      AND queue NOT IN (SELECT queue FROM jobdef_queues WHERE paused = 1)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit
 )
 RETURNING *;
 
 -- name: queues_with_queued
--- The queues that have queued jobs: a skip scan of jobs_claim_queue, one index
+-- The queues that have queued jobs: a skip scan of jobdef_jobs_claim_queue, one index
 -- probe per queue however many jobs each holds.
 WITH RECURSIVE present(queue) AS (
-    SELECT (SELECT queue FROM jobs INDEXED BY jobs_claim_queue
+    SELECT (SELECT queue FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
             WHERE state = 'queued' ORDER BY queue LIMIT 1)
     UNION ALL
-    SELECT (SELECT j.queue FROM jobs AS j INDEXED BY jobs_claim_queue
+    SELECT (SELECT j.queue FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
             WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
     FROM present WHERE present.queue IS NOT NULL
 )
@@ -72,96 +92,92 @@ SELECT queue FROM present WHERE queue IS NOT NULL;
 -- name: queue_candidates
 -- One queue's runnable jobs in claim order, without taking them: the claim under
 -- queue limits merges these per-queue picks.
-SELECT id, queue, priority, run_after FROM jobs INDEXED BY jobs_claim_queue
+SELECT id, queue, priority, run_after FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
 WHERE state = 'queued' AND queue = :queue AND run_after <= :now
 ORDER BY priority DESC, run_after, id
 LIMIT :limit;
 
 -- name: claim_ids
-UPDATE jobs
+UPDATE jobdef_jobs
 SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
-    lease_until = :lease_until, updated_at = :now
+    started_at = :now, lease_until = :lease_until, updated_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING *;
 
 -- name: running_per_queue
-SELECT queue, count(*) FROM jobs INDEXED BY jobs_running
+SELECT queue, count(*) FROM jobdef_jobs INDEXED BY jobdef_jobs_running
 WHERE state = 'running' AND queue IN (SELECT value FROM json_each(:queues))
 GROUP BY queue;
 
 -- name: queue_buckets
 -- The token buckets of rate-limited queues (a queue without a row has a full bucket).
-SELECT queue, tokens, tokens_at FROM queue_state
+SELECT queue, tokens, tokens_at FROM jobdef_queues
 WHERE queue IN (SELECT value FROM json_each(:queues));
 
 -- name: spend_tokens
-INSERT INTO queue_state (queue, tokens, tokens_at) VALUES (:queue, :tokens, :now)
+INSERT INTO jobdef_queues (queue, tokens, tokens_at) VALUES (:queue, :tokens, :now)
 ON CONFLICT (queue) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at;
 
--- name: start_attempt
-INSERT INTO attempts (job_id, attempt, worker_id, started_at)
-VALUES (:job_id, :attempt, :worker_id, :now);
-
--- name: finish_attempt
-UPDATE attempts
-SET finished_at = :now, outcome = :outcome,
-    error_type = :error_type, error_message = :error_message, error_traceback = :traceback
-WHERE job_id = :job_id AND attempt = :attempt AND worker_id = :worker_id
-  AND finished_at IS NULL;
+-- name: record_attempt
+-- The one write of an attempt, when it ends (after the fenced move of its job,
+-- which returned started_at). PostgreSQL does the same in the move's statement.
+INSERT INTO jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+VALUES (:job_id, :attempt, :worker_id, :started_at, :now, :outcome, :error);
 
 -- name: heartbeat
-UPDATE jobs
+UPDATE jobdef_jobs
 SET lease_until = :lease_until, updated_at = :now, progress = coalesce(:progress, progress)
 WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
 
 -- name: complete_jobs
 -- Group commit: every lease of a worker's turn in one statement. Each lease is
 -- [job id, attempt, worker id]; the fence is the same as complete_job's.
-UPDATE jobs
+UPDATE jobdef_jobs
 SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
              json_extract(value, '$[2]') AS worker_id
       FROM json_each(:leases)) AS lease
-WHERE jobs.id = lease.id AND jobs.attempt = lease.attempt
-  AND jobs.worker_id = lease.worker_id AND jobs.state = 'running'
-RETURNING jobs.id;
+WHERE jobdef_jobs.id = lease.id AND jobdef_jobs.attempt = lease.attempt
+  AND jobdef_jobs.worker_id = lease.worker_id AND jobdef_jobs.state = 'running'
+RETURNING jobdef_jobs.id, jobdef_jobs.attempt, jobdef_jobs.worker_id, jobdef_jobs.started_at;
 
--- name: finish_attempts_done
-UPDATE attempts SET finished_at = :now, outcome = 'done'
-FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
-             json_extract(value, '$[2]') AS worker_id
-      FROM json_each(:leases)) AS lease
-WHERE attempts.job_id = lease.id AND attempts.attempt = lease.attempt
-  AND attempts.worker_id = lease.worker_id AND attempts.finished_at IS NULL;
+-- name: record_done_attempts
+-- The attempts rows of the jobs complete_jobs finished, in one statement; each
+-- element of :done is [job id, attempt, worker id, started_at].
+INSERT INTO jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), :now, 'done'
+FROM json_each(:done);
 
 -- name: retry_job
-UPDATE jobs
+UPDATE jobdef_jobs
 SET state = 'queued', run_after = :run_after, last_delay = :delay, updated_at = :now,
-    worker_id = NULL, lease_until = NULL, last_error_type = :error_type,
-    last_error_message = :error_message, last_error_traceback = :traceback
-WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+    worker_id = NULL, lease_until = NULL, last_error = :error
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running'
+RETURNING started_at;
 
 -- name: bury_job
-UPDATE jobs
+UPDATE jobdef_jobs
 SET state = 'dead', finished_at = :now, updated_at = :now, lease_until = NULL,
-    last_error_type = :error_type, last_error_message = :error_message,
-    last_error_traceback = :traceback
-WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+    last_error = :error
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running'
+RETURNING started_at;
 
 -- name: release_job
 -- Shutdown: back to the queue at its old place, the attempt not counted.
-UPDATE jobs
+UPDATE jobdef_jobs
 SET state = 'queued', attempt = attempt - 1, updated_at = :now,
     worker_id = NULL, lease_until = NULL
-WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running'
+RETURNING started_at;
 
 -- name: cancel_job
-UPDATE jobs SET state = 'cancelled', finished_at = :now, updated_at = :now
+UPDATE jobdef_jobs SET state = 'cancelled', finished_at = :now, updated_at = :now
 WHERE id = :job_id AND state = 'queued';
 
 -- fragment: requeue_move
 -- Queue the target rows again with attempts back to 0; history stays.
-UPDATE jobs
+UPDATE jobdef_jobs
 SET state = 'queued', attempt = 0, run_after = :now, updated_at = :now,
     finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL
 WHERE state = :state AND id IN (
@@ -171,7 +187,7 @@ WHERE state = :state AND id IN (
 -- left alone (it would be a duplicate), as is all but the newest of several
 -- jobs sharing one key.
       AND (j.idempotency_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM jobs AS a
+          SELECT 1 FROM jobdef_jobs AS a
           WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
             AND a.state IN ('queued', 'running')
       ))
@@ -180,86 +196,101 @@ WHERE state = :state AND id IN (
 
 -- name: requeue_ids
 -- include: requeue_move
-    SELECT max(j.id) FROM jobs AS j
+    SELECT max(j.id) FROM jobdef_jobs AS j
     WHERE j.state = :state AND j.id IN (SELECT value FROM json_each(:ids))
 -- include: requeue_key_free
 
 -- name: requeue_job
 -- include: requeue_move
-    SELECT max(j.id) FROM jobs AS j
+    SELECT max(j.id) FROM jobdef_jobs AS j
     WHERE j.state = :state AND j.job = :job
 -- include: requeue_key_free
 
 -- name: resolve_job
-UPDATE jobs SET state = 'resolved', note = :note, finished_at = :now, updated_at = :now
+UPDATE jobdef_jobs SET state = 'resolved', note = :note, finished_at = :now, updated_at = :now
 WHERE id = :job_id AND state = 'dead';
 
 -- name: expired_leases
-SELECT * FROM jobs INDEXED BY jobs_running
+SELECT * FROM jobdef_jobs INDEXED BY jobdef_jobs_running
 WHERE state = 'running' AND lease_until < :now
 ORDER BY lease_until
 LIMIT :limit;
 
 -- name: prune_batch
 -- Ids of one job's rows in one final state that finished before :before.
-SELECT id FROM jobs INDEXED BY jobs_finished
+SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
   AND state IN ('done', 'dead', 'resolved', 'cancelled')
 LIMIT :limit;
 
 -- name: prune_count
-SELECT count(*) FROM jobs INDEXED BY jobs_finished
+SELECT count(*) FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
   AND state IN ('done', 'dead', 'resolved', 'cancelled');
 
 -- name: delete_jobs
-DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
+DELETE FROM jobdef_jobs WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: delete_attempts
-DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids));
+DELETE FROM jobdef_attempts WHERE job_id IN (SELECT value FROM json_each(:ids));
 
 -- name: stats
 SELECT job, queue, state, count(*),
        CASE WHEN state = 'queued' THEN max(0, :now - min(run_after)) END
-FROM jobs
+FROM jobdef_jobs
 GROUP BY job, queue, state
 ORDER BY job, queue, state;
 
 -- name: get_job
-SELECT * FROM jobs WHERE id = :job_id;
+SELECT * FROM jobdef_jobs WHERE id = :job_id;
 
 -- name: list_jobs
-SELECT * FROM jobs
+SELECT * FROM jobdef_jobs
 WHERE (:state IS NULL OR state = :state) AND (:job IS NULL OR job = :job)
 ORDER BY id DESC
 LIMIT :limit;
 
 -- name: job_attempts
-SELECT job_id, attempt, worker_id, started_at, finished_at, outcome,
-       error_type, error_message, error_traceback
-FROM attempts WHERE job_id = :job_id ORDER BY id;
+-- Finished attempts; the running one is read from the job row.
+SELECT job_id, attempt, worker_id, started_at, finished_at, outcome, error
+FROM jobdef_attempts WHERE job_id = :job_id ORDER BY id;
+
+-- name: processed_keys_exist
+-- On the handler's own database, which need not be the job database.
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'jobdef_processed_keys';
 
 -- name: create_processed_keys
--- On the handler's own database, which need not be the job database.
-CREATE TABLE IF NOT EXISTS processed_keys (
+CREATE TABLE IF NOT EXISTS jobdef_processed_keys (
     key TEXT PRIMARY KEY,
     job_id INTEGER,
     processed_at REAL NOT NULL
 );
 
+-- name: legacy_processed_keys
+-- A handler database that a release before version 4 wrote keys to has them in
+-- a bare processed_keys table of jobdef's shape (3 means it has).
+SELECT count(*) FROM pragma_table_info('processed_keys')
+WHERE name IN ('key', 'job_id', 'processed_at');
+
+-- name: adopt_processed_keys
+-- Those keys keep guarding their work after the upgrade; the old table stays.
+INSERT INTO jobdef_processed_keys (key, job_id, processed_at)
+SELECT key, job_id, processed_at FROM processed_keys WHERE true
+ON CONFLICT (key) DO NOTHING;
+
 -- name: record_processed_key
-INSERT INTO processed_keys (key, job_id, processed_at) VALUES (:key, :job_id, :now)
+INSERT INTO jobdef_processed_keys (key, job_id, processed_at) VALUES (:key, :job_id, :now)
 ON CONFLICT (key) DO NOTHING;
 
 -- name: insert_outbox
-INSERT INTO outbox (message_id, channel, event, job, payload, next_at, created_at)
+INSERT INTO jobdef_outbox (message_id, channel, event, job, payload, next_at, created_at)
 VALUES (:message_id, :channel, :event, :job, :payload, :now, :now)
 ON CONFLICT (message_id) DO NOTHING;
 
 -- name: outbox_claim
-UPDATE outbox SET lease_until = :lease_until
+UPDATE jobdef_outbox SET lease_until = :lease_until
 WHERE id IN (
-    SELECT id FROM outbox INDEXED BY outbox_due
+    SELECT id FROM jobdef_outbox INDEXED BY jobdef_outbox_due
     WHERE delivered_at IS NULL AND next_at <= :now
       AND (lease_until IS NULL OR lease_until <= :now)
     ORDER BY next_at, id
@@ -268,19 +299,19 @@ WHERE id IN (
 RETURNING *;
 
 -- name: outbox_delivered
-UPDATE outbox SET delivered_at = :now, lease_until = NULL
+UPDATE jobdef_outbox SET delivered_at = :now, lease_until = NULL
 WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL;
 
 -- name: outbox_failed
-UPDATE outbox
+UPDATE jobdef_outbox
 SET attempts = attempts + 1, last_error = :error, next_at = :next_at, lease_until = NULL
 WHERE id = :id;
 
 -- name: outbox_pending
-SELECT * FROM outbox WHERE delivered_at IS NULL ORDER BY id;
+SELECT * FROM jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
 
 -- name: set_paused
-INSERT INTO queue_state (queue, paused) VALUES (:queue, :paused)
+INSERT INTO jobdef_queues (queue, paused) VALUES (:queue, :paused)
 ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
 
 -- name: queue_depths
@@ -288,8 +319,8 @@ SELECT queue,
        sum(state = 'queued'),
        sum(state = 'running'),
        max(0, :now - min(CASE WHEN state = 'queued' THEN run_after END))
-FROM jobs WHERE state IN ('queued', 'running')
+FROM jobdef_jobs WHERE state IN ('queued', 'running')
 GROUP BY queue;
 
 -- name: paused_queues
-SELECT queue, paused FROM queue_state;
+SELECT queue, paused FROM jobdef_queues;

@@ -1,0 +1,143 @@
+"""Rows to records, for both engines: one mapping of the jobs, attempts and outbox tables.
+
+The two engines store the same columns; they differ only in how a JSON column
+comes back from the driver: PostgreSQL's ``jsonb`` arrives decoded, SQLite's
+``TEXT`` as a string. Each mapper takes the engine's ``decode`` for those
+columns (``args``, ``progress``, ``last_error``/``error``, ``payload``).
+
+Errors are stored the same way in both engines and both tables: one JSON object
+``{"type", "message", "traceback"}`` (:func:`error_json`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from jobdef.backends.records import (
+    AttemptRecord,
+    ErrorInfo,
+    JobRecord,
+    Lease,
+    Notification,
+    OutboxRecord,
+)
+
+Decode = Callable[[Any], Any]
+
+
+class Row(Protocol):
+    """A database row read by column name (a ``dict`` or a ``sqlite3.Row``)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def decoded(value: Any) -> Any:
+    """The decode of a driver that returns JSON columns already decoded (psycopg)."""
+    return value
+
+
+def json_text(value: Any) -> Any:
+    """The decode of JSON stored as text (SQLite); ``NULL`` stays ``None``."""
+    return None if value is None else json.loads(value)
+
+
+def error_json(error: ErrorInfo) -> dict[str, str]:
+    """How both engines store an error, in the jobs and in the attempts table."""
+    return {"type": error.type, "message": error.message, "traceback": error.traceback}
+
+
+def error_info(value: Any) -> ErrorInfo | None:
+    """The error a decoded ``error_json`` column holds (``None``: no error)."""
+    if value is None:
+        return None
+    return ErrorInfo(value["type"], value["message"] or "", value.get("traceback") or "")
+
+
+def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
+    """One row of the jobs table."""
+    return JobRecord(
+        id=row["id"],
+        job=row["job"],
+        queue=row["queue"],
+        priority=row["priority"],
+        args=decode(row["args"]),
+        state=row["state"],
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        idempotency_key=row["idempotency_key"],
+        run_after=row["run_after"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        finished_at=row["finished_at"],
+        worker_id=row["worker_id"],
+        lease_until=row["lease_until"],
+        last_error=error_info(decode(row["last_error"])),
+        last_delay=row["last_delay"],
+        progress=decode(row["progress"]),
+        note=row["note"],
+        slot=row["slot"],
+    )
+
+
+def in_claim_order(records: Iterable[JobRecord]) -> list[JobRecord]:
+    """Claimed jobs in claim order: priority desc, run_after, id (RETURNING has no order)."""
+    return sorted(records, key=lambda r: (-r.priority, r.run_after, r.id))
+
+
+def attempt_record(row: Row, decode: Decode = decoded) -> AttemptRecord:
+    """One row of the attempts table: a finished attempt."""
+    return AttemptRecord(
+        job_id=row["job_id"],
+        attempt=row["attempt"],
+        worker_id=row["worker_id"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        outcome=row["outcome"],
+        error=error_info(decode(row["error"])),
+    )
+
+
+def attempt_history(
+    rows: Sequence[Row], job: Row | None, decode: Decode = decoded
+) -> list[AttemptRecord]:
+    """A job's attempts: the finished ones from the attempts table, then the running
+    one, which has no row there until it ends, from the job row."""
+    history = [attempt_record(row, decode) for row in rows]
+    if job is not None and job["state"] == "running":
+        history.append(
+            AttemptRecord(
+                job_id=job["id"],
+                attempt=job["attempt"],
+                worker_id=job["worker_id"],
+                started_at=job["started_at"],
+                finished_at=None,
+                outcome=None,
+            )
+        )
+    return history
+
+
+def lease_params(lease: Lease) -> dict[str, Any]:
+    """The fence of every transition: job id, attempt number, worker id."""
+    return {"job_id": lease.job_id, "attempt": lease.attempt, "worker_id": lease.worker_id}
+
+
+def outbox_record(row: Row, decode: Decode = decoded) -> OutboxRecord:
+    """One row of the outbox."""
+    return OutboxRecord(
+        id=row["id"],
+        notification=Notification(
+            channel=row["channel"],
+            event=row["event"],
+            job=row["job"],
+            payload=decode(row["payload"]),
+            message_id=row["message_id"],
+        ),
+        attempts=row["attempts"],
+        next_at=row["next_at"],
+        created_at=row["created_at"],
+        delivered_at=row["delivered_at"],
+        last_error=row["last_error"],
+    )
