@@ -8,22 +8,13 @@ from pathlib import Path
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
+from support import ManualClock
+
+NEW_YEAR_2026 = 1_767_225_600.0
+"""2026-01-01T00:00:00Z: where the outbox tests' clocks start."""
 
 
-class Clock:
-    """A clock that only moves when the test says so (shared by the store and the sender)."""
-
-    def __init__(self, now: float = 1_767_225_600.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def open_store(path: Path, clock: Clock | None = None) -> Backend:
+def open_store(path: Path, clock: ManualClock | None = None) -> Backend:
     return open_backend(f"sqlite:///{path}", clock=clock)
 
 

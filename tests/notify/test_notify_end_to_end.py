@@ -18,8 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from notify_servers import WebhookServer, wait_for
-from sqlite_outbox import Clock
+from notify_servers import WebhookServer
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
@@ -33,6 +32,7 @@ from jobdef.runtime.maintenance import MaintenanceContext
 from jobdef.runtime.maintenance.outbox import OutboxService
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
 from jobdef.sheets.pipeline import load_registry
+from support import ManualClock, eventually
 
 HERE = Path(__file__).parent
 FAST_RETRY = BackoffPolicy(strategy="fixed", initial=0.2, jitter="none")
@@ -139,15 +139,15 @@ def test_webhook_down_while_jobs_die_then_back_every_message_arrives(
     enqueue(url, registry, 12)
 
     with running_worker(url, registry, {HOOK_ENV: server.url}):
-        wait_for(lambda: len(dead_ids(backend)) == 12, what="12 dead jobs")
-        wait_for(
+        eventually(lambda: len(dead_ids(backend)) == 12, what="12 dead jobs")
+        eventually(
             lambda: all(r.attempts >= 2 for r in backend.outbox_pending()),
             what="every message to fail twice",
         )
         assert len(backend.outbox_pending()) == 12
         server.start()
         try:
-            wait_for(lambda: not backend.outbox_pending(), what="the outbox to drain")
+            eventually(lambda: not backend.outbox_pending(), what="the outbox to drain")
         finally:
             server.stop()
 
@@ -185,7 +185,7 @@ def test_a_crash_after_sending_resends_the_message_with_the_same_id(
     worker = jobdef_worker(url, sheets, {HOOK_ENV: webhook.url}, tmp_path / "worker.log")
     try:
         enqueue(url, registry, 1)
-        wait_for(lambda: webhook.received, what="the first delivery to reach the server")
+        eventually(lambda: webhook.received, what="the first delivery to reach the server")
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
@@ -194,7 +194,7 @@ def test_a_crash_after_sending_resends_the_message_with_the_same_id(
     assert pending.delivered_at is None
 
     # After the dead worker's outbox lease runs out, another sender sends it again.
-    later = Clock(time.time() + 3600)
+    later = ManualClock(time.time() + 3600)
     other = open_backend(url, clock=later)
     try:
         channels = build_channels(registry, {HOOK_ENV: webhook.url})
@@ -214,7 +214,7 @@ def test_a_burst_of_1000_dead_jobs_in_a_minute_sends_bounded_messages_listing_ev
 ) -> None:
     # One clock for the worker and its sender; it stands still, so the burst is
     # inside one minute however long the machine takes, until the test moves it.
-    clock = Clock(time.time() + 1)
+    clock = ManualClock(time.time() + 1)
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
     backend = open_backend(url, clock=clock)
     registry = load_registry([write_sheets(tmp_path / "sheets", digest_after=20)])
@@ -222,11 +222,11 @@ def test_a_burst_of_1000_dead_jobs_in_a_minute_sends_bounded_messages_listing_ev
 
     with running_worker(url, registry, {HOOK_ENV: webhook.url}, clock=clock) as worker:
         [service] = [s for s in worker.services if isinstance(s, OutboxService)]
-        wait_for(lambda: len(dead_ids(backend)) == 1000, timeout=120, what="1000 dead jobs")
-        wait_for(lambda: service.held == 980, timeout=60, what="980 events held for a digest")
+        eventually(lambda: len(dead_ids(backend)) == 1000, timeout=120, what="1000 dead jobs")
+        eventually(lambda: service.held == 980, timeout=60, what="980 events held for a digest")
         assert len(webhook.received) == 20
         clock.advance(61)
-        wait_for(lambda: not backend.outbox_pending(), timeout=60, what="the digests")
+        eventually(lambda: not backend.outbox_pending(), timeout=60, what="the digests")
 
     digests = [r.body for r in webhook.received if r.body["event"] == "digest"]
     assert len(webhook.received) == 20 + len(digests)
@@ -249,14 +249,14 @@ def test_a_failing_channel_never_blocks_job_processing(
 
     with running_worker(url, registry, {HOOK_ENV: webhook.url}):
         queue.enqueue("fragile", {"n": 0})
-        wait_for(lambda: webhook.received, what="the sender to be stuck in a delivery")
+        eventually(lambda: webhook.received, what="the sender to be stuck in a delivery")
         queue.enqueue_many("fragile", [{"n": n} for n in range(1, 41)])
-        wait_for(lambda: len(dead_ids(backend)) == 41, what="41 dead jobs")
+        eventually(lambda: len(dead_ids(backend)) == 41, what="41 dead jobs")
         # Every job went through while the sender was stuck in its first delivery.
         assert len(webhook.received) == 1
         assert len(backend.outbox_pending()) == 41
         webhook.gate.set()
-        wait_for(lambda: not backend.outbox_pending(), what="the outbox to drain")
+        eventually(lambda: not backend.outbox_pending(), what="the outbox to drain")
     queue.close()
     assert len(set(webhook.message_ids())) == 41
     assert {r.body["job_id"] for r in webhook.received} == dead_ids(backend)

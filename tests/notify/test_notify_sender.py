@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from notify_servers import WebhookServer, free_port, wait_for
-from sqlite_outbox import Clock, bury_with, dead, open_store
+from notify_servers import WebhookServer, free_port
+from sqlite_outbox import NEW_YEAR_2026, bury_with, dead, open_store
 
 from jobdef.backends.protocol import Backend
 from jobdef.notify.checks import Channel, build_channels
@@ -17,6 +17,7 @@ from jobdef.notify.sender import DELIVERY_BACKOFF, OutboxSender, SenderThread
 from jobdef.policy.backoff import delay_range
 from jobdef.policy.model import ChannelPolicy, freeze
 from jobdef.policy.registry import Registry
+from support import ManualClock, eventually
 
 
 def webhook_channels(url: str, digest_after: int = 20, name: str = "ops") -> dict[str, Channel]:
@@ -30,23 +31,23 @@ def webhook_channels(url: str, digest_after: int = 20, name: str = "ops") -> dic
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock(NEW_YEAR_2026)
 
 
 @pytest.fixture
-def outbox(tmp_path: Path, clock: Clock) -> Iterator[Backend]:
+def outbox(tmp_path: Path, clock: ManualClock) -> Iterator[Backend]:
     backend = open_store(tmp_path / "jobs.db", clock)
     yield backend
     backend.close()
 
 
-def sender_for(outbox: Backend, channels: dict[str, Channel], clock: Clock) -> OutboxSender:
+def sender_for(outbox: Backend, channels: dict[str, Channel], clock: ManualClock) -> OutboxSender:
     return OutboxSender(outbox, channels, clock=clock, rng=random.Random(7))
 
 
 def test_delivers_a_pending_message_and_marks_it_delivered(
-    outbox: Backend, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     bury_with(outbox, [dead(1)])
     report = sender_for(outbox, webhook_channels(webhook.url), clock).run_once()
@@ -57,7 +58,7 @@ def test_delivers_a_pending_message_and_marks_it_delivered(
 
 
 def test_failed_delivery_is_retried_with_backoff_until_the_channel_is_back(
-    outbox: Backend, clock: Clock
+    outbox: Backend, clock: ManualClock
 ) -> None:
     server = WebhookServer()  # port reserved, nothing listening yet: the channel is down
     bury_with(outbox, [dead(1)])
@@ -84,7 +85,7 @@ def test_failed_delivery_is_retried_with_backoff_until_the_channel_is_back(
 
 
 def test_a_failing_channel_is_tried_once_per_round_not_once_per_message(
-    outbox: Backend, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     webhook.status = 500
     bury_with(outbox, [dead(job_id) for job_id in range(1, 11)])
@@ -99,7 +100,7 @@ def test_a_failing_channel_is_tried_once_per_round_not_once_per_message(
 
 
 def test_one_channel_down_does_not_delay_another(
-    outbox: Backend, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     channels = {
         **webhook_channels(f"http://127.0.0.1:{free_port()}/down", name="down"),
@@ -115,7 +116,7 @@ def test_one_channel_down_does_not_delay_another(
 
 
 def test_a_message_for_an_unknown_channel_waits_in_the_outbox(
-    outbox: Backend, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     bury_with(outbox, [dead(1, "renamed")])
     report = sender_for(outbox, webhook_channels(webhook.url), clock).run_once()
@@ -126,7 +127,7 @@ def test_a_message_for_an_unknown_channel_waits_in_the_outbox(
 
 
 def test_a_burst_of_1000_dead_jobs_sends_a_bounded_number_of_messages_listing_every_job(
-    outbox: Backend, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     bury_with(outbox, [dead(job_id) for job_id in range(1, 1001)])
     ids = [f"send_mail:{job_id}:5:dead:0" for job_id in range(1, 1001)]
@@ -151,7 +152,7 @@ def test_a_burst_of_1000_dead_jobs_sends_a_bounded_number_of_messages_listing_ev
 
 
 def test_digest_after_counts_per_channel_per_minute(
-    outbox: Backend, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     sender = sender_for(outbox, webhook_channels(webhook.url, digest_after=3), clock)
     for minute in range(3):
@@ -164,7 +165,7 @@ def test_digest_after_counts_per_channel_per_minute(
 
 
 def test_held_messages_go_out_before_their_lease_runs_out(
-    outbox: Backend, clock: Clock, webhook: WebhookServer
+    outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     sender = OutboxSender(
         outbox,
@@ -191,7 +192,7 @@ def test_lease_shorter_than_the_window_is_refused(outbox: Backend) -> None:
 
 
 def test_sender_thread_delivers_in_the_background_and_flushes_on_stop(
-    tmp_path: Path, outbox: Backend, clock: Clock, webhook: WebhookServer
+    tmp_path: Path, outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:
     bury_with(outbox, [dead(job_id) for job_id in range(1, 6)])
     thread = SenderThread(
@@ -201,8 +202,8 @@ def test_sender_thread_delivers_in_the_background_and_flushes_on_stop(
         clock=clock,
     )
     thread.start()
-    wait_for(lambda: len(webhook.received) == 2, what="two single messages")
-    wait_for(lambda: thread.rounds >= 2, what="another round")
+    eventually(lambda: len(webhook.received) == 2, what="two single messages")
+    eventually(lambda: thread.rounds >= 2, what="another round")
     assert len(webhook.received) == 2  # the window is full; the rest wait
     thread.stop()
     assert not thread.is_alive()

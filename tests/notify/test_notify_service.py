@@ -6,13 +6,14 @@ import logging
 from pathlib import Path
 
 import pytest
-from notify_servers import WebhookServer, wait_for
-from sqlite_outbox import Clock, bury_with, dead, open_store
+from notify_servers import WebhookServer
+from sqlite_outbox import NEW_YEAR_2026, bury_with, dead, open_store
 
 from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
 from jobdef.policy.registry import Registry
 from jobdef.runtime.maintenance import MaintenanceContext
 from jobdef.runtime.maintenance.outbox import OutboxService
+from support import ManualClock, eventually
 
 
 class StoreAt:
@@ -32,7 +33,7 @@ def test_a_sender_thread_that_died_is_started_again_at_the_next_tick(
     tmp_path: Path, webhook: WebhookServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     folder = tmp_path / "later"  # does not exist yet: opening the store fails
-    clock = Clock()
+    clock = ManualClock(NEW_YEAR_2026)
     ctx = MaintenanceContext(
         StoreAt(f"sqlite:///{folder / 'jobs.db'}"),  # type: ignore[arg-type]
         registry(),
@@ -42,15 +43,15 @@ def test_a_sender_thread_that_died_is_started_again_at_the_next_tick(
     service = OutboxService(ctx, environ={"HOOK_URL": webhook.url}, poll_interval=0.05)
     with caplog.at_level(logging.ERROR, logger="jobdef.outbox"):
         service.tick(clock())
-        wait_for(lambda: "cannot open the job store" in caplog.text, what="the failure log")
+        eventually(lambda: "cannot open the job store" in caplog.text, what="the failure log")
 
     folder.mkdir()
     backend = open_store(folder / "jobs.db", clock)
     try:
         bury_with(backend, [dead(1)])
-        wait_for(lambda: service._thread is not None and not service._thread.is_alive())
+        eventually(lambda: service._thread is not None and not service._thread.is_alive())
         service.tick(clock())
-        wait_for(lambda: webhook.received, what="delivery by the restarted sender")
+        eventually(lambda: webhook.received, what="delivery by the restarted sender")
         service.close()
         assert backend.outbox_pending() == []
     finally:

@@ -7,14 +7,15 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlite_outbox import Clock, bury_with, dead, open_store
+from sqlite_outbox import NEW_YEAR_2026, bury_with, dead, open_store
 
 from jobdef.cli import main
 from jobdef.notify.status import outbox_lines, outbox_status
+from support import ManualClock
 
 
 def test_status_shows_backlog_and_failed_deliveries_per_channel(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = ManualClock(NEW_YEAR_2026)
     backend = open_store(tmp_path / "jobs.db", clock)
     try:
         assert outbox_lines(outbox_status(backend, clock())) == [

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from jobdef.backends import open_backend
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import JobRecord
 from jobdef.render.explain import explain
 from jobdef.runtime import Worker, connect
 from jobdef.sheets.pipeline import load_registry
+from support import eventually
 
 SHEET = """\
 apiVersion: jobdef/v1
@@ -27,6 +29,11 @@ errors: {retry: [ConnectionError], default: fatal}
 # How late the worker may start an attempt after the schedule allows it: its
 # poll interval plus process hand-off, on a busy machine.
 SLACK = 1.5
+
+
+def _dead(backend: Backend, job_id: int) -> JobRecord | None:
+    record = backend.get(job_id)
+    return record if record is not None and record.state == "dead" else None
 
 
 @pytest.mark.slow
@@ -44,10 +51,7 @@ def test_a_failing_job_runs_on_the_timeline_that_explain_shows(tmp_path: Path) -
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 60
-        while (record := backend.get(job_id)) is None or record.state != "dead":
-            assert time.monotonic() < deadline, f"job never went dead: {record}"
-            time.sleep(0.05)
+        record = eventually(lambda: _dead(backend, job_id), what="the job to go dead")
     finally:
         worker.request_stop()
         worker.request_stop()

@@ -6,8 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +37,6 @@ def backend(db_url: str) -> Iterator[Backend]:
     opened = open_backend(db_url)
     yield opened
     opened.close()
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    """Poll ``condition`` until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what or condition}")
-        time.sleep(0.05)
 
 
 class Workers:

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHEETS, Workers, wait_until
+from conftest import SHEETS, Workers
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.cli import main
 from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue
+from support import eventually
 
 DISK_SIZE = "8m"
 
@@ -85,9 +86,9 @@ def test_a_worker_waits_out_a_full_disk_and_records_every_job_once(
     def done() -> int:
         return sum(backend.get(job_id).state == "done" for job_id in jobs)  # type: ignore[union-attr]
 
-    wait_until(lambda: done() >= 10, what="the worker has finished some jobs")
+    eventually(lambda: done() >= 10, what="the worker has finished some jobs")
     filler = fill(small_disk)
-    wait_until(
+    eventually(
         lambda: "the job store cannot be used" in workers.log(),
         what="the worker has met the full disk",
     )
@@ -96,7 +97,7 @@ def test_a_worker_waits_out_a_full_disk_and_records_every_job_once(
     assert done() < len(jobs)
 
     filler.unlink()
-    wait_until(lambda: done() == len(jobs), timeout=60, what="every job is done")
+    eventually(lambda: done() == len(jobs), timeout=60, what="every job is done")
     assert "the job store works again" in workers.log()
     # Each job ran once: no attempt was lost with the disk, none was run again.
     assert [len(backend.attempts(job_id)) for job_id in jobs] == [1] * len(jobs)
@@ -134,12 +135,12 @@ def test_a_worker_stopped_while_the_disk_is_full_exits_cleanly_and_loses_nothing
     queue = Queue(backend, registry)
     jobs = [queue.enqueue("sleep", {"seconds": 0.05}).id for _ in range(60)]
     worker = workers.start("--concurrency", "2", "--grace", "2s", lease="60s")
-    wait_until(
+    eventually(
         lambda: any(backend.get(j).state == "done" for j in jobs),  # type: ignore[union-attr]
         what="the worker has finished a job",
     )
     filler = fill(small_disk)
-    wait_until(lambda: "the job store cannot be used" in workers.log(), what="the full disk")
+    eventually(lambda: "the job store cannot be used" in workers.log(), what="the full disk")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(60) == 0, workers.log()
     assert "Traceback" not in workers.log()

@@ -12,18 +12,11 @@ from jobdef.runtime.maintenance import MaintenanceContext
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
 from jobdef.runtime.maintenance.retention import RetentionPruner, retention_rules
 from jobdef.runtime.worker import MAINTENANCE
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1_700_000_000.0
-
-    def __call__(self):
-        return self.now
+from support import ManualClock
 
 
 def _setup(db_url, registry, job="fail"):
-    clock = Clock()
+    clock = ManualClock(1_700_000_000.0)
     backend = open_backend(db_url, clock=clock)
     ctx = MaintenanceContext(backend, registry, "maint", clock, random.Random(1))
     policy = registry.job(job)

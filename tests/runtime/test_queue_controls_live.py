@@ -6,7 +6,6 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -20,17 +19,10 @@ from jobdef.cli import main
 from jobdef.policy.model import JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue, Worker
+from support import ManualClock, eventually
 
 HERE = Path(__file__).resolve().parent
 HANDLERS = "queue_handlers"  # tests/runtime/queue_handlers.py; the children import it by name
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.02)
 
 
 def make_registry(queues: dict[str, QueuePolicy]) -> Registry:
@@ -117,12 +109,14 @@ def test_heavy_queue_at_its_limit_does_not_delay_a_light_queue(
     light = queue.enqueue("light", {"path": str(tmp_path / "light.txt")}).id
     with running_worker(url, registry, concurrency=3):
         # The heavy jobs never finish until the gate opens: the light job must not wait for them.
-        wait_for(lambda: state(store, light) == "done", "the light job is done")
+        eventually(lambda: state(store, light) == "done", what="the light job is done")
         states = [state(store, job_id) for job_id in heavy]
         assert states.count("running") == 2
         assert states.count("queued") == 4
         gate.touch()
-        wait_for(lambda: all(state(store, j) == "done" for j in heavy), "heavy jobs are done")
+        eventually(
+            lambda: all(state(store, j) == "done" for j in heavy), what="heavy jobs are done"
+        )
     # Never more than the limit of heavy jobs ran at once.
     assert max_overlap(store, heavy) == 2
 
@@ -166,7 +160,7 @@ def test_concurrency_limit_holds_across_several_worker_processes(url: str, store
     queue = Queue(store, registry)
     jobs = [queue.enqueue("nap", {"seconds": 0.4}).id for _ in range(12)]
     with worker_processes(url, registry.queues, 3):
-        wait_for(lambda: all(state(store, j) == "done" for j in jobs), "every job is done")
+        eventually(lambda: all(state(store, j) == "done" for j in jobs), what="every job is done")
     assert max_overlap(store, jobs, slack=0.1) == 2
 
 
@@ -209,7 +203,7 @@ def test_rate_holds_across_several_worker_processes(
     queue = Queue(store, registry)
     mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(15)]
     with worker_processes(url, registry.queues, 3):
-        wait_for(lambda: all(state(store, m) == "done" for m in mails), "every mail is sent")
+        eventually(lambda: all(state(store, m) == "done" for m in mails), what="every mail is sent")
     starts = [a.started_at for m in mails for a in store.attempts(m)]
     assert len(starts) == 15
     # One bucket for the three workers: 15 starts take at least (15 - 5) / 5 = 2 s.
@@ -230,26 +224,16 @@ def test_pause_and_resume_are_seen_by_a_running_worker(
     )
     first = queue.enqueue("light", {"path": str(tmp_path / "first")}).id
     with running_worker(url, registry, concurrency=2):
-        wait_for(lambda: state(store, first) == "done", "the first light job is done")
+        eventually(lambda: state(store, first) == "done", what="the first light job is done")
         assert main(["queues", "pause", "light", "--db", url, "--sheets", str(sheets)]) == 0
         held = queue.enqueue("light", {"path": str(tmp_path / "held")}).id
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary")}).id
         # The canary was enqueued after the light job and runs: the worker claimed since.
-        wait_for(lambda: state(store, canary) == "done", "the canary is done")
+        eventually(lambda: state(store, canary) == "done", what="the canary is done")
         assert state(store, held) == "queued"
         assert [q.paused for q in store.queues() if q.queue == "light"] == [True]
         assert main(["queues", "resume", "light", "--db", url, "--sheets", str(sheets)]) == 0
-        wait_for(lambda: state(store, held) == "done", "the held light job is done")
-
-
-class ManualClock:
-    """The clock of the worker and of its store, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
+        eventually(lambda: state(store, held) == "done", what="the held light job is done")
 
 
 def test_rate_limited_queue_starts_no_more_than_its_rate(
@@ -261,14 +245,18 @@ def test_rate_limited_queue_starts_no_more_than_its_rate(
     queue = Queue(timed, registry)
     mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(3)]
     with running_worker(url, registry, clock, concurrency=2), closing(timed):
-        wait_for(lambda: [state(store, m) for m in mails].count("done") == 1, "one mail is sent")
+        eventually(
+            lambda: [state(store, m) for m in mails].count("done") == 1, what="one mail is sent"
+        )
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary")}).id
-        wait_for(lambda: state(store, canary) == "done", "the canary is done")
+        eventually(lambda: state(store, canary) == "done", what="the canary is done")
         assert [state(store, m) for m in mails].count("queued") == 2
         clock.now += 60
-        wait_for(lambda: [state(store, m) for m in mails].count("done") == 2, "a second mail")
+        eventually(
+            lambda: [state(store, m) for m in mails].count("done") == 2, what="a second mail"
+        )
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary2")}).id
-        wait_for(lambda: state(store, canary) == "done", "the second canary is done")
+        eventually(lambda: state(store, canary) == "done", what="the second canary is done")
         assert [state(store, m) for m in mails].count("queued") == 1
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_until
 from jobdef.runtime.queue import Queue
+from support import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -29,11 +29,11 @@ def test_kill_9_mid_job_is_reclaimed_after_the_lease_and_completes(
     marker = str(tmp_path / "started")
     job = Queue(backend, registry).enqueue("sleep", {"seconds": 2, "marker": marker}).id
     victim = workers.start(name="victim")
-    wait_until(lambda: Path(f"{marker}.1").exists(), what="attempt 1 to start")
+    eventually(lambda: Path(f"{marker}.1").exists(), what="attempt 1 to start")
     victim.kill()
     victim.wait()
     workers.start(name="rescuer")
-    wait_until(lambda: _state(backend, job) == "done", what="the reclaimed job to finish")
+    eventually(lambda: _state(backend, job) == "done", what="the reclaimed job to finish")
     attempts = backend.attempts(job)
     assert [a.outcome for a in attempts] == ["reclaimed", "done"]
     assert attempts[0].error.type == "jobdef.runtime.errors.LeaseExpired"
@@ -68,7 +68,7 @@ def test_four_workers_run_every_job_exactly_once(backend, registry, workers, db_
 def test_handler_past_its_timeout_is_killed_and_retried_per_sheet(backend, registry, workers):
     job = Queue(backend, registry).enqueue("sleep_first", {"seconds": 60}).id
     workers.start()
-    wait_until(lambda: _state(backend, job) == "done", what="the retried job")
+    eventually(lambda: _state(backend, job) == "done", what="the retried job")
     attempts = backend.attempts(job)
     assert [a.outcome for a in attempts] == ["timeout", "done"]
     assert attempts[0].error.type == "jobdef.runtime.errors.AttemptTimedOut"
@@ -82,7 +82,7 @@ def test_handler_that_kills_its_process_is_recorded_and_retried(
 ):
     job = Queue(backend, registry).enqueue("exit_first", {"how": how}).id
     workers.start()
-    wait_until(lambda: _state(backend, job) == "done", what="the retried job")
+    eventually(lambda: _state(backend, job) == "done", what="the retried job")
     attempts = backend.attempts(job)
     assert [a.outcome for a in attempts] == ["crashed", "done"]
     assert attempts[0].error.type == "jobdef.runtime.errors.HandlerCrashed"
@@ -96,7 +96,7 @@ def test_errors_are_classified_by_the_sheet_and_dead_jobs_reach_the_outbox(
     retried = queue.enqueue("fail", {"kind": "connection"}).id
     fatal = queue.enqueue("fail", {"kind": "permission"}).id
     workers.start()
-    wait_until(lambda: _state(backend, retried) == "dead" and _state(backend, fatal) == "dead")
+    eventually(lambda: _state(backend, retried) == "dead" and _state(backend, fatal) == "dead")
     assert _outcomes(backend, retried) == ["retry", "retry", "dead"]
     assert _outcomes(backend, fatal) == ["dead"]
     assert "OSError is listed in errors.fatal" in backend.get(fatal).last_error.message
@@ -114,12 +114,12 @@ def test_stale_workers_late_complete_is_refused(backend, registry, workers, tmp_
     marker = str(tmp_path / "started")
     job = Queue(backend, registry).enqueue("sleep", {"seconds": 1.5, "marker": marker}).id
     stale = workers.start(name="stale")
-    wait_until(lambda: Path(f"{marker}.1").exists(), what="attempt 1 to start")
+    eventually(lambda: Path(f"{marker}.1").exists(), what="attempt 1 to start")
     stale.send_signal(signal.SIGSTOP)  # frozen: no heartbeat, its lease expires
     workers.start(name="fresh")
-    wait_until(lambda: _state(backend, job) == "done", what="the fresh worker to finish")
+    eventually(lambda: _state(backend, job) == "done", what="the fresh worker to finish")
     stale.send_signal(signal.SIGCONT)  # its handler finished meanwhile; it reports late
-    wait_until(lambda: "late complete" in workers.log("stale"), what="the refusal in the log")
+    eventually(lambda: "late complete" in workers.log("stale"), what="the refusal in the log")
     assert _outcomes(backend, job) == ["reclaimed", "done"]
     assert backend.get(job).attempt == 2
 
@@ -129,7 +129,7 @@ def test_sigterm_drains_running_jobs_and_releases_the_rest(backend, registry, wo
     queue = Queue(backend, registry)
     ids = [queue.enqueue("sleep", {"seconds": 1, "marker": f"{marker}{i}"}).id for i in range(6)]
     worker = workers.start("--concurrency", "2", "--grace", "20s", lease="30s")
-    wait_until(lambda: any(Path(f"{marker}{i}.1").exists() for i in range(6)))
+    eventually(lambda: any(Path(f"{marker}{i}.1").exists() for i in range(6)))
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(30) == 0
     states = [_state(backend, i) for i in ids]
@@ -141,7 +141,7 @@ def test_sigterm_drains_running_jobs_and_releases_the_rest(backend, registry, wo
         if state == "queued":
             assert backend.get(job_id).attempt == 0
     workers.start("--burst", "--concurrency", "2", name="second")
-    wait_until(lambda: all(_state(backend, i) == "done" for i in ids), what="all jobs done")
+    eventually(lambda: all(_state(backend, i) == "done" for i in ids), what="all jobs done")
 
 
 def test_second_signal_stops_at_once_and_releases_running_jobs(
@@ -150,9 +150,9 @@ def test_second_signal_stops_at_once_and_releases_running_jobs(
     marker = str(tmp_path / "started")
     job = Queue(backend, registry).enqueue("sleep", {"seconds": 60, "marker": marker}).id
     worker = workers.start("--grace", "60s", lease="30s")
-    wait_until(lambda: Path(f"{marker}.1").exists())
+    eventually(lambda: Path(f"{marker}.1").exists())
     worker.send_signal(signal.SIGTERM)
-    wait_until(lambda: "draining" in workers.log(), what="the drain to begin")
+    eventually(lambda: "draining" in workers.log(), what="the drain to begin")
     worker.send_signal(signal.SIGINT)
     assert worker.wait(15) == 0
     record = backend.get(job)

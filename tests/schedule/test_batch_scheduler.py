@@ -15,19 +15,7 @@ from jobdef.backends.protocol import Backend
 from jobdef.backends.records import JobRecord
 from jobdef.policy.model import CatchUp, IdempotencyPolicy, JobPolicy
 from jobdef.runtime.maintenance.scheduler import Scheduler
-
-
-class Clock:
-    """A clock that moves only when the test sets it."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now.timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def set(self, moment: datetime) -> None:
-        self.now = moment.timestamp()
+from support import ManualClock
 
 
 def batch(
@@ -92,7 +80,7 @@ def backend(db_url: str) -> Iterator[Backend]:
 
 
 def test_slot_job_carries_the_slot_in_its_key_and_is_due_at_the_slot(backend: Backend) -> None:
-    clock = Clock(at(2026, 5, 2, 3, 0, 5, tz="Asia/Tokyo"))
+    clock = ManualClock(at(2026, 5, 2, 3, 0, 5, tz="Asia/Tokyo"))
     policy = batch("0 3 * * *", "Asia/Tokyo")
     assert Scheduler(backend, [policy], clock=clock).tick() == 1
     (job,) = stored(backend)
@@ -121,7 +109,7 @@ def test_a_batch_job_that_cannot_be_scheduled_is_refused_and_the_others_run(
         name="keyed", handler="m:f", mode="batch", schedule="0 * * * *",
         idempotency=IdempotencyPolicy(key="{order_id}:sample"),
     )  # fmt: skip
-    clock = Clock(at(2026, 1, 1, 5, 0, 1))
+    clock = ManualClock(at(2026, 1, 1, 5, 0, 1))
     scheduler = Scheduler(backend, [needs_args, keyed, batch()], clock=clock)
     assert scheduler.jobs == ["report"]
     assert "requires args day" in scheduler.refused["export"]
@@ -195,7 +183,7 @@ def test_two_scheduler_processes_store_each_slot_once(db_url: str, backend: Back
 
 def run_through(backend: Backend, policy: JobPolicy, start: datetime, end: datetime) -> None:
     """One scheduler ticking every ten minutes from ``start`` to ``end``."""
-    clock = Clock(start)
+    clock = ManualClock(start)
     scheduler = Scheduler(backend, [policy], clock=clock)
     for moment in every(start, end, timedelta(minutes=10)):
         clock.set(moment)
@@ -251,7 +239,7 @@ def test_catch_up_after_an_outage(
     run_through(backend, policy, at(2026, 1, 1, 0, 0, 10), at(2026, 1, 1, 2, 30))
     before = [job.slot for job in stored(backend)]
     assert len(before) == 3
-    clock = Clock(at(2026, 1, 1, 7, 20))
+    clock = ManualClock(at(2026, 1, 1, 7, 20))
     restarted = Scheduler(backend, [policy], clock=clock)
     assert restarted.tick() == len(after_restart)
     new = [datetime.fromtimestamp(job.slot, UTC).hour for job in stored(backend)[3:] if job.slot]
@@ -263,14 +251,14 @@ def test_catch_up_after_an_outage(
 
 def test_restart_does_not_enqueue_a_slot_again(backend: Backend) -> None:
     policy = batch("0 * * * *", catch_up="all")
-    clock = Clock(at(2026, 1, 1, 5, 0, 1))
+    clock = ManualClock(at(2026, 1, 1, 5, 0, 1))
     assert Scheduler(backend, [policy], clock=clock).tick() == 1
     assert Scheduler(backend, [policy], clock=clock).tick() == 0
     assert len(stored(backend)) == 1
 
 
 def test_tick_before_the_next_slot_does_nothing(backend: Backend) -> None:
-    clock = Clock(at(2026, 1, 1, 5, 0, 1))
+    clock = ManualClock(at(2026, 1, 1, 5, 0, 1))
     scheduler = Scheduler(backend, [batch()], clock=clock)
     assert scheduler.tick() == 1
     clock.set(at(2026, 1, 1, 5, 59, 59))
@@ -288,7 +276,7 @@ def test_on_postgres_only_the_maintenance_lock_holder_schedules(
 
     url = f"{postgres_url}?schema={postgres_schema}"
     registry = Registry(jobs={"report": batch("0 * * * *", catch_up="latest")}, channels={})
-    clock = Clock(at(2026, 1, 1, 0, 0, 10))
+    clock = ManualClock(at(2026, 1, 1, 0, 0, 10))
     first, second = open_backend(url), open_backend(url)
 
     def tick(backend: Backend, scheduler: Scheduler) -> int | None:
@@ -314,7 +302,7 @@ def test_on_postgres_only_the_maintenance_lock_holder_schedules(
 
 def test_a_scheduler_that_sat_idle_starts_after_the_slots_others_stored(backend: Backend) -> None:
     policy = batch("0 * * * *", catch_up="all")
-    clock = Clock(at(2026, 1, 1, 0, 0, 10))
+    clock = ManualClock(at(2026, 1, 1, 0, 0, 10))
     idle, busy = (Scheduler(backend, [policy], clock=clock) for _ in range(2))
     assert idle.tick() == 1
     run_through(backend, policy, at(2026, 1, 1, 0, 10), at(2026, 1, 1, 5, 0, 30))

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
+from support import ManualClock
 
 pytestmark = pytest.mark.postgres
 
 
-class ManualClock:
-    """A clock the test moves by hand, so lease expiry needs no sleeping."""
-
-    def __init__(self) -> None:
-        # Starts at the real time, so other processes on the real clock agree with it.
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 @pytest.fixture
 def clock() -> ManualClock:
+    # Starts at the real time, so other processes on the real clock agree with it.
     return ManualClock()
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -23,15 +21,3 @@ def tables_in(url: str, schema: str) -> set[str]:
 def terminate(url: str, backend_pid: int) -> None:
     """End one server session, as an administrator or a failover would."""
     query(url, "SELECT pg_terminate_backend(%s)", (backend_pid,))
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02) -> Any:
-    """Poll ``condition`` until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, RetentionRule
+from support import ManualClock, eventually
 
-from .conftest import ManualClock
-from .helpers import query, terminate, wait_for
+from .helpers import query, terminate
 
 DAY = 86_400.0
 
@@ -26,7 +26,7 @@ def test_one_engine_at_a_time_holds_the_maintenance_lock(
         assert not third.try_maintenance_lock()
         terminate(postgres_url, second.listener._session.info.backend_pid)
         # The server frees a terminated session's lock once its process has exited.
-        wait_for(third.try_maintenance_lock)
+        eventually(third.try_maintenance_lock)
         assert not second.try_maintenance_lock()
 
 

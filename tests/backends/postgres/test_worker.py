@@ -17,9 +17,10 @@ import pytest
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
+from support import eventually
 
 from . import proc
-from .helpers import query, wait_for
+from .helpers import query
 from .sheets import write_sheets
 
 pytestmark = pytest.mark.slow
@@ -116,11 +117,11 @@ def test_a_job_of_a_worker_killed_with_sigkill_is_reclaimed_and_completed(
     marker = tmp_path / "started"
     (job,) = [queue.enqueue("slow_first_attempt", {"marker": str(marker)})]
     doomed = workers.start(lease_seconds=2.0)
-    wait_for(lambda: marker.exists() and marker.read_text().startswith("1 "))
+    eventually(lambda: marker.exists() and marker.read_text().startswith("1 "))
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.join()
     workers.start(lease_seconds=2.0)
-    wait_for(lambda: pg_backend.get(job.id).state == "done", timeout=60)
+    eventually(lambda: pg_backend.get(job.id).state == "done", timeout=60)
     assert [(a, outcome) for _, a, _, outcome in _attempts(pg_backend)] == [
         (1, "reclaimed"),
         (2, "done"),
@@ -133,16 +134,16 @@ def test_a_worker_whose_sessions_are_terminated_mid_job_reconnects_and_goes_on(
     marker = tmp_path / "started"
     job = queue.enqueue("pause", {"marker": str(marker), "seconds": 2.0})
     workers.start(lease_seconds=3.0)
-    wait_for(marker.exists)
+    eventually(marker.exists)
     terminated = query(
         pg_backend.conninfo,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
         "WHERE application_name = 'jobdef' AND pid <> pg_backend_pid()",
     )
     assert terminated, "the worker's sessions should have been found"
-    wait_for(lambda: pg_backend.get(job.id).state == "done", timeout=60)
+    eventually(lambda: pg_backend.get(job.id).state == "done", timeout=60)
     later = queue.enqueue_many("noop", ({"n": n} for n in range(20)))
-    wait_for(lambda: all(pg_backend.get(r.id).state == "done" for r in later), timeout=60)
+    eventually(lambda: all(pg_backend.get(r.id).state == "done" for r in later), timeout=60)
     assert [outcome for job_id, _, _, outcome in _attempts(pg_backend) if job_id == job.id] == [
         "done"
     ]
@@ -173,7 +174,7 @@ def test_an_idle_worker_is_woken_by_notify_not_by_its_poll(
         for n in range(10):
             job = queue.enqueue("noop", {"n": n})
             # Far below the 120 s poll: only the notification can start the job this soon.
-            wait_for(lambda job=job: backend.get(job.id).state == "done", timeout=60)
+            eventually(lambda job=job: backend.get(job.id).state == "done", timeout=60)
             (attempt,) = backend.attempts(job.id)
             latencies.append(attempt.started_at - backend.get(job.id).created_at)
     print(f"median enqueue-to-start latency: {statistics.median(latencies) * 1000:.1f} ms")
@@ -181,7 +182,7 @@ def test_an_idle_worker_is_woken_by_notify_not_by_its_poll(
 
 def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:
     idle = workers.start(poll_interval=120.0)
-    wait_for(lambda: query(workers.url, LISTENING, (f"jobdef_{workers.schema}",)))
+    eventually(lambda: query(workers.url, LISTENING, (f"jobdef_{workers.schema}",)))
     os.kill(idle.pid, signal.SIGTERM)
     idle.join(60)  # far below the 120 s poll: the wait was cut short
     assert idle.exitcode == 0
@@ -198,13 +199,13 @@ def test_a_worker_rides_out_a_store_that_fails_and_records_every_job_once(
     def done() -> int:
         return sum(pg_backend.get(job.id).state == "done" for job in jobs)  # type: ignore[union-attr]
 
-    wait_for(lambda: done() >= 5, timeout=60)
+    eventually(lambda: done() >= 5, timeout=60)
     # Every completion writes an attempt row: without the table each one fails.
     query(pg_backend.conninfo, f"ALTER TABLE {table} RENAME TO jobdef_attempts_away")
     try:
         stalled = done()
         # The children run what the worker holds, then idle: nothing new is claimed.
-        wait_for(lambda: marker.stat().st_mtime < time.time() - 1.0, timeout=60)
+        eventually(lambda: marker.stat().st_mtime < time.time() - 1.0, timeout=60)
         assert worker.is_alive()
         assert done() == stalled
     finally:
@@ -212,7 +213,7 @@ def test_a_worker_rides_out_a_store_that_fails_and_records_every_job_once(
             pg_backend.conninfo,
             f'ALTER TABLE "{pg_backend.schema}".jobdef_attempts_away RENAME TO jobdef_attempts',
         )
-    wait_for(lambda: done() == len(jobs), timeout=60)
+    eventually(lambda: done() == len(jobs), timeout=60)
     assert worker.is_alive()
     runs = [job_id for job_id, *_ in _attempts(pg_backend)]
     assert sorted(runs) == sorted(job.id for job in jobs)  # each job once: none lost, none twice

@@ -1,0 +1,13 @@
+"""What many test folders share: one polling helper and one hand-moved clock.
+
+Tests import them as ``from support import eventually, ManualClock``: pytest's
+default (prepend) import mode puts ``tests/`` on ``sys.path`` when it loads
+``tests/conftest.py``, and spawned child processes inherit that path.
+"""
+
+from __future__ import annotations
+
+from support.clock import ManualClock
+from support.polling import eventually
+
+__all__ = ["ManualClock", "eventually"]
