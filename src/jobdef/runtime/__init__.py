@@ -5,7 +5,7 @@
 with a :class:`Context`, and :func:`first_run` makes a re-run harmless.
 
 The names are imported on first use: a worker's child processes import
-``jobdef.runtime.pool`` and the handlers, and should not pay for the worker,
+``jobdef.runtime.child`` and the handlers, and should not pay for the worker,
 the queue API and the notification channels they never use.
 """
 

@@ -26,8 +26,6 @@ started go back to the worker.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import importlib
 import logging
 import multiprocessing
 import os
@@ -35,54 +33,24 @@ import shutil
 import signal
 import tempfile
 import time
-import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError
-from jobdef.runtime.classify import class_name, exception_names
-from jobdef.runtime.context import Context
+from jobdef.runtime.child import READ, RECALL, STARTED, STARTED_AT, FileLock, Logs, Task, child_main
 
 log = logging.getLogger("jobdef.worker")
 
 _MAX_FAILED_STARTS = 3
-# How long a child may hold finished results back while it runs the rest of a batch.
-_RESULT_DELAY = 0.02
-
-# Slots of the shared block: the sequence number of the task the child started,
-# when it started (time.monotonic, which is system-wide on Linux and macOS), the
-# highest sequence number the worker recalled, and how many batches the child read.
-_STARTED, _STARTED_AT, _RECALL, _READ = 0, 1, 2, 3
 
 
 class PoolError(JobdefError):
     """The worker's child processes cannot start; check how the worker is launched."""
-
-
-class Task(NamedTuple):
-    """One attempt for a child to run. ``seq`` is unique within the pool.
-
-    A named tuple, not a dataclass: it crosses the pipe once per job, and tuples
-    pickle several times faster.
-    """
-
-    seq: int
-    job_id: int
-    attempt: int
-    job: str
-    handler: str
-    args: dict[str, Any]
-    idempotency_key: str | None
-    max_attempts: int
-    timeout: float
-    # The cron slot of a scheduled batch job, in its sheet's time zone.
-    slot: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,34 +90,9 @@ class Returned:
 Event = Finished | Killed | Beat | Returned
 
 
-@dataclass(frozen=True, slots=True)
-class _Logs:
-    """Where a child logs: the worker's level and, if it logs to a file, that file."""
-
-    level: int
-    file: str | None
-
-
-class _FileLock:
-    """An exclusive ``flock`` on an open file, shared by the worker and one child."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def __enter__(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
 class _Child:
     def __init__(
-        self, ctx: Any, database_url: str, logs: _Logs, lock_dir: str, handlers: tuple[str, ...]
+        self, ctx: Any, database_url: str, logs: Logs, lock_dir: str, handlers: tuple[str, ...]
     ) -> None:
         self.shared = ctx.RawArray("d", [0.0, 0.0, 0.0, 0.0])
         self.sent = 0
@@ -157,10 +100,10 @@ class _Child:
         # it takes no work, so no job is claimed only to wait for a process to boot.
         self.ready = False
         fd, self.lock_path = tempfile.mkstemp(prefix="child-", suffix=".lock", dir=lock_dir)
-        self.lock = _FileLock(fd)
+        self.lock = FileLock(fd)
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
-            target=_child_main,
+            target=child_main,
             args=(child_conn, self.shared, self.lock_path, database_url, logs),
             kwargs={"handlers": handlers},
             daemon=True,
@@ -172,8 +115,8 @@ class _Child:
 
     def started(self) -> tuple[int, float]:
         # No lock: the child writes the time first, so a new number comes with a new time.
-        seq = int(self.shared[_STARTED])
-        return seq, self.shared[_STARTED_AT]
+        seq = int(self.shared[STARTED])
+        return seq, self.shared[STARTED_AT]
 
     def running(self) -> tuple[Task, float] | None:
         """The task the child is running now, and when it started."""
@@ -186,8 +129,8 @@ class _Child:
         if not self.tasks:
             return []
         with self.lock:
-            self.shared[_RECALL] = max(self.tasks)
-            started = int(self.shared[_STARTED])
+            self.shared[RECALL] = max(self.tasks)
+            started = int(self.shared[STARTED])
         waiting = [seq for seq in self.tasks if seq > started]
         return [self.tasks.pop(seq) for seq in waiting]
 
@@ -220,7 +163,7 @@ class Pool:
         self.depth = depth
         self.recall_after = recall_after
         self._database_url = database_url
-        self._logs = _Logs(log_level, log_file)
+        self._logs = Logs(log_level, log_file)
         _remove_stale_lock_dirs()
         self._lock_dir = tempfile.mkdtemp(prefix=f"{_LOCK_DIR_PREFIX}{os.getpid()}-")
         self._seq = 0
@@ -241,7 +184,7 @@ class Pool:
         """
         children = []
         for child in self.children:
-            if not child.ready or child.sent > child.shared[_READ]:
+            if not child.ready or child.sent > child.shared[READ]:
                 continue
             if not self._slow(child, now):
                 children.append(child)
@@ -467,117 +410,3 @@ def _death(exitcode: int | None) -> str:
             name = f"signal {-exitcode}"
         return f"the handler's process died of {name}"
     return f"the handler's process exited with status {exitcode}"
-
-
-# -- inside the child -----------------------------------------------------------
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this child when the worker dies, so no orphan keeps running."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
-_handlers: dict[str, Callable[..., Any]] = {}
-
-
-def resolve_handler(path: str) -> Callable[..., Any]:
-    """Import ``module:function`` once per process."""
-    if path not in _handlers:
-        module_name, _, attr = path.partition(":")
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-        _handlers[path] = target
-    return _handlers[path]
-
-
-def _child_main(
-    conn: Connection,
-    shared: Any,
-    lock_path: str,
-    database_url: str,
-    logs: _Logs,
-    *,
-    handlers: tuple[str, ...],
-) -> None:
-    parent = os.getppid()
-    _die_with_parent()
-    if os.getppid() != parent:
-        return
-    # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
-    # process group must not kill a handler half-way.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(
-        level=logs.level,
-        filename=logs.file,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
-    lock = _FileLock(os.open(lock_path, os.O_RDWR))
-    for path in handlers:
-        # Import before the first job, not during it; a handler that does not import
-        # fails its own jobs when they run, with the error.
-        with contextlib.suppress(BaseException):
-            resolve_handler(path)
-    conn.send(("ready",))
-    while True:
-        try:
-            tasks = conn.recv()
-        except (EOFError, OSError):
-            return
-        if tasks is None:
-            return
-        shared[_READ] += 1
-        results: list[tuple[Any, ...]] = []
-        oldest = 0.0
-        for task in tasks:
-            with lock:
-                if task.seq <= shared[_RECALL]:
-                    continue
-                now = time.monotonic()
-                # Results wait for the batch to end, unless they have waited long enough.
-                if results and now - oldest > _RESULT_DELAY:
-                    conn.send(("results", results))
-                    results = []
-                shared[_STARTED_AT] = now
-                shared[_STARTED] = task.seq
-            if not results:
-                oldest = now
-            results.append(_run(task, conn, database_url))
-        if results:
-            conn.send(("results", results))
-
-
-def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
-    def send_beat(progress: Any) -> None:
-        conn.send(("beat", task.seq, progress))
-
-    ctx = Context(
-        job_id=task.job_id,
-        job=task.job,
-        attempt=task.attempt,
-        max_attempts=task.max_attempts,
-        idempotency_key=task.idempotency_key,
-        database_url=database_url,
-        slot=task.slot,
-        _send=send_beat,
-    )
-    try:
-        resolve_handler(task.handler)(ctx, **task.args)
-    except BaseException as exc:  # a handler's SystemExit is a failed attempt too
-        return (
-            "error",
-            task.seq,
-            class_name(type(exc)),
-            str(exc),
-            "".join(traceback.format_exception(exc)),
-            exception_names(exc),
-        )
-    return ("ok", task.seq)

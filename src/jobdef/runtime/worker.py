@@ -47,6 +47,7 @@ from jobdef.notify.events import notifications_for
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
+from jobdef.runtime.child import Task
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
@@ -56,7 +57,7 @@ from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
 from jobdef.runtime.maintenance.retention import RetentionPruner
 from jobdef.runtime.maintenance.scheduler import Scheduler, slot_time
 from jobdef.runtime.outage import StoreOutage
-from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned, Task
+from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 
 log = logging.getLogger("jobdef.worker")
 

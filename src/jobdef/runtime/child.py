@@ -1,0 +1,189 @@
+"""Inside a worker's child process: read batches of tasks, run them, report back.
+
+What the child shares with the worker lives here too (the tasks it is sent, the
+slots of the shared block, the lock), so a child imports this module and its
+handlers, not the worker's side (:mod:`jobdef.runtime.pool` explains the
+protocol).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import logging
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from multiprocessing.connection import Connection
+from typing import Any, NamedTuple
+
+from jobdef.runtime.classify import class_name, exception_names
+from jobdef.runtime.context import Context
+
+# Slots of the shared block: the sequence number of the task the child started,
+# when it started (time.monotonic, which is system-wide on Linux and macOS), the
+# highest sequence number the worker recalled, and how many batches the child read.
+STARTED, STARTED_AT, RECALL, READ = 0, 1, 2, 3
+# How long a child may hold finished results back while it runs the rest of a batch.
+_RESULT_DELAY = 0.02
+
+
+class Task(NamedTuple):
+    """One attempt for a child to run. ``seq`` is unique within the pool.
+
+    A named tuple, not a dataclass: it crosses the pipe once per job, and tuples
+    pickle several times faster.
+    """
+
+    seq: int
+    job_id: int
+    attempt: int
+    job: str
+    handler: str
+    args: dict[str, Any]
+    idempotency_key: str | None
+    max_attempts: int
+    timeout: float
+    # The cron slot of a scheduled batch job, in its sheet's time zone.
+    slot: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Logs:
+    """Where a child logs: the worker's level and, if it logs to a file, that file."""
+
+    level: int
+    file: str | None
+
+
+class FileLock:
+    """An exclusive ``flock`` on an open file, shared by the worker and one child."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this child when the worker dies, so no orphan keeps running."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+_handlers: dict[str, Callable[..., Any]] = {}
+
+
+def resolve_handler(path: str) -> Callable[..., Any]:
+    """Import ``module:function`` once per process."""
+    if path not in _handlers:
+        module_name, _, attr = path.partition(":")
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+        _handlers[path] = target
+    return _handlers[path]
+
+
+def child_main(
+    conn: Connection,
+    shared: Any,
+    lock_path: str,
+    database_url: str,
+    logs: Logs,
+    *,
+    handlers: tuple[str, ...],
+) -> None:
+    parent = os.getppid()
+    _die_with_parent()
+    if os.getppid() != parent:
+        return
+    # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
+    # process group must not kill a handler half-way.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.basicConfig(
+        level=logs.level,
+        filename=logs.file,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    lock = FileLock(os.open(lock_path, os.O_RDWR))
+    for path in handlers:
+        # Import before the first job, not during it; a handler that does not import
+        # fails its own jobs when they run, with the error.
+        with contextlib.suppress(BaseException):
+            resolve_handler(path)
+    conn.send(("ready",))
+    while True:
+        try:
+            tasks = conn.recv()
+        except (EOFError, OSError):
+            return
+        if tasks is None:
+            return
+        shared[READ] += 1
+        results: list[tuple[Any, ...]] = []
+        oldest = 0.0
+        for task in tasks:
+            with lock:
+                if task.seq <= shared[RECALL]:
+                    continue
+                now = time.monotonic()
+                # Results wait for the batch to end, unless they have waited long enough.
+                if results and now - oldest > _RESULT_DELAY:
+                    conn.send(("results", results))
+                    results = []
+                shared[STARTED_AT] = now
+                shared[STARTED] = task.seq
+            if not results:
+                oldest = now
+            results.append(_run(task, conn, database_url))
+        if results:
+            conn.send(("results", results))
+
+
+def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
+    def send_beat(progress: Any) -> None:
+        conn.send(("beat", task.seq, progress))
+
+    ctx = Context(
+        job_id=task.job_id,
+        job=task.job,
+        attempt=task.attempt,
+        max_attempts=task.max_attempts,
+        idempotency_key=task.idempotency_key,
+        database_url=database_url,
+        slot=task.slot,
+        _send=send_beat,
+    )
+    try:
+        resolve_handler(task.handler)(ctx, **task.args)
+    except BaseException as exc:  # a handler's SystemExit is a failed attempt too
+        return (
+            "error",
+            task.seq,
+            class_name(type(exc)),
+            str(exc),
+            "".join(traceback.format_exception(exc)),
+            exception_names(exc),
+        )
+    return ("ok", task.seq)
