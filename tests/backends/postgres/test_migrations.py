@@ -1,15 +1,19 @@
-"""Numbered migrations: applied once, under an advisory lock, into the chosen schema."""
+"""Numbered migrations: applied once, under an advisory lock, into the chosen schema; a
+store of the previous release upgrades to the schema a new store gets, keeping its jobs."""
 
 from __future__ import annotations
 
 import multiprocessing
+from typing import Any
 
 import pytest
 
+from jobdef.backends.postgres import engine as engine_module
 from jobdef.backends.postgres.engine import MIGRATIONS, PostgresBackend
-from jobdef.backends.records import NewJob
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
 from jobdef.backends.sql import migration_files
 from jobdef.errors import BackendError
+from support import ManualClock
 
 from . import proc
 from .helpers import query, tables_in
@@ -102,3 +106,193 @@ def test_an_operator_command_on_a_schema_without_tables_creates_nothing(
     with pytest.raises(BackendError, match=r"no jobdef tables in schema .*jobdef db upgrade"):
         open_backend(f"{postgres_url}?schema={postgres_schema}", create=False)
     assert tables_in(postgres_url, postgres_schema) == set()
+
+
+# The columns each table has at the newest migration: what the engine's queries
+# are written for. A migration that adds or drops a column updates this too.
+COLUMNS = {
+    "jobdef_attempts": {
+        "id",
+        "job_id",
+        "attempt",
+        "worker_id",
+        "started_at",
+        "finished_at",
+        "outcome",
+        "error",
+    },
+    "jobdef_jobs": {
+        "id",
+        "job",
+        "queue",
+        "priority",
+        "args",
+        "state",
+        "attempt",
+        "max_attempts",
+        "idempotency_key",
+        "run_after",
+        "created_at",
+        "updated_at",
+        "started_at",
+        "finished_at",
+        "worker_id",
+        "lease_until",
+        "last_error",
+        "last_delay",
+        "progress",
+        "note",
+        "slot",
+    },
+    "jobdef_outbox": {
+        "id",
+        "message_id",
+        "channel",
+        "event",
+        "job",
+        "payload",
+        "attempts",
+        "next_at",
+        "created_at",
+        "lease_until",
+        "delivered_at",
+        "last_error",
+    },
+    "jobdef_processed_keys": {"key", "job_id", "created_at"},
+    "jobdef_queues": {"queue", "paused", "updated_at", "tokens", "tokens_at"},
+    "jobdef_schema_version": {"version", "name", "applied_at"},
+    "jobdef_slots": {"job", "slot", "job_id"},
+}
+
+
+def schema_of(url: str, schema: str) -> dict[str, Any]:
+    """Columns (type, null, default), indexes and constraints of ``schema``, comparable
+    between two schemas (the schema's own name is left out)."""
+    columns = query(
+        url,
+        "SELECT table_name, column_name, data_type, is_nullable, column_default"
+        " FROM information_schema.columns WHERE table_schema = %s",
+        (schema,),
+    )
+    indexes = query(
+        url,
+        "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = %s",
+        (schema,),
+    )
+    constraints = query(
+        url,
+        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE connamespace = %s::regnamespace",
+        (schema,),
+    )
+    quoted = f'"{schema}".'
+
+    def plain(value: Any) -> Any:
+        return (
+            value.replace(quoted, "").replace(schema + ".", "") if isinstance(value, str) else value
+        )
+
+    return {
+        "columns": sorted(tuple(map(plain, row)) for row in columns),
+        "indexes": sorted(tuple(map(plain, row)) for row in indexes),
+        "constraints": sorted(tuple(map(plain, row)) for row in constraints),
+    }
+
+
+def test_the_migrations_give_the_columns_the_queries_are_written_for(
+    pg_backend: PostgresBackend,
+) -> None:
+    rows = query(
+        pg_backend.conninfo,
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s",
+        (pg_backend.schema,),
+    )
+    found: dict[str, set[str]] = {}
+    for table, column in rows:
+        found.setdefault(table, set()).add(column)
+    assert found == COLUMNS
+
+
+def _previous_release(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Make the engine see only the migrations the previous release shipped (all but the
+    newest); return that release's version."""
+    every = migration_files(MIGRATIONS)
+    monkeypatch.setattr(engine_module, "migration_files", lambda package: every[:-1])
+    return every[-2][0]
+
+
+def test_a_store_of_the_previous_release_upgrades_without_losing_a_job(
+    postgres_url: str, postgres_schema: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jobs in every state, their attempts, a paused queue, a slot and an outbox message,
+    written by the previous release, survive the upgrade; the upgraded schema is the one
+    a new store gets."""
+    url = f"{postgres_url}?schema={postgres_schema}"
+    previous = _previous_release(monkeypatch)
+    with PostgresBackend(url, clock=clock) as old:
+        old.migrate()
+        assert old.schema_version() == previous
+        ids = {state: _job_in(old, state) for state in STATES}
+        [slotted] = old.enqueue([NewJob("cron", {}, "default", slot=clock.now)])
+        old.set_paused("mail", True)
+        query(old.conninfo, f'UPDATE "{postgres_schema}".jobdef_queues SET concurrency = 3')
+        before = {job_id: _snapshot(old, job_id) for job_id in ids.values()}
+        running = old.get(ids["running"])
+        outbox = old.outbox_pending()
+    monkeypatch.undo()
+
+    with PostgresBackend(url, clock=clock) as new:
+        new.migrate()
+        assert new.schema_version() == new.latest_version()
+        assert {job_id: _snapshot(new, job_id) for job_id in ids.values()} == before
+        assert new.outbox_pending() == outbox
+        assert new.last_slot("cron") == clock.now
+        assert [q.paused for q in new.queues() if q.queue == "mail"] == [True]
+        # A lease handed out before the upgrade still finishes its job.
+        assert running is not None
+        assert new.complete([running.lease]) == [True]
+        new.set_paused("mail", False)
+        claimed = new.claim(ClaimOptions("w2", 30.0, limit=10, queue_limits={"mail": 1}))
+        assert sorted(r.id for r in claimed) == [ids["queued"], slotted.id]
+
+    fresh = postgres_schema + "_fresh"
+    try:
+        with PostgresBackend(postgres_url, schema=fresh) as backend:
+            backend.migrate()
+        assert schema_of(postgres_url, postgres_schema) == schema_of(postgres_url, fresh)
+    finally:
+        query(postgres_url, f'DROP SCHEMA IF EXISTS "{fresh}" CASCADE')
+
+
+STATES = ("queued", "running", "retried", "done", "dead", "resolved", "cancelled")
+
+
+def _job_in(backend: PostgresBackend, state: str) -> int:
+    """A job of queue ``mail`` brought to ``state`` through the verbs (``retried``: queued
+    again after a failed attempt, in the future)."""
+    [job] = backend.enqueue(
+        [NewJob("j", {"state": state}, "mail" if state == "queued" else state, max_attempts=3)]
+    )
+    if state in ("queued", "cancelled"):
+        if state == "cancelled":
+            assert backend.cancel(job.id)
+        return job.id
+    [record] = backend.claim(ClaimOptions("w1", 30.0, queues=[state]))
+    error = ErrorInfo("ValueError", "bad", "Traceback ...")
+    if state == "done":
+        assert backend.complete([record.lease]) == [True]
+    elif state == "retried":
+        assert backend.retry(record.lease, error, backend.clock() + 3600, 3600)
+    elif state in ("dead", "resolved"):
+        assert backend.bury(record.lease, error, notifications=[_note(job.id)])
+        if state == "resolved":
+            assert backend.resolve(job.id, "handled by hand")
+    return job.id
+
+
+def _note(job_id: int) -> Notification:
+    return Notification("ops", "dead", "j", {"job_id": job_id}, f"dead:{job_id}")
+
+
+def _snapshot(backend: PostgresBackend, job_id: int) -> tuple[Any, ...]:
+    return (backend.get(job_id), backend.attempts(job_id))

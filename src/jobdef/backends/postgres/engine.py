@@ -791,7 +791,6 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
                 queued=row["queued"],
                 running=row["running"],
                 oldest_queued_age=row["oldest_queued_age"],
-                concurrency=row["concurrency"],
             )
             for row in self._fetch("queue_depths", {"now": self.clock()})
         ]

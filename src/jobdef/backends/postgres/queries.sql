@@ -525,8 +525,7 @@ SELECT n.queue,
        (SELECT count(*) FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'running' AND j.queue = n.queue) AS running,
        (SELECT greatest(0, %(now)s - min(j.run_after)) FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age,
-       q.concurrency
+        WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age
 FROM names AS n
 LEFT JOIN {schema}.jobdef_queues AS q ON q.queue = n.queue
 ORDER BY n.queue;
