@@ -2,6 +2,10 @@
 
 PostgreSQL tests skip with a one-line reason when no server answers, except
 under ``CI=true``, where an unreachable server fails the run.
+
+pytest's default (prepend) import mode puts this folder on ``sys.path`` when it
+loads this file, so every test folder imports the shared helpers of
+``tests/support`` as ``from support import eventually, ManualClock``.
 """
 
 from __future__ import annotations
