@@ -46,6 +46,17 @@ def test_a_fragment_is_written_once_and_included_where_queries_say() -> None:
     assert "finished AS (SELECT 1 AS id)\n, more AS" in queries["two"]
 
 
+def test_an_include_with_a_comma_separates_the_fragment_from_the_next_cte() -> None:
+    text = (
+        "-- fragment: first\nfirst AS (SELECT 1 AS id)\n\n"
+        "-- name: one\nWITH\n-- include: first,\nsecond AS (SELECT id FROM first)\n"
+        "SELECT id FROM second;\n"
+    )
+    assert parse_queries(text)["one"] == (
+        "WITH\nfirst AS (SELECT 1 AS id),\nsecond AS (SELECT id FROM first)\nSELECT id FROM second;"
+    )
+
+
 def test_including_an_unknown_fragment_names_it() -> None:
     with pytest.raises(ValueError, match="no fragment named 'missing'"):
         parse_queries("-- name: one\nWITH\n-- include: missing\nSELECT 1;\n")

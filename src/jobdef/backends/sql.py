@@ -5,8 +5,9 @@ it describe the query, and everything up to the next ``-- name:`` line is its te
 Every engine uses the same names, so the engines can be read side by side.
 
 A ``-- fragment: NAME`` block is not a query but a piece of one that several
-queries share; a line ``-- include: NAME`` inside a query is replaced by it, so
-shared SQL is written once.
+queries share, always whole: one or more CTEs, or a whole statement. A line
+``-- include: NAME`` inside a query is replaced by it, so shared SQL is written
+once; ``-- include: NAME,`` adds the comma that separates a CTE from the next.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from functools import cache
 from importlib import resources
 
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$")
-_INCLUDE = re.compile(r"^\s*-- include: ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^\s*-- include: ([a-z_][a-z0-9_]*)(,?)\s*$", re.MULTILINE)
 
 
 def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:
@@ -49,7 +50,7 @@ def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:
 
     def include(match: re.Match[str]) -> str:
         try:
-            return fragments[match.group(1)]
+            return fragments[match.group(1)] + match.group(2)
         except KeyError:
             raise ValueError(f"{source}: no fragment named {match.group(1)!r}") from None
 
