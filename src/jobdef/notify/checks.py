@@ -16,8 +16,14 @@ from dataclasses import dataclass
 from jinja2 import TemplateSyntaxError
 
 from jobdef.errors import ChannelError
-from jobdef.notify.channels import ChannelConfig, ChannelProblem, Sender, configure
+from jobdef.notify.channels import Sender, configure
 from jobdef.notify.render import Renderer
+from jobdef.policy.channels import (
+    ChannelConfig,
+    ChannelProblem,
+    unknown_channel_problems,
+    used_channels,
+)
 from jobdef.policy.registry import Registry
 
 DEFAULT_DIGEST_AFTER = 20
@@ -34,35 +40,6 @@ class Channel:
     digest_after: int = DEFAULT_DIGEST_AFTER
 
 
-def used_channels(registry: Registry) -> list[str]:
-    """Channel names that some job's ``notify.channel`` refers to, sorted."""
-    return sorted({job.notify.channel for job in registry if job.notify.channel})
-
-
-def _unknown_channel_problems(registry: Registry, names: Collection[str]) -> list[ChannelProblem]:
-    problems = []
-    known = ", ".join(sorted(registry.channels)) or "none"
-    for name in names:
-        if name in registry.channels:
-            continue
-        for job in registry:
-            if job.notify.channel != name:
-                continue
-            origin = job.origin("notify.channel")
-            problems.append(
-                ChannelProblem(
-                    channel=name,
-                    field="notify.channel",
-                    message=f"job {job.name} names a channel no Channel document defines "
-                    f"(channels: {known}); add the Channel or fix the name",
-                    file=origin.file if origin else job.file,
-                    line=origin.line if origin else 0,
-                    column=origin.column if origin else 0,
-                )
-            )
-    return problems
-
-
 def _template(config: ChannelConfig) -> Renderer | None:
     try:
         return Renderer(config.get("template"))
@@ -75,7 +52,7 @@ def _configure_all(
     registry: Registry, environ: Mapping[str, str], names: Collection[str] | None
 ) -> tuple[dict[str, Channel], list[ChannelProblem]]:
     wanted = used_channels(registry) if names is None else sorted(names)
-    problems = _unknown_channel_problems(registry, wanted)
+    problems = unknown_channel_problems(registry, wanted)
     channels: dict[str, Channel] = {}
     for name in wanted:
         policy = registry.channels.get(name)

@@ -17,8 +17,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 
 from jobdef.errors import DeliveryError
-from jobdef.notify.channels import ChannelConfig
 from jobdef.notify.message import Message
+from jobdef.policy.channels import ChannelConfig
 
 _STDERR_EXCERPT = 300
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import logging
 
-from jobdef.notify.channels import ChannelConfig
 from jobdef.notify.message import Message
+from jobdef.policy.channels import ChannelConfig
 
 LOGGER = logging.getLogger("jobdef.notify")
 

@@ -17,8 +17,8 @@ from email.message import EmailMessage
 from email.utils import formatdate
 
 from jobdef.errors import DeliveryError
-from jobdef.notify.channels import ChannelConfig
 from jobdef.notify.message import Message
+from jobdef.policy.channels import ChannelConfig
 
 DEFAULT_PORTS = {"starttls": 587, "tls": 465, "none": 25}
 

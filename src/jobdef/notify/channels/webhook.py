@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 from jobdef import __version__
 from jobdef.errors import DeliveryError
-from jobdef.notify.channels import ChannelConfig
 from jobdef.notify.message import Message
+from jobdef.policy.channels import ChannelConfig
 
 FORMATS = ("json", "slack", "chat")
 _BODY_EXCERPT = 200
