@@ -147,9 +147,9 @@ def _pattern_message(error: ValidationError, field: str) -> str:
 def _findings(error: ValidationError, doc: Document) -> Iterator[_Finding]:
     path: Path_ = tuple(error.absolute_path)
     field = f"{dotted(path)}: " if path else ""
-    kind = error.validator
     # A validator sets every attribute of the errors it yields; the stubs also allow
-    # "unset" (for errors built by hand), hence the Any.
+    # "unset" (for errors built by hand), hence str() and the Any.
+    kind = str(error.validator)
     value: Any = error.instance
     rule_value: Any = error.validator_value
     subschema: Any = error.schema
