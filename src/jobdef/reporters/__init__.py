@@ -65,4 +65,5 @@ def render(format: str, report: Report) -> str:
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}")
     module = importlib.import_module(f"jobdef.reporters.{format}_report")
-    return module.render(report)  # type: ignore[no-any-return]
+    text: str = module.render(report)
+    return text
