@@ -1,9 +1,16 @@
 """Inside a worker's child process: read batches of tasks, run them, report back.
 
-What the child shares with the worker lives here too (the tasks it is sent, the
-slots of the shared block, the lock), so a child imports this module and its
-handlers, not the worker's side (:mod:`jobdef.runtime.pool` explains the
-protocol).
+What the child shares with the worker lives here too: the messages on the pipe
+between them (one named tuple per kind), the slots of the shared block and the
+lock, so a child imports this module and its handlers, not the worker's side
+(:mod:`jobdef.runtime.pool` explains the protocol).
+
+On the pipe, the worker sends :class:`Batch` (tasks to run, in order) and, at the
+end, :class:`Stop`. The child answers :class:`Ready` once, when it has imported
+the handlers, then :class:`Progress` whenever a handler calls
+``ctx.heartbeat(progress)`` and :class:`Results` (a :class:`TaskDone` or
+:class:`TaskFailed` per task it ran) at the end of each batch, or sooner when a
+result has waited ``_RESULT_DELAY``.
 """
 
 from __future__ import annotations
@@ -33,12 +40,12 @@ STARTED, STARTED_AT, RECALL, READ = 0, 1, 2, 3
 _RESULT_DELAY = 0.02
 
 
-class Task(NamedTuple):
-    """One attempt for a child to run. ``seq`` is unique within the pool.
+# The wire. Named tuples, not dataclasses: a task and its result cross the pipe once
+# per job, and tuples pickle several times faster.
 
-    A named tuple, not a dataclass: it crosses the pipe once per job, and tuples
-    pickle several times faster.
-    """
+
+class Task(NamedTuple):
+    """One attempt for a child to run. ``seq`` is unique within the pool."""
 
     seq: int
     job_id: int
@@ -51,6 +58,54 @@ class Task(NamedTuple):
     timeout: float
     # The cron slot of a scheduled batch job, in its sheet's time zone.
     slot: datetime | None = None
+
+
+class Batch(NamedTuple):
+    """Worker to child: run these tasks in order (the worker sends the next batch only
+    once the child has read this one, see the shared block's ``READ``)."""
+
+    tasks: list[Task]
+
+
+class Stop(NamedTuple):
+    """Worker to child: exit (sent to idle children when the worker stops)."""
+
+
+class Ready(NamedTuple):
+    """Child to worker: started and imported the handlers; it takes work from now on."""
+
+
+class Progress(NamedTuple):
+    """Child to worker: the handler of task ``seq`` called ``ctx.heartbeat(progress)``."""
+
+    seq: int
+    progress: Any
+
+
+class TaskDone(NamedTuple):
+    """The handler of task ``seq`` returned."""
+
+    seq: int
+
+
+class TaskFailed(NamedTuple):
+    """The handler of task ``seq`` raised; ``names``: the exception's MRO as sheet names."""
+
+    seq: int
+    error_type: str
+    message: str
+    traceback: str
+    names: tuple[str, ...]
+
+
+class Results(NamedTuple):
+    """Child to worker: how the tasks it ran since its last ``Results`` ended, in order."""
+
+    outcomes: list[TaskDone | TaskFailed]
+
+
+ToChild = Batch | Stop
+FromChild = Ready | Progress | Results
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,25 +187,25 @@ def child_main(
         # fails its own jobs when they run, with the error.
         with contextlib.suppress(BaseException):
             resolve_handler(path)
-    conn.send(("ready",))
+    conn.send(Ready())
     while True:
         try:
-            tasks = conn.recv()
+            message: ToChild = conn.recv()
         except (EOFError, OSError):
             return
-        if tasks is None:
+        if isinstance(message, Stop):
             return
         shared[READ] += 1
-        results: list[tuple[Any, ...]] = []
+        results: list[TaskDone | TaskFailed] = []
         oldest = 0.0
-        for task in tasks:
+        for task in message.tasks:
             with lock:
                 if task.seq <= shared[RECALL]:
                     continue
                 now = time.monotonic()
                 # Results wait for the batch to end, unless they have waited long enough.
                 if results and now - oldest > _RESULT_DELAY:
-                    conn.send(("results", results))
+                    conn.send(Results(results))
                     results = []
                 shared[STARTED_AT] = now
                 shared[STARTED] = task.seq
@@ -158,12 +213,12 @@ def child_main(
                 oldest = now
             results.append(_run(task, conn, database_url))
         if results:
-            conn.send(("results", results))
+            conn.send(Results(results))
 
 
-def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
+def _run(task: Task, conn: Connection, database_url: str) -> TaskDone | TaskFailed:
     def send_beat(progress: Any) -> None:
-        conn.send(("beat", task.seq, progress))
+        conn.send(Progress(task.seq, progress))
 
     ctx = Context(
         job_id=task.job_id,
@@ -178,12 +233,11 @@ def _run(task: Task, conn: Connection, database_url: str) -> tuple[Any, ...]:
     try:
         resolve_handler(task.handler)(ctx, **task.args)
     except BaseException as exc:  # a handler's SystemExit is a failed attempt too
-        return (
-            "error",
+        return TaskFailed(
             task.seq,
             class_name(type(exc)),
             str(exc),
             "".join(traceback.format_exception(exc)),
             exception_names(exc),
         )
-    return ("ok", task.seq)
+    return TaskDone(task.seq)

@@ -42,7 +42,22 @@ from typing import Any
 
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError
-from jobdef.runtime.child import READ, RECALL, STARTED, STARTED_AT, FileLock, Logs, Task, child_main
+from jobdef.runtime.child import (
+    READ,
+    RECALL,
+    STARTED,
+    STARTED_AT,
+    Batch,
+    FileLock,
+    FromChild,
+    Logs,
+    Progress,
+    Results,
+    Stop,
+    Task,
+    TaskDone,
+    child_main,
+)
 
 log = logging.getLogger("jobdef.worker")
 
@@ -243,7 +258,7 @@ class Pool:
         for child in children:
             if id(child) in batches:
                 child.sent += 1
-                child.conn.send(batches[id(child)])
+                child.conn.send(Batch(batches[id(child)]))
         return left
 
     # -- hearing back -----------------------------------------------------------
@@ -272,24 +287,15 @@ class Pool:
         """Read every message waiting on ``child``'s pipe; False when the pipe is closed."""
         try:
             while child.conn.poll():
-                message = child.conn.recv()
-                if message[0] == "ready":
-                    child.ready = True
-                    continue
-                if message[0] == "beat":
-                    task = child.tasks.get(message[1])
+                message: FromChild = child.conn.recv()
+                if isinstance(message, Results):
+                    events.extend(_finished(child, message))
+                elif isinstance(message, Progress):
+                    task = child.tasks.get(message.seq)
                     if task is not None:
-                        events.append(Beat(task, message[2]))
-                    continue
-                for result in message[1]:
-                    task = child.tasks.pop(result[1], None)
-                    if task is None:
-                        continue
-                    if result[0] == "ok":
-                        events.append(Finished(task))
-                    else:
-                        error = ErrorInfo(result[2], result[3], result[4])
-                        events.append(Finished(task, error, tuple(result[5])))
+                        events.append(Beat(task, message.progress))
+                else:
+                    child.ready = True
         except (EOFError, OSError):
             return False
         return True
@@ -376,7 +382,7 @@ class Pool:
         """Stop idle children politely, kill any that do not stop."""
         for child in self.children:
             with contextlib.suppress(OSError):
-                child.conn.send(None)
+                child.conn.send(Stop())
         for child in self.children:
             child.process.join(2)
             if child.process.is_alive():
@@ -400,6 +406,21 @@ def _remove_stale_lock_dirs() -> None:
             shutil.rmtree(folder, ignore_errors=True)
         except PermissionError:
             pass  # alive, another user's
+
+
+def _finished(child: _Child, results: Results) -> list[Event]:
+    """The events of the tasks in ``results`` that ``child`` still held, in order."""
+    events: list[Event] = []
+    for outcome in results.outcomes:
+        task = child.tasks.pop(outcome.seq, None)
+        if task is None:
+            continue
+        if isinstance(outcome, TaskDone):
+            events.append(Finished(task))
+        else:
+            error = ErrorInfo(outcome.error_type, outcome.message, outcome.traceback)
+            events.append(Finished(task, error, tuple(outcome.names)))
+    return events
 
 
 def _death(exitcode: int | None) -> str:
