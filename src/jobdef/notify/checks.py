@@ -1,11 +1,11 @@
-"""Can each channel deliver? Checked at worker start and by ``jobdef validate --check-env``.
+"""Channels ready to deliver, built at worker start: a sender, a renderer, a digest threshold.
 
-:func:`check_channel_env` lists every problem: environment variables a channel
-names but the environment lacks, settings its type needs, templates that do not
-compile, and jobs whose ``notify.channel`` names no Channel document.
-:func:`build_channels` is what the worker calls: it raises one
-:class:`~jobdef.errors.ChannelError` that lists them all, or returns the ready
-channels.
+Whether a channel can deliver (environment variables, settings its type needs,
+templates that compile, ``notify.channel`` naming a Channel document) is checked
+by :func:`jobdef.policy.channels.check_channel_env`, which ``jobdef validate
+--check-env`` also runs. :func:`build_channels` raises one
+:class:`~jobdef.errors.ChannelError` that lists every problem, or returns the
+ready channels.
 """
 
 from __future__ import annotations
@@ -13,17 +13,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from jinja2 import TemplateSyntaxError
-
 from jobdef.errors import ChannelError
 from jobdef.notify.channels import Sender, configure
 from jobdef.notify.render import Renderer
-from jobdef.policy.channels import (
-    ChannelConfig,
-    ChannelProblem,
-    unknown_channel_problems,
-    used_channels,
-)
+from jobdef.policy.channels import check_channel_env, used_channels
+from jobdef.policy.model import ChannelPolicy
 from jobdef.policy.registry import Registry
 
 DEFAULT_DIGEST_AFTER = 20
@@ -40,49 +34,29 @@ class Channel:
     digest_after: int = DEFAULT_DIGEST_AFTER
 
 
-def _template(config: ChannelConfig) -> Renderer | None:
-    try:
-        return Renderer(config.get("template"))
-    except TemplateSyntaxError as exc:
-        config.problem("template", f"the Jinja2 template does not compile: {exc.message}")
-        return None
-
-
-def _configure_all(
-    registry: Registry, environ: Mapping[str, str], names: Collection[str] | None
-) -> tuple[dict[str, Channel], list[ChannelProblem]]:
-    wanted = used_channels(registry) if names is None else sorted(names)
-    problems = unknown_channel_problems(registry, wanted)
-    channels: dict[str, Channel] = {}
-    for name in wanted:
-        policy = registry.channels.get(name)
-        if policy is None:
-            continue
-        sender, config = configure(policy, environ)
-        renderer = _template(config)
-        problems.extend(config.problems)
-        if renderer is not None and not config.problems:
-            digest_after = int(config.get("digest_after", DEFAULT_DIGEST_AFTER))
-            channels[name] = Channel(name, policy.type, sender, renderer, digest_after)
-    return channels, problems
-
-
-def check_channel_env(
-    registry: Registry, environ: Mapping[str, str], names: Collection[str] | None = None
-) -> list[ChannelProblem]:
-    """Every reason the channels in use (or ``names``) could not deliver; empty when ready."""
-    return _configure_all(registry, environ, names)[1]
+def _ready(policy: ChannelPolicy, environ: Mapping[str, str]) -> Channel:
+    sender, config = configure(policy, environ)
+    digest_after = int(config.get("digest_after", DEFAULT_DIGEST_AFTER))
+    return Channel(policy.name, policy.type, sender, Renderer(config.get("template")), digest_after)
 
 
 def build_channels(
     registry: Registry, environ: Mapping[str, str], names: Collection[str] | None = None
 ) -> dict[str, Channel]:
-    """The channels in use (or ``names``), ready to deliver; raises ChannelError on any problem."""
-    channels, problems = _configure_all(registry, environ, names)
+    """The channels in use (or ``names``), ready to deliver; raises ChannelError on any problem.
+
+    The problems are those of :func:`~jobdef.policy.channels.check_channel_env`.
+    """
+    problems = check_channel_env(registry, environ, names)
     if problems:
         listed = "\n  ".join(str(p) for p in problems)
         raise ChannelError(
             f"{len(problems)} notification channel problem(s):\n  {listed}\n"
             "set the variables in the worker's environment, or fix the Channel documents"
         )
-    return channels
+    wanted = used_channels(registry) if names is None else sorted(names)
+    return {
+        name: _ready(registry.channels[name], environ)
+        for name in wanted
+        if name in registry.channels
+    }

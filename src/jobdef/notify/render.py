@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jinja2 import TemplateError, Undefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2 import TemplateError
+
+from jobdef.policy.channels import compile_template
 
 DEFAULT_TEMPLATE = """\
 [jobdef] {{ event }}: {{ job }}{% if title %} ({{ title }}){% endif %}, job {{ job_id }}
@@ -35,14 +36,6 @@ DIGEST_LINE_TEMPLATE = """\
 {% if not loop.last %}, {% endif %}{% endfor %}){% endif %}\
 {% if error_type %}: {{ error_type }}: {{ error_message | truncate(160, true) }}{% endif %}\
  [{{ at_iso }}] re-run: {{ requeue_command }}"""
-
-_ENV = ImmutableSandboxedEnvironment(autoescape=False, undefined=Undefined)
-
-
-def compile_template(source: str) -> Any:
-    """Compile a channel template; raises :class:`jinja2.TemplateSyntaxError` when it is broken."""
-    return _ENV.from_string(source)
-
 
 _DEFAULT = compile_template(DEFAULT_TEMPLATE)
 _DIGEST_LINE = compile_template(DIGEST_LINE_TEMPLATE)

@@ -1,23 +1,31 @@
-"""A channel's settings read with every problem recorded: what a channel needs, without sending.
+"""What a channel needs to deliver, checked without sending anything.
 
-:class:`ChannelConfig` reads the settings of one Channel document and the
-environment variables it names, and collects every problem instead of stopping
-at the first, so that worker start and ``jobdef validate --check-env`` can list
-them all. Secrets are only ever read from the environment and never appear in a
-problem or an error text.
+:func:`read_channel` reads one Channel document's settings, and the environment
+variables it names, into the settings its sender is built from
+(:class:`WebhookSettings`, :class:`MailSettings`, ...), and collects every
+problem on the way instead of stopping at the first: a variable the
+environment lacks, a setting the type needs, a template that does not compile.
+:func:`check_channel_env` lists the problems of every channel the jobs use, for
+``jobdef validate --check-env`` and for worker start (:mod:`jobdef.notify.checks`
+builds the senders of ready channels). Secrets are only ever read from the
+environment and never appear in a problem, an error text or a settings repr.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from jobdef.policy.durations import parse_duration_or_none
 from jobdef.policy.model import ChannelPolicy
 from jobdef.policy.registry import Registry
 
 DEFAULT_TIMEOUT = 10.0
+# SMTP port of each ``security`` mode of an ``email`` channel.
+DEFAULT_PORTS = {"starttls": 587, "tls": 465, "none": 25}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,4 +128,148 @@ def unknown_channel_problems(registry: Registry, names: Collection[str]) -> list
                     column=origin.column if origin else 0,
                 )
             )
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    channel: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    url: str = field(repr=False)
+    format: str = "json"
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class MailSettings:
+    host: str
+    port: int
+    sender: str
+    recipients: tuple[str, ...]
+    security: str = "starttls"
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSettings:
+    argv: tuple[str, ...]
+    timeout: float = DEFAULT_TIMEOUT
+
+
+ChannelSettings = LogSettings | WebhookSettings | MailSettings | CommandSettings
+
+
+def _log(config: ChannelConfig) -> LogSettings:
+    return LogSettings(config.name)
+
+
+def _webhook(config: ChannelConfig) -> WebhookSettings:
+    config.require("url_env", "the environment variable that holds the URL")
+    url = config.env("url_env") or ""
+    if url and urlsplit(url).scheme not in ("http", "https"):
+        config.problem(
+            "url_env",
+            f"environment variable {config.get('url_env')} must hold an http:// or https:// URL",
+        )
+    headers: dict[str, str] = {}
+    for header, variable in (config.get("headers_env") or {}).items():
+        value = config.env("headers_env", variable)
+        if value is not None:
+            headers[str(header)] = value
+    return WebhookSettings(
+        url,
+        format=str(config.get("format", "json")),
+        headers=headers,
+        timeout=config.timeout(),
+    )
+
+
+def _mail(config: ChannelConfig) -> MailSettings:
+    host = config.require("host", "the SMTP server's host name")
+    sender = config.require("from", "the sender address")
+    recipients = config.require("to", "a list of recipient addresses")
+    security = str(config.get("security", "starttls"))
+    user = config.env("user_env")
+    password = config.env("password_env")
+    if config.get("password_env") and not config.get("user_env"):
+        config.problem("user_env", "a password without a user: name the user's variable too")
+    return MailSettings(
+        host=str(host or ""),
+        port=int(config.get("port") or DEFAULT_PORTS.get(security, 25)),
+        sender=str(sender or ""),
+        recipients=tuple(str(r) for r in recipients or ()),
+        security=security,
+        user=user,
+        password=password,
+        timeout=config.timeout(),
+    )
+
+
+def _command(config: ChannelConfig) -> CommandSettings:
+    argv = config.require("command", "the program and its arguments, as a list")
+    return CommandSettings(tuple(str(a) for a in argv or ()), timeout=config.timeout())
+
+
+# Channel type -> the reader of its settings.
+_READERS: Mapping[str, Callable[[ChannelConfig], ChannelSettings]] = {
+    "log": _log,
+    "webhook": _webhook,
+    "email": _mail,
+    "command": _command,
+}
+
+
+@functools.cache
+def _template_environment() -> Any:
+    # Imported here: loading sheets must not pay for Jinja2.
+    from jinja2 import Undefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(autoescape=False, undefined=Undefined)
+
+
+def compile_template(source: str) -> Any:
+    """Compile a channel template in Jinja2's immutable sandbox: a sheet author can shape
+    text, not call into Python. Raises :class:`jinja2.TemplateSyntaxError` when it is broken."""
+    return _template_environment().from_string(source)
+
+
+def _check_template(config: ChannelConfig) -> None:
+    from jinja2 import TemplateSyntaxError
+
+    source = config.get("template")
+    if not source:
+        return
+    try:
+        compile_template(source)
+    except TemplateSyntaxError as exc:
+        config.problem("template", f"the Jinja2 template does not compile: {exc.message}")
+
+
+def read_channel(
+    channel: ChannelPolicy, environ: Mapping[str, str]
+) -> tuple[ChannelSettings, ChannelConfig]:
+    """The settings of ``channel``'s sender; the config's ``problems`` say what is missing."""
+    config = ChannelConfig(channel, environ)
+    settings = _READERS[channel.type](config)
+    _check_template(config)
+    return settings, config
+
+
+def check_channel_env(
+    registry: Registry, environ: Mapping[str, str], names: Collection[str] | None = None
+) -> list[ChannelProblem]:
+    """Every reason the channels in use (or ``names``) could not deliver; empty when ready."""
+    wanted = used_channels(registry) if names is None else sorted(names)
+    problems = unknown_channel_problems(registry, wanted)
+    for name in wanted:
+        channel = registry.channels.get(name)
+        if channel is not None:
+            problems.extend(read_channel(channel, environ)[1].problems)
     return problems

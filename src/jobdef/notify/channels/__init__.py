@@ -1,9 +1,7 @@
 """Channel senders, one module per channel type: ``log``, ``webhook``, ``email``, ``command``.
 
-Each module has ``build(config) -> Sender``. The settings and the environment
-variables a channel names are read by :class:`~jobdef.policy.channels.ChannelConfig`,
-which records every problem instead of stopping at the first, so that worker
-start and ``jobdef validate --check-env`` can list them all.
+Each module has ``build(settings) -> Sender``, from the settings that
+:func:`jobdef.policy.channels.read_channel` reads (and checks) without sending anything.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from typing import Protocol
 
 from jobdef.errors import ChannelError
 from jobdef.notify.message import Message
-from jobdef.policy.channels import ChannelConfig
+from jobdef.policy.channels import ChannelConfig, read_channel
 from jobdef.policy.model import ChannelPolicy
 
 # Channel type -> module under jobdef.notify.channels.
@@ -30,9 +28,9 @@ class Sender(Protocol):
 
 def configure(channel: ChannelPolicy, environ: Mapping[str, str]) -> tuple[Sender, ChannelConfig]:
     """Build the sender of ``channel``; the config's ``problems`` say what is missing."""
-    config = ChannelConfig(channel, environ)
+    settings, config = read_channel(channel, environ)
     module = importlib.import_module(f"jobdef.notify.channels.{_MODULES[channel.type]}")
-    return module.build(config), config
+    return module.build(settings), config
 
 
 def build_sender(channel: ChannelPolicy, environ: Mapping[str, str]) -> Sender:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from jobdef.errors import DeliveryError
 from jobdef.notify.message import Message
-from jobdef.policy.channels import ChannelConfig
+from jobdef.policy.channels import CommandSettings
 
 _STDERR_EXCERPT = 300
 
@@ -79,6 +79,5 @@ class CommandSender:
                 stream.close()
 
 
-def build(config: ChannelConfig) -> CommandSender:
-    argv = config.require("command", "the program and its arguments, as a list")
-    return CommandSender([str(a) for a in argv or ()], timeout=config.timeout())
+def build(settings: CommandSettings) -> CommandSender:
+    return CommandSender(settings.argv, timeout=settings.timeout)

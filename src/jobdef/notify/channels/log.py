@@ -11,7 +11,7 @@ import json
 import logging
 
 from jobdef.notify.message import Message
-from jobdef.policy.channels import ChannelConfig
+from jobdef.policy.channels import LogSettings
 
 LOGGER = logging.getLogger("jobdef.notify")
 
@@ -34,5 +34,5 @@ class LogSender:
         )
 
 
-def build(config: ChannelConfig) -> LogSender:
-    return LogSender(config.name)
+def build(settings: LogSettings) -> LogSender:
+    return LogSender(settings.channel)

@@ -18,9 +18,7 @@ from email.utils import formatdate
 
 from jobdef.errors import DeliveryError
 from jobdef.notify.message import Message
-from jobdef.policy.channels import ChannelConfig
-
-DEFAULT_PORTS = {"starttls": 587, "tls": 465, "none": 25}
+from jobdef.policy.channels import MailSettings
 
 
 def mail_message_id(message_id: str) -> str:
@@ -88,22 +86,14 @@ class MailSender:
             ) from None
 
 
-def build(config: ChannelConfig) -> MailSender:
-    host = config.require("host", "the SMTP server's host name")
-    sender = config.require("from", "the sender address")
-    recipients = config.require("to", "a list of recipient addresses")
-    security = str(config.get("security", "starttls"))
-    user = config.env("user_env")
-    password = config.env("password_env")
-    if config.get("password_env") and not config.get("user_env"):
-        config.problem("user_env", "a password without a user: name the user's variable too")
+def build(settings: MailSettings) -> MailSender:
     return MailSender(
-        host=str(host or ""),
-        port=int(config.get("port") or DEFAULT_PORTS.get(security, 25)),
-        sender=str(sender or ""),
-        recipients=[str(r) for r in recipients or ()],
-        security=security,
-        user=user,
-        password=password,
-        timeout=config.timeout(),
+        host=settings.host,
+        port=settings.port,
+        sender=settings.sender,
+        recipients=settings.recipients,
+        security=settings.security,
+        user=settings.user,
+        password=settings.password,
+        timeout=settings.timeout,
     )

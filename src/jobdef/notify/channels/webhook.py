@@ -16,12 +16,11 @@ import ssl
 import urllib.error
 import urllib.request
 from typing import Any
-from urllib.parse import urlsplit
 
 from jobdef import __version__
 from jobdef.errors import DeliveryError
 from jobdef.notify.message import Message
-from jobdef.policy.channels import ChannelConfig
+from jobdef.policy.channels import WebhookSettings
 
 FORMATS = ("json", "slack", "chat")
 _BODY_EXCERPT = 200
@@ -91,22 +90,10 @@ class WebhookSender:
         return text.replace(self.url, "<webhook url>")
 
 
-def build(config: ChannelConfig) -> WebhookSender:
-    config.require("url_env", "the environment variable that holds the URL")
-    url = config.env("url_env") or ""
-    if url and urlsplit(url).scheme not in ("http", "https"):
-        config.problem(
-            "url_env",
-            f"environment variable {config.get('url_env')} must hold an http:// or https:// URL",
-        )
-    headers: dict[str, str] = {}
-    for header, variable in (config.get("headers_env") or {}).items():
-        value = config.env("headers_env", variable)
-        if value is not None:
-            headers[str(header)] = value
+def build(settings: WebhookSettings) -> WebhookSender:
     return WebhookSender(
-        url,
-        format=str(config.get("format", "json")),
-        headers=headers,
-        timeout=config.timeout(),
+        settings.url,
+        format=settings.format,
+        headers=dict(settings.headers),
+        timeout=settings.timeout,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from jobdef.policy.channels import check_channel_env
 from jobdef.policy.registry import Registry
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
@@ -34,8 +35,6 @@ RULES = (UNKNOWN_CHANNEL, NO_EVENTS, CHANNEL_NOT_READY)
 
 def check_env(registry: Registry, environ: Mapping[str, str]) -> list[Diagnostic]:
     """``--check-env``: why the channels the jobs use could not deliver in ``environ``."""
-    from jobdef.notify.checks import check_channel_env
-
     return [
         CHANNEL_NOT_READY.at(
             p.file, p.line, p.column, f"channel {p.channel!r} {p.field}: {p.message}"
