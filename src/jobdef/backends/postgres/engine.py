@@ -436,7 +436,7 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
         """
         with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
             with conn.pipeline():
-                finished = conn.execute(self._q("complete_job"), complete) if complete else None
+                finished = conn.execute(self._q("complete_jobs"), complete) if complete else None
                 self._ensure_queue_rows(conn, limits)
                 cur.execute(self._q("lock_limited_queues"), {"limited": list(limits), "now": now})
             locked = {row["queue"]: Bucket(row["tokens"], row["tokens_at"]) for row in cur}
@@ -488,7 +488,7 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
             return []
         params = self._complete_params(leases, notifications, self.clock())
         done = self._run(
-            lambda conn: {row[0] for row in conn.execute(self._q("complete_job"), params)}
+            lambda conn: {row[0] for row in conn.execute(self._q("complete_jobs"), params)}
         )
         return [lease.job_id in done for lease in leases]
 

@@ -1,20 +1,42 @@
 -- Named queries of the PostgreSQL engine, with the names of the SQLite engine's
--- (sqlite/queries.sql) wherever the two do the same thing. `{schema}` is replaced by the quoted schema name when the file is loaded;
--- parameters are psycopg's `%(name)s`. All times are epoch seconds from the
--- engine's clock (`%(now)s`), never the server's.
+-- (sqlite/queries.sql) wherever the two do the same thing. `{schema}` is replaced
+-- by the quoted schema name when the file is loaded; parameters are psycopg's
+-- `%(name)s`. All times are epoch seconds from the engine's clock (`%(now)s`),
+-- never the server's.
+--
+-- How this file differs from SQLite's throughout, so the blocks below do not
+-- repeat it:
+-- - Lists are PostgreSQL arrays (`%(ids)s::bigint[]`, read with `unnest` or
+--   `= ANY`) where SQLite passes a JSON text read with `json_each`; so one
+--   statement serves a whole batch where SQLite runs one per row.
+-- - args, progress, errors and payloads are `jsonb` (SQLite: JSON in TEXT).
+-- - No `INDEXED BY`: the planner picks the index; this engine's sessions turn
+--   bitmap scans off (session_settings) so it walks the claim indexes as SQLite does.
+-- - `greatest(a, b)` is SQLite's two-argument `max(a, b)`.
+-- - Many workers on many hosts share the tables, so every statement that takes
+--   rows (claims, outbox, prune) locks them with `FOR UPDATE SKIP LOCKED`;
+--   SQLite has one writer at a time and needs no row locks.
+-- - A statement that makes jobs runnable wakes listening workers with
+--   `pg_notify` (delivered at commit); SQLite workers poll.
+-- - A fenced move writes its attempts row in the same statement, through a
+--   data-modifying CTE; SQLite's move returns started_at and the engine writes
+--   the row with record_attempt.
+--
+-- A fragment is one or more whole CTEs; a query includes it with
+-- `-- include: NAME` (`-- include: NAME,` when another CTE follows).
 
 -- name: session_settings
--- Run once per engine session; see PostgresBackend._open_session for why.
+-- PostgreSQL only. Run once per engine session; see SessionManager._open_session for why.
 SET enable_bitmapscan = off;
 
 -- name: reserve_job_ids
--- Draw ids for a batch up front, so each new row's id is known without
+-- PostgreSQL only (SQLite reads each new id from lastrowid). Draw ids for a batch up front, so each new row's id is known without
 -- relying on the order of RETURNING rows.
 SELECT nextval(pg_get_serial_sequence('{schema}.jobdef_jobs', 'id'))
 FROM generate_series(1, %(n)s);
 
 -- name: insert_jobs
--- Insert new jobs; a job whose key is already active is skipped (the caller
+-- PostgreSQL only (SQLite inserts one row per job with insert_job). Insert new jobs; a job whose key is already active is skipped (the caller
 -- merges it into the active one). Wakes listening workers of each queue that
 -- got a job: the notification is delivered when the transaction commits.
 -- `notified` is read in the final SELECT because a CTE that nothing reads is
@@ -42,7 +64,10 @@ notified AS (
 SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: insert_job
--- One job without a key, slot or dedupe window: a single round trip.
+-- One job without a key, slot or dedupe window: a single round trip. Differs
+-- from SQLite's: jobs with a key or a slot go through insert_jobs here (a batch
+-- that merges duplicates with ON CONFLICT), so this one takes neither; and it
+-- notifies the listening workers.
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         job, queue, priority, args, state, attempt, max_attempts,
@@ -59,7 +84,9 @@ SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: find_duplicate
 -- For each key of the batch, the job a new enqueue merges into: the active
--- one, else (with a dedupe window) the newest done within its window.
+-- one, else (with a dedupe window) the newest done within its window. SQLite
+-- asks for one key per call; here one statement answers the whole batch,
+-- each answer tagged with the job's ordinal in it (`ord`, DISTINCT ON it).
 SELECT DISTINCT ON (w.ord) w.ord, j.id
 FROM unnest(%(ords)s::int[], %(jobs)s::text[], %(keys)s::text[], %(since)s::float8[])
     AS w(ord, job, key, since)
@@ -70,6 +97,9 @@ ORDER BY w.ord, (j.state IN ('queued', 'running')) DESC, j.id DESC;
 
 -- name: insert_slot
 -- Reserve cron slots; the slots returned were free and are now taken by these ids.
+-- SQLite inserts one slot after it checked with find_slot (one writer, no race);
+-- here concurrent enqueues of one slot race, so the insert comes first and
+-- ON CONFLICT DO NOTHING decides which one took it.
 INSERT INTO {schema}.jobdef_slots (job, slot, job_id)
 SELECT * FROM unnest(%(jobs)s::text[], %(slots)s::float8[], %(ids)s::bigint[])
 ON CONFLICT DO NOTHING
@@ -77,28 +107,33 @@ RETURNING job_id;
 
 -- name: last_slot
 -- The newest slot ever stored for a job; the primary key (job, slot) serves it.
+-- The column is named (`slot`) because this engine reads rows by column name.
 SELECT max(slot) AS slot FROM {schema}.jobdef_slots WHERE job = %(job)s;
 
 -- name: find_slot
--- The job that holds each already-taken slot.
+-- The job that holds each already-taken slot: the slots insert_slot lost, for
+-- the whole batch at once (SQLite: one slot per call, before inserting).
 SELECT w.ord, s.job_id
 FROM unnest(%(ords)s::int[], %(jobs)s::text[], %(slots)s::float8[]) AS w(ord, job, slot)
 JOIN {schema}.jobdef_slots AS s ON s.job = w.job AND s.slot = w.slot;
 
 -- name: repoint_slot
--- A slot reserved for a row that was merged into an active job points at that job.
+-- PostgreSQL only: ids are reserved before the insert (reserve_job_ids), so a
+-- slot can be taken for an id whose row then merged into an active job. A slot reserved for a row that was merged into an active job points at that job.
 UPDATE {schema}.jobdef_slots AS s SET job_id = m.merged_id
 FROM unnest(%(reserved_ids)s::bigint[], %(merged_ids)s::bigint[]) AS m(reserved_id, merged_id)
 WHERE s.job_id = m.reserved_id;
 
 -- name: ensure_queue_rows
--- Limited queues (a cap or a rate) need a row to lock; create the missing ones.
+-- PostgreSQL only: the limited claim locks queue rows (SQLite has one writer and
+-- creates a queue's row when it first spends a token, spend_tokens). Limited queues (a cap or a rate) need a row to lock; create the missing ones.
 INSERT INTO {schema}.jobdef_queues (queue)
 SELECT unnest(%(queues)s::text[])
 ON CONFLICT DO NOTHING;
 
 -- name: lock_limited_queues
--- Serialize claims on each limited queue that has runnable work, so neither the
+-- PostgreSQL only; SQLite reads the same buckets with queue_buckets, and its
+-- single writer needs no lock. Serialize claims on each limited queue that has runnable work, so neither the
 -- running count that the claim reads next nor the queue's token bucket can be
 -- raced by another worker. Locked in name order: two workers never wait on
 -- each other in a cycle.
@@ -127,7 +162,7 @@ chosen AS (
     ORDER BY j.priority DESC, j.run_after, j.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-),
+)
 
 -- fragment: lease_chosen
 -- Lease the `chosen` jobs to the worker: the step every claim ends with.
@@ -148,13 +183,17 @@ claimed AS (
 -- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
 -- to the worker: one statement walking the claim index with SKIP LOCKED, so
 -- concurrent workers never wait on each other and it stops after `limit` rows.
+-- SQLite's is one UPDATE ... WHERE id IN (SELECT ... LIMIT); PostgreSQL has
+-- no LIMIT on UPDATE and must lock what it picks, hence the two CTEs.
 WITH
--- include: choose_runnable
+-- include: choose_runnable,
 -- include: lease_chosen
 SELECT * FROM claimed;
 
 -- name: claim_jobs_limited
--- claim_jobs when some queues have a concurrency limit or a start rate. Each
+-- PostgreSQL only: SQLite runs the same steps as separate statements inside its
+-- one write transaction (queues_with_queued, queue_candidates per queue,
+-- running_per_queue, claim_ids, spend_tokens). claim_jobs when some queues have a concurrency limit or a start rate. Each
 -- queue that has queued jobs is read on its own through the per-queue claim
 -- index, with SKIP LOCKED, and the picks are merged in claim order; so a claim
 -- costs a few index probes per queue, however deep a capped queue's backlog is.
@@ -213,10 +252,10 @@ chosen AS (
     ORDER BY priority DESC, run_after, id
     LIMIT %(limit)s
 ),
--- include: lease_chosen
+-- include: lease_chosen,
 -- Each locked rate-limited queue's bucket: what it held at `now` (`refilled`,
 -- computed by jobdef.policy.queue_controls.Bucket) less one token per job claimed.
-, spent AS (
+spent AS (
     UPDATE {schema}.jobdef_queues AS q
     SET tokens = b.tokens - (SELECT count(*) FROM claimed AS c WHERE c.queue = b.queue),
         tokens_at = %(now)s
@@ -226,6 +265,7 @@ chosen AS (
 SELECT * FROM claimed;
 
 -- name: heartbeat
+-- As on SQLite; progress is cast to jsonb.
 UPDATE {schema}.jobdef_jobs
 SET lease_until = %(lease_until)s,
     progress = coalesce(%(progress)s::jsonb, progress),
@@ -234,8 +274,9 @@ WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
 -- fragment: finish_done
--- Finish every attempt whose lease still holds, record each finished attempt, and
--- store the outbox messages of the finished jobs only (`note_*` arrays, keyed by job id).
+-- Three CTEs: finish every attempt whose lease still holds (`finished`), record
+-- each finished attempt (`history`), and store the outbox messages of the
+-- finished jobs only (`outbox`; `note_*` arrays, keyed by job id).
 finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
@@ -261,23 +302,26 @@ outbox AS (
     ON CONFLICT (message_id) DO NOTHING
 )
 
--- name: complete_job
+-- name: complete_jobs
 -- Group commit: finish every attempt whose lease still holds, in one statement,
 -- record each finished attempt, and store the outbox messages of the finished
--- jobs only (`note_*` arrays, keyed by job id).
+-- jobs only (`note_*` arrays, keyed by job id). SQLite's complete_jobs only
+-- moves the jobs; its engine then writes the attempts (record_done_attempts)
+-- and the messages (insert_outbox) in the same transaction.
 WITH
 -- include: finish_done
 SELECT id FROM finished;
 
 -- name: complete_and_claim
--- A worker's turn in one statement (one round trip, one commit): complete_job,
+-- PostgreSQL only (SQLite runs complete_jobs then claim_jobs in one
+-- transaction: its commit, not its round trips, is what costs).
+-- A worker's turn in one statement (one round trip, one commit): complete_jobs,
 -- then claim_jobs. The two touch different rows (running ones, queued ones),
 -- so one snapshot serves both. One row comes back even when nothing was
 -- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
 WITH
--- include: finish_done
-,
--- include: choose_runnable
+-- include: finish_done,
+-- include: choose_runnable,
 -- include: lease_chosen
 SELECT done.done_ids, claimed.*
 FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished) AS done
@@ -286,6 +330,8 @@ LEFT JOIN claimed ON true;
 -- name: retry_job
 -- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
 -- the next backoff. The worker id is cleared: nobody holds the job now.
+-- Unlike SQLite's, it writes the attempt row itself (`history`) and wakes the
+-- workers when the retry is due at once.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'queued', run_after = %(run_after)s, last_delay = %(delay)s,
@@ -306,6 +352,7 @@ notified AS (
 SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: bury_job
+-- Unlike SQLite's, it writes the attempt row itself (`history`).
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'dead', finished_at = %(now)s, last_error = %(error)s,
@@ -324,6 +371,8 @@ SELECT id FROM moved;
 
 -- name: release_job
 -- Give the job back without spending the attempt (the worker is shutting down).
+-- Unlike SQLite's, it writes the attempt row itself (outcome `released`) and
+-- wakes the workers.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'queued', attempt = attempt - 1, worker_id = NULL, lease_until = NULL,
@@ -344,7 +393,8 @@ SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: insert_outbox
 -- Messages of a transition, in the transition's transaction; a message id
--- already stored (a repeated transition) is not stored twice.
+-- already stored (a repeated transition) is not stored twice. All the
+-- transition's messages in one statement (SQLite: one per message).
 INSERT INTO {schema}.jobdef_outbox
     (message_id, channel, event, job, payload, next_at, created_at)
 SELECT n.message_id, n.channel, n.event, n.job, n.payload::jsonb, %(now)s, %(now)s
@@ -359,19 +409,25 @@ UPDATE {schema}.jobdef_jobs
 SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(job_id)s AND state = 'queued';
 
--- fragment: requeue_key_free
--- The rest of a requeue target: jobs whose key is not active again, and only the
--- newest of several sharing one key.
-      AND (j.idempotency_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM {schema}.jobdef_jobs AS a
-          WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
-            AND a.state IN ('queued', 'running')
-      ))
+-- fragment: requeue_target
+-- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
+-- job whose idempotency key is active again is left alone (it would be a
+-- duplicate), as is all but the newest of several sharing one key.
+target AS (
+    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
+    FROM named
+    JOIN {schema}.jobdef_jobs AS j ON j.id = named.id
+    WHERE j.idempotency_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM {schema}.jobdef_jobs AS a
+        WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
+          AND a.state IN ('queued', 'running')
+    )
     ORDER BY j.job, coalesce(j.idempotency_key, j.id::text), j.id DESC
-
+)
 
 -- fragment: requeue_move
--- Move the targets back to queued (attempts 0, history kept) and wake the workers.
+-- Two CTEs: move the targets back to queued, attempts 0, history kept (`moved`),
+-- and wake the workers of their queues (`notified`).
 moved AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
@@ -384,31 +440,28 @@ moved AS (
 notified AS (
     SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM moved) AS q
 )
-SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: requeue_ids
--- Queue finished jobs again with attempts back to 0; history stays. A job
--- whose idempotency key is active again is left alone (it would be a
--- duplicate), as is all but the newest of several jobs sharing one key.
-WITH target AS (
-    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
-    FROM {schema}.jobdef_jobs AS j
-    WHERE j.state = %(state)s
-      AND j.id = ANY (%(ids)s::bigint[])
--- include: requeue_key_free
+-- Queue finished jobs again with attempts back to 0; history stays. SQLite keeps
+-- the newest job per key with GROUP BY and max(id); DISTINCT ON does it here,
+-- and the move notifies the workers.
+WITH named AS (
+    SELECT id FROM {schema}.jobdef_jobs
+    WHERE state = %(state)s AND id = ANY (%(ids)s::bigint[])
 ),
+-- include: requeue_target,
 -- include: requeue_move
+SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: requeue_job
 -- The same for every job of one name in `state`.
-WITH target AS (
-    SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
-    FROM {schema}.jobdef_jobs AS j
-    WHERE j.state = %(state)s
-      AND j.job = %(job)s
--- include: requeue_key_free
+WITH named AS (
+    SELECT id FROM {schema}.jobdef_jobs
+    WHERE state = %(state)s AND job = %(job)s
 ),
+-- include: requeue_target,
 -- include: requeue_move
+SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: resolve_job
 UPDATE {schema}.jobdef_jobs
@@ -416,6 +469,8 @@ SET state = 'resolved', note = %(note)s, finished_at = %(now)s, updated_at = %(n
 WHERE id = %(job_id)s AND state = 'dead';
 
 -- name: expired_leases
+-- Ordered by id too, so the order is the same on every call (SQLite's rowid
+-- order breaks the tie there).
 SELECT * FROM {schema}.jobdef_jobs
 WHERE state = 'running' AND lease_until < %(now)s
 ORDER BY lease_until, id
@@ -424,6 +479,9 @@ LIMIT %(limit)s;
 -- name: prune_batch
 -- One batch of finished rows past their retention. Short transactions, and
 -- SKIP LOCKED: pruning never waits on, nor blocks, a claim or an operator.
+-- SQLite's selects the batch's ids and its engine deletes the jobs and their
+-- attempts (delete_jobs, delete_attempts); here one statement deletes them,
+-- the attempts through ON DELETE CASCADE, and one batch spans several states.
 WITH doomed AS (
     SELECT id FROM {schema}.jobdef_jobs
     WHERE job = %(job)s AND state = ANY (%(states)s::text[])
@@ -435,6 +493,7 @@ WITH doomed AS (
 DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id;
 
 -- name: prune_count
+-- Several states at once, as prune_batch (SQLite: one state per call).
 SELECT count(*) FROM {schema}.jobdef_jobs
 WHERE job = %(job)s AND state = ANY (%(states)s::text[])
   AND finished_at IS NOT NULL AND finished_at < %(before)s;
@@ -463,10 +522,13 @@ WHERE job_id = %(job_id)s
 ORDER BY id;
 
 -- name: processed_keys_exist
+-- On the handler's own connection. to_regclass is SQLite's sqlite_master lookup.
 SELECT to_regclass('{schema}.jobdef_processed_keys') IS NOT NULL;
 
 -- name: create_processed_keys
--- On the handler's own connection, which need not be the job database.
+-- On the handler's own connection, which need not be the job database, so the
+-- schema may be missing there too. The time column is `created_at` here and
+-- `processed_at` on SQLite: the two engines' tables were made that way.
 CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE TABLE IF NOT EXISTS {schema}.jobdef_processed_keys (
     key        text PRIMARY KEY,
@@ -481,6 +543,8 @@ ON CONFLICT (key) DO NOTHING;
 
 -- name: outbox_claim
 -- Lease due messages to one sender, so two senders never send the same one.
+-- SQLite's is one UPDATE ... WHERE id IN (SELECT ... LIMIT); here the due rows
+-- are locked with SKIP LOCKED first, as in claim_jobs.
 WITH due AS (
     SELECT id FROM {schema}.jobdef_outbox
     WHERE delivered_at IS NULL AND next_at <= %(now)s
@@ -508,11 +572,15 @@ WHERE id = %(id)s;
 SELECT * FROM {schema}.jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
 
 -- name: set_paused
+-- Also stamps the row's updated_at, which only this engine's table has.
 INSERT INTO {schema}.jobdef_queues (queue, paused, updated_at)
 VALUES (%(queue)s, %(paused)s, %(now)s)
 ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
 
 -- name: queue_depths
+-- Every queue that has a row (a paused one, a limited one) or active jobs, with
+-- its pause state, in one statement; SQLite's counts only the queues with
+-- active jobs and its engine merges paused_queues into them.
 WITH names AS (
     SELECT queue FROM {schema}.jobdef_queues
     UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'
@@ -531,12 +599,15 @@ LEFT JOIN {schema}.jobdef_queues AS q ON q.queue = n.queue
 ORDER BY n.queue;
 
 -- name: schema_exists
+-- PostgreSQL only: the tables live in a schema of their own.
 SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %(schema_name)s);
 
 -- name: create_schema
+-- PostgreSQL only.
 CREATE SCHEMA IF NOT EXISTS {schema};
 
 -- name: create_schema_version
+-- PostgreSQL only (SQLite creates it with its first migration).
 CREATE TABLE IF NOT EXISTS {schema}.jobdef_schema_version (
     version    integer PRIMARY KEY,
     name       text NOT NULL,
@@ -548,12 +619,16 @@ CREATE TABLE IF NOT EXISTS {schema}.jobdef_schema_version (
 SELECT coalesce(max(version), 0) FROM {schema}.jobdef_schema_version;
 
 -- name: record_migration
+-- applied_at is the server's timestamptz default (SQLite stores the engine's :now).
 INSERT INTO {schema}.jobdef_schema_version (version, name) VALUES (%(version)s, %(name)s);
 
 -- name: advisory_xact_lock
+-- PostgreSQL only, as the two below: advisory locks between engines on many
+-- hosts. This one serializes migrations (SQLite's write lock does that there).
 SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: try_advisory_lock
+-- The maintenance lock, held by the listening session (see listener.py).
 SELECT pg_try_advisory_lock(%(key)s);
 
 -- name: advisory_unlock
