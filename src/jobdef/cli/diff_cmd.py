@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"jobdef diff: note: {note}", file=sys.stderr)
     active = None
     if args.db:
-        from jobdef.review.store import active_jobs
+        from jobdef.cli.active_jobs import active_jobs
 
         active = active_jobs(args.db)
     diff = diff_registries(old.registry, new.registry, active)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.review.store import active_jobs
+from jobdef.cli.active_jobs import active_jobs
 from jobdef.runtime import connect
 from jobdef.sheets.pipeline import load_registry
 from support.sheet_repo import write_project
