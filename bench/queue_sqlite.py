@@ -108,7 +108,8 @@ def jobdef_drain(
         raise RuntimeError(f"jobdef drained {stats.done} of {n} jobs")
     conn = sqlite3.connect(folder / f"drain-{concurrency}.db")
     first, last = conn.execute(
-        "SELECT (SELECT min(started_at) FROM attempts), (SELECT max(finished_at) FROM jobs)"
+        "SELECT (SELECT min(started_at) FROM jobdef_attempts), "
+        "(SELECT max(finished_at) FROM jobdef_jobs)"
     ).fetchone()
     conn.close()
     return n / (last - first)
@@ -136,10 +137,10 @@ def jobdef_claim_ms(folder: Path, finished: int, synchronous: str, samples: int 
 def naive_claim_ms(folder: Path, finished: int, samples: int = 20) -> float:
     """The same table, claimed by a query that cannot use the partial index."""
     conn = sqlite3.connect(folder / f"claim-{finished}.db")
-    conn.execute("UPDATE jobs SET state = 'queued' WHERE state = 'running'")
+    conn.execute("UPDATE jobdef_jobs SET state = 'queued' WHERE state = 'running'")
     conn.commit()
     query = (
-        "SELECT id FROM jobs NOT INDEXED WHERE state = 'queued' "
+        "SELECT id FROM jobdef_jobs NOT INDEXED WHERE state = 'queued' "
         "OR (state = 'running' AND lease_until < ?) ORDER BY priority DESC, run_after, id LIMIT 1"
     )
     times = []
@@ -157,7 +158,7 @@ def _fill_finished(path: Path, finished: int) -> None:
     conn.execute(
         """
         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-        INSERT INTO jobs (job, queue, priority, args, state, attempt, max_attempts,
+        INSERT INTO jobdef_jobs (job, queue, priority, args, state, attempt, max_attempts,
                           run_after, created_at, updated_at, finished_at)
         SELECT 'noop', 'default', 0, '{}', CASE i % 10 WHEN 0 THEN 'dead' ELSE 'done' END,
                1, 3, ? - i, ? - i, ? - i, ? - i

@@ -49,13 +49,15 @@ def test_four_workers_run_every_job_exactly_once(backend, registry, workers, db_
     conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
     try:
         per_job = conn.execute(
-            "SELECT count(*), sum(outcome = 'done') FROM attempts GROUP BY job_id"
+            "SELECT count(*), sum(outcome = 'done') FROM jobdef_attempts GROUP BY job_id"
         ).fetchall()
         doubles = conn.execute(
-            "SELECT job_id FROM attempts GROUP BY job_id HAVING count(*) > 1"
+            "SELECT job_id FROM jobdef_attempts GROUP BY job_id HAVING count(*) > 1"
         ).fetchall()
-        done = conn.execute("SELECT count(*) FROM jobs WHERE state = 'done'").fetchone()[0]
-        by_worker = conn.execute("SELECT count(DISTINCT worker_id) FROM attempts").fetchone()[0]
+        done = conn.execute("SELECT count(*) FROM jobdef_jobs WHERE state = 'done'").fetchone()[0]
+        by_worker = conn.execute(
+            "SELECT count(DISTINCT worker_id) FROM jobdef_attempts"
+        ).fetchone()[0]
     finally:
         conn.close()
     assert len(per_job) == total
@@ -104,7 +106,7 @@ def test_errors_are_classified_by_the_sheet_and_dead_jobs_reach_the_outbox(
     # Delivered or not: the worker's outbox service may already have sent one.
     conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
     try:
-        payloads = [row[0] for row in conn.execute("SELECT payload FROM outbox")]
+        payloads = [row[0] for row in conn.execute("SELECT payload FROM jobdef_outbox")]
     finally:
         conn.close()
     assert {json.loads(p)["job_id"] for p in payloads} == {retried, fatal}

@@ -282,7 +282,8 @@ class Demo:
         conn = sqlite3.connect(self.folder / "demo.db")
         try:
             rows = conn.execute(
-                "SELECT channel, event, delivered_at IS NOT NULL, payload FROM outbox ORDER BY id"
+                "SELECT channel, event, delivered_at IS NOT NULL, payload "
+                "FROM jobdef_outbox ORDER BY id"
             ).fetchall()
         finally:
             conn.close()
