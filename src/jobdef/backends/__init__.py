@@ -2,15 +2,25 @@
 
 ``open_backend(url)`` picks the engine from the URL scheme: ``sqlite:///path.db``
 (the embedded default) or ``postgresql://...``.
+
+Only ``jobdef db upgrade`` (:func:`upgrade`), a starting worker and
+``connect()`` create or migrate tables. The operator commands open the store
+with ``create=False``: they change nothing, and a store without jobdef tables,
+or with tables of an older version, is one line saying to run ``jobdef db
+upgrade``.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from jobdef.backends.protocol import Backend
+from jobdef.backends.sql import migration_files
 from jobdef.errors import BackendError
 
 # URL scheme -> "module:class" of the engine, imported only when used.
@@ -21,17 +31,26 @@ ENGINES: dict[str, str] = {
 }
 
 
-def engine_class(url: str) -> type:
-    """The engine class for ``url``'s scheme."""
+class Versioned(Protocol):
+    """What every engine answers about its schema (not part of the job verbs)."""
+
+    def migrate(self) -> None: ...
+    def schema_version(self) -> int: ...
+    def latest_version(self) -> int: ...
+    def close(self) -> None: ...
+
+
+def engine_module(url: str) -> ModuleType:
+    """The module of the engine for ``url``'s scheme (it names its ``MIGRATIONS``)."""
     scheme = urlsplit(url).scheme
     if scheme not in ENGINES:
         raise BackendError(
-            f"database URL {url!r} has an unknown scheme {scheme or '(none)'!r}; write "
+            f"database URL {redact(url)!r} has an unknown scheme {scheme or '(none)'!r}; write "
             "sqlite:///path/to/jobdef.db or postgresql://user@host/dbname"
         )
-    module_name, _, class_name = ENGINES[scheme].partition(":")
+    module_name = ENGINES[scheme].partition(":")[0]
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as exc:
         if exc.name == module_name:
             raise BackendError(
@@ -42,8 +61,12 @@ def engine_class(url: str) -> type:
             f"the {scheme} engine needs {exc.name}, which is not installed; "
             "run: pip install 'jobdef[postgres]'"
         ) from None
-    engine: type = getattr(module, class_name)  # a class, as ENGINES names it
-    return engine
+
+
+def engine_class(url: str) -> type:
+    """The engine class for ``url``'s scheme."""
+    cls: type = getattr(engine_module(url), ENGINES[urlsplit(url).scheme].partition(":")[2])
+    return cls
 
 
 def open_backend(
@@ -53,21 +76,117 @@ def open_backend(
     create: bool = True,
     migrate: bool = True,
 ) -> Backend:
-    """Open the job store at ``url`` and bring its schema up to date.
+    """Open the job store at ``url``.
 
-    ``create=False`` refuses to create a new SQLite file, or the tables in a
-    PostgreSQL schema that has none (operator commands use it, so a mistyped
-    path or schema is an error, not a new empty database).
+    ``create=True`` (``jobdef db upgrade``, a starting worker, ``connect()``):
+    create the tables, or bring them to the newest version. ``create=False``
+    (operator commands): create nothing, not even a SQLite file, and migrate
+    nothing; a store without jobdef tables, or at an older version, is a
+    :class:`BackendError` that says to run ``jobdef db upgrade``.
+    ``migrate=False``: no schema step at all (the caller knows the store is
+    current, or needs only the engine's dialect).
     """
-    cls = engine_class(url)
-    backend: Backend = cls(url, clock=clock, create=create)
+    backend = engine_class(url)(url, clock=clock, create=create)
     if migrate:
         try:
-            backend.migrate()
+            if create:
+                backend.migrate()
+            else:
+                require_current(backend, url)
         except BaseException:
             backend.close()  # a refused or failed migration leaves no connection open
             raise
-    return backend
+    opened: Backend = backend
+    return opened
 
 
-__all__ = ["ENGINES", "Backend", "engine_class", "open_backend"]
+def require_current(backend: Versioned, url: str) -> None:
+    """Refuse a store that has no jobdef tables, or older ones, in one line.
+
+    Operator commands do not migrate: they may run under a role that must not
+    change the schema, and moving a store to a new version while the old
+    release's workers still run on it is the operator's step to take.
+    """
+    version, latest = backend.schema_version(), backend.latest_version()
+    if version >= latest:
+        return
+    upgrade_hint = f"run `jobdef db upgrade --db {redact(url)}` or start a worker"
+    if version == 0:
+        raise BackendError(f"no jobdef tables in {describe_store(url)}; {upgrade_hint}")
+    raise BackendError(
+        f"the jobdef tables in {describe_store(url)} are at version {version} and this "
+        f"jobdef needs version {latest}; {upgrade_hint}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaStatus:
+    """Where a store's schema stands: the version applied and the migrations shipped."""
+
+    current: int
+    # (version, file name) of every numbered migration this jobdef ships.
+    migrations: tuple[tuple[int, str], ...]
+
+    @property
+    def latest(self) -> int:
+        return self.migrations[-1][0]
+
+    @property
+    def pending(self) -> list[tuple[int, str]]:
+        return [(number, name) for number, name in self.migrations if number > self.current]
+
+
+def schema_status(url: str) -> SchemaStatus:
+    """The schema version of the store at ``url``, read without changing anything."""
+    migrations = tuple(
+        (number, name) for number, name, _ in migration_files(engine_module(url).MIGRATIONS)
+    )
+    backend: Versioned = engine_class(url)(url, create=False)
+    try:
+        return SchemaStatus(backend.schema_version(), migrations)
+    finally:
+        backend.close()
+
+
+def upgrade(url: str, *, clock: Callable[[], float] | None = None) -> tuple[int, int]:
+    """Create the store's tables or migrate them; the versions before and after."""
+    backend: Versioned = engine_class(url)(url, clock=clock, create=True)
+    try:
+        before = backend.schema_version()
+        backend.migrate()
+        return before, backend.schema_version()
+    finally:
+        backend.close()
+
+
+def describe_store(url: str) -> str:
+    """Where the store is, for messages: ``app.db`` or ``schema 'x' at user@host:5432/db``."""
+    if urlsplit(url).scheme == "sqlite":
+        from jobdef.backends.sqlite.engine import sqlite_path
+
+        return str(sqlite_path(url)[0])
+    from jobdef.backends.postgres.session import describe, split_url
+
+    conninfo, schema = split_url(url)
+    return f"schema {schema!r} at {describe(conninfo)}"
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for messages."""
+    from jobdef.backends.postgres.session import redact as without_password
+
+    return without_password(url)
+
+
+__all__ = [
+    "ENGINES",
+    "Backend",
+    "SchemaStatus",
+    "describe_store",
+    "engine_class",
+    "open_backend",
+    "redact",
+    "require_current",
+    "schema_status",
+    "upgrade",
+]

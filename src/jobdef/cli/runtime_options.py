@@ -40,7 +40,12 @@ def config(args: argparse.Namespace) -> Config:
 
 
 def backend(args: argparse.Namespace, *, create: bool = False, migrate: bool = True) -> Backend:
-    """The job store named by --db/config; operator commands never create a new file."""
+    """The job store named by --db/config.
+
+    By default (the operator commands) nothing is created or migrated, not even a
+    SQLite file: a database without jobdef tables, or with older ones, is one line
+    saying to run `jobdef db upgrade`. ``create=True`` creates or migrates them.
+    """
     from jobdef.backends import open_backend
 
     return open_backend(config(args).database, create=create, migrate=migrate)
