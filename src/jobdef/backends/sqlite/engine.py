@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 from jobdef.backends.records import (
@@ -200,14 +200,22 @@ class SQLiteBackend:
             return
         while True:
             with self._write() as conn:
-                step = _next_step(_version_on(conn), files)
+                current = _version_on(conn)
+                step = _next_step(current, files)
                 if step is None:
                     return
-                sql, versions, record = step
-                for statement in _statements(sql):
-                    conn.execute(statement)
-                for version, name in versions:
-                    conn.execute(Q[record], {"version": version, "name": name, "now": self.clock()})
+                try:
+                    for statement in _statements(step.sql):
+                        conn.execute(statement)
+                except sqlite3.DatabaseError as exc:
+                    raise BackendError(
+                        f"migration {step.name} failed on {self.path}: {exc}"
+                        f"{_disk_note(self.path)}; nothing of it was applied, the database "
+                        f"stays at version {current}"
+                    ) from exc
+                for version, name in step.versions:
+                    params = {"version": version, "name": name, "now": self.clock()}
+                    conn.execute(Q[step.record], params)
 
     def schema_version(self) -> int:
         """The newest migration applied to this database (0: it has no jobdef tables).
@@ -659,22 +667,30 @@ def _outbox(row: sqlite3.Row) -> OutboxRecord:
     return outbox_record(row, json_text)
 
 
-def _next_step(
-    current: int, files: Sequence[tuple[int, str, str]]
-) -> tuple[str, list[tuple[int, str]], str] | None:
-    """What takes a database at version ``current`` one step further: the SQL, the
-    ``(version, name)`` of the migrations it stands for, and the query that records
-    them. ``None`` when it is up to date."""
+class _Step(NamedTuple):
+    """One migration transaction: a numbered file, or the baseline of a new store."""
+
+    name: str
+    sql: str
+    # (version, file name) of the migrations it stands for, recorded by ``record``.
+    versions: list[tuple[int, str]]
+    record: str
+
+
+def _next_step(current: int, files: Sequence[tuple[int, str, str]]) -> _Step | None:
+    """What takes a database at version ``current`` one step further (``None``: it is
+    up to date). Migrations before the jobdef_ prefix record themselves in the bare
+    schema_version table of the store they were written for."""
     if current == 0:
         version, sql = baseline()
         done = [(number, name) for number, name, _ in files if number <= version]
-        return sql, done, "record_migration"
+        return _Step(f"baseline_{version:04d}.sql", sql, done, "record_migration")
     pending = [(number, name, sql) for number, name, sql in files if number > current]
     if not pending:
         return None
     number, name, sql = pending[0]
     record = "record_migration" if number >= PREFIXED else "record_legacy_migration"
-    return sql, [(number, name)], record
+    return _Step(name, sql, [(number, name)], record)
 
 
 def _version_on(conn: sqlite3.Connection) -> int:
@@ -682,7 +698,8 @@ def _version_on(conn: sqlite3.Connection) -> int:
     tables = {row[0] for row in conn.execute(Q["schema_tables"])}
     if "jobdef_schema_version" in tables:
         return int(conn.execute(Q["schema_version"]).fetchone()[0])
-    if "schema_version" in tables:  # a store made before the jobdef_ prefix, or not ours
+    if "schema_version" in tables and conn.execute(Q["legacy_schema_shape"]).fetchone()[0] == 3:
+        # A store made before the jobdef_ prefix, or an application's table of that name.
         return int(conn.execute(Q["legacy_schema_version"]).fetchone()[0] or 0)
     return 0
 

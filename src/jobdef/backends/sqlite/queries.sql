@@ -13,17 +13,17 @@ WHERE type = 'table' AND name IN ('jobdef_schema_version', 'schema_version');
 -- The newest migration applied.
 SELECT coalesce(max(version), 0) FROM jobdef_schema_version;
 
+-- name: legacy_schema_shape
+-- 3 when a bare schema_version table has the columns of jobdef's before version
+-- 4; an application's own table of that name has others.
+SELECT count(*) FROM pragma_table_info('schema_version')
+WHERE name IN ('version', 'name', 'applied_at');
+
 -- name: legacy_schema_version
 -- The version of a store made before version 4, whose tables had no prefix;
--- NULL when `schema_version` is not jobdef's (an application table of that
--- name has other columns, or no row for jobdef's first migration).
-SELECT CASE WHEN (
-    SELECT count(*) FROM pragma_table_info('schema_version')
-    WHERE name IN ('version', 'name', 'applied_at')
-) = 3 THEN (
-    SELECT max(version) FROM schema_version
-    WHERE EXISTS (SELECT 1 FROM schema_version WHERE version = 1 AND name = '0001_initial.sql')
-) END;
+-- NULL when the table holds no row for jobdef's first migration (not jobdef's).
+SELECT max(version) FROM schema_version
+WHERE EXISTS (SELECT 1 FROM schema_version WHERE version = 1 AND name = '0001_initial.sql');
 
 -- name: record_migration
 INSERT INTO jobdef_schema_version (version, name, applied_at) VALUES (:version, :name, :now);
