@@ -7,11 +7,14 @@ worker wakes at once; :meth:`PostgresBackend.wait_for_jobs` falls back to
 plain polling when the listening session is gone.
 
 Every verb runs on the engine's own autocommit connection, as one statement
-or one transaction. When the session is lost (server restart,
-``pg_terminate_backend``) the engine reconnects and runs the verb again: a
-fenced verb that did commit before the loss is then refused, which the
-protocol already allows. Only enqueue of jobs without an idempotency key or
-slot is not retried, since it could store a job twice.
+or one transaction, through its :class:`~jobdef.backends.postgres.session.SessionManager`.
+When the session is lost (server restart, ``pg_terminate_backend``) it
+reconnects and runs the verb again: a fenced verb that did commit before the
+loss is then refused, which the protocol already allows. Only enqueue of jobs
+without an idempotency key or slot is not retried, since it could store a job
+twice. A second, long-lived session, the
+:class:`~jobdef.backends.postgres.listener.Listener`, waits for enqueues and
+holds the maintenance lock.
 
 The statements live in ``queries.sql`` and the schema in numbered
 files under ``migrations/``; all tables sit in one schema (default
@@ -94,7 +97,6 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
         self.url = url
         self.conninfo, self.schema = split_url(url, schema)
         self.clock = clock or time.time
-        self.reconnect_timeout = reconnect_timeout
         self.create = create
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
@@ -120,6 +122,7 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
     # Connections -------------------------------------------------------------------------
 
     def _run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
+        """Run ``work`` on the verbs' session (see :meth:`SessionManager.run`)."""
         return self.sessions.run(work, retry=retry)
 
     def _q(self, name: str) -> str:

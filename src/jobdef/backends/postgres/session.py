@@ -4,6 +4,9 @@ A user who mistypes the URL, names a database that does not exist or lacks a
 permission gets a :class:`~jobdef.errors.BackendError` that says what is wrong
 and what to change, never a driver traceback. Passwords never appear in
 messages.
+
+:class:`SessionManager` is the engine's session for its verbs: it reopens the
+connection after a fork or a lost session and translates every driver error.
 """
 
 from __future__ import annotations
