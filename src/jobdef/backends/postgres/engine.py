@@ -54,6 +54,10 @@ from jobdef.backends.records import (
     State,
     StateCount,
 )
+from jobdef.backends.rows import attempt_history, error_json, in_claim_order
+from jobdef.backends.rows import job_record as _record
+from jobdef.backends.rows import lease_params as _lease_params
+from jobdef.backends.rows import outbox_record as _outbox
 from jobdef.backends.sql import load_queries, migration_files
 from jobdef.errors import BackendError
 from jobdef.policy.model import thaw
@@ -716,32 +720,9 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
 
     def attempts(self, job_id: int) -> list[AttemptRecord]:
         """Finished attempts from the attempts table, then the running one from the job row."""
-        history = [
-            AttemptRecord(
-                job_id=row["job_id"],
-                attempt=row["attempt"],
-                worker_id=row["worker_id"],
-                started_at=row["started_at"],
-                finished_at=row["finished_at"],
-                outcome=row["outcome"],
-                error=_error(row["error"]),
-            )
-            for row in self._fetch("job_attempts", {"job_id": job_id})
-        ]
+        rows = self._fetch("job_attempts", {"job_id": job_id})
         current = self._fetch("get_job", {"job_id": job_id})
-        if current and current[0]["state"] == "running":
-            row = current[0]
-            history.append(
-                AttemptRecord(
-                    job_id=job_id,
-                    attempt=row["attempt"],
-                    worker_id=row["worker_id"],
-                    started_at=row["started_at"],
-                    finished_at=None,
-                    outcome=None,
-                )
-            )
-        return history
+        return attempt_history(rows, current[0] if current else None)
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         """Insert on the handler's psycopg connection, inside its transaction."""
@@ -805,9 +786,7 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
 
 def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
     """Claimed rows as records, in claim order (RETURNING has no order of its own)."""
-    records = [_record(row) for row in rows]
-    records.sort(key=lambda r: (-r.priority, r.run_after, r.id))
-    return records
+    return in_claim_order(_record(row) for row in rows)
 
 
 def _dedupe_since(job: NewJob, now: float) -> float | None:
@@ -823,58 +802,5 @@ def _dumps(value: Mapping[str, Any]) -> str:
     return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _lease_params(lease: Lease) -> dict[str, Any]:
-    return {"job_id": lease.job_id, "attempt": lease.attempt, "worker_id": lease.worker_id}
-
-
 def _error_json(error: ErrorInfo) -> Any:
-    return Jsonb({"type": error.type, "message": error.message, "traceback": error.traceback})
-
-
-def _error(value: Mapping[str, Any] | None) -> ErrorInfo | None:
-    if value is None:
-        return None
-    return ErrorInfo(value["type"], value["message"], value.get("traceback", ""))
-
-
-def _record(row: Mapping[str, Any]) -> JobRecord:
-    return JobRecord(
-        id=row["id"],
-        job=row["job"],
-        queue=row["queue"],
-        priority=row["priority"],
-        args=row["args"],
-        state=row["state"],
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        idempotency_key=row["idempotency_key"],
-        run_after=row["run_after"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        finished_at=row["finished_at"],
-        worker_id=row["worker_id"],
-        lease_until=row["lease_until"],
-        last_error=_error(row["last_error"]),
-        last_delay=row["last_delay"],
-        progress=row["progress"],
-        note=row["note"],
-        slot=row["slot"],
-    )
-
-
-def _outbox(row: Mapping[str, Any]) -> OutboxRecord:
-    return OutboxRecord(
-        id=row["id"],
-        notification=Notification(
-            channel=row["channel"],
-            event=row["event"],
-            job=row["job"],
-            payload=row["payload"],
-            message_id=row["message_id"],
-        ),
-        attempts=row["attempts"],
-        next_at=row["next_at"],
-        created_at=row["created_at"],
-        delivered_at=row["delivered_at"],
-        last_error=row["last_error"],
-    )
+    return Jsonb(error_json(error))
