@@ -2,8 +2,9 @@
 
 The builder (sheets/build.py), ``jobdef diff``'s comparison (review/diff.py),
 the docs' origin table, ``jobdef explain``'s data and ``jobdef new``'s scaffold
-each name the fields one by one. A field added to the schema and forgotten in
-one of them fails here, with the place to fix named.
+all list policy fields: the diff, the docs and explain through the one table
+of policy/fields.py, the builder and the scaffold one by one. A field added to
+the schema and forgotten in one of them fails here, with the place to fix named.
 
 Each check looks at what the place produces, not at its source: the builder
 must turn a change of the field into a change of the policy, the diff must
@@ -16,12 +17,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from datetime import date
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 import pytest
 
+from jobdef.policy.fields import JOB_FIELDS
 from jobdef.policy.model import EMPTY, JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.render.docs import RunsAfter, render_docs
@@ -161,11 +163,8 @@ def _job(sheet: Mapping[str, Any]) -> JobPolicy:
 
 
 def _covers(shown: set[str], path: str) -> bool:
-    """``path`` is shown as itself, as its parent (``args``) or through its children."""
-    parent = path.partition(".")[0]
-    return path in shown or parent in shown and "." not in path or any(
-        s.startswith(path + ".") for s in shown
-    )
+    """``path`` is shown as itself or through its children (``args`` as ``args.order_id``)."""
+    return path in shown or any(s.startswith(path + ".") for s in shown)
 
 
 def test_the_two_sample_sheets_set_every_field_differently() -> None:
@@ -254,3 +253,13 @@ def _scaffold_paths() -> set[str]:
 def test_the_new_sheet_writes_every_field(path: str) -> None:
     shown = _scaffold_paths()
     assert _covers(shown, path), f"`jobdef new` (review/new_sheet.py) does not write {path}"
+
+
+def test_the_field_table_lists_exactly_the_schema_fields() -> None:
+    listed = [field.path for field in JOB_FIELDS]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == set(FIELD_PATHS), (
+        "policy/fields.py JOB_FIELDS differs from the schema's Job: "
+        f"missing {sorted(set(FIELD_PATHS) - set(listed))}, "
+        f"extra {sorted(set(listed) - set(FIELD_PATHS))}"
+    )

@@ -36,6 +36,7 @@ from typing import Any
 
 from jobdef.policy.backoff import Timeline
 from jobdef.policy.durations import format_duration
+from jobdef.policy.fields import FIELDS, JOB_FIELDS, policy_value
 from jobdef.policy.model import (
     BackoffPolicy,
     ChannelPolicy,
@@ -504,60 +505,25 @@ def decision_answers(job: JobPolicy, lang: str = "en") -> list[tuple[str, str, s
 
 def effective_fields(job: JobPolicy) -> tuple[str, ...]:
     """The sheet paths that shape ``job``, in sheet order; fields its strategy ignores left out."""
-    fields = ["name", "title", "description", "owner", "trigger", "mode"]
-    if job.mode == "batch":
-        fields += ["schedule", "timezone", "catch_up"]
-    fields += ["handler", "queue", "priority", "args", "max_attempts", "backoff.strategy"]
-    if job.backoff.strategy == "list":
-        fields.append("backoff.delays")
-    else:
-        fields.append("backoff.initial")
-    if job.backoff.strategy == "exponential":
-        fields.append("backoff.multiplier")
-    if job.backoff.strategy in ("exponential", "linear") or job.backoff.jitter == "decorrelated":
-        fields.append("backoff.max")
-    fields += [
-        "backoff.jitter",
-        "timeout",
-        "deadline",
-        "idempotency.key",
-        "idempotency.dedupe_window",
-        "errors.retry",
-        "errors.fatal",
-        "errors.default",
-        "on_reclaim",
-        "dead_letter.target",
-        "notify.channel",
-        "notify.events",
-        "notify.key_args",
-        "rerun",
-        "retention.done",
-        "retention.dead",
-    ]
-    if job.decision is not None:
-        fields += [f"decision.{name}" for name, _, _ in DECISION_QUESTIONS]
-    return tuple(fields)
+    return tuple(field.path for field in JOB_FIELDS if field.applies(job))
 
 
 def field_value(job: JobPolicy, path: str, lang: str = "en") -> str:
     """The effective value at sheet path ``path`` (``backoff.initial``), written as in a sheet."""
     none = _pick(lang, "none", "なし")
-    if path == "args":
-        return args(job.args_schema, lang)
-    if path == "dead_letter.target":
-        return job.dead_letter
-    if path == "retention.dead" and job.retention.dead is None:
+    kind = FIELDS[path].kind
+    value = policy_value(job, path)
+    if kind == "args":
+        return args(value, lang)
+    if kind == "answer":
+        return yes_no(value, lang)
+    if path == "retention.dead" and value is None:
         return "until_resolved"
-    if path.startswith("decision."):
-        return yes_no(getattr(job.decision, path.partition(".")[2], None), lang)
-    value: Any = job
-    for part in path.split("."):
-        value = getattr(value, part)
-    if path in _DURATION_FIELDS:
+    if kind == "duration":
         return duration(value, lang)
-    if path == "backoff.delays":
+    if kind == "durations":
         return _join([duration(d, lang) for d in value], lang) or none
-    if path in ("errors.retry", "errors.fatal"):
+    if kind == "errors":
         return errors(value, lang)
     if isinstance(value, tuple):
         return _join([str(v) for v in value], lang) or none
@@ -566,19 +532,6 @@ def field_value(job: JobPolicy, path: str, lang: str = "en") -> str:
     if value is None or value == "":
         return none
     return str(value)
-
-
-_DURATION_FIELDS = frozenset(
-    {
-        "backoff.initial",
-        "backoff.max",
-        "timeout",
-        "deadline",
-        "idempotency.dedupe_window",
-        "retention.done",
-        "retention.dead",
-    }
-)
 
 
 @functools.lru_cache(maxsize=4096)

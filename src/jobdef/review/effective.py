@@ -1,16 +1,16 @@
 """One job's effective policy as a flat table of dotted field paths and plain values.
 
-The diff compares these tables, so every value that can change what a job does
-is listed here once: a new field of :class:`~jobdef.policy.model.JobPolicy` only needs
-a line below to take part in reviews. Durations stay float seconds; lists become
-lists, mappings dicts, so the table is JSON-ready.
+The diff compares these tables. The fields and their order come from
+:data:`jobdef.policy.fields.JOB_FIELDS`, the list the docs read too. Durations
+stay float seconds; lists become lists, mappings dicts, so the table is
+JSON-ready.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
+from jobdef.policy.fields import JOB_FIELDS, policy_value
 from jobdef.policy.model import JobPolicy, Origin, thaw
 
 
@@ -28,46 +28,24 @@ def _args(job: JobPolicy) -> dict[str, Any]:
 
 
 def effective_values(job: JobPolicy) -> dict[str, Any]:
-    """Every reviewable value of ``job`` by dotted path, in sheet order."""
-    values: dict[str, Any] = {
-        "title": job.title,
-        "description": job.description,
-        "owner": job.owner,
-        "trigger": job.trigger,
-        "mode": job.mode,
-        "schedule": job.schedule,
-        "timezone": job.timezone,
-        "catch_up": job.catch_up,
-        "handler": job.handler,
-        "queue": job.queue,
-        "priority": job.priority,
-        **_args(job),
-        "max_attempts": job.max_attempts,
-        "backoff.strategy": job.backoff.strategy,
-        "backoff.initial": job.backoff.initial,
-        "backoff.multiplier": job.backoff.multiplier,
-        "backoff.max": job.backoff.max,
-        "backoff.jitter": job.backoff.jitter,
-        "backoff.delays": list(job.backoff.delays),
-        "timeout": job.timeout,
-        "deadline": job.deadline,
-        "idempotency.key": job.idempotency.key,
-        "idempotency.dedupe_window": job.idempotency.dedupe_window,
-        "errors.retry": [c.name for c in job.errors.retry],
-        "errors.fatal": [c.name for c in job.errors.fatal],
-        "errors.default": job.errors.default,
-        "on_reclaim": job.on_reclaim,
-        "dead_letter.target": job.dead_letter,
-        "notify.channel": job.notify.channel,
-        "notify.events": list(job.notify.events),
-        "notify.key_args": list(job.notify.key_args),
-        "rerun": job.rerun,
-        "retention.done": job.retention.done,
-        "retention.dead": job.retention.dead,
-    }
-    if job.decision is not None:
-        for answer in fields(job.decision):
-            values[f"decision.{answer.name}"] = getattr(job.decision, answer.name)
+    """Every reviewable value of ``job`` by dotted path, in sheet order.
+
+    ``name`` is left out (a changed name is a rename), and so are the decision
+    answers of a job without a ``decision`` block.
+    """
+    values: dict[str, Any] = {}
+    for field in JOB_FIELDS:
+        if field.path == "name" or (field.kind == "answer" and job.decision is None):
+            continue
+        if field.kind == "args":
+            values.update(_args(job))
+            continue
+        value = policy_value(job, field.path)
+        if field.kind == "errors":
+            value = [c.name for c in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        values[field.path] = value
     return values
 
 
