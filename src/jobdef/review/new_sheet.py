@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from jobdef.errors import UsageError
-from jobdef.sheets.build import _flatten as flatten_document
+from jobdef.sheets.build import field_paths
 from jobdef.sheets.document import Document
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -327,7 +327,7 @@ def defaults_values(documents: Sequence[Document]) -> dict[tuple[str, ...], Inhe
     for doc in documents:
         if doc.kind != "Defaults":
             continue
-        for path, value in flatten_document(doc.data).items():
+        for path, value in field_paths(doc.data).items():
             if path[0] not in ("apiVersion", "kind", "name"):
                 values[tuple(str(p) for p in path)] = Inherited(value, doc.file)
     return values
