@@ -183,3 +183,39 @@ def test_db_commands_on_postgresql_never_print_the_password(
     assert "already at version" in capsys.readouterr().out
     assert main(["status", "--db", url]) == 0
     assert "s3cret" not in status + upgraded + capsys.readouterr().out
+
+
+SHEET = """\
+apiVersion: jobdef/v1
+kind: Job
+name: tick
+handler: os:getcwd
+max_attempts: 1
+timeout: 10s
+errors: {default: fatal}
+retention: {done: 1h, dead: 1d}
+"""
+
+
+def test_a_worker_with_no_migrate_on_a_database_without_jobdef_tables_says_to_upgrade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{_app_database(tmp_path / 'app.db')}"
+    (tmp_path / "sheets").mkdir()
+    (tmp_path / "sheets" / "tick.yaml").write_text(SHEET)
+    sheets = str(tmp_path / "sheets")
+    command = ["worker", "--burst", "--no-migrate", "--db", url, "--sheets", sheets]
+    assert main(command) == 2
+    assert capsys.readouterr().err == (
+        f"jobdef worker: error: no jobdef tables in {tmp_path / 'app.db'}; "
+        f"run `jobdef db upgrade --db {url}` or start a worker\n"
+    )
+    assert _query_tables(tmp_path / "app.db") == ["jobs"]
+
+
+def _query_tables(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    finally:
+        conn.close()

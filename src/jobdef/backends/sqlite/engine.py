@@ -181,6 +181,12 @@ class SQLiteBackend:
         try:
             yield
         except sqlite3.OperationalError as exc:
+            if str(exc).startswith("no such table: jobdef_"):
+                # Opened without migrating (a worker with --no-migrate) on a database
+                # without jobdef tables, or older ones: say to run `jobdef db upgrade`.
+                from jobdef.backends import require_current
+
+                require_current(self, self.url)
             raise BackendError(
                 f"the job database {self.path} cannot be used: {exc}{_disk_note(self.path)}; "
                 "check the disk, the file's permissions, and that no other program holds a "
