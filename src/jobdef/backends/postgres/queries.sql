@@ -469,8 +469,8 @@ SET state = 'resolved', note = %(note)s, finished_at = %(now)s, updated_at = %(n
 WHERE id = %(job_id)s AND state = 'dead';
 
 -- name: expired_leases
--- Ordered by id too, so the order is the same on every call (SQLite's rowid
--- order breaks the tie there).
+-- Ordered by id too, so leases that expired at the same time come in one fixed
+-- order (SQLite's orders by lease_until only).
 SELECT * FROM {schema}.jobdef_jobs
 WHERE state = 'running' AND lease_until < %(now)s
 ORDER BY lease_until, id
@@ -607,7 +607,7 @@ SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %(schema_name)s);
 CREATE SCHEMA IF NOT EXISTS {schema};
 
 -- name: create_schema_version
--- PostgreSQL only (SQLite creates it with its first migration).
+-- PostgreSQL only (SQLite's migrations create the table themselves).
 CREATE TABLE IF NOT EXISTS {schema}.jobdef_schema_version (
     version    integer PRIMARY KEY,
     name       text NOT NULL,
