@@ -46,13 +46,15 @@ INSERT INTO jobdef_jobs (
 )
 SELECT j.id, j.job, j.queue, j.priority, j.args, j.state, j.attempt, j.max_attempts,
        j.idempotency_key, j.run_after, j.created_at, j.updated_at,
-       -- The start of a running job's open attempt, else of its newest attempt.
+       -- The start of a running job's open attempt, else of its newest attempt; a
+       -- running job without any (edited by hand) started when it was last updated.
        coalesce(
            (SELECT max(a.started_at) FROM attempts AS a
             WHERE a.job_id = j.id AND j.state = 'running' AND a.finished_at IS NULL
               AND a.attempt = j.attempt AND a.worker_id = j.worker_id),
            (SELECT a.started_at FROM attempts AS a WHERE a.job_id = j.id
-            ORDER BY a.id DESC LIMIT 1)
+            ORDER BY a.id DESC LIMIT 1),
+           CASE WHEN j.state = 'running' THEN j.updated_at END
        ),
        j.finished_at, j.worker_id, j.lease_until,
        CASE WHEN j.last_error_type IS NOT NULL THEN json_object(
