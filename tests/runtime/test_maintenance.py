@@ -40,7 +40,7 @@ def test_an_expired_lease_is_retried_as_a_timed_out_attempt(db_url, registry):
     reclaimer = LeaseReclaimer(ctx)
     reclaimer.tick(clock.now)
     assert backend.get(record.id).state == "running"
-    clock.now += 11
+    clock.advance(11)
     reclaimer.tick(clock.now)
     job = backend.get(record.id)
     assert job.state == "queued"
@@ -54,11 +54,11 @@ def test_an_expired_lease_is_retried_as_a_timed_out_attempt(db_url, registry):
 def test_a_reclaimed_job_with_no_attempts_left_is_buried_and_notified(db_url, registry):
     clock, backend, ctx = _setup(db_url, registry)
     record = _claim(backend)
-    clock.now += 11
+    clock.advance(11)
     LeaseReclaimer(ctx).tick(clock.now)
-    clock.now += 1000
+    clock.advance(1000)
     _claim(backend)
-    clock.now += 11
+    clock.advance(11)
     LeaseReclaimer(ctx).tick(clock.now)
     job = backend.get(record.id)
     assert job.state == "dead"
@@ -72,7 +72,7 @@ def test_on_reclaim_fail_buries_at_the_first_reclaim(db_url, registry):
     failing = Registry(jobs={"fail": policy}, channels=registry.channels)
     clock, backend, ctx = _setup(db_url, failing)
     record = _claim(backend)
-    clock.now += 11
+    clock.advance(11)
     LeaseReclaimer(ctx).tick(clock.now)
     assert backend.get(record.id).state == "dead"
     backend.close()
@@ -89,7 +89,7 @@ def test_the_pruner_deletes_done_jobs_past_the_sheets_retention(db_url, registry
     pruner = RetentionPruner(ctx)
     pruner.tick(clock.now)
     assert len(backend.list_jobs()) == 1
-    clock.now += 3601
+    clock.advance(3601)
     pruner.tick(clock.now)
     assert backend.list_jobs() == []
     backend.close()

@@ -251,7 +251,7 @@ def test_rate_limited_queue_starts_no_more_than_its_rate(
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary")}).id
         eventually(lambda: state(store, canary) == "done", what="the canary is done")
         assert [state(store, m) for m in mails].count("queued") == 2
-        clock.now += 60
+        clock.advance(60)
         eventually(
             lambda: [state(store, m) for m in mails].count("done") == 2, what="a second mail"
         )

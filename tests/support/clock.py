@@ -11,8 +11,7 @@ class ManualClock:
 
     ``start`` is a Unix timestamp or an aware :class:`~datetime.datetime`;
     without one the clock starts at the real time, so other processes on the
-    real clock agree with it. ``now`` is the current reading in seconds and may
-    be changed directly as well.
+    real clock agree with it. ``now`` is the current reading in seconds.
     """
 
     def __init__(self, start: float | datetime | None = None) -> None:
