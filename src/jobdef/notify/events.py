@@ -9,15 +9,13 @@ args, attempts used, the last error, when, and the exact re-run command).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from jobdef.backends.records import ErrorInfo, JobRecord, Notification
+from jobdef.policy.keys import key_placeholders
 from jobdef.policy.model import JobPolicy
-
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 # The longest error message a notification carries; tracebacks stay in the attempts table.
 MAX_ERROR_CHARS = 2000
@@ -25,7 +23,7 @@ MAX_ERROR_CHARS = 2000
 
 def key_args(policy: JobPolicy, args: Mapping[str, Any]) -> dict[str, Any]:
     """The args a message shows: ``notify.key_args``, else those the idempotency recipe uses."""
-    names = list(policy.notify.key_args) or _PLACEHOLDER.findall(policy.idempotency.key or "")
+    names = list(policy.notify.key_args) or key_placeholders(policy.idempotency.key or "")
     return {name: args[name] for name in names if name in args}
 
 
