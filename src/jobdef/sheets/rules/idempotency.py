@@ -1,10 +1,14 @@
-"""Idempotency key recipes (JD241-JD243): one key per piece of work, built from its args."""
+"""Idempotency key recipes (JD241-JD244): one key per piece of work, built from its args.
+
+A recipe is read by :func:`jobdef.policy.keys.key_placeholders`, the way the
+queue fills it in at enqueue.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from jobdef.policy.keys import key_placeholders
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
@@ -28,9 +32,14 @@ USES_JOB_ID = Rule(
     "error",
     "The job id differs on every enqueue, so two enqueues of the same event never match.",
 )
-RULES = (UNKNOWN_ARG, NO_PLACEHOLDER, USES_JOB_ID)
+UNREADABLE = Rule(
+    "JD244",
+    "key-unreadable",
+    "error",
+    "A recipe with a lone brace cannot be filled in: every enqueue of the job fails.",
+)
+RULES = (UNKNOWN_ARG, NO_PLACEHOLDER, USES_JOB_ID, UNREADABLE)
 
-_BRACES = re.compile(r"\{([^{}]*)\}")
 _JOB_ID_NAMES = frozenset({"id", "job_id", "jobid", "job.id", "uuid", "attempt"})
 
 
@@ -41,7 +50,15 @@ def check(context: Context) -> Iterator[Diagnostic]:
             continue
         args = list(policy.args_schema.get("properties", {}))
         where = context.where(doc, policy, "idempotency.key")
-        placeholders = _BRACES.findall(recipe)
+        try:
+            placeholders = key_placeholders(recipe)
+        except ValueError as exc:
+            yield UNREADABLE.at_origin(
+                where,
+                f"idempotency.key {recipe!r} cannot be filled in ({exc}); write each "
+                "placeholder as {arg}, and double a brace meant literally ({{ or }})",
+            )
+            continue
         if not placeholders:
             example = f"{{{args[0]}}}" if args else "{order_id}"
             yield NO_PLACEHOLDER.at_origin(
