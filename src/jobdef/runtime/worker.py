@@ -51,23 +51,12 @@ from jobdef.runtime.child import Task
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
-from jobdef.runtime.maintenance import MaintenanceContext, Service
-from jobdef.runtime.maintenance.outbox import OutboxService
-from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
-from jobdef.runtime.maintenance.retention import RetentionPruner
-from jobdef.runtime.maintenance.scheduler import Scheduler, slot_time
+from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext, Service
+from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 
 log = logging.getLogger("jobdef.worker")
-
-# The maintenance services every worker runs; each is built from a MaintenanceContext.
-MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [
-    LeaseReclaimer,
-    RetentionPruner,
-    OutboxService,
-    Scheduler.service,
-]
 
 
 def worker_id() -> str:

@@ -1,12 +1,25 @@
 """Maintenance services: small jobs the worker runs on timers besides running handlers.
 
-Each service is a class built from a :class:`MaintenanceContext` with an
-``interval`` (seconds between ticks) and one ``tick(now)`` method. The worker
-keeps them in one list, :data:`jobdef.runtime.worker.MAINTENANCE`; adding a
-service is adding its class there. Every worker runs every service: each tick is
-safe to run concurrently because it goes through fenced or idempotent verbs.
-A service that owns a thread or a connection may define ``close()``; the worker
-calls it when it stops.
+The contract of a service:
+
+- It is built from a :class:`MaintenanceContext` (``factory(ctx)``, one of the
+  factories in :data:`MAINTENANCE`), once per worker, when the worker is built.
+- It has a ``name`` (for the log) and an ``interval``: the worker ticks it on
+  its first turn, then again once ``interval`` seconds of the worker's clock
+  have passed since the previous tick (the worker keeps when each service is
+  next due; a busy turn may tick it late, never twice in one turn).
+- ``tick(now)`` does one round of work at ``now`` (the worker's clock, epoch
+  seconds). An exception is logged by the worker and the service ticks again
+  after its interval; what a tick returns is ignored.
+- Every worker runs every service, each tick safe beside another worker's
+  because it goes through fenced or idempotent verbs; on an engine that elects
+  a maintainer (PostgreSQL) the worker ticks only while it holds the lock.
+- A service that owns a thread or a connection may define ``close()``; the
+  worker calls it when it stops.
+
+Adding a service is writing its module here and adding its factory to
+:data:`MAINTENANCE`. A service module imports the context only for its type
+hints, so this package imports its services without an import cycle.
 """
 
 from __future__ import annotations
@@ -44,3 +57,19 @@ class Service(Protocol):
 
         The worker ignores what it returns (the scheduler's count of new slots is for tests).
         """
+
+
+# Imported after the contract they implement: the services import this package only
+# for type hints.
+from jobdef.runtime.maintenance.outbox import OutboxService  # noqa: E402
+from jobdef.runtime.maintenance.reclaim import LeaseReclaimer  # noqa: E402
+from jobdef.runtime.maintenance.retention import RetentionPruner  # noqa: E402
+from jobdef.runtime.maintenance.scheduler import Scheduler  # noqa: E402
+
+# The services every worker runs, each built from the worker's MaintenanceContext.
+MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [
+    LeaseReclaimer,
+    RetentionPruner,
+    OutboxService,
+    Scheduler.service,
+]

@@ -9,13 +9,17 @@ worker, should it come back, has its late write refused.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jobdef.backends.records import ErrorInfo, JobRecord
 from jobdef.errors import UnknownJobError
 from jobdef.policy.durations import format_duration
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import LeaseExpired
 from jobdef.runtime.failures import FailedAttempt, record_failure
-from jobdef.runtime.maintenance import MaintenanceContext
+
+if TYPE_CHECKING:  # this package's __init__ imports this module
+    from jobdef.runtime.maintenance import MaintenanceContext
 
 
 class LeaseReclaimer:

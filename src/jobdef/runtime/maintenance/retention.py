@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jobdef.backends.records import RetentionRule
 from jobdef.policy.registry import Registry
-from jobdef.runtime.maintenance import MaintenanceContext
+
+if TYPE_CHECKING:  # this package's __init__ imports this module
+    from jobdef.runtime.maintenance import MaintenanceContext
 
 
 def retention_rules(registry: Registry) -> list[RetentionRule]:

@@ -30,7 +30,7 @@ from jobdef.policy.model import JobPolicy
 from jobdef.schedule.cron import CronSchedule, zone
 from jobdef.schedule.slots import CATCH_UP_LIMIT, ON_TIME_GRACE, as_datetime, due_slots, schedule_of
 
-if TYPE_CHECKING:  # the runtime package imports this module
+if TYPE_CHECKING:  # this package's __init__ imports this module
     from jobdef.runtime.maintenance import MaintenanceContext
 
 log = logging.getLogger("jobdef.scheduler")
