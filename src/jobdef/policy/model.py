@@ -48,6 +48,9 @@ def thaw(value: Any) -> Any:
     return value
 
 
+Source = Literal["sheet", "defaults", "builtin"]
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Where a value was written: a sheet or a ``Defaults`` document, at file:line:column."""
@@ -55,7 +58,7 @@ class Origin:
     file: str
     line: int
     column: int
-    source: Literal["sheet", "defaults", "builtin"] = "sheet"
+    source: Source = "sheet"
 
     def __str__(self) -> str:
         if self.source == "builtin":

@@ -24,6 +24,7 @@ from jobdef.policy.model import (
     Origin,
     QueuePolicy,
     RetentionPolicy,
+    Source,
     freeze,
 )
 from jobdef.policy.registry import Registry
@@ -55,7 +56,8 @@ def _effective(
     """Merge defaults under the job's own values, recording each value's origin."""
     values: dict[Path_, Any] = {}
     origins: dict[str, Origin] = {}
-    for doc, source in [*((d, "defaults") for d in defaults), (job, "sheet")]:
+    sources: list[tuple[Document, Source]] = [*((d, "defaults") for d in defaults), (job, "sheet")]
+    for doc, source in sources:
         for path, value in _flatten(doc.data).items():
             if path[0] in ("apiVersion", "kind") or (source == "defaults" and path[0] == "name"):
                 continue

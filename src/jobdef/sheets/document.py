@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobdef.policy.model import Origin
+from jobdef.policy.model import Origin, Source
 
 Path_ = tuple[str | int, ...]
 # 1-based (line, column).
@@ -40,6 +40,6 @@ class Document:
     def kind(self) -> str:
         return str(self.data.get("kind", ""))
 
-    def origin(self, path: Path_, source: str) -> Origin:
+    def origin(self, path: Path_, source: Source) -> Origin:
         line, column = self.positions.get(path, (self.line, 1))
-        return Origin(self.file, line, column, source)  # type: ignore[arg-type]
+        return Origin(self.file, line, column, source)
