@@ -16,10 +16,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Protocol
 from urllib.parse import urlsplit
 
 from jobdef.backends.protocol import Backend
+from jobdef.backends.schema import Versioned, redact, require_current
 from jobdef.backends.sql import migration_files
 from jobdef.errors import BackendError
 
@@ -29,15 +29,6 @@ ENGINES: dict[str, str] = {
     "postgresql": "jobdef.backends.postgres.engine:PostgresBackend",
     "postgres": "jobdef.backends.postgres.engine:PostgresBackend",
 }
-
-
-class Versioned(Protocol):
-    """What every engine answers about its schema (not part of the job verbs)."""
-
-    def migrate(self) -> None: ...
-    def schema_version(self) -> int: ...
-    def latest_version(self) -> int: ...
-    def close(self) -> None: ...
 
 
 def engine_module(url: str) -> ModuleType:
@@ -92,31 +83,12 @@ def open_backend(
             if create:
                 backend.migrate()
             else:
-                require_current(backend, url)
+                require_current(backend, url, describe_store(url))
         except BaseException:
             backend.close()  # a refused or failed migration leaves no connection open
             raise
     opened: Backend = backend
     return opened
-
-
-def require_current(backend: Versioned, url: str) -> None:
-    """Refuse a store that has no jobdef tables, or older ones, in one line.
-
-    Operator commands do not migrate: they may run under a role that must not
-    change the schema, and moving a store to a new version while the old
-    release's workers still run on it is the operator's step to take.
-    """
-    version, latest = backend.schema_version(), backend.latest_version()
-    if version >= latest:
-        return
-    upgrade_hint = f"run `jobdef db upgrade --db {redact(url)}` or start a worker"
-    if version == 0:
-        raise BackendError(f"no jobdef tables in {describe_store(url)}; {upgrade_hint}")
-    raise BackendError(
-        f"the jobdef tables in {describe_store(url)} are at version {version} and this "
-        f"jobdef needs version {latest}; {upgrade_hint}"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,13 +141,6 @@ def describe_store(url: str) -> str:
 
     conninfo, schema = split_url(url)
     return f"schema {schema!r} at {describe(conninfo)}"
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for messages."""
-    from jobdef.backends.postgres.session import redact as without_password
-
-    return without_password(url)
 
 
 __all__ = [

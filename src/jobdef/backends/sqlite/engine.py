@@ -56,6 +56,7 @@ from jobdef.backends.rows import (
     lease_params,
     outbox_record,
 )
+from jobdef.backends.schema import require_current
 from jobdef.backends.sql import load_queries, migration_files
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
@@ -184,9 +185,7 @@ class SQLiteBackend:
             if str(exc).startswith("no such table: jobdef_"):
                 # Opened without migrating (a worker with --no-migrate) on a database
                 # without jobdef tables, or older ones: say to run `jobdef db upgrade`.
-                from jobdef.backends import require_current
-
-                require_current(self, self.url)
+                require_current(self, self.url, str(self.path))
             raise BackendError(
                 f"the job database {self.path} cannot be used: {exc}{_disk_note(self.path)}; "
                 "check the disk, the file's permissions, and that no other program holds a "
