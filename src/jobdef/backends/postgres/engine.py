@@ -58,6 +58,7 @@ from jobdef.backends.rows import attempt_history, error_json, in_claim_order
 from jobdef.backends.rows import job_record as _record
 from jobdef.backends.rows import lease_params as _lease_params
 from jobdef.backends.rows import outbox_record as _outbox
+from jobdef.backends.schema import require_current
 from jobdef.backends.sql import load_queries, migration_files
 from jobdef.errors import BackendError
 from jobdef.policy.model import thaw
@@ -155,11 +156,7 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
         if version >= files[-1][0]:
             return
         if version == 0 and not self.create:
-            raise BackendError(
-                f"no jobdef tables in schema {self.schema!r} at {describe(self.conninfo)}; "
-                "check the database URL and its ?schema= (workers use the same), "
-                "or create them with `jobdef db upgrade`"
-            )
+            require_current(self, self.url, f"schema {self.schema!r} at {describe(self.conninfo)}")
 
         def apply(conn: Connection) -> None:
             with conn.transaction():
