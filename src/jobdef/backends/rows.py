@@ -22,6 +22,8 @@ from jobdef.backends.records import (
     Lease,
     Notification,
     OutboxRecord,
+    RetentionRule,
+    State,
 )
 
 Decode = Callable[[Any], Any]
@@ -122,6 +124,16 @@ def attempt_history(
 def lease_params(lease: Lease) -> dict[str, Any]:
     """The fence of every transition: job id, attempt number, worker id."""
     return {"job_id": lease.job_id, "attempt": lease.attempt, "worker_id": lease.worker_id}
+
+
+def retention_periods(rule: RetentionRule) -> list[tuple[tuple[State, ...], float]]:
+    """The finished states ``rule`` prunes, with how long each is kept (seconds after
+    it finished); a period the rule leaves unset keeps those rows for ever."""
+    periods: list[tuple[tuple[State, ...], float | None]] = [
+        (("done", "cancelled", "resolved"), rule.done),
+        (("dead",), rule.dead),
+    ]
+    return [(states, keep) for states, keep in periods if keep is not None]
 
 
 def outbox_record(row: Row, decode: Decode = decoded) -> OutboxRecord:

@@ -54,7 +54,7 @@ from jobdef.backends.records import (
     State,
     StateCount,
 )
-from jobdef.backends.rows import attempt_history, error_json, in_claim_order
+from jobdef.backends.rows import attempt_history, error_json, in_claim_order, retention_periods
 from jobdef.backends.rows import job_record as _record
 from jobdef.backends.rows import lease_params as _lease_params
 from jobdef.backends.rows import outbox_record as _outbox
@@ -633,15 +633,10 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
         now = self.clock()
         total = 0
         for rule in rules:
-            for states, keep in (
-                (["done", "cancelled", "resolved"], rule.done),
-                (["dead"], rule.dead),
-            ):
-                if keep is None:
-                    continue
+            for states, keep in retention_periods(rule):
                 params = {
                     "job": rule.job,
-                    "states": states,
+                    "states": list(states),
                     "before": now - keep,
                     "batch_size": batch_size,
                 }

@@ -55,6 +55,7 @@ from jobdef.backends.rows import (
     json_text,
     lease_params,
     outbox_record,
+    retention_periods,
 )
 from jobdef.backends.schema import require_current
 from jobdef.backends.sql import load_queries, migration_files
@@ -535,20 +536,13 @@ class SQLiteBackend:
         now = self.clock()
         total = 0
         for rule in rules:
-            periods: list[tuple[State, float | None]] = [
-                ("done", rule.done),
-                ("cancelled", rule.done),
-                ("resolved", rule.done),
-                ("dead", rule.dead),
-            ]
-            for state, keep in periods:
-                if keep is None:
-                    continue
-                params = {"job": rule.job, "state": state, "before": now - keep}
-                if dry_run:
-                    total += self._read("prune_count", params)[0][0]
-                    continue
-                total += self._prune_batches(params, batch_size)
+            for states, keep in retention_periods(rule):
+                for state in states:  # one state at a time: the jobdef_jobs_finished index
+                    params = {"job": rule.job, "state": state, "before": now - keep}
+                    if dry_run:
+                        total += self._read("prune_count", params)[0][0]
+                        continue
+                    total += self._prune_batches(params, batch_size)
         return total
 
     def _prune_batches(self, params: dict[str, Any], batch_size: int) -> int:
