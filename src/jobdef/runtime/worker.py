@@ -22,6 +22,7 @@ store is tried again after a growing pause (:mod:`jobdef.runtime.outage`).
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import random
@@ -57,6 +58,24 @@ from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 
 log = logging.getLogger("jobdef.worker")
+
+
+class Phase(enum.Enum):
+    """Where a worker is between its start and its exit."""
+
+    RUNNING = "running"  # claims, runs and records jobs
+    DRAINING = "draining"  # first stop request: no new claims; what runs may finish
+    STOPPING = "stopping"  # second request, or the grace is over: kill, release, exit
+
+
+def phase_of(stop_requests: int, drain_deadline: float | None, now: float) -> Phase:
+    """The phase after ``stop_requests`` calls of ``request_stop`` at ``now`` (monotonic),
+    for a worker whose drain, once begun, ends at ``drain_deadline``."""
+    if stop_requests == 0:
+        return Phase.RUNNING
+    if stop_requests >= 2 or (drain_deadline is not None and now > drain_deadline):
+        return Phase.STOPPING
+    return Phase.DRAINING
 
 
 def worker_id() -> str:
@@ -150,9 +169,14 @@ class Worker:
         self._failures: list[FailedAttempt] = []
         self._outage = StoreOutage()
         self._idle = False
+        # When each service is next due, on ``clock``; a first tick on the first turn.
+        self._next_tick = [0.0] * len(self.services)
+        # Written by request_stop (a signal handler, or another thread); read once per
+        # turn, by phase_of, into ``phase``.
         self._stop_requests = 0
         self._drain_deadline: float | None = None
         self._stop_lock = threading.Lock()
+        self.phase = Phase.RUNNING
 
     # -- control ----------------------------------------------------------------
 
@@ -183,7 +207,7 @@ class Worker:
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
-            pool.wait_ready(60.0, lambda: self._stop_requests > 0)
+            pool.wait_ready(60.0, lambda: self._phase_now() is not Phase.RUNNING)
             self._loop(pool)
         finally:
             self._give_back(pool.kill_all() if self._held else [])
@@ -200,10 +224,9 @@ class Worker:
     # -- the loop ---------------------------------------------------------------
 
     def _loop(self, pool: Pool) -> None:
-        next_tick = {id(s): 0.0 for s in self.services}
         while True:
             try:
-                if self._step(pool, next_tick):
+                if self._step(pool):
                     return
             except BackendError as exc:
                 if not self._outage.worked:
@@ -213,23 +236,11 @@ class Worker:
                 self._outage.failed(exc, time.monotonic(), len(self._held))
                 self._await_store(pool)
 
-    def _step(self, pool: Pool, next_tick: dict[int, float]) -> bool:
+    def _step(self, pool: Pool) -> bool:
         """One turn of the loop; True when the worker is done."""
         mono = time.monotonic()
-        if self._stop_requests >= 2:
-            log.warning("second stop signal: releasing %d jobs now", len(self._held))
-            self._last_flush()
-            self._give_back(pool.kill_all())
-            return True
-        if self._stop_requests == 1 and self._drain_deadline is None:
-            self._drain_deadline = mono + self.grace
-            log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
-            self._give_back(pool.recall_all())
-        draining = self._drain_deadline is not None
-        if draining and mono > self._drain_deadline:
-            log.warning("grace period over: killing and releasing %d jobs", len(self._held))
-            self._last_flush()
-            self._give_back(pool.kill_all())
+        phase = self._enter(self._phase_now(mono), pool, mono)
+        if phase is Phase.STOPPING:
             return True
 
         # Children that finished their tasks start the next ones (claimed last turn)
@@ -239,7 +250,7 @@ class Worker:
             self._await_store(pool)
             return False
         self._record_failures()
-        if draining:
+        if phase is Phase.DRAINING:
             self._flush_completions()
         else:
             self._idle = self._exchange(self._claim_options(pool))
@@ -248,54 +259,85 @@ class Worker:
         self._outage.recovered(time.monotonic())
         self._dispatch(pool)
 
-        waiting = self.poll_interval if self._idle else 0.0
-        if pool.in_flight():
-            deadline = pool.next_deadline()
-            waiting = min(0.1, max(0.0, deadline - mono) if deadline else 0.1)
-        if pool.starting() and not pool.in_flight():
-            waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
-        if draining:
-            waiting = min(waiting, 0.05)
+        waiting = self._wait_budget(pool, phase, mono)
         if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
             # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
             # LISTEN/NOTIFY); the poll interval stays the fallback.
             self.backend.wait_for_jobs(waiting)
             waiting = 0.0
-        self._collect(pool, waiting, draining)
+        self._collect(pool, waiting, phase)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
             # Every child is busy with a slow job: let other workers take these.
             self._give_back([])
 
         self._heartbeat(time.monotonic())
-        self._maintain(next_tick)
-        return draining and not self._held
+        self._maintain()
+        return phase is Phase.DRAINING and not self._held
 
-    def _collect(self, pool: Pool, waiting: float, draining: bool) -> None:
+    def _phase_now(self, mono: float | None = None) -> Phase:
+        """The phase the stop requests and the drain deadline put the worker in now."""
+        now = time.monotonic() if mono is None else mono
+        return phase_of(self._stop_requests, self._drain_deadline, now)
+
+    def _enter(self, phase: Phase, pool: Pool, mono: float) -> Phase:
+        """Move to ``phase`` (this turn's), doing once what entering it takes."""
+        if phase is self.phase:
+            return phase
+        if phase is Phase.DRAINING:
+            self._drain_deadline = mono + self.grace
+            log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
+            self._give_back(pool.recall_all())
+        elif phase is Phase.STOPPING:
+            if self._stop_requests >= 2:
+                log.warning("second stop signal: releasing %d jobs now", len(self._held))
+            else:
+                log.warning("grace period over: killing and releasing %d jobs", len(self._held))
+            self._last_flush()
+            self._give_back(pool.kill_all())
+        self.phase = phase
+        return phase
+
+    def _wait_budget(self, pool: Pool, phase: Phase, mono: float) -> float:
+        """How long this turn may wait for the children (or, idle, for new jobs)."""
+        # Idle, the poll interval; with work claimed, no wait.
+        waiting = self.poll_interval if self._idle else 0.0
+        if pool.in_flight():
+            # Results come in any time: look again soon, and at the earliest timeout.
+            deadline = pool.next_deadline()
+            waiting = min(0.1, max(0.0, deadline - mono) if deadline is not None else 0.1)
+        elif pool.starting():
+            waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
+        if phase is Phase.DRAINING:
+            waiting = min(waiting, 0.05)  # the drain ends as soon as the last job does
+        return waiting
+
+    def _collect(self, pool: Pool, waiting: float, phase: Phase) -> None:
         """Wait up to ``waiting`` seconds for the children, then act on what they report."""
         events = pool.poll(waiting)
         events.extend(pool.enforce())
         for event in events:
-            self._handle(event, draining)
+            self._handle(event, phase)
 
     def _await_store(self, pool: Pool) -> None:
-        """While the store is out: run and collect what is held, until it is time to retry."""
-        draining = self._drain_deadline is not None
+        """While the store is out: run and collect what is held, until it is time to retry
+        (or a second stop request ends the wait)."""
         while self._stop_requests < 2:
             left = self._outage.retry_at - time.monotonic()
             if left <= 0:
                 return
-            self._collect(pool, min(0.1, left), draining)
+            self._collect(pool, min(0.1, left), self.phase)
             self._dispatch(pool)
 
-    def _maintain(self, next_tick: dict[int, float]) -> None:
+    def _maintain(self) -> None:
         """Run the maintenance services that are due (on PostgreSQL: if elected)."""
         now = self.clock()
-        due = [s for s in self.services if now >= next_tick[id(s)]]
-        for service in due:
-            next_tick[id(service)] = now + service.interval
+        due = [i for i, at in enumerate(self._next_tick) if now >= at]
+        for index in due:
+            self._next_tick[index] = now + self.services[index].interval
         # On an engine shared by many hosts only the elected worker maintains.
         if due and holds_maintenance_lock(self.backend):
-            for service in due:
+            for index in due:
+                service = self.services[index]
                 try:
                     service.tick(now)
                 except Exception:
@@ -389,7 +431,7 @@ class Worker:
             return None
 
     def _dispatch(self, pool: Pool) -> None:
-        tasks = []
+        tasks: list[Task] = []
         room = pool.capacity()
         while self._backlog and len(tasks) < room:
             held = self._held[self._backlog.popleft()]
@@ -417,7 +459,7 @@ class Worker:
 
     # -- outcomes ---------------------------------------------------------------
 
-    def _handle(self, event: Event, draining: bool) -> None:
+    def _handle(self, event: Event, phase: Phase) -> None:
         held = self._held.get(event.task.job_id)
         if held is None or held.record.attempt != event.task.attempt:
             return
@@ -431,7 +473,7 @@ class Worker:
             if not kept:
                 log.warning("heartbeat of job %s refused: its lease was lost", held.record.id)
         elif isinstance(event, Returned):
-            if draining:
+            if phase is not Phase.RUNNING:
                 self._give_back([event.task])
             else:
                 self._backlog.appendleft(event.task.job_id)
