@@ -320,8 +320,8 @@ class Worker:
 
     def _await_store(self, pool: Pool) -> None:
         """While the store is out: run and collect what is held, until it is time to retry
-        (or a second stop request ends the wait)."""
-        while self._stop_requests < 2:
+        or the worker is to stop (a second stop request, or the drain's grace is over)."""
+        while self._phase_now() is not Phase.STOPPING:
             left = self._outage.retry_at - time.monotonic()
             if left <= 0:
                 return
