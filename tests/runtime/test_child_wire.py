@@ -1,0 +1,74 @@
+"""The pipe between the worker and a child: named messages, spoken by a real child process."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from jobdef.runtime.child import (
+    Batch,
+    Progress,
+    Ready,
+    Results,
+    Stop,
+    Task,
+    TaskDone,
+    TaskFailed,
+)
+from jobdef.runtime.pool import Beat, Event, Finished, Pool
+from support import eventually
+
+
+def _task(seq: int, handler: str, args: dict) -> Task:
+    return Task(seq, seq, 1, handler.partition(":")[2], handler, args, None, 3, 30.0)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Batch([_task(1, "rt_handlers:noop", {"n": 1})]),
+        Stop(),
+        Ready(),
+        Progress(1, {"step": 1}),
+        Results([TaskDone(1), TaskFailed(2, "ValueError", "bad", "Traceback", ("ValueError",))]),
+    ],
+)
+def test_every_message_crosses_a_pipe_as_itself(message: object) -> None:
+    assert pickle.loads(pickle.dumps(message)) == message
+    assert type(pickle.loads(pickle.dumps(message))) is type(message)
+
+
+def test_a_child_runs_a_batch_and_reports_progress_and_each_outcome(db_url: str) -> None:
+    handlers = ["rt_handlers:noop", "rt_handlers:fail", "rt_handlers:progress"]
+    pool = Pool(1, db_url, handlers=handlers)
+    try:
+        pool.wait_ready(60.0, lambda: False)
+        assert not pool.starting()
+        tasks = [
+            _task(pool.next_seq(), "rt_handlers:noop", {"n": 1}),
+            _task(pool.next_seq(), "rt_handlers:fail", {"kind": "value"}),
+            _task(pool.next_seq(), "rt_handlers:progress", {"steps": 2}),
+        ]
+        assert pool.dispatch(tasks) == []
+        events: list[Event] = []
+
+        def finished() -> bool:
+            events.extend(pool.poll(0.05))
+            return sum(isinstance(e, Finished) for e in events) == 3
+
+        eventually(finished, what="the three tasks to finish")
+    finally:
+        pool.close()
+    done, failed = (next(e for e in events if e.task == t) for t in tasks[:2])
+    assert done == Finished(tasks[0])
+    assert isinstance(failed, Finished)
+    assert failed.error is not None
+    assert (failed.error.type, failed.error.message) == ("ValueError", "value failed on attempt 1")
+    assert "Traceback" in failed.error.traceback
+    assert failed.error_names[:2] == ("ValueError", "Exception")
+    assert [e.progress for e in events if isinstance(e, Beat)] == [
+        {"step": 1, "of": 2},
+        {"step": 2, "of": 2},
+    ]
+    assert events[-1] == Finished(tasks[2])
