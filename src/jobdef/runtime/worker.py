@@ -9,11 +9,13 @@ for the next. It then waits for results, classifies failures by the sheet,
 extends the leases of what it holds, and runs the maintenance services that
 are due.
 
-Signals: the first SIGTERM/SIGINT stops claiming, gives back the jobs not yet
-started, and lets running ones finish within ``grace`` seconds before killing
-and releasing them; a second signal kills and releases at once. Either way no
-job is lost: a released job is queued again, and if even the release cannot be
-written, the lease expires and another worker reclaims the job.
+Signals move the worker through its phases (:class:`Phase`, read once per
+turn): the first SIGTERM/SIGINT starts the drain, which stops claiming, gives
+back the jobs not yet started, and lets running ones finish within ``grace``
+seconds; when the grace is over, or at a second signal, the worker stops: it
+kills and releases what still runs. Either way no job is lost: a released job
+is queued again, and if even the release cannot be written, the lease expires
+and another worker reclaims the job.
 
 When the store fails under it (a full disk, a server that went away), the
 worker keeps running: what finished waits in memory to be recorded, and the
