@@ -55,24 +55,30 @@ def test_interval_schedule_merges_skipped_slots_into_the_change() -> None:
     ]
 
 
-def test_interval_schedule_does_not_repeat_the_hour_shown_twice() -> None:
+def test_interval_schedule_runs_in_both_passes_of_the_hour_shown_twice() -> None:
     start = datetime(2026, 11, 1, 5, 10, tzinfo=UTC)  # 01:10 EDT
-    runs = take(CronSchedule("*/20 * * * *", "America/New_York"), start, 4)
+    runs = take(CronSchedule("*/20 * * * *", "America/New_York"), start, 6)
     assert [r.isoformat() for r in runs] == [
         "2026-11-01T01:20:00-04:00",
         "2026-11-01T01:40:00-04:00",
+        "2026-11-01T01:00:00-05:00",
+        "2026-11-01T01:20:00-05:00",
+        "2026-11-01T01:40:00-05:00",
         "2026-11-01T02:00:00-05:00",
-        "2026-11-01T02:20:00-05:00",
     ]
 
 
-def test_start_inside_the_repeated_hour_skips_its_first_pass() -> None:
+def test_start_inside_the_second_pass_of_the_repeated_hour_goes_on_from_there() -> None:
     start = local(NEW_YORK, 2026, 11, 1, 1, 10, fold=1)  # 01:10 EST, the second pass
-    runs = take(CronSchedule("*/20 * * * *", "America/New_York"), start, 2)
+    runs = take(CronSchedule("*/20 * * * *", "America/New_York"), start, 3)
     assert [r.isoformat() for r in runs] == [
+        "2026-11-01T01:20:00-05:00",
+        "2026-11-01T01:40:00-05:00",
         "2026-11-01T02:00:00-05:00",
-        "2026-11-01T02:20:00-05:00",
     ]
+    # A fixed time already ran in the first pass: the next one is tomorrow's.
+    fixed = take(CronSchedule("30 1 * * *", "America/New_York"), start, 1)
+    assert [r.isoformat() for r in fixed] == ["2026-11-02T01:30:00-05:00"]
 
 
 def test_tokyo_has_no_daylight_saving_so_every_day_is_alike() -> None:
@@ -86,14 +92,18 @@ def test_tokyo_has_no_daylight_saving_so_every_day_is_alike() -> None:
         assert gaps == {86400.0}
 
 
-def test_at_or_before_finds_the_first_pass_of_a_repeated_hour() -> None:
+def test_at_or_before_walks_back_through_both_passes_of_a_repeated_hour() -> None:
     schedule = CronSchedule("*/20 * * * *", "America/New_York")
     moment = local(NEW_YORK, 2026, 11, 1, 1, 10, fold=1)  # 01:10 EST = 06:10 UTC
-    newest = list(islice(schedule.at_or_before(moment), 2))
+    newest = list(islice(schedule.at_or_before(moment), 3))
     assert [r.isoformat() for r in newest] == [
+        "2026-11-01T01:00:00-05:00",
         "2026-11-01T01:40:00-04:00",
         "2026-11-01T01:20:00-04:00",
     ]
+    # A fixed time in the repeated hour ran in its first pass, before ``moment``.
+    fixed = CronSchedule("30 1 * * *", "America/New_York")
+    assert next(fixed.at_or_before(moment)).isoformat() == "2026-11-01T01:30:00-04:00"
 
 
 def test_at_or_before_includes_a_slot_exactly_at_the_moment() -> None:

@@ -7,13 +7,14 @@ maintenance service that enqueues each slot once across all workers.
 
 from __future__ import annotations
 
-from jobdef.schedule.cron import CronSchedule, check_cron, instant_of, zone
+from jobdef.schedule.cron import CronSchedule, check_cron, dst_rule, instant_of, zone
 from jobdef.schedule.slots import CATCH_UP_LIMIT, due_slots, next_runs, schedule_of
 
 __all__ = [
     "CATCH_UP_LIMIT",
     "CronSchedule",
     "check_cron",
+    "dst_rule",
     "due_slots",
     "instant_of",
     "next_runs",
