@@ -24,6 +24,16 @@ def is_scheduled(job: JobPolicy) -> bool:
     return job.mode == "batch" and bool(job.schedule)
 
 
+def dst_rule_of(job: JobPolicy) -> str | None:
+    """What a batch job's cron line does when the clock changes (English; ``t()`` it),
+    or ``None`` when its zone keeps one offset."""
+    if not is_scheduled(job):
+        return None
+    from jobdef.schedule import CronSchedule
+
+    return CronSchedule(job.schedule or "", job.timezone).dst_rule()
+
+
 def next_run_times(job: JobPolicy, after: float | datetime | None = None) -> list[dict[str, str]]:
     """The next five cron slots of a batch job after ``after`` (default: now), in its
     zone and in UTC, by the rule the scheduler follows (:func:`jobdef.schedule.next_runs`)."""
@@ -210,4 +220,5 @@ def job_context(
         "transitions": state_transitions(job, timeline, lang),
         "errors": error_rows(job, lang),
         "recommended": recommended_mode(job, lang),
+        "dst_rule": dst_rule_of(job),
     }

@@ -18,6 +18,7 @@ from jobdef.policy.model import DecisionAnswers, JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import job_context, next_run_times
+from jobdef.render.labels import translate
 
 FORMATS = ("text", "markdown", "json")
 
@@ -46,6 +47,7 @@ def explain_data(
         "schedule": job.schedule,
         "timezone": job.timezone if job.mode == "batch" else None,
         "next_runs": next_run_times(job, now),
+        "dst_rule": translate(context["dst_rule"], lang) if context["dst_rule"] else None,
         "items": [
             {"key": item.key, "label": label, "hint": hint, "value": value}
             for item, (label, hint, value) in zip(describe.ITEMS, context["rows"], strict=True)

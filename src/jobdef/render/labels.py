@@ -41,6 +41,21 @@ JA: dict[str, str] = {
     "Answer": "回答",
     "Recommended mode": "推奨される方式",
     "Next runs": "次回以降の実行予定",
+    (
+        "Daylight saving: this line follows the real clock (its minute or hour field "
+        "starts with *): in an hour the clock shows twice it runs in both passes; "
+        "times the clock skips do not run."
+    ): (
+        "夏時間: この行は実際の時刻に従います (分か時の欄が * で始まる)。"
+        "同じ時刻が二度ある時間帯では両方で実行し、飛ばされた時刻には実行しません。"
+    ),
+    (
+        "Daylight saving: this line is a fixed time: in an hour the clock shows twice it "
+        "runs once, the first time; a time the clock skips runs right after the change."
+    ): (
+        "夏時間: この行は固定の時刻です。同じ時刻が二度ある時間帯では最初の一度だけ実行し、"
+        "飛ばされた時刻は切り替えの直後に実行します。"
+    ),
     "The next five runs after %s (%s), by the rule the scheduler follows:": (
         "%s（%s）より後の実行予定 5 回（スケジューラと同じ規則で計算）:"
     ),
