@@ -3,10 +3,13 @@
 ``jsonschema`` takes about 0.8 ms per sheet and 80 ms to import; most sheets
 are valid, so :mod:`jobdef.sheets.schema_check` asks this check first and runs
 ``jsonschema`` (for its messages and ``best_match``) only on documents that
-fail it. It covers exactly the draft-07 keywords the shipped schema uses and
-refuses to compile a schema with any other keyword, so it can never quietly
-accept what ``jsonschema`` would refuse; a property test holds the two to the
-same answers.
+fail it. It covers the common draft-07 keywords and refuses to compile
+(:class:`UnsupportedSchema`) a schema with any other keyword, a ``$ref`` other
+than a JSON pointer into the schema itself, an embedded ``$id`` (which would
+move the base of later refs) or a malformed keyword value, so it can never
+quietly accept what ``jsonschema`` would refuse; the caller then asks
+``jsonschema``. A property test and the JSON-Schema-Test-Suite hold the two to
+the same answers.
 """
 
 from __future__ import annotations
@@ -14,12 +17,28 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 Check = Callable[[Any], bool]
 
-# Keywords that describe and never constrain.
+# Keywords that describe and never constrain (``format`` included: draft-07 makes it an
+# annotation unless a format checker is asked for, and jobdef's jsonschema asks for none).
 _ANNOTATIONS = frozenset(
-    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "definitions"}
+    {
+        "$schema",
+        "$id",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "definitions",
+        "format",
+        "readOnly",
+        "writeOnly",
+        "contentMediaType",
+        "contentEncoding",
+    }
 )
 
 
@@ -58,7 +77,38 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 class UnsupportedSchema(ValueError):
-    """The schema uses a keyword this checker does not implement."""
+    """The schema uses a keyword, a ref or a value this checker does not implement."""
+
+
+_NUMBER = (int, float)
+
+
+def _expect(value: Any, kind: type | tuple[type, ...]) -> Any:
+    """``value`` when it is of ``kind`` (never a bool), else give up on the schema."""
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise UnsupportedSchema(f"unexpected keyword value {value!r}")
+    return value
+
+
+def _pointer_target(root: Any, pointer: str) -> Any:
+    """The node a ``#``/``#/a/b`` ref names: %-decoded, then ``~1`` -> ``/``, ``~0`` -> ``~``."""
+    if pointer == "#":
+        return root
+    if not pointer.startswith("#/"):
+        raise UnsupportedSchema(f"only a JSON pointer into the schema is supported, got {pointer}")
+    target = root
+    for raw in unquote(pointer[2:]).split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, list) and part.isdigit():
+            index = int(part)
+            if index >= len(target):
+                raise UnsupportedSchema(f"$ref {pointer} points at nothing")
+            target = target[index]
+        elif isinstance(target, Mapping) and part in target:
+            target = target[part]
+        else:
+            raise UnsupportedSchema(f"$ref {pointer} points at nothing")
+    return target
 
 
 class Compiler:
@@ -68,13 +118,16 @@ class Compiler:
 
     def ref(self, pointer: str) -> Check:
         if pointer not in self._refs:
-            if not pointer.startswith("#/"):
-                raise UnsupportedSchema(f"only local $ref is supported, got {pointer}")
-            target: Any = self.root
-            for part in pointer[2:].split("/"):
-                target = target[part]
-            self._refs[pointer] = lambda v: True  # placeholder while compiling (recursion)
+            target = _pointer_target(self.root, pointer)
+            # A recursive ref calls the finished check through this cell, never a placeholder.
+            cell: list[Check] = []
+
+            def forward(v: Any) -> bool:
+                return cell[0](v)
+
+            self._refs[pointer] = forward
             compiled = self.compile(target)
+            cell.append(compiled)
             self._refs[pointer] = compiled
         return self._refs[pointer]
 
@@ -83,6 +136,12 @@ class Compiler:
             return lambda v: True
         if schema is False:
             return lambda v: False
+        if not isinstance(schema, Mapping):
+            raise UnsupportedSchema(f"a schema is a mapping or a boolean, got {schema!r}")
+        if "$id" in schema and schema is not self.root:
+            raise UnsupportedSchema("an embedded $id changes the base of refs")
+        if "$ref" in schema:  # draft-07: every keyword beside $ref is ignored
+            return self._ref(schema["$ref"], schema)
         checks: list[Check] = []
         for keyword, value in schema.items():
             if keyword in _ANNOTATIONS:
@@ -102,39 +161,48 @@ class Compiler:
         return check_all
 
     def _ref(self, value: str, schema: Mapping[str, Any]) -> Check:
-        return self.ref(value)
+        return self.ref(_expect(value, str))
 
     def _type(self, value: str | list[str], schema: Mapping[str, Any]) -> Check:
-        names = [value] if isinstance(value, str) else value
+        names = [value] if isinstance(value, str) else _expect(value, list)
+        if not names or any(name not in _TYPES for name in names):
+            raise UnsupportedSchema(f"type {value!r} is not a JSON Schema type")
         tests = [_TYPES[name] for name in names]
         return lambda v: any(test(v) for test in tests)
 
     def _enum(self, value: list[Any], schema: Mapping[str, Any]) -> Check:
-        return lambda v: any(json_equal(v, item) for item in value)
+        items = _expect(value, list)
+        return lambda v: any(json_equal(v, item) for item in items)
 
     def _const(self, value: Any, schema: Mapping[str, Any]) -> Check:
         return lambda v: json_equal(v, value)
 
     def _pattern(self, value: str, schema: Mapping[str, Any]) -> Check:
-        search = re.compile(value).search
+        search = re.compile(_expect(value, str)).search
         return lambda v: not isinstance(v, str) or search(v) is not None
 
     def _minLength(self, value: int, schema: Mapping[str, Any]) -> Check:
+        _expect(value, int)
         return lambda v: not isinstance(v, str) or len(v) >= value
 
     def _maxLength(self, value: int, schema: Mapping[str, Any]) -> Check:
+        _expect(value, int)
         return lambda v: not isinstance(v, str) or len(v) <= value
 
     def _minimum(self, value: float, schema: Mapping[str, Any]) -> Check:
+        _expect(value, _NUMBER)
         return lambda v: not _is_number(v) or v >= value
 
     def _maximum(self, value: float, schema: Mapping[str, Any]) -> Check:
+        _expect(value, _NUMBER)
         return lambda v: not _is_number(v) or v <= value
 
     def _exclusiveMinimum(self, value: float, schema: Mapping[str, Any]) -> Check:
+        _expect(value, _NUMBER)
         return lambda v: not _is_number(v) or v > value
 
     def _minItems(self, value: int, schema: Mapping[str, Any]) -> Check:
+        _expect(value, int)
         return lambda v: not isinstance(v, list) or len(v) >= value
 
     def _uniqueItems(self, value: bool, schema: Mapping[str, Any]) -> Check:
@@ -155,7 +223,8 @@ class Compiler:
         return lambda v: not isinstance(v, list) or all(item(x) for x in v)
 
     def _required(self, value: list[str], schema: Mapping[str, Any]) -> Check:
-        return lambda v: not isinstance(v, dict) or all(name in v for name in value)
+        names = _expect(value, list)
+        return lambda v: not isinstance(v, dict) or all(name in v for name in names)
 
     def _properties(self, value: Mapping[str, Any], schema: Mapping[str, Any]) -> Check:
         props = {name: self.compile(sub) for name, sub in value.items()}
@@ -210,5 +279,13 @@ class Compiler:
 
 
 def compile_schema(schema: Mapping[str, Any]) -> Check:
-    """A function telling whether an instance is valid against ``schema``."""
-    return Compiler(schema).compile(schema)
+    """A function telling whether an instance is valid against ``schema``.
+
+    Raises :class:`UnsupportedSchema`, and nothing else, for a schema it does not compile.
+    """
+    try:
+        return Compiler(schema).compile(schema)
+    except UnsupportedSchema:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, re.error) as exc:
+        raise UnsupportedSchema(f"cannot compile this schema: {exc}") from exc
