@@ -24,49 +24,9 @@ from jobdef.backends.protocol import Backend
 from jobdef.backends.records import EnqueueResult, JobRecord, NewJob
 from jobdef.errors import ArgsError
 from jobdef.policy.keys import idempotency_key
-from jobdef.policy.model import JobPolicy, thaw
+from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
-from jobdef.sheets.schema_fast import Check, UnsupportedSchema, compile_schema
-
-
-class _ArgsSchema:
-    """A job's args schema, compiled once: a fast yes/no check, then ``jsonschema``.
-
-    :mod:`jobdef.sheets.schema_fast` answers valid args (the common case) without
-    ``jsonschema``, which is imported, and its validator built, only to word
-    what is wrong with invalid args, or to check every call of a schema the
-    fast check cannot compile.
-    """
-
-    def __init__(self, schema: Any) -> None:
-        self.schema = schema
-        try:
-            self.check: Check | None = compile_schema(thaw(schema))
-        except UnsupportedSchema:
-            self.check = None
-        self._validator: Any = None
-
-    def errors(self, args: Mapping[str, Any]) -> list[Any]:
-        """What is wrong with ``args`` (``[]`` when they are valid), sorted by path."""
-        if self.check is not None and self.check(args):
-            return []
-        if self._validator is None:
-            from jsonschema import Draft7Validator
-
-            self._validator = Draft7Validator(thaw(self.schema))
-        found = self._validator.iter_errors(dict(args))
-        return sorted(found, key=lambda e: list(map(str, e.path)))
-
-
-_schemas: dict[str, _ArgsSchema] = {}
-
-
-def _args_schema(policy: JobPolicy) -> _ArgsSchema:
-    """The compiled args schema of a job (compiled again if the policy object changes)."""
-    cached = _schemas.get(policy.name)
-    if cached is None or cached.schema is not policy.args_schema:
-        cached = _schemas[policy.name] = _ArgsSchema(policy.args_schema)
-    return cached
+from jobdef.sheets.args_check import args_check
 
 
 def _where(path: Iterable[Any]) -> str:
@@ -75,7 +35,7 @@ def _where(path: Iterable[Any]) -> str:
 
 def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
     """Raise :class:`ArgsError` listing every way ``args`` breaks the sheet's ``args`` schema."""
-    errors = _args_schema(policy).errors(args)
+    errors = args_check(policy).errors(args)
     if errors:
         details = "; ".join(f"{_where(e.path)}: {e.message}" for e in errors)
         raise ArgsError(

@@ -83,15 +83,20 @@ def _optional_duration(value: Any) -> float | None:
 
 
 def args_schema(args: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The JSON Schema of a job's args object.
+    """The JSON Schema of a job's args object; each arg's schema is one of its ``properties``.
 
-    Each arg is required unless its schema says ``required: false``.
+    Each arg is required unless its schema says ``required: false``. Only a boolean
+    ``required`` is jobdef's; a list is draft-07's (the names an object arg must
+    hold) and stays in the arg's schema, the arg itself being required. Each arg's
+    schema is a root of its own (its refs resolve inside it): check args with
+    :func:`jobdef.sheets.args_check.args_check`, not with this schema as one.
     """
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, arg in (args or {}).items():
         schema = dict(arg)
-        if schema.pop("required", True) is not False:
+        flag = schema.pop("required") if isinstance(schema.get("required"), bool) else True
+        if flag is not False:
             required.append(name)
         properties[name] = schema
     return {

@@ -257,6 +257,14 @@ def _findings(error: ValidationError, doc: Document) -> Iterator[_Finding]:
         )
 
 
+def check_error(error: ValidationError, doc: Document, rule: Any) -> Iterator[Diagnostic]:
+    """The diagnostics of one ``jsonschema`` error in ``doc``, worded as for the shipped
+    schema, under ``rule`` (another schema's findings: an arg's schema, say)."""
+    for finding in _findings(error, doc):
+        line, column = finding.position
+        yield rule.at(doc.file, line, column, finding.message)
+
+
 def _type_hint(names: list[str], value: Any) -> str:
     if isinstance(value, str) and ("integer" in names or "number" in names):
         try:

@@ -27,6 +27,7 @@ from jobdef.sheets.rules.context import Context
 MODULES = (
     "loading",
     "schema",
+    "args",
     "durations",
     "backoff",
     "deadline",

@@ -1,0 +1,149 @@
+"""A job's args checked as its sheet says: each arg's schema is a draft-07 schema of its own.
+
+``args_schema`` (:func:`jobdef.sheets.build.args_schema`) is one object schema
+whose ``properties`` are the args' schemas. Validating args against it as one
+schema would resolve a ``$ref: "#/definitions/..."`` or ``$ref: "#"`` written in
+an arg against that wrapper, which the sheet's author never wrote. So
+:class:`ArgsCheck` checks the wrapper's own keywords (which args exist, which
+are required) on the args object, and then each arg's value against that arg's
+schema as a root: its refs resolve inside it, as in any JSON Schema document.
+
+Each root gets a fast yes/no check (:mod:`jobdef.sheets.schema_fast`) when it
+compiles; ``jsonschema`` runs for the others, and to word what is wrong. Refs
+are never fetched over the network: only the arg's own schema and the
+standard meta-schemas are known (``jobdef validate`` refuses any other ref).
+:func:`args_check` builds the check of a policy once; validation builds it for
+every job, so enqueue never meets a schema it cannot check.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jobdef.policy.model import JobPolicy, thaw
+from jobdef.sheets.schema_fast import Check, UnsupportedSchema, compile_schema
+
+
+class ArgError(NamedTuple):
+    """One way args break the schema: where (path inside the args) and what."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+
+@cache
+def draft7_meta_schema() -> dict[str, Any]:
+    """The draft-07 meta-schema, read from the file ``jsonschema`` ships (via its
+    ``jsonschema_specifications``) without importing either: validating a valid sheet
+    imports no ``jsonschema`` at all."""
+    spec = importlib.util.find_spec("jsonschema_specifications")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("jsonschema-specifications is missing; reinstall jobdef")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    loaded: dict[str, Any] = json.loads(
+        (folder / "schemas" / "draft7" / "metaschema.json").read_text("utf-8")
+    )
+    return loaded
+
+
+META_SCHEMA_URI = "http://json-schema.org/draft-07/schema"
+
+
+@cache
+def known_refs() -> Any:
+    """The only documents a ref may name besides its own schema: the draft-07
+    meta-schema. A ``referencing`` registry that fetches nothing (its default)."""
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT7
+
+    meta = DRAFT7.create_resource(draft7_meta_schema())
+    return Registry().with_resources([(META_SCHEMA_URI, meta), (META_SCHEMA_URI + "#", meta)])
+
+
+def draft7_validator(schema: Any) -> Any:
+    """A ``Draft7Validator`` for ``schema`` as a root document, never fetching a ref."""
+    from jsonschema import Draft7Validator
+
+    return Draft7Validator(schema, registry=known_refs())
+
+
+class _Root:
+    """One schema checked as a document of its own."""
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        try:
+            self.fast: Check | None = compile_schema(schema) if isinstance(schema, dict) else None
+        except UnsupportedSchema:
+            self.fast = None
+        self._validator: Any = None
+
+    @property
+    def validator(self) -> Any:
+        if self._validator is None:
+            self._validator = draft7_validator(self.schema)
+        return self._validator
+
+    def errors(self, value: Any, prefix: tuple[str | int, ...]) -> list[ArgError]:
+        if self.fast is not None and self.fast(value):
+            return []
+        from referencing.exceptions import Unresolvable
+
+        try:
+            return [
+                ArgError((*prefix, *e.absolute_path), e.message)
+                for e in self.validator.iter_errors(value)
+            ]
+        except (Unresolvable, RecursionError) as exc:  # `jobdef validate` refuses both
+            what = "a $ref loops" if isinstance(exc, RecursionError) else f"$ref {exc} is unknown"
+            return [ArgError(prefix, f"the sheet's schema cannot be checked ({what})")]
+
+
+class ArgsCheck:
+    """The args check of one job: the wrapper's keywords, then each arg against its own root."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        plain = thaw(schema)
+        properties = plain.get("properties", {})
+        # The wrapper without the args' schemas: which names exist, which are required.
+        self._object = _Root({**plain, "properties": dict.fromkeys(properties, True)})
+        self._args = {name: _Root(sub) for name, sub in properties.items()}
+
+    def errors(self, args: Mapping[str, Any]) -> list[ArgError]:
+        """What is wrong with ``args`` (``[]`` when they are valid), sorted by path."""
+        found = self._object.errors(dict(args), ())
+        for name, root in self._args.items():
+            if name in args:
+                found.extend(root.errors(args[name], (name,)))
+        return sorted(found, key=lambda e: list(map(str, e.path)))
+
+    @property
+    def ready(self) -> bool:
+        """Whether every root is checkable without building anything: a fast check or a
+        ``jsonschema`` validator already built."""
+        roots = (self._object, *self._args.values())
+        return all(root.fast is not None or root._validator is not None for root in roots)
+
+    def prepare(self) -> None:
+        """Build now (validation does) the ``jsonschema`` validator of every root the fast
+        check does not compile: those are asked on every call."""
+        for root in (self._object, *self._args.values()):
+            if root.fast is None:
+                _ = root.validator
+
+
+_checks: dict[str, ArgsCheck] = {}
+
+
+def args_check(policy: JobPolicy) -> ArgsCheck:
+    """The args check of a job, built once per policy object (again if the policy changes)."""
+    cached = _checks.get(policy.name)
+    if cached is None or cached.schema is not policy.args_schema:
+        cached = _checks[policy.name] = ArgsCheck(policy.args_schema)
+    return cached

@@ -1,0 +1,235 @@
+"""Args schemas (JD106-JD108): each arg's schema is valid draft-07 that enqueue can check.
+
+The shipped schema only says that an arg's schema is a mapping; these rules read
+it as the JSON Schema it is, the way enqueue will (:mod:`jobdef.sheets.args_check`):
+against the draft-07 meta-schema (with jobdef's ``required: true|false`` at the
+top of an arg), every ``pattern`` compiled by Python's ``re`` (the dialect of
+both checkers enqueue uses), every ``$ref`` resolved inside the arg's own schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import Any
+
+from jobdef.sheets.args_check import (
+    args_check,
+    draft7_meta_schema,
+    draft7_validator,
+    known_refs,
+)
+from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.document import Document, Path_
+from jobdef.sheets.rules.base import Rule
+from jobdef.sheets.rules.context import Context
+from jobdef.sheets.schema_check import check_error, dotted
+from jobdef.sheets.schema_fast import Check, compile_schema
+from jobdef.sheets.words import did_you_mean
+
+SCHEMA_INVALID = Rule(
+    "JD106",
+    "args-schema-invalid",
+    "error",
+    "An arg's schema that is not valid draft-07 JSON Schema fails every enqueue of its job "
+    "(or checks something else than written).",
+)
+PATTERN_UNSUPPORTED = Rule(
+    "JD107",
+    "args-pattern-unsupported",
+    "error",
+    "Enqueue checks a `pattern` with Python's re; one it cannot compile (such as \\p{L}) "
+    "fails every enqueue of the job.",
+)
+REF_UNRESOLVED = Rule(
+    "JD108",
+    "args-ref-unresolved",
+    "error",
+    "A `$ref` in an arg resolves inside that arg's own schema; any other target is never "
+    "fetched, so enqueue could not check the arg.",
+)
+RULES = (SCHEMA_INVALID, PATTERN_UNSUPPORTED, REF_UNRESOLVED)
+
+_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+_META = "http://json-schema.org/draft-07/schema#"
+
+# Keywords whose value is one schema, a list of schemas, or a mapping to schemas.
+_ONE = (
+    *("additionalItems", "additionalProperties", "contains", "propertyNames", "not"),
+    *("if", "then", "else"),
+)
+_MANY = ("allOf", "anyOf", "oneOf")
+_BY_NAME = ("properties", "patternProperties", "definitions", "dependencies")
+
+
+def arg_schemas(doc: Document) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each arg of a Job as written, its schema without jobdef's boolean ``required``."""
+    args = doc.data.get("args") if doc.kind == "Job" else None
+    if not isinstance(args, Mapping):
+        return
+    for name, schema in args.items():
+        if isinstance(name, str) and isinstance(schema, Mapping):
+            plain = dict(schema)
+            if isinstance(plain.get("required"), bool):
+                del plain["required"]
+            yield name, plain
+
+
+@cache
+def _meta_check() -> Check:
+    return compile_schema(draft7_meta_schema())
+
+
+@cache
+def _meta_validator() -> Any:
+    wrapper = {"properties": {"args": {"additionalProperties": {"$ref": _META}}}}
+    return draft7_validator(wrapper)
+
+
+def _where(doc: Document, path: Path_, key: bool = False) -> tuple[int, int]:
+    if key and path in doc.key_positions:
+        return doc.key_positions[path]
+    while path:
+        if path in doc.positions:
+            return doc.positions[path]
+        path = path[:-1]
+    return doc.line, doc.column
+
+
+def _meta_findings(doc: Document, args: dict[str, Any]) -> Iterator[tuple[Path_, Diagnostic]]:
+    from jsonschema.exceptions import best_match, relevance
+
+    errors = sorted(_meta_validator().iter_errors({"args": args}), key=relevance, reverse=True)
+    for error in errors:
+        path: Path_ = tuple(error.absolute_path)
+        value: Any = error.instance
+        at_type = path[-1:] == ("type",) or (len(path) > 1 and path[-2] == "type")
+        if at_type and isinstance(value, str) and value not in _TYPES:
+            line, column = _where(doc, path)
+            yield (
+                path,
+                SCHEMA_INVALID.at(
+                    doc.file,
+                    line,
+                    column,
+                    f"{dotted(path)}: {value!r} is not a JSON Schema type"
+                    f"{did_you_mean(value, _TYPES)} (types: {', '.join(_TYPES)})",
+                ),
+            )
+            continue
+        chosen = best_match([error]) if error.context else error
+        for found in check_error(chosen or error, doc, SCHEMA_INVALID):
+            yield path, found
+
+
+def _subschemas(schema: Any, path: Path_) -> Iterator[tuple[Any, Path_]]:
+    """Every schema directly inside ``schema``, with its path."""
+    if not isinstance(schema, Mapping) or "$ref" in schema:
+        return  # draft-07: beside $ref, nothing is read
+    for keyword in _ONE:
+        if keyword in schema:
+            yield schema[keyword], (*path, keyword)
+    items = schema.get("items")
+    if isinstance(items, list):
+        yield from ((sub, (*path, "items", i)) for i, sub in enumerate(items))
+    elif items is not None:
+        yield items, (*path, "items")
+    for keyword in _MANY:
+        for i, sub in enumerate(schema.get(keyword) or ()):
+            yield sub, (*path, keyword, i)
+    for keyword in _BY_NAME:
+        for name, sub in (schema.get(keyword) or {}).items():
+            if not (keyword == "dependencies" and isinstance(sub, list)):
+                yield sub, (*path, keyword, name)
+
+
+def _patterns(doc: Document, schema: Any, path: Path_) -> Iterator[tuple[Path_, Diagnostic]]:
+    if not isinstance(schema, Mapping):
+        return
+    written: list[tuple[str, Path_, bool]] = []
+    if isinstance(schema.get("pattern"), str) and "$ref" not in schema:
+        written.append((schema["pattern"], (*path, "pattern"), False))
+    if "$ref" not in schema:
+        written += [
+            (key, (*path, "patternProperties", key), True)
+            for key in schema.get("patternProperties") or {}
+        ]
+    for pattern, at, key in written:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            hint = ", such as [^\\W\\d_] for \\p{L}" if "\\p{" in pattern else ""
+            line, column = _where(doc, at, key=key)
+            yield (
+                at,
+                PATTERN_UNSUPPORTED.at(
+                    doc.file,
+                    line,
+                    column,
+                    f"{dotted(at)}: pattern {pattern!r} does not compile with Python's re "
+                    f"({exc}); rewrite it in that dialect{hint}",
+                ),
+            )
+    for sub, sub_path in _subschemas(schema, path):
+        yield from _patterns(doc, sub, sub_path)
+
+
+def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagnostic]]:
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT7
+
+    registry = known_refs()
+    pending: list[tuple[Any, Path_, Any]] = [(root, base, None)]
+    while pending:
+        schema, path, resolver = pending.pop()
+        if not isinstance(schema, Mapping):
+            continue
+        resource = DRAFT7.create_resource(dict(schema))
+        if resolver is None:
+            resolver = registry.resolver_with_root(resource)
+        elif "$id" in schema and "$ref" not in schema:
+            resolver = resolver.in_subresource(resource)
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            try:
+                target = resolver.lookup(ref).contents
+                problem = None if isinstance(target, Mapping | bool) else "names no schema"
+            except Unresolvable:
+                problem = "names nothing in this arg's schema"
+            if problem is not None:
+                at = (*path, "$ref")
+                line, column = _where(doc, at)
+                yield (
+                    at,
+                    REF_UNRESOLVED.at(
+                        doc.file,
+                        line,
+                        column,
+                        f"{dotted(at)}: {ref!r} {problem}; a $ref resolves inside the arg's "
+                        "own schema: write #/definitions/<name> with a definitions: block "
+                        "in that arg, or # for the arg's schema itself (refs are never "
+                        "fetched over the network)",
+                    ),
+                )
+        pending.extend((sub, sub_path, resolver) for sub, sub_path in _subschemas(schema, path))
+
+
+def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
+    args = dict(arg_schemas(doc))
+    if not args:
+        return
+    meta = _meta_check()
+    if not all(meta(schema) for schema in args.values()):
+        yield from _meta_findings(doc, args)
+        return  # patterns and refs of a schema that is not one are not worth reading
+    for name, schema in args.items():
+        yield from _patterns(doc, schema, ("args", name))
+        yield from _refs(doc, schema, ("args", name))
+
+
+def check(context: Context) -> Iterator[Diagnostic]:
+    """Build the args check of every job now, so that enqueue finds it ready."""
+    for _, policy in context.jobs:
+        args_check(policy).prepare()
+    return iter(())
