@@ -1,4 +1,5 @@
-"""Handlers (JD301, JD302): `module:function`, and with --check-imports, a callable that imports."""
+"""Handlers (JD301-JD303): `module:function`, and with --check-imports, a callable that
+imports and takes ctx and the sheet's args."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
+from jobdef.sheets.handlers import signature_problem
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.imports import resolve
@@ -24,7 +26,14 @@ HANDLER_IMPORT = Rule(
     "A handler that does not import or is not callable fails every job at run time "
     "(--check-imports).",
 )
-RULES = (HANDLER_SHAPE, HANDLER_IMPORT)
+HANDLER_SIGNATURE = Rule(
+    "JD303",
+    "handler-signature",
+    "error",
+    "The worker calls handler(ctx, **args); parameters that do not fit the sheet's args fail "
+    "every attempt with a TypeError (--check-imports).",
+)
+RULES = (HANDLER_SHAPE, HANDLER_IMPORT, HANDLER_SIGNATURE)
 
 _SHAPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -59,8 +68,16 @@ def check(context: Context) -> Iterator[Diagnostic]:
         found, problem = resolve(module, function)
         if problem is None and not callable(found):
             problem = f"{policy.handler} is a {type(found).__name__}, not a function"
+        where = context.where(doc, policy, "handler")
         if problem is not None:
-            where = context.where(doc, policy, "handler")
             yield HANDLER_IMPORT.at_origin(
                 where, f"handler {policy.handler}: {problem}; fix the path or the module"
+            )
+            continue
+        mismatch = signature_problem(found, policy)
+        if mismatch is not None:
+            yield HANDLER_SIGNATURE.at_origin(
+                where,
+                f"handler {policy.handler} is called as {function}(ctx, **args), but its "
+                f"parameters do not fit the args of job {policy.name!r}: {mismatch}",
             )

@@ -1,0 +1,84 @@
+"""Whether a handler can be called as the worker calls it: ``handler(ctx, **args)``.
+
+``jobdef validate --check-imports`` (rule JD303) and the worker at start ask
+:func:`signature_problem` of each job; a handler whose parameters do not fit
+the sheet's args would otherwise fail every attempt of every job with a
+``TypeError``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jobdef.policy.model import JobPolicy
+from jobdef.sheets.rules.imports import resolve
+
+_BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(sorted(names))
+
+
+def signature_problem(handler: Callable[..., Any], policy: JobPolicy) -> str | None:
+    """What is wrong with calling ``handler(ctx, **args)`` for the args of ``policy``,
+    or None when every call the sheet allows fits (and when Python cannot tell)."""
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):  # some builtins have no signature to read
+        return None
+    params = list(signature.parameters.values())
+    if params and params[0].kind in _POSITIONAL:
+        params = params[1:]
+    elif not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return "it takes no first positional parameter for ctx"
+    schema = policy.args_schema
+    args = list(schema.get("properties", {}))
+    required = set(schema.get("required", ()))
+    by_name = {p.name: p for p in params if p.kind in _BY_NAME}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    unexpected = [] if takes_any else [a for a in args if a not in by_name]
+    missing = [
+        p.name
+        for p in params
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        and (p.name not in args or p.kind is inspect.Parameter.POSITIONAL_ONLY)
+    ]
+    optional = [
+        name
+        for name, p in by_name.items()
+        if name in args and name not in required and p.default is inspect.Parameter.empty
+    ]
+    if not (unexpected or missing or optional):
+        return None
+    parts = []
+    if unexpected:
+        parts.append(f"unexpected (args it does not take): {_names(unexpected)}")
+    if missing:
+        parts.append(f"missing (parameters no arg fills): {_names(missing)}")
+    if optional:
+        parts.append(f"without a default though the arg is optional: {_names(optional)}")
+    wanted = ", ".join(["ctx", *(a if a in required else f"{a}=None" for a in args)])
+    function = policy.handler.partition(":")[2]
+    return f"{'; '.join(parts)}; write def {function}({wanted}), or add **kwargs"
+
+
+def handler_problems(policies: Iterable[JobPolicy]) -> list[str]:
+    """One line per job whose handler does not import, is not callable, or does not fit
+    its sheet's args: what a worker checks before it takes any job."""
+    problems = []
+    for policy in policies:
+        module, _, function = policy.handler.partition(":")
+        found, problem = resolve(module, function)
+        if problem is None and not callable(found):
+            problem = f"{policy.handler} is a {type(found).__name__}, not a function"
+        if problem is None:
+            mismatch = signature_problem(found, policy)
+            problem = None if mismatch is None else f"its parameters do not fit: {mismatch}"
+        if problem is not None:
+            problems.append(f"job {policy.name!r}: handler {policy.handler}: {problem}")
+    return problems
