@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -33,7 +34,7 @@ def _bury(backend, job_id):
     backend.bury(record.lease, ErrorInfo("ValueError", "bad input"))
 
 
-def test_enqueue_then_duplicate(run):
+def test_enqueue_then_duplicate(run, backend):
     code, out, _ = run(*_sheets("enqueue", "noop", "--args", '{"n": 3}'))
     assert (code, out) == (0, "enqueued job 1 (noop)\n")
     code, out, _ = run(*_sheets("enqueue", "noop", "--args", '{"n": 3}'))
@@ -129,6 +130,24 @@ def test_a_missing_database_is_one_clear_line_not_a_new_file(tmp_path, capsys):
     assert not missing.exists()
     assert main(["jobs", "--db", f"sqlite:///{tmp_path}/no/such/folder.db"]) == 2
     assert "does not exist; create it" in capsys.readouterr().err
+
+
+def test_enqueue_on_a_database_without_jobdef_tables_creates_nothing(tmp_path, capsys):
+    app = tmp_path / "app.db"
+    sqlite3.connect(app).close()
+    url = f"sqlite:///{app}"
+    assert main(_sheets("enqueue", "noop", "--args", '{"n": 1}', "--db", url)) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"jobdef enqueue: error: no jobdef tables in {app}; "
+        f"run `jobdef db upgrade --db {url}` or start a worker\n"
+    )
+    with sqlite3.connect(app) as conn:
+        assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    missing = tmp_path / "typo.db"
+    assert main(_sheets("enqueue", "noop", "--db", f"sqlite:///{missing}")) == 2
+    assert "no job database at" in capsys.readouterr().err
+    assert not missing.exists()
 
 
 def test_db_upgrade_creates_the_database(tmp_path, capsys):

@@ -23,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(values, dict):
         raise ArgsError("--args must be a JSON object such as '{\"reservation_id\": 42}'")
     registry = runtime_options.registry(args)
-    queue = Queue(runtime_options.backend(args, create=True), registry)
+    # Like every operator command it creates nothing: a mistyped --db is one line
+    # saying to run `jobdef db upgrade`, not a new empty store.
+    queue = Queue(runtime_options.backend(args), registry)
     try:
         delay = parse_duration(args.delay) if args.delay else None
         result = queue.enqueue(args.name, values, delay=delay, priority=args.priority)
