@@ -166,7 +166,6 @@ class QueueInfo:
     queued: int = 0
     running: int = 0
     oldest_queued_age: float | None = None
-    concurrency: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,7 +53,7 @@ def queue_table(infos: Sequence[QueueInfo], registry: Registry | None, *, idle: 
     for name in sorted(set(live) | (queue_names(registry) if idle else set())):
         info = live.get(name, QueueInfo(queue=name, paused=False))
         policy = policies.get(name)
-        concurrency = policy.concurrency if policy else info.concurrency
+        concurrency = policy.concurrency if policy else None
         rows.append(
             [
                 name,
