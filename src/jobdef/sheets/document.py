@@ -12,6 +12,17 @@ from typing import Any
 from jobdef.policy.model import Origin, Source
 
 Path_ = tuple[str | int, ...]
+
+# An integer written with more characters than this is kept as its text (see below).
+INTEGER_TEXT_LIMIT = 1000
+
+
+class OverlongInteger(str):
+    """A plain integer scalar too long to read: the loader keeps its text instead of calling
+    ``int()``, which refuses 4,300 digits and more (and would spend quadratic time below
+    that). Rule JD109 reports it; nothing reads it as a number."""
+
+
 # 1-based (line, column).
 Position = tuple[int, int]
 

@@ -25,7 +25,7 @@ from typing import Any, cast
 import yaml
 
 from jobdef.sheets.diagnostics import Diagnostic
-from jobdef.sheets.document import Document, Path_, Position
+from jobdef.sheets.document import INTEGER_TEXT_LIMIT, Document, OverlongInteger, Path_, Position
 from jobdef.sheets.rules import loading as rules
 
 try:  # libyaml is about 7x faster than the pure-Python parser and gives the same marks
@@ -76,8 +76,8 @@ def resolve_plain(text: str) -> Any:
         return None
     if text in _BOOL:
         return _BOOL[text]
-    if _INT10.match(text):
-        return int(text)
+    if _INT10.match(text):  # an integer too long for int() stays text for rule JD109
+        return int(text) if len(text) <= INTEGER_TEXT_LIMIT else OverlongInteger(text)
     if _INT8.match(text):
         return int(text[2:], 8)
     if _INT16.match(text):

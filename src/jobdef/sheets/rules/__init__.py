@@ -28,6 +28,7 @@ MODULES = (
     "loading",
     "schema",
     "args",
+    "values",
     "durations",
     "backoff",
     "deadline",

@@ -1,14 +1,18 @@
-"""Notifications (JD251, JD252): a channel that exists, and events to send to it."""
+"""Notifications (JD251-JD254): a channel that exists, events to send to it, and values
+that fit the headers they become."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 
 from jobdef.policy.channels import check_channel_env
 from jobdef.policy.registry import Registry
 from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
+from jobdef.sheets.schema_check import dotted
 from jobdef.sheets.words import did_you_mean
 
 UNKNOWN_CHANNEL = Rule(
@@ -30,7 +34,73 @@ CHANNEL_NOT_READY = Rule(
     "A worker refuses to start while a channel it needs lacks a variable; "
     "`validate --check-env` says so before the deploy.",
 )
-RULES = (UNKNOWN_CHANNEL, NO_EVENTS, CHANNEL_NOT_READY)
+HEADER_UNSAFE = Rule(
+    "JD254",
+    "header-unsafe",
+    "error",
+    "A job's title becomes a mail subject, a channel's from/to mail headers, a headers_env "
+    "key an HTTP header name; a line break there fails every notification sent.",
+)
+RULES = (UNKNOWN_CHANNEL, NO_EVENTS, CHANNEL_NOT_READY, HEADER_UNSAFE)
+
+# C0 controls but tab, and DEL: a header cannot hold them (a line break would end it).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# An HTTP header name (RFC 9110 token).
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_ONE_LINE = "write it on one line (put the rest in description)"
+_ONE_ADDRESS = "write one address on one line, such as jobdef <jobdef@example.com>"
+_HEADER_OF = {
+    "title": ("the mail subject", _ONE_LINE),
+    "from": ("the From header", _ONE_ADDRESS),
+    "to": ("the To header", _ONE_ADDRESS),
+}
+
+
+def _header_values(doc: Document) -> Iterator[tuple[Path_, str, tuple[str, str]]]:
+    """(path, value, what it becomes) of each value of ``doc`` that becomes a header."""
+    data = doc.data
+    if doc.kind == "Job" and isinstance(data.get("title"), str):
+        yield ("title",), data["title"], _HEADER_OF["title"]
+    if doc.kind != "Channel":
+        return
+    if isinstance(data.get("from"), str):
+        yield ("from",), data["from"], _HEADER_OF["from"]
+    for index, item in enumerate(data.get("to") if isinstance(data.get("to"), list) else ()):
+        if isinstance(item, str):
+            yield ("to", index), item, _HEADER_OF["to"]
+
+
+def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
+    for path, value, (header, hint) in _header_values(doc):
+        bad = _CONTROL.search(value)
+        if bad is None:
+            continue
+        line, column = doc.positions.get(path, (doc.line, doc.column))
+        what = "a line break" if bad.group() in "\r\n" else f"the control character {bad.group()!r}"
+        yield (
+            path,
+            HEADER_UNSAFE.at(
+                doc.file,
+                line,
+                column,
+                f"{dotted(path)}: holds {what}, but it becomes {header}, which is one line; {hint}",
+            ),
+        )
+    headers = doc.data.get("headers_env") if doc.kind == "Channel" else None
+    for name in headers if isinstance(headers, Mapping) else ():
+        if isinstance(name, str) and not _TOKEN.match(name):
+            path = ("headers_env", name)
+            line, column = doc.key_positions.get(path, (doc.line, doc.column))
+            yield (
+                path,
+                HEADER_UNSAFE.at(
+                    doc.file,
+                    line,
+                    column,
+                    f"headers_env: {name!r} is not an HTTP header name; use letters, digits "
+                    "and - (such as X-Api-Key), without spaces, colons or line breaks",
+                ),
+            )
 
 
 def check_env(registry: Registry, environ: Mapping[str, str]) -> list[Diagnostic]:
