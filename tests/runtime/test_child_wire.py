@@ -13,7 +13,6 @@ from jobdef.runtime.child import (
     Results,
     Stop,
     Task,
-    TaskDone,
     TaskFailed,
 )
 from jobdef.runtime.pool import Beat, Event, Finished, Pool
@@ -31,7 +30,7 @@ def _task(seq: int, handler: str, args: dict) -> Task:
         Stop(),
         Ready(),
         Progress(1, {"step": 1}),
-        Results([TaskDone(1), TaskFailed(2, "ValueError", "bad", "Traceback", ("ValueError",))]),
+        Results([1, 3], [TaskFailed(2, "ValueError", "bad", "Traceback", ("ValueError",))]),
     ],
 )
 def test_every_message_crosses_a_pipe_as_itself(message: object) -> None:

@@ -8,9 +8,9 @@ lock, so a child imports this module and its handlers, not the worker's side
 On the pipe, the worker sends :class:`Batch` (tasks to run, in order) and, at the
 end, :class:`Stop`. The child answers :class:`Ready` once, when it has imported
 the handlers, then :class:`Progress` whenever a handler calls
-``ctx.heartbeat(progress)`` and :class:`Results` (a :class:`TaskDone` or
-:class:`TaskFailed` per task it ran) at the end of each batch, or sooner when a
-result has waited ``_RESULT_DELAY``.
+``ctx.heartbeat(progress)`` and :class:`Results` (which tasks it ran returned,
+and a :class:`TaskFailed` for each that raised) at the end of each batch, or
+sooner when a result has waited ``_RESULT_DELAY``.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ STARTED, STARTED_AT, RECALL, READ = 0, 1, 2, 3
 _RESULT_DELAY = 0.02
 
 
-# The wire. Named tuples, not dataclasses: a task and its result cross the pipe once
-# per job, and tuples pickle several times faster.
+# The wire. Named tuples, not dataclasses: a task crosses the pipe once per job, and
+# tuples pickle several times faster. A task that returned comes back as its bare
+# sequence number, which pickles faster still.
 
 
 class Task(NamedTuple):
@@ -82,12 +83,6 @@ class Progress(NamedTuple):
     progress: Any
 
 
-class TaskDone(NamedTuple):
-    """The handler of task ``seq`` returned."""
-
-    seq: int
-
-
 class TaskFailed(NamedTuple):
     """The handler of task ``seq`` raised; ``names``: the exception's MRO as sheet names."""
 
@@ -99,9 +94,12 @@ class TaskFailed(NamedTuple):
 
 
 class Results(NamedTuple):
-    """Child to worker: how the tasks it ran since its last ``Results`` ended, in order."""
+    """Child to worker: the tasks it ran since its last ``Results``, each in order of
+    running: ``done`` the sequence numbers of those whose handler returned, ``failed``
+    those that raised."""
 
-    outcomes: list[TaskDone | TaskFailed]
+    done: list[int]
+    failed: list[TaskFailed]
 
 
 ToChild = Batch | Stop
@@ -196,7 +194,8 @@ def child_main(
         if isinstance(message, Stop):
             return
         shared[READ] += 1
-        results: list[TaskDone | TaskFailed] = []
+        done: list[int] = []
+        failed: list[TaskFailed] = []
         oldest = 0.0
         for task in message.tasks:
             with lock:
@@ -204,19 +203,25 @@ def child_main(
                     continue
                 now = time.monotonic()
                 # Results wait for the batch to end, unless they have waited long enough.
-                if results and now - oldest > _RESULT_DELAY:
-                    conn.send(Results(results))
-                    results = []
+                if (done or failed) and now - oldest > _RESULT_DELAY:
+                    conn.send(Results(done, failed))
+                    done, failed = [], []
                 shared[STARTED_AT] = now
                 shared[STARTED] = task.seq
-            if not results:
+            if not (done or failed):
                 oldest = now
-            results.append(_run(task, conn, database_url))
-        if results:
-            conn.send(Results(results))
+            error = _run(task, conn, database_url)
+            if error is None:
+                done.append(task.seq)
+            else:
+                failed.append(error)
+        if done or failed:
+            conn.send(Results(done, failed))
 
 
-def _run(task: Task, conn: Connection, database_url: str) -> TaskDone | TaskFailed:
+def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
+    """Run one task's handler; what it raised, or None when it returned."""
+
     def send_beat(progress: Any) -> None:
         conn.send(Progress(task.seq, progress))
 
@@ -240,4 +245,4 @@ def _run(task: Task, conn: Connection, database_url: str) -> TaskDone | TaskFail
             "".join(traceback.format_exception(exc)),
             exception_names(exc),
         )
-    return TaskDone(task.seq)
+    return None

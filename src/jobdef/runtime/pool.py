@@ -55,7 +55,6 @@ from jobdef.runtime.child import (
     Results,
     Stop,
     Task,
-    TaskDone,
     child_main,
 )
 
@@ -409,17 +408,21 @@ def _remove_stale_lock_dirs() -> None:
 
 
 def _finished(child: _Child, results: Results) -> list[Event]:
-    """The events of the tasks in ``results`` that ``child`` still held, in order."""
+    """The events of the tasks in ``results`` that ``child`` still held, in the order the
+    child ran them."""
     events: list[Event] = []
-    for outcome in results.outcomes:
-        task = child.tasks.pop(outcome.seq, None)
-        if task is None:
-            continue
-        if isinstance(outcome, TaskDone):
+    for seq in results.done:
+        task = child.tasks.pop(seq, None)
+        if task is not None:
             events.append(Finished(task))
-        else:
-            error = ErrorInfo(outcome.error_type, outcome.message, outcome.traceback)
-            events.append(Finished(task, error, tuple(outcome.names)))
+    for failed in results.failed:
+        task = child.tasks.pop(failed.seq, None)
+        if task is not None:
+            error = ErrorInfo(failed.error_type, failed.message, failed.traceback)
+            events.append(Finished(task, error, tuple(failed.names)))
+    if results.failed:
+        # One batch's results: a child runs a batch in the order of its sequence numbers.
+        events.sort(key=lambda event: event.task.seq)
     return events
 
 
