@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobdef.backends.sql import load_queries, parse_queries
+from jobdef.backends.sql import parse_queries
 
 
 def test_blocks_are_split_by_name_and_their_description_is_dropped():
@@ -20,18 +20,6 @@ def test_a_name_defined_twice_is_an_error():
 def test_an_empty_block_is_an_error():
     with pytest.raises(ValueError, match="'a' has no SQL"):
         parse_queries("-- name: a\n-- only a comment\n-- name: b\nSELECT 1;\n")
-
-
-def test_the_sqlite_file_defines_every_query_the_engine_uses():
-    import inspect
-    import re
-
-    from jobdef.backends.sqlite import engine as sqlite
-
-    used = set(re.findall(r'Q\["([a-z_]+)"\]', inspect.getsource(sqlite)))
-    used |= set(re.findall(r'_read\("([a-z_]+)"', inspect.getsource(sqlite)))
-    used |= set(re.findall(r'_finish\(\s*conn,\s*"([a-z_]+)"', inspect.getsource(sqlite)))
-    assert used <= set(load_queries("jobdef.backends.sqlite", "queries.sql"))
 
 
 def test_a_fragment_is_written_once_and_included_where_queries_say() -> None:

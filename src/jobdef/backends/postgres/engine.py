@@ -54,12 +54,18 @@ from jobdef.backends.records import (
     State,
     StateCount,
 )
-from jobdef.backends.rows import attempt_history, error_json, in_claim_order, retention_periods
+from jobdef.backends.rows import (
+    attempt_history,
+    error_json,
+    in_claim_order,
+    outbox_record,
+    retention_periods,
+)
 from jobdef.backends.rows import job_record as _record
 from jobdef.backends.rows import lease_params as _lease_params
-from jobdef.backends.rows import outbox_record as _outbox
 from jobdef.backends.schema import require_current
 from jobdef.backends.sql import load_queries, migration_files
+from jobdef.backends.verbs import SharedVerbs, Statement
 from jobdef.errors import BackendError
 from jobdef.policy.model import thaw
 from jobdef.policy.queue_controls import Bucket, QueueControl
@@ -83,7 +89,7 @@ def advisory_key(purpose: str, schema: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresBackend(WakesWorkers, ElectsMaintainer):
+class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
     """The :class:`~jobdef.backends.protocol.Backend` protocol on PostgreSQL (psycopg 3),
     with the capabilities of an engine that many hosts share: it wakes idle workers
     (:class:`~jobdef.backends.protocol.WakesWorkers`) and elects the one that
@@ -142,6 +148,35 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # Primitives of the shared verbs (jobdef.backends.verbs) ----------------------------------
+
+    def _read(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self._run(lambda conn: _fetch_on(conn, self._q(name), params))
+
+    def _read_all(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        return self._run(
+            lambda conn: [_fetch_on(conn, self._q(s.name), s.params) for s in statements]
+        )
+
+    def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
+        return self._rowcount(name, params)
+
+    def _write_all(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
+        def work(conn: Connection) -> list[list[dict[str, Any]]]:
+            with conn.transaction():
+                return [_fetch_on(conn, self._q(s.name), s.params) for s in statements]
+
+        return self._run(work)
+
+    def _ids_param(self, ids: Sequence[int]) -> list[int]:
+        return list(ids)
+
+    def _decode(self, value: Any) -> Any:
+        return value
+
+    def _wakes(self) -> dict[str, Any]:
+        return {"channel": self.channel}
 
     # Schema --------------------------------------------------------------------------------
 
@@ -588,43 +623,7 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
             },
         )
 
-    # Operator verbs ---------------------------------------------------------------------------
-
-    def cancel(self, job_id: int) -> bool:
-        params = {"job_id": job_id, "now": self.clock()}
-        return self._rowcount("cancel_job", params) == 1
-
-    def requeue(
-        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
-    ) -> int:
-        params = {
-            "ids": list(job_ids),
-            "job": job,
-            "state": state,
-            "now": self.clock(),
-            "channel": self.channel,
-        }
-
-        def work(conn: Connection) -> int:
-            count = 0
-            with conn.transaction():
-                if job_ids:
-                    count += conn.execute(self._q("requeue_ids"), params).fetchone()[0]
-                if job is not None:
-                    count += conn.execute(self._q("requeue_job"), params).fetchone()[0]
-            return count
-
-        return self._run(work)
-
-    def resolve(self, job_id: int, note: str) -> bool:
-        params = {"job_id": job_id, "note": note, "now": self.clock()}
-        return self._rowcount("resolve_job", params) == 1
-
     # Maintenance ----------------------------------------------------------------------------
-
-    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
-        params = {"now": self.clock(), "limit": limit}
-        return [_record(row) for row in self._fetch("expired_leases", params)]
 
     def prune(
         self, rules: Sequence[RetentionRule], batch_size: int = 1000, *, dry_run: bool = False
@@ -674,47 +673,7 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
         """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""
         self.listener.wake()
 
-    # Reading ---------------------------------------------------------------------------------
-
-    def _fetch(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        def work(conn: Connection) -> list[dict[str, Any]]:
-            with conn.cursor(row_factory=dict_row) as cur:
-                rows: list[dict[str, Any]] = cur.execute(self._q(query), params).fetchall()
-                return rows
-
-        return self._run(work)
-
-    def stats(self) -> list[StateCount]:
-        return [
-            StateCount(
-                job=row["job"],
-                queue=row["queue"],
-                state=row["state"],
-                count=row["count"],
-                oldest_age=row["oldest_age"],
-            )
-            for row in self._fetch("stats", {"now": self.clock()})
-        ]
-
-    def get(self, job_id: int) -> JobRecord | None:
-        rows = self._fetch("get_job", {"job_id": job_id})
-        return _record(rows[0]) if rows else None
-
-    def last_slot(self, job: str) -> float | None:
-        rows = self._fetch("last_slot", {"job": job})
-        return rows[0]["slot"] if rows else None
-
-    def list_jobs(
-        self, state: State | None = None, job: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        params = {"state": state, "job": job, "limit": limit}
-        return [_record(row) for row in self._fetch("list_jobs", params)]
-
-    def attempts(self, job_id: int) -> list[AttemptRecord]:
-        """Finished attempts from the attempts table, then the running one from the job row."""
-        rows = self._fetch("job_attempts", {"job_id": job_id})
-        current = self._fetch("get_job", {"job_id": job_id})
-        return attempt_history(rows, current[0] if current else None)
+    # Processed keys --------------------------------------------------------------------------
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         """Insert on the handler's psycopg connection, inside its transaction."""
@@ -735,41 +694,106 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
         except psycopg.Error as exc:
             raise self.sessions.translate(exc) from None
 
-    # Outbox ----------------------------------------------------------------------------------
+    # -- operator verbs ---------------------------------------------------------
+
+    def cancel(self, job_id: int) -> bool:
+        return self._write_one("cancel_job", {"job_id": job_id, "now": self.clock()}) == 1
+
+    def requeue(
+        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
+    ) -> int:
+        """Both selections in one transaction; each query returns one row per job it moved."""
+        params = {"state": state, "now": self.clock(), **self._wakes()}
+        statements = []
+        if job_ids:
+            statements.append(Statement("requeue_ids", params | {"ids": self._ids_param(job_ids)}))
+        if job is not None:
+            statements.append(Statement("requeue_job", params | {"job": job}))
+        if not statements:
+            return 0
+        return sum(len(rows) for rows in self._write_all(statements))
+
+    def resolve(self, job_id: int, note: str) -> bool:
+        params = {"job_id": job_id, "note": note, "now": self.clock()}
+        return self._write_one("resolve_job", params) == 1
+
+    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
+        rows = self._read("expired_leases", {"now": self.clock(), "limit": limit})
+        return [self._job(row) for row in rows]
+
+    # -- reading ----------------------------------------------------------------
+
+    def stats(self) -> list[StateCount]:
+        return [
+            StateCount(
+                job=row["job"],
+                queue=row["queue"],
+                state=row["state"],
+                count=row["count"],
+                oldest_age=row["oldest_age"],
+            )
+            for row in self._read("stats", {"now": self.clock()})
+        ]
+
+    def get(self, job_id: int) -> JobRecord | None:
+        rows = self._read("get_job", {"job_id": job_id})
+        return self._job(rows[0]) if rows else None
+
+    def last_slot(self, job: str) -> float | None:
+        rows = self._read("last_slot", {"job": job})
+        return rows[0]["slot"] if rows else None
+
+    def list_jobs(
+        self, state: State | None = None, job: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        rows = self._read("list_jobs", {"state": state, "job": job, "limit": limit})
+        return [self._job(row) for row in rows]
+
+    def attempts(self, job_id: int) -> list[AttemptRecord]:
+        """Finished attempts from the attempts table, then the running one from the job
+        row, read together so that an attempt that ends meanwhile is seen once."""
+        params = {"job_id": job_id}
+        rows, job = self._read_all(
+            [Statement("job_attempts", params), Statement("get_job", params)]
+        )
+        return attempt_history(rows, job[0] if job else None, self._decode)
+
+    # -- outbox -----------------------------------------------------------------
 
     def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
         now = self.clock()
         params = {"now": now, "lease_until": now + lease_seconds, "limit": limit}
-        rows = self._fetch("outbox_claim", params)
-        return sorted((_outbox(row) for row in rows), key=lambda r: (r.next_at, r.id))
+        [rows] = self._write_all([Statement("outbox_claim", params)])
+        records = (outbox_record(row, self._decode) for row in rows)
+        return sorted(records, key=lambda r: (r.next_at, r.id))
 
     def outbox_delivered(self, ids: Sequence[int]) -> None:
-        params = {"ids": list(ids), "now": self.clock()}
-        self._run(lambda conn: conn.execute(self._q("outbox_delivered"), params))
+        params = {"ids": self._ids_param(ids), "now": self.clock()}
+        self._write_one("outbox_delivered", params)
 
     def outbox_failed(self, id: int, error: str, next_at: float) -> None:
-        params = {"id": id, "error": error, "next_at": next_at}
-        self._run(lambda conn: conn.execute(self._q("outbox_failed"), params))
+        self._write_one("outbox_failed", {"id": id, "error": error, "next_at": next_at})
 
     def outbox_pending(self) -> list[OutboxRecord]:
-        return [_outbox(row) for row in self._fetch("outbox_pending", {})]
+        return [outbox_record(row, self._decode) for row in self._read("outbox_pending", {})]
 
-    # Queue controls --------------------------------------------------------------------------
+    # -- queue controls ---------------------------------------------------------
 
     def set_paused(self, queue: str, paused: bool) -> None:
         params = {"queue": queue, "paused": paused, "now": self.clock()}
-        self._run(lambda conn: conn.execute(self._q("set_paused"), params))
+        self._write_one("set_paused", params)
 
     def queues(self) -> list[QueueInfo]:
+        """Every queue that has a row (a paused one, a limited one) or active jobs."""
         return [
             QueueInfo(
                 queue=row["queue"],
-                paused=row["paused"],
-                queued=row["queued"],
-                running=row["running"],
+                paused=bool(row["paused"]),
+                queued=int(row["queued"]),
+                running=int(row["running"]),
                 oldest_queued_age=row["oldest_queued_age"],
             )
-            for row in self._fetch("queue_depths", {"now": self.clock()})
+            for row in self._read("queue_depths", {"now": self.clock()})
         ]
 
 
@@ -779,6 +803,13 @@ class PostgresBackend(WakesWorkers, ElectsMaintainer):
 def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
     """Claimed rows as records, in claim order (RETURNING has no order of its own)."""
     return in_claim_order(_record(row) for row in rows)
+
+
+def _fetch_on(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of ``sql``, read by column name."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows: list[dict[str, Any]] = cur.execute(sql, params).fetchall()
+        return rows
 
 
 def _dedupe_since(job: NewJob, now: float) -> float | None:

@@ -427,7 +427,8 @@ target AS (
 
 -- fragment: requeue_move
 -- Two CTEs: move the targets back to queued, attempts 0, history kept (`moved`),
--- and wake the workers of their queues (`notified`).
+-- and wake the workers of their queues (`notified`). The query then returns
+-- one row per job moved, as SQLite's statement does.
 moved AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
@@ -435,7 +436,7 @@ moved AS (
         updated_at = %(now)s
     FROM target
     WHERE j.id = target.id AND j.state = %(state)s
-    RETURNING j.queue
+    RETURNING j.id, j.queue
 ),
 notified AS (
     SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM moved) AS q
@@ -451,7 +452,7 @@ WITH named AS (
 ),
 -- include: requeue_target,
 -- include: requeue_move
-SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: requeue_job
 -- The same for every job of one name in `state`.
@@ -461,7 +462,7 @@ WITH named AS (
 ),
 -- include: requeue_target,
 -- include: requeue_move
-SELECT count(*) FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
+SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: resolve_job
 UPDATE {schema}.jobdef_jobs

@@ -51,7 +51,6 @@ from jobdef.backends.rows import (
     attempt_history,
     error_json,
     in_claim_order,
-    job_record,
     json_text,
     lease_params,
     outbox_record,
@@ -59,6 +58,7 @@ from jobdef.backends.rows import (
 )
 from jobdef.backends.schema import require_current
 from jobdef.backends.sql import load_queries, migration_files
+from jobdef.backends.verbs import SharedVerbs, Statement
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
 
@@ -88,10 +88,6 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
     return Path(path), options
 
 
-def _job(row: sqlite3.Row) -> JobRecord:
-    return job_record(row, json_text)
-
-
 def _error_text(error: ErrorInfo | None) -> str | None:
     """An error as the jobs and attempts tables store it (JSON, as PostgreSQL's jsonb)."""
     return None if error is None else json.dumps(error_json(error), ensure_ascii=False)
@@ -106,7 +102,7 @@ def baseline() -> tuple[int, str]:
     raise ValueError(f"{MIGRATIONS}: no baseline_NNNN.sql")
 
 
-class SQLiteBackend:
+class SQLiteBackend(SharedVerbs):
     """The :class:`~jobdef.backends.protocol.Backend` protocol on one SQLite file."""
 
     def __init__(
@@ -172,10 +168,6 @@ class SQLiteBackend:
                     conn.execute("ROLLBACK")
                 raise
 
-    def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
-        with self._lock, self._errors():
-            return self._conn.execute(Q[name], params).fetchall()
-
     @contextmanager
     def _errors(self) -> Iterator[None]:
         """A database that cannot be used (locked too long, disk full, read-only) is one
@@ -192,6 +184,35 @@ class SQLiteBackend:
                 "check the disk, the file's permissions, and that no other program holds a "
                 "long transaction on it"
             ) from exc
+
+    # -- the primitives of the shared verbs (jobdef.backends.verbs) -------------
+
+    def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
+        with self._lock, self._errors():
+            return self._conn.execute(Q[name], params).fetchall()
+
+    def _read_all(self, statements: Sequence[Statement]) -> list[list[sqlite3.Row]]:
+        with self._lock, self._errors():
+            conn = self._conn
+            conn.execute("BEGIN")
+            try:
+                return [conn.execute(Q[s.name], s.params).fetchall() for s in statements]
+            finally:
+                conn.execute("COMMIT")
+
+    def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
+        with self._write() as conn:
+            return int(conn.execute(Q[name], params).rowcount)
+
+    def _write_all(self, statements: Sequence[Statement]) -> list[list[sqlite3.Row]]:
+        with self._write() as conn:
+            return [conn.execute(Q[s.name], s.params).fetchall() for s in statements]
+
+    def _ids_param(self, ids: Sequence[int]) -> str:
+        return json.dumps(list(ids))
+
+    def _decode(self, value: Any) -> Any:
+        return json_text(value)
 
     def migrate(self) -> None:
         """Bring the schema to the newest version, one migration per transaction.
@@ -221,7 +242,7 @@ class SQLiteBackend:
                     ) from exc
                 for version, name in step.versions:
                     params = {"version": version, "name": name, "now": self.clock()}
-                    conn.execute(Q[step.record], params)
+                    conn.execute(step.record, params)
 
     def schema_version(self) -> int:
         """The newest migration applied to this database (0: it has no jobdef tables).
@@ -322,7 +343,7 @@ class SQLiteBackend:
         else:
             params["limit"] = options.limit
             rows = conn.execute(Q["claim_jobs"], params).fetchall()
-        return in_claim_order(_job(row) for row in rows)
+        return in_claim_order(self._job(row) for row in rows)
 
     def _claim_limited(
         self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any], now: float
@@ -499,36 +520,7 @@ class SQLiteBackend:
         conn.execute(Q["record_attempt"], params | started)
         return True
 
-    # -- operator verbs ---------------------------------------------------------
-
-    def cancel(self, job_id: int) -> bool:
-        with self._write() as conn:
-            return (
-                conn.execute(Q["cancel_job"], {"job_id": job_id, "now": self.clock()}).rowcount == 1
-            )
-
-    def requeue(
-        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
-    ) -> int:
-        now = self.clock()
-        count = 0
-        with self._write() as conn:
-            if job_ids:
-                params = {"ids": json.dumps(list(job_ids)), "state": state, "now": now}
-                count += conn.execute(Q["requeue_ids"], params).rowcount
-            if job is not None:
-                params = {"job": job, "state": state, "now": now}
-                count += conn.execute(Q["requeue_job"], params).rowcount
-        return count
-
-    def resolve(self, job_id: int, note: str) -> bool:
-        with self._write() as conn:
-            params = {"job_id": job_id, "note": note, "now": self.clock()}
-            return conn.execute(Q["resolve_job"], params).rowcount == 1
-
-    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
-        rows = self._read("expired_leases", {"now": self.clock(), "limit": limit})
-        return [_job(row) for row in rows]
+    # -- prune ----------------------------------------------------------------
 
     def prune(
         self, rules: Sequence[RetentionRule], batch_size: int = 1000, *, dry_run: bool = False
@@ -558,39 +550,7 @@ class SQLiteBackend:
             if len(rows) < batch_size:
                 return deleted
 
-    # -- reading ----------------------------------------------------------------
-
-    def stats(self) -> list[StateCount]:
-        rows = self._read("stats", {"now": self.clock()})
-        return [StateCount(job, queue, state, count, age) for job, queue, state, count, age in rows]
-
-    def get(self, job_id: int) -> JobRecord | None:
-        rows = self._read("get_job", {"job_id": job_id})
-        return _job(rows[0]) if rows else None
-
-    def last_slot(self, job: str) -> float | None:
-        rows = self._read("last_slot", {"job": job})
-        return rows[0][0] if rows else None
-
-    def list_jobs(
-        self, state: State | None = None, job: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        rows = self._read("list_jobs", {"state": state, "job": job, "limit": limit})
-        return [_job(row) for row in rows]
-
-    def attempts(self, job_id: int) -> list[AttemptRecord]:
-        """Finished attempts from the attempts table, then the running one from the job
-        row, read in one transaction so an attempt that ends meanwhile is seen once."""
-        params = {"job_id": job_id}
-        with self._lock, self._errors():
-            conn = self._conn
-            conn.execute("BEGIN")
-            try:
-                rows = conn.execute(Q["job_attempts"], params).fetchall()
-                job = conn.execute(Q["get_job"], params).fetchone()
-            finally:
-                conn.execute("COMMIT")
-        return attempt_history(rows, job, json_text)
+    # -- processed keys -------------------------------------------------------
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         if not connection.execute(Q["processed_keys_exist"]).fetchone()[0]:
@@ -602,7 +562,7 @@ class SQLiteBackend:
         params = {"key": key, "job_id": job_id, "now": self.clock()}
         return bool(connection.execute(Q["record_processed_key"], params).rowcount == 1)
 
-    # -- outbox -----------------------------------------------------------------
+    # -- outbox messages of a transition --------------------------------------
 
     def _outbox_write(
         self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
@@ -620,50 +580,107 @@ class SQLiteBackend:
                 },
             )
 
+    # -- operator verbs ---------------------------------------------------------
+
+    def cancel(self, job_id: int) -> bool:
+        return self._write_one("cancel_job", {"job_id": job_id, "now": self.clock()}) == 1
+
+    def requeue(
+        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
+    ) -> int:
+        """Both selections in one transaction; each query returns one row per job it moved."""
+        params = {"state": state, "now": self.clock(), **self._wakes()}
+        statements = []
+        if job_ids:
+            statements.append(Statement("requeue_ids", params | {"ids": self._ids_param(job_ids)}))
+        if job is not None:
+            statements.append(Statement("requeue_job", params | {"job": job}))
+        if not statements:
+            return 0
+        return sum(len(rows) for rows in self._write_all(statements))
+
+    def resolve(self, job_id: int, note: str) -> bool:
+        params = {"job_id": job_id, "note": note, "now": self.clock()}
+        return self._write_one("resolve_job", params) == 1
+
+    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
+        rows = self._read("expired_leases", {"now": self.clock(), "limit": limit})
+        return [self._job(row) for row in rows]
+
+    # -- reading ----------------------------------------------------------------
+
+    def stats(self) -> list[StateCount]:
+        return [
+            StateCount(
+                job=row["job"],
+                queue=row["queue"],
+                state=row["state"],
+                count=row["count"],
+                oldest_age=row["oldest_age"],
+            )
+            for row in self._read("stats", {"now": self.clock()})
+        ]
+
+    def get(self, job_id: int) -> JobRecord | None:
+        rows = self._read("get_job", {"job_id": job_id})
+        return self._job(rows[0]) if rows else None
+
+    def last_slot(self, job: str) -> float | None:
+        rows = self._read("last_slot", {"job": job})
+        return rows[0]["slot"] if rows else None
+
+    def list_jobs(
+        self, state: State | None = None, job: str | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        rows = self._read("list_jobs", {"state": state, "job": job, "limit": limit})
+        return [self._job(row) for row in rows]
+
+    def attempts(self, job_id: int) -> list[AttemptRecord]:
+        """Finished attempts from the attempts table, then the running one from the job
+        row, read together so that an attempt that ends meanwhile is seen once."""
+        params = {"job_id": job_id}
+        rows, job = self._read_all(
+            [Statement("job_attempts", params), Statement("get_job", params)]
+        )
+        return attempt_history(rows, job[0] if job else None, self._decode)
+
+    # -- outbox -----------------------------------------------------------------
+
     def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
         now = self.clock()
-        with self._write() as conn:
-            params = {"now": now, "lease_until": now + lease_seconds, "limit": limit}
-            rows = conn.execute(Q["outbox_claim"], params).fetchall()
-        return sorted((_outbox(row) for row in rows), key=lambda r: (r.next_at, r.id))
+        params = {"now": now, "lease_until": now + lease_seconds, "limit": limit}
+        [rows] = self._write_all([Statement("outbox_claim", params)])
+        records = (outbox_record(row, self._decode) for row in rows)
+        return sorted(records, key=lambda r: (r.next_at, r.id))
 
     def outbox_delivered(self, ids: Sequence[int]) -> None:
-        with self._write() as conn:
-            conn.execute(Q["outbox_delivered"], {"ids": json.dumps(list(ids)), "now": self.clock()})
+        params = {"ids": self._ids_param(ids), "now": self.clock()}
+        self._write_one("outbox_delivered", params)
 
     def outbox_failed(self, id: int, error: str, next_at: float) -> None:
-        with self._write() as conn:
-            conn.execute(Q["outbox_failed"], {"id": id, "error": error, "next_at": next_at})
+        self._write_one("outbox_failed", {"id": id, "error": error, "next_at": next_at})
 
     def outbox_pending(self) -> list[OutboxRecord]:
-        return [_outbox(row) for row in self._read("outbox_pending", {})]
+        return [outbox_record(row, self._decode) for row in self._read("outbox_pending", {})]
 
     # -- queue controls ---------------------------------------------------------
 
     def set_paused(self, queue: str, paused: bool) -> None:
-        with self._write() as conn:
-            conn.execute(Q["set_paused"], {"queue": queue, "paused": int(paused)})
+        params = {"queue": queue, "paused": paused, "now": self.clock()}
+        self._write_one("set_paused", params)
 
     def queues(self) -> list[QueueInfo]:
-        depths = {row[0]: row for row in self._read("queue_depths", {"now": self.clock()})}
-        paused = {row[0]: bool(row[1]) for row in self._read("paused_queues", {})}
-        infos = []
-        for name in sorted(set(depths) | set(paused)):
-            row = depths.get(name)
-            infos.append(
-                QueueInfo(
-                    queue=name,
-                    paused=paused.get(name, False),
-                    queued=int(row[1]) if row else 0,
-                    running=int(row[2]) if row else 0,
-                    oldest_queued_age=row[3] if row else None,
-                )
+        """Every queue that has a row (a paused one, a limited one) or active jobs."""
+        return [
+            QueueInfo(
+                queue=row["queue"],
+                paused=bool(row["paused"]),
+                queued=int(row["queued"]),
+                running=int(row["running"]),
+                oldest_queued_age=row["oldest_queued_age"],
             )
-        return infos
-
-
-def _outbox(row: sqlite3.Row) -> OutboxRecord:
-    return outbox_record(row, json_text)
+            for row in self._read("queue_depths", {"now": self.clock()})
+        ]
 
 
 class _Step(NamedTuple):
@@ -671,7 +688,7 @@ class _Step(NamedTuple):
 
     name: str
     sql: str
-    # (version, file name) of the migrations it stands for, recorded by ``record``.
+    # (version, file name) of the migrations it stands for, recorded by ``record`` (SQL).
     versions: list[tuple[int, str]]
     record: str
 
@@ -683,12 +700,12 @@ def _next_step(current: int, files: Sequence[tuple[int, str, str]]) -> _Step | N
     if current == 0:
         version, sql = baseline()
         done = [(number, name) for number, name, _ in files if number <= version]
-        return _Step(f"baseline_{version:04d}.sql", sql, done, "record_migration")
+        return _Step(f"baseline_{version:04d}.sql", sql, done, Q["record_migration"])
     pending = [(number, name, sql) for number, name, sql in files if number > current]
     if not pending:
         return None
     number, name, sql = pending[0]
-    record = "record_migration" if number >= PREFIXED else "record_legacy_migration"
+    record = Q["record_migration"] if number >= PREFIXED else Q["record_legacy_migration"]
     return _Step(name, sql, [(number, name)], record)
 
 

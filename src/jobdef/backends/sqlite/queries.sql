@@ -50,7 +50,7 @@ INSERT INTO jobdef_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
 
 -- name: last_slot
 -- The newest slot ever stored for a job; the primary key (job, slot) serves it.
-SELECT max(slot) FROM jobdef_slots WHERE job = :job;
+SELECT max(slot) AS slot FROM jobdef_slots WHERE job = :job;
 
 -- name: insert_job
 INSERT INTO jobdef_jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
@@ -175,36 +175,50 @@ RETURNING started_at;
 UPDATE jobdef_jobs SET state = 'cancelled', finished_at = :now, updated_at = :now
 WHERE id = :job_id AND state = 'queued';
 
+-- fragment: requeue_target
+-- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
+-- job whose idempotency key is active again is left alone (it would be a
+-- duplicate), as is all but the newest of several sharing one key.
+-- PostgreSQL's keeps the newest with DISTINCT ON; here GROUP BY and max(id).
+target AS (
+    SELECT max(j.id) AS id
+    FROM named
+    JOIN jobdef_jobs AS j ON j.id = named.id
+    WHERE j.idempotency_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobdef_jobs AS a
+        WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
+          AND a.state IN ('queued', 'running')
+    )
+    GROUP BY j.job, coalesce(j.idempotency_key, j.id)
+)
+
 -- fragment: requeue_move
--- Queue the target rows again with attempts back to 0; history stays.
+-- Move the targets back to queued, attempts 0, history kept; one row per job
+-- moved. A whole statement here, where PostgreSQL's is two CTEs: SQLite has no
+-- UPDATE inside a CTE, and its workers poll, so there is nobody to notify.
 UPDATE jobdef_jobs
 SET state = 'queued', attempt = 0, run_after = :now, updated_at = :now,
     finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL
-WHERE state = :state AND id IN (
-
--- fragment: requeue_key_free
--- The rest of a requeue target: a job whose idempotency key is active again is
--- left alone (it would be a duplicate), as is all but the newest of several
--- jobs sharing one key.
-      AND (j.idempotency_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM jobdef_jobs AS a
-          WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
-            AND a.state IN ('queued', 'running')
-      ))
-    GROUP BY j.job, coalesce(j.idempotency_key, j.id)
-);
+WHERE state = :state AND id IN (SELECT id FROM target)
+RETURNING id;
 
 -- name: requeue_ids
+-- Queue finished jobs again with attempts back to 0; history stays.
+WITH named AS (
+    SELECT id FROM jobdef_jobs
+    WHERE state = :state AND id IN (SELECT value FROM json_each(:ids))
+),
+-- include: requeue_target
 -- include: requeue_move
-    SELECT max(j.id) FROM jobdef_jobs AS j
-    WHERE j.state = :state AND j.id IN (SELECT value FROM json_each(:ids))
--- include: requeue_key_free
 
 -- name: requeue_job
+-- The same for every job of one name in `state`.
+WITH named AS (
+    SELECT id FROM jobdef_jobs
+    WHERE state = :state AND job = :job
+),
+-- include: requeue_target
 -- include: requeue_move
-    SELECT max(j.id) FROM jobdef_jobs AS j
-    WHERE j.state = :state AND j.job = :job
--- include: requeue_key_free
 
 -- name: resolve_job
 UPDATE jobdef_jobs SET state = 'resolved', note = :note, finished_at = :now, updated_at = :now
@@ -235,8 +249,8 @@ DELETE FROM jobdef_jobs WHERE id IN (SELECT value FROM json_each(:ids));
 DELETE FROM jobdef_attempts WHERE job_id IN (SELECT value FROM json_each(:ids));
 
 -- name: stats
-SELECT job, queue, state, count(*),
-       CASE WHEN state = 'queued' THEN max(0, :now - min(run_after)) END
+SELECT job, queue, state, count(*) AS count,
+       CASE WHEN state = 'queued' THEN max(0, :now - min(run_after)) END AS oldest_age
 FROM jobdef_jobs
 GROUP BY job, queue, state
 ORDER BY job, queue, state;
@@ -315,12 +329,29 @@ INSERT INTO jobdef_queues (queue, paused) VALUES (:queue, :paused)
 ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
 
 -- name: queue_depths
-SELECT queue,
-       sum(state = 'queued'),
-       sum(state = 'running'),
-       max(0, :now - min(CASE WHEN state = 'queued' THEN run_after END))
-FROM jobdef_jobs WHERE state IN ('queued', 'running')
-GROUP BY queue;
+-- Every queue that has a row (a paused one, a limited one) or active jobs, with
+-- its pause state. PostgreSQL's counts each queue with subqueries on its claim
+-- indexes; here one pass over the active jobs counts them all (`depths`).
+WITH depths AS (
+    SELECT queue,
+           sum(state = 'queued') AS queued,
+           sum(state = 'running') AS running,
+           max(0, :now - min(CASE WHEN state = 'queued' THEN run_after END)) AS oldest_queued_age
+    FROM jobdef_jobs WHERE state IN ('queued', 'running')
+    GROUP BY queue
+),
+names AS (
+    SELECT queue FROM depths UNION SELECT queue FROM jobdef_queues
+)
+SELECT n.queue,
+       coalesce(q.paused, 0) AS paused,
+       coalesce(d.queued, 0) AS queued,
+       coalesce(d.running, 0) AS running,
+       d.oldest_queued_age
+FROM names AS n
+LEFT JOIN depths AS d ON d.queue = n.queue
+LEFT JOIN jobdef_queues AS q ON q.queue = n.queue
+ORDER BY n.queue;
 
 -- name: paused_queues
 SELECT queue, paused FROM jobdef_queues;
