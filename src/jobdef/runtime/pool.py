@@ -1,11 +1,14 @@
 """The persistent pool of child processes that run handlers, with real timeout kills.
 
+This is the worker's side; what runs in a child, and the messages on the pipe
+between the two, are in :mod:`jobdef.runtime.child`.
+
 Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
 several tasks ahead (``depth``, sent as one message), so the child never waits
-for a round trip and reports results a batch at a time; a
-small shared block tells the worker exactly which task the child started and
-when, which is what timeouts are measured from. The child writes the start time
+for a round trip and reports results a batch at a time; a small shared block
+tells the worker exactly which task the child started and when, which is what
+timeouts are measured from. The child writes the start time
 before the sequence number, so a reader that sees the new number also sees the
 new time.
 
