@@ -8,10 +8,9 @@ import random
 from jobdef.backends import open_backend
 from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.policy.registry import Registry
-from jobdef.runtime.maintenance import MaintenanceContext
+from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
 from jobdef.runtime.maintenance.retention import RetentionPruner, retention_rules
-from jobdef.runtime.worker import MAINTENANCE
 from support import ManualClock
 
 
