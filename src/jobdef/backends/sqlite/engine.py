@@ -32,7 +32,6 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
 from jobdef.backends.records import (
-    AttemptRecord,
     ClaimOptions,
     EnqueueResult,
     ErrorInfo,
@@ -40,20 +39,14 @@ from jobdef.backends.records import (
     Lease,
     NewJob,
     Notification,
-    OutboxRecord,
     Outcome,
-    QueueInfo,
     RetentionRule,
-    State,
-    StateCount,
 )
 from jobdef.backends.rows import (
-    attempt_history,
     error_json,
     in_claim_order,
     json_text,
     lease_params,
-    outbox_record,
     retention_periods,
 )
 from jobdef.backends.schema import require_current
@@ -579,108 +572,6 @@ class SQLiteBackend(SharedVerbs):
                     "now": now,
                 },
             )
-
-    # -- operator verbs ---------------------------------------------------------
-
-    def cancel(self, job_id: int) -> bool:
-        return self._write_one("cancel_job", {"job_id": job_id, "now": self.clock()}) == 1
-
-    def requeue(
-        self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
-    ) -> int:
-        """Both selections in one transaction; each query returns one row per job it moved."""
-        params = {"state": state, "now": self.clock(), **self._wakes()}
-        statements = []
-        if job_ids:
-            statements.append(Statement("requeue_ids", params | {"ids": self._ids_param(job_ids)}))
-        if job is not None:
-            statements.append(Statement("requeue_job", params | {"job": job}))
-        if not statements:
-            return 0
-        return sum(len(rows) for rows in self._write_all(statements))
-
-    def resolve(self, job_id: int, note: str) -> bool:
-        params = {"job_id": job_id, "note": note, "now": self.clock()}
-        return self._write_one("resolve_job", params) == 1
-
-    def expired_leases(self, limit: int = 100) -> list[JobRecord]:
-        rows = self._read("expired_leases", {"now": self.clock(), "limit": limit})
-        return [self._job(row) for row in rows]
-
-    # -- reading ----------------------------------------------------------------
-
-    def stats(self) -> list[StateCount]:
-        return [
-            StateCount(
-                job=row["job"],
-                queue=row["queue"],
-                state=row["state"],
-                count=row["count"],
-                oldest_age=row["oldest_age"],
-            )
-            for row in self._read("stats", {"now": self.clock()})
-        ]
-
-    def get(self, job_id: int) -> JobRecord | None:
-        rows = self._read("get_job", {"job_id": job_id})
-        return self._job(rows[0]) if rows else None
-
-    def last_slot(self, job: str) -> float | None:
-        rows = self._read("last_slot", {"job": job})
-        return rows[0]["slot"] if rows else None
-
-    def list_jobs(
-        self, state: State | None = None, job: str | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        rows = self._read("list_jobs", {"state": state, "job": job, "limit": limit})
-        return [self._job(row) for row in rows]
-
-    def attempts(self, job_id: int) -> list[AttemptRecord]:
-        """Finished attempts from the attempts table, then the running one from the job
-        row, read together so that an attempt that ends meanwhile is seen once."""
-        params = {"job_id": job_id}
-        rows, job = self._read_all(
-            [Statement("job_attempts", params), Statement("get_job", params)]
-        )
-        return attempt_history(rows, job[0] if job else None, self._decode)
-
-    # -- outbox -----------------------------------------------------------------
-
-    def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
-        now = self.clock()
-        params = {"now": now, "lease_until": now + lease_seconds, "limit": limit}
-        [rows] = self._write_all([Statement("outbox_claim", params)])
-        records = (outbox_record(row, self._decode) for row in rows)
-        return sorted(records, key=lambda r: (r.next_at, r.id))
-
-    def outbox_delivered(self, ids: Sequence[int]) -> None:
-        params = {"ids": self._ids_param(ids), "now": self.clock()}
-        self._write_one("outbox_delivered", params)
-
-    def outbox_failed(self, id: int, error: str, next_at: float) -> None:
-        self._write_one("outbox_failed", {"id": id, "error": error, "next_at": next_at})
-
-    def outbox_pending(self) -> list[OutboxRecord]:
-        return [outbox_record(row, self._decode) for row in self._read("outbox_pending", {})]
-
-    # -- queue controls ---------------------------------------------------------
-
-    def set_paused(self, queue: str, paused: bool) -> None:
-        params = {"queue": queue, "paused": paused, "now": self.clock()}
-        self._write_one("set_paused", params)
-
-    def queues(self) -> list[QueueInfo]:
-        """Every queue that has a row (a paused one, a limited one) or active jobs."""
-        return [
-            QueueInfo(
-                queue=row["queue"],
-                paused=bool(row["paused"]),
-                queued=int(row["queued"]),
-                running=int(row["running"]),
-                oldest_queued_age=row["oldest_queued_age"],
-            )
-            for row in self._read("queue_depths", {"now": self.clock()})
-        ]
 
 
 class _Step(NamedTuple):
