@@ -44,6 +44,20 @@ def base_delay(policy: BackoffPolicy, n: int) -> float:
     return _cap(policy, delay)
 
 
+def cut_by_max(policy: BackoffPolicy, retries: int | None = None) -> tuple[int, ...]:
+    """The waits of a list or fixed schedule that ``max`` cuts, among those ``retries``
+    retries reach (all when None): indexes into ``delays`` (list), ``(0,)`` for a fixed
+    ``initial``. The docs show such a cap, and rule JD216 warns about it: a growing
+    schedule is meant to be capped, a written wait is not."""
+    if policy.max is None or policy.strategy not in ("list", "fixed"):
+        return ()
+    cap = policy.max
+    if policy.strategy == "fixed":
+        return (0,) if policy.initial > cap and (retries is None or retries >= 1) else ()
+    reached = policy.delays if retries is None else policy.delays[: max(retries, 0)]
+    return tuple(i for i, wait in enumerate(reached) if wait > cap)
+
+
 def delay_range(policy: BackoffPolicy, n: int) -> tuple[float, float]:
     """The smallest and largest wait after failed attempt ``n``, jitter included."""
     if policy.jitter == "decorrelated":

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jobdef.policy.backoff import cut_by_max
 from jobdef.policy.model import JobPolicy
 
 # text and number: as written; duration: float seconds (None: none or forever);
@@ -44,7 +45,12 @@ def _exponential(job: JobPolicy) -> bool:
 
 
 def _capped(job: JobPolicy) -> bool:
-    return job.backoff.strategy in ("exponential", "linear") or job.backoff.jitter == "decorrelated"
+    """A cap shapes growing and decorrelated waits always, listed and fixed ones when it
+    cuts a wait the job reaches (an inherited ``max: 5m`` under ``delays: [.., 10m]``)."""
+    b = job.backoff
+    if b.strategy in ("exponential", "linear") or b.jitter == "decorrelated":
+        return True
+    return bool(cut_by_max(b, job.max_attempts - 1))
 
 
 def _answered(job: JobPolicy) -> bool:

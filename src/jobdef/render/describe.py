@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobdef.policy.backoff import Timeline
+from jobdef.policy.backoff import Timeline, cut_by_max
 from jobdef.policy.durations import format_duration
 from jobdef.policy.fields import FIELDS, JOB_FIELDS, policy_value
 from jobdef.policy.model import (
@@ -135,8 +135,16 @@ _JITTER = {
 }
 
 
-def backoff(policy: BackoffPolicy, lang: str = "en") -> str:
-    """The wait between attempts in words: strategy, first wait, growth, cap, jitter."""
+def _cut(policy: BackoffPolicy, seconds: float) -> float:
+    return seconds if policy.max is None else min(policy.max, seconds)
+
+
+def backoff(policy: BackoffPolicy, lang: str = "en", *, retries: int | None = None) -> str:
+    """The wait between attempts in words: strategy, first wait, growth, cap, jitter.
+
+    A list or fixed wait that ``max`` cuts (among the ``retries`` a job has) is shown as
+    it runs, cut, with the cap named: the words then agree with the timeline.
+    """
     cap = (
         _pick(lang, f"max {duration(policy.max, lang)}", f"上限{duration(policy.max, lang)}")
         if policy.max is not None
@@ -158,11 +166,19 @@ def backoff(policy: BackoffPolicy, lang: str = "en") -> str:
             _pick(lang, "linear backoff", "線形バックオフ"), _join([step, cap], lang), lang
         )
     elif policy.strategy == "list":
-        waits = [duration(d, lang) for d in policy.delays or (policy.initial,)]
+        cut = bool(cut_by_max(policy, retries))
+        listed = policy.delays or (policy.initial,)
+        waits = [duration(_cut(policy, d) if cut else d, lang) for d in listed]
         waits.append(_pick(lang, "then the last again", "以降は最後の値"))
+        if cut:
+            waits.append(cap)
         text = _paren(_pick(lang, "listed waits", "指定の間隔"), _join(waits, lang), lang)
     else:
-        text = _pick(lang, f"fixed wait of {first}", f"固定（{first}）")
+        cut = bool(cut_by_max(policy, retries))
+        wait = duration(_cut(policy, policy.initial) if cut else policy.initial, lang)
+        text = _pick(lang, f"fixed wait of {wait}", f"固定（{wait}）")
+        if cut:
+            text += _pick(lang, f" ({cap})", f"（{cap}）")
     en, ja = _JITTER[policy.jitter]
     return text + _pick(lang, en, ja)
 
@@ -438,7 +454,7 @@ def item_value(
     if key == "max_attempts":
         return attempts(job.max_attempts, lang)
     if key == "backoff":
-        return backoff(job.backoff, lang)
+        return backoff(job.backoff, lang, retries=job.max_attempts - 1)
     if key == "timeout":
         return duration(job.timeout, lang)
     if key == "idempotency":
