@@ -70,11 +70,14 @@ def check_document(doc: Document) -> tuple[list[Diagnostic], set[Path_]]:
 
 
 def check(context: Context) -> Iterator[Diagnostic]:
-    """Findings of the rules that read the effective policies."""
+    """Findings of the rules that read the effective policies; one about a value a job
+    inherited is at the job's line and names it (:meth:`Context.at_job`)."""
     for module in modules():
         run = getattr(module, "check", None)
         if run is not None:
-            yield from run(context)
+            context.forget_inherited()
+            for diagnostic in run(context):
+                yield context.at_job(diagnostic)
 
 
 def rules_markdown() -> str:

@@ -1,11 +1,12 @@
-"""Backoff (JD211-JD215): waits that grow, are capped sensibly, and are never all zero."""
+"""Backoff (JD211-JD216): waits that grow, are capped sensibly, and are never all zero."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from jobdef.policy.backoff import base_delay
-from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.policy.backoff import base_delay, cut_by_max
+from jobdef.policy.model import JobPolicy
+from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.rules.base import Rule, human
 from jobdef.sheets.rules.context import Context
 
@@ -40,16 +41,65 @@ UNCAPPED = Rule(
     "Uncapped exponential waits soon reach hours or days; a cap keeps retries useful "
     "(warned once a wait exceeds 1h).",
 )
+ABOVE_MAX = Rule(
+    "JD216",
+    "backoff-wait-above-max",
+    "warning",
+    "backoff.max also cuts a listed or fixed wait; written in another document (Defaults), "
+    "the cut is invisible in the sheet that lists the wait.",
+)
 # An uncapped exponential schedule is worth a warning once a wait exceeds this.
 _UNCAPPED_LIMIT = 3600.0
 
-RULES = (MAX_BELOW_INITIAL, ZERO_INITIAL, MULTIPLIER_NOT_GROWING, EMPTY_LIST, UNCAPPED)
+RULES = (MAX_BELOW_INITIAL, ZERO_INITIAL, MULTIPLIER_NOT_GROWING, EMPTY_LIST, UNCAPPED, ABOVE_MAX)
+
+
+def _wait_field(policy: JobPolicy) -> str:
+    return "backoff.delays" if policy.backoff.strategy == "list" else "backoff.initial"
+
+
+def _apart(policy: JobPolicy) -> bool:
+    """Whether backoff.max and the waits it cuts are written in different documents."""
+    cap, waits = policy.origins.get("backoff.max"), policy.origins.get(_wait_field(policy))
+    return (
+        cap is not None
+        and waits is not None
+        and (cap.file, cap.source)
+        != (
+            waits.file,
+            waits.source,
+        )
+    )
+
+
+def _above_max(context: Context, policy: JobPolicy) -> Iterator[Diagnostic]:
+    """JD216: each listed or fixed wait the job reaches that a max written elsewhere cuts."""
+    b, cap = policy.backoff, policy.origins.get("backoff.max")
+    waits = policy.origins.get(_wait_field(policy))
+    if b.max is None or cap is None or waits is None or not _apart(policy):
+        return  # one document says both: JD211 covers a fixed wait above its own max
+    where_cap = Location(cap.file, cap.line, cap.column)
+    for index in cut_by_max(b, policy.max_attempts - 1):
+        if b.strategy == "list":
+            place = context.item(waits, ("backoff", "delays"), index)
+            wait, field = b.delays[index], f"backoff.delays[{index}]"
+        else:
+            place = Location(waits.file, waits.line, waits.column)
+            wait, field = b.initial, "backoff.initial"
+        yield ABOVE_MAX.at_origin(
+            place or where_cap,
+            f"job {policy.name!r}: {field} is {human(wait)}, but backoff.max "
+            f"{human(b.max)} from {cap.file}:{cap.line} cuts it to {human(b.max)}; lower "
+            f"the wait, or set backoff.max in this sheet (such as max: {human(wait)})",
+            related=(where_cap,),
+        )
 
 
 def check(context: Context) -> Iterator[Diagnostic]:
     for doc, policy in context.jobs:
         b = policy.backoff
         fmt = human
+        yield from _above_max(context, policy)
         if b.strategy == "list":
             if not b.delays:
                 yield EMPTY_LIST.at_origin(
@@ -58,7 +108,9 @@ def check(context: Context) -> Iterator[Diagnostic]:
                     "list the waits, such as delays: [1m, 5m, 15m]",
                 )
             continue
-        if b.max is not None and b.max < b.initial:
+        if b.strategy == "fixed" and cut_by_max(b) and _apart(policy):
+            pass  # JD216 said it, as a warning at the wait
+        elif b.max is not None and b.max < b.initial:
             yield MAX_BELOW_INITIAL.at_origin(
                 context.where(doc, policy, "backoff.max"),
                 f"backoff.max ({fmt(b.max)}) is below backoff.initial ({fmt(b.initial)}), so "

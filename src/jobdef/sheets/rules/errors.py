@@ -71,7 +71,7 @@ def check(context: Context) -> Iterator[Diagnostic]:
         for list_name, names in (("retry", retry), ("fatal", fatal)):
             origin = policy.origin(f"errors.{list_name}")
             for index, name in enumerate(names):
-                where = context.item(origin, ("errors", list_name), index)
+                where = context.item(origin, ("errors", list_name), index, (doc, policy))
                 if where is None:
                     continue
                 if "." not in name:
