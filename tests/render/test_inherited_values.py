@@ -47,10 +47,10 @@ JOBS = {
 }
 
 
-def _sheets(folder: Path, name: str) -> tuple[Path, Registry]:
+def _sheets(folder: Path, name: str, backoff: str | None = None) -> tuple[Path, Registry]:
     """The Defaults and the one job ``name``, written to ``folder``, and their registry."""
     (folder / "defaults.yaml").write_text(DEFAULTS, encoding="utf-8")
-    text = JOB.format(name=name, backoff=JOBS[name])
+    text = JOB.format(name=name, backoff=backoff or JOBS[name])
     (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
     return folder, load_registry([folder])
 
@@ -124,3 +124,13 @@ def test_the_definition_row_says_what_the_timeline_does(
     timeline = [describe.duration(row.wait_max) for row in retry_timeline(registry.job(name)).rows]
     assert timeline[1:] == waits
     assert [row[1] for row in _rows(page, "| Attempt |")][1:] == waits
+
+
+def test_every_field_the_timeline_reads_has_a_row(tmp_path: Path) -> None:
+    """Decorrelated jitter draws each wait from backoff.initial, even under a list."""
+    backoff = "  strategy: list\n  delays: [1m]\n  jitter: decorrelated"
+    sheets, registry = _sheets(tmp_path, "decorrelated_list_job", backoff)
+    page = render_docs(registry, "en", base=sheets)["decorrelated_list_job.md"]
+    origins = {row[0]: row for row in _rows(page, "| Field |")}
+    assert origins["backoff.initial"][1:] == ["10s", "Defaults defaults.yaml:7"]
+    assert origins["backoff.max"][1:] == ["5m", "Defaults defaults.yaml:8"]

@@ -37,7 +37,8 @@ def _listed_delays(job: JobPolicy) -> bool:
 
 
 def _computed_delays(job: JobPolicy) -> bool:
-    return job.backoff.strategy != "list"
+    # Decorrelated jitter draws from initial whatever the strategy (policy.backoff.delay_range).
+    return job.backoff.strategy != "list" or job.backoff.jitter == "decorrelated"
 
 
 def _exponential(job: JobPolicy) -> bool:
