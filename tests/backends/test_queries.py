@@ -23,6 +23,47 @@ _TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount", "
 _TAKERS |= {"Statement"}
 _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 
+# The only query names one engine has and the other not, each with why. Every
+# other name is in both files, and means the same thing in both.
+_LIMITED_STEPS = "a step of the limited claim, which PostgreSQL does in claim_jobs_limited"
+_PREFIXLESS = "a store made before the jobdef_ prefix (PostgreSQL's tables always had it)"
+POSTGRES_ONLY: dict[str, str] = {
+    "session_settings": "the verbs' session turns bitmap scans off; SQLite pins with INDEXED BY",
+    "reserve_job_ids": "a batch draws its ids first; SQLite reads each one from lastrowid",
+    "insert_jobs": "a batch in one statement; SQLite inserts one job at a time (insert_job)",
+    "repoint_slot": "a slot taken for a reserved id whose row merged; SQLite reserves no ids",
+    "ensure_queue_rows": "the limited claim locks queue rows; SQLite's one writer locks none",
+    "lock_limited_queues": "locks limited queues between workers; SQLite reads queue_buckets",
+    "claim_jobs_limited": "the limited claim in one statement; SQLite runs it as steps",
+    "complete_and_claim": "a turn in one round trip; SQLite runs complete_jobs, claim_jobs",
+    "schema_exists": "the tables live in a schema of their own",
+    "create_schema": "the tables live in a schema of their own",
+    "create_schema_version": "made before any migration; SQLite's baseline makes it",
+    "advisory_xact_lock": "serializes migrations across hosts; SQLite's write lock does",
+    "try_advisory_lock": "elects the maintaining worker across hosts; SQLite elects none",
+    "advisory_unlock": "gives the maintenance lock back",
+}
+SQLITE_ONLY: dict[str, str] = {
+    "schema_tables": "which version table a store has: jobdef_schema_version or a bare one",
+    "legacy_schema_version": _PREFIXLESS,
+    "legacy_schema_shape": _PREFIXLESS,
+    "record_legacy_migration": _PREFIXLESS,
+    "legacy_processed_keys": _PREFIXLESS,
+    "adopt_processed_keys": _PREFIXLESS,
+    "queues_with_queued": _LIMITED_STEPS,
+    "queue_candidates": _LIMITED_STEPS,
+    "running_per_queue": _LIMITED_STEPS,
+    "queue_buckets": _LIMITED_STEPS,
+    "spend_tokens": _LIMITED_STEPS,
+    "claim_ids": _LIMITED_STEPS,
+    "paused_queues": _LIMITED_STEPS,
+    "record_attempt": "the attempt row after a fenced move; PostgreSQL's move writes it",
+    "record_done_attempts": "the attempt rows after complete_jobs; PostgreSQL's writes them",
+    "delete_jobs": "prune deletes a batch by ids; PostgreSQL's prune_batch deletes itself",
+    "delete_attempts": "and their attempts; PostgreSQL's go by ON DELETE CASCADE",
+}
+ONLY_IN = {"sqlite": SQLITE_ONLY, "postgres": POSTGRES_ONLY}
+
 
 def _package(engine: str) -> str:
     return f"jobdef.backends.{engine}"
@@ -95,3 +136,28 @@ def test_every_query_is_balanced_once_its_fragments_are_in(engine: str) -> None:
 def test_the_engine_uses_every_query_of_its_file_and_no_other(engine: str) -> None:
     used = queries_named_in(ENGINES[engine]) | queries_named_in(verbs)
     assert used == set(load_queries(_package(engine), "queries.sql"))
+
+
+def _names(engine: str) -> set[str]:
+    return set(load_queries(_package(engine), "queries.sql"))
+
+
+def test_both_engines_define_the_same_queries_but_the_declared_dialect_only_ones() -> None:
+    sqlite_names, postgres_names = _names("sqlite"), _names("postgres")
+    undeclared = {
+        "sqlite": sqlite_names - postgres_names - set(SQLITE_ONLY),
+        "postgres": postgres_names - sqlite_names - set(POSTGRES_ONLY),
+    }
+    assert undeclared == {"sqlite": set(), "postgres": set()}, (
+        "a query only one engine has: give the other engine the same name, "
+        "or declare it dialect-only with the reason"
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_dialect_only_name_is_in_its_engine_only_and_says_why(engine: str) -> None:
+    other = next(name for name in ENGINES if name != engine)
+    for name, reason in ONLY_IN[engine].items():
+        assert name in _names(engine), f"{name} is declared {engine}-only but not in its file"
+        assert name not in _names(other), f"{name} is in both files: not {engine}-only"
+        assert reason.strip(), f"{name}: say why it is {engine}-only"

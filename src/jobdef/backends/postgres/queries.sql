@@ -107,7 +107,6 @@ RETURNING job_id;
 
 -- name: last_slot
 -- The newest slot ever stored for a job; the primary key (job, slot) serves it.
--- The column is named (`slot`) because this engine reads rows by column name.
 SELECT max(slot) AS slot FROM {schema}.jobdef_slots WHERE job = %(job)s;
 
 -- name: find_slot
@@ -580,8 +579,8 @@ ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = exclude
 
 -- name: queue_depths
 -- Every queue that has a row (a paused one, a limited one) or active jobs, with
--- its pause state, in one statement; SQLite's counts only the queues with
--- active jobs and its engine merges paused_queues into them.
+-- its pause state, in one statement. Each count is a subquery per queue;
+-- SQLite's counts all active jobs in one pass (GROUP BY) instead.
 WITH names AS (
     SELECT queue FROM {schema}.jobdef_queues
     UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'

@@ -1,5 +1,29 @@
--- Named queries of the SQLite engine. The PostgreSQL engine uses the same names.
--- Parameters are named (:now); lists are passed as JSON arrays and read with json_each.
+-- Named queries of the SQLite engine, with the names and parameters of the
+-- PostgreSQL engine's (postgres/queries.sql) wherever the two do the same thing;
+-- the names only one engine has are listed, with why, in
+-- tests/backends/test_queries.py. Parameters are named (`:now`); all times are
+-- epoch seconds from the engine's clock.
+--
+-- How this file differs from PostgreSQL's throughout, so the blocks below do not
+-- repeat it:
+-- - Lists are JSON arrays in one text parameter, read with `json_each` (sqlite3
+--   has no array type); PostgreSQL passes arrays and reads them with `unnest`.
+-- - args, progress, errors and payloads are JSON in TEXT (PostgreSQL: `jsonb`).
+-- - `INDEXED BY` pins the index a query walks (claim, reclaim, prune, outbox),
+--   so its cost does not rest on the planner's choice; PostgreSQL has no such
+--   clause and its sessions turn bitmap scans off instead (session_settings).
+-- - `max(a, b)` is PostgreSQL's `greatest(a, b)`; booleans are 0 and 1.
+-- - One writer at a time (`BEGIN IMMEDIATE`), so nothing takes row locks (no
+--   `SKIP LOCKED`), and a batch runs as one statement per row inside one
+--   transaction: in-process statements cost no round trip, the commit does.
+-- - No UPDATE or INSERT inside a CTE: where PostgreSQL writes the attempts row
+--   or the outbox messages in the statement that moves a job, this engine runs
+--   a second statement in the same transaction (record_attempt,
+--   record_done_attempts, insert_outbox).
+-- - Workers poll: no statement notifies them (PostgreSQL's `pg_notify`).
+--
+-- A fragment is one or more whole CTEs, or a whole statement; a query includes
+-- it with `-- include: NAME` (`-- include: NAME,` when another CTE follows).
 
 -- name: schema_tables
 -- Which of the version tables this database has: jobdef_schema_version, or the
@@ -26,6 +50,8 @@ SELECT max(version) FROM schema_version
 WHERE EXISTS (SELECT 1 FROM schema_version WHERE version = 1 AND name = '0001_initial.sql');
 
 -- name: record_migration
+-- applied_at is the engine's :now, as every time here (PostgreSQL's is the
+-- server's timestamptz default).
 INSERT INTO jobdef_schema_version (version, name, applied_at) VALUES (:version, :name, :now);
 
 -- name: record_legacy_migration
@@ -35,6 +61,8 @@ INSERT INTO schema_version (version, name, applied_at) VALUES (:version, :name, 
 
 -- name: find_duplicate
 -- An active job with the same key, or (with a window) one that finished done recently.
+-- One key per call, before that job is inserted; PostgreSQL answers a whole
+-- batch in one statement, each answer tagged with the job's ordinal.
 SELECT id FROM jobdef_jobs
 WHERE job = :job AND idempotency_key = :key
   AND (state IN ('queued', 'running')
@@ -43,9 +71,14 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: find_slot
+-- The job that holds a cron slot, asked before inserting (one writer: nothing
+-- can take the slot in between); PostgreSQL inserts first (insert_slot) and
+-- asks this for the slots its batch lost.
 SELECT job_id FROM jobdef_slots WHERE job = :job AND slot = :slot;
 
 -- name: insert_slot
+-- One slot, free as find_slot said; PostgreSQL's inserts a batch with
+-- ON CONFLICT DO NOTHING, since concurrent enqueues of one slot race there.
 INSERT INTO jobdef_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
 
 -- name: last_slot
@@ -53,6 +86,9 @@ INSERT INTO jobdef_slots (job, slot, job_id) VALUES (:job, :slot, :job_id);
 SELECT max(slot) AS slot FROM jobdef_slots WHERE job = :job;
 
 -- name: insert_job
+-- Every job, one per call, key and slot included (find_duplicate and find_slot
+-- ran first); PostgreSQL's takes only a job without them and notifies, and a
+-- batch goes through its insert_jobs.
 INSERT INTO jobdef_jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
                   run_after, created_at, updated_at, slot)
 VALUES (:job, :queue, :priority, :args, 'queued', :max_attempts, :key,
@@ -62,7 +98,8 @@ VALUES (:job, :queue, :priority, :args, 'queued', :max_attempts, :key,
 -- One statement: the runnable jobs in claim order, leased to the worker. The inner
 -- SELECT walks the jobdef_jobs_claim partial index and stops after :limit rows.
 -- The attempt starts on the job row (started_at); its attempts row is written
--- when it ends.
+-- when it ends. PostgreSQL's locks what it picks with SKIP LOCKED, in two
+-- CTEs, so that concurrent workers never wait on each other.
 UPDATE jobdef_jobs
 SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
     started_at = :now, lease_until = :lease_until, updated_at = :now
@@ -131,7 +168,10 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 
 -- name: complete_jobs
 -- Group commit: every lease of a worker's turn in one statement. Each lease is
--- [job id, attempt, worker id]; the fence is the same as complete_job's.
+-- [job id, attempt, worker id]; the fence is the same as heartbeat's. It only
+-- moves the jobs: the engine then writes their attempts (record_done_attempts)
+-- and outbox messages (insert_outbox) in the same transaction, where
+-- PostgreSQL's does all three in one statement.
 UPDATE jobdef_jobs
 SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
@@ -150,6 +190,10 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
 FROM json_each(:done);
 
 -- name: retry_job
+-- Back to the queue after a failed attempt; last_error and last_delay feed the
+-- next backoff. Returns started_at, and the engine writes the attempt's row
+-- (record_attempt) in the same transaction; PostgreSQL's writes it in this
+-- statement and wakes the workers.
 UPDATE jobdef_jobs
 SET state = 'queued', run_after = :run_after, last_delay = :delay, updated_at = :now,
     worker_id = NULL, lease_until = NULL, last_error = :error
@@ -157,6 +201,7 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 RETURNING started_at;
 
 -- name: bury_job
+-- Returns started_at for record_attempt, as retry_job.
 UPDATE jobdef_jobs
 SET state = 'dead', finished_at = :now, updated_at = :now, lease_until = NULL,
     last_error = :error
@@ -165,6 +210,7 @@ RETURNING started_at;
 
 -- name: release_job
 -- Shutdown: back to the queue at its old place, the attempt not counted.
+-- Returns started_at for record_attempt (outcome `released`), as retry_job.
 UPDATE jobdef_jobs
 SET state = 'queued', attempt = attempt - 1, updated_at = :now,
     worker_id = NULL, lease_until = NULL
@@ -225,19 +271,27 @@ UPDATE jobdef_jobs SET state = 'resolved', note = :note, finished_at = :now, upd
 WHERE id = :job_id AND state = 'dead';
 
 -- name: expired_leases
+-- Ordered by lease_until only, the order of the jobdef_jobs_running index
+-- (PostgreSQL's adds id, so leases that expired at once come in a fixed order).
 SELECT * FROM jobdef_jobs INDEXED BY jobdef_jobs_running
 WHERE state = 'running' AND lease_until < :now
 ORDER BY lease_until
 LIMIT :limit;
 
 -- name: prune_batch
--- Ids of one job's rows in one final state that finished before :before.
+-- Ids of one job's rows in one final state that finished before :before. One
+-- state per call, so jobdef_jobs_finished (job, state, finished_at) serves it;
+-- the engine then deletes the jobs and their attempts (delete_jobs,
+-- delete_attempts): DELETE ... LIMIT needs a compile option that a SQLite
+-- build need not have, and these tables have no ON DELETE CASCADE.
+-- PostgreSQL's deletes a batch of several states in one statement.
 SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
   AND state IN ('done', 'dead', 'resolved', 'cancelled')
 LIMIT :limit;
 
 -- name: prune_count
+-- One state per call, as prune_batch.
 SELECT count(*) FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
   AND state IN ('done', 'dead', 'resolved', 'cancelled');
@@ -271,9 +325,12 @@ FROM jobdef_attempts WHERE job_id = :job_id ORDER BY id;
 
 -- name: processed_keys_exist
 -- On the handler's own database, which need not be the job database.
+-- sqlite_master is PostgreSQL's to_regclass.
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'jobdef_processed_keys';
 
 -- name: create_processed_keys
+-- The time column is `processed_at` here and `created_at` on PostgreSQL: the
+-- two engines' tables were made that way. No schema to create.
 CREATE TABLE IF NOT EXISTS jobdef_processed_keys (
     key TEXT PRIMARY KEY,
     job_id INTEGER,
@@ -297,11 +354,15 @@ INSERT INTO jobdef_processed_keys (key, job_id, processed_at) VALUES (:key, :job
 ON CONFLICT (key) DO NOTHING;
 
 -- name: insert_outbox
+-- One message per call, in the transition's transaction; PostgreSQL's stores
+-- all of a transition's messages in one statement.
 INSERT INTO jobdef_outbox (message_id, channel, event, job, payload, next_at, created_at)
 VALUES (:message_id, :channel, :event, :job, :payload, :now, :now)
 ON CONFLICT (message_id) DO NOTHING;
 
 -- name: outbox_claim
+-- Lease due messages to one sender. One UPDATE ... WHERE id IN (SELECT ...
+-- LIMIT); PostgreSQL's locks the due rows with SKIP LOCKED first.
 UPDATE jobdef_outbox SET lease_until = :lease_until
 WHERE id IN (
     SELECT id FROM jobdef_outbox INDEXED BY jobdef_outbox_due
@@ -325,13 +386,14 @@ WHERE id = :id;
 SELECT * FROM jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
 
 -- name: set_paused
+-- :now is not stored: this engine's jobdef_queues has no updated_at column.
 INSERT INTO jobdef_queues (queue, paused) VALUES (:queue, :paused)
 ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
 
 -- name: queue_depths
 -- Every queue that has a row (a paused one, a limited one) or active jobs, with
--- its pause state. PostgreSQL's counts each queue with subqueries on its claim
--- indexes; here one pass over the active jobs counts them all (`depths`).
+-- its pause state. One pass over the active jobs counts them all (`depths`);
+-- PostgreSQL's counts with one subquery per queue.
 WITH depths AS (
     SELECT queue,
            sum(state = 'queued') AS queued,
