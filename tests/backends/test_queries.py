@@ -161,3 +161,30 @@ def test_a_dialect_only_name_is_in_its_engine_only_and_says_why(engine: str) -> 
         assert name in _names(engine), f"{name} is declared {engine}-only but not in its file"
         assert name not in _names(other), f"{name} is in both files: not {engine}-only"
         assert reason.strip(), f"{name}: say why it is {engine}-only"
+
+
+# Parameters a shared verb passes that one engine's query leaves unread, and why.
+# (``channel``, PostgreSQL's wake-up of idle workers, comes from ``_wakes``.)
+UNREAD_PARAMETERS: dict[str, dict[str, set[str]]] = {
+    # Only PostgreSQL's jobdef_queues has an updated_at column to stamp.
+    "set_paused": {"sqlite": {"now"}},
+}
+
+
+def _parameters(engine: str, sql: str) -> set[str]:
+    code = re.sub(r"--[^\n]*", "", sql)
+    if engine == "sqlite":
+        return set(re.findall(r"(?<![:\w]):([a-z_]+)", code))
+    return set(re.findall(r"%\(([a-z_]+)\)s", code)) - {"channel"}
+
+
+def test_the_queries_of_the_shared_verbs_take_the_same_parameters_in_both_engines() -> None:
+    shared = queries_named_in(verbs)
+    assert shared
+    for name in sorted(shared):
+        taken = {}
+        for engine in ENGINES:
+            sql = load_queries(_package(engine), "queries.sql")[name]
+            unread = UNREAD_PARAMETERS.get(name, {}).get(engine, set())
+            taken[engine] = _parameters(engine, sql) | unread
+        assert taken["sqlite"] == taken["postgres"], f"{name} takes other parameters per engine"
