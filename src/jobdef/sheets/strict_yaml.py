@@ -1,7 +1,6 @@
 """Strict YAML reading: YAML 1.2 core typing, a position on every node, no surprises.
 
-The tree is built from the parser's *events* (libyaml's C parser when PyYAML
-has it, the pure-Python one otherwise), never through PyYAML's constructor:
+The tree is built from the parser's *events*, never through PyYAML's constructor:
 
 - an anchor or alias is reported at the event and never expanded, so a 1 KB
   alias bomb costs what 1 KB of text costs;
@@ -10,6 +9,20 @@ has it, the pure-Python one otherwise), never through PyYAML's constructor:
   differently get a "quote it" warning;
 - duplicate keys, ``<<`` merge keys, non-string keys and explicit tags are
   errors with the line and column of the offending node.
+
+- what YAML libraries read otherwise than the YAML spec says (``[?x]`` is the
+  text ``?x``, not a key ``x``; ``"value"# note`` is not a comment) is an error
+  (JD014) rather than a guess.
+
+Two parsers, one answer. libyaml's C parser is about 7x faster than PyYAML's
+pure-Python one, but the two disagree on some input (tabs between tokens,
+directives, tags, ``?`` inside ``[ ]``/``{ }``, a comment glued to a block scalar
+header; 27 cases of the yaml-test-suite). The pure-Python parser, which every
+PyYAML has, is the reference: the C parser reads a file only when it parses
+without error and holds none of those constructs; any other file is read (or
+its error reported) by the pure-Python parser. So ``jobdef validate`` finds the
+same on a machine without libyaml, only slower (tests/sheets/test_yaml_suite.py
+checks this on the whole suite).
 
 Nothing here raises for bad input: every problem is a
 :class:`~jobdef.sheets.diagnostics.Diagnostic`.
@@ -27,15 +40,33 @@ import yaml
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import INTEGER_TEXT_LIMIT, Document, OverlongInteger, Path_, Position
 from jobdef.sheets.rules import loading as rules
+from jobdef.sheets.yaml_errors import error_diagnostic
 
-try:  # libyaml is about 7x faster than the pure-Python parser and gives the same marks
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+# The reference parser, in every PyYAML; the fast one when PyYAML was built with libyaml.
+_REFERENCE: Any = yaml.SafeLoader
+_FAST: Any = getattr(yaml, "CSafeLoader", None)
+
+# A plain scalar that YAML forbids inside [ ] or { }: a dash followed by a space or nothing.
+_LONE_DASH = re.compile(r"-(?:$|[ \t])")
+# A comment glued to a block scalar header, ``>#``: libyaml takes it, YAML does not.
+_GLUED_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
+
+
+def _parsers_may_differ(text: str) -> bool:
+    """Text the two parsers may read differently, found before the fast one is tried:
+    a tab, a directive line, a comment glued to a block scalar header."""
+    return (
+        "\t" in text
+        or "\n%" in text
+        or text.startswith("%")
+        or ("#" in text and _GLUED_HEADER_COMMENT.search(text) is not None)
+    )
+
 
 MAX_BYTES = 1024 * 1024
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_QUOTES = ("'", '"')
 
 # YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -175,13 +206,23 @@ class _Frame:
     key_pos: Position = (0, 0)
     has_key: bool = False
     seen: dict[str, int] = field(default_factory=dict)
+    flow: bool = False
 
 
 class _Builder:
     """Turns parser events into documents, reporting what a strict reader refuses."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, text: str) -> None:
         self.file = file
+        self.text = text
+        # Nesting depth of [ ] / { } and where the outermost one starts (an index).
+        self._flow_depth = 0
+        self._flow_start = 0
+        self._question = "?" in text
+        self._document_from = 0  # where the text before the next document starts
+        # Set when the events show a construct the two parsers may read differently
+        # (a tag, a ? inside [ ] or { }): the reference parser must read the file.
+        self.parsers_may_differ = False
         self.documents: list[Document] = []
         self.diagnostics: list[Diagnostic] = []
         self._stack: list[_Frame] = []
@@ -219,6 +260,8 @@ class _Builder:
             self._start(event, [])
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
             frame = self._stack.pop()
+            if frame.flow:
+                self._end_flow(event)
             self._attach(frame.container, None, frame.live, finished=True, path=frame.path)
         elif kind is yaml.AliasEvent:
             pos = self._pos(event)
@@ -230,12 +273,96 @@ class _Builder:
             )
             self._value(None, pos)
         elif kind is yaml.DocumentStartEvent:
+            self._directives(event.end_mark.index)
             self._stack = []
             self._doc = None
         elif kind is yaml.DocumentEndEvent:
+            self._document_from = event.end_mark.index
             self._doc = None
 
+    # -- what YAML libraries misread (JD014); positions are character indexes of the text
+
+    def _misread(self, index: int, message: str) -> None:
+        line_start = self.text.rfind("\n", 0, index) + 1
+        line = self.text.count("\n", 0, index) + 1
+        self.diagnostics.append(
+            rules.YAML_MISREAD.at(self.file, line, index - line_start + 1, message)
+        )
+
+    def _directives(self, document_at: int) -> None:
+        """Directive lines (%YAML, %TAG, ...) before a document: none in a sheet."""
+        before = self.text[self._document_from : document_at]
+        if "%" not in before:
+            return
+        for found in re.finditer(r"^%\S*", before, re.MULTILINE):
+            self._misread(
+                self._document_from + found.start(),
+                f"directive {found.group()} is not allowed in a sheet (YAML libraries "
+                "disagree on directives, and a sheet is YAML 1.2 without one); remove the line",
+            )
+
+    def _flow_node(self, event: Any, plain_text: str | None) -> None:
+        """Checks of a node inside [ ] or { }: ``?x`` and a lone ``-`` are misread."""
+        index = event.start_mark.index
+        if self._question and index > 0 and self.text[index - 1] == "?":
+            word = plain_text or "text"
+            self._misread(
+                index - 1,
+                f"YAML libraries read ?{word} inside [ ] or {{ }} as the key {word}, though "
+                f'YAML says it is the text ?{word}; quote it ("?{word}"), or write '
+                f"`? {word}` with a space if a key is meant",
+            )
+        if plain_text is not None and _LONE_DASH.match(plain_text):
+            self._misread(
+                index,
+                "a plain - inside [ ] or { } is not a value in YAML, though YAML "
+                'libraries read it as the text "-"; quote it: "-"',
+            )
+
+    def _glued_comment(self, end: int) -> None:
+        """``"value"# note`` and ``[a]# note``: YAML wants a space before a comment."""
+        if end < len(self.text) and self.text[end] == "#":
+            self._misread(
+                end,
+                "a comment needs a space before its #; YAML libraries take this one as a "
+                "comment though YAML refuses it: write `value  # comment`",
+            )
+
+    def _flow_scalar(self, event: Any, text: str, plain: bool, pos: Position) -> Position:
+        """The checks of a scalar inside [ ] or { } that may need them; its position."""
+        self._flow_node(event, text if plain else None)
+        if plain and not text:  # the parsers place an empty value differently here
+            return self._next_token(event.start_mark.index)
+        return pos
+
+    def _next_token(self, index: int) -> Position:
+        """The position of the first token at or after ``index`` (comments skipped).
+
+        An empty value inside [ ] or { } has no text of its own: libyaml marks it at
+        the next token, PyYAML's parser right after the ``:``; both are given the former.
+        """
+        text = self.text
+        while index < len(text):
+            char = text[index]
+            if char == "#":
+                found = text.find("\n", index)
+                index = len(text) if found < 0 else found
+            elif char in " \t\r\n":
+                index += 1
+            else:
+                break
+        return _line_col(text, index)
+
+    def _end_flow(self, event: Any) -> None:
+        self._flow_depth -= 1
+        end = event.end_mark.index
+        self._glued_comment(end)
+        if self._flow_depth == 0 and self._question and "?" in self.text[self._flow_start : end]:
+            self.parsers_may_differ = True
+
     def _check_node(self, event: Any, pos: Position) -> None:
+        if event.tag is not None:  # PyYAML's parser reads some tags otherwise (``!!str,``)
+            self.parsers_may_differ = True
         if event.anchor is not None:
             self._reference(
                 "anchor",
@@ -261,6 +388,10 @@ class _Builder:
             self._check_node(event, pos)
         text = event.value
         plain = tag is None and not event.style
+        if event.style in _QUOTES:
+            self._glued_comment(event.end_mark.index)
+        if self._flow_depth and (self._question or not text or text[0] == "-"):
+            pos = self._flow_scalar(event, text, plain, pos)
         if not plain:
             value: Any = text
         elif text in _WORDS:
@@ -287,9 +418,7 @@ class _Builder:
                 return
             if suspect:
                 self._warn_yaml11(text, value, pos)
-            key = frame.key
-            frame.has_key = False
-            frame.key = None
+            key, frame.key, frame.has_key = frame.key, None, False
             if key is _DISCARD or not frame.live:
                 return
             container[key] = value
@@ -360,6 +489,13 @@ class _Builder:
     def _start(self, event: Any, container: dict[Any, Any] | list[Any]) -> None:
         pos = self._pos(event)
         self._check_node(event, pos)
+        if self._flow_depth:
+            self._flow_node(event, None)
+        flow = bool(event.flow_style)
+        if flow:
+            if self._flow_depth == 0:
+                self._flow_start = event.start_mark.index
+            self._flow_depth += 1
         parent = self._stack[-1] if self._stack else None
         live = True
         path: Path_ = ()
@@ -379,7 +515,9 @@ class _Builder:
             else:
                 live = parent.live
                 path = (*parent.path, len(parent.container))
-        self._stack.append(_Frame(container=container, path=path, live=live, key_pos=pos))
+        self._stack.append(
+            _Frame(container=container, path=path, live=live, key_pos=pos, flow=flow)
+        )
         if self._doc is None:
             self._doc = Document(data=container, file=self.file, line=pos[0], column=pos[1])
             self.documents.append(self._doc)
@@ -420,39 +558,16 @@ class _Builder:
             parent.container.append(value)
 
 
-_SYNTAX_HINT = (
-    "check the indentation and quote values that contain ': ', ' #', or start with a "
-    "special character"
-)
-_SYNTAX_HINTS = {
-    "while scanning an alias": "a plain value starting with * is read as an alias; quote it, "
-    'such as schedule: "*/5 * * * *"',
-    "while scanning an anchor": "a plain value starting with & is read as an anchor; quote it",
-}
-
-
 def _line_col(text: str, index: int) -> Position:
     before = text[:index]
     line = before.count("\n") + 1
     return line, index - (before.rfind("\n") + 1) + 1
 
 
-def _tab_position(lines: list[str], upto: int) -> Position | None:
-    """The last tab used as indentation on lines 1..upto (1-based), if any."""
-    for number in range(min(upto, len(lines)), 0, -1):
-        line = lines[number - 1]
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        if "\t" in indent:
-            return number, indent.index("\t") + 1
-    return None
-
-
-def parse_text(text: str, file: str) -> tuple[list[Document], list[Diagnostic]]:
-    """Read every document of ``text``; problems come back as diagnostics."""
-    builder = _Builder(file)
-    loader = None
+def _feed(loader_class: Any, text: str, builder: _Builder) -> None:
+    """Parse ``text`` into ``builder``; the parser's errors propagate."""
+    loader = loader_class(text)
     try:
-        loader = _Loader(text)
         get_event, scalar, feed = loader.get_event, builder._scalar, builder.feed
         while True:  # the hot loop: scalars (most events) skip the dispatch
             event = get_event()
@@ -462,37 +577,42 @@ def parse_text(text: str, file: str) -> tuple[list[Document], list[Diagnostic]]:
                 break
             else:
                 feed(event)
+    finally:
+        loader.dispose()
+
+
+def _fast_read(text: str, file: str) -> _Builder | None:
+    """The C parser's reading, when it has one and it is sure to be the reference's."""
+    if _FAST is None or _parsers_may_differ(text):
+        return None
+    builder = _Builder(file, text)
+    try:
+        _feed(_FAST, text, builder)
+    except yaml.YAMLError:
+        return None  # errors are reported by the reference parser, with its marks
+    return None if builder.parsers_may_differ else builder
+
+
+def parse_text(
+    text: str, file: str, *, fast: bool = True
+) -> tuple[list[Document], list[Diagnostic]]:
+    """Read every document of ``text``; problems come back as diagnostics.
+
+    ``fast=False`` reads with the pure-Python parser only: the answer is the same
+    (the module docstring says why), only slower.
+    """
+    builder = _fast_read(text, file) if fast else None
+    if builder is not None:
+        builder.finish()
+        return builder.documents, builder.diagnostics
+    builder = _Builder(file, text)
+    try:
+        _feed(_REFERENCE, text, builder)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        tab = _tab_position(text.splitlines(), line) if "\t" in text else None
-        if tab is not None:
-            builder.diagnostics.append(
-                rules.TAB_INDENT.at(
-                    file,
-                    tab[0],
-                    tab[1],
-                    "tab used for indentation; YAML allows only spaces here, so indent with spaces",
-                )
-            )
-        else:
-            problem = exc.problem or "invalid YAML"
-            context = f" ({exc.context})" if exc.context else ""
-            hint = _SYNTAX_HINTS.get(exc.context or "", _SYNTAX_HINT)
-            builder.diagnostics.append(
-                rules.YAML_SYNTAX.at(
-                    file,
-                    line,
-                    column,
-                    f"YAML syntax error: {problem}{context}; {hint}",
-                )
-            )
+        builder.diagnostics.append(error_diagnostic(file, text, exc))
         builder.documents = builder.documents[:-1] if builder._stack else builder.documents
     except yaml.reader.ReaderError as exc:
-        index = exc.position
-        if _Loader.__name__.startswith("C"):  # libyaml counts UTF-8 bytes, not characters
-            index = len(text.encode("utf-8")[:index].decode("utf-8", errors="ignore"))
-        line, column = _line_col(text, index)
+        line, column = _line_col(text, exc.position)
         builder.diagnostics.append(
             rules.NOT_UTF8.at(
                 file,
@@ -510,13 +630,13 @@ def parse_text(text: str, file: str) -> tuple[list[Document], list[Diagnostic]]:
         builder.documents = []
     finally:
         builder.finish()
-        if loader is not None:
-            loader.dispose()
     return builder.documents, builder.diagnostics
 
 
-def read_file(path: Path, display: str | None = None) -> LoadedFile:
-    """Read and parse one sheet file. Raises ``OSError`` only when it cannot be read at all."""
+def read_file(path: Path, display: str | None = None, *, fast: bool = True) -> LoadedFile:
+    """Read and parse one sheet file. Raises ``OSError`` only when it cannot be read at all.
+
+    ``fast=False``: the pure-Python parser only (see :func:`parse_text`)."""
     file = display or str(path)
     with path.open("rb") as stream:
         raw = stream.read(MAX_BYTES + 1)
@@ -568,7 +688,12 @@ def read_file(path: Path, display: str | None = None) -> LoadedFile:
                 )
             ],
         )
-    documents, diagnostics = parse_text(text, file)
+    return load_text(text, file, fast=fast)
+
+
+def load_text(text: str, file: str, *, fast: bool = True) -> LoadedFile:
+    """The sheet documents of decoded ``text``: the mappings, and what is wrong."""
+    documents, diagnostics = parse_text(text, file, fast=fast)
     usable: list[Document] = []
     for doc in documents:
         if doc.data is None:

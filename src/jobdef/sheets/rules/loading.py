@@ -74,6 +74,12 @@ NO_SHEETS = Rule(
     "error",
     "A folder without sheets usually means the wrong path, and a silent pass would hide it.",
 )
+YAML_MISREAD = Rule(
+    "JD014",
+    "yaml-misread",
+    "error",
+    "YAML libraries read this otherwise than the YAML spec says; jobdef refuses it, not guesses.",
+)
 
 RULES = (
     YAML_SYNTAX,
@@ -89,4 +95,5 @@ RULES = (
     NOT_A_MAPPING,
     EXPLICIT_TAG,
     NO_SHEETS,
+    YAML_MISREAD,
 )
