@@ -108,14 +108,15 @@ def test_a_tab_inside_a_block_of_text_does_not_hide_the_real_error(fast: bool) -
     text = (
         "name: sync\n"
         "description: |\n"
-        "  Columns:\tid, total\n"  # a tab in text is text
+        "  Columns:\n"
+        "  \tid, total\n"  # a tab in a block of text is text, even at the line's start
         "args: {order_id: {type: integer}\n"  # the real error: { not closed
         "handler: app.jobs:sync\n"
     )
     _, findings = read(text, fast)
-    assert findings == [("JD001", 5, 1)]
+    assert findings == [("JD001", 6, 1)]
     _, diagnostics = parse_text(text, "f.yaml")
-    assert "the { at line 4, column 7 closed?" in diagnostics[0].message
+    assert "the { at line 5, column 7 closed?" in diagnostics[0].message
 
 
 @BOTH
