@@ -154,6 +154,29 @@ def test_queues_reports_depth_running_age_and_pause(backend, clock, worker):
     assert infos["idle"].queued == 0
 
 
+def test_queues_lists_every_queue_by_name_with_a_row_or_active_jobs(backend, worker):
+    _enqueue(backend, 1, queue="b")
+    _enqueue(backend, 1, queue="c")
+    worker.claim_one(queues=["c"])
+    backend.set_paused("a", True)
+    backend.set_paused("z", False)  # a row, though not paused
+    infos = backend.queues()
+    assert [q.queue for q in infos] == ["a", "b", "c", "z"]
+    by_name = {q.queue: q for q in infos}
+    assert [by_name[q].paused for q in "abcz"] == [True, False, False, False]
+    assert all(type(q.paused) is bool for q in infos)
+    assert (by_name["c"].queued, by_name["c"].running, by_name["c"].oldest_queued_age) == (
+        0,
+        1,
+        None,
+    )
+    assert (by_name["z"].queued, by_name["z"].running, by_name["z"].oldest_queued_age) == (
+        0,
+        0,
+        None,
+    )
+
+
 def test_complete_and_claim_finishes_a_turn_like_the_two_calls(backend, worker):
     from jobdef.backends.protocol import complete_and_claim
     from jobdef.backends.records import ClaimOptions

@@ -192,6 +192,16 @@ def test_requeue_of_several_dead_jobs_sharing_a_key_queues_only_the_newest(backe
     assert (backend.get(first).state, backend.get(second).state) == ("dead", "queued")
 
 
+def test_requeue_by_ids_and_job_name_at_once_counts_each_job_moved_once(backend, worker):
+    first = _enqueue(backend)
+    second = _enqueue(backend)
+    for record in worker.claim(limit=2):
+        backend.bury(record.lease, BOOM)
+    assert backend.requeue([first], job="j") == 2
+    assert (backend.get(first).state, backend.get(second).state) == ("queued", "queued")
+    assert backend.requeue() == 0
+
+
 def test_resolve_closes_a_dead_job_with_a_note(backend, worker):
     job_id = _enqueue(backend)
     assert not backend.resolve(job_id, "not dead yet")

@@ -592,7 +592,10 @@ SELECT n.queue,
         WHERE j.state = 'queued' AND j.queue = n.queue) AS queued,
        (SELECT count(*) FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'running' AND j.queue = n.queue) AS running,
-       (SELECT greatest(0, %(now)s - min(j.run_after)) FROM {schema}.jobdef_jobs AS j
+       -- NULL, as on SQLite, when nothing is queued: greatest() would skip the NULL.
+       (SELECT CASE WHEN min(j.run_after) IS NOT NULL
+                    THEN greatest(0, %(now)s - min(j.run_after)) END
+        FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age
 FROM names AS n
 LEFT JOIN {schema}.jobdef_queues AS q ON q.queue = n.queue
