@@ -119,6 +119,13 @@ def test_expired_leases_lists_only_running_jobs_past_their_lease(backend, clock,
     assert [r.state for r in backend.expired_leases()] == ["running"]
 
 
+def test_leases_that_expired_at_the_same_time_come_by_id(backend, clock, worker):
+    ids = [_enqueue(backend, priority=priority) for priority in (0, 5, 9)]
+    worker.claim(limit=3)  # one lease end for all three, claimed highest priority first
+    clock.advance(worker.lease + 0.5)
+    assert [r.id for r in backend.expired_leases()] == ids
+
+
 def test_heartbeat_extends_the_lease_and_records_progress(backend, clock, worker):
     job_id = _enqueue(backend)
     lease = worker.claim_one().lease

@@ -469,8 +469,7 @@ SET state = 'resolved', note = %(note)s, finished_at = %(now)s, updated_at = %(n
 WHERE id = %(job_id)s AND state = 'dead';
 
 -- name: expired_leases
--- Ordered by id too, so leases that expired at the same time come in one fixed
--- order (SQLite's orders by lease_until only).
+-- Ordered by id too, so leases that expired at the same time come in one fixed order.
 SELECT * FROM {schema}.jobdef_jobs
 WHERE state = 'running' AND lease_until < %(now)s
 ORDER BY lease_until, id

@@ -271,11 +271,11 @@ UPDATE jobdef_jobs SET state = 'resolved', note = :note, finished_at = :now, upd
 WHERE id = :job_id AND state = 'dead';
 
 -- name: expired_leases
--- Ordered by lease_until only, the order of the jobdef_jobs_running index
--- (PostgreSQL's adds id, so leases that expired at once come in a fixed order).
+-- Ordered by id too, so leases that expired at the same time come in one fixed
+-- order (the index gives the lease_until order; only the ties are sorted).
 SELECT * FROM jobdef_jobs INDEXED BY jobdef_jobs_running
 WHERE state = 'running' AND lease_until < :now
-ORDER BY lease_until
+ORDER BY lease_until, id
 LIMIT :limit;
 
 -- name: prune_batch
