@@ -29,6 +29,7 @@ _LIMITED_STEPS = "a step of the limited claim, which PostgreSQL does in claim_jo
 _PREFIXLESS = "a store made before the jobdef_ prefix (PostgreSQL's tables always had it)"
 POSTGRES_ONLY: dict[str, str] = {
     "session_settings": "the verbs' session turns bitmap scans off; SQLite pins with INDEXED BY",
+    "one_snapshot": "reads of one transaction share a snapshot; a SQLite transaction's do",
     "reserve_job_ids": "a batch draws its ids first; SQLite reads each one from lastrowid",
     "insert_jobs": "a batch in one statement; SQLite inserts one job at a time (insert_job)",
     "repoint_slot": "a slot taken for a reserved id whose row merged; SQLite reserves no ids",

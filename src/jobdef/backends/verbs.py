@@ -5,7 +5,7 @@ engines' ``queries.sql``: only the dialect of their SQL differs. An engine
 inherits :class:`SharedVerbs` and gives it
 
 - ``_read(name, params)``: the rows of one query, read by column name;
-- ``_read_all(statements)``: the rows of each, read together in one transaction;
+- ``_read_all(statements)``: the rows of each, read from one snapshot;
 - ``_write_one(name, params)``: run one statement in its own transaction, its rowcount;
 - ``_write_all(statements)``: run them in one transaction, the rows each returns;
 - ``_ids_param(ids)``: how the dialect passes a list of ids (SQLite: JSON text,

@@ -148,9 +148,14 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
         return self._run(lambda conn: _fetch_on(conn, self._q(name), params))
 
     def _read_all(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
-        return self._run(
-            lambda conn: [_fetch_on(conn, self._q(s.name), s.params) for s in statements]
-        )
+        """Read from one snapshot: READ COMMITTED would take one per statement."""
+
+        def work(conn: Connection) -> list[list[dict[str, Any]]]:
+            with conn.transaction():
+                conn.execute(self._q("one_snapshot"))
+                return [_fetch_on(conn, self._q(s.name), s.params) for s in statements]
+
+        return self._run(work)
 
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
         return self._rowcount(name, params)

@@ -29,6 +29,12 @@
 -- PostgreSQL only. Run once per engine session; see SessionManager._open_session for why.
 SET enable_bitmapscan = off;
 
+-- name: one_snapshot
+-- PostgreSQL only: the first statement of a transaction whose reads must see
+-- one snapshot (a job's attempts and its row). READ COMMITTED takes a snapshot
+-- per statement; SQLite's read transaction sees one already.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+
 -- name: reserve_job_ids
 -- PostgreSQL only (SQLite reads each new id from lastrowid). Draw ids for a batch up front, so each new row's id is known without
 -- relying on the order of RETURNING rows.
