@@ -16,9 +16,13 @@ twice. A second, long-lived session, the
 :class:`~jobdef.backends.postgres.listener.Listener`, waits for enqueues and
 holds the maintenance lock.
 
-The statements live in ``queries.sql`` and the schema in numbered
-files under ``migrations/``; all tables sit in one schema (default
-``public``), so several applications can share a database, each in its own.
+The dialect-neutral verbs (cancel, get, stats, the outbox...) come from
+:class:`~jobdef.backends.verbs.SharedVerbs`, over this engine's primitives;
+this module keeps enqueue, claim, the fenced transitions, prune, migrations
+and what the listener answers (wait_for_jobs, wake, try_maintenance_lock).
+The statements live in ``queries.sql`` and the schema in numbered files under
+``migrations/``; all tables sit in one schema (default ``public``), so several
+applications can share a database, each in its own.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 Every verb is one ``BEGIN IMMEDIATE`` transaction on the backend's own
 connection, so writers queue on SQLite's lock (``busy_timeout``) instead of
-failing. The SQL lives in ``queries.sql`` beside this module; migrations in
+failing. The dialect-neutral verbs (cancel, get, stats, the outbox...) come
+from :class:`~jobdef.backends.verbs.SharedVerbs`, over this engine's
+primitives; this module keeps enqueue, claim, the fenced transitions, prune and
+migrations. The SQL lives in ``queries.sql`` beside this module; migrations in
 ``migrations/NNNN_*.sql``, each applied with its version bump in one
 transaction. Every table is prefixed ``jobdef_``, so the store can share the
 application's own database. A database without jobdef tables starts from
