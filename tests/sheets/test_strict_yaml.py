@@ -148,6 +148,8 @@ def test_a_tab_is_blamed_where_it_stops_the_parser(
         ("a: [-]\n", [{"a": ["-"]}], (1, 5)),
         ("%YAML 1.2\n---\na: 1\n", [{"a": 1}], (1, 1)),
         ("%FOO bar\n---\na: 1\n", [{"a": 1}], (1, 1)),
+        ("args: {\n  id: 1\n}\n", [{"args": {"id": 1}}], (3, 1)),  # } not indented
+        ('title: "a\nb"\n', [{"title": "a b"}], (2, 1)),
     ],
 )
 def test_what_yaml_libraries_misread_is_refused_with_both_parsers(
@@ -167,6 +169,9 @@ def test_what_yaml_libraries_misread_is_refused_with_both_parsers(
         "a: a?b\n",
         "a: |\n  %x\n",
         "b: [x-y, -1]\n",
+        "args: {\n  id: 1\n  }\n",
+        'title: "a\n  b"\n',
+        "a: [x,  # note\n# a comment line may start anywhere\n  z]\n",
     ],
 )
 def test_the_same_text_written_as_yaml_says_is_accepted(fast: bool, text: str) -> None:

@@ -207,6 +207,7 @@ class _Frame:
     has_key: bool = False
     seen: dict[str, int] = field(default_factory=dict)
     flow: bool = False
+    indent: int = -1  # the column (0-based) of a block collection's entries
 
 
 class _Builder:
@@ -218,6 +219,8 @@ class _Builder:
         # Nesting depth of [ ] / { } and where the outermost one starts (an index).
         self._flow_depth = 0
         self._flow_start = 0
+        self._flow_line = 0  # 0-based, as the parsers' marks
+        self._flow_indent = -1  # the indent of the block the outermost one is in
         self._question = "?" in text
         self._document_from = 0  # where the text before the next document starts
         # Set when the events show a construct the two parsers may read differently
@@ -357,8 +360,45 @@ class _Builder:
         self._flow_depth -= 1
         end = event.end_mark.index
         self._glued_comment(end)
-        if self._flow_depth == 0 and self._question and "?" in self.text[self._flow_start : end]:
-            self.parsers_may_differ = True
+        if self._flow_depth == 0:
+            if self._question and "?" in self.text[self._flow_start : end]:
+                self.parsers_may_differ = True
+            if event.end_mark.line != self._flow_line:
+                self._under_indented(self._flow_start, end, self._flow_indent, "[ ] or { }")
+
+    def _quoted(self, event: Any) -> None:
+        """A quoted value: no comment glued to it, its next lines indented."""
+        self._glued_comment(event.end_mark.index)
+        if event.end_mark.line != event.start_mark.line and not self._flow_depth and self._stack:
+            indent = self._stack[-1].indent
+            self._under_indented(
+                event.start_mark.index, event.end_mark.index, indent, "quoted value"
+            )
+
+    def _under_indented(self, start: int, end: int, indent: int, what: str) -> None:
+        """The next lines of a multi-line flow node must be indented more than its parent.
+
+        YAML libraries take ``key: [a,`` followed by ``b]`` at the key's column; the
+        YAML spec (and stricter readers) do not.
+        """
+        if indent < 0:
+            return
+        first = self.text.count("\n", 0, start) + 1
+        offset = start
+        for number, line in enumerate(self.text[start:end].split("\n")):
+            if number:
+                content = line.lstrip(" ")
+                blank = content.strip(" \t\r") == ""
+                comment = what != "quoted value" and content.startswith("#")
+                if not blank and not comment and len(line) - len(content) <= indent:
+                    self._misread(
+                        offset,
+                        f"line {first + number} continues the {what} of line {first} but is "
+                        f"not indented more than the block it is in (column {indent + 1}); "
+                        "YAML libraries take it, YAML does not: indent it",
+                    )
+                    return
+            offset += len(line) + 1
 
     def _check_node(self, event: Any, pos: Position) -> None:
         if event.tag is not None:  # PyYAML's parser reads some tags otherwise (``!!str,``)
@@ -389,7 +429,7 @@ class _Builder:
         text = event.value
         plain = tag is None and not event.style
         if event.style in _QUOTES:
-            self._glued_comment(event.end_mark.index)
+            self._quoted(event)
         if self._flow_depth and (self._question or not text or text[0] == "-"):
             pos = self._flow_scalar(event, text, plain, pos)
         if not plain:
@@ -492,11 +532,13 @@ class _Builder:
         if self._flow_depth:
             self._flow_node(event, None)
         flow = bool(event.flow_style)
+        parent = self._stack[-1] if self._stack else None
         if flow:
             if self._flow_depth == 0:
                 self._flow_start = event.start_mark.index
+                self._flow_line = event.start_mark.line
+                self._flow_indent = parent.indent if parent is not None else -1
             self._flow_depth += 1
-        parent = self._stack[-1] if self._stack else None
         live = True
         path: Path_ = ()
         if parent is not None:
@@ -516,7 +558,14 @@ class _Builder:
                 live = parent.live
                 path = (*parent.path, len(parent.container))
         self._stack.append(
-            _Frame(container=container, path=path, live=live, key_pos=pos, flow=flow)
+            _Frame(
+                container=container,
+                path=path,
+                live=live,
+                key_pos=pos,
+                flow=flow,
+                indent=-1 if flow else event.start_mark.column,
+            )
         )
         if self._doc is None:
             self._doc = Document(data=container, file=self.file, line=pos[0], column=pos[1])
