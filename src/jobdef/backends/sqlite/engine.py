@@ -353,7 +353,7 @@ class SQLiteBackend(SharedVerbs):
         """
         buckets = self._buckets(conn, options.queue_rates)
         room = self._queue_room(conn, options, buckets, now)
-        paused = {row[0] for row in conn.execute(Q["paused_queues"]) if row[1]}
+        paused = {row[0] for row in conn.execute(Q["paused_queues"])}
         wanted = None if options.queues is None else set(options.queues)
         picks: list[sqlite3.Row] = []
         for (queue,) in conn.execute(Q["queues_with_queued"]).fetchall():

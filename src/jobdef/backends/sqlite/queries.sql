@@ -416,4 +416,5 @@ LEFT JOIN jobdef_queues AS q ON q.queue = n.queue
 ORDER BY n.queue;
 
 -- name: paused_queues
-SELECT queue, paused FROM jobdef_queues;
+-- The queues the claim under queue limits skips (claim_jobs reads them itself).
+SELECT queue FROM jobdef_queues WHERE paused = 1;
