@@ -168,6 +168,11 @@ def test_the_fast_check_reads_pointers_or_gives_up(
     [
         {"$id": "http://example.com/root.json", "properties": {"inner": _INNER}},
         {"$ref": "#/definitions/missing"},
+        {"$ref": "#"},
+        {
+            "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}},
+            "$ref": "#/definitions/a",
+        },
         {"type": "strnig"},
         {"pattern": "^\\p{L}+$"},
         {"minimum": "5"},
@@ -199,6 +204,7 @@ def test_a_schema_the_fast_check_gives_up_on_is_ready_after_validate(tmp_path: P
         "{type: int}",
         "{type: string, pattern: '^\\p{L}+$'}",
         "{$ref: '#/definitions/nope'}",
+        "{$ref: '#', type: integer}",
     ],
 )
 def test_schemas_enqueue_cannot_check_fail_validate(tmp_path: Path, arg: str) -> None:

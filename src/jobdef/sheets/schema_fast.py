@@ -127,6 +127,8 @@ class Compiler:
 
             self._refs[pointer] = forward
             compiled = self.compile(target)
+            if compiled is forward:  # refs alone lead back here: nothing would ever be checked
+                raise UnsupportedSchema(f"$ref {pointer} leads back to itself")
             cell.append(compiled)
             self._refs[pointer] = compiled
         return self._refs[pointer]

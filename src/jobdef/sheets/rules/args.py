@@ -175,8 +175,39 @@ def _patterns(doc: Document, schema: Any, path: Path_) -> Iterator[tuple[Path_, 
         yield from _patterns(doc, sub, sub_path)
 
 
-def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagnostic]]:
+_REF_HINT = (
+    "; a $ref resolves inside the arg's own schema: write #/definitions/<name> with a "
+    "definitions: block in that arg, or # for the arg's schema itself (refs are never "
+    "fetched over the network)"
+)
+
+
+def _ref_problem(resolver: Any, ref: str) -> str | None:
+    """What is wrong with ``ref``: it names nothing, or refs lead back to it and no keyword
+    is ever checked (enqueue would recurse forever); None when it names a schema."""
     from referencing.exceptions import Unresolvable
+
+    seen: set[int] = set()
+    while True:
+        try:
+            resolved = resolver.lookup(ref)
+        except Unresolvable:
+            return "names nothing in this arg's schema" + _REF_HINT
+        target = resolved.contents
+        if not isinstance(target, Mapping | bool):
+            return "names no schema" + _REF_HINT
+        if not (isinstance(target, Mapping) and isinstance(target.get("$ref"), str)):
+            return None
+        if id(target) in seen:
+            return (
+                "leads into a loop of refs that never reaches a keyword, so enqueue would "
+                "recurse forever; let one of the refs name a schema with keywords"
+            )
+        seen.add(id(target))
+        resolver, ref = resolved.resolver, target["$ref"]
+
+
+def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagnostic]]:
     from referencing.jsonschema import DRAFT7
 
     registry = known_refs()
@@ -192,11 +223,7 @@ def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagno
             resolver = resolver.in_subresource(resource)
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            try:
-                target = resolver.lookup(ref).contents
-                problem = None if isinstance(target, Mapping | bool) else "names no schema"
-            except Unresolvable:
-                problem = "names nothing in this arg's schema"
+            problem = _ref_problem(resolver, ref)
             if problem is not None:
                 at = (*path, "$ref")
                 line, column = _where(doc, at)
@@ -206,10 +233,7 @@ def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagno
                         doc.file,
                         line,
                         column,
-                        f"{dotted(at)}: {ref!r} {problem}; a $ref resolves inside the arg's "
-                        "own schema: write #/definitions/<name> with a definitions: block "
-                        "in that arg, or # for the arg's schema itself (refs are never "
-                        "fetched over the network)",
+                        f"{dotted(at)}: {ref!r} {problem}",
                     ),
                 )
         pending.extend((sub, sub_path, resolver) for sub, sub_path in _subschemas(schema, path))
