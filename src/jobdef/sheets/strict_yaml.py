@@ -48,19 +48,14 @@ _FAST: Any = getattr(yaml, "CSafeLoader", None)
 
 # A plain scalar that YAML forbids inside [ ] or { }: a dash followed by a space or nothing.
 _LONE_DASH = re.compile(r"-(?:$|[ \t])")
-# A comment glued to a block scalar header, ``>#``: libyaml takes it, YAML does not.
+# A block scalar header with a comment glued to it (``>#``): libyaml takes it, YAML does not.
 _GLUED_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
 
 
 def _parsers_may_differ(text: str) -> bool:
     """Text the two parsers may read differently, found before the fast one is tried:
-    a tab, a directive line, a comment glued to a block scalar header."""
-    return (
-        "\t" in text
-        or "\n%" in text
-        or text.startswith("%")
-        or ("#" in text and _GLUED_HEADER_COMMENT.search(text) is not None)
-    )
+    a tab, a directive line."""
+    return "\t" in text or "\n%" in text or text.startswith("%")
 
 
 MAX_BYTES = 1024 * 1024
@@ -366,8 +361,16 @@ class _Builder:
             if event.end_mark.line != self._flow_line:
                 self._under_indented(self._flow_start, end, self._flow_indent, "[ ] or { }")
 
-    def _quoted(self, event: Any) -> None:
-        """A quoted value: no comment glued to it, its next lines indented."""
+    def _styled(self, event: Any) -> None:
+        """A quoted value: no comment glued to it, its next lines indented. A block of
+        text: the parsers differ on a comment glued to its header (``>#``)."""
+        if event.style not in _QUOTES:
+            start = event.start_mark.index
+            end = self.text.find("\n", start)
+            header = self.text[start : end if end >= 0 else len(self.text)]
+            if "#" in header and _GLUED_HEADER_COMMENT.match(header):
+                self.parsers_may_differ = True
+            return
         self._glued_comment(event.end_mark.index)
         if event.end_mark.line != event.start_mark.line and not self._flow_depth and self._stack:
             indent = self._stack[-1].indent
@@ -428,8 +431,8 @@ class _Builder:
             self._check_node(event, pos)
         text = event.value
         plain = tag is None and not event.style
-        if event.style in _QUOTES:
-            self._quoted(event)
+        if event.style:
+            self._styled(event)
         if self._flow_depth and (self._question or not text or text[0] == "-"):
             pos = self._flow_scalar(event, text, plain, pos)
         if not plain:
