@@ -205,6 +205,8 @@ def test_a_schema_the_fast_check_gives_up_on_is_ready_after_validate(tmp_path: P
         "{type: string, pattern: '^\\p{L}+$'}",
         "{$ref: '#/definitions/nope'}",
         "{$ref: '#', type: integer}",
+        # A ref may point into keywords a validator ignores beside it.
+        "{$ref: '#/definitions/a', definitions: {a: {pattern: '\\p{L}'}}}",
     ],
 )
 def test_schemas_enqueue_cannot_check_fail_validate(tmp_path: Path, arg: str) -> None:

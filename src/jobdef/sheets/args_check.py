@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -99,8 +100,10 @@ class _Root:
                 ArgError((*prefix, *e.absolute_path), e.message)
                 for e in self.validator.iter_errors(value)
             ]
-        except (Unresolvable, RecursionError) as exc:  # `jobdef validate` refuses both
-            what = "a $ref loops" if isinstance(exc, RecursionError) else f"$ref {exc} is unknown"
+        except (Unresolvable, RecursionError, re.error) as exc:  # `jobdef validate` refuses all
+            what = {RecursionError: "a $ref loops", re.error: f"a pattern: {exc}"}.get(
+                type(exc), f"$ref {exc} is unknown"
+            )
             return [ArgError(prefix, f"the sheet's schema cannot be checked ({what})")]
 
 

@@ -124,9 +124,10 @@ def _meta_findings(doc: Document, args: dict[str, Any]) -> Iterator[tuple[Path_,
 
 
 def _subschemas(schema: Any, path: Path_) -> Iterator[tuple[Any, Path_]]:
-    """Every schema directly inside ``schema``, with its path."""
-    if not isinstance(schema, Mapping) or "$ref" in schema:
-        return  # draft-07: beside $ref, nothing is read
+    """Every schema directly inside ``schema``, with its path; beside a ``$ref`` too: a
+    validator ignores those keywords, but a ref may point into them."""
+    if not isinstance(schema, Mapping):
+        return
     for keyword in _ONE:
         if keyword in schema:
             yield schema[keyword], (*path, keyword)
@@ -148,13 +149,12 @@ def _patterns(doc: Document, schema: Any, path: Path_) -> Iterator[tuple[Path_, 
     if not isinstance(schema, Mapping):
         return
     written: list[tuple[str, Path_, bool]] = []
-    if isinstance(schema.get("pattern"), str) and "$ref" not in schema:
+    if isinstance(schema.get("pattern"), str):
         written.append((schema["pattern"], (*path, "pattern"), False))
-    if "$ref" not in schema:
-        written += [
-            (key, (*path, "patternProperties", key), True)
-            for key in schema.get("patternProperties") or {}
-        ]
+    written += [
+        (key, (*path, "patternProperties", key), True)
+        for key in schema.get("patternProperties") or {}
+    ]
     for pattern, at, key in written:
         try:
             re.compile(pattern)
