@@ -19,9 +19,10 @@ from types import ModuleType
 from urllib.parse import urlsplit
 
 from jobdef.backends.protocol import Backend
-from jobdef.backends.schema import Versioned, redact, require_current
+from jobdef.backends.schema import Versioned, require_current
 from jobdef.backends.sql import migration_files
 from jobdef.errors import BackendError
+from jobdef.redact import redact
 
 # URL scheme -> "module:class" of the engine, imported only when used.
 ENGINES: dict[str, str] = {

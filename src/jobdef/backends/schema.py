@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from jobdef.errors import BackendError
+from jobdef.redact import redact
 
 
 class Versioned(Protocol):
@@ -35,10 +36,3 @@ def require_current(backend: Versioned, url: str, where: str) -> None:
         f"the jobdef tables in {where} are at version {version} and this jobdef needs "
         f"version {latest}; {upgrade_hint}"
     )
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for messages."""
-    from jobdef.backends.postgres.session import redact as without_password
-
-    return without_password(url)

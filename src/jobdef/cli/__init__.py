@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from jobdef import __version__
 from jobdef.errors import JobdefError
+from jobdef.redact import redact, url_secrets
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -69,9 +71,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except JobdefError as exc:
-        print(f"jobdef {args.command}: error: {exc.message}", file=sys.stderr)
+        print(
+            f"jobdef {args.command}: error: {_without_secrets(exc.message, args)}", file=sys.stderr
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _without_secrets(message: str, args: argparse.Namespace) -> str:
+    """``message`` redacted, and without the pieces of the database URL's password
+    that a driver may quote out of context (a "port" cut from a password with a '/')."""
+    urls = [getattr(args, "db", None) or "", os.environ.get("JOBDEF_DATABASE_URL", "")]
+    return redact(message, [secret for url in urls for secret in url_secrets(url)])

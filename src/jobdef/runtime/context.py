@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
+
+from jobdef.redact import redact
 
 
 @dataclass
@@ -30,7 +32,7 @@ class Context:
     attempt: int
     max_attempts: int
     idempotency_key: str | None
-    database_url: str = ""
+    database_url: str = field(default="", repr=False)  # shown redacted by __repr__
     slot: datetime | None = None
     logger: logging.LoggerAdapter[logging.Logger] = field(init=False, repr=False)
     _send: Callable[[Any], None] | None = field(default=None, repr=False)
@@ -38,6 +40,11 @@ class Context:
     def __post_init__(self) -> None:
         base = logging.getLogger(f"jobdef.jobs.{self.job}")
         self.logger = logging.LoggerAdapter(base, {"job_id": self.job_id, "attempt": self.attempt})
+
+    def __repr__(self) -> str:
+        # A handler may log its ctx: the database URL appears without its password.
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"Context({shown}, database_url={redact(self.database_url)!r})"
 
     @property
     def is_last_attempt(self) -> bool:

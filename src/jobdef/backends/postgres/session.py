@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from jobdef.errors import BackendError
+from jobdef.redact import redact
 
 try:
     import psycopg
@@ -70,11 +71,6 @@ def check_schema_name(schema: str) -> None:
             f"schema name {schema!r} is not usable; use letters, digits and underscores, "
             "starting with a letter, at most 48 characters (e.g. ?schema=myapp_jobs)"
         )
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
-    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def describe(conninfo: str) -> str:
