@@ -145,6 +145,7 @@ def test_a_tab_is_blamed_where_it_stops_the_parser(
         ("a: [?x]\n", [{"a": [{"x": None}]}], (1, 5)),  # YAML: the text "?x"
         ('key: "value"# comment\n', [{"key": "value"}], (1, 13)),  # YAML: an error
         ("a: [b, c]#c\n", [{"a": ["b", "c"]}], (1, 10)),
+        ("a: [b,#c\n  d]\n", [{"a": ["b", "d"]}], (1, 7)),
         ("a: [-]\n", [{"a": ["-"]}], (1, 5)),
         ("%YAML 1.2\n---\na: 1\n", [{"a": 1}], (1, 1)),
         ("%FOO bar\n---\na: 1\n", [{"a": 1}], (1, 1)),
@@ -171,6 +172,7 @@ def test_what_yaml_libraries_misread_is_refused_with_both_parsers(
         "b: [x-y, -1]\n",
         "args: {\n  id: 1\n  }\n",
         'title: "a\n  b"\n',
+        "a: ['it''s,#1', \"x\\\",#\", b,  # c,#d\n  e]\n",
         "a: [x,  # note\n# a comment line may start anywhere\n  z]\n",
     ],
 )

@@ -356,10 +356,36 @@ class _Builder:
         end = event.end_mark.index
         self._glued_comment(end)
         if self._flow_depth == 0:
-            if self._question and "?" in self.text[self._flow_start : end]:
+            span = self.text[self._flow_start : end]
+            if self._question and "?" in span:
                 self.parsers_may_differ = True
+            if ",#" in span:
+                self._comma_comments(self._flow_start, span)
             if event.end_mark.line != self._flow_line:
                 self._under_indented(self._flow_start, end, self._flow_indent, "[ ] or { }")
+
+    def _comma_comments(self, start: int, span: str) -> None:
+        """``[a,#note]``: a comment right after a comma, outside quotes, is glued too."""
+        quote = ""
+        index = 0
+        while index < len(span):
+            char = span[index]
+            if quote:
+                escaped = char == "\\" if quote == '"' else span.startswith("''", index)
+                if escaped:
+                    index += 1  # skip the escaped character
+                elif char == quote:
+                    quote = ""
+            elif char in "'\"" and (index == 0 or span[index - 1] in " \t\n[{,:"):
+                quote = char
+            elif char == "#":
+                if span[index - 1] == ",":
+                    self._glued_comment(start + index)
+                    return
+                end = span.find("\n", index)  # a comment: skip to its end
+                index = end if end >= 0 else len(span)
+                continue
+            index += 1
 
     def _styled(self, event: Any) -> None:
         """A quoted value: no comment glued to it, its next lines indented. A block of
