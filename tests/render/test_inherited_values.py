@@ -134,3 +134,14 @@ def test_every_field_the_timeline_reads_has_a_row(tmp_path: Path) -> None:
     origins = {row[0]: row for row in _rows(page, "| Field |")}
     assert origins["backoff.initial"][1:] == ["10s", "Defaults defaults.yaml:7"]
     assert origins["backoff.max"][1:] == ["5m", "Defaults defaults.yaml:8"]
+
+
+def test_the_definition_row_of_listed_waits_under_decorrelated_jitter(tmp_path: Path) -> None:
+    """Decorrelated jitter never reads the list: the words say so, as the timeline shows."""
+    backoff = "  strategy: list\n  delays: [1m, 2m]\n  jitter: decorrelated"
+    _, registry = _sheets(tmp_path, "jittered_job", backoff)
+    page = render_docs(registry, "en")["jittered_job.md"]
+    assert _definition(page, "Wait between attempts") == (
+        "decorrelated jitter (first 10s, max 5m); the listed waits are not used"
+    )
+    assert [row[1] for row in _rows(page, "| Attempt |")][1:3] == ["10s–30s", "10s–1m30s"]

@@ -165,6 +165,13 @@ def backoff(policy: BackoffPolicy, lang: str = "en", *, retries: int | None = No
         text = _paren(
             _pick(lang, "linear backoff", "線形バックオフ"), _join([step, cap], lang), lang
         )
+    elif policy.strategy == "list" and policy.jitter == "decorrelated":
+        # Decorrelated jitter draws every wait from initial up, whatever the strategy.
+        return _paren(
+            _pick(lang, "decorrelated jitter", "ジッター（decorrelated）"),
+            _join([_pick(lang, f"first {first}", f"初回{first}"), cap], lang),
+            lang,
+        ) + _pick(lang, "; the listed waits are not used", "。指定の間隔は使われない")
     elif policy.strategy == "list":
         cut = bool(cut_by_max(policy, retries))
         listed = policy.delays or (policy.initial,)

@@ -48,10 +48,25 @@ ABOVE_MAX = Rule(
     "backoff.max also cuts a listed or fixed wait; written in another document (Defaults), "
     "the cut is invisible in the sheet that lists the wait.",
 )
+DELAYS_UNUSED = Rule(
+    "JD217",
+    "backoff-delays-unused",
+    "warning",
+    "Decorrelated jitter draws each wait from backoff.initial up and never reads "
+    "backoff.delays; a jitter inherited from Defaults silently drops the listed waits.",
+)
 # An uncapped exponential schedule is worth a warning once a wait exceeds this.
 _UNCAPPED_LIMIT = 3600.0
 
-RULES = (MAX_BELOW_INITIAL, ZERO_INITIAL, MULTIPLIER_NOT_GROWING, EMPTY_LIST, UNCAPPED, ABOVE_MAX)
+RULES = (
+    MAX_BELOW_INITIAL,
+    ZERO_INITIAL,
+    MULTIPLIER_NOT_GROWING,
+    EMPTY_LIST,
+    UNCAPPED,
+    ABOVE_MAX,
+    DELAYS_UNUSED,
+)
 
 
 def _wait_field(policy: JobPolicy) -> str:
@@ -101,6 +116,19 @@ def check(context: Context) -> Iterator[Diagnostic]:
         fmt = human
         yield from _above_max(context, policy)
         if b.strategy == "list":
+            if b.jitter == "decorrelated" and b.delays:
+                jitter = policy.origins.get("backoff.jitter")
+                said = f" (set at {jitter.file}:{jitter.line})" if jitter is not None else ""
+                yield DELAYS_UNUSED.at_origin(
+                    context.where(doc, policy, "backoff.delays"),
+                    f"job {policy.name!r}: backoff.jitter is decorrelated{said}, which draws "
+                    f"each wait from backoff.initial ({fmt(b.initial)}) up and never reads "
+                    "backoff.delays; set jitter: none (or full, equal) in this sheet to use "
+                    "the listed waits",
+                    related=()
+                    if jitter is None
+                    else (Location(jitter.file, jitter.line, jitter.column),),
+                )
             if not b.delays:
                 yield EMPTY_LIST.at_origin(
                     context.where(doc, policy, "backoff.delays", "backoff.strategy"),
