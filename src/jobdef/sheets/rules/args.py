@@ -1,4 +1,5 @@
-"""Args schemas (JD106-JD108): each arg's schema is valid draft-07 that enqueue can check.
+"""Args schemas (JD106-JD108, JD111): each arg's schema is valid draft-07 that enqueue can
+check, with no keyword it would ignore.
 
 The shipped schema only says that an arg's schema is a mapping; these rules read
 it as the JSON Schema it is, the way enqueue will (:mod:`jobdef.sheets.args_check`):
@@ -26,7 +27,7 @@ from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.schema_check import check_error, dotted
 from jobdef.sheets.schema_fast import Check, compile_schema
-from jobdef.sheets.words import did_you_mean
+from jobdef.sheets.words import did_you_mean, near_miss
 
 SCHEMA_INVALID = Rule(
     "JD106",
@@ -49,7 +50,14 @@ REF_UNRESOLVED = Rule(
     "A `$ref` in an arg resolves inside that arg's own schema; any other target is never "
     "fetched, so enqueue could not check the arg.",
 )
-RULES = (SCHEMA_INVALID, PATTERN_UNSUPPORTED, REF_UNRESOLVED)
+UNKNOWN_KEYWORD = Rule(
+    "JD111",
+    "args-unknown-keyword",
+    "warning",
+    "JSON Schema ignores a keyword it does not know, so a misspelt one (maxlength) checks "
+    "nothing at all.",
+)
+RULES = (SCHEMA_INVALID, PATTERN_UNSUPPORTED, REF_UNRESOLVED, UNKNOWN_KEYWORD)
 
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _META = "http://json-schema.org/draft-07/schema#"
@@ -239,6 +247,34 @@ def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagno
         pending.extend((sub, sub_path, resolver) for sub, sub_path in _subschemas(schema, path))
 
 
+def _unknown_keywords(
+    doc: Document, schema: Any, path: Path_
+) -> Iterator[tuple[Path_, Diagnostic]]:
+    if not isinstance(schema, Mapping):
+        return
+    known = draft7_meta_schema()["properties"]
+    for keyword in schema:
+        if isinstance(keyword, str) and keyword not in known and keyword != "writeOnly":
+            at = (*path, keyword)
+            line, column = _where(doc, at, key=True)
+            close = near_miss(keyword, set(known))
+            hint = (
+                f"; did you mean {close!r}?" if close else "; remove it, or say it in description"
+            )
+            yield (
+                at,
+                UNKNOWN_KEYWORD.at(
+                    doc.file,
+                    line,
+                    column,
+                    f"{dotted(path)}: {keyword!r} is not a draft-07 keyword, so it checks "
+                    f"nothing{hint}",
+                ),
+            )
+    for sub, sub_path in _subschemas(schema, path):
+        yield from _unknown_keywords(doc, sub, sub_path)
+
+
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
     args = dict(arg_schemas(doc))
     if not args:
@@ -250,6 +286,7 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
     for name, schema in args.items():
         yield from _patterns(doc, schema, ("args", name))
         yield from _refs(doc, schema, ("args", name))
+        yield from _unknown_keywords(doc, schema, ("args", name))
 
 
 def check(context: Context) -> Iterator[Diagnostic]:
