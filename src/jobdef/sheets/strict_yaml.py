@@ -8,11 +8,12 @@ The tree is built from the parser's *events*, never through PyYAML's constructor
   is 10, ``1:30`` is a string); values that a YAML 1.1 reader would type
   differently get a "quote it" warning;
 - duplicate keys, ``<<`` merge keys, non-string keys and explicit tags are
-  errors with the line and column of the offending node.
-
-- what YAML libraries read otherwise than the YAML spec says (``[?x]`` is the
-  text ``?x``, not a key ``x``; ``"value"# note`` is not a comment) is an error
-  (JD014) rather than a guess.
+  errors with the line and column of the offending node;
+- what YAML libraries read otherwise than the YAML spec says is an error (JD014),
+  not a guess: ``[?x]`` is the text ``?x``, not a key ``x``; ``"value"# note``,
+  ``[a]#note`` and ``[a,#note]`` are invalid, not comments; a plain ``-`` in
+  ``[ ]``; directives; the next line of a ``[ ]``, ``{ }`` or quoted value not
+  indented more than its block.
 
 Two parsers, one answer. libyaml's C parser is about 7x faster than PyYAML's
 pure-Python one, but the two disagree on some input (tabs between tokens,
