@@ -41,8 +41,8 @@ POSTGRES_ONLY: dict[str, str] = {
     "create_schema": "the tables live in a schema of their own",
     "create_schema_version": "made before any migration; SQLite's baseline makes it",
     "advisory_xact_lock": "serializes migrations across hosts; SQLite's write lock does",
-    "try_advisory_lock": "elects the maintaining worker across hosts; SQLite elects none",
-    "advisory_unlock": "gives the maintenance lock back",
+    "take_lease": "elects the maintaining worker across hosts by lease; SQLite elects none",
+    "give_back_lease": "a maintainer that stops hands its lease on at once",
 }
 SQLITE_ONLY: dict[str, str] = {
     "schema_tables": "which version table a store has: jobdef_schema_version or a bare one",

@@ -45,8 +45,10 @@ def run_worker(
     burst: bool = False,
     lease_seconds: float = 30.0,
     poll_interval: float = 0.25,
+    maintenance_lease: float | None = None,
 ) -> None:
-    """A real worker process on the engine at ``url``/``schema`` running ``sheets``."""
+    """A real worker process on the engine at ``url``/``schema`` running ``sheets``;
+    ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's)."""
     import logging
 
     from jobdef.backends import open_backend
@@ -56,6 +58,8 @@ def run_worker(
     logging.basicConfig(level=logging.WARNING)
     database_url = f"{url}?schema={schema}"
     backend = open_backend(database_url)
+    if maintenance_lease is not None:
+        backend.listener.lease_seconds = maintenance_lease  # type: ignore[attr-defined]
     try:
         Worker(
             backend,

@@ -15,7 +15,7 @@ def test_one_engine_at_a_time_holds_the_maintenance_lock(
     pg_backend: PostgresBackend, postgres_url: str
 ) -> None:
     with (
-        PostgresBackend(postgres_url, schema=pg_backend.schema) as second,
+        PostgresBackend(postgres_url, schema=pg_backend.schema, maintenance_lease=2) as second,
         PostgresBackend(postgres_url, schema=pg_backend.schema) as third,
     ):
         assert pg_backend.try_maintenance_lock()

@@ -21,6 +21,7 @@ from .helpers import query, tables_in
 TABLES = {
     "jobdef_attempts",
     "jobdef_jobs",
+    "jobdef_leases",
     "jobdef_outbox",
     "jobdef_processed_keys",
     "jobdef_queues",
@@ -144,6 +145,7 @@ COLUMNS = {
         "note",
         "slot",
     },
+    "jobdef_leases": {"name", "holder", "generation", "expires_at"},
     "jobdef_outbox": {
         "id",
         "message_id",
@@ -213,12 +215,17 @@ def test_the_migrations_give_the_columns_the_queries_are_written_for(
     assert found == COLUMNS
 
 
+# The newest migration of the previous release: its stores still have the
+# jobdef_queues.concurrency column (0003 drops it) and no lease table (0004).
+PREVIOUS_RELEASE = 2
+
+
 def _previous_release(monkeypatch: pytest.MonkeyPatch) -> int:
-    """Make the engine see only the migrations the previous release shipped (all but the
-    newest); return that release's version."""
-    every = migration_files(MIGRATIONS)
-    monkeypatch.setattr(engine_module, "migration_files", lambda package: every[:-1])
-    return every[-2][0]
+    """Make the engine see only the migrations the previous release shipped; return
+    that release's version."""
+    shipped = [m for m in migration_files(MIGRATIONS) if m[0] <= PREVIOUS_RELEASE]
+    monkeypatch.setattr(engine_module, "migration_files", lambda package: shipped)
+    return shipped[-1][0]
 
 
 def test_a_store_of_the_previous_release_upgrades_without_losing_a_job(

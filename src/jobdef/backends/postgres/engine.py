@@ -14,7 +14,7 @@ loss is then refused, which the protocol already allows. Only enqueue of jobs
 without an idempotency key or slot is not retried, since it could store a job
 twice. A second, long-lived session, the
 :class:`~jobdef.backends.postgres.listener.Listener`, waits for enqueues and
-holds the maintenance lock.
+renews the maintenance lease.
 
 The dialect-neutral verbs (cancel, get, stats, the outbox...) come from
 :class:`~jobdef.backends.verbs.SharedVerbs`, over this engine's primitives;
@@ -78,6 +78,9 @@ T = TypeVar("T")
 
 _QUERIES = load_queries("jobdef.backends.postgres", "queries.sql")
 MIGRATIONS = "jobdef.backends.postgres.migrations"
+# Seconds a maintainer's lease lasts without renewal (it renews about every second):
+# a frozen maintainer is replaced within about this long.
+MAINTENANCE_LEASE = 10.0
 
 
 def advisory_key(purpose: str, schema: str) -> int:
@@ -100,6 +103,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
         clock: Callable[[], float] | None = None,
         reconnect_timeout: float = 30.0,
         create: bool = True,
+        maintenance_lease: float = MAINTENANCE_LEASE,
     ) -> None:
         require_psycopg()
         self.url = url
@@ -118,9 +122,9 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
         self.listener = Listener(
             self.conninfo,
             self.channel,
-            maintenance_key=self._maintenance_key,
-            lock_sql=self._q("try_advisory_lock"),
-            unlock_sql=self._q("advisory_unlock"),
+            lease_seconds=maintenance_lease,
+            take_sql=self._q("take_lease"),
+            give_back_sql=self._q("give_back_lease"),
         )
         self._limited_queues_known: set[str] = set()
 
@@ -216,10 +220,6 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
     @property
     def _migration_key(self) -> int:
         return advisory_key("migrate", self.schema)
-
-    @property
-    def _maintenance_key(self) -> int:
-        return advisory_key("maintenance", self.schema)
 
     def schema_version(self) -> int:
         """The newest migration applied (0: none, or no jobdef tables yet)."""
@@ -660,8 +660,8 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
         return int(self._run(lambda conn: conn.execute(self._q(query), params).rowcount))
 
     def try_maintenance_lock(self) -> bool:
-        """Whether this engine runs maintenance now: the listening session holds the lock
-        (see :meth:`Listener.try_maintenance_lock`)."""
+        """Whether this engine runs maintenance now: it renewed or took the maintenance
+        lease (see :meth:`Listener.try_maintenance_lock`)."""
         return self.listener.try_maintenance_lock()
 
     # Waking idle workers ------------------------------------------------------------------------

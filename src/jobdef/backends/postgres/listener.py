@@ -1,18 +1,33 @@
-"""The listening session: it wakes idle workers on LISTEN/NOTIFY and holds the maintenance lock.
+"""The listening session: it wakes idle workers on LISTEN/NOTIFY and keeps the maintenance lease.
 
 Each engine keeps one long-lived session besides the one its verbs use: it
-listens on the schema's channel, which every enqueue notifies, and holds the
-session-level advisory lock that elects the one engine that runs maintenance.
-When it is lost, waiting falls back to plain polling and the lock is given up.
+listens on the schema's channel, which every enqueue notifies, and renews the
+maintenance lease that elects the one engine that runs maintenance. When the
+session is lost, waiting falls back to plain polling.
+
+The lease is a row (``jobdef_leases``), not a session-level advisory lock: a
+frozen worker (SIGSTOP, a deadlock) keeps its session, and would keep such a
+lock, and maintenance would stop for every host. A row's lease lapses when its
+holder stops renewing it, whatever its session does; the next engine to ask
+then takes it over with the next generation, and the old holder, should it come
+back, finds a generation not its own and is no longer the maintainer. The
+holder renews it at every call of :meth:`Listener.try_maintenance_lock` (the
+worker asks before each maintenance round, about every second), so a frozen
+holder is replaced at most ``lease_seconds`` plus one round after its last
+renewal. Two maintainers for a moment (a holder that resumes mid-round) do no
+harm: every maintenance verb is fenced or idempotent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
+import socket
 import threading
 import time
+import uuid
 
 from jobdef.backends.postgres.session import Connection, connect, keep_inherited
 from jobdef.errors import BackendError
@@ -23,20 +38,37 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
+log = logging.getLogger("jobdef.worker")
+
+LEASE_NAME = "maintenance"
+
+
+def holder_id() -> str:
+    """host:pid:random: who holds the lease, unique across hosts and restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
 
 class Listener:
-    """The session that listens for enqueues and holds the maintenance lock."""
+    """The session that listens for enqueues and keeps the maintenance lease."""
 
     def __init__(
-        self, conninfo: str, channel: str, *, maintenance_key: int, lock_sql: str, unlock_sql: str
+        self,
+        conninfo: str,
+        channel: str,
+        *,
+        lease_seconds: float,
+        take_sql: str,
+        give_back_sql: str,
     ) -> None:
         self.conninfo = conninfo
         self.channel = channel
-        self._maintenance_key = maintenance_key
-        self._lock_sql = lock_sql
-        self._unlock_sql = unlock_sql
+        self.lease_seconds = lease_seconds
+        self._take_sql = take_sql
+        self._give_back_sql = give_back_sql
         self._session: Connection | None = None
-        self._maintenance_held = False
+        self.holder = holder_id()
+        # The lease generation this engine holds (None: it does not maintain).
+        self.generation: int | None = None
         self._pid = os.getpid()
         self._session_lock = threading.RLock()
         self._wake_fds: tuple[int, int] | None = None
@@ -46,12 +78,13 @@ class Listener:
         if os.getpid() != self._pid:
             keep_inherited(self._session)
             self._session = None
-            self._maintenance_held = False
+            self.holder, self.generation = holder_id(), None
             self._pid = os.getpid()
 
     def close(self) -> None:
         with self._session_lock:
             self._forget_if_forked()
+            self._give_back()
             self._drop_session()
             if self._wake_fds is not None and self._wake_pid == os.getpid():
                 for fd in self._wake_fds:
@@ -59,27 +92,56 @@ class Listener:
                 self._wake_fds = None
 
     def try_maintenance_lock(self) -> bool:
-        """Whether this engine is the one that reclaims, prunes and schedules.
+        """Whether this engine is the one that reclaims, prunes, schedules and sends.
 
-        The first engine to ask takes a session-level advisory lock and keeps
-        it until it closes or its session is lost; every other engine gets
-        False. Call it before each maintenance round.
+        Renews the maintenance lease this engine holds, or takes it when it is
+        free or has lapsed; False while another engine holds it, or when the
+        server cannot be reached. Call it before each maintenance round, more
+        often than ``lease_seconds``.
         """
         with self._session_lock:
+            held = self.generation
             try:
                 session = self._listening_session()
-                if self._maintenance_held:
-                    session.execute("SELECT 1")
-                    return True
-                key = self._maintenance_key
-                row = session.execute(self._lock_sql, {"key": key}).fetchone()
-                self._maintenance_held = bool(row[0])
-                return self._maintenance_held
-            except psycopg.Error:
-                self._drop_session()
+                row = session.execute(self._take_sql, self._lease_params(held)).fetchone()
+            except (psycopg.Error, BackendError) as exc:
+                if isinstance(exc, psycopg.Error):
+                    self._drop_session()
+                # Not maintaining while the server is out of reach; the generation is
+                # kept, so the lease is renewed when it comes back if it has not lapsed.
                 return False
-            except BackendError:
-                return False
+            self.generation = None if row is None else int(row[0])
+            if self.generation is not None and self.generation != held:
+                log.info(
+                    "this worker maintains now (reclaim, pruning, scheduler, outbox): "
+                    "took the maintenance lease, generation %d, from %s",
+                    self.generation,
+                    row[1] or "nobody",
+                )
+            elif held is not None and self.generation is None:
+                log.warning(
+                    "this worker no longer maintains: could not renew the maintenance "
+                    "lease (generation %d)",
+                    held,
+                )
+            return self.generation is not None
+
+    def _lease_params(self, generation: int | None) -> dict[str, object]:
+        return {
+            "name": LEASE_NAME,
+            "holder": self.holder,
+            "generation": generation,
+            "seconds": self.lease_seconds,
+        }
+
+    def _give_back(self) -> None:
+        """Let the next engine take the lease at once (this one is closing)."""
+        held, self.generation = self.generation, None
+        session = self._session
+        if held is None or session is None or session.closed or session.broken:
+            return
+        with contextlib.suppress(psycopg.Error):
+            session.execute(self._give_back_sql, self._lease_params(held))
 
     def wait_for_jobs(self, timeout: float) -> bool:
         """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
@@ -100,7 +162,7 @@ class Listener:
             deadline = time.monotonic() + timeout
             try:
                 # Notifications that came while the session ran another statement
-                # (the maintenance lock) wait in psycopg's backlog: read them first.
+                # (the maintenance lease) wait in psycopg's backlog: read them first.
                 while not self._notified(session):
                     if session.broken:
                         raise psycopg.OperationalError("the listening session was lost")
@@ -143,7 +205,7 @@ class Listener:
         return any(True for _ in session.notifies(timeout=0, stop_after=1))
 
     def _listening_session(self) -> Connection:
-        """The long-lived session that listens for enqueues and holds the maintenance lock."""
+        """The long-lived session that listens for enqueues and renews the maintenance lease."""
         self._forget_if_forked()
         session = self._session
         if session is None or session.closed or session.broken:
@@ -154,12 +216,7 @@ class Listener:
         return session
 
     def _drop_session(self) -> None:
-        held, self._maintenance_held = self._maintenance_held, False
         session, self._session = self._session, None
         if session is not None and not session.closed:
             with contextlib.suppress(psycopg.Error):
-                if held and not session.broken:
-                    # Unlock now: the server frees a closed session's locks only
-                    # when its process has exited, a moment later.
-                    session.execute(self._unlock_sql, {"key": self._maintenance_key})
                 session.close()

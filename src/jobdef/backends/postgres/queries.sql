@@ -635,9 +635,34 @@ INSERT INTO {schema}.jobdef_schema_version (version, name) VALUES (%(version)s, 
 -- hosts. This one serializes migrations (SQLite's write lock does that there).
 SELECT pg_advisory_xact_lock(%(key)s);
 
--- name: try_advisory_lock
--- The maintenance lock, held by the listening session (see listener.py).
-SELECT pg_try_advisory_lock(%(key)s);
+-- name: take_lease
+-- PostgreSQL only, as give_back_lease: the maintenance lease (see listener.py).
+-- Renew the lease `name` for `holder`, or take it over once it has lapsed; no
+-- row when another engine holds it. A renewal keeps the generation that the
+-- holder names (`generation`, NULL when it holds none); a takeover adds one, so
+-- a holder frozen past its lease finds its generation gone. Times are the
+-- server's (clock_timestamp(): now() would be the start of the transaction),
+-- so hosts whose clocks disagree still agree on when the lease lapses.
+-- `previous` is the holder before this statement (its snapshot's).
+WITH prior AS (
+    SELECT holder FROM {schema}.jobdef_leases WHERE name = %(name)s
+),
+taken AS (
+    INSERT INTO {schema}.jobdef_leases AS l (name, holder, generation, expires_at)
+    VALUES (%(name)s, %(holder)s, 1, extract(epoch FROM clock_timestamp()) + %(seconds)s)
+    ON CONFLICT (name) DO UPDATE
+    SET holder = excluded.holder,
+        generation = CASE
+            WHEN l.holder = excluded.holder AND l.generation = %(generation)s::bigint
+            THEN l.generation ELSE l.generation + 1 END,
+        expires_at = excluded.expires_at
+    WHERE (l.holder = excluded.holder AND l.generation = %(generation)s::bigint)
+       OR l.expires_at < extract(epoch FROM clock_timestamp())
+    RETURNING l.generation
+)
+SELECT taken.generation, (SELECT holder FROM prior) AS previous FROM taken;
 
--- name: advisory_unlock
-SELECT pg_advisory_unlock(%(key)s);
+-- name: give_back_lease
+-- A holder that stops lets the next engine take its lease at once.
+UPDATE {schema}.jobdef_leases SET expires_at = 0
+WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s;

@@ -1,0 +1,182 @@
+"""Maintenance goes on when its worker freezes: real worker processes, one SIGSTOPped.
+
+The maintainer used to be the holder of a session-level advisory lock, which a
+frozen worker keeps with its session: reclaim, pruning, the scheduler and the
+outbox then stopped for the whole fleet. Now it holds a lease in a row that
+lapses when it stops renewing it, and another worker takes over.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.records import NewJob
+from support import eventually
+
+from .helpers import query, terminate
+from .sheets import write_sheets
+from .test_worker import Workers
+
+pytestmark = pytest.mark.slow
+
+LEASE = 3.0  # the workers' maintenance lease, seconds
+
+
+@pytest.fixture
+def fleet(postgres_url: str, pg_backend: PostgresBackend, tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(postgres_url, pg_backend.schema, write_sheets(tmp_path / "jobdefs"))
+    try:
+        yield started
+    finally:
+        for process in started.processes:  # a stopped process cannot act on SIGTERM
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGCONT)
+        started.stop_all()
+
+
+def _abandoned_job(backend: PostgresBackend) -> int:
+    """A running job whose worker is gone: its lease expires in a second, unrenewed.
+
+    Written straight into the row: a job queued first could be claimed by the fleet.
+    """
+    [result] = backend.enqueue([NewJob("noop", {}, "default", run_after=time.time() + 3600)])
+    query(
+        backend.conninfo,
+        f'UPDATE "{backend.schema}".jobdef_jobs SET state = %s, attempt = 1, worker_id = %s, '
+        "started_at = %s, lease_until = %s WHERE id = %s",
+        ("running", "gone:1:dead", time.time(), time.time() + 1.0, result.id),
+    )
+    return result.id
+
+
+def _reclaimed(backend: PostgresBackend, job_id: int) -> bool:
+    outcomes = [a.outcome for a in backend.attempts(job_id)]
+    return "reclaimed" in outcomes
+
+
+def _worker_ran(backend: PostgresBackend, pid: int) -> bool:
+    rows = query(
+        backend.conninfo,
+        f'SELECT count(*) FROM "{backend.schema}".jobdef_attempts WHERE worker_id LIKE %s',
+        (f"%:{pid}:%",),
+    )
+    return rows[0][0] > 0
+
+
+def _lease_row(backend: PostgresBackend) -> tuple[Any, ...] | None:
+    rows = query(
+        backend.conninfo,
+        f'SELECT holder, generation FROM "{backend.schema}".jobdef_leases '
+        "WHERE name = 'maintenance'",
+    )
+    return rows[0] if rows else None
+
+
+def test_a_frozen_maintainer_is_replaced_and_expired_leases_are_still_reclaimed(
+    fleet: Workers, pg_backend: PostgresBackend
+) -> None:
+    first = fleet.start(concurrency=1, maintenance_lease=LEASE)
+    # Alone, the first worker maintains: it reclaims a job abandoned by a dead worker.
+    probe = _abandoned_job(pg_backend)
+    eventually(lambda: _reclaimed(pg_backend, probe), 60, "the first worker reclaims")
+    second = fleet.start(concurrency=1, maintenance_lease=LEASE)
+
+    def second_runs_jobs() -> bool:
+        pg_backend.enqueue([NewJob("noop", {"n": n}, "default") for n in range(10)])
+        time.sleep(0.2)
+        return _worker_ran(pg_backend, second.pid)
+
+    eventually(second_runs_jobs, 60, "the second worker runs jobs")
+
+    os.kill(first.pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    abandoned = _abandoned_job(pg_backend)
+    eventually(lambda: _reclaimed(pg_backend, abandoned), 30, "the second worker reclaims")
+    reclaimed_after = time.monotonic() - frozen_at
+    # The job's lease lapses 1s after the SIGSTOP; the maintenance lease at most LEASE
+    # after (its last renewal was at most a round before); reclaim ticks every 2s.
+    print(f"abandoned job reclaimed {reclaimed_after:.2f}s after the maintainer froze")
+    assert reclaimed_after <= 2 * LEASE + 2.0
+    holder, generation = _lease_row(pg_backend) or ("", 0)
+    assert f":{second.pid}:" in holder
+    assert generation == 2  # taken over once, from the first worker
+
+    # Back from its freeze, the first worker finds the lease taken and leaves it be.
+    os.kill(first.pid, signal.SIGCONT)
+    time.sleep(2.0)
+    assert _lease_row(pg_backend) == (holder, generation)
+
+
+def test_a_frozen_maintainer_is_replaced_within_twice_its_lease(
+    fleet: Workers, pg_backend: PostgresBackend
+) -> None:
+    first = fleet.start(concurrency=1, maintenance_lease=LEASE)
+    eventually(lambda: _lease_row(pg_backend), 60, "the first worker maintains")
+    second = fleet.start(concurrency=1, maintenance_lease=LEASE)
+
+    def second_runs_jobs() -> bool:
+        pg_backend.enqueue([NewJob("noop", {"n": n}, "default") for n in range(10)])
+        time.sleep(0.2)
+        return _worker_ran(pg_backend, second.pid)
+
+    eventually(second_runs_jobs, 60, "the second worker runs jobs")
+    holder, generation = _lease_row(pg_backend) or ("", 0)
+    assert f":{first.pid}:" in holder
+
+    os.kill(first.pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+
+    def taken_over() -> bool:
+        row = _lease_row(pg_backend)
+        return row is not None and f":{second.pid}:" in row[0]
+
+    eventually(taken_over, 6 * LEASE, "the second worker takes the lease over")
+    replaced_after = time.monotonic() - frozen_at
+    print(f"maintainer replaced {replaced_after:.2f}s after it froze (lease {LEASE}s)")
+    assert replaced_after <= 2 * LEASE
+    assert (_lease_row(pg_backend) or ("", 0))[1] == generation + 1
+
+
+def test_a_closing_maintainer_hands_its_lease_on_at_once(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as second:
+        assert pg_backend.try_maintenance_lock()
+        generation = pg_backend.listener.generation
+        assert not second.try_maintenance_lock()
+        pg_backend.close()
+        assert second.try_maintenance_lock()
+        assert second.listener.generation == (generation or 0) + 1
+
+
+def test_a_lapsed_lease_is_taken_over_and_its_old_holder_is_refused(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    pg_backend.listener.lease_seconds = 0.5
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as second:
+        assert pg_backend.try_maintenance_lock()
+        assert not second.try_maintenance_lock()
+        eventually(second.try_maintenance_lock, 10, "the lease lapses")
+        assert not pg_backend.try_maintenance_lock()
+        assert pg_backend.listener.generation is None
+        assert second.try_maintenance_lock()
+
+
+def test_a_maintainer_that_loses_its_session_keeps_its_lease(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as second:
+        assert pg_backend.try_maintenance_lock()
+        generation = pg_backend.listener.generation
+        terminate(postgres_url, pg_backend.listener._session.info.backend_pid)
+        eventually(pg_backend.try_maintenance_lock, 10, "the holder reconnects")
+        assert pg_backend.listener.generation == generation
+        assert not second.try_maintenance_lock()
