@@ -70,6 +70,10 @@ class UnknownJobError(JobdefError):
     """No sheet defines this job; check the name or the sheets folder."""
 
 
+class HandlerError(JobdefError):
+    """A handler of a queue this worker serves cannot be called; fix it or the pythonpath."""
+
+
 class ArgsError(JobdefError, ValueError):
     """The job's args do not match the `args` schema of its sheet; nothing was stored."""
 

@@ -189,7 +189,7 @@ SHEET = """\
 apiVersion: jobdef/v1
 kind: Job
 name: tick
-handler: os:getcwd
+handler: os.path:join
 max_attempts: 1
 timeout: 10s
 errors: {default: fatal}

@@ -7,8 +7,10 @@ from pathlib import Path
 
 
 def run(args: argparse.Namespace) -> int:
+    from jobdef.cli.config import load_config, use_pythonpath
     from jobdef.examples.demo import run_demo
 
+    use_pythonpath(load_config({"pythonpath": args.pythonpath}))  # as jobdef worker does
     folder = None
     if args.keep:
         folder = Path(args.keep).resolve()
@@ -26,4 +28,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "processes: retries, a fatal error, a worker killed mid-job, two workers at once.",
     )
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it afterwards")
+    from jobdef.cli.config import add_pythonpath
+
+    add_pythonpath(parser)
     parser.set_defaults(handler=run)

@@ -35,7 +35,11 @@ def add_db(parser: argparse.ArgumentParser) -> None:
 
 def config(args: argparse.Namespace) -> Config:
     return load_config(
-        {"database": getattr(args, "db", None), "sheets": getattr(args, "sheets", None)}
+        {
+            "database": getattr(args, "db", None),
+            "sheets": getattr(args, "sheets", None),
+            "pythonpath": getattr(args, "pythonpath", None),
+        }
     )
 
 

@@ -36,10 +36,13 @@ def run(args: argparse.Namespace) -> int:
     from jobdef.sheets.pipeline import validate_sheets
 
     paths = args.paths
-    if not paths:
-        from jobdef.cli.config import load_config
+    if not paths or args.check_imports:
+        from jobdef.cli.config import load_config, use_pythonpath
 
-        paths = [load_config().sheets]
+        config = load_config({"pythonpath": args.pythonpath})
+        paths = paths or [config.sheets]
+        if args.check_imports:
+            use_pythonpath(config)  # as the worker will import the handlers
     result = validate_sheets(paths, check_imports=args.check_imports)
     diagnostics = result.diagnostics
     if args.check_env and not any(d.severity == "error" for d in diagnostics):
@@ -60,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from jobdef.cli.config import add_pythonpath
+
     parser = subparsers.add_parser(
         "validate",
         help="check sheets: strict YAML, the schema and every semantic rule",
@@ -85,6 +90,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="import handlers and dotted error classes and check what they are",
     )
+    add_pythonpath(parser)
     parser.add_argument(
         "--check-env",
         action="store_true",

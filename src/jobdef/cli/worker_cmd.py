@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from jobdef.cli import runtime_options
+from jobdef.cli.config import add_pythonpath, use_pythonpath
 from jobdef.policy.durations import parse_duration
 
 
@@ -16,6 +17,8 @@ def run(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    # Where the handlers are imported from, by the start check and by the children.
+    use_pythonpath(runtime_options.config(args))
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
     # --no-migrate: the tables must exist already (a role without DDL rights).
@@ -60,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser)
+    add_pythonpath(parser)
     parser.add_argument("--queues", metavar="A,B", help="only these queues (default: all)")
     parser.add_argument("--concurrency", type=_positive, default=1, help="handler processes")
     parser.add_argument("--burst", action="store_true", help="exit when nothing is runnable")

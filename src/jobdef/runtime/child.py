@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from jobdef.runtime.classify import class_name, exception_names
 from jobdef.runtime.context import Context
+from jobdef.runtime.errors import HandlerUnavailable
 
 # Slots of the shared block: the sequence number of the task the child started,
 # when it started (time.monotonic, which is system-wide on Linux and macOS), the
@@ -157,6 +158,17 @@ def resolve_handler(path: str) -> Callable[..., Any]:
     return _handlers[path]
 
 
+def _resolve(path: str) -> Callable[..., Any]:
+    """The handler at ``path``; one whose module or function is gone raises
+    :class:`HandlerUnavailable`: the code changed under the worker, and the worker
+    releases the job instead of failing it (:mod:`jobdef.runtime.handlers`)."""
+    try:
+        return resolve_handler(path)
+    except (ImportError, AttributeError) as exc:
+        what = f"{class_name(type(exc))}: {exc}"
+        raise HandlerUnavailable(f"handler {path} does not import ({what})") from exc
+
+
 def child_main(
     conn: Connection,
     shared: Any,
@@ -236,7 +248,7 @@ def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
         _send=send_beat,
     )
     try:
-        resolve_handler(task.handler)(ctx, **task.args)
+        _resolve(task.handler)(ctx, **task.args)
     except BaseException as exc:  # a handler's SystemExit is a failed attempt too
         return TaskFailed(
             task.seq,

@@ -13,3 +13,8 @@ class LeaseExpired(TimeoutError):
 
 class AttemptTimedOut(TimeoutError):
     """The handler ran past the sheet's ``timeout`` and was killed."""
+
+
+class HandlerUnavailable(ImportError):
+    """The handler did not import in the child (its module, or the function in it, is gone):
+    the code deployed under the worker changed, so the job is released, never failed."""

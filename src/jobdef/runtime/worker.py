@@ -54,6 +54,7 @@ from jobdef.runtime.child import Task
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
+from jobdef.runtime.handlers import check_handlers, is_unavailable, unavailable_line
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext, Service
 from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.outage import StoreOutage
@@ -193,7 +194,11 @@ class Worker:
         self.request_stop()
 
     def run(self) -> WorkerStats:
-        """Work until stopped (or, with ``burst``, until nothing is runnable)."""
+        """Work until stopped (or, with ``burst``, until nothing is runnable).
+
+        Raises :class:`~jobdef.errors.HandlerError` before taking any job when a handler
+        of a served queue cannot be called (:mod:`jobdef.runtime.handlers`)."""
+        check_handlers(self.registry, self.queues)
         in_main = threading.current_thread() is threading.main_thread()
         previous = {}
         if in_main:
@@ -481,6 +486,9 @@ class Worker:
                 self._backlog.appendleft(event.task.job_id)
         elif isinstance(event, Finished) and event.error is None:
             self._completions.append(held.record.id)
+        elif isinstance(event, Finished) and is_unavailable(event.error_names):
+            assert event.error is not None
+            self._handler_unavailable(held, event.task, event.error)
         elif isinstance(event, Finished):
             assert event.error is not None
             self._fail(held, event.error, event.error_names, outcome=None)
@@ -543,6 +551,14 @@ class Worker:
         else:
             self.stats.dead += 1
             log.warning("job %s (%s) is dead: %s", record.id, record.job, decision.reason)
+
+    def _handler_unavailable(self, held: _Held, task: Task, error: ErrorInfo) -> None:
+        """A handler that imported at start no longer does: release the job (its attempt
+        is not counted) and drain, since every job of that handler would fail here."""
+        log.error(unavailable_line(held.record, error))
+        self._give_back([task])
+        if self._stop_requests == 0:
+            self.request_stop()
 
     def _bury_unknown(self, held: _Held) -> None:
         known = ", ".join(sorted(self.registry.jobs)) or "none"

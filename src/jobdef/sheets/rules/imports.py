@@ -1,17 +1,18 @@
-"""Importing what a sheet names, for --check-imports: never raises, says what went wrong."""
+"""Importing what a sheet names, for --check-imports: never raises, says what went wrong.
+
+Modules are found on ``sys.path`` as it is: the commands put the configured
+``pythonpath`` first (:func:`jobdef.cli.config.use_pythonpath`), the same for the
+checks as for the worker.
+"""
 
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from typing import Any
 
 
 def resolve(module: str, attribute: str) -> tuple[Any, str | None]:
     """Import ``module`` and get ``attribute``: (object, None) or (None, what went wrong)."""
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # the project's own packages, as the worker sees them
     try:
         loaded = importlib.import_module(module)
     except ModuleNotFoundError as exc:
