@@ -78,6 +78,7 @@ SHEET_A: dict[str, Any] = {
     "dead_letter": {"target": "table_a"},
     "notify": {"channel": "ops", "events": ["dead"], "key_args": ["order_id"]},
     "retention": {"done": "7d", "dead": "until_resolved"},
+    "limits": {"args_bytes": 65536},
 }
 
 SHEET_B: dict[str, Any] = {
@@ -121,6 +122,7 @@ SHEET_B: dict[str, Any] = {
     "dead_letter": {"target": "table_b"},
     "notify": {"channel": "mail", "events": ["retry"], "key_args": ["user_id"]},
     "retention": {"done": "3d", "dead": "30d"},
+    "limits": {"args_bytes": 524288},
 }
 
 _ENVELOPE = ("apiVersion", "kind")

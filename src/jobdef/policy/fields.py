@@ -103,6 +103,7 @@ JOB_FIELDS: tuple[PolicyField, ...] = (
     PolicyField("rerun"),
     PolicyField("retention.done", "duration"),
     PolicyField("retention.dead", "duration"),
+    PolicyField("limits.args_bytes", "number"),
     PolicyField("decision.time_triggered", "answer", _answered),
     PolicyField("decision.result_needed_at_once", "answer", _answered),
     PolicyField("decision.done_within_seconds", "answer", _answered),

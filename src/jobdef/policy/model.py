@@ -125,6 +125,18 @@ class RetentionPolicy:
     dead: float | None = None
 
 
+# The default of ``limits.args_bytes``, and the value past which validate warns.
+DEFAULT_ARGS_BYTES = 256 * 1024
+ARGS_BYTES_WARN = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsPolicy:
+    """Bounds on what one job may carry: ``args_bytes``, its args as UTF-8 JSON."""
+
+    args_bytes: int = DEFAULT_ARGS_BYTES
+
+
 @dataclass(frozen=True, slots=True)
 class DecisionAnswers:
     """Answers to the classic sync / async / batch decision flow (all optional)."""
@@ -166,6 +178,7 @@ class JobPolicy:
     notify: NotifyPolicy = field(default_factory=NotifyPolicy)
     rerun: str = ""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    limits: LimitsPolicy = field(default_factory=LimitsPolicy)
     decision: DecisionAnswers | None = None
     # Dotted field path ("backoff.initial") -> where the effective value was written.
     origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY)

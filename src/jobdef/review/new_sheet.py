@@ -242,6 +242,20 @@ def _fields(name: str, lang: str) -> tuple[Field, ...]:
             ),
         ),
         Field(
+            "limits",
+            None,
+            "任意: 1 件のジョブが運べる量の上限。",
+            optional=True,
+            children=(
+                Field(
+                    "args_bytes",
+                    262144,
+                    "引数の JSON の最大バイト数（既定 256 KiB）。"
+                    "大きなデータは別に置き、その ID を渡す。",
+                ),
+            ),
+        ),
+        Field(
             "decision",
             None,
             "任意: 同期 / 非同期 / バッチを決める問いへの答え。"

@@ -27,17 +27,19 @@ from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.sheets.args_check import args_check
-
-
-def _where(path: Iterable[Any]) -> str:
-    return "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+from jobdef.sheets.args_json import args_problem, where
 
 
 def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
-    """Raise :class:`ArgsError` listing every way ``args`` breaks the sheet's ``args`` schema."""
+    """Raise :class:`ArgsError` when ``args`` cannot be stored as they are (not plain JSON,
+    too large, nested too deep: the same answer on every engine, before any sees them), or
+    listing every way they break the sheet's ``args`` schema."""
+    problem = args_problem(args, max_bytes=policy.limits.args_bytes)
+    if problem is not None:
+        raise ArgsError(f"job {policy.name!r}: {problem}. Nothing was stored")
     errors = args_check(policy).errors(args)
     if errors:
-        details = "; ".join(f"{_where(e.path)}: {e.message}" for e in errors)
+        details = "; ".join(f"{where(tuple(e.path))}: {e.message}" for e in errors)
         raise ArgsError(
             f"job {policy.name!r}: {details}. Nothing was stored; pass args that match "
             f"the `args` of {policy.file or 'its sheet'}"

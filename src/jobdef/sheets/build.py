@@ -13,6 +13,7 @@ from typing import Any
 
 from jobdef.policy.durations import parse_duration
 from jobdef.policy.model import (
+    DEFAULT_ARGS_BYTES,
     BackoffPolicy,
     ChannelPolicy,
     DecisionAnswers,
@@ -20,6 +21,7 @@ from jobdef.policy.model import (
     ErrorPolicy,
     IdempotencyPolicy,
     JobPolicy,
+    LimitsPolicy,
     NotifyPolicy,
     Origin,
     QueuePolicy,
@@ -31,7 +33,15 @@ from jobdef.policy.registry import Registry
 from jobdef.sheets.document import Document, Path_
 
 # Fields a Job may inherit from Defaults, merged one level deep for mappings.
-_MERGED_MAPPINGS = ("backoff", "idempotency", "errors", "dead_letter", "notify", "retention")
+_MERGED_MAPPINGS = (
+    "backoff",
+    "idempotency",
+    "errors",
+    "dead_letter",
+    "notify",
+    "retention",
+    "limits",
+)
 
 
 def _flatten(data: Mapping[str, Any], prefix: Path_ = ()) -> dict[Path_, Any]:
@@ -164,6 +174,9 @@ def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
         retention=RetentionPolicy(
             done=_optional_duration(get("retention", "done")),
             dead=None if dead == "until_resolved" else parse_duration(dead),
+        ),
+        limits=LimitsPolicy(
+            args_bytes=int(get("limits", "args_bytes", default=DEFAULT_ARGS_BYTES))
         ),
         decision=DecisionAnswers(**decision) if isinstance(decision, Mapping) else None,
         origins=freeze(origins),

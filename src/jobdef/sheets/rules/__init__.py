@@ -28,6 +28,7 @@ MODULES = (
     "loading",
     "schema",
     "args",
+    "limits",
     "values",
     "durations",
     "backoff",
