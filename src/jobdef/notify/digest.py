@@ -14,6 +14,7 @@ digests. The limit is per sender (per worker process).
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +51,11 @@ class ChannelPacer:
     def sent(self, now: float) -> None:
         """Count one delivered message (single or digest) against the window."""
         self._sent.append(now)
+
+    def unsent(self, at: float) -> None:
+        """Take back a message counted at ``at`` that was not delivered after all."""
+        with contextlib.suppress(ValueError):  # already out of the window
+            self._sent.remove(at)
 
     def admit(self, records: Sequence[OutboxRecord], now: float) -> list[OutboxRecord]:
         """Split claimed ``records``: those to send one by one now; the rest are held.

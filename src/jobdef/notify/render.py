@@ -5,17 +5,20 @@ event payload's fields (``job``, ``title``, ``job_id``, ``key_args``,
 ``attempts_used``, ``max_attempts``, ``error_type``, ``error_message``,
 ``at_iso``, ``rerun``, ``requeue_command``, ``message_id``, ...). Templates run
 in Jinja2's immutable sandbox: a sheet author can shape text, not call into
-Python. A template that fails while rendering one event does not lose the
+Python, and its cost is bounded: no number or text too large to print, at most
+:data:`MAX_TEXT_CHARS` of text and :data:`TEMPLATE_SECONDS` of work. A template
+that fails or passes a bound while rendering one event does not lose the
 message: the built-in text goes out instead, with a line saying why.
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from types import FrameType
 from typing import Any
-
-from jinja2 import TemplateError
 
 from jobdef.policy.channels import compile_template
 
@@ -37,8 +40,51 @@ DIGEST_LINE_TEMPLATE = """\
 {% if error_type %}: {{ error_type }}: {{ error_message | truncate(160, true) }}{% endif %}\
  [{{ at_iso }}] re-run: {{ requeue_command }}"""
 
+# What one channel template may cost: its text, and the time it may work on it.
+MAX_TEXT_CHARS = 20_000
+TEMPLATE_SECONDS = 1.0
+_MAX_REASON_CHARS = 200
+
 _DEFAULT = compile_template(DEFAULT_TEMPLATE)
 _DIGEST_LINE = compile_template(DIGEST_LINE_TEMPLATE)
+
+
+class TemplateLimit(Exception):
+    """A channel template ran past :data:`TEMPLATE_SECONDS` or :data:`MAX_TEXT_CHARS`."""
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def render_bounded(template: Any, item: Mapping[str, Any]) -> str:
+    """``template`` rendered with ``item``, stopped past :data:`TEMPLATE_SECONDS` of work
+    or :data:`MAX_TEXT_CHARS` of text (:class:`TemplateLimit`).
+
+    The time limit is checked at each line the template's compiled code runs (a trace
+    function of this thread only); the sandbox (:func:`compile_template`) keeps any
+    single operation small, so no step runs long between two checks.
+    """
+    deadline = time.monotonic() + TEMPLATE_SECONDS
+
+    def check(frame: FrameType, event: str, arg: Any) -> Any:
+        if time.monotonic() > deadline:
+            raise TemplateLimit(f"ran longer than {TEMPLATE_SECONDS:g}s")
+        return check
+
+    previous = sys.gettrace()
+    sys.settrace(check)
+    try:
+        parts: list[str] = []
+        size = 0
+        for chunk in template.generate(item):
+            size += len(chunk)
+            if size > MAX_TEXT_CHARS:
+                raise TemplateLimit(f"wrote more than {MAX_TEXT_CHARS} characters")
+            parts.append(chunk)
+    finally:
+        sys.settrace(previous)
+    return "".join(parts)
 
 
 def subject_for(item: Mapping[str, Any]) -> str:
@@ -64,10 +110,11 @@ class Renderer:
         """The text of one event: the channel template, else the built-in layout."""
         if self._template is not None:
             try:
-                return str(self._template.render(item)).strip()
-            except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as exc:
+                return render_bounded(self._template, item).strip()
+            except Exception as exc:
                 fallback = str(_DEFAULT.render(item))
-                return f"{fallback}\n(the channel template failed: {type(exc).__name__}: {exc})"
+                why = first_line(f"{type(exc).__name__}: {exc}")[:_MAX_REASON_CHARS]
+                return f"{fallback}\n(the channel template failed: {why})"
         return str(_DEFAULT.render(item))
 
     def digest_text(self, channel: str, items: Sequence[Mapping[str, Any]]) -> str:

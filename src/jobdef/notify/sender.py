@@ -8,15 +8,18 @@ between sending and marking sends the message again after its lease, with the
 same message id, so the receiver can drop the copy.
 
 The sender never holds up job processing: :class:`SenderThread` runs it in its
-own thread with its own backend connection, each delivery is bounded by the
-channel's timeout, and once a channel fails, the rest of its messages in that
-round are put back without trying, so a dead channel costs one timeout per
-round, not one per message.
+own thread with its own backend connection. Nor does one channel hold up
+another: each channel sends from a thread of its own
+(:class:`~jobdef.notify.lanes.ChannelLane`), each delivery is bounded by the
+channel's timeout as a total deadline, and once a channel fails, the rest of
+its messages in that round are put back without trying, so a dead channel
+costs one timeout per round, not one per message.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import random
 import threading
 import time
@@ -27,12 +30,12 @@ from typing import Any
 
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import OutboxRecord
-from jobdef.errors import DeliveryError
 from jobdef.notify.checks import Channel
 from jobdef.notify.digest import MAX_DIGEST_ITEMS, WINDOW_SECONDS, ChannelPacer
-from jobdef.notify.message import Message, digest_message, single_message
+from jobdef.notify.lanes import ChannelLane, Outcome
 from jobdef.policy.backoff import next_delay
 from jobdef.policy.model import BackoffPolicy
+from jobdef.redact import redact
 
 LOGGER = logging.getLogger("jobdef.outbox")
 
@@ -96,23 +99,38 @@ class OutboxSender:
         # Held messages claimed this long ago go out even without room, well before
         # their lease runs out and another sender takes them.
         self._force_after = window_seconds + (lease_seconds - window_seconds) / 2
+        # A message queued behind a slow delivery this long goes back untried, so its
+        # lease does not run out while it waits.
+        self._max_wait = lease_seconds / 2
+        self._lanes: dict[str, ChannelLane] = {}
+        self._outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
+        self._pending = 0  # batches' groups handed to lanes whose outcome is not recorded
+        self._in_flight = 0  # records in those groups
+        self._counted_at: dict[int, float] = {}  # first record's id -> when its group counted
 
     @property
     def held(self) -> int:
         return sum(len(p.held) for p in self.pacers.values())
 
-    def run_once(self) -> SendReport:
-        """Claim due messages, send what the windows allow, hold the rest, send due digests."""
+    def run_once(self, wait: bool = True) -> SendReport:
+        """Claim due messages, send what the windows allow, hold the rest, send due digests.
+
+        Each channel sends in its own :class:`~jobdef.notify.lanes.ChannelLane`. With
+        ``wait`` the round returns when every message it handed out is sent or has
+        failed; without it (the sender thread), a slow channel's messages finish in a
+        later round and the other channels go on meanwhile.
+        """
         report = SendReport()
-        down: dict[str, str] = {}
+        self._record(report)
         records: list[OutboxRecord] = []
-        if self.held < self.max_held:
+        if self.held + self._in_flight < self.max_held:
             records = self.backend.outbox_claim(self.batch_size, self.lease_seconds)
         report.claimed = len(records)
         now = self.clock()
         by_channel: dict[str, list[OutboxRecord]] = defaultdict(list)
         for record in records:
             by_channel[record.notification.channel].append(record)
+        batches: dict[str, list[list[OutboxRecord]]] = defaultdict(list)
         for name, group in by_channel.items():
             pacer = self.pacers.get(name)
             if pacer is None:
@@ -123,61 +141,90 @@ class OutboxSender:
                     report,
                 )
                 continue
-            for record in pacer.admit(group, now):
-                self._deliver(name, [record], report, down)
+            batches[name].extend(self._counted(pacer, [[r] for r in pacer.admit(group, now)]))
         now = self.clock()
         for name, pacer in self.pacers.items():
-            for group in pacer.due(now, force_before=now - self._force_after):
-                self._deliver(name, group, report, down)
+            due = pacer.due(now, force_before=now - self._force_after)
+            batches[name].extend(self._counted(pacer, due))
+        self._dispatch(batches)
+        self._record(report, wait=wait)
         report.held = self.held
         return report
 
     def flush(self) -> SendReport:
         """Send every held message now, ignoring the windows (the sender is stopping)."""
         report = SendReport()
-        down: dict[str, str] = {}
+        self._record(report)
+        batches: dict[str, list[list[OutboxRecord]]] = {}
         for name, pacer in self.pacers.items():
             records = pacer.take_all()
-            for start in range(0, len(records), MAX_DIGEST_ITEMS):
-                self._deliver(name, records[start : start + MAX_DIGEST_ITEMS], report, down)
+            batches[name] = [
+                records[start : start + MAX_DIGEST_ITEMS]
+                for start in range(0, len(records), MAX_DIGEST_ITEMS)
+            ]
+        self._dispatch(batches)
+        self._record(report, wait=True)
         return report
 
-    def _deliver(
-        self, name: str, records: Sequence[OutboxRecord], report: SendReport, down: dict[str, str]
-    ) -> None:
-        if name in down:
-            reason = f"not tried: channel {name} failed this round: {down[name]}"
-            self._failed(records, reason, report)
-            return
-        channel = self.channels[name]
-        message = self._message(channel, records)
-        try:
-            channel.sender.send(message)
-        except DeliveryError as exc:
-            down[name] = exc.message
-            self._failed(records, exc.message, report)
-            # Messages waiting for a digest on this channel go back to the outbox as well.
-            self._failed(self.pacers[name].take_all(), f"not tried: {exc.message}", report)
-            return
-        except Exception as exc:  # a sender bug must not stop the other channels
-            LOGGER.exception("channel %s: unexpected error while sending", name)
-            down[name] = f"{type(exc).__name__}: {exc}"
-            self._failed(records, down[name], report)
-            return
-        self.backend.outbox_delivered([r.id for r in records])
-        self.pacers[name].sent(self.clock())
-        report.delivered += len(records)
-        report.messages += 1
-        report.digests += int(message.digest)
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Stop the channels' threads after what they are sending (outcomes not recorded
+        stay leased in the outbox and go out again after the lease)."""
+        for lane in self._lanes.values():
+            lane.close(timeout)
+        self._lanes.clear()
 
-    @staticmethod
-    def _message(channel: Channel, records: Sequence[OutboxRecord]) -> Message:
-        if len(records) == 1:
-            return single_message(records[0].notification, channel.renderer)
-        return digest_message(channel.name, [r.notification for r in records], channel.renderer)
+    def _counted(
+        self, pacer: ChannelPacer, groups: list[list[OutboxRecord]]
+    ) -> list[list[OutboxRecord]]:
+        """``groups``, each counted against the window as it is handed out (a message in
+        flight takes room as a sent one does)."""
+        now = self.clock()
+        for group in groups:
+            pacer.sent(now)
+            self._counted_at[group[0].id] = now
+        return groups
+
+    def _dispatch(self, batches: Mapping[str, Sequence[Sequence[OutboxRecord]]]) -> None:
+        for name, groups in batches.items():
+            if not groups:
+                continue
+            lane = self._lanes.get(name)
+            if lane is None:
+                lane = ChannelLane(self.channels[name], self._outcomes.put, max_wait=self._max_wait)
+                self._lanes[name] = lane
+            self._in_flight += sum(len(g) for g in groups)
+            self._pending += len(groups)
+            lane.submit(groups)
+
+    def _record(self, report: SendReport, wait: bool = False) -> None:
+        """Write to the store what the channels' threads report (all of it, with ``wait``)."""
+        while self._pending:
+            try:
+                outcome = self._outcomes.get(block=wait)
+            except queue.Empty:
+                return
+            self._pending -= 1
+            self._in_flight -= len(outcome.records)
+            self._apply(outcome, report)
+
+    def _apply(self, outcome: Outcome, report: SendReport) -> None:
+        counted_at = self._counted_at.pop(outcome.records[0].id, None)
+        if outcome.error is not None:
+            if counted_at is not None:  # only delivered messages take room in the window
+                self.pacers[outcome.channel].unsent(counted_at)
+            self._failed(outcome.records, outcome.error, report)
+            if outcome.tried:
+                # Messages waiting for a digest on this channel go back to the outbox as well.
+                held = self.pacers[outcome.channel].take_all()
+                self._failed(held, f"not tried: {outcome.error}", report)
+            return
+        self.backend.outbox_delivered([r.id for r in outcome.records])
+        report.delivered += len(outcome.records)
+        report.messages += 1
+        report.digests += int(outcome.digest)
 
     def _failed(self, records: Sequence[OutboxRecord], error: str, report: SendReport) -> None:
-        error = error[:_MAX_ERROR_CHARS]
+        error = redact(error)[:_MAX_ERROR_CHARS]
         for record in records:
             delay = next_delay(self.backoff, record.attempts + 1, self.rng)
             self.backend.outbox_failed(record.id, error, self.clock() + delay)
@@ -249,7 +296,7 @@ class SenderThread:
             while not self._stop.is_set():
                 busy = False
                 try:
-                    report = sender.run_once()
+                    report = sender.run_once(wait=False)
                     busy = report.claimed >= sender.batch_size
                 except Exception:
                     LOGGER.exception("outbox sender round failed; the messages stay in the outbox")
@@ -263,5 +310,6 @@ class SenderThread:
             except Exception:
                 LOGGER.exception("outbox sender could not finish its last round; messages wait")
         finally:
+            sender.close()
             if self.owns_backend:
                 backend.close()

@@ -14,6 +14,7 @@ environment and never appear in a problem, an error text or a settings repr.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +82,8 @@ class ChannelConfig:
         variable = variable or self.get(field)
         if not variable:
             return None
-        value = self.environ.get(str(variable), "")
+        # A mounted secret file usually ends with a newline, which no secret means.
+        value = _strip_newline(self.environ.get(str(variable), ""))
         if not value:
             self.problem(
                 field,
@@ -100,6 +102,15 @@ class ChannelConfig:
             self.problem("timeout", f'{raw!r} is not a positive duration; write e.g. "5s"')
             return DEFAULT_TIMEOUT
         return seconds
+
+
+def _strip_newline(value: str) -> str:
+    return value[:-2] if value.endswith("\r\n") else value.removesuffix("\n")
+
+
+# What http.client refuses in a header value: a line break not followed by a blank
+# (no folding), and NUL. Other control characters are refused too: no receiver means them.
+_BAD_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def used_channels(registry: Registry) -> list[str]:
@@ -172,22 +183,51 @@ def _log(config: ChannelConfig) -> LogSettings:
 def _webhook(config: ChannelConfig) -> WebhookSettings:
     config.require("url_env", "the environment variable that holds the URL")
     url = config.env("url_env") or ""
-    if url and urlsplit(url).scheme not in ("http", "https"):
-        config.problem(
-            "url_env",
-            f"environment variable {config.get('url_env')} must hold an http:// or https:// URL",
-        )
+    if url:
+        problem = _url_problem(url)
+        if problem:
+            config.problem("url_env", f"environment variable {config.get('url_env')} {problem}")
+            url = ""
     headers: dict[str, str] = {}
     for header, variable in (config.get("headers_env") or {}).items():
         value = config.env("headers_env", variable)
-        if value is not None:
-            headers[str(header)] = value
+        if value is None:
+            continue
+        if _BAD_HEADER_VALUE.search(value):
+            # The value is a secret: name the variable only.
+            config.problem(
+                "headers_env",
+                f"environment variable {variable} (header {header}) holds a line break or "
+                "another control character, which no HTTP header may carry; store the value "
+                "on one line",
+            )
+            continue
+        headers[str(header)] = value
     return WebhookSettings(
         url,
         format=str(config.get("format", "json")),
         headers=headers,
         timeout=config.timeout(),
     )
+
+
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a webhook URL, without quoting it (it is a secret)."""
+    if _BAD_HEADER_VALUE.search(url) or " " in url:
+        return "holds a blank or a control character; store the URL on one line"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return "does not hold a valid URL (its port is not a number, or a bracket is unclosed)"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "must hold an http:// or https:// URL"
+    if "@" in parts.netloc:
+        return (
+            "holds user:password@ in the URL, which the webhook channel does not send; "
+            "put the credentials in a header (headers_env: {Authorization: VARIABLE})"
+        )
+    return None
 
 
 def _mail(config: ChannelConfig) -> MailSettings:
@@ -225,18 +265,100 @@ _READERS: Mapping[str, Callable[[ChannelConfig], ChannelSettings]] = {
 }
 
 
+# A channel template is written by whoever writes sheets, and rendered inside the
+# worker: it must not be able to build a huge number or string in one C call, which
+# no time limit could interrupt. Any integer a template passes to a call or a filter,
+# or multiplies a text by, stays at most this; a power stays below this many bits.
+MAX_TEMPLATE_NUMBER = 100_000
+MAX_POWER_BITS = 4096
+# A printf or format() width of six digits or more, or one taken from an argument.
+_WIDE_FORMAT = re.compile(r"%[^a-zA-Z%]*(?:\d{6,}|\*)|\{[^{}]*:[^{}]*\d{6,}")
+
+
+def _bounded(value: Any) -> None:
+    from jinja2.exceptions import SecurityError
+
+    if isinstance(value, int) and abs(value) > MAX_TEMPLATE_NUMBER:
+        raise SecurityError(f"a number above {MAX_TEMPLATE_NUMBER} in a channel template")
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    from jinja2.exceptions import SecurityError
+
+    ints = isinstance(left, int) and isinstance(right, int)
+    if operator == "**" and ints and right > 0:
+        if abs(left) > 1 and abs(left).bit_length() * right > MAX_POWER_BITS:
+            raise SecurityError(f"a power above {MAX_POWER_BITS} bits in a channel template")
+    elif operator == "*" and ints:
+        if left.bit_length() + right.bit_length() > MAX_POWER_BITS:
+            raise SecurityError(f"a product above {MAX_POWER_BITS} bits in a channel template")
+    elif operator == "*":
+        for side, other in ((left, right), (right, left)):
+            repeated = isinstance(side, int) and hasattr(other, "__len__")
+            if repeated and abs(side) * max(1, len(other)) > MAX_TEMPLATE_NUMBER:
+                raise SecurityError(
+                    f"a repeated text or list longer than {MAX_TEMPLATE_NUMBER} "
+                    "in a channel template"
+                )
+    elif operator == "%" and isinstance(left, str) and _WIDE_FORMAT.search(left):
+        raise SecurityError("a format width of six digits or more in a channel template")
+
+
 @functools.cache
 def _template_environment() -> Any:
     # Imported here: loading sheets must not pay for Jinja2.
     from jinja2 import Undefined
+    from jinja2.exceptions import SecurityError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    return ImmutableSandboxedEnvironment(autoescape=False, undefined=Undefined)
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
+        """Jinja2's immutable sandbox with no unbounded ``**``, ``*``, ``%`` or widths."""
+
+        intercepted_binops = frozenset({"**", "*", "%"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            _check_binop(operator, left, right)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            for value in (*args, *kwargs.values()):
+                _bounded(value)
+            return super().call(__context, __obj, *args, **kwargs)
+
+        def wrap_str_format(self, value: Any) -> Any:
+            owner = getattr(value, "__self__", None)
+            wrapped = super().wrap_str_format(value)
+            if wrapped is not None and isinstance(owner, str) and _WIDE_FORMAT.search(owner):
+                raise SecurityError("a format width of six digits or more in a channel template")
+            return wrapped
+
+    environment = BoundedSandbox(autoescape=False, undefined=Undefined)
+    environment.filters = {
+        name: _bounded_filter(function, text_is_format=name == "format")
+        for name, function in environment.filters.items()
+    }
+    return environment
+
+
+def _bounded_filter(function: Callable[..., Any], text_is_format: bool) -> Callable[..., Any]:
+    """``function`` refusing a number above :data:`MAX_TEMPLATE_NUMBER` (``center(10**9)``),
+    and for the ``format`` filter a width of six digits or more."""
+
+    @functools.wraps(function)  # keeps the pass_context/pass_environment marks
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        for value in (*args, *kwargs.values()):
+            _bounded(value)
+            if text_is_format and isinstance(value, str):
+                _check_binop("%", value, ())
+        return function(*args, **kwargs)
+
+    return bounded
 
 
 def compile_template(source: str) -> Any:
-    """Compile a channel template in Jinja2's immutable sandbox: a sheet author can shape
-    text, not call into Python. Raises :class:`jinja2.TemplateSyntaxError` when it is broken."""
+    """Compile a channel template in a bounded form of Jinja2's immutable sandbox: a sheet
+    author can shape text, not call into Python nor build a number or a text too large
+    to print. Raises :class:`jinja2.TemplateSyntaxError` when it is broken."""
     return _template_environment().from_string(source)
 
 

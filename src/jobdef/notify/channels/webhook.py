@@ -5,22 +5,29 @@ post ``{"text": ...}``, which chat incoming webhooks accept. Every request
 carries an ``X-Jobdef-Message-Id`` header (also in the JSON body) so the
 receiver can drop a copy. TLS certificates are verified; redirects are not
 followed (a redirected POST would silently become a GET); only ``http`` and
-``https`` URLs are used. The URL is a secret (chat webhook URLs grant posting
+``https`` URLs are used. The channel's ``timeout`` is a total deadline for the
+delivery (connect, send and read), so a receiver that trickles its answer cannot
+hold the channel longer. The URL is a secret (chat webhook URLs grant posting
 rights), so no error text ever contains it.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from jobdef import __version__
 from jobdef.errors import DeliveryError
+from jobdef.notify.deadline import Deadline
 from jobdef.notify.message import Message
 from jobdef.policy.channels import WebhookSettings
+from jobdef.redact import redact, url_secrets
 
 FORMATS = ("json", "slack", "chat")
 _BODY_EXCERPT = 200
@@ -35,8 +42,51 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def _watched(base: type[http.client.HTTPConnection], deadline: Deadline) -> Any:
+    """``base`` whose sockets ``deadline`` shuts down when it passes (the TLS handshake too:
+    the raw socket is watched as soon as it is connected)."""
+
+    class Connection(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            self.timeout = deadline.remaining()
+            create: Callable[..., socket.socket] = self._create_connection  # type: ignore[has-type]
+
+            def create_and_watch(*args: Any, **kwargs: Any) -> socket.socket:
+                sock = create(*args, **kwargs)
+                deadline.watch(sock)
+                return sock
+
+            self._create_connection = create_and_watch
+            super().connect()
+
+    return Connection
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_watched(http.client.HTTPConnection, self.deadline), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: Deadline, context: ssl.SSLContext) -> None:
+        super().__init__(context=context)
+        self.deadline = deadline
+        self.context = context
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = _watched(http.client.HTTPSConnection, self.deadline)
+        return self.do_open(connection, req, context=self.context)
+
+
 class WebhookSender:
-    """POSTs each message as JSON; any answer but 2xx is a failed delivery."""
+    """POSTs each message as JSON; any answer but 2xx is a failed delivery.
+
+    ``timeout`` bounds the whole delivery (connect, send, read), not each read.
+    """
 
     def __init__(
         self,
@@ -49,9 +99,8 @@ class WebhookSender:
         self.format = format
         self.headers = headers or {}
         self.timeout = timeout
-        self._opener = urllib.request.build_opener(
-            _NoRedirect(), urllib.request.HTTPSHandler(context=ssl.create_default_context())
-        )
+        self._context = ssl.create_default_context()
+        self._secrets = [url, *url_secrets(url), *self.headers.values()]
 
     def body(self, message: Message) -> dict[str, Any]:
         if self.format == "json":
@@ -70,24 +119,39 @@ class WebhookSender:
             "X-Jobdef-Message-Id": message.message_id,
         }
         request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                response.read(_BODY_EXCERPT)
-        except urllib.error.HTTPError as exc:
-            excerpt = exc.read(_BODY_EXCERPT).decode("utf-8", "replace").strip()
-            raise DeliveryError(
-                f"webhook answered HTTP {exc.code} {exc.reason}"
-                + (f": {self._redact(excerpt)}" if excerpt else "")
-            ) from None
-        except urllib.error.URLError as exc:
-            raise DeliveryError(f"webhook unreachable: {self._redact(str(exc.reason))}") from None
-        except (TimeoutError, OSError) as exc:
-            raise DeliveryError(
-                f"webhook request failed: {type(exc).__name__}: {self._redact(str(exc))}"
-            ) from None
+        with Deadline(self.timeout) as deadline:
+            opener = urllib.request.build_opener(
+                _NoRedirect(), _HTTPHandler(deadline), _HTTPSHandler(deadline, self._context)
+            )
+            try:
+                with opener.open(request, timeout=self.timeout) as response:
+                    response.read(_BODY_EXCERPT)
+                if deadline.expired:  # cut short: the answer read may be a truncated one
+                    raise TimeoutError
+            except urllib.error.HTTPError as exc:
+                try:
+                    answer = exc.read(_BODY_EXCERPT).decode("utf-8", "replace").strip()
+                except Exception:  # the receiver's answer is not ours to trust
+                    answer = ""
+                raise DeliveryError(
+                    f"webhook answered HTTP {exc.code} {self._redact(str(exc.reason))}"
+                    + (f": {self._redact(answer)}" if answer else "")
+                ) from None
+            except Exception as exc:
+                if deadline.expired:
+                    raise DeliveryError(
+                        f"webhook did not answer within the channel timeout of {self.timeout:g}s "
+                        "(connect, send and read together)"
+                    ) from None
+                if isinstance(exc, urllib.error.URLError):
+                    text = f"webhook unreachable: {exc.reason}"
+                else:
+                    text = f"webhook request failed: {type(exc).__name__}: {exc}"
+                raise DeliveryError(self._redact(text)) from None
 
     def _redact(self, text: str) -> str:
-        return text.replace(self.url, "<webhook url>")
+        # The URL and the header values are secrets: never echoed, even in pieces.
+        return redact(text.replace(self.url, "<webhook url>"), self._secrets)
 
 
 def build(settings: WebhookSettings) -> WebhookSender:
