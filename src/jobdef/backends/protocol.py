@@ -204,6 +204,21 @@ class ElectsMaintainer(Protocol):
         """True when this engine holds (or just took) the maintenance lock."""
 
 
+@runtime_checkable
+class WaitsForItsServer(Protocol):
+    """An engine whose calls wait a while for a lost server to come back (PostgreSQL)."""
+
+    def fail_fast(self) -> None:
+        """From now on, report a lost server at once, after one quick try to reconnect."""
+
+
+def fail_fast(backend: object) -> None:
+    """Have ``backend`` report a lost server at once: for a caller that rides out an
+    outage itself, between its own work (the worker, :mod:`jobdef.runtime.outage`)."""
+    if isinstance(backend, WaitsForItsServer):
+        backend.fail_fast()
+
+
 def can_wait_for_jobs(backend: object) -> TypeGuard[WakesWorkers]:
     """Whether ``backend`` wakes idle workers itself (else the worker polls)."""
     return isinstance(backend, WakesWorkers)

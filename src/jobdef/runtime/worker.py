@@ -42,6 +42,7 @@ from jobdef.backends.protocol import (
     Backend,
     can_wait_for_jobs,
     complete_and_claim,
+    fail_fast,
     holds_maintenance_lock,
 )
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
@@ -199,6 +200,9 @@ class Worker:
         Raises :class:`~jobdef.errors.HandlerError` before taking any job when a handler
         of a served queue cannot be called (:mod:`jobdef.runtime.handlers`)."""
         check_handlers(self.registry, self.queues)
+        # The loop rides out a lost store between its turns (runtime.outage): a call
+        # that waited for the server would hold up signals, timeouts and heartbeats.
+        fail_fast(self.backend)
         in_main = threading.current_thread() is threading.main_thread()
         previous = {}
         if in_main:
@@ -263,6 +267,8 @@ class Worker:
             self._idle = self._exchange(self._claim_options(pool))
             if self._burst_done(self._idle):
                 return True
+        # Before the outage is declared over: a heartbeat that failed is tried again here.
+        self._heartbeat(time.monotonic())
         self._outage.recovered(time.monotonic())
         self._dispatch(pool)
 
@@ -277,7 +283,6 @@ class Worker:
             # Every child is busy with a slow job: let other workers take these.
             self._give_back([])
 
-        self._heartbeat(time.monotonic())
         self._maintain()
         return phase is Phase.DRAINING and not self._held
 
@@ -471,12 +476,12 @@ class Worker:
         if held is None or held.record.attempt != event.task.attempt:
             return
         if isinstance(event, Beat):
-            held.last_beat = time.monotonic()
             try:
                 kept = self.backend.heartbeat(held.lease, self.lease_seconds, event.progress)
             except BackendError as exc:  # the other events of this batch must still count
                 self._outage.failed(exc, time.monotonic(), len(self._held))
                 return
+            held.last_beat = time.monotonic()  # only now: a failed beat is tried again
             if not kept:
                 log.warning("heartbeat of job %s refused: its lease was lost", held.record.id)
         elif isinstance(event, Returned):
@@ -606,9 +611,12 @@ class Worker:
 
     def _heartbeat(self, mono: float) -> None:
         """Keep the leases of held jobs alive while this worker lives."""
-        every = self.lease_seconds / 3
+        # While the store is out, every turn that tries it again beats: a call that
+        # works is what ends the outage.
+        every = self.lease_seconds / 3 if self._outage.since is None else 0.0
         for held in list(self._held.values()):
             if mono - held.last_beat >= every:
-                held.last_beat = mono
-                if not self.backend.heartbeat(held.lease, self.lease_seconds):
+                kept = self.backend.heartbeat(held.lease, self.lease_seconds)
+                held.last_beat = mono  # after the call: one that failed is tried next turn
+                if not kept:
                     log.warning("lease of job %s was lost (reclaimed)", held.record.id)

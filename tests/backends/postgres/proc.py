@@ -46,16 +46,22 @@ def run_worker(
     lease_seconds: float = 30.0,
     poll_interval: float = 0.25,
     maintenance_lease: float | None = None,
+    log_file: str | None = None,
 ) -> None:
     """A real worker process on the engine at ``url``/``schema`` running ``sheets``;
-    ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's)."""
+    ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's);
+    ``log_file``: where it logs (default stderr)."""
     import logging
 
     from jobdef.backends import open_backend
     from jobdef.runtime.worker import Worker
     from jobdef.sheets.pipeline import load_registry
 
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(
+        level=logging.WARNING,
+        filename=log_file,
+        format="%(asctime)s %(levelname)s:%(name)s:%(message)s",
+    )
     database_url = f"{url}?schema={schema}"
     backend = open_backend(database_url)
     if maintenance_lease is not None:

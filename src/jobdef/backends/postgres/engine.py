@@ -35,13 +35,14 @@ from typing import Any, TypeVar
 
 from jobdef.backends.postgres.listener import Listener
 from jobdef.backends.postgres.session import (
+    QUICK_CONNECT_TIMEOUT,
     Connection,
     SessionManager,
     describe,
     require_psycopg,
     split_url,
 )
-from jobdef.backends.protocol import ElectsMaintainer, WakesWorkers
+from jobdef.backends.protocol import ElectsMaintainer, WaitsForItsServer, WakesWorkers
 from jobdef.backends.records import (
     ClaimOptions,
     EnqueueResult,
@@ -89,11 +90,12 @@ def advisory_key(purpose: str, schema: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
+class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsServer):
     """The :class:`~jobdef.backends.protocol.Backend` protocol on PostgreSQL (psycopg 3),
     with the capabilities of an engine that many hosts share: it wakes idle workers
-    (:class:`~jobdef.backends.protocol.WakesWorkers`) and elects the one that
-    maintains (:class:`~jobdef.backends.protocol.ElectsMaintainer`)."""
+    (:class:`~jobdef.backends.protocol.WakesWorkers`), elects the one that
+    maintains (:class:`~jobdef.backends.protocol.ElectsMaintainer`), and it can stop
+    waiting for a lost server (:class:`~jobdef.backends.protocol.WaitsForItsServer`)."""
 
     def __init__(
         self,
@@ -143,6 +145,12 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer):
     def close(self) -> None:
         self.sessions.close()
         self.listener.close()
+
+    def fail_fast(self) -> None:
+        """Report a lost server at once, after one quick reconnect, instead of waiting up
+        to ``reconnect_timeout`` for it (see :meth:`SessionManager.fail_fast`)."""
+        self.sessions.fail_fast()
+        self.listener.connect_timeout = QUICK_CONNECT_TIMEOUT
 
     def __enter__(self) -> PostgresBackend:
         return self

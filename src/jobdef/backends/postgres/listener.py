@@ -29,7 +29,12 @@ import threading
 import time
 import uuid
 
-from jobdef.backends.postgres.session import Connection, connect, keep_inherited
+from jobdef.backends.postgres.session import (
+    CONNECT_TIMEOUT,
+    Connection,
+    connect,
+    keep_inherited,
+)
 from jobdef.errors import BackendError
 
 try:
@@ -66,6 +71,8 @@ class Listener:
         self._take_sql = take_sql
         self._give_back_sql = give_back_sql
         self._session: Connection | None = None
+        # Seconds a connection attempt may take (the engine's fail_fast shortens it).
+        self.connect_timeout = CONNECT_TIMEOUT
         self.holder = holder_id()
         # The lease generation this engine holds (None: it does not maintain).
         self.generation: int | None = None
@@ -210,7 +217,7 @@ class Listener:
         session = self._session
         if session is None or session.closed or session.broken:
             self._drop_session()
-            session = connect(self.conninfo)
+            session = connect(self.conninfo, connect_timeout=self.connect_timeout)
             session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self._session = session
         return session

@@ -34,6 +34,13 @@ APPLICATION_NAME = "jobdef"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 URL_HINT = "write it as postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
 
+# Seconds a connection attempt may take: long enough for a far server, and what a
+# caller waits for one that does not answer. A caller that rides out outages
+# between its own work (the worker) tries for QUICK_CONNECT_TIMEOUT at most
+# (libpq's least), once per try, and does its work between the tries.
+CONNECT_TIMEOUT = 10
+QUICK_CONNECT_TIMEOUT = 2
+
 T = TypeVar("T")
 Connection = Any  # psycopg.Connection[Any]; Any keeps the import optional
 
@@ -85,14 +92,16 @@ def describe(conninfo: str) -> str:
     return f"{user}{host}:{port}/{info.get('dbname') or ''}"
 
 
-def connect(conninfo: str, **kwargs: Any) -> psycopg.Connection[Any]:
+def connect(
+    conninfo: str, *, connect_timeout: int = CONNECT_TIMEOUT, **kwargs: Any
+) -> psycopg.Connection[Any]:
     """An autocommit connection, or a :class:`BackendError` that says what to fix."""
     require_psycopg()
     try:
         if "application_name" not in conninfo_to_dict(conninfo):
             # Lets an operator find jobdef's sessions in pg_stat_activity.
             kwargs.setdefault("application_name", APPLICATION_NAME)
-        return psycopg.connect(conninfo, autocommit=True, connect_timeout=10, **kwargs)
+        return psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout, **kwargs)
     except psycopg.ProgrammingError as exc:
         raise BackendError(
             f"invalid PostgreSQL URL {redact(conninfo)}: {first_line(exc)}; {URL_HINT}"
@@ -187,6 +196,7 @@ class SessionManager:
         self.schema = schema
         self.settings = settings
         self.reconnect_timeout = reconnect_timeout
+        self.connect_timeout = CONNECT_TIMEOUT
         self._conn: Connection | None = None
         self._pid = os.getpid()
         self._lock = threading.RLock()
@@ -215,7 +225,7 @@ class SessionManager:
         for an index walk, so this engine's own sessions (never a caller's)
         do without bitmap scans.
         """
-        conn = connect(self.conninfo)
+        conn = connect(self.conninfo, connect_timeout=self.connect_timeout)
         try:
             conn.execute(self.settings)
         except psycopg.Error as exc:
@@ -228,12 +238,23 @@ class SessionManager:
         if conn is not None and not conn.closed:
             conn.close()
 
+    def fail_fast(self) -> None:
+        """From now on, one quick reconnect per call: a lost server is reported at once.
+
+        For a caller that rides out an outage itself, between its own work:
+        waiting here would hold that work up (the worker's signals, its
+        children's timeouts, its heartbeats).
+        """
+        self.reconnect_timeout = 0.0
+        self.connect_timeout = QUICK_CONNECT_TIMEOUT
+
     def run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
         """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
 
         A lost session (a restart, a failover, ``pg_terminate_backend``) is
-        replaced for up to ``reconnect_timeout`` seconds, so a worker rides out
-        a short outage; a server that never answered is reported at once.
+        replaced for up to ``reconnect_timeout`` seconds, so a caller rides out
+        a short outage (after :meth:`fail_fast`, one try at once); a server
+        that never answered is reported at once.
         """
         with self._lock:
             for attempt in (1, 2):

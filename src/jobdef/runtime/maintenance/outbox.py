@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jobdef.backends import open_backend
-from jobdef.backends.protocol import Backend
+from jobdef.backends.protocol import Backend, fail_fast
 from jobdef.notify.checks import build_channels
 from jobdef.notify.sender import LOGGER, SenderThread
 
@@ -41,7 +41,7 @@ class OutboxService:
         # A connection of its own when the store says where it lives; else share the worker's.
         url = getattr(self.ctx.backend, "url", None)
         if isinstance(url, str):
-            return (lambda: open_backend(url, clock=self.ctx.clock, migrate=False)), True
+            return (lambda: _own_backend(url, self.ctx.clock)), True
         return (lambda: self.ctx.backend), False
 
     @property
@@ -65,3 +65,11 @@ class OutboxService:
         """Stop the sender after a last round; what it could not send waits in the outbox."""
         if self._thread is not None:
             self._thread.stop(timeout)
+
+
+def _own_backend(url: str, clock: Callable[[], float]) -> Backend:
+    """The sender's store, which reports a lost server at once, as the worker's does: a
+    round waiting for the server would hold up the worker's stop, which joins the thread."""
+    backend = open_backend(url, clock=clock, migrate=False)
+    fail_fast(backend)
+    return backend
