@@ -8,7 +8,9 @@ crashes of the handler's process, its worker killed so that the job is reclaimed
 From each sheet's explain JSON alone the test predicts the attempts, how each
 ends, the final state and the outbox messages; it then runs every cell with real
 worker processes and compares the attempts table and the outbox with that
-prediction, and each attempt's start with the timeline's earliest/latest window.
+prediction, each attempt's start with the timeline's earliest/latest window, and
+the wait the runtime drew before each retry with the timeline's wait range (to the
+float: a trigger notes each drawn wait, which the attempts table does not keep).
 
 The cells are a covering design, not the full 4 x 4 x 6 product: one cell per
 strategy x outcome pair (24), the jitter of cell (s, o) being jitter (s + o) mod 4.
@@ -475,7 +477,9 @@ def test_every_cell_runs_as_its_explain_json_predicts(
 
         # One worker for the rest; it also reclaims the victim's jobs and runs their
         # next attempts. The cells are enqueued once it runs jobs, so that their first
-        # attempts start at their enqueue, as explain's timeline starts.
+        # attempts start at their enqueue, as explain's timeline starts. Ten handler
+        # processes: the hang and crash cells hold or kill up to eight at once, and the
+        # other cells' retries must not wait for those to be replaced.
         worker = workers.start("worker", "--concurrency", "10", "--lease", "5s")
         probe = queue.enqueue(PROBE, {"script": ["ok"]}).id
         eventually(lambda: backend.get(probe).state == "done", what="the worker to run jobs")
