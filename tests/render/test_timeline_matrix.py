@@ -555,14 +555,16 @@ def _check(
 
     # A reclaim cell's first attempt waited for the victim worker to start, which is no
     # part of the policy: its timeline is counted from that first start instead.
-    base = attempts[0].started_at if cell.outcome == "reclaim" else record.created_at
+    reclaim = cell.outcome == "reclaim"
+    base = attempts[0].started_at if reclaim else record.created_at
+    since = "attempt 1 began" if reclaim else "the enqueue"
     for index, (attempt, row) in enumerate(zip(attempts, rows, strict=False)):
         offset = attempt.started_at - base
         low = row["earliest_start"] - CLOCK_EPSILON
         high = row["latest_start"] + row["attempt"] * SCHEDULING_TOLERANCE
         if not low <= offset <= high:
             problems.append(
-                f"{where} attempt {row['attempt']}: started {offset:.3f}s after the enqueue, "
+                f"{where} attempt {row['attempt']}: started {offset:.3f}s after {since}, "
                 f"outside explain's window [{row['earliest_start']:.3f}s, "
                 f"{row['latest_start']:.3f}s] (+{row['attempt'] * SCHEDULING_TOLERANCE:.2f}s "
                 "for scheduling)"
