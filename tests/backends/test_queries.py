@@ -43,6 +43,7 @@ POSTGRES_ONLY: dict[str, str] = {
     "advisory_xact_lock": "serializes migrations across hosts; SQLite's write lock does",
     "take_lease": "elects the maintaining worker across hosts by lease; SQLite elects none",
     "give_back_lease": "a maintainer that stops hands its lease on at once",
+    "server_time": "hosts share the store, so the engine's clock is the server's; SQLite is one",
 }
 SQLITE_ONLY: dict[str, str] = {
     "schema_tables": "which version table a store has: jobdef_schema_version or a bare one",

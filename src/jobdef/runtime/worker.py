@@ -138,7 +138,7 @@ class Worker:
         poll_interval: float = 0.25,
         grace: float = 10.0,
         depth: int = 16,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
         worker_id_: str | None = None,
         services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
@@ -156,13 +156,16 @@ class Worker:
         self.poll_interval = poll_interval
         self.grace = grace
         self.depth = depth
-        self.clock = clock
+        # The store's clock unless one is given: on PostgreSQL the server's, which all
+        # hosts share, so retries, reclaim and cron slots do not follow a skewed host.
+        store_clock: Callable[[], float] = getattr(backend, "clock", time.time)
+        self.clock = store_clock if clock is None else clock
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
         self.queue_limits = concurrency_limits(registry.queues)
         self.queue_rates = rate_limits(registry.queues)
-        ctx = MaintenanceContext(backend, registry, self.id, clock, self.rng, log)
+        ctx = MaintenanceContext(backend, registry, self.id, self.clock, self.rng, log)
         self.services = [
             factory(ctx) for factory in (MAINTENANCE if services is None else services)
         ]

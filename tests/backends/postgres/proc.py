@@ -47,11 +47,20 @@ def run_worker(
     poll_interval: float = 0.25,
     maintenance_lease: float | None = None,
     log_file: str | None = None,
+    queues: list[str] | None = None,
+    clock_skew: float = 0.0,
 ) -> None:
     """A real worker process on the engine at ``url``/``schema`` running ``sheets``;
     ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's);
-    ``log_file``: where it logs (default stderr)."""
+    ``log_file``: where it logs (default stderr); ``queues``: the queues it serves (default
+    all); ``clock_skew``: seconds this process's wall clock (``time.time``) is ahead, as on
+    a host whose clock is wrong."""
     import logging
+    import time
+
+    if clock_skew:
+        real_time = time.time
+        time.time = lambda: real_time() + clock_skew
 
     from jobdef.backends import open_backend
     from jobdef.runtime.worker import Worker
@@ -71,6 +80,7 @@ def run_worker(
             backend,
             load_registry([sheets]),
             database_url=database_url,
+            queues=queues,
             concurrency=concurrency,
             burst=burst,
             lease_seconds=lease_seconds,

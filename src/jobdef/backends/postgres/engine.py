@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from jobdef.backends.postgres.clock import ServerClock
 from jobdef.backends.postgres.listener import Listener
 from jobdef.backends.postgres.session import (
     QUICK_CONNECT_TIMEOUT,
@@ -110,7 +110,8 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         require_psycopg()
         self.url = url
         self.conninfo, self.schema = split_url(url, schema)
-        self.clock = clock or time.time
+        # The server's clock unless one is given (tests): hosts' clocks disagree.
+        self.clock = clock or ServerClock(self._server_time)
         self.create = create
         self.channel = f"jobdef_{self.schema}"
         quoted = '"' + self.schema + '"'
@@ -141,6 +142,10 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     def _q(self, name: str) -> str:
         return self._sql[name]
+
+    def _server_time(self) -> float:
+        """The server's clock, epoch seconds: what :class:`ServerClock` reads."""
+        return float(self._run(lambda conn: conn.execute(self._q("server_time")).fetchone()[0]))
 
     def close(self) -> None:
         self.sessions.close()

@@ -2,7 +2,8 @@
 -- (sqlite/queries.sql) wherever the two do the same thing. `{schema}` is replaced
 -- by the quoted schema name when the file is loaded; parameters are psycopg's
 -- `%(name)s`. All times are epoch seconds from the engine's clock (`%(now)s`),
--- never the server's.
+-- which is the server's clock_timestamp() read now and then (clock.py), so every
+-- host writes and compares the same times; a test may give the engine another.
 --
 -- How this file differs from SQLite's throughout, so the blocks below do not
 -- repeat it:
@@ -666,3 +667,8 @@ SELECT taken.generation, (SELECT holder FROM prior) AS previous FROM taken;
 -- A holder that stops lets the next engine take its lease at once.
 UPDATE {schema}.jobdef_leases SET expires_at = 0
 WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s;
+
+-- name: server_time
+-- PostgreSQL only: the engine's clock is the server's (see clock.py), read now and
+-- then; clock_timestamp(), not now(), which is the start of the transaction.
+SELECT extract(epoch FROM clock_timestamp())::float8;
