@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from jobdef import __version__
 from jobdef.errors import JobdefError
 from jobdef.redact import redact, url_secrets
+from jobdef.render.escape import visible
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -82,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _without_secrets(message: str, args: argparse.Namespace) -> str:
-    """``message`` redacted, and without the pieces of the database URL's password
-    that a driver may quote out of context (a "port" cut from a password with a '/')."""
+    """``message`` redacted, its control characters escaped, and without the pieces of
+    the database URL's password that a driver may quote out of context (a "port" cut
+    from a password with a '/')."""
     urls = [getattr(args, "db", None) or "", os.environ.get("JOBDEF_DATABASE_URL", "")]
-    return redact(message, [secret for url in urls for secret in url_secrets(url)])
+    shown = redact(message, [secret for url in urls for secret in url_secrets(url)])
+    # Lines stay lines; what is inside them (args, a receiver's answer) is shown escaped.
+    return "\n".join(visible(line) for line in shown.split("\n"))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from jobdef.cli import runtime_options
 from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
+from jobdef.render.escape import visible
 
 if TYPE_CHECKING:
     from jobdef.backends.records import JobRecord
@@ -69,6 +70,27 @@ def _show(args: argparse.Namespace) -> int:
         payload = {"job": asdict(record), "attempts": [asdict(a) for a in attempts]}
         print(json.dumps(payload, ensure_ascii=False, default=_plain))
         return 0
+    lines = _show_lines(record)
+    rows = [["#", "WORKER", "STARTED", "FINISHED", "OUTCOME", "ERROR"]]
+    for a in attempts:
+        error = f"{a.error.type}: {a.error.message}" if a.error else ""
+        rows.append(
+            [
+                str(a.attempt),
+                a.worker_id,
+                _when(a.started_at),
+                _when(a.finished_at),
+                a.outcome or "running",
+                error,
+            ]
+        )
+    lines.append(table(rows))
+    print("\n".join(lines))
+    return 0
+
+
+def _show_lines(record: JobRecord) -> list[str]:
+    """The job's fields, whole (no column to fit) but with control characters escaped."""
     lines = [
         f"job {record.id}: {record.job}",
         f"  state        {record.state}",
@@ -93,23 +115,9 @@ def _show(args: argparse.Namespace) -> int:
         lines.append(f"  {label}: {record.last_error.type}: {record.last_error.message}")
     if record.note:
         lines.append(f"  note         {record.note}")
+    lines = [visible(line) for line in lines]
     lines.append("")
-    rows = [["#", "WORKER", "STARTED", "FINISHED", "OUTCOME", "ERROR"]]
-    for a in attempts:
-        error = f"{a.error.type}: {a.error.message}" if a.error else ""
-        rows.append(
-            [
-                str(a.attempt),
-                a.worker_id,
-                _when(a.started_at),
-                _when(a.finished_at),
-                a.outcome or "running",
-                error,
-            ]
-        )
-    lines.append(table(rows))
-    print("\n".join(lines))
-    return 0
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import sys
 import time
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
+from jobdef.render.escape import visible
 
 
 def run_test(args: argparse.Namespace) -> int:
@@ -36,7 +37,8 @@ def run_test(args: argparse.Namespace) -> int:
     try:
         channel.sender.send(message)
     except DeliveryError as exc:
-        print(f"jobdef notify: delivery to {channel.name} failed: {exc.message}", file=sys.stderr)
+        failed = visible(exc.message)  # the receiver's answer is not ours to trust
+        print(f"jobdef notify: delivery to {channel.name} failed: {failed}", file=sys.stderr)
         return EXIT_FINDINGS
     print(f"sent a sample message to {channel.name} ({channel.type}), id {message.message_id}")
     return EXIT_OK

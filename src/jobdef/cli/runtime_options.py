@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from jobdef.cli.config import Config, load_config
 from jobdef.cli.options import add_sheets
 from jobdef.errors import UsageError
+from jobdef.render.escape import clip, display_width, visible
 
 if TYPE_CHECKING:
     from jobdef.backends.protocol import Backend
@@ -80,12 +81,29 @@ def human_age(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
+# The widest a table column gets, in terminal columns; a longer value is cut with "…"
+# (`--format json` and `jobdef jobs show` print it whole).
+MAX_COLUMN_WIDTH = 60
+
+
+def table_cell(value: object, width: int = MAX_COLUMN_WIDTH) -> str:
+    """``value`` as a table cell: control and bidi characters escaped, cut to ``width``."""
+    text = str(value)
+    # Cut before escaping: a 100 MB arg must not be escaped (or printed) whole.
+    return clip(visible(text[: width * 4]), width)
+
+
 def table(rows: list[list[str]]) -> str:
-    """Left-aligned columns, the first row a header."""
+    """Left-aligned columns, the first row a header; widths in terminal columns (an
+    East Asian wide character takes two), each column at most MAX_COLUMN_WIDTH."""
     if not rows:
         return ""
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    cells = [[table_cell(cell) for cell in row] for row in rows]
+    widths = [max(display_width(row[i]) for row in cells) for i in range(len(cells[0]))]
     return "\n".join(
-        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
+        "  ".join(
+            cell + " " * (width - display_width(cell))
+            for cell, width in zip(row, widths, strict=True)
+        ).rstrip()
+        for row in cells
     )

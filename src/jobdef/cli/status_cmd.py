@@ -15,6 +15,7 @@ from dataclasses import asdict
 from jobdef.cli import runtime_options
 from jobdef.cli.queues_cmd import queue_table, sheets_if_any
 from jobdef.cli.runtime_options import human_age, table
+from jobdef.render.escape import visible
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if section:
         print(f"\n{section}")
     if outbox.channels:  # quiet while every notification is delivered
-        print("\n" + "\n".join(outbox_lines(outbox)))
+        print("\n" + "\n".join(visible(line) for line in outbox_lines(outbox)))
     return 0
 
 

@@ -2,13 +2,18 @@
 
 Sheet values are data, never markup: a title with ``|`` must not split a table
 row, ``<script>`` must not reach an HTML renderer, and ``=HYPERLINK(...)`` must
-not become a live formula when a TSV file is pasted into a spreadsheet.
+not become a live formula when a TSV file is pasted into a spreadsheet. Nor are
+they instructions to a terminal or a text renderer: control characters (ANSI
+escapes start with one) and bidirectional overrides are shown escaped
+(``\\x1b``, ``\\u202e``), in the grids here and in the CLI's tables
+(:func:`visible`, with :func:`display_width` and :func:`clip` for column widths).
 """
 
 from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 _NEWLINES = re.compile(r"\r\n|\r|\n")
 # Characters with inline meaning in CommonMark/GFM. `_` only matters at a word
@@ -26,6 +31,55 @@ _ELLIPSIS = "…"
 _MD_ANY = re.compile(r"[\\`*\[\]|~_<>&\r\n\t]")
 
 
+# What a terminal or a renderer would act on instead of showing: C0 controls (ESC starts
+# an ANSI sequence), DEL, C1 controls, and the bidirectional controls that reorder
+# what follows them (U+202E shows "txt.exe" as "exe.txt").
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _shown(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = ord(char)
+    return _SHORT.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+
+
+def visible(text: object) -> str:
+    """``text`` with every control and bidi override character shown escaped
+    (``\\x1b``, ``\\u202e``, ``\\n``), so it prints as what it is."""
+    text = str(text)
+    return _INVISIBLE.sub(_shown, text) if _INVISIBLE.search(text) else text
+
+
+def char_width(char: str) -> int:
+    """Columns ``char`` takes in a terminal: 2 for East Asian wide and full-width, 0 for a
+    combining mark, else 1."""
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (see :func:`char_width`)."""
+    if text.isascii():
+        return len(text)
+    return sum(char_width(char) for char in text)
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` columns, with ``…`` when something was cut."""
+    if len(text) <= width and display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        columns = char_width(char)
+        if used + columns > width - 1:
+            break
+        kept.append(char)
+        used += columns
+    return "".join(kept) + _ELLIPSIS
+
+
 def _markdown(text: str) -> str:
     escaped = html.escape(text, quote=False)
     return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), escaped)
@@ -34,15 +88,15 @@ def _markdown(text: str) -> str:
 def markdown_cell(text: object) -> str:
     """``text`` as a Markdown table cell: no markup, one line, line breaks as ``<br>``."""
     text = str(text)
-    if not _MD_ANY.search(text):
+    if not _MD_ANY.search(text) and not _INVISIBLE.search(text):
         return text  # the common case: nothing to escape
     lines = _NEWLINES.split(str(text).replace("\t", " "))
-    return "<br>".join(_markdown(line) for line in lines)
+    return "<br>".join(_markdown(visible(line)) for line in lines)
 
 
 def markdown_inline(text: object) -> str:
     """``text`` inside a heading or a sentence: no markup, newlines folded to spaces."""
-    return _markdown(" ".join(_NEWLINES.split(str(text).replace("\t", " "))))
+    return _markdown(visible(" ".join(_NEWLINES.split(str(text).replace("\t", " ")))))
 
 
 def tsv_cell(text: object) -> str:
@@ -53,7 +107,7 @@ def tsv_cell(text: object) -> str:
     "this is text"), text longer than a spreadsheet cell holds is cut with ``…``,
     and a cell that starts with ``"`` is written as a quoted cell.
     """
-    cell = " ".join(_NEWLINES.split(str(text).replace("\t", " ")))
+    cell = visible(" ".join(_NEWLINES.split(str(text).replace("\t", " "))))
     if cell.startswith(FORMULA_PREFIXES):
         cell = "'" + cell
     if len(cell) > TSV_CELL_LIMIT:
@@ -76,4 +130,5 @@ _MERMAID_UNSAFE = re.compile(r"[:;#\"'<>{}\[\]|`\\%&\r\n\t]+")
 
 def mermaid_label(text: object) -> str:
     """``text`` as a Mermaid transition label: statement-breaking characters become spaces."""
-    return " ".join(_MERMAID_UNSAFE.sub(" ", str(text)).split())
+    # Control and bidi characters go too: a backslash escape would not survive Mermaid.
+    return " ".join(_MERMAID_UNSAFE.sub(" ", _INVISIBLE.sub(" ", str(text))).split())
