@@ -186,6 +186,50 @@ def test_a_failed_delivery_never_echoes_the_url_or_a_header_value() -> None:
     assert "tok-SECRET" not in failure.value.message
 
 
+class EchoingServer(WebhookServer):
+    """A receiver that answers 500 with the request's own URL and headers in the body."""
+
+    def start(self) -> EchoingServer:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                body = f"bad request to {self.path}: {dict(self.headers)}".encode()
+                self.send_response(500)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+
+def test_no_stored_error_or_log_line_holds_the_url_token_or_a_header_value(
+    outbox: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = EchoingServer().start()
+    try:
+        registry = webhook_registry(headers_env={"Authorization": "HOOK_TOKEN"})
+        url = f"http://127.0.0.1:{server.port}/hook?token=url-SECRET"
+        channels = build_channels(registry, {"HOOK_URL": url, "HOOK_TOKEN": TOKEN}, names=["ops"])
+        bury_with(outbox, [dead(1), dead(2)])
+        OutboxSender(outbox, channels, rng=random.Random(7)).run_once()
+    finally:
+        server.stop()
+    rows = outbox.outbox_pending()
+    assert len(rows) == 2
+    assert all("HTTP 500" in (r.last_error or "") for r in rows)
+    stored = " ".join(r.last_error or "" for r in rows) + caplog.text
+    for secret in ("url-SECRET", "tok-SECRET"):
+        assert secret not in stored
+
+
 # --- a total deadline per delivery --------------------------------------------------
 
 
