@@ -16,7 +16,7 @@ import pytest
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.cli import main
-from jobdef.policy.model import JobPolicy, QueuePolicy
+from jobdef.policy.model import JobPolicy, QueuePolicy, freeze
 from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue, Worker
 from support import ManualClock, eventually
@@ -27,8 +27,17 @@ HANDLERS = "queue_handlers"  # tests/runtime/queue_handlers.py; the children imp
 
 def make_registry(queues: dict[str, QueuePolicy]) -> Registry:
     def job(name: str, handler: str, queue: str, priority: int = 0) -> JobPolicy:
+        # The one arg each handler takes, as a sheet would declare it: a worker checks
+        # at start that every handler fits its job's args.
+        arg = {"hold": "gate", "touch": "path", "nap": "seconds"}[handler]
+        schema = {"type": "object", "properties": {arg: {}}, "required": [arg]}
         return JobPolicy(
-            name=name, handler=f"{HANDLERS}:{handler}", queue=queue, priority=priority, timeout=120
+            name=name,
+            handler=f"{HANDLERS}:{handler}",
+            queue=queue,
+            priority=priority,
+            timeout=120,
+            args_schema=freeze(schema),
         )
 
     jobs = [
