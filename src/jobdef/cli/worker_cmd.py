@@ -11,8 +11,12 @@ from jobdef.policy.durations import parse_duration
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.runtime.worker import Worker
+    from jobdef.runtime.worker import Worker, check_options
 
+    lease, poll = parse_duration(args.lease), parse_duration(args.poll)
+    # Before anything starts: a lease shorter than the heartbeats would let the worker
+    # reclaim its own live jobs, and thousands of processes would swamp the host.
+    check_options(args.concurrency, lease, poll, names=("--concurrency", "--lease", "--poll"))
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -30,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
         queues=[q.strip() for q in args.queues.split(",") if q.strip()] if args.queues else None,
         concurrency=args.concurrency,
         burst=args.burst,
-        lease_seconds=parse_duration(args.lease),
+        lease_seconds=lease,
         grace=parse_duration(args.grace),
-        poll_interval=parse_duration(args.poll),
+        poll_interval=poll,
         depth=args.prefetch,
     )
     try:
@@ -65,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runtime_options.add_sheets(parser)
     add_pythonpath(parser)
     parser.add_argument("--queues", metavar="A,B", help="only these queues (default: all)")
-    parser.add_argument("--concurrency", type=_positive, default=1, help="handler processes")
+    parser.add_argument(
+        "--concurrency", type=_positive, default=1, help="handler processes (1 to 256)"
+    )
     parser.add_argument("--burst", action="store_true", help="exit when nothing is runnable")
     parser.add_argument(
         "--prefetch",
@@ -79,7 +85,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="do not create or upgrade the job tables at start (run `jobdef db upgrade`)",
     )
-    parser.add_argument("--lease", default="30s", help="lease length (default 30s)")
+    parser.add_argument(
+        "--lease",
+        default="30s",
+        help="lease length (default 30s; at least 1s and 4 times --poll)",
+    )
     parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (10s)")
     parser.add_argument("--poll", default="250ms", help="idle poll interval (250ms)")
     parser.add_argument(

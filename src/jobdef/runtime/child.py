@@ -11,13 +11,26 @@ the handlers, then :class:`Progress` whenever a handler calls
 ``ctx.heartbeat(progress)`` and :class:`Results` (which tasks it ran returned,
 and a :class:`TaskFailed` for each that raised) at the end of each batch, or
 sooner when a result has waited ``_RESULT_DELAY``.
+
+A result the child holds back is not lost if the child dies (its own crash, or a
+kill at a timeout): before it starts the next task the child writes the sequence
+number of the task it finished into the shared block (``FINISHED``), which lives
+in the worker's memory and survives the child. A failure is sent on the pipe
+before that, so a finished task that the pipe does not report returned. The
+worker therefore never runs a finished task again.
+
+Coroutine handlers (``async def``) run on one event loop per child, created at the
+first one and reused, so clients bound to a loop can be kept between jobs; the
+worker's timeout kill applies to them as to any handler.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import importlib
+import inspect
 import logging
 import os
 import signal
@@ -32,11 +45,22 @@ from typing import Any, NamedTuple
 from jobdef.runtime.classify import class_name, exception_names
 from jobdef.runtime.context import Context
 from jobdef.runtime.errors import HandlerUnavailable
+from jobdef.runtime.payloads import (
+    MAX_PROGRESS_BYTES,
+    MAX_PROGRESS_DEPTH,
+    RefusedPayload,
+    plain_json,
+    truncated,
+)
+
+log = logging.getLogger("jobdef.worker")
 
 # Slots of the shared block: the sequence number of the task the child started,
 # when it started (time.monotonic, which is system-wide on Linux and macOS), the
-# highest sequence number the worker recalled, and how many batches the child read.
-STARTED, STARTED_AT, RECALL, READ = 0, 1, 2, 3
+# highest sequence number the worker recalled, how many batches the child read, and
+# the sequence number of the last task whose handler returned or raised.
+STARTED, STARTED_AT, RECALL, READ, FINISHED = 0, 1, 2, 3, 4
+SLOTS = 5
 # How long a child may hold finished results back while it runs the rest of a batch.
 _RESULT_DELAY = 0.02
 
@@ -210,14 +234,16 @@ def child_main(
         failed: list[TaskFailed] = []
         oldest = 0.0
         for task in message.tasks:
+            # Results wait for the batch to end, unless they have waited long enough. Sent
+            # outside the lock: a send waits while the pipe is full, and the worker takes
+            # the lock to recall tasks or to kill, so it must never wait on a pipe.
+            if (done or failed) and time.monotonic() - oldest > _RESULT_DELAY:
+                conn.send(Results(done, failed))
+                done, failed = [], []
             with lock:
                 if task.seq <= shared[RECALL]:
                     continue
                 now = time.monotonic()
-                # Results wait for the batch to end, unless they have waited long enough.
-                if (done or failed) and now - oldest > _RESULT_DELAY:
-                    conn.send(Results(done, failed))
-                    done, failed = [], []
                 shared[STARTED_AT] = now
                 shared[STARTED] = task.seq
             if not (done or failed):
@@ -226,7 +252,11 @@ def child_main(
             if error is None:
                 done.append(task.seq)
             else:
+                # A failure's details exist only here: on the pipe before FINISHED says so.
                 failed.append(error)
+                conn.send(Results(done, failed))
+                done, failed = [], []
+            shared[FINISHED] = task.seq
         if done or failed:
             conn.send(Results(done, failed))
 
@@ -234,7 +264,26 @@ def child_main(
 def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
     """Run one task's handler; what it raised, or None when it returned."""
 
+    refused: list[str] = []
+
     def send_beat(progress: Any) -> None:
+        if progress is not None:
+            try:
+                progress = plain_json(
+                    progress, max_bytes=MAX_PROGRESS_BYTES, max_depth=MAX_PROGRESS_DEPTH
+                )
+            except RefusedPayload as exc:
+                if not refused:  # one warning per attempt, however often it beats
+                    log.warning(
+                        "job %s (%s) attempt %d: progress dropped, %s; "
+                        "pass ctx.heartbeat() plain JSON (dict, list, str, number, bool, None)",
+                        task.job_id,
+                        task.job,
+                        task.attempt,
+                        exc,
+                    )
+                refused.append(str(exc))
+                progress = None  # the beat still extends the lease
         conn.send(Progress(task.seq, progress))
 
     ctx = Context(
@@ -248,13 +297,39 @@ def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
         _send=send_beat,
     )
     try:
-        _resolve(task.handler)(ctx, **task.args)
+        result = _resolve(task.handler)(ctx, **task.args)
+        if inspect.isawaitable(result):
+            _event_loop().run_until_complete(result)
     except BaseException as exc:  # a handler's SystemExit is a failed attempt too
-        return TaskFailed(
-            task.seq,
-            class_name(type(exc)),
-            str(exc),
-            "".join(traceback.format_exception(exc)),
-            exception_names(exc),
-        )
+        return _failed(task.seq, exc)
     return None
+
+
+def _failed(seq: int, exc: BaseException) -> TaskFailed:
+    """What ``exc`` says, bounded: user code chooses the size of a message."""
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not take the child down
+        message = f"<{type(exc).__name__} whose str() raised>"
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:
+        text = f"<the traceback of {type(exc).__name__} could not be formatted>"
+    return TaskFailed(
+        seq,
+        class_name(type(exc)),
+        truncated(message),
+        truncated(text, keep_end=True),
+        exception_names(exc),
+    )
+
+
+_loops: list[asyncio.AbstractEventLoop] = []
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """This child's event loop for coroutine handlers: one, reused from job to job."""
+    if not _loops or _loops[0].is_closed():
+        _loops[:] = [asyncio.new_event_loop()]
+        asyncio.set_event_loop(_loops[0])
+    return _loops[0]

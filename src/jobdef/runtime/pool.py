@@ -22,8 +22,18 @@ killed child or worker leaks nothing.
 
 A child that runs past its task's timeout is killed with SIGKILL; a child that
 dies (``os._exit``, a segfault, the OOM killer) is noticed through its process
-sentinel. Either way a fresh child takes its place and the tasks it had not
-started go back to the worker.
+sentinel. Either way a fresh child takes its place: the tasks it finished count
+as finished (the shared block's ``FINISHED`` tells, even of results the child had
+not sent yet), the one it was running is the one killed, and only those it had
+not started go back to the worker. The kill at a timeout is sent under the lock,
+after checking that the child still runs that task, so a neighbour that started
+in between is never cut short and run again.
+
+The worker never blocks on a pipe: its end is non-blocking (:class:`_Channel`),
+what a child has not read yet waits in memory and is written as the child reads,
+and what a child sends is read as far as it has arrived. A batch of large args,
+a child busy in a long handler or one frozen by SIGSTOP cannot stop the loop, so
+signals, timeouts and heartbeats keep being served.
 """
 
 from __future__ import annotations
@@ -32,22 +42,27 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import pickle
+import select
 import shutil
 import signal
+import struct
 import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError
 from jobdef.runtime.child import (
+    FINISHED,
     READ,
     RECALL,
+    SLOTS,
     STARTED,
     STARTED_AT,
     Batch,
@@ -58,6 +73,7 @@ from jobdef.runtime.child import (
     Results,
     Stop,
     Task,
+    ToChild,
     child_main,
 )
 
@@ -107,18 +123,104 @@ class Returned:
 Event = Finished | Killed | Beat | Returned
 
 
+class _Channel:
+    """The worker's end of a child's pipe, non-blocking both ways.
+
+    It speaks the framing of :class:`multiprocessing.connection.Connection` (a 4-byte
+    big-endian length, or -1 and an 8-byte length, then a pickle), so the child keeps
+    a plain blocking ``Connection``. ``send`` queues what the socket does not take at
+    once; ``flush`` writes more of it whenever the child has read some.
+    """
+
+    _READ_SIZE = 1 << 20
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.fd = conn.fileno()
+        os.set_blocking(self.fd, False)
+        self._out = bytearray()
+        self._in = bytearray()
+        self.eof = False
+        self.closed = False
+
+    @property
+    def pending(self) -> bool:
+        """Some of what was sent waits for the child to read."""
+        return bool(self._out)
+
+    def send(self, message: ToChild) -> None:
+        if self.closed:
+            return
+        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        size = len(data)
+        header = struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
+        self._out += header
+        self._out += data
+        self.flush()
+
+    def flush(self) -> None:
+        """Write as much of what waits as the socket takes now, without waiting."""
+        while self._out and not self.closed:
+            try:
+                written = os.write(self.fd, self._out)
+            except BlockingIOError:
+                return
+            except OSError:  # the child is gone; its sentinel tells the pool
+                self._out.clear()
+                return
+            del self._out[:written]
+
+    def receive(self) -> list[FromChild]:
+        """Every whole message that has arrived (``eof`` is set once the child is gone)."""
+        while not (self.eof or self.closed):
+            try:
+                chunk = os.read(self.fd, self._READ_SIZE)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.eof = True
+                break
+            self._in += chunk
+            if len(chunk) < self._READ_SIZE:
+                break
+        messages: list[FromChild] = []
+        buffer, at = self._in, 0
+        while len(buffer) - at >= 4:
+            (size,) = struct.unpack_from("!i", buffer, at)
+            start = at + 4
+            if size == -1:
+                if len(buffer) - at < 12:
+                    break
+                (size,) = struct.unpack_from("!Q", buffer, start)
+                start += 8
+            if len(buffer) - start < size:
+                break
+            messages.append(pickle.loads(buffer[start : start + size]))
+            at = start + size
+        del buffer[:at]
+        return messages
+
+    def close(self) -> None:
+        self._out.clear()
+        self.closed = self.eof = True
+        self.conn.close()
+
+
 class _Child:
     def __init__(
         self, ctx: Any, database_url: str, logs: Logs, lock_dir: str, handlers: tuple[str, ...]
     ) -> None:
-        self.shared = ctx.RawArray("d", [0.0, 0.0, 0.0, 0.0])
+        self.shared = ctx.RawArray("d", [0.0] * SLOTS)
         self.sent = 0
         # Set when the child says it has started and imported the handlers: until then
         # it takes no work, so no job is claimed only to wait for a process to boot.
         self.ready = False
         fd, self.lock_path = tempfile.mkstemp(prefix="child-", suffix=".lock", dir=lock_dir)
         self.lock = FileLock(fd)
-        self.conn, child_conn = ctx.Pipe()
+        parent_conn, child_conn = ctx.Pipe()
+        self.conn = _Channel(parent_conn)
         self.process = ctx.Process(
             target=child_main,
             args=(child_conn, self.shared, self.lock_path, database_url, logs),
@@ -150,6 +252,16 @@ class _Child:
             started = int(self.shared[STARTED])
         waiting = [seq for seq in self.tasks if seq > started]
         return [self.tasks.pop(seq) for seq in waiting]
+
+    def stop_running(self, seq: int) -> bool:
+        """SIGKILL the child if it still runs task ``seq`` and has not finished it; False
+        when it has moved on. Under the lock, so it cannot start another task meanwhile."""
+        with self.lock:
+            if int(self.shared[STARTED]) != seq or self.shared[FINISHED] >= seq:
+                return False
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGKILL)
+        return True
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -196,12 +308,12 @@ class Pool:
         """Children that may take more work: idle, or running a task that is not slow, and
         that have read the last batch sent to them.
 
-        At most one unread batch per pipe means the worker never blocks writing to a
-        child that is itself blocked writing results back (a pipe holds 64 KiB).
+        At most one unread batch per pipe keeps what waits in the worker's memory for a
+        busy child to one batch.
         """
         children = []
         for child in self.children:
-            if not child.ready or child.sent > child.shared[READ]:
+            if not child.ready or child.sent > child.shared[READ] or child.conn.pending:
                 continue
             if not self._slow(child, now):
                 children.append(child)
@@ -267,40 +379,42 @@ class Pool:
 
     def poll(self, timeout: float) -> list[Event]:
         """Wait up to ``timeout`` for results, then return everything that is ready."""
-        by_handle: dict[Any, _Child] = {}
+        poller = select.poll()
+        by_fd: dict[int, _Child] = {}
         for child in self.children:
-            by_handle[child.conn] = child
-            by_handle[child.process.sentinel] = child
-        ready = wait(list(by_handle), timeout)
+            by_fd[child.conn.fd] = child
+            by_fd[child.process.sentinel] = child
+            poller.register(child.conn.fd, select.POLLIN | (select.POLLOUT * child.conn.pending))
+            poller.register(child.process.sentinel, select.POLLIN)
+        ready = poller.poll(max(0.0, timeout) * 1000)
         events: list[Event] = []
         dead: list[_Child] = []
-        for handle in ready:
-            child = by_handle[handle]
-            if handle is child.conn:
-                if not self._read(child, events) and child not in dead:
+        for fd, mask in ready:
+            child = by_fd[fd]
+            if fd != child.conn.fd:
+                if child not in dead:
                     dead.append(child)
-            elif child not in dead:
+                continue
+            if mask & select.POLLOUT:
+                child.conn.flush()
+            if mask & ~select.POLLOUT and not self._read(child, events) and child not in dead:
                 dead.append(child)
         for child in dead:
             self._replace(child, events, timed_out=None)
         return events
 
     def _read(self, child: _Child, events: list[Event]) -> bool:
-        """Read every message waiting on ``child``'s pipe; False when the pipe is closed."""
-        try:
-            while child.conn.poll():
-                message: FromChild = child.conn.recv()
-                if isinstance(message, Results):
-                    events.extend(_finished(child, message))
-                elif isinstance(message, Progress):
-                    task = child.tasks.get(message.seq)
-                    if task is not None:
-                        events.append(Beat(task, message.progress))
-                else:
-                    child.ready = True
-        except (EOFError, OSError):
-            return False
-        return True
+        """Read every message that has arrived from ``child``; False once it is gone."""
+        for message in child.conn.receive():
+            if isinstance(message, Results):
+                events.extend(_finished(child, message))
+            elif isinstance(message, Progress):
+                task = child.tasks.get(message.seq)
+                if task is not None:
+                    events.append(Beat(task, message.progress))
+            else:
+                child.ready = True
+        return not child.conn.eof
 
     def enforce(self) -> list[Event]:
         """Kill children whose running task passed its timeout; recall work stuck behind
@@ -316,7 +430,8 @@ class Pool:
                 # Its result may have arrived since the last poll: read before judging.
                 if self._read(child, events) and task.seq not in child.tasks:
                     continue
-                self._replace(child, events, timed_out=task)
+                if child.conn.eof or child.stop_running(task.seq):
+                    self._replace(child, events, timed_out=task)
             elif now - started_at > self.recall_after and len(child.tasks) > 1:
                 events.extend(Returned(t) for t in child.recall_waiting())
         return events
@@ -330,28 +445,46 @@ class Pool:
                 deadlines.append(running[1] + running[0].timeout)
         return min(deadlines, default=None)
 
-    def _replace(self, child: _Child, events: list[Event], timed_out: Task | None) -> None:
+    def abandon(self, task: Task) -> list[Event]:
+        """Stop ``task`` for good (its lease was lost): take it back if it has not
+        started, kill its child if it runs it. No event tells of ``task`` itself; the
+        events returned tell of the other tasks that child held."""
+        child = next((c for c in self.children if task.seq in c.tasks), None)
+        if child is None:
+            return []
+        events: list[Event] = []
+        if child.started()[0] < task.seq:
+            events.extend(Returned(t) for t in child.recall_waiting() if t.seq != task.seq)
+            if task.seq not in child.tasks:
+                return events  # taken back before it started
+        if child.stop_running(task.seq):
+            self._replace(child, events, timed_out=None, abandoned=task)
+        # Otherwise it has finished: its result arrives and is ignored.
+        return events
+
+    def _replace(
+        self,
+        child: _Child,
+        events: list[Event],
+        timed_out: Task | None,
+        abandoned: Task | None = None,
+    ) -> None:
         """Kill ``child`` (if alive), account for each of its tasks, start a fresh child."""
-        self._read(child, events)
-        child.kill()
-        # Results the child sent before it died are still in the pipe.
-        self._read(child, events)
-        child.conn.close()
+        events.extend(self._end(child))
         seq, _ = child.started()
         exitcode = child.process.exitcode
         for task in list(child.tasks.values()):
+            if abandoned is not None and task.seq == abandoned.seq:
+                continue
             if task.seq != seq:
-                events.append(Returned(task))
+                events.append(Returned(task))  # not started: the child ran tasks in order
             elif timed_out is not None and task.seq == timed_out.seq:
                 detail = f"killed after running past its timeout of {task.timeout:g}s"
                 events.append(Killed(task, timed_out=True, detail=detail))
-            elif timed_out is not None:
-                # It started in the instant between the timeout check and the kill.
-                events.append(Returned(task))
             else:
                 events.append(Killed(task, timed_out=False, detail=_death(exitcode)))
         child.tasks.clear()
-        if timed_out is None and seq == 0:
+        if timed_out is None and abandoned is None and seq == 0:
             # It died before running anything: a broken start, not a handler's crash.
             self._failed_starts += 1
             if self._failed_starts >= _MAX_FAILED_STARTS:
@@ -371,20 +504,36 @@ class Pool:
         """Take back every task not yet started (draining)."""
         return [task for child in self.children for task in child.recall_waiting()]
 
-    def kill_all(self) -> list[Task]:
-        """Kill every child at once; return the tasks they held (started or not)."""
-        tasks = self.in_flight()
+    def kill_all(self) -> list[Event]:
+        """Kill every child at once: a :class:`Finished` for each task a child finished
+        (reported or not) and a :class:`Returned` for every other task they held,
+        started or not."""
+        events: list[Event] = []
         for child in self.children:
-            child.kill()
-            child.conn.close()
+            events.extend(self._end(child))
+            events.extend(Returned(task) for task in child.tasks.values())
             child.tasks.clear()
-        return tasks
+        return events
+
+    def _end(self, child: _Child) -> list[Event]:
+        """Kill ``child`` and close its pipe; the events of the tasks it finished, from
+        the pipe and, for results it had not sent yet, from the shared block."""
+        events: list[Event] = []
+        self._read(child, events)
+        child.kill()
+        # Results the child sent before it died are still in the pipe.
+        self._read(child, events)
+        child.conn.close()
+        # Every failure was sent before FINISHED moved past it: the rest returned.
+        finished = int(child.shared[FINISHED])
+        for seq in [seq for seq in child.tasks if seq <= finished]:
+            events.append(Finished(child.tasks.pop(seq)))
+        return events
 
     def close(self) -> None:
         """Stop idle children politely, kill any that do not stop."""
         for child in self.children:
-            with contextlib.suppress(OSError):
-                child.conn.send(Stop())
+            child.conn.send(Stop())
         for child in self.children:
             child.process.join(2)
             if child.process.is_alive():

@@ -17,6 +17,11 @@ kills and releases what still runs. Either way no job is lost: a released job
 is queued again, and if even the release cannot be written, the lease expires
 and another worker reclaims the job.
 
+A worker that learns it lost a job's lease (a heartbeat refused: it was frozen
+past the lease and another worker reclaimed the job) kills that handler's child
+at once and records nothing for it: the job's new attempt belongs to the other
+worker.
+
 When the store fails under it (a full disk, a server that went away), the
 worker keeps running: what finished waits in memory to be recorded, and the
 store is tried again after a growing pause (:mod:`jobdef.runtime.outage`).
@@ -24,6 +29,7 @@ store is tried again after a growing pause (:mod:`jobdef.runtime.outage`).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import os
@@ -46,7 +52,7 @@ from jobdef.backends.protocol import (
     holds_maintenance_lock,
 )
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
-from jobdef.errors import BackendError, UnknownJobError
+from jobdef.errors import BackendError, UnknownJobError, UsageError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
@@ -62,6 +68,43 @@ from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 
 log = logging.getLogger("jobdef.worker")
+
+# Handler processes per worker: past this, start more worker processes instead.
+MAX_CONCURRENCY = 256
+# The shortest lease: the worker heartbeats every lease/3, once per turn of its loop,
+# and an idle turn lasts up to the poll interval, so the lease must hold a few of both.
+MIN_LEASE = 1.0
+LEASE_PER_POLL = 4
+
+
+class WorkerOptionError(UsageError, ValueError):
+    """A worker option is out of its bounds."""
+
+
+def check_options(
+    concurrency: int,
+    lease_seconds: float,
+    poll_interval: float,
+    *,
+    names: tuple[str, str, str] = ("concurrency", "lease_seconds", "poll_interval"),
+) -> None:
+    """Raise :class:`WorkerOptionError` (one line, naming what to write) when the
+    concurrency or the lease is out of bounds; ``names`` are the options as the caller
+    spells them (the CLI's flags)."""
+    concurrency_name, lease_name, poll_name = names
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise WorkerOptionError(
+            f"{concurrency_name} {concurrency} is out of bounds: write a number from 1 to "
+            f"{MAX_CONCURRENCY}, and start more worker processes for more"
+        )
+    shortest = max(MIN_LEASE, LEASE_PER_POLL * poll_interval)
+    if lease_seconds < shortest:
+        raise WorkerOptionError(
+            f"{lease_name} {lease_seconds:g}s is too short: the worker heartbeats every "
+            f"lease/3 and waits up to {poll_name} ({poll_interval:g}s) between turns, so a "
+            f"lease must be at least {shortest:g}s ({MIN_LEASE:g}s and {LEASE_PER_POLL} times "
+            f"{poll_name}); write {max(30.0, shortest):g}s or more"
+        )
 
 
 class Phase(enum.Enum):
@@ -144,8 +187,7 @@ class Worker:
         services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
         log_level: int | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        check_options(concurrency, lease_seconds, poll_interval)
         self.backend = backend
         self.registry = registry
         self.database_url = database_url
@@ -173,6 +215,8 @@ class Worker:
         self._held: dict[int, _Held] = {}
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
+        # Jobs whose heartbeat was refused this turn: their handlers are stopped.
+        self._lost: list[int] = []
         self._failures: list[FailedAttempt] = []
         self._outage = StoreOutage()
         self._idle = False
@@ -224,7 +268,8 @@ class Worker:
             pool.wait_ready(60.0, lambda: self._phase_now() is not Phase.RUNNING)
             self._loop(pool)
         finally:
-            self._give_back(pool.kill_all() if self._held else [])
+            if self._held:
+                self._stop_children(pool)
             pool.close()
             for service in self.services:
                 close = getattr(service, "close", None)
@@ -286,6 +331,7 @@ class Worker:
             # Every child is busy with a slow job: let other workers take these.
             self._give_back([])
 
+        self._stop_lost(pool)
         self._maintain()
         return phase is Phase.DRAINING and not self._held
 
@@ -307,8 +353,7 @@ class Worker:
                 log.warning("second stop signal: releasing %d jobs now", len(self._held))
             else:
                 log.warning("grace period over: killing and releasing %d jobs", len(self._held))
-            self._last_flush()
-            self._give_back(pool.kill_all())
+            self._stop_children(pool)
         self.phase = phase
         return phase
 
@@ -357,6 +402,40 @@ class Worker:
                     service.tick(now)
                 except Exception:
                     log.exception("maintenance service %s failed; retrying later", service.name)
+
+    def _stop_children(self, pool: Pool) -> None:
+        """Kill the children; record what they finished (reported or not), release the rest."""
+        events = pool.kill_all()
+        for event in events:
+            if isinstance(event, Finished):
+                self._handle(event, self.phase)
+        self._last_flush()
+        self._give_back([event.task for event in events if not isinstance(event, Finished)])
+
+    def _stop_lost(self, pool: Pool) -> None:
+        """Stop the handlers of the jobs whose lease this worker lost, recording nothing:
+        the job was reclaimed, its next attempt is another worker's."""
+        lost, self._lost = self._lost, []
+        for job_id in lost:
+            held = self._held.get(job_id)
+            if held is None or job_id in self._completions:
+                continue  # finished already: its fenced completion is refused and logged
+            if any(failed.record.id == job_id for failed in self._failures):
+                continue
+            del self._held[job_id]
+            with contextlib.suppress(ValueError):
+                self._backlog.remove(job_id)
+            task = next((t for t in pool.in_flight() if t.job_id == job_id), None)
+            events = pool.abandon(task) if task is not None else []
+            log.warning(
+                "lease of job %s (%s) attempt %d was lost (the job was reclaimed): "
+                "its handler was stopped and nothing is recorded for it",
+                job_id,
+                held.record.job,
+                held.record.attempt,
+            )
+            for event in events:
+                self._handle(event, self.phase)
 
     def _last_flush(self) -> None:
         """Record what finished before stopping; if the store cannot take it, the leases
@@ -486,7 +565,7 @@ class Worker:
                 return
             held.last_beat = time.monotonic()  # only now: a failed beat is tried again
             if not kept:
-                log.warning("heartbeat of job %s refused: its lease was lost", held.record.id)
+                self._lost.append(held.record.id)
         elif isinstance(event, Returned):
             if phase is not Phase.RUNNING:
                 self._give_back([event.task])
@@ -622,4 +701,4 @@ class Worker:
                 kept = self.backend.heartbeat(held.lease, self.lease_seconds)
                 held.last_beat = mono  # after the call: one that failed is tried next turn
                 if not kept:
-                    log.warning("lease of job %s was lost (reclaimed)", held.record.id)
+                    self._lost.append(held.record.id)
