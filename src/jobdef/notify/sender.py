@@ -30,6 +30,7 @@ from typing import Any
 
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import OutboxRecord
+from jobdef.errors import BackendError
 from jobdef.notify.checks import Channel
 from jobdef.notify.digest import MAX_DIGEST_ITEMS, WINDOW_SECONDS, ChannelPacer
 from jobdef.notify.lanes import ChannelLane, Outcome
@@ -38,6 +39,7 @@ from jobdef.policy.model import BackoffPolicy
 from jobdef.redact import redact
 
 LOGGER = logging.getLogger("jobdef.outbox")
+STORE_PAUSE_MAX = 5.0  # the longest pause between rounds while the job store is out
 
 # Waits between delivery attempts of one message: 5s, 10s, 20s ... capped at 5 minutes,
 # so a channel that comes back hears the backlog within minutes.
@@ -292,17 +294,37 @@ class SenderThread:
             return
         sender = OutboxSender(backend, self.channels, **self.options)
         self.sender = sender
+        out = 0  # rounds in a row that found the job store out
         try:
             while not self._stop.is_set():
                 busy = False
+                pause = self.poll_interval
                 try:
                     report = sender.run_once(wait=False)
                     busy = report.claimed >= sender.batch_size
+                except BackendError as exc:
+                    # The store is out (a full disk, a server gone): one line, not a
+                    # traceback per round, and a growing pause, as the worker's.
+                    out += 1
+                    if out == 1:
+                        LOGGER.error(
+                            "outbox sender: the job store cannot be used: %s; the messages "
+                            "stay in the outbox, trying again every %gs at most",
+                            exc,
+                            STORE_PAUSE_MAX,
+                        )
+                    pause = max(pause, min(STORE_PAUSE_MAX, 0.25 * 2 ** (out - 1)))
                 except Exception:
                     LOGGER.exception("outbox sender round failed; the messages stay in the outbox")
+                else:
+                    if out:
+                        LOGGER.warning(
+                            "outbox sender: the job store works again after %d failed rounds", out
+                        )
+                        out = 0
                 self.rounds += 1
                 if not busy:
-                    self._wake.wait(self.poll_interval)
+                    self._wake.wait(pause)
                     self._wake.clear()
             try:
                 sender.run_once()

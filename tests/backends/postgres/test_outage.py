@@ -94,6 +94,9 @@ def _started_job(outage: Outage, marker: Path) -> tuple[int, int]:
             [NewJob("stuck", {"marker": str(marker), "seconds": 60.0}, "default")]
         )
     eventually(marker.exists, 60, "the job starts")
+    # And the worker maintains: its outbox sender thread runs.
+    leases = f"SELECT holder FROM {SCHEMA}.jobdef_leases"
+    eventually(lambda: query(outage.url, leases), 30, "the worker maintains")
     return result.id, int(marker.read_text().split()[1])
 
 
@@ -142,9 +145,14 @@ def test_a_handler_timeout_is_enforced_during_an_outage_and_logged_once(
     with PostgresBackend(f"{outage.url}?schema={SCHEMA}") as backend:
         eventually(lambda: backend.get(job_id).state == "dead", 30, "the attempt is recorded")
         assert [a.outcome for a in backend.attempts(job_id)] == ["timeout"]
-    # One line when the outage begins, one when it ends.
-    assert _lines(log, "the job store cannot be used") == 1, log.read_text()
-    assert _lines(log, "the job store works again") == 1, log.read_text()
+    # One line when the outage begins, one when it ends: from the worker's loop and
+    # from its outbox sender thread, each; no traceback.
+    text = log.read_text()
+    assert _lines(log, "jobdef.worker:the job store cannot be used") == 1, text
+    assert _lines(log, "jobdef.worker:the job store works again") == 1, text
+    assert _lines(log, "outbox sender: the job store cannot be used") == 1, text
+    eventually(lambda: _lines(log, "outbox sender: the job store works again"), 10)
+    assert "Traceback" not in log.read_text()
     os.kill(worker.pid, signal.SIGTERM)
     worker.join(30)
     assert worker.exitcode == 0
