@@ -3,11 +3,10 @@
 The :class:`~jobdef.notify.sender.OutboxSender` claims messages and records
 what became of them (it alone talks to the job store); a :class:`ChannelLane`
 only renders and sends, one message at a time, in a thread of its own, and
-hands back an :class:`Outcome` for each. A lane whose channel fails puts the rest
-of that round's messages back untried, so a dead channel costs one timeout per
-round; a message that waited in a lane's queue
-for half its lease goes back to the outbox untried, before another sender
-could take it.
+hands back an :class:`Outcome` for each. A lane whose channel fails puts the
+rest of that round's messages back untried, so a dead channel costs one
+timeout per round; a message that waited in a lane's queue for half its lease
+goes back to the outbox untried, before another sender could take it.
 """
 
 from __future__ import annotations
