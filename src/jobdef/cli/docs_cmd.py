@@ -9,7 +9,8 @@ from datetime import date
 from pathlib import Path
 
 from jobdef.cli.options import add_lang, add_sheets, add_templates, config_from, registry_from
-from jobdef.errors import UsageError
+from jobdef.errors import UnreadableInputError, UsageError
+from jobdef.sheets.files import RefusedFile, check_not_symlink, read_text
 
 
 def _shown(path: Path) -> Path:
@@ -18,6 +19,16 @@ def _shown(path: Path) -> Path:
         return path.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
         return path
+
+
+def _unreadable(exc: OSError, flag: str) -> UnreadableInputError:
+    """One line for a page, a folder or an --inject file that cannot be read."""
+    where = exc.filename or "?"
+    if isinstance(exc, RefusedFile):
+        return UnreadableInputError(f"{where}: {exc.strerror}")
+    return UnreadableInputError(
+        f"cannot read {where}: {exc.strerror or exc}; check {flag} and the permissions"
+    )
 
 
 def _day(text: str) -> date:
@@ -50,17 +61,26 @@ def run(args: argparse.Namespace) -> int:
     config = config_from(args, docs=args.out)
     registry = registry_from(config)
     out = Path(config.docs)
-    if args.as_of is not None:
-        runs = RunsAfter(_day(args.as_of))
-    else:
-        runs = RunsAfter.of_folder(out, registry, utc_today(), keep=args.check)
-    pages = render_docs(registry, config.lang, config.templates, base=config.root, runs_after=runs)
-    changes = [Change(_shown(c.path), c.old, c.new) for c in plan(pages, out)]
+    try:
+        check_not_symlink(out)
+        if args.as_of is not None:
+            runs = RunsAfter(_day(args.as_of))
+        else:
+            runs = RunsAfter.of_folder(out, registry, utc_today(), keep=args.check)
+        pages = render_docs(
+            registry, config.lang, config.templates, base=config.root, runs_after=runs
+        )
+        found = plan(pages, out)
+    except OSError as exc:
+        raise _unreadable(exc, "--out") from None
+    changes = [Change(_shown(c.path), c.old, c.new) for c in found]
     for raw in args.inject or ():
         file = Path(raw)
         try:
-            old = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
+            old = read_text(file)
+        except OSError as exc:
+            raise _unreadable(exc, "--inject") from None
+        if old is None:
             raise UsageError(
                 f"{raw}: no such file to inject the job table into; create it with a "
                 "<!-- jobdef:begin --> / <!-- jobdef:end --> pair"
@@ -82,7 +102,14 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"jobdef docs: {len(pages)} page(s) up to date", file=sys.stderr)
         return 0
-    apply(changes)
+    try:
+        apply(changes)
+    except OSError as exc:
+        where = exc.filename or config.docs
+        raise UsageError(
+            f"cannot write {where}: {exc.strerror or exc}; pass --out (or --inject) a file "
+            "or folder you can write to"
+        ) from None
     for change in changes:
         print(f"{change.verb:6} {change.path.as_posix()}")
     print(f"jobdef docs: {len(changes)} file(s) changed, {len(pages)} page(s)", file=sys.stderr)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from jobdef.cli import EXIT_OK
 from jobdef.cli.options import add_lang, config_from
 from jobdef.errors import UsageError
+from jobdef.sheets.files import write_atomic
 
 
 def run(args: argparse.Namespace) -> int:
@@ -20,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     sheets = Path(config.sheets)
     to_stdout = args.output == "-"
     target = Path(args.output) if args.output and not to_stdout else sheets / f"{args.name}.yaml"
-    if not to_stdout and target.exists():
+    if not to_stdout and os.path.lexists(target):
         raise _exists(target)  # before reading the sheets: this file may not be a sheet at all
     documents = load_documents([sheets]) if sheets.is_dir() else []
     registry = build_registry(documents)
@@ -40,12 +42,16 @@ def run(args: argparse.Namespace) -> int:
     if to_stdout:
         sys.stdout.write(text)
         return EXIT_OK
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with target.open("x", encoding="utf-8") as stream:
-            stream.write(text)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, text.encode("utf-8"), replace=False)
     except FileExistsError:  # written meanwhile by someone else
         raise _exists(target) from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {target}: {exc.strerror or exc}; choose -o FILE in a folder "
+            "you can write to"
+        ) from None
     print(f"wrote {target}; fill in the TODO lines, then run: jobdef explain {args.name}")
     return EXIT_OK
 

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from jobdef.cli.options import add_lang, add_sheets, config_from, registry_from
+from jobdef.errors import UsageError
 from jobdef.render.tsv import job_tsv, overview_tsv
+from jobdef.sheets.files import write_atomic
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,12 +21,26 @@ def run(args: argparse.Namespace) -> int:
         text = overview_tsv(registry, config.lang, bom=args.bom)
     data = text.encode("utf-8")
     if args.output:
-        Path(args.output).write_bytes(data)
+        write_output(Path(args.output), data)
     else:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     return 0
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """Write ``-o FILE`` (a symlink there is replaced, never written through); a folder or
+    a path that cannot be written is one line."""
+    if path.is_dir():
+        raise UsageError(f"-o {path} is a folder; give a file name, such as {path / 'jobs.tsv'}")
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write -o {path}: {exc.strerror or exc}; give a file in a folder that "
+            "exists and that you can write to"
+        ) from None
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,7 +11,6 @@ with the day it states, so the calendar alone never makes the docs stale.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import is_scheduled, job_context, next_run_times
 from jobdef.render.templates import environment, render
+from jobdef.sheets.files import read_regular, read_text, write_atomic
 
 # First line of every generated page; `jobdef docs` deletes a page that carries
 # it when its job is gone, and never touches a file without it.
@@ -213,11 +213,12 @@ def _stamp(text: str, runs_after: date | None = None) -> str:
 
 
 def _is_generated(path: Path) -> bool:
+    """Whether ``path`` is a page `jobdef docs` wrote (never a symlink or a FIFO)."""
     try:
-        with path.open(encoding="utf-8") as stream:
-            return stream.readline().rstrip("\n") == GENERATED_MARK
-    except (OSError, UnicodeDecodeError):
+        head = read_regular(path, len(GENERATED_MARK) + 1)
+    except OSError:
         return False
+    return head.decode("utf-8", errors="replace").rstrip("\n") == GENERATED_MARK
 
 
 @dataclass(frozen=True)
@@ -246,10 +247,9 @@ class Change:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+    """The text of a page, None when there is none; a symlink, a FIFO or a device
+    raises :class:`~jobdef.sheets.files.RefusedFile` (``--check`` would show its content)."""
+    return read_text(path)
 
 
 def plan(pages: Mapping[str, str], out: Path) -> list[Change]:
@@ -273,10 +273,7 @@ def apply(changes: list[Change]) -> None:
             change.path.unlink()
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = change.path.with_name(f".{change.path.name}.tmp")
-        with tmp.open("w", encoding="utf-8", newline="\n") as stream:
-            stream.write(change.new)
-        os.replace(tmp, change.path)
+        write_atomic(change.path, change.new.encode("utf-8"))
 
 
 def inject(text: str, table: str, file: str) -> str:

@@ -19,6 +19,7 @@ from jobdef.policy.registry import Registry
 from jobdef.sheets.build import build_job, build_registry
 from jobdef.sheets.diagnostics import Diagnostic, sort_diagnostics
 from jobdef.sheets.document import Document
+from jobdef.sheets.files import RefusedFile
 from jobdef.sheets.rules import check, check_document
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.durations import DURATION_FORMAT
@@ -46,6 +47,8 @@ def _folder_files(folder: Path) -> list[Path]:
     found: list[Path] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .venv and friends
+        # os.walk does not enter a symlinked folder; it is listed, so read_file refuses it.
+        found.extend(Path(root) / name for name in dirs if os.path.islink(Path(root) / name))
         found.extend(
             Path(root) / name
             for name in files
@@ -57,15 +60,17 @@ def _folder_files(folder: Path) -> list[Path]:
 def sheet_files(paths: Sequence[str | Path]) -> list[Path]:
     """Every ``*.yaml``/``*.yml`` file under ``paths``, sorted; files given directly included.
 
+    A symlink (named, found in a folder, or a folder itself) is listed as it is, so
+    that reading it refuses it: jobdef never follows a symlink to a sheet.
     Raises :class:`~jobdef.errors.UnreadableInputError` for a path that does not exist.
     """
     found: list[Path] = []
     missing: list[str] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             found.extend(_folder_files(path))
-        elif path.exists():
+        elif os.path.lexists(path):
             found.append(path)
         else:
             missing.append(str(raw))
@@ -108,8 +113,13 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
     for path in files:
         try:
             loaded = read_file(path)
+        except RefusedFile as exc:
+            unreadable.append(f"{path}: {exc.strerror}")
+            continue
         except OSError as exc:
-            unreadable.append(f"{path}: {exc.strerror or exc}")
+            unreadable.append(
+                f"{path}: cannot read it ({exc.strerror or exc}); check the file permissions"
+            )
             continue
         diagnostics.extend(loaded.diagnostics)
         for doc in loaded.documents:
@@ -118,10 +128,8 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
             diagnostics.extend(found)
             buildable[id(doc)] = not any(d.severity == "error" for d in found)
             documents.append(doc)
-    if unreadable:
-        raise UnreadableInputError(
-            "cannot read " + "; ".join(unreadable) + "; check the file permissions"
-        )
+    if unreadable:  # one line per file
+        raise UnreadableInputError("\n".join(unreadable))
     valid = [doc for doc in documents if buildable[id(doc)]]
     defaults = [doc for doc in documents if doc.kind == "Defaults"]
     jobs: list[tuple[Document, JobPolicy]] = []

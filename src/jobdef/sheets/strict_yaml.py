@@ -31,6 +31,7 @@ Nothing here raises for bad input: every problem is a
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ import yaml
 
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import INTEGER_TEXT_LIMIT, Document, OverlongInteger, Path_, Position
+from jobdef.sheets.files import read_regular
 from jobdef.sheets.rules import loading as rules
 from jobdef.sheets.yaml_errors import error_diagnostic
 
@@ -713,14 +715,14 @@ def parse_text(
 
 
 def read_file(path: Path, display: str | None = None, *, fast: bool = True) -> LoadedFile:
-    """Read and parse one sheet file. Raises ``OSError`` only when it cannot be read at all.
+    """Read and parse one sheet file. Raises ``OSError`` only when it cannot be read at all
+    (:class:`~jobdef.sheets.files.RefusedFile` for a symlink or a file that is not regular).
 
     ``fast=False``: the pure-Python parser only (see :func:`parse_text`)."""
     file = display or str(path)
-    with path.open("rb") as stream:
-        raw = stream.read(MAX_BYTES + 1)
+    raw = read_regular(path, MAX_BYTES)  # never a symlink, a FIFO or a device
     if len(raw) > MAX_BYTES:
-        size = path.stat().st_size / (1024 * 1024)
+        size = os.lstat(path).st_size / (1024 * 1024)
         return LoadedFile(
             file,
             [],
