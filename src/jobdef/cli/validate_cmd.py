@@ -54,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
         diagnostics = sort_diagnostics([*diagnostics, *check_env(registry, os.environ)])
     report = Report(diagnostics, result.files, strict=args.strict)
     sys.stdout.write(render(args.format, report))
+    if args.check_imports and args.format == "text":
+        from jobdef.sheets.rules.imports import handler_kinds
+
+        for handler, kind in handler_kinds(job.handler for job in result.jobs):
+            sys.stdout.write(f"handler {handler}: {kind}\n")
     if args.format == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from jobdef.reporters.github_report import summary
 

@@ -8,6 +8,8 @@ checks as for the worker.
 from __future__ import annotations
 
 import importlib
+import inspect
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -22,3 +24,25 @@ def resolve(module: str, attribute: str) -> tuple[Any, str | None]:
     if not hasattr(loaded, attribute):
         return None, f"module {module} has no attribute {attribute}"
     return getattr(loaded, attribute), None
+
+
+def handler_kind(handler: Any) -> str:
+    """The kind of a handler: "async" for a coroutine function (also behind
+    functools.partial, or an object whose ``__call__`` is one), which the worker runs
+    on its event loop; else "sync"."""
+    call = None if inspect.isroutine(handler) else type(handler).__call__
+    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call):
+        return "async"
+    return "sync"
+
+
+def handler_kinds(handlers: Iterable[str]) -> list[tuple[str, str]]:
+    """(handler, "sync" or "async") for each ``module:function`` that imports and is
+    callable, in the order given, once each (the others are findings already)."""
+    kinds = []
+    for handler in dict.fromkeys(handlers):
+        module, _, function = handler.partition(":")
+        found, problem = resolve(module, function)
+        if problem is None and callable(found):
+            kinds.append((handler, handler_kind(found)))
+    return kinds
