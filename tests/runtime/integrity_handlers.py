@@ -66,7 +66,7 @@ def bad_progress(ctx, ledger: str, kind: str) -> None:
 
 
 def big_error(ctx, size: int) -> None:
-    raise ValueError("start " + "x" * size + " end")
+    raise ValueError("start " + "word " * (size // 5) + "end")
 
 
 async def async_ledger(ctx, ledger: str, steps: int = 2) -> None:

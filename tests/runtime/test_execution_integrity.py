@@ -167,7 +167,7 @@ def test_a_huge_error_message_is_stored_cut_with_a_marker(backend, registry, wor
     bound = 64 * 1024 + 512  # the bound and its marker
     assert len(message.encode()) <= bound
     assert len(trace.encode()) <= bound
-    assert message.startswith("start xxx")
+    assert message.startswith("start word word")
     assert "bytes cut" in message
     assert "bytes cut" in trace
     assert trace.rstrip().endswith("end")
@@ -198,6 +198,22 @@ def test_an_async_handler_past_its_timeout_is_killed_and_retried(
     assert _runs(ledger) == Counter({(job, 1): 1, (job, 2): 1})
 
 
+def test_check_imports_says_which_handlers_are_async():
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(HERE), str(SRC)])}
+    result = subprocess.run(
+        [sys.executable, "-m", "jobdef", "validate", "--check-imports", str(SHEETS)],
+        env=env,
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "handler integrity_handlers:async_ledger: async" in result.stdout
+    assert "handler integrity_handlers:ledger: sync" in result.stdout
+
+
 # -- item 8: bounds, and a lost lease ---------------------------------------------------
 
 
@@ -219,7 +235,6 @@ def _worker_cli(*extra: str, db: str) -> subprocess.CompletedProcess[str]:
     [
         (("--lease", "0s"), "--lease 0s is too short"),
         (("--lease", "500ms"), "--lease 0.5s is too short"),
-        (("--lease", "1s", "--poll", "1s"), "--lease 1s is too short"),
         (("--concurrency", "100000"), "--concurrency 100000 is out of bounds"),
         (("--concurrency", "257"), "--concurrency 257 is out of bounds"),
     ],

@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     lease, poll = parse_duration(args.lease), parse_duration(args.poll)
     # Before anything starts: a lease shorter than the heartbeats would let the worker
     # reclaim its own live jobs, and thousands of processes would swamp the host.
-    check_options(args.concurrency, lease, poll, names=("--concurrency", "--lease", "--poll"))
+    check_options(args.concurrency, lease, names=("--concurrency", "--lease"))
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -88,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--lease",
         default="30s",
-        help="lease length (default 30s; at least 1s and 4 times --poll)",
+        help="lease length (default 30s; at least 1s)",
     )
     parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (10s)")
     parser.add_argument("--poll", default="250ms", help="idle poll interval (250ms)")

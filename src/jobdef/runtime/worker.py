@@ -72,9 +72,9 @@ log = logging.getLogger("jobdef.worker")
 # Handler processes per worker: past this, start more worker processes instead.
 MAX_CONCURRENCY = 256
 # The shortest lease: the worker heartbeats every lease/3, once per turn of its loop,
-# and an idle turn lasts up to the poll interval, so the lease must hold a few of both.
+# and a turn lasts up to 0.1 s while it holds running jobs (plus a store call), so a
+# lease of 1 s holds three heartbeats of several turns each.
 MIN_LEASE = 1.0
-LEASE_PER_POLL = 4
 
 
 class WorkerOptionError(UsageError, ValueError):
@@ -84,26 +84,23 @@ class WorkerOptionError(UsageError, ValueError):
 def check_options(
     concurrency: int,
     lease_seconds: float,
-    poll_interval: float,
     *,
-    names: tuple[str, str, str] = ("concurrency", "lease_seconds", "poll_interval"),
+    names: tuple[str, str] = ("concurrency", "lease_seconds"),
 ) -> None:
     """Raise :class:`WorkerOptionError` (one line, naming what to write) when the
     concurrency or the lease is out of bounds; ``names`` are the options as the caller
     spells them (the CLI's flags)."""
-    concurrency_name, lease_name, poll_name = names
+    concurrency_name, lease_name = names
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise WorkerOptionError(
             f"{concurrency_name} {concurrency} is out of bounds: write a number from 1 to "
             f"{MAX_CONCURRENCY}, and start more worker processes for more"
         )
-    shortest = max(MIN_LEASE, LEASE_PER_POLL * poll_interval)
-    if lease_seconds < shortest:
+    if lease_seconds < MIN_LEASE:
         raise WorkerOptionError(
             f"{lease_name} {lease_seconds:g}s is too short: the worker heartbeats every "
-            f"lease/3 and waits up to {poll_name} ({poll_interval:g}s) between turns, so a "
-            f"lease must be at least {shortest:g}s ({MIN_LEASE:g}s and {LEASE_PER_POLL} times "
-            f"{poll_name}); write {max(30.0, shortest):g}s or more"
+            f"lease/3, so a shorter lease would expire under its own live jobs; write "
+            f"{MIN_LEASE:g}s or more (30s by default)"
         )
 
 
@@ -187,7 +184,7 @@ class Worker:
         services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
         log_level: int | None = None,
     ) -> None:
-        check_options(concurrency, lease_seconds, poll_interval)
+        check_options(concurrency, lease_seconds)
         self.backend = backend
         self.registry = registry
         self.database_url = database_url
