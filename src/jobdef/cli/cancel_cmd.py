@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
+from jobdef.cli.options import job_id
 from jobdef.errors import UsageError
 
 
@@ -24,6 +25,6 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("cancel", help="cancel a queued job", description=__doc__)
-    parser.add_argument("id", type=int)
+    parser.add_argument("id", type=job_id)
     runtime_options.add_db(parser)
     parser.set_defaults(handler=run)

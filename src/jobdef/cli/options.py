@@ -1,14 +1,36 @@
-"""Options shared by the commands that read sheets and render them (docs, tsv, explain)."""
+"""Options shared by the commands that read sheets and render them (docs, tsv, explain),
+and the job id of the commands that take one."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobdef.cli.config import Config, load_config
 from jobdef.errors import ConfigError
-from jobdef.policy.registry import Registry
-from jobdef.sheets.pipeline import load_registry
+
+if TYPE_CHECKING:
+    from jobdef.policy.registry import Registry
+
+
+# Job ids are 64-bit signed integers in both engines (SQLite INTEGER, PostgreSQL bigint).
+MAX_JOB_ID = 2**63 - 1
+
+
+def job_id(text: str) -> int:
+    """An argparse ``type`` for a job id: checked here, so no engine sees a number it
+    cannot hold (SQLite raised OverflowError, PostgreSQL NumericValueOutOfRange)."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_JOB_ID:
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not a job id; write a whole number from 1 to "
+            f"{MAX_JOB_ID} (see jobdef jobs)"
+        )
+    return value
 
 
 def add_sheets(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +67,8 @@ def config_from(args: argparse.Namespace, **extra: str | None) -> Config:
 
 def registry_from(config: Config) -> Registry:
     """The registry of the configured sheets; a missing folder is a clear error."""
+    from jobdef.sheets.pipeline import load_registry  # not for the job-store commands
+
     if not Path(config.sheets).exists():
         raise ConfigError(
             f"sheets folder {config.sheets!r} does not exist; pass --sheets PATH "

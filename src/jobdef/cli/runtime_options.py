@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from jobdef.cli.config import Config, load_config
 from jobdef.cli.options import add_sheets
@@ -35,13 +36,25 @@ def add_db(parser: argparse.ArgumentParser) -> None:
 
 
 def config(args: argparse.Namespace) -> Config:
-    return load_config(
+    """The configuration with --db, --sheets and --pythonpath applied; a database URL
+    that does not parse is one line (which never quotes it: it may hold a password)."""
+    found = load_config(
         {
             "database": getattr(args, "db", None),
             "sheets": getattr(args, "sheets", None),
             "pythonpath": getattr(args, "pythonpath", None),
         }
     )
+    try:
+        urlsplit(found.database)
+    except ValueError as exc:
+        why = "an IPv6 host's '[' has no ']'" if "IPv6" in str(exc) else "it does not parse"
+        raise UsageError(
+            f"the database URL is not a valid URL ({why}); write it as "
+            "postgresql://user@host:5432/dbname (an IPv6 host as [::1]) or "
+            "sqlite:///jobdef.db, with reserved characters of a password percent-encoded"
+        ) from None
+    return found
 
 
 def backend(args: argparse.Namespace, *, create: bool = False, migrate: bool = True) -> Backend:

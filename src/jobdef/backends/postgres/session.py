@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 DEFAULT_SCHEMA = "public"
 APPLICATION_NAME = "jobdef"
-_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 URL_HINT = "write it as postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
 
 # Seconds a connection attempt may take: long enough for a far server, and what a
@@ -73,7 +73,7 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
 
 
 def check_schema_name(schema: str) -> None:
-    if not _SCHEMA_NAME.match(schema):
+    if not _SCHEMA_NAME.fullmatch(schema):  # not match: "$" also matches before a last \n
         raise BackendError(
             f"schema name {schema!r} is not usable; use letters, digits and underscores, "
             "starting with a letter, at most 48 characters (e.g. ?schema=myapp_jobs)"

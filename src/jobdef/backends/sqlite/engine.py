@@ -140,6 +140,8 @@ class SQLiteBackend(SharedVerbs):
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
         except sqlite3.DatabaseError as exc:
+            if _is_corrupt(exc):
+                raise _corrupt(self.path, exc) from None
             raise BackendError(
                 f"cannot open the job database {self.path}: {exc}{_disk_note(self.path)}; "
                 "check that it is a jobdef SQLite file and that you may write to it"
@@ -166,11 +168,15 @@ class SQLiteBackend(SharedVerbs):
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """A database that cannot be used (locked too long, disk full, read-only) is one
+        """A database that cannot be used (locked too long, disk full, read-only, corrupted) is one
         clear :class:`BackendError`, not a driver traceback."""
         try:
             yield
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
+            if _is_corrupt(exc):
+                raise _corrupt(self.path, exc) from None
+            if not isinstance(exc, sqlite3.OperationalError):
+                raise
             if str(exc).startswith("no such table: jobdef_"):
                 # Opened without migrating (a worker with --no-migrate) on a database
                 # without jobdef tables, or older ones: say to run `jobdef db upgrade`.
@@ -612,6 +618,25 @@ def _version_on(conn: sqlite3.Connection) -> int:
         # A store made before the jobdef_ prefix, or an application's table of that name.
         return int(conn.execute(Q["legacy_schema_version"]).fetchone()[0] or 0)
     return 0
+
+
+# SQLITE_CORRUPT and SQLITE_NOTADB: a page or the header holds garbage.
+_CORRUPT_CODES = (11, 26)
+
+
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _CORRUPT_CODES
+    return str(exc) in ("database disk image is malformed", "file is not a database")
+
+
+def _corrupt(path: Path, exc: sqlite3.DatabaseError) -> BackendError:
+    return BackendError(
+        f"the job database {path} is corrupted ({exc}); stop the workers and recover what "
+        f'it holds with: sqlite3 {path} ".recover" | sqlite3 recovered.db '
+        "(or restore a backup), then point --db at the recovered file"
+    )
 
 
 def _disk_note(path: Path | str) -> str:
