@@ -106,6 +106,7 @@ def write_atomic(path: str | Path, data: bytes, *, replace: bool = True) -> None
     if target.is_dir() and not target.is_symlink():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
+    fd = -1  # the loop below only ends once it has opened the file
     while True:
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
         try:

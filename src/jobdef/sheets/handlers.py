@@ -3,17 +3,20 @@
 ``jobdef validate --check-imports`` (rule JD303) and the worker at start ask
 :func:`signature_problem` of each job; a handler whose parameters do not fit
 the sheet's args would otherwise fail every attempt of every job with a
-``TypeError``.
+``TypeError``. The worker asks in its own process (:func:`handler_problems`);
+``--check-imports`` in a child process, which runs :func:`serve`.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from jobdef.policy.model import JobPolicy
-from jobdef.sheets.rules.imports import resolve
+from jobdef.sheets.rules.imports import handler_kind, resolve
 
 _BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -26,6 +29,11 @@ def _names(names: Iterable[str]) -> str:
 def signature_problem(handler: Callable[..., Any], policy: JobPolicy) -> str | None:
     """What is wrong with calling ``handler(ctx, **args)`` for the args of ``policy``,
     or None when every call the sheet allows fits (and when Python cannot tell)."""
+    return fit_problem(handler, policy.handler, policy.args_schema)
+
+
+def fit_problem(handler: Callable[..., Any], path: str, schema: Mapping[str, Any]) -> str | None:
+    """:func:`signature_problem` for the handler named ``path`` and an args schema."""
     try:
         signature = inspect.signature(handler)
     except (TypeError, ValueError):  # some builtins have no signature to read
@@ -35,7 +43,6 @@ def signature_problem(handler: Callable[..., Any], policy: JobPolicy) -> str | N
         params = params[1:]
     elif not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return "it takes no first positional parameter for ctx"
-    schema = policy.args_schema
     args = list(schema.get("properties", {}))
     required = set(schema.get("required", ()))
     by_name = {p.name: p for p in params if p.kind in _BY_NAME}
@@ -63,7 +70,7 @@ def signature_problem(handler: Callable[..., Any], policy: JobPolicy) -> str | N
     if optional:
         parts.append(f"without a default though the arg is optional: {_names(optional)}")
     wanted = ", ".join(["ctx", *(a if a in required else f"{a}=None" for a in args)])
-    function = policy.handler.partition(":")[2]
+    function = path.partition(":")[2]
     return f"{'; '.join(parts)}; write def {function}({wanted}), or add **kwargs"
 
 
@@ -82,3 +89,41 @@ def handler_problems(policies: Iterable[JobPolicy]) -> list[str]:
         if problem is not None:
             problems.append(f"job {policy.name!r}: handler {policy.handler}: {problem}")
     return problems
+
+
+def _answer(path: str, args: str | None) -> dict[str, str | None]:
+    """What importing one request of :func:`jobdef.sheets.rules.imports.probe` finds."""
+    if args is None:  # a dotted exception class
+        module, _, attribute = path.rpartition(".")
+        found, problem = resolve(module, attribute)
+        if problem is None and not (isinstance(found, type) and issubclass(found, BaseException)):
+            problem = f"{path} is not an exception class"
+        return {"problem": problem}
+    module, _, function = path.partition(":")
+    found, problem = resolve(module, function)
+    if problem is None and not callable(found):
+        problem = f"{path} is a {type(found).__name__}, not a function"
+    if problem is not None:
+        return {"problem": problem}
+    return {"mismatch": fit_problem(found, path, json.loads(args)), "kind": handler_kind(found)}
+
+
+def serve(requests: Sequence[tuple[str, str | None]]) -> None:
+    """The child process of :func:`jobdef.sheets.rules.imports.probe`: import each
+    request and write one JSON line before (``start``) and one after (its answer).
+
+    What the imported code prints goes nowhere: the answers have the stdout pipe
+    to themselves, and the code reads an empty stdin."""
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    quiet = os.open(os.devnull, os.O_RDWR)
+    os.dup2(quiet, 0)
+    os.dup2(quiet, 1)
+    for index, (path, args) in enumerate(requests):
+        out.write(json.dumps({"i": index, "start": True}) + "\n")
+        out.flush()
+        try:
+            found = _answer(path, args)
+        except Exception as exc:  # user code again (a signature, a property)
+            found = {"problem": f"checking it raised {type(exc).__name__}: {exc}"}
+        out.write(json.dumps({"i": index, **found}) + "\n")
+        out.flush()

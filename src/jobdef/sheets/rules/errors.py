@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.rules.imports import resolve
+from jobdef.sheets.rules.imports import Request, probe, requests_of
 from jobdef.sheets.words import did_you_mean
 
 IN_BOTH_LISTS = Rule(
@@ -65,6 +65,8 @@ def builtin_problem(name: str) -> str | None:
 
 
 def check(context: Context) -> Iterator[Diagnostic]:
+    # --check-imports: every class and handler of the run, imported in one child process.
+    answers = probe(requests_of(p for _, p in context.jobs)) if context.check_imports else {}
     for doc, policy in context.jobs:
         retry = [c.name for c in policy.errors.retry]
         fatal = [c.name for c in policy.errors.fatal]
@@ -79,12 +81,7 @@ def check(context: Context) -> Iterator[Diagnostic]:
                     if problem is not None:
                         yield NOT_AN_EXCEPTION.at_origin(where, f"errors.{list_name}: {problem}")
                 elif context.check_imports:
-                    module, _, attribute = name.rpartition(".")
-                    found, problem = resolve(module, attribute)
-                    if problem is None and not (
-                        isinstance(found, type) and issubclass(found, BaseException)
-                    ):
-                        problem = f"{name} is not an exception class"
+                    problem = answers[Request(name)].problem
                     if problem is not None:
                         yield CLASS_IMPORT.at_origin(
                             where, f"errors.{list_name}: {problem}; fix the dotted path"

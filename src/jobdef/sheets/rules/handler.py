@@ -8,10 +8,9 @@ from collections.abc import Iterator
 
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
-from jobdef.sheets.handlers import signature_problem
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.rules.imports import resolve
+from jobdef.sheets.rules.imports import Request, probe, requests_of
 
 HANDLER_SHAPE = Rule(
     "JD301",
@@ -63,18 +62,17 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
 def check(context: Context) -> Iterator[Diagnostic]:
     if not context.check_imports:
         return
+    answers = probe(requests_of(policy for _, policy in context.jobs))  # in a child process
     for doc, policy in context.jobs:
-        module, _, function = policy.handler.partition(":")
-        found, problem = resolve(module, function)
-        if problem is None and not callable(found):
-            problem = f"{policy.handler} is a {type(found).__name__}, not a function"
+        function = policy.handler.partition(":")[2]
+        answer = answers[Request.handler(policy.handler, policy.args_schema)]
         where = context.where(doc, policy, "handler")
-        if problem is not None:
+        if answer.problem is not None:
             yield HANDLER_IMPORT.at_origin(
-                where, f"handler {policy.handler}: {problem}; fix the path or the module"
+                where, f"handler {policy.handler}: {answer.problem}; fix the path or the module"
             )
             continue
-        mismatch = signature_problem(found, policy)
+        mismatch = answer.mismatch
         if mismatch is not None:
             yield HANDLER_SIGNATURE.at_origin(
                 where,
