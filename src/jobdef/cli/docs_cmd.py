@@ -76,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
     changes = [Change(_shown(c.path), c.old, c.new) for c in found]
     for raw in args.inject or ():
         file = Path(raw)
+        if file.is_dir() and not file.is_symlink():
+            raise UsageError(
+                f"--inject {raw} is a folder; give the Markdown file that holds the "
+                "<!-- jobdef:begin --> / <!-- jobdef:end --> pair, such as README.md"
+            )
         try:
             old = read_text(file)
         except OSError as exc:
