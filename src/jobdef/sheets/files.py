@@ -128,9 +128,25 @@ def write_atomic(path: str | Path, data: bytes, *, replace: bool = True) -> None
         if replace:
             os.replace(tmp, target)
         else:
-            os.link(tmp, target, follow_symlinks=False)  # EEXIST if anything is there
+            _link_new(tmp, target, data)
     finally:
         if fd >= 0:
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):  # gone once renamed or linked
             os.unlink(tmp)
+
+
+def _link_new(tmp: Path, target: Path, data: bytes) -> None:
+    """Give the written ``tmp`` the name ``target``, which must not exist (a symlink
+    there counts): a hard link, or on a file system without them (EPERM, ENOTSUP), a
+    new file created with ``O_EXCL``, which does not follow a symlink either."""
+    try:
+        os.link(tmp, target, follow_symlinks=False)  # EEXIST if anything is there
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
