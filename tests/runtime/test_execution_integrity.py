@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from conftest import HERE, SRC, Workers
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
@@ -31,20 +30,9 @@ from support import eventually
 
 pytestmark = pytest.mark.slow
 
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent.parent / "src"
 SHEETS = HERE / "integrity_sheets"
-
-
-class IntegrityWorkers(Workers):
-    """Workers of the integrity sheets."""
-
-    def _popen(
-        self, log: Any, env: dict[str, str], extra: tuple[str, ...], lease: str
-    ) -> subprocess.Popen[bytes]:
-        command = [sys.executable, "-m", "jobdef", "worker", "--db", self.db_url]
-        command += ["--sheets", str(SHEETS), "--lease", lease, "--poll", "50ms", *extra]
-        return subprocess.Popen(
-            command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp_path
-        )
 
 
 @pytest.fixture
@@ -53,8 +41,21 @@ def registry() -> Registry:
 
 
 @pytest.fixture
-def workers(db_url: str, tmp_path: Path) -> Iterator[IntegrityWorkers]:
-    started = IntegrityWorkers(db_url, tmp_path)
+def workers(workers: Any) -> Iterator[Any]:
+    """The runtime folder's worker processes, serving the integrity sheets. (Built from
+    the conftest's fixture rather than imported: ``conftest`` names several modules.)"""
+
+    class IntegrityWorkers(type(workers)):  # type: ignore[misc]
+        def _popen(
+            self, log: Any, env: dict[str, str], extra: tuple[str, ...], lease: str
+        ) -> subprocess.Popen[bytes]:
+            command = [sys.executable, "-m", "jobdef", "worker", "--db", self.db_url]
+            command += ["--sheets", str(SHEETS), "--lease", lease, "--poll", "50ms", *extra]
+            return subprocess.Popen(
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp_path
+            )
+
+    started = IntegrityWorkers(workers.db_url, workers.tmp_path)
     yield started
     started.stop_all()
 
