@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import job_id
+from jobdef.cli.options import JobIds
 from jobdef.errors import UsageError
 
 
@@ -25,6 +25,6 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("cancel", help="cancel a queued job", description=__doc__)
-    parser.add_argument("id", type=job_id)
+    parser.add_argument("id", action=JobIds)
     runtime_options.add_db(parser)
     parser.set_defaults(handler=run)

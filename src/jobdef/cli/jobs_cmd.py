@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import job_id
+from jobdef.cli.options import JobIds
 from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
 from jobdef.render.escape import visible
@@ -132,7 +132,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="List jobs newest first, or `jobdef jobs show ID` for one job's attempts.",
     )
     parser.add_argument("action", nargs="?", choices=["show"], help="show one job")
-    parser.add_argument("id", nargs="?", type=job_id, help="the job id (with show)")
+    parser.add_argument("id", nargs="?", action=JobIds, help="the job id (with show)")
     parser.add_argument("--state", choices=JOB_STATES)
     parser.add_argument("--job", metavar="NAME")
     parser.add_argument("--limit", type=int, default=50)

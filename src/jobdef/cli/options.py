@@ -4,8 +4,9 @@ and the job id of the commands that take one."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jobdef.cli.config import Config, load_config
 from jobdef.errors import ConfigError
@@ -18,19 +19,44 @@ if TYPE_CHECKING:
 MAX_JOB_ID = 2**63 - 1
 
 
-def job_id(text: str) -> int:
-    """An argparse ``type`` for a job id: checked here, so no engine sees a number it
-    cannot hold (SQLite raised OverflowError, PostgreSQL NumericValueOutOfRange)."""
+def job_id(text: str) -> int | None:
+    """``text`` as a job id, or None when it is not one (not a whole number from 1 to
+    :data:`MAX_JOB_ID`)."""
     try:
         value = int(text, 10)
     except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_JOB_ID:
-        raise argparse.ArgumentTypeError(
-            f"{text[:40]!r} is not a job id; write a whole number from 1 to "
-            f"{MAX_JOB_ID} (see jobdef jobs)"
-        )
-    return value
+        return None
+    return value if 1 <= value <= MAX_JOB_ID else None
+
+
+class JobIds(argparse.Action):
+    """``action=JobIds`` for a job id argument (one or, with ``nargs``, several): each is
+    checked while the arguments are parsed, so no engine sees a number it cannot hold
+    (SQLite raised OverflowError, PostgreSQL NumericValueOutOfRange). A bad one is one
+    line and exit 2, without argparse's usage lines."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if values is None:  # an optional id left out (nargs="?"): its default
+            setattr(namespace, self.dest, self.default)
+            return
+        texts = [values] if isinstance(values, str) else list(values)
+        ids = []
+        for text in texts:
+            value = job_id(text)
+            if value is None:
+                parser.exit(
+                    2,
+                    f"{parser.prog}: error: {str(text)[:40]!r} is not a job id; write a "
+                    f"whole number from 1 to {MAX_JOB_ID} (see jobdef jobs)\n",
+                )
+            ids.append(value)
+        setattr(namespace, self.dest, ids[0] if isinstance(values, str) else ids)
 
 
 def add_sheets(parser: argparse.ArgumentParser) -> None:

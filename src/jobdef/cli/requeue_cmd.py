@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import job_id
+from jobdef.cli.options import JobIds
 from jobdef.cli.runtime_options import JOB_STATES
 from jobdef.errors import UsageError
 
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "requeue", help="queue dead jobs again (attempts back to 0)", description=__doc__
     )
-    parser.add_argument("ids", nargs="*", type=job_id, help="job ids")
+    parser.add_argument("ids", nargs="*", action=JobIds, help="job ids")
     parser.add_argument("--job", metavar="NAME", help="every job of this name in --state")
     parser.add_argument(
         "--state",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import job_id
+from jobdef.cli.options import JobIds
 from jobdef.errors import UsageError
 
 
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("resolve", help="close a dead job", description=__doc__)
-    parser.add_argument("id", type=job_id)
+    parser.add_argument("id", action=JobIds)
     parser.add_argument("--note", required=True, help="what was done about it")
     runtime_options.add_db(parser)
     parser.set_defaults(handler=run)
