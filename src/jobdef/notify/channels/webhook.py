@@ -47,9 +47,11 @@ def _watched(base: type[http.client.HTTPConnection], deadline: Deadline) -> Any:
     the raw socket is watched as soon as it is connected)."""
 
     class Connection(base):  # type: ignore[valid-type,misc]
+        _create_connection: Callable[..., socket.socket]  # as http.client sets it
+
         def connect(self) -> None:
             self.timeout = deadline.remaining()
-            create: Callable[..., socket.socket] = self._create_connection  # type: ignore[has-type]
+            create = self._create_connection
 
             def create_and_watch(*args: Any, **kwargs: Any) -> socket.socket:
                 sock = create(*args, **kwargs)
