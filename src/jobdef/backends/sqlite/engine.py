@@ -140,11 +140,12 @@ class SQLiteBackend(SharedVerbs):
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
         except sqlite3.DatabaseError as exc:
-            if _is_corrupt(exc):
-                raise _corrupt(self.path, exc) from None
+            # Not a database at all, or one whose first page is garbage: either may be.
+            recover = f"; if it was one, it is corrupted: {_RECOVER}" if _is_corrupt(exc) else ""
             raise BackendError(
                 f"cannot open the job database {self.path}: {exc}{_disk_note(self.path)}; "
                 "check that it is a jobdef SQLite file and that you may write to it"
+                + recover.format(path=self.path)
             ) from None
         self._lock = threading.RLock()
 
@@ -631,11 +632,15 @@ def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
     return str(exc) in ("database disk image is malformed", "file is not a database")
 
 
+_RECOVER = (
+    'stop the workers and recover what it holds with: sqlite3 {path} ".recover" | '
+    "sqlite3 recovered.db (or restore a backup), then point --db at the recovered file"
+)
+
+
 def _corrupt(path: Path, exc: sqlite3.DatabaseError) -> BackendError:
     return BackendError(
-        f"the job database {path} is corrupted ({exc}); stop the workers and recover what "
-        f'it holds with: sqlite3 {path} ".recover" | sqlite3 recovered.db '
-        "(or restore a backup), then point --db at the recovered file"
+        f"the job database {path} is corrupted ({exc}); " + _RECOVER.format(path=path)
     )
 
 
