@@ -6,6 +6,8 @@ they live (tests/cli/test_secrets_in_output.py, tests/notify/test_notify_hostile
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from jobdef.redact import redact, url_secrets
@@ -49,3 +51,17 @@ def test_redact_replaces_the_secrets_it_is_given_and_their_pieces() -> None:
     driver = 'invalid integer value "Hunter2" for connection option "port"'
     assert "Hunter2" not in redact(driver, url_secrets(url))
     assert redact("Bearer tok-SECRET rejected", ["Bearer tok-SECRET"]) == "*** rejected"
+
+
+@pytest.mark.parametrize("url", [f"0://admin:{PASSWORD}@h/app", f"\x1b[://admin:{PASSWORD}@h/x"])
+def test_redact_hides_the_password_after_a_scheme_that_is_not_one(url: str) -> None:
+    assert PASSWORD not in redact(f"unknown scheme in {url!r}")
+
+
+@pytest.mark.parametrize(
+    "text", ["A" * 70_000, "://a:" * 14_000, "x&password" * 7_000, "http://u:p@h " * 5_000]
+)
+def test_redact_takes_linear_time_on_a_64_kib_error_message(text: str) -> None:
+    started = time.monotonic()
+    redact(text)
+    assert time.monotonic() - started < 1.0  # was minutes on a run of letters

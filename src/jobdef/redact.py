@@ -20,8 +20,13 @@ from collections.abc import Iterable
 MASK = "***"
 
 # scheme://user:password@  (user without ':' '/' '@'; the password runs to the last '@'
-# before a blank, so an unencoded '/', '@' or '?' in it is covered too).
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)[^\s]*@")
+# before a blank, so an unencoded '/', '@' or '?' in it is covered too). The scheme is
+# optional: a URL whose scheme is not one (``0://``, ``\x1b[://``) hides its password too.
+# Linear time on any text (stored errors run to 64 KiB): a scheme starts only where no
+# scheme character precedes it, and a password is at most 1024 characters.
+_USERINFO = re.compile(
+    r"(?P<head>(?:(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*)?://[^\s:/@]*:)[^\s]{0,1024}@"
+)
 # name=value where the name says secret, in a query string or a libpq keyword string.
 _SECRET_PARAM = re.compile(
     r"(?P<head>(?:^|(?<=[?&;\s,({\[\"']))[\w.\-]*?"
