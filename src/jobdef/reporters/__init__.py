@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from jobdef.sheets.diagnostics import Diagnostic, count
+from jobdef.sheets.files import read_regular
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
 
@@ -37,7 +37,7 @@ class Report:
         """Line ``line`` of ``file`` as written, or None when it cannot be shown."""
         if file not in self._lines:
             try:
-                text = Path(file).read_bytes().decode("utf-8-sig")
+                text = read_regular(file).decode("utf-8-sig")  # never a symlink or FIFO
                 self._lines[file] = text.splitlines()
             except (OSError, UnicodeDecodeError):
                 self._lines[file] = None
