@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jobdef.redact import redact
+
 State = Literal["queued", "running", "done", "dead", "resolved", "cancelled"]
 ACTIVE_STATES: tuple[State, ...] = ("queued", "running")
 FINAL_STATES: tuple[State, ...] = ("done", "dead", "resolved", "cancelled")
@@ -16,11 +18,19 @@ Outcome = Literal["done", "retry", "dead", "timeout", "crashed", "reclaimed", "r
 
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
-    """What an attempt raised: the exception's class path, its message, the traceback."""
+    """What an attempt raised: the exception's class path, its message, the traceback.
+
+    Message and traceback are redacted here, so no stored error, outbox payload or
+    listing holds a password or token a handler's exception quoted in a URL.
+    """
 
     type: str
     message: str
     traceback: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", redact(self.message))
+        object.__setattr__(self, "traceback", redact(self.traceback))
 
 
 @dataclass(frozen=True, slots=True)
