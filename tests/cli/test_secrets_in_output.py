@@ -27,6 +27,8 @@ def test_context_repr_has_no_database_password() -> None:
         f"mysql://admin:{PASSWORD}@db/app",
         f"postgresql+psycopg://u:{PASSWORD}@127.0.0.1/app",
         f"postgresql://postgres:{PASSWORD}/x@127.0.0.1/test",
+        f"admin:{PASSWORD}@127.0.0.1/app",  # no '://': parses as the scheme 'admin'
+        f"0://admin:{PASSWORD}@127.0.0.1/app",  # a scheme that is not one
     ],
 )
 def test_db_commands_never_print_the_password(url: str, capsys: pytest.CaptureFixture[str]) -> None:

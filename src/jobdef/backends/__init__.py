@@ -35,6 +35,12 @@ ENGINES: dict[str, str] = {
 def engine_module(url: str) -> ModuleType:
     """The module of the engine for ``url``'s scheme (it names its ``MIGRATIONS``)."""
     scheme = urlsplit(url).scheme
+    if scheme not in ENGINES and "://" not in url:
+        # Not a URL: shown it could be a password (``user:pw@host`` parses as scheme 'user').
+        raise BackendError(
+            "the database URL is not a URL (no '://'); write "
+            "sqlite:///path/to/jobdef.db or postgresql://user@host/dbname"
+        )
     if scheme not in ENGINES:
         raise BackendError(
             f"database URL {redact(url)!r} has an unknown scheme {scheme or '(none)'!r}; write "
