@@ -11,17 +11,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 
 from jobdef import __version__
 from jobdef.errors import JobdefError
 from jobdef.redact import redact, url_secrets
-from jobdef.render.escape import visible
+from jobdef.render.escape import clip, visible
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")
 
 # Subcommand modules, in the order `jobdef --help` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -63,6 +65,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _printable_streams()
     first = next((arg for arg in argv if not arg.startswith("-")), None)
     parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
@@ -80,6 +83,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except UnicodeEncodeError:
+        # Bytes of argv that are not UTF-8 arrive as lone surrogates; a name or a note
+        # holding one cannot be stored or sent (a path can, and is used as given).
+        bad = next((arg for arg in argv if _NOT_UTF8.search(arg)), "")
+        message = (
+            f"the argument {clip(redact(bad), 80)!r} holds bytes that are not UTF-8; "
+            "pass it as UTF-8 text"
+        )
+        print(f"jobdef {args.command}: error: {_without_secrets(message, args)}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        # A path no command checked for this (too long, a loop of links): one line.
+        path = clip(os.fsdecode(exc.filename), 80)
+        message = f"cannot use the path {path!r}: {exc.strerror or exc}; give a path that exists"
+        print(f"jobdef {args.command}: error: {_without_secrets(message, args)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _printable_streams() -> None:
+    """Print what the terminal cannot encode as an escape (``\\udc80``), not a traceback.
+
+    A path from argv with bytes that are not UTF-8 holds lone surrogates; a strict
+    stdout (a UTF-8 locale's) fails on them, and surrogateescape (the C locale's)
+    would write the raw bytes, a C1 control among them, to the terminal.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 def _without_secrets(message: str, args: argparse.Namespace) -> str:
