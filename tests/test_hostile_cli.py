@@ -26,6 +26,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -394,6 +395,83 @@ def test_the_issues_cases_get_one_line(project: Path, argv: list[str]) -> None:
     check_outcome(argv, code, out, err)
     assert code == 2, (argv, out, err)
     assert len(err.strip().splitlines()) == 1, err
+
+
+def _fresh_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    root = write_project(tmp_path)
+    env = hostile_env(root)
+    assert run_jobdef(["db", "upgrade"], root, env).returncode == 0
+    return root, env
+
+
+def _one_line(result: object, *, code: int = 2) -> str:
+    assert isinstance(result, subprocess.CompletedProcess)
+    out, err = result.stdout.decode(), result.stderr.decode()
+    check_outcome(result.args, result.returncode, out, err)
+    assert result.returncode == code, out + err
+    return out + err
+
+
+def test_a_corrupted_sqlite_file_is_one_line_in_every_command(tmp_path: Path) -> None:
+    root, env = _fresh_project(tmp_path)
+    assert run_jobdef(["enqueue", "hostile", "--args", '{"text": "x"}'], root, env).returncode == 0
+    db = root / "jobs.db"
+    data = bytearray(db.read_bytes())
+    data[4096:8192] = b"\xde\xad" * 2048  # a page of the tables overwritten
+    db.write_bytes(bytes(data))
+    for argv in (
+        ["status"],
+        ["jobs"],
+        ["enqueue", "hostile", "--args", '{"text": "y"}'],
+        ["worker", "--burst"],
+    ):
+        shown = _one_line(run_jobdef(argv, root, env, timeout=60))
+        assert "corrupted" in shown, shown
+        assert ".recover" in shown, shown
+
+
+def test_validate_refuses_a_fifo_without_reading_it(tmp_path: Path) -> None:
+    root, env = _fresh_project(tmp_path)
+    os.mkfifo(root / "jobdefs" / "pipe.yaml")
+    _one_line(run_jobdef(["validate", "jobdefs/pipe.yaml"], root, env, timeout=30))
+
+
+def test_a_symlinked_sheet_is_not_read_nor_its_target_printed(tmp_path: Path) -> None:
+    root, env = _fresh_project(tmp_path)
+    (root / "credentials").write_text("apiVersion: CREDENTIAL-CONTENT-42\n", encoding="utf-8")
+    (root / "jobdefs" / "link.yaml").symlink_to(root / "credentials")
+    for argv in (["validate"], ["validate", "--format", "github"], ["docs", "--check"]):
+        result = run_jobdef(argv, root, env)
+        shown = result.stdout.decode() + result.stderr.decode()
+        check_outcome(argv, result.returncode, shown, "")
+        assert result.returncode in (1, 2), shown
+        assert "CREDENTIAL-CONTENT-42" not in shown
+
+
+def test_docs_never_writes_through_a_symlinked_temporary_file(tmp_path: Path) -> None:
+    root, env = _fresh_project(tmp_path)
+    target = tmp_path / "target.txt"
+    target.write_text("untouched", encoding="utf-8")
+    (root / "out").mkdir()
+    for name in (".index.md.tmp", ".hostile.md.tmp"):
+        (root / "out" / name).symlink_to(target)
+    result = run_jobdef(["docs", "--out", "out"], root, env)
+    check_outcome(
+        "docs --out out", result.returncode, result.stdout.decode(), result.stderr.decode()
+    )
+    assert target.read_text(encoding="utf-8") == "untouched"
+
+
+def test_check_imports_reports_a_module_that_exits_at_import(tmp_path: Path) -> None:
+    root, env = _fresh_project(tmp_path)
+    (root / "exiter.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
+    sheet = root / "jobdefs" / "jobs.yaml"
+    sheet.write_text(
+        sheet.read_text(encoding="utf-8").replace("hostile_handlers:fail", "exiter:fail"), "utf-8"
+    )
+    shown = _one_line(run_jobdef(["validate", "--check-imports"], root, env, timeout=60), code=1)
+    assert "sys.exit(0)" in shown, shown
+    assert "handler: exiter:fail" in shown, shown
 
 
 # --- fixed cases, one per command, each seen through a real process --------------
