@@ -16,6 +16,7 @@ Afterwards every command output, the worker's log, every row of every table
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -144,7 +145,7 @@ def test_no_secret_in_any_output_log_stored_error_or_outbox_row(
     assert not [s[:10] for s in SECRETS if s[:10] in joined]
 
 
-@settings(deadline=None, max_examples=3)
+@settings(deadline=None, max_examples=int(os.environ.get("JOBDEF_HOSTILE_JOB_EXAMPLES", "3")))
 @given(
     texts=st.lists(
         st.one_of(
