@@ -75,6 +75,12 @@ MAX_CONCURRENCY = 256
 # and a turn lasts up to 0.1 s while it holds running jobs (plus a store call), so a
 # lease of 1 s holds three heartbeats of several turns each.
 MIN_LEASE = 1.0
+# After a wake-up from the store (a notification), an idle worker claims again every
+# RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it goes back to the poll
+# interval: the job that caused the notification may be due a few milliseconds after
+# the first claim, as the hosts' readings of the server's clock differ slightly.
+RECHECK_AFTER_WAKE = 0.5
+RECHECK_INTERVAL = 0.05
 
 
 class WorkerOptionError(UsageError, ValueError):
@@ -217,6 +223,10 @@ class Worker:
         self._failures: list[FailedAttempt] = []
         self._outage = StoreOutage()
         self._idle = False
+        # Until when (monotonic) an idle turn looks again soon after a notification:
+        # hosts' readings of the server's clock differ by a few milliseconds, so a job
+        # enqueued "now" can be due a moment after the claim its notification caused.
+        self._recheck_until = 0.0
         # When each service is next due, on ``clock``; a first tick on the first turn.
         self._next_tick = [0.0] * len(self.services)
         # Written by request_stop (a signal handler, or another thread); read once per
@@ -321,7 +331,8 @@ class Worker:
         if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
             # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
             # LISTEN/NOTIFY); the poll interval stays the fallback.
-            self.backend.wait_for_jobs(waiting)
+            if self.backend.wait_for_jobs(waiting):
+                self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
             waiting = 0.0
         self._collect(pool, waiting, phase)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
@@ -358,6 +369,8 @@ class Worker:
         """How long this turn may wait for the children (or, idle, for new jobs)."""
         # Idle, the poll interval; with work claimed, no wait.
         waiting = self.poll_interval if self._idle else 0.0
+        if self._idle and mono < self._recheck_until:
+            waiting = min(waiting, RECHECK_INTERVAL)
         if pool.in_flight():
             # Results come in any time: look again soon, and at the earliest timeout.
             deadline = pool.next_deadline()
