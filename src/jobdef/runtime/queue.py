@@ -54,11 +54,14 @@ class Queue:
         backend: Backend,
         registry: Registry,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.backend = backend
         self.registry = registry
-        self.clock = clock
+        # The store's clock unless one is given: a ``delay`` becomes a ``run_after`` on
+        # the clock the store compares with (on PostgreSQL the server's, not this host's).
+        store_clock: Callable[[], float] = getattr(backend, "clock", time.time)
+        self.clock = store_clock if clock is None else clock
 
     def new_job(
         self,
@@ -132,4 +135,4 @@ class Queue:
 def connect(url: str, registry: Registry, *, clock: Callable[[], float] | None = None) -> Queue:
     """A :class:`Queue` on the job database at ``url`` (created and migrated if needed)."""
     backend = open_backend(url, clock=clock)
-    return Queue(backend, registry, clock=clock or time.time)
+    return Queue(backend, registry, clock=clock)
