@@ -1,0 +1,238 @@
+"""Ledger = attempts: every handler invocation is one recorded attempt, on both engines.
+
+Each handler's first action is to commit a row (job id, attempt, pid) to a
+ledger, a SQLite file outside the job database (``ledger_handlers``). Real
+``jobdef worker`` processes then drain a mix of quick jobs, jobs that sleep
+past a short timeout, jobs whose child calls ``os._exit(1)`` and jobs with
+1 MB args, while neighbours time out or crash, or while a worker is SIGKILLed
+mid-drain and a second one finishes. At the end the ledger and the attempts
+table agree exactly: each invocation has one attempt row, each attempt row
+has its invocation, nothing ran twice under one attempt, and no job is left
+running. Every scenario is bounded in time.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ledger_handlers
+import pytest
+
+from jobdef.backends.protocol import Backend
+from jobdef.policy.registry import Registry
+from jobdef.runtime.queue import Queue
+from jobdef.sheets.pipeline import load_registry
+from support import eventually
+
+pytestmark = pytest.mark.slow
+
+SHEET = """\
+apiVersion: jobdef/v1
+kind: Defaults
+name: ledger-defaults
+max_attempts: 3
+backoff: {strategy: fixed, initial: 0s, jitter: none}
+timeout: 30s
+errors: {default: retry}
+retention: {done: 1h, dead: until_resolved}
+limits: {args_bytes: 2000000}
+---
+apiVersion: jobdef/v1
+kind: Job
+name: quick
+handler: ledger_handlers:quick
+args:
+  ledger: {type: string}
+  index: {type: integer, minimum: 0}
+---
+apiVersion: jobdef/v1
+kind: Job
+name: steady
+handler: ledger_handlers:steady
+args:
+  ledger: {type: string}
+  seconds: {type: number}
+---
+apiVersion: jobdef/v1
+kind: Job
+name: large
+handler: ledger_handlers:large
+args:
+  ledger: {type: string}
+  blob: {type: string}
+---
+apiVersion: jobdef/v1
+kind: Job
+name: sleep_first
+handler: ledger_handlers:sleep_first
+timeout: 1s
+args:
+  ledger: {type: string}
+---
+apiVersion: jobdef/v1
+kind: Job
+name: exit_first
+handler: ledger_handlers:exit_first
+args:
+  ledger: {type: string}
+"""
+
+BLOB = "m" * 1_000_000
+"""One 1 MB string arg: past the 256 KiB default, within the sheet's raised limit."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The job database on each engine (PostgreSQL: a schema of its own)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'jobs.db'}"
+    server = request.getfixturevalue("postgres_url")
+    return f"{server}?schema={request.getfixturevalue('postgres_schema')}"
+
+
+@pytest.fixture
+def sheets(tmp_path: Path) -> Path:
+    folder = tmp_path / "sheets"
+    folder.mkdir()
+    (folder / "ledger.yaml").write_text(SHEET, "utf-8")
+    return folder
+
+
+@pytest.fixture
+def registry(sheets: Path) -> Registry:
+    return load_registry([sheets])
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> str:
+    path = str(tmp_path / "ledger.db")
+    ledger_handlers.create(path)
+    return path
+
+
+@pytest.fixture
+def workers(workers: Any, sheets: Path) -> Iterator[Any]:
+    """The runtime folder's worker processes, serving this file's sheet. (Built from the
+    conftest's fixture rather than imported: ``conftest`` names several modules.)"""
+
+    class LedgerWorkers(type(workers)):  # type: ignore[misc]
+        def _popen(
+            self, log: Any, env: dict[str, str], extra: tuple[str, ...], lease: str
+        ) -> subprocess.Popen[bytes]:
+            command = [sys.executable, "-m", "jobdef", "worker", "--db", self.db_url]
+            command += ["--sheets", str(sheets), "--lease", lease, "--poll", "50ms", *extra]
+            return subprocess.Popen(
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp_path
+            )
+
+    started = LedgerWorkers(workers.db_url, workers.tmp_path)
+    yield started
+    started.stop_all()
+
+
+def _mix(queue: Queue, ledger: str) -> list[int]:
+    """Quick jobs around a timeout, an ``os._exit`` and 1 MB args, in enqueue order."""
+    ids: list[int] = []
+
+    def quick(count: int) -> None:
+        for _ in range(count):
+            ids.append(queue.enqueue("quick", {"ledger": ledger, "index": len(ids)}).id)
+
+    quick(8)
+    ids.append(queue.enqueue("sleep_first", {"ledger": ledger}).id)
+    quick(4)
+    ids.append(queue.enqueue("large", {"ledger": ledger, "blob": BLOB}).id)
+    quick(4)
+    ids.append(queue.enqueue("exit_first", {"ledger": ledger}).id)
+    quick(3)
+    ids.append(queue.enqueue("large", {"ledger": ledger, "blob": BLOB}).id)
+    quick(4)
+    return ids
+
+
+UNSTARTED = frozenset({"released"})
+"""Outcomes of attempt rows for claims whose handler never started: the store writes
+one when a worker gives back a claim it had not dispatched (its child was killed for a
+neighbour), under the same attempt number as the run that follows."""
+
+
+def _assert_ledger_is_attempts(
+    backend: Backend, ledger: str, ids: list[int], unstarted: frozenset[str] = UNSTARTED
+) -> Counter[str]:
+    """The ledger and the attempts table agree one to one; no job is left running.
+
+    ``unstarted``: the outcomes an attempt row may have without a ledger entry.
+    Returns how many attempt rows that ran ended with each outcome.
+    """
+    states = Counter(backend.get(job).state for job in ids)
+    assert states == Counter({"done": len(ids)}), states
+    runs = Counter((job, attempt) for job, attempt, _pid in ledger_handlers.entries(ledger))
+    repeated = {key: count for key, count in runs.items() if count != 1}
+    assert not repeated, f"handler ran more than once under one attempt: {repeated}"
+    rows = [row for job in ids for row in backend.attempts(job)]
+    assert all(row.started_at is not None for row in rows)
+    ran = Counter((row.job_id, row.attempt) for row in rows if row.outcome != "released")
+    unrecorded = {key: ran[key] for key in sorted(runs) if ran[key] != 1}
+    assert not unrecorded, f"ledger entries with not one attempt row that ran: {unrecorded}"
+    unrun = {
+        (row.job_id, row.attempt): row.outcome
+        for row in rows
+        if (row.job_id, row.attempt) not in runs and row.outcome not in unstarted
+    }
+    assert not unrun, f"attempt rows with no ledger entry: {unrun}"
+    return Counter(
+        row.outcome
+        for row in rows
+        if (row.job_id, row.attempt) in runs and row.outcome != "released"
+    )
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_neighbour_timeouts_and_exits_leave_one_attempt_row_per_run(
+    backend, registry, workers, ledger, concurrency
+):
+    began = time.monotonic()
+    ids = _mix(Queue(backend, registry), ledger)
+    worker = workers.start("--burst", "--concurrency", concurrency, lease="30s")
+    assert worker.wait(30) == 0, workers.log()
+    outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
+    # One timeout and one crash, each retried once; every other job ran once.
+    assert outcomes == Counter({"done": len(ids), "timeout": 1, "crashed": 1}), outcomes
+    assert time.monotonic() - began < 30
+
+
+def test_a_worker_killed_mid_drain_leaves_one_attempt_row_per_run(
+    backend, registry, workers, ledger
+):
+    began = time.monotonic()
+    queue = Queue(backend, registry)
+    ids = [queue.enqueue("steady", {"ledger": ledger, "seconds": 0.05}).id for _ in range(30)]
+    ids += [queue.enqueue("large", {"ledger": ledger, "blob": BLOB}).id for _ in range(2)]
+    ids += _mix(queue, ledger)
+    first = workers.start("--concurrency", "2", name="first", lease="1s")
+    eventually(
+        lambda: len(ledger_handlers.entries(ledger)) >= 8,
+        timeout=20,
+        what="the first worker to run a few jobs",
+    )
+    first.send_signal(signal.SIGKILL)
+    assert first.wait(10) == -signal.SIGKILL
+    second = workers.start("--concurrency", "2", name="second", lease="1s")
+    eventually(
+        lambda: all(backend.get(job).state == "done" for job in ids),
+        timeout=30,
+        what="the second worker to finish every job",
+    )
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(30) == 0, workers.log("second")
+    # A claim the killed worker held but had not started is reclaimed, unrun.
+    outcomes = _assert_ledger_is_attempts(backend, ledger, ids, UNSTARTED | {"reclaimed"})
+    assert outcomes["done"] == len(ids)
+    assert time.monotonic() - began < 40
