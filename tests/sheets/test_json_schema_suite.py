@@ -16,11 +16,8 @@ The counts are printed (``pytest -s``) and are in the assertion messages.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
-
-import pytest
 
 from jobdef.errors import ArgsError
 from jobdef.runtime.queue import connect
@@ -28,9 +25,7 @@ from jobdef.sheets.build import build_registry
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.pipeline import validate_sheets
 from jobdef.sheets.schema_fast import UnsupportedSchema, compile_schema
-
-REPO = Path(__file__).resolve().parents[2]
-SUITE = REPO.parent / "shared" / "external" / "json-schema-test-suite" / "draft7"
+from support.external import external_data
 
 SHEET = """\
 apiVersion: jobdef/v1
@@ -47,11 +42,7 @@ errors:
 
 
 def _suite() -> Path:
-    if not SUITE.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the JSON-Schema-Test-Suite is missing at {SUITE} (CI=true)")
-        pytest.skip(f"the JSON-Schema-Test-Suite is not at {SUITE}")
-    return SUITE
+    return external_data("json-schema-test-suite") / "draft7"
 
 
 def _remote_only(errors: list[Diagnostic]) -> bool:
