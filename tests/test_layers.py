@@ -33,7 +33,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jobdef.reporters", "jobdef.render", "jobdef.review"),
     ("jobdef.backends",),
     ("jobdef.notify",),
+    # Metrics, traces and structured logs: the worker reports through them.
+    ("jobdef.telemetry",),
     ("jobdef.runtime",),
+    # Where jobdef meets other software: the testing kit, the dashboard, the
+    # Celery/RQ adapters and the Django integration, each over the runtime.
+    ("jobdef.testing", "jobdef.dashboard", "jobdef.adapters", "jobdef.contrib"),
     ("jobdef.cli", "jobdef.examples", "jobdef.__main__", "jobdef.registry", "jobdef"),
 )
 
