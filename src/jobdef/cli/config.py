@@ -51,6 +51,21 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
+def project_root(start: Path | None = None) -> Path:
+    """The folder reports show paths relative to: the one holding the nearest
+    pyproject.toml when it has a ``[tool.jobdef]`` table, else the working directory."""
+    cwd = (start or Path.cwd()).absolute()
+    pyproject = find_pyproject(cwd)
+    if pyproject is not None:
+        try:
+            with pyproject.open("rb") as stream:
+                if "jobdef" in tomllib.load(stream).get("tool", {}):
+                    return pyproject.parent
+        except (OSError, tomllib.TOMLDecodeError):
+            pass  # load_config says what is wrong with it
+    return cwd
+
+
 def _from_pyproject(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as stream:

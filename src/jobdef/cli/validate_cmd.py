@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
@@ -32,9 +34,11 @@ def exit_code(diagnostics: Sequence[Diagnostic], strict: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jobdef.cli.config import project_root
     from jobdef.reporters import Report, render
     from jobdef.sheets.pipeline import validate_sheets
 
+    started, clock = datetime.now(UTC), time.perf_counter()
     paths = args.paths
     if not paths or args.check_imports:
         from jobdef.cli.config import load_config, use_pythonpath
@@ -52,7 +56,14 @@ def run(args: argparse.Namespace) -> int:
 
         registry = build_registry(result.documents)
         diagnostics = sort_diagnostics([*diagnostics, *check_env(registry, os.environ)])
-    report = Report(diagnostics, result.files, strict=args.strict)
+    report = Report(
+        diagnostics,
+        result.files,
+        strict=args.strict,
+        root=str(project_root()),
+        started=started,
+        elapsed=time.perf_counter() - clock,
+    )
     sys.stdout.write(render(args.format, report))
     if args.check_imports and args.format == "text":
         from jobdef.sheets.rules.imports import handler_kinds

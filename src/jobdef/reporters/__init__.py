@@ -7,8 +7,10 @@ they never decide the exit code (that is :mod:`jobdef.cli.validate_cmd`).
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from jobdef.sheets.diagnostics import Diagnostic, count
 from jobdef.sheets.files import read_regular
@@ -23,6 +25,12 @@ class Report:
     diagnostics: Sequence[Diagnostic]
     files: Sequence[str]
     strict: bool = False
+    # The project root (see jobdef.cli.config.project_root): paths are shown relative to
+    # it, so CI can map them to files of the checkout. None shows them as given.
+    root: str | None = None
+    # When the run started (UTC) and how long it took, in seconds (JUnit's timestamp, time).
+    started: datetime | None = None
+    elapsed: float = 0.0
     _lines: dict[str, list[str] | None] = field(default_factory=dict)
 
     @property
@@ -32,6 +40,30 @@ class Report:
     def fails(self, diagnostic: Diagnostic) -> bool:
         """Whether this finding fails the run (warnings do under --strict)."""
         return diagnostic.severity == "error" or self.strict
+
+    def path(self, file: str) -> str:
+        """``file`` as reports show it: relative to :attr:`root` with ``/`` separators when
+        it is inside the root, else as given."""
+        relative = self.relative(file)
+        return file if relative is None else relative
+
+    def relative(self, file: str) -> str | None:
+        """``file`` relative to :attr:`root` (``/`` separators), or None when it is outside
+        (or no root is set)."""
+        if self.root is None:
+            return None
+        # The folders' links resolved (the root is found through a resolved working
+        # directory), not the file's: a symlinked sheet is reported where it was found.
+        folder, name = os.path.split(os.path.abspath(file))
+        try:
+            relative = os.path.relpath(
+                os.path.join(os.path.realpath(folder), name), os.path.realpath(self.root)
+            )
+        except ValueError:  # another drive
+            return None
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+            return None
+        return relative.replace(os.sep, "/")
 
     def source_line(self, file: str, line: int) -> str | None:
         """Line ``line`` of ``file`` as written, or None when it cannot be shown."""

@@ -24,7 +24,7 @@ def render(report: Report) -> str:
         level = "error" if d.severity == "error" else "warning"
         title = f"{d.code} {d.rule}".strip()
         out.append(
-            f"::{level} file={_property(d.file)},line={d.line},col={d.column},"
+            f"::{level} file={_property(report.path(d.file))},line={d.line},col={d.column},"
             f"title={_property(title)}::{_data(d.message)}"
         )
     out.append(report.summary())
@@ -42,7 +42,7 @@ def summary(report: Report) -> str:
         lines += ["| Severity | Rule | Location | Message |", "| --- | --- | --- | --- |"]
         for d in report.diagnostics:
             lines.append(
-                f"| {d.severity} | {d.code} | `{_cell(d.file)}:{d.line}:{d.column}` "
+                f"| {d.severity} | {d.code} | `{_cell(report.path(d.file))}:{d.line}:{d.column}` "
                 f"| {_cell(d.message)} |"
             )
         lines.append("")

@@ -19,7 +19,7 @@ def render(report: Report) -> str:
         "warnings": warnings,
         "diagnostics": [
             {
-                "file": d.file,
+                "file": report.path(d.file),
                 "line": d.line,
                 "column": d.column,
                 "severity": d.severity,
@@ -27,7 +27,8 @@ def render(report: Report) -> str:
                 "rule": d.rule,
                 "message": d.message,
                 "related": [
-                    {"file": r.file, "line": r.line, "column": r.column} for r in d.related
+                    {"file": report.path(r.file), "line": r.line, "column": r.column}
+                    for r in d.related
                 ],
             }
             for d in report.diagnostics

@@ -1,4 +1,7 @@
-"""Text: ``file:line:col: error JD212 message``, the source line and a caret under the column."""
+"""Text: ``file:line:col: error JD212 message``, the source line and a caret under the column.
+
+Paths are relative to the project root (:attr:`Report.root`) when the sheet is inside it.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ def _width(text: str) -> int:
 def render(report: Report) -> str:
     out: list[str] = []
     for d in report.diagnostics:
-        out.append(f"{d.file}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}")
+        out.append(f"{report.path(d.file)}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}")
         source = report.source_line(d.file, d.line) if d.excerpt else None
         if source is not None:
             number = str(d.line)
@@ -24,6 +27,6 @@ def render(report: Report) -> str:
             out.append(f" {number} | {shown}")
             out.append(f" {gutter} | {' ' * _width(source[: d.column - 1])}^")
         for related in d.related:
-            out.append(f"  see also {related}")
+            out.append(f"  see also {report.path(related.file)}:{related.line}:{related.column}")
     out.append(report.summary())
     return "\n".join(out) + "\n"

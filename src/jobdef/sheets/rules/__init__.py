@@ -88,13 +88,15 @@ def rules_markdown() -> str:
         "",
         "Generated from `jobdef.sheets.rules` (`python -m jobdef.sheets.rules > docs/rules.md`); "
         "ids never change meaning.",
-        "Errors fail the run; warnings fail it under `--strict`.",
+        "Errors fail the run; warnings fail it under `--strict`. Each row can be linked as "
+        "`rules.md#jd212` (SARIF's helpUri does).",
         "",
         "| Id | Name | Severity | Why |",
         "| --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {rule.id} | `{rule.name}` | {rule.severity} | {rule.rationale} |"
+        f'| <a id="{rule.id.lower()}"></a>{rule.id} | `{rule.name}` | {rule.severity} '
+        f"| {rule.rationale} |"
         for rule in all_rules()
     ]
     return "\n".join(lines) + "\n"
