@@ -27,11 +27,13 @@ _NOT_UTF8 = re.compile("[\ud800-\udfff]")
 
 # Subcommand modules, in the order `jobdef --help` lists them.
 COMMANDS: tuple[str, ...] = (
+    "init",
     "schema",
     "validate",
     "docs",
     "tsv",
     "explain",
+    "export",
     "diff",
     "new",
     "worker",
@@ -39,6 +41,7 @@ COMMANDS: tuple[str, ...] = (
     "status",
     "jobs",
     "queues",
+    "workers",
     "requeue",
     "resolve",
     "cancel",
@@ -46,6 +49,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "db",
     "notify",
+    "dashboard",
 )
 
 

@@ -1,0 +1,99 @@
+"""``jobdef export``: the resolved policy of each job, as JSON or in a runtime's own vocabulary.
+
+One module per format, each a pure function of the frozen policies
+(``convert(job, registry, notes)``):
+
+- :mod:`~jobdef.render.export.resolved`: ``json``, the resolved policy (schema
+  ``schema/jobdef-export-v1.schema.json``);
+- :mod:`~jobdef.render.export.sqs`: AWS SQS ``CreateQueue`` parameters;
+- :mod:`~jobdef.render.export.cloud_tasks`: a Google Cloud Tasks ``Queue``;
+- :mod:`~jobdef.render.export.step_functions`: an Amazon States Language state machine;
+- :mod:`~jobdef.render.export.temporal`: Temporal activity options and retry policy;
+- :mod:`~jobdef.render.export.kubernetes`: a Kubernetes ``Job`` or ``CronJob``.
+
+What a format cannot express is a :class:`~jobdef.render.export.common.Note`,
+returned beside the text (the CLI prints each on stderr) and written into the
+output where the format has room: a ``notes`` list per job in the JSON formats,
+the Task's ``Comment`` in ASL, annotations and comments in Kubernetes YAML.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jobdef.errors import UsageError
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.registry import Registry
+from jobdef.render.escape import visible
+from jobdef.render.export import cloud_tasks, kubernetes, sqs, step_functions, temporal
+from jobdef.render.export.common import Note, Notes
+from jobdef.render.export.resolved import resolved_document
+
+FORMATS = ("json", "sqs", "cloud-tasks", "step-functions", "temporal", "kubernetes")
+
+Converter = Callable[[JobPolicy, Registry, Notes], dict[str, Any]]
+_CONVERTERS: dict[str, Converter] = {
+    "sqs": sqs.convert,
+    "cloud-tasks": cloud_tasks.convert,
+    "step-functions": step_functions.convert,
+    "temporal": temporal.convert,
+}
+
+
+@dataclass(frozen=True)
+class Export:
+    """An export's text and the notes of every field it could not express."""
+
+    text: str
+    notes: tuple[Note, ...]
+
+
+def schema_text() -> str:
+    """The shipped JSON Schema of ``--format json`` (draft-07, as the sheet schema), as written."""
+    return (Path(__file__).parent / "schema" / "jobdef-export-v1.schema.json").read_text("utf-8")
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def export(
+    registry: Registry,
+    fmt: str,
+    names: Sequence[str] = (),
+    *,
+    base: str | Path | None = None,
+) -> Export:
+    """The jobs ``names`` (all, by name, when empty) in format ``fmt``."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    jobs = [registry.job(name) for name in dict.fromkeys(names)] if names else list(registry)
+    if fmt == "json":
+        return Export(_dumps(resolved_document(jobs, registry, base)), ())
+    collected: list[Note] = []
+    if fmt == "kubernetes":
+        manifests = []
+        for job in jobs:
+            notes = Notes(job.name)
+            manifest = kubernetes.convert(job, registry, notes)
+            kubernetes.annotate(manifest, notes)
+            manifests.append((manifest, _visible(notes)))
+            collected.extend(notes.items)
+        return Export(kubernetes.render_yaml(manifests), tuple(collected))
+    out: dict[str, Any] = {"format": fmt, "jobs": {}}
+    for job in jobs:
+        notes = Notes(job.name)
+        entry = _CONVERTERS[fmt](job, registry, notes)
+        entry["notes"] = notes.texts()
+        out["jobs"][job.name] = entry
+        collected.extend(notes.items)
+    return Export(_dumps(out), tuple(collected))
+
+
+def _visible(notes: Notes) -> Notes:
+    """The notes with control characters escaped, for a comment line that must stay one line."""
+    return Notes(notes.job, [Note(n.job, n.field, visible(n.text)) for n in notes.items])
