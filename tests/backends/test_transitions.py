@@ -110,6 +110,24 @@ def test_late_write_after_reclaim_is_refused(backend, clock, worker, other_worke
     assert [a.outcome for a in backend.attempts(job_id)] == ["retry", "done"]
 
 
+def test_a_reclaim_of_a_lease_renewed_since_it_was_read_is_refused(backend, clock, worker):
+    job_id = _enqueue(backend)
+    lease = worker.claim_one().lease
+    clock.advance(worker.lease + 1)
+    [expired] = backend.expired_leases()
+    # The worker was only slow: its heartbeat lands between the reclaimer's read and move.
+    assert backend.heartbeat(lease, worker.lease)
+    lost = ErrorInfo("jobdef.runtime.errors.LeaseExpired", "lease expired")
+    assert not backend.retry(expired.lease, lost, clock.now, 0, outcome="reclaimed")
+    assert not backend.bury(expired.lease, lost, outcome="reclaimed")
+    assert backend.get(job_id).state == "running"
+    assert [a.outcome for a in backend.attempts(job_id)] == [None]  # still running
+    # The same move of a lease that did expire is taken.
+    clock.advance(worker.lease + 1)
+    assert backend.retry(expired.lease, lost, clock.now, 0, outcome="reclaimed")
+    assert [a.outcome for a in backend.attempts(job_id)] == ["reclaimed"]
+
+
 def test_expired_leases_lists_only_running_jobs_past_their_lease(backend, clock, worker):
     _enqueue(backend)
     _enqueue(backend)

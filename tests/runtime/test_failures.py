@@ -53,6 +53,7 @@ def test_a_reclaimed_attempt_follows_on_reclaim_and_a_lost_lease_is_refused(db_u
     clock, backend, policy, record = _claimed(
         db_url, registry, "fail", {"kind": "value"}, max_attempts=1
     )
+    clock.advance(11)  # past the 10s lease: a reclaim moves only an expired lease
     error = ErrorInfo("jobdef.runtime.errors.LeaseExpired", "worker w1 stopped heart-beating")
     # LeaseExpired is a TimeoutError, an OSError, which this sheet lists as fatal: a
     # reclaimed attempt is decided by on_reclaim and max_attempts, not by errors.

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 
 from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath, use_pythonpath
+from jobdef.errors import UsageError
 from jobdef.policy.durations import parse_duration
 
 
@@ -23,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     )
     # Where the handlers are imported from, by the start check and by the children.
     use_pythonpath(runtime_options.config(args))
+    child_setup = _django(args) if os.environ.get("DJANGO_SETTINGS_MODULE") else None
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
     # --no-migrate: the tables must exist already (a role without DDL rights).
@@ -38,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         grace=parse_duration(args.grace),
         poll_interval=poll,
         depth=args.prefetch,
+        child_setup=child_setup,
     )
     try:
         stats = worker.run()
@@ -48,6 +52,20 @@ def run(args: argparse.Namespace) -> int:
         f"{stats.released} released, {stats.refused} late writes refused"
     )
     return 0
+
+
+def _django(args: argparse.Namespace) -> str:
+    """A Django project's worker: Django set up here and in each child, --db and --sheets
+    from its JobdefBackend unless given; the children's setup function."""
+    try:
+        from jobdef.contrib.django import worker
+    except ImportError as exc:
+        raise UsageError(
+            f"DJANGO_SETTINGS_MODULE is set, but Django cannot be imported ({exc}); "
+            "install jobdef[django], or unset DJANGO_SETTINGS_MODULE"
+        ) from None
+    args.db, args.sheets = worker.prepare(args.db, args.sheets)
+    return worker.CHILD_SETUP
 
 
 def _positive(text: str) -> int:

@@ -201,6 +201,7 @@ def child_main(
     logs: Logs,
     *,
     handlers: tuple[str, ...],
+    setup: str | None = None,
 ) -> None:
     parent = os.getppid()
     _die_with_parent()
@@ -216,6 +217,11 @@ def child_main(
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     lock = FileLock(os.open(lock_path, os.O_RDWR))
+    if setup is not None:
+        # What the handlers' modules need before they import (Django's settings and app
+        # registry). A setup that raises ends the child before Ready: the worker sees a
+        # child that could not start, rather than jobs failing one by one.
+        resolve_handler(setup)()
     for path in handlers:
         # Import before the first job, not during it; a handler that does not import
         # fails its own jobs when they run, with the error.

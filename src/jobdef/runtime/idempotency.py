@@ -10,6 +10,15 @@ side effect, on the same connection as the side effect::
 
 The key is recorded in a ``processed_keys`` table on that connection, so it
 commits (or rolls back) together with the work it guards.
+
+``connection`` is a DB-API connection (``sqlite3``, psycopg 3) or Django's
+connection object (``django.db.connection``, ``connections["alias"]``), inside
+the handler's ``transaction.atomic()``::
+
+    with transaction.atomic():
+        if not first_run(ctx, connection):
+            return
+        Points.objects.create(...)
 """
 
 from __future__ import annotations
@@ -36,7 +45,27 @@ def first_run(ctx: Context, connection: Any) -> bool:
             f"job {ctx.job!r} has no idempotency key; add `idempotency: {{key: ...}}` to its "
             "sheet before using first_run()"
         )
-    return record_key(ctx.database_url, connection, ctx.idempotency_key, ctx.job_id)
+    return record_key(
+        ctx.database_url, dbapi_connection(connection), ctx.idempotency_key, ctx.job_id
+    )
+
+
+def dbapi_connection(connection: Any) -> Any:
+    """The DB-API connection behind ``connection``: itself, or the one Django's connection
+    wraps (read by duck typing, so this layer does not import Django).
+
+    A Django connection outside ``transaction.atomic()`` is in autocommit: the key would
+    commit before the work it guards, and a crash between them would skip the work for ever.
+    """
+    if not (hasattr(connection, "ensure_connection") and hasattr(connection, "in_atomic_block")):
+        return connection
+    if not connection.in_atomic_block:
+        raise UsageError(
+            "first_run() on a Django connection needs the handler's transaction: call it "
+            "inside `with transaction.atomic():`, before the work it guards"
+        )
+    connection.ensure_connection()
+    return connection.connection
 
 
 def record_key(database_url: str, connection: Any, key: str, job_id: int) -> bool:

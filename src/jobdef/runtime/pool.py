@@ -210,7 +210,14 @@ class _Channel:
 
 class _Child:
     def __init__(
-        self, ctx: Any, database_url: str, logs: Logs, lock_dir: str, handlers: tuple[str, ...]
+        self,
+        ctx: Any,
+        database_url: str,
+        logs: Logs,
+        lock_dir: str,
+        handlers: tuple[str, ...],
+        *,
+        setup: str | None = None,
     ) -> None:
         self.shared = ctx.RawArray("d", [0.0] * SLOTS)
         self.sent = 0
@@ -224,7 +231,7 @@ class _Child:
         self.process = ctx.Process(
             target=child_main,
             args=(child_conn, self.shared, self.lock_path, database_url, logs),
-            kwargs={"handlers": handlers},
+            kwargs={"handlers": handlers, "setup": setup},
             daemon=True,
             name="jobdef-child",
         )
@@ -285,9 +292,11 @@ class Pool:
         log_level: int = logging.WARNING,
         log_file: str | None = None,
         handlers: Sequence[str] = (),
+        setup: str | None = None,
     ) -> None:
         self._ctx = multiprocessing.get_context("spawn")
         self._handlers = tuple(handlers)
+        self._setup = setup
         self.size = size
         self.depth = depth
         self.recall_after = recall_after
@@ -300,7 +309,14 @@ class Pool:
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
-        return _Child(self._ctx, self._database_url, self._logs, self._lock_dir, self._handlers)
+        return _Child(
+            self._ctx,
+            self._database_url,
+            self._logs,
+            self._lock_dir,
+            self._handlers,
+            setup=self._setup,
+        )
 
     # -- handing out work -------------------------------------------------------
 

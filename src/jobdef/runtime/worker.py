@@ -189,6 +189,7 @@ class Worker:
         worker_id_: str | None = None,
         services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
         log_level: int | None = None,
+        child_setup: str | None = None,
     ) -> None:
         check_options(concurrency, lease_seconds)
         self.backend = backend
@@ -201,6 +202,9 @@ class Worker:
         self.poll_interval = poll_interval
         self.grace = grace
         self.depth = depth
+        # ``module:function`` each child calls before it imports a handler (Django's
+        # setup, for one): the children are spawned, so they start from nothing.
+        self.child_setup = child_setup
         # The store's clock unless one is given: on PostgreSQL the server's, which all
         # hosts share, so retries, reclaim and cron slots do not follow a skewed host.
         store_clock: Callable[[], float] = getattr(backend, "clock", time.time)
@@ -269,6 +273,7 @@ class Worker:
             log_level=self._log_level,
             log_file=_log_file(),
             handlers=sorted({policy.handler for policy in self.registry}),
+            setup=self.child_setup,
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.postgres.engine import MAINTENANCE_LEASE, PostgresBackend
 from jobdef.backends.records import NewJob
 from support import eventually
 
@@ -105,8 +105,14 @@ def test_a_frozen_maintainer_is_replaced_and_expired_leases_are_still_reclaimed(
     # after (its last renewal was at most a round before); reclaim ticks every 2s.
     print(f"abandoned job reclaimed {reclaimed_after:.2f}s after the maintainer froze")
     assert reclaimed_after <= 2 * LEASE + 2.0
+    # The maintenance lease (pruning, the scheduler, the outbox) is taken over too.
+    eventually(
+        lambda: f":{second.pid}:" in (_lease_row(pg_backend) or ("",))[0],
+        6 * LEASE,
+        "the second worker takes the maintenance lease over",
+    )
+    assert time.monotonic() - frozen_at <= 2 * LEASE
     holder, generation = _lease_row(pg_backend) or ("", 0)
-    assert f":{second.pid}:" in holder
     assert generation == 2  # taken over once, from the first worker
 
     # Back from its freeze, the first worker finds the lease taken and leaves it be.
@@ -143,6 +149,39 @@ def test_a_frozen_maintainer_is_replaced_within_twice_its_lease(
     print(f"maintainer replaced {replaced_after:.2f}s after it froze (lease {LEASE}s)")
     assert replaced_after <= 2 * LEASE
     assert (_lease_row(pg_backend) or ("", 0))[1] == generation + 1
+
+
+def test_every_worker_reclaims_so_a_frozen_maintainer_holds_back_no_dead_worker_job(
+    fleet: Workers, pg_backend: PostgresBackend
+) -> None:
+    """Reclaim is not maintenance that waits for the election: with the engine's default
+    maintenance lease (10s), a job whose worker died is reclaimed by the worker that does
+    not hold the lease while the holder is frozen, about one reclaim interval (2s) after
+    the job's own lease (1s) expired, long before the maintenance lease lapses."""
+    first = fleet.start(concurrency=1)
+    eventually(lambda: _lease_row(pg_backend), 60, "the first worker maintains")
+    second = fleet.start(concurrency=1)
+
+    def second_runs_jobs() -> bool:
+        pg_backend.enqueue([NewJob("noop", {"n": n}, "default") for n in range(10)])
+        time.sleep(0.2)
+        return _worker_ran(pg_backend, second.pid)
+
+    eventually(second_runs_jobs, 60, "the second worker runs jobs")
+    assert f":{first.pid}:" in (_lease_row(pg_backend) or ("",))[0]
+
+    os.kill(first.pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    abandoned = _abandoned_job(pg_backend)
+    eventually(lambda: _reclaimed(pg_backend, abandoned), 30, "the second worker reclaims")
+    reclaimed_after = time.monotonic() - frozen_at
+    print(f"abandoned job reclaimed {reclaimed_after:.2f}s after the maintainer froze")
+    # 1s of job lease, then at most one reclaim interval: less than the 10s lease.
+    assert reclaimed_after < MAINTENANCE_LEASE
+    [attempt] = [a for a in pg_backend.attempts(abandoned) if a.outcome == "reclaimed"]
+    assert attempt.worker_id == "gone:1:dead"
+    # The maintenance lease itself was not taken over: reclaim did not need it.
+    assert f":{first.pid}:" in (_lease_row(pg_backend) or ("",))[0]
 
 
 def test_a_closing_maintainer_hands_its_lease_on_at_once(

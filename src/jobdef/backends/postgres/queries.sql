@@ -337,13 +337,16 @@ LEFT JOIN claimed ON true;
 -- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
 -- the next backoff. The worker id is cleared: nobody holds the job now.
 -- Unlike SQLite's, it writes the attempt row itself (`history`) and wakes the
--- workers when the retry is due at once.
+-- workers when the retry is due at once. A reclaim (outcome `reclaimed`) also
+-- needs the lease to have expired on the engine's clock, checked in this
+-- statement: a heartbeat that renewed it after the reclaimer read it keeps the job.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'queued', run_after = %(run_after)s, last_delay = %(delay)s,
         last_error = %(error)s, worker_id = NULL, lease_until = NULL, updated_at = %(now)s
     WHERE id = %(job_id)s AND state = 'running'
       AND attempt = %(attempt)s AND worker_id = %(worker_id)s
+      AND (%(outcome)s::text <> 'reclaimed' OR lease_until < %(now)s)
     RETURNING id, queue, started_at
 ),
 history AS (
@@ -358,13 +361,15 @@ notified AS (
 SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: bury_job
--- Unlike SQLite's, it writes the attempt row itself (`history`).
+-- Unlike SQLite's, it writes the attempt row itself (`history`). A reclaim needs
+-- the lease expired, as retry_job.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'dead', finished_at = %(now)s, last_error = %(error)s,
         lease_until = NULL, updated_at = %(now)s
     WHERE id = %(job_id)s AND state = 'running'
       AND attempt = %(attempt)s AND worker_id = %(worker_id)s
+      AND (%(outcome)s::text <> 'reclaimed' OR lease_until < %(now)s)
     RETURNING id, started_at
 ),
 history AS (

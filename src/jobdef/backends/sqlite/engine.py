@@ -515,12 +515,11 @@ class SQLiteBackend(SharedVerbs):
         extra: dict[str, Any] | None = None,
     ) -> bool:
         """Apply a fenced transition; on success write the attempt's row with ``outcome``."""
-        params = lease_params(lease) | {"error": _error_text(error), "now": now} | (extra or {})
-        moved = conn.execute(Q[query], params).fetchone()
+        params = lease_params(lease) | {"error": _error_text(error), "now": now, "outcome": outcome}
+        moved = conn.execute(Q[query], params | (extra or {})).fetchone()
         if moved is None:
             return False
-        started = {"started_at": moved["started_at"], "outcome": outcome}
-        conn.execute(Q["record_attempt"], params | started)
+        conn.execute(Q["record_attempt"], params | {"started_at": moved["started_at"]})
         return True
 
     # -- prune ----------------------------------------------------------------

@@ -193,19 +193,24 @@ FROM json_each(:done);
 -- Back to the queue after a failed attempt; last_error and last_delay feed the
 -- next backoff. Returns started_at, and the engine writes the attempt's row
 -- (record_attempt) in the same transaction; PostgreSQL's writes it in this
--- statement and wakes the workers.
+-- statement and wakes the workers. A reclaim (outcome `reclaimed`) also needs the
+-- lease to have expired, checked in this statement: a heartbeat that renewed it
+-- after the reclaimer read it keeps the job.
 UPDATE jobdef_jobs
 SET state = 'queued', run_after = :run_after, last_delay = :delay, updated_at = :now,
     worker_id = NULL, lease_until = NULL, last_error = :error
 WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running'
+  AND (:outcome <> 'reclaimed' OR lease_until < :now)
 RETURNING started_at;
 
 -- name: bury_job
--- Returns started_at for record_attempt, as retry_job.
+-- Returns started_at for record_attempt, as retry_job; a reclaim needs the lease
+-- expired, as there.
 UPDATE jobdef_jobs
 SET state = 'dead', finished_at = :now, updated_at = :now, lease_until = NULL,
     last_error = :error
 WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running'
+  AND (:outcome <> 'reclaimed' OR lease_until < :now)
 RETURNING started_at;
 
 -- name: release_job

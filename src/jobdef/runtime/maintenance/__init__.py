@@ -13,7 +13,10 @@ The contract of a service:
   after its interval; what a tick returns is ignored.
 - Every worker runs every service, each tick safe beside another worker's
   because it goes through fenced or idempotent verbs; on an engine that elects
-  a maintainer (PostgreSQL) the worker ticks only while it holds the lock.
+  a maintainer (PostgreSQL) the worker ticks only while it holds the lock,
+  except a service whose ``every_worker`` is true (the lease reclaimer): its
+  fenced moves need no election, and a frozen maintainer must not hold back
+  the jobs of a dead worker until the maintenance lease lapses.
 - A service that owns a thread or a connection may define ``close()``; the
   worker calls it when it stops.
 

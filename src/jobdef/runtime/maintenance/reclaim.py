@@ -4,7 +4,13 @@ An expired lease counts as a failed attempt with a timeout error
 (:class:`~jobdef.runtime.errors.LeaseExpired`); the sheet's ``on_reclaim`` and
 ``max_attempts`` decide between retry and dead. The move is fenced on the dead
 worker's lease, so two reclaimers never both act on one job, and the dead
-worker, should it come back, has its late write refused.
+worker, should it come back, has its late write refused. The move also
+checks, in its statement, that the lease is still expired, so a heartbeat that
+renewed it after :meth:`Backend.expired_leases` read it keeps the job.
+
+Every worker reclaims, on PostgreSQL too, whoever holds the maintenance lease
+(``every_worker``): a dead worker's jobs are back in the queue about one
+reclaim interval after their lease expired, even while the maintainer is frozen.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ class LeaseReclaimer:
     """Every few seconds, reclaim running jobs whose lease has expired."""
 
     name = "reclaim"
+    every_worker = True
 
     def __init__(self, ctx: MaintenanceContext, interval: float = 2.0, batch: int = 100) -> None:
         self.ctx = ctx

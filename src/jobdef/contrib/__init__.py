@@ -1,0 +1,1 @@
+"""Where jobdef meets a framework: each subpackage plugs the sheets into one."""

@@ -1,0 +1,50 @@
+"""The Django app: the admin's models, ``jobdef_worker``, the checks and the migrate hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig, apps
+from django.core import checks
+from django.db.models.signals import post_migrate
+
+
+class JobdefConfig(AppConfig):  # type: ignore[misc]  # Django ships no types
+    name = "jobdef.contrib.django"
+    label = "jobdef"
+    verbose_name = "jobdef"
+    default = True
+
+    def ready(self) -> None:
+        from jobdef.contrib.django.compat import PACKAGE
+
+        post_migrate.connect(migrate_stores, sender=self)
+        # The framework runs each backend's check() from its own registered check: built
+        # in on Django 6.0, from the backport's app on 5.2. Without that app, run them here.
+        if PACKAGE == "django_tasks" and not apps.is_installed("django_tasks"):
+            checks.register(check_backends)
+
+
+def jobdef_backends() -> list[Any]:
+    """The configured backends that are jobdef's."""
+    from jobdef.contrib.django.backend import JobdefBackend
+    from jobdef.contrib.django.compat import task_backends
+
+    handler = task_backends()
+    return [
+        b for b in (handler[alias] for alias in handler.settings) if isinstance(b, JobdefBackend)
+    ]
+
+
+def check_backends(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    messages: list[Any] = []
+    for backend in jobdef_backends():
+        messages.extend(backend.check())
+    return messages
+
+
+def migrate_stores(using: str = "default", **kwargs: Any) -> None:
+    """After ``manage.py migrate``: create or upgrade jobdef's tables in that database."""
+    for backend in jobdef_backends():
+        if backend.database == using:
+            backend.migrate()

@@ -1,0 +1,226 @@
+"""``JobdefBackend``: Django's tasks framework over jobdef, with the sheets as the policy.
+
+::
+
+    TASKS = {
+        "default": {
+            "BACKEND": "jobdef.contrib.django.JobdefBackend",
+            "OPTIONS": {"sheets": BASE_DIR / "jobdefs"},
+        }
+    }
+
+``enqueue`` finds the task's sheet, validates the args against it, computes the
+idempotency key and writes the job on Django's own connection to the database
+``OPTIONS["database"]`` (default ``"default"``), inside the caller's
+``transaction.atomic()`` when there is one: the job exists if and only if that
+transaction commits. Retries, timeouts, dead letters and notifications are the
+sheet's, run by ``manage.py jobdef_worker``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections, transaction
+
+from jobdef.backends import open_backend
+from jobdef.backends.protocol import Backend
+from jobdef.contrib.django.compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    TaskResultDoesNotExist,
+    task_enqueued,
+)
+from jobdef.contrib.django.matching import find_policy, job_options, missing_sheet
+from jobdef.contrib.django.results import task_result
+from jobdef.contrib.django.store import store_url
+from jobdef.contrib.django.task import JobdefTask, named_args
+from jobdef.errors import BackendError
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.registry import Registry
+from jobdef.runtime.queue import Queue
+from jobdef.sheets.pipeline import load_registry
+
+# One engine per store and one registry per sheets folder in a process: Django makes a
+# backend object per thread, and each would otherwise open its own connection.
+_engines: dict[str, Backend] = {}
+_registries: dict[tuple[str, ...], Registry] = {}
+_lock = threading.Lock()
+
+
+def _paths(value: Any) -> list[Path]:
+    if value is None:
+        return [Path("jobdefs")]
+    if isinstance(value, str | Path):
+        return [Path(value)]
+    return [Path(item) for item in value]
+
+
+class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no types
+    """Run ``@task`` functions as jobdef jobs whose policy comes from their sheets.
+
+    ``OPTIONS``: ``sheets`` (a folder or a list, default ``jobdefs``), ``database``
+    (the ``DATABASES`` alias that holds the jobs, default ``"default"``), ``schema``
+    (PostgreSQL schema of jobdef's tables, default ``public``), ``jobs`` (task path →
+    sheet name, for a task whose sheet's ``handler`` names it by another path).
+    """
+
+    task_class = JobdefTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        if "QUEUES" not in params:
+            self.queues: set[str] = set()  # the sheets decide the queues; enqueue checks them
+        options = self.options
+        self.sheets = _paths(options.get("sheets"))
+        self.database = str(options.get("database", "default"))
+        self.schema: str | None = options.get("schema")
+        self.names: dict[str, str] = dict(options.get("jobs", {}))
+
+    # -- what the backend is made of ------------------------------------------------
+
+    @property
+    def database_url(self) -> str:
+        """jobdef's URL for the database the jobs are written to."""
+        if self.database not in connections.settings:
+            raise ImproperlyConfigured(
+                f"TASKS[{self.alias!r}] OPTIONS['database'] is {self.database!r}, which "
+                "DATABASES does not define"
+            )
+        return store_url(self.database, connections.settings[self.database], self.schema)
+
+    @property
+    def registry(self) -> Registry:
+        """The sheets, loaded once per process (a sheet with an error raises SheetError)."""
+        key = tuple(str(path.resolve()) for path in self.sheets)
+        with _lock:
+            if key not in _registries:
+                _registries[key] = load_registry(self.sheets)
+            return _registries[key]
+
+    def engine(self) -> Backend:
+        """jobdef's engine on the same database: it reads, requeues and resolves jobs."""
+        url = self.database_url
+        with _lock:
+            if url not in _engines:
+                try:
+                    _engines[url] = open_backend(url, create=False, migrate=True)
+                except BackendError as exc:
+                    raise BackendError(
+                        f"{exc} (in a Django project, `python manage.py migrate` creates and "
+                        "upgrades jobdef's tables)"
+                    ) from None
+            return _engines[url]
+
+    def migrate(self) -> None:
+        """Create or upgrade jobdef's tables in the database (``manage.py migrate`` does)."""
+        open_backend(self.database_url, create=True, migrate=True).close()
+
+    def policy(self, task: Any) -> JobPolicy:
+        """The sheet's policy for ``task``; ``InvalidTask`` saying what to write if none."""
+        found = find_policy(self.registry, task, self.names)
+        if found is None:
+            raise InvalidTask(missing_sheet(task, self.sheets, self.names))
+        return found
+
+    # -- the framework's verbs ----------------------------------------------------------
+
+    def enqueue(self, task: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        self.validate_task(task)
+        policy = self.policy(task)
+        options = job_options(task, policy)
+        engine = self.engine()
+        new = Queue(engine, self.registry).new_job(
+            policy.name,
+            named_args(task, args, kwargs),
+            run_after=options.run_after,
+            priority=options.priority,
+        )
+        connection = connections[self.database]
+        if connection.in_atomic_block:
+            [stored] = self._write(engine, connection, new)
+        else:  # one transaction of its own, as a statement outside atomic() would be
+            with transaction.atomic(using=self.database):
+                [stored] = self._write(engine, connection, new)
+        # A job made inside the caller's open transaction is not visible to the engine's
+        # connection until it commits; a duplicate merged into an older job may be.
+        record = None if stored.created and connection.in_atomic_block else engine.get(stored.id)
+        result = self._result(task, stored.id, record, new)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def _write(self, engine: Backend, connection: Any, new: Any) -> list[Any]:
+        connection.ensure_connection()
+        return engine.enqueue([new], connection=connection.connection)
+
+    def _result(self, task: Any, job_id: int, record: Any, new: Any) -> Any:
+        if record is None:
+            # Inside the caller's transaction the row is not visible to the engine's
+            # connection yet: the result is what was just written.
+            from jobdef.backends.records import JobRecord
+
+            now = engine_now(self.engine())
+            record = JobRecord(
+                id=job_id,
+                job=new.job,
+                queue=new.queue,
+                priority=new.priority,
+                args=new.args,
+                state="queued",
+                attempt=0,
+                max_attempts=new.max_attempts,
+                idempotency_key=new.idempotency_key,
+                run_after=now if new.run_after is None else new.run_after,
+                created_at=now,
+                updated_at=now,
+            )
+            return task_result(task, record, [], self.alias)
+        return task_result(task, record, self.engine().attempts(job_id), self.alias)
+
+    def get_result(self, result_id: str) -> Any:
+        try:
+            job_id = int(result_id)
+        except (TypeError, ValueError):
+            raise TaskResultDoesNotExist(result_id) from None
+        if not 1 <= job_id < 2**63:
+            raise TaskResultDoesNotExist(result_id)
+        engine = self.engine()
+        record = engine.get(job_id)
+        if record is None:
+            raise TaskResultDoesNotExist(result_id)
+        return task_result(self._task_of(record.job), record, engine.attempts(job_id), self.alias)
+
+    def _task_of(self, job: str) -> Any:
+        """The task object a job's sheet names, for ``TaskResult.task``."""
+        from jobdef.sheets.rules.imports import resolve
+
+        policy = self.registry.jobs.get(job)
+        if policy is not None:
+            module, _, attribute = policy.handler.partition(":")
+            found, _problem = resolve(module, attribute)
+            if isinstance(found, JobdefTask):
+                return found
+            if callable(found):
+                return self.task_class(func=found, backend=self.alias)
+        raise TaskResultDoesNotExist(f"job {job!r} is not a task of this backend's sheets")
+
+    def check(self, **kwargs: Any) -> Iterable[Any]:
+        from jobdef.contrib.django.checks import backend_messages
+
+        yield from super().check(**kwargs)
+        yield from backend_messages(self)
+
+
+def engine_now(engine: Backend) -> float:
+    import time
+
+    clock = getattr(engine, "clock", time.time)
+    return float(clock())

@@ -1,0 +1,65 @@
+"""The test project's tasks; each runs under the sheet of the same name in jobdefs/."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from django.db import connections, transaction
+
+from jobdef import first_run
+from jobdef.contrib.django import JobContext, current_context
+from jobdef.contrib.django.compat import PACKAGE
+
+task = __import__(PACKAGE, fromlist=["task"]).task
+
+
+def _log(line: str) -> None:
+    """One line in the file the test reads (JDPROJECT_LOG), so it sees what ran."""
+    with open(os.environ["JDPROJECT_LOG"], "a", encoding="utf-8") as out:
+        out.write(line + "\n")
+
+
+@task()
+def send_confirmation(reservation_id: int) -> str:
+    ctx = current_context()
+    _log(f"confirm {reservation_id} job={ctx.job_id} attempt={ctx.attempt}")
+    return "sent"
+
+
+@task()
+def flaky(item: int) -> None:
+    _log(f"flaky {item} attempt={current_context().attempt}")
+    raise ConnectionError("the mail server at smtp://mailer:hunter2@10.0.0.1 is down")
+
+
+@task()
+def forbidden(item: int) -> None:
+    _log(f"forbidden {item}")
+    raise PermissionError("the account is closed")
+
+
+@task(takes_context=True)
+def award(context: JobContext, order_id: int, points: int) -> None:
+    """Award points once: the key and the points commit together; a re-run does nothing."""
+    alias = os.environ.get("JDPROJECT_DB", "default")
+    with transaction.atomic(using=alias):
+        if not first_run(context, connections[alias]):
+            _log(f"award {order_id} skipped attempt={context.attempt}")
+            return
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO jdproject_points (order_id, points) VALUES (%s, %s)",
+                [order_id, points],
+            )
+    _log(f"award {order_id} done attempt={context.attempt}")
+    hang = os.environ.get("JDPROJECT_HANG")
+    if hang:  # the committed attempt's worker is to be killed before it reports back
+        Path(hang).touch()
+        time.sleep(60)
+
+
+@task()
+async def ping(item: int) -> None:
+    _log(f"ping {item} job={current_context().job_id}")
