@@ -16,7 +16,7 @@ import pytest
 from django.db import transaction
 from jd_support import Project
 
-from jobdef.contrib.django.compat import InvalidTask, TaskResultStatus
+from jobdef.contrib.django.compat import InvalidTask
 from jobdef.errors import ArgsError
 
 
@@ -42,9 +42,13 @@ def test_rollback_stores_nothing_and_commit_stores_one(project: Project, engine_
         transaction.set_rollback(True, using=engine_alias)
     assert len(jobs_of(project, engine_alias, "send_confirmation")) == before
 
-    with pytest.raises(RuntimeError), transaction.atomic(using=engine_alias):
-        confirm(engine_alias).enqueue(unique())
-        raise RuntimeError("the view failed after enqueue")
+    def failing_view() -> None:
+        with transaction.atomic(using=engine_alias):
+            confirm(engine_alias).enqueue(unique())
+            raise RuntimeError("the view failed after enqueue")
+
+    with pytest.raises(RuntimeError):
+        failing_view()
     assert len(jobs_of(project, engine_alias, "send_confirmation")) == before
 
     reservation = unique()
@@ -88,10 +92,11 @@ def test_args_that_break_the_sheet_are_refused_and_store_nothing(
         confirm(engine_alias).enqueue(reservation_id=0)  # minimum: 1
     with pytest.raises(ArgsError, match="missing a required argument: 'reservation_id'"):
         confirm(engine_alias).enqueue(reservation=3)
-    with pytest.raises(ArgsError, match="not plain JSON|JSON"):
-        from jdproject import tasks
+    from jdproject import tasks
 
-        tasks.award.using(backend=engine_alias).enqueue(order_id=1, points=object())
+    award = tasks.award.using(backend=engine_alias)
+    with pytest.raises(ArgsError, match=r"points.*JSON"):
+        award.enqueue(order_id=1, points=object())
     assert len(jobs_of(project, engine_alias, "send_confirmation")) == before
 
 
