@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import yaml
 
 from jobdef.cli import main
 from jobdef.sheets.pipeline import load_registry
-from jobdef.sheets.schema_check import schema
+from jobdef.sheets.schema_check import schema, schema_text
 from support.sheet_repo import edit, write_project
 
 
@@ -68,7 +69,9 @@ def test_comments_follow_the_language(project: Path) -> None:
     ja, en = Path("ja.yaml").read_text("utf-8"), Path("en.yaml").read_text("utf-8")
     assert "# 最大試行回数: 初回を含めて何回まで実行するか。" in ja
     assert "jobdefs/defaults.yaml の Defaults から継承" in ja
-    assert "# 最大試行回数: how many times the job may run in total, the first run included." in en
+    assert "# How many times the job may run in total, the first run included." in en
+    assert not re.search("[\u3040-\u30ff\u4e00-\u9fff]", en)  # English that is English
+    assert str(project) not in en + ja  # no absolute path of this machine
     assert "(Inherited from Defaults in jobdefs/defaults.yaml; uncomment to override.)" in en
 
 
@@ -127,9 +130,9 @@ def test_without_defaults_every_field_gets_a_starter_value(
     monkeypatch.delenv("JOBDEF_SHEETS", raising=False)
     assert main(["new", "send_invoice", "--sheets", "sheets"]) == 0
     text = Path("sheets/send_invoice.yaml").read_text("utf-8")
-    assert text.startswith(
-        "# yaml-language-server: $schema=https://jobdef.dev/schema/jobdef-v1.schema.json\n"
-    )
+    # The project's copy of the schema, relative to the sheet, written when missing.
+    assert text.startswith("# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json\n")
+    assert Path(".jobdef/jobdef-v1.schema.json").read_text("utf-8") == schema_text()
     data = yaml.safe_load(text)
     assert data["max_attempts"] == 5
     assert data["errors"]["default"] == "retry"

@@ -8,15 +8,18 @@ import sys
 from pathlib import Path
 
 from jobdef.cli import EXIT_OK
-from jobdef.cli.options import add_lang, config_from
+from jobdef.cli.config import project_root
+from jobdef.cli.options import add_lang, add_output, add_sheets, config_from
 from jobdef.errors import UsageError
 from jobdef.sheets.files import write_atomic
+from jobdef.sheets.schema_check import schema_text
 
 
 def run(args: argparse.Namespace) -> int:
     from jobdef.review.new_sheet import render_sheet
     from jobdef.sheets.build import build_registry
-    from jobdef.sheets.pipeline import load_documents
+    from jobdef.sheets.local_schema import LOCAL_SCHEMA, local_schema, schema_reference
+    from jobdef.sheets.pipeline import load_documents, sheet_files
 
     config = config_from(args)
     sheets = Path(config.sheets)
@@ -24,16 +27,20 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.output) if args.output and not to_stdout else sheets / f"{args.name}.yaml"
     if not to_stdout and os.path.lexists(target):
         raise _exists(target)  # before reading the sheets: this file may not be a sheet at all
-    documents = load_documents([sheets]) if sheets.is_dir() else []
+    # A fresh project's folder may hold no sheet yet: nothing to inherit, not an error.
+    documents = load_documents([sheets]) if sheets.exists() and sheet_files([sheets]) else []
     registry = build_registry(documents)
     if args.name in registry.jobs:
         raise UsageError(
             f"a job named {args.name!r} is already defined in {registry.jobs[args.name].file}; "
             "choose another name"
         )
+    root = project_root()
     text = render_sheet(
         args.name,
         folder=target.parent,
+        root=root,
+        schema=schema_reference(target.parent, root),
         lang=config.lang,
         documents=documents,
         channels=sorted(registry.channels),
@@ -52,7 +59,13 @@ def run(args: argparse.Namespace) -> int:
             f"cannot write {target}: {exc.strerror or exc}; choose -o FILE in a folder "
             "you can write to"
         ) from None
-    print(f"wrote {target}; fill in the TODO lines, then run: jobdef explain {args.name}")
+    copy = local_schema(root)
+    if not os.path.lexists(copy):  # what the sheet's $schema line points at, for editors
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(copy, schema_text().encode("utf-8"), replace=False)
+        print(f"wrote {LOCAL_SCHEMA} (the schema editors check sheets against)")
+    shown = os.path.relpath(target) if target.is_absolute() else str(target)
+    print(f"wrote {shown}; fill in the TODO lines, then run: jobdef explain {args.name}")
     return EXIT_OK
 
 
@@ -73,14 +86,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "help. An existing file is never overwritten.",
     )
     parser.add_argument("name", metavar="NAME", help="the job's code name, e.g. send_invoice_mail")
-    parser.add_argument(
-        "--sheets",
-        metavar="DIR",
-        help="sheets folder to write into and read Defaults from (default: config)",
-    )
-    parser.add_argument(
-        "-o", "--output", metavar="FILE", help="write to FILE instead (- for standard output)"
-    )
+    add_sheets(parser, purpose="to write into and read Defaults from")
+    add_output(parser, what="the sheet", default="NAME.yaml in the sheets folder")
     add_lang(parser)
     parser.add_argument(
         "--copy-defaults",

@@ -59,12 +59,55 @@ class JobIds(argparse.Action):
         setattr(namespace, self.dest, ids[0] if isinstance(values, str) else ids)
 
 
-def add_sheets(parser: argparse.ArgumentParser) -> None:
+def add_sheets(parser: argparse.ArgumentParser, purpose: str = "") -> None:
+    """``--sheets`` of a command that reads sheets (``purpose``: what else it does there)."""
     parser.add_argument(
         "--sheets",
         metavar="PATH",
-        help="folder (or file) of job definition sheets (default: [tool.jobdef] sheets, "
-        "else jobdefs)",
+        help=f"folder (or file) of job definition sheets{' ' + purpose if purpose else ''} "
+        "(default: JOBDEF_SHEETS, [tool.jobdef] sheets, else jobdefs)",
+    )
+
+
+def add_output(
+    parser: argparse.ArgumentParser,
+    *,
+    what: str,
+    default: str,
+    metavar: str = "FILE",
+    aliases: Sequence[str] = (),
+) -> None:
+    """``-o/--output`` of a command that writes a file (``aliases``: older spellings such as
+    ``--out``, kept working). ``what`` is what is written, ``default`` where it goes without
+    the option; both go into the help text."""
+    stdout = ", - for standard output" if metavar == "FILE" else ""
+    parser.add_argument(
+        "-o",
+        "--output",
+        *aliases,
+        dest="output",
+        metavar=metavar,
+        help=f"write {what} to {metavar}{stdout} (default: {default})",
+    )
+
+
+# The output formats of commands that list or show things.
+LIST_FORMATS = ("text", "json")
+
+
+def add_format(
+    parser: argparse.ArgumentParser,
+    choices: Sequence[str] = LIST_FORMATS,
+    default: str = "text",
+    note: str = "json holds the same facts as the text, for scripts",
+) -> None:
+    """``--format`` of a command that lists or shows things: ``text`` for people, ``json``
+    for scripts."""
+    parser.add_argument(
+        "--format",
+        choices=tuple(choices),
+        default=default,
+        help=f"output format, one of {', '.join(choices)} (default: {default}; {note})",
     )
 
 

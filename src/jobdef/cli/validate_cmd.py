@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
@@ -75,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
 
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as stream:
             stream.write(summary(report))
+    from jobdef.sheets.local_schema import is_stale, stale_note
+
+    if is_stale(Path(report.root or ".")):
+        print(stale_note(Path(report.root or ".")), file=sys.stderr)
     return exit_code(diagnostics, args.strict)
 
 

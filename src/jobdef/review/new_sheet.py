@@ -359,9 +359,20 @@ def schema_line(documents: Sequence[Document], fallback: str, folder: Path | Non
             first = Path(file).read_text("utf-8").splitlines()[:1]
         except (OSError, UnicodeDecodeError):
             continue
-        if first and SCHEMA_LINE.match(first[0]):
-            return first[0]
+        if first and SCHEMA_LINE.match(first[0]) and "jobdef.dev/" not in first[0]:
+            return first[0]  # (jobdef.dev never served the schema: such a line is replaced)
     return f"# yaml-language-server: $schema={fallback}"
+
+
+def _shown(file: str, root: Path | None) -> str:
+    """``file`` relative to the project root when it is inside it: generated files never
+    carry an absolute path of the machine they were made on."""
+    if root is None:
+        return file
+    try:
+        return Path(file).absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        return Path(file).name
 
 
 def _inherit_note(file: str, lang: str) -> str:
@@ -387,6 +398,7 @@ def _render_field(
     inherited: Mapping[tuple[str, ...], Inherited],
     lang: str,
     copy_defaults: bool,
+    root: Path | None = None,
     parent_commented: bool = False,
 ) -> list[str]:
     text = fld.ja if lang == "ja" else _english(path)
@@ -402,6 +414,7 @@ def _render_field(
                 inherited=inherited,
                 lang=lang,
                 copy_defaults=copy_defaults,
+                root=root,
                 parent_commented=parent_commented or fld.optional,
             )
             child_lines.append(rendered)
@@ -423,7 +436,9 @@ def _render_field(
         return lines
     found = inherited.get(path)
     if found is not None:
-        lines += _comment(f"{text}{_sep(lang)}{_inherit_note(found.file, lang)}", indent)
+        lines += _comment(
+            f"{text}{_sep(lang)}{_inherit_note(_shown(found.file, root), lang)}", indent
+        )
         prefix = "" if copy_defaults and not parent_commented else "# "
         lines.append(f"{indent}{prefix}{fld.key}: {_yaml(found.value)}")
         return lines
@@ -447,6 +462,7 @@ def render_sheet(
     channels: Sequence[str] = (),
     schema: str | None = None,
     folder: Path | None = None,
+    root: Path | None = None,
     copy_defaults: bool = False,
 ) -> str:
     """The text of a new sheet for job ``name``.
@@ -455,7 +471,8 @@ def render_sheet(
     ``channels`` the Channel names, the first of which is proposed for
     ``notify.channel`` when Defaults names none; ``schema`` the URL for the
     ``yaml-language-server`` line when no existing sheet has one (default: the
-    schema's ``$id``); ``folder`` where the sheet goes.
+    schema's ``$id``); ``folder`` where the sheet goes; ``root`` the project root, which
+    the paths in comments are relative to.
     """
     if not NAME_PATTERN.match(name):
         raise UsageError(
@@ -482,6 +499,7 @@ def render_sheet(
             inherited=inherited,
             lang=lang,
             copy_defaults=copy_defaults,
+            root=root,
         )
     return "\n".join(lines) + "\n"
 

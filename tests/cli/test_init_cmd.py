@@ -1,0 +1,125 @@
+"""`jobdef init`, `jobdef new` and `jobdef schema -o` in a fresh project: a schema copy
+editors read offline, sheets pointing at it relatively, nothing absolute in any file."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jobdef.cli import main
+from jobdef.sheets.schema_check import schema_text
+
+SCAFFOLD = (
+    "pyproject.toml",
+    "jobdefs/defaults.yaml",
+    "jobdefs/channels.yaml",
+    ".jobdef/jobdef-v1.schema.json",
+    ".pre-commit-config.yaml",
+    ".github/workflows/jobdef.yml",
+    ".vscode/settings.json",
+)
+
+
+@pytest.fixture
+def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("JOBDEF_SHEETS", "JOBDEF_DOCS", "JOBDEF_LANG", "JOBDEF_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_init_scaffolds_a_project_that_validates(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init"]) == 0
+    out = capsys.readouterr().out
+    for name in SCAFFOLD:
+        assert (fresh / name).is_file(), name
+        assert f"wrote {name}" in out
+        assert str(fresh) not in (fresh / name).read_text("utf-8"), name
+    config = tomllib.loads((fresh / "pyproject.toml").read_text("utf-8"))["tool"]["jobdef"]
+    assert config["sheets"] == "jobdefs"
+    assert (fresh / ".jobdef/jobdef-v1.schema.json").read_text("utf-8") == schema_text()
+    settings = json.loads((fresh / ".vscode/settings.json").read_text("utf-8"))
+    assert settings["yaml.schemas"]["./.jobdef/jobdef-v1.schema.json"][0] == "jobdefs/*.yaml"
+    hooks = yaml.safe_load((fresh / ".pre-commit-config.yaml").read_text("utf-8"))
+    ids = [hook["id"] for hook in hooks["repos"][0]["hooks"]]
+    assert ids == ["jobdef-validate", "jobdef-docs-check"]
+    for sheet in ("defaults", "channels"):
+        first = (fresh / f"jobdefs/{sheet}.yaml").read_text("utf-8").splitlines()[0]
+        assert first == "# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json"
+    assert main(["validate", "--strict"]) == 0
+
+    # jobdef new in the scaffolded folder: inherits the Defaults, points at the copy.
+    assert main(["new", "send_invoice"]) == 0
+    assert "wrote jobdefs/send_invoice.yaml;" in capsys.readouterr().out
+    text = (fresh / "jobdefs/send_invoice.yaml").read_text("utf-8")
+    assert text.startswith("# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json\n")
+    assert "Inherited from Defaults in jobdefs/defaults.yaml" in text
+    assert str(fresh) not in text
+    assert main(["validate", "--strict"]) == 0
+
+
+def test_init_keeps_what_exists_and_appends_to_a_pyproject(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (fresh / "pyproject.toml").write_text('[project]\nname = "shop"\n', encoding="utf-8")
+    (fresh / ".vscode").mkdir()
+    (fresh / ".vscode/settings.json").write_text('{"editor.tabSize": 2}', encoding="utf-8")
+    (fresh / ".pre-commit-config.yaml").write_text("repos: []\n", encoding="utf-8")
+    assert main(["init", "--lang", "ja"]) == 0
+    out = capsys.readouterr().out
+    assert "added [tool.jobdef] to pyproject.toml" in out
+    assert "kept .pre-commit-config.yaml (it exists)" in out
+    assert (fresh / ".pre-commit-config.yaml").read_text("utf-8") == "repos: []\n"
+    pyproject = tomllib.loads((fresh / "pyproject.toml").read_text("utf-8"))
+    assert pyproject["project"]["name"] == "shop"
+    assert pyproject["tool"]["jobdef"]["lang"] == "ja"
+    settings = json.loads((fresh / ".vscode/settings.json").read_text("utf-8"))
+    assert settings["editor.tabSize"] == 2
+    assert "./.jobdef/jobdef-v1.schema.json" in settings["yaml.schemas"]
+    assert "運用担当のログ通知" in (fresh / "jobdefs/channels.yaml").read_text("utf-8")
+    before = {name: (fresh / name).read_text("utf-8") for name in SCAFFOLD}
+    assert main(["init"]) == 0  # twice: nothing changes
+    assert {name: (fresh / name).read_text("utf-8") for name in SCAFFOLD} == before
+
+
+def test_new_in_an_empty_sheets_folder_writes_the_schema_copy(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (fresh / "jobdefs").mkdir()
+    assert main(["new", "resize_image", "--lang", "en"]) == 0
+    assert "wrote .jobdef/jobdef-v1.schema.json" in capsys.readouterr().out
+    text = (fresh / "jobdefs/resize_image.yaml").read_text("utf-8")
+    assert (
+        text.splitlines()[0] == "# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json"
+    )
+    assert "jobdef.dev" not in text
+
+
+def test_schema_output_and_staleness(fresh: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init"]) == 0
+    copy = fresh / ".jobdef/jobdef-v1.schema.json"
+    copy.write_text('{"old": true}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["validate"]) == 0
+    err = capsys.readouterr().err
+    assert "refresh it: jobdef schema -o .jobdef/jobdef-v1.schema.json" in err
+    assert main(["schema", "-o", ".jobdef/jobdef-v1.schema.json"]) == 0
+    assert copy.read_text("utf-8") == schema_text()
+    assert main(["validate"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["schema", "--output", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["$id"].startswith("https://raw.githubusercontent")
+
+
+def test_init_refuses_a_sheets_folder_outside_the_project(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init", "--sheets", "../elsewhere"]) == 2
+    assert "must be a folder inside the project" in capsys.readouterr().err
+    assert not (fresh / "pyproject.toml").exists()
