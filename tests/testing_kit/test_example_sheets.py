@@ -9,6 +9,7 @@ anew for every attempt.
 
 from __future__ import annotations
 
+import itertools
 import time
 from datetime import datetime
 from pathlib import Path
@@ -53,12 +54,12 @@ def test_after_five_connection_errors_the_mail_is_dead_and_ops_chat_got_one_mess
     note = jobdef_queue.assert_notified("ops-chat", "dead", job="send_reservation_mail", count=1)
     assert note.payload["attempts_used"] == 5
     assert note.payload["key_args"] == {"reservation_id": 42}
-    assert "ConnectionError" == note.payload["error_type"]
+    assert note.payload["error_type"] == "ConnectionError"
     # Exponential 10s x2 with full jitter: every start inside explain's window.
     attempts = jobdef_queue.assert_timeline(job.id)
     rows = jobdef_queue.explain_timeline("send_reservation_mail")
     assert len(attempts) == len(rows) == 5
-    waits = [b.offset - a.offset for a, b in zip(attempts, attempts[1:], strict=False)]
+    waits = [b.offset - a.offset for a, b in itertools.pairwise(attempts)]
     assert all(0 <= w <= row["wait_max"] for w, row in zip(waits, rows[1:], strict=True))
 
 
@@ -105,7 +106,7 @@ def test_timeouts_are_enforced_and_take_the_sheets_timeout_of_virtual_time(
     assert {a.error.type for a in ran} == {"jobdef.runtime.errors.AttemptTimedOut"}
     assert "timeout of 30s" in ran[0].error.message
     attempts = jobdef_queue.assert_timeline(job.id)
-    for before, after in zip(attempts, attempts[1:], strict=False):
+    for before, after in itertools.pairwise(attempts):
         assert after.started_at - before.started_at >= 30.0  # ran to the timeout, then waited
     jobdef_queue.assert_notified("ops-chat", "dead", job="send_reservation_mail", count=1)
 

@@ -1,0 +1,285 @@
+"""The embedded worker: the normal worker loop in a thread of an application's process.
+
+A plain-script application (``embedded_app.py``) enqueues jobs and runs them
+with ``embedded_worker``; every handler run is committed to a ledger
+(``embedded_handlers``). SIGTERM to the application drains the worker: what
+runs finishes, nothing is left running, the rest is given back and a normal
+``jobdef worker`` runs it. SIGKILL of the application leaves its jobs leased;
+a normal worker reclaims them once the leases expire. In both cases every job
+ends done, and a job ran twice only when its first attempt was reclaimed (the
+at-least-once rule of docs/guide.md).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import embedded_handlers
+import pytest
+
+from jobdef.backends import open_backend
+from jobdef.backends.protocol import Backend
+from jobdef.errors import HandlerError
+from jobdef.runtime import embedded as embedded_module
+from jobdef.runtime.embedded import EmbeddedWorkerError, embedded_worker
+from jobdef.runtime.queue import connect
+from jobdef.sheets.pipeline import load_registry
+from support import eventually
+
+HERE = Path(__file__).resolve().parent
+APP = HERE / "embedded_app.py"
+
+
+@pytest.fixture
+def sheets(tmp_path: Path) -> Path:
+    folder = tmp_path / "sheets"
+    folder.mkdir()
+    (folder / "steady.yaml").write_text(embedded_handlers.SHEET, "utf-8")
+    return folder
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> str:
+    path = str(tmp_path / "ledger.db")
+    embedded_handlers.create(path)
+    return path
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'jobs.db'}"
+
+
+@pytest.fixture
+def backend(db_url: str) -> Iterator[Backend]:
+    opened = open_backend(db_url)
+    yield opened
+    opened.close()
+
+
+class Processes:
+    """The application and worker processes of one test, killed at teardown."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def start(self, command: list[str], name: str) -> subprocess.Popen[bytes]:
+        log_path = self.tmp_path / f"{name}.log"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp_path, env=env
+            )
+        self.started.append((process, log_path))
+        return process
+
+    def log(self, name: str) -> str:
+        return (self.tmp_path / f"{name}.log").read_text("utf-8", "replace")
+
+    def stop_all(self) -> None:
+        for process, _ in self.started:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[Processes]:
+    started = Processes(tmp_path)
+    yield started
+    started.stop_all()
+
+
+@dataclass
+class Scene:
+    """One test's store, sheets, ledger and processes."""
+
+    processes: Processes
+    db_url: str
+    backend: Backend
+    sheets: Path
+    ledger: str
+    tmp_path: Path
+
+    def start_app(self, count: int, seconds: float) -> subprocess.Popen[bytes]:
+        ready = self.tmp_path / "ready"
+        args = [self.db_url, str(self.sheets), self.ledger, str(count), str(seconds), str(ready)]
+        app = self.processes.start([sys.executable, str(APP), *args], "app")
+        eventually(ready.exists, timeout=30, what="the app to enqueue its jobs")
+        return app
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        command = [sys.executable, "-m", "jobdef", "worker", "--db", self.db_url]
+        command += ["--sheets", str(self.sheets), "--lease", "1s", "--poll", "50ms"]
+        return self.processes.start([*command, "--concurrency", "2"], "worker")
+
+    def runs(self) -> int:
+        return len(embedded_handlers.entries(self.ledger))
+
+
+@pytest.fixture
+def scene(processes, db_url, backend, sheets, ledger) -> Scene:
+    return Scene(processes, db_url, backend, sheets, ledger, processes.tmp_path)
+
+
+def check_ledger(backend: Backend, ledger: str, ids: list[int]) -> Counter[str]:
+    """Every job is done; each handler run has exactly one attempt row that ran; a job ran
+    more than once only after an attempt of it was reclaimed. The outcomes of the runs."""
+    states = Counter(backend.get(job).state for job in ids)
+    assert states == Counter({"done": len(ids)}), states
+    runs = Counter((job, attempt) for job, attempt, _ in embedded_handlers.entries(ledger))
+    assert not {k: n for k, n in runs.items() if n != 1}, "a run repeated under one attempt"
+    rows = [row for job in ids for row in backend.attempts(job)]
+    ran = Counter((r.job_id, r.attempt) for r in rows if r.outcome != "released")
+    assert {key: ran[key] for key in runs if ran[key] != 1} == {}
+    unrun = {(r.job_id, r.attempt): r.outcome for r in rows if (r.job_id, r.attempt) not in runs}
+    assert set(unrun.values()) <= {"released", "reclaimed"}, unrun
+    for job in ids:
+        times = sum(1 for key in runs if key[0] == job)
+        reclaimed = [r for r in backend.attempts(job) if r.outcome == "reclaimed"]
+        assert times <= 1 + len(reclaimed), (job, backend.attempts(job))
+    # A released row (a claim given back unstarted) shares its number with the run after.
+    return Counter(
+        r.outcome for r in rows if (r.job_id, r.attempt) in runs and r.outcome != "released"
+    )
+
+
+@pytest.mark.slow
+def test_sigterm_drains_and_a_normal_worker_runs_what_was_given_back(scene):
+    processes, backend, ledger = scene.processes, scene.backend, scene.ledger
+    app = scene.start_app(10, 0.3)
+    eventually(
+        lambda: scene.runs() >= 3,
+        timeout=30,
+        what="the embedded worker to run jobs",
+    )
+    app.send_signal(signal.SIGTERM)
+    assert app.wait(40) == 0, processes.log("app")
+    assert "draining: no new claims" in processes.log("app")
+    ids = sorted(job.id for job in backend.list_jobs(limit=100))
+    assert len(ids) == 10
+    # The drain let what was running finish: nothing is left running or half-recorded.
+    states = Counter(backend.get(job).state for job in ids)
+    assert states["running"] == 0, states
+    assert states["done"] >= 3
+    finished_by_app = states["done"]
+    worker = scene.start_worker()
+    eventually(
+        lambda: all(backend.get(job).state == "done" for job in ids),
+        timeout=30,
+        what="the normal worker to run the jobs the app gave back",
+    )
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0, processes.log("worker")
+    outcomes = check_ledger(backend, ledger, ids)
+    # Nothing was killed: every job ran exactly once, the app's share and the worker's.
+    assert outcomes == Counter({"done": 10})
+    assert len(embedded_handlers.entries(ledger)) == 10
+    assert finished_by_app < 10
+
+
+@pytest.mark.slow
+def test_a_killed_app_leaves_its_jobs_to_be_reclaimed_by_a_normal_worker(scene):
+    processes, backend, ledger = scene.processes, scene.backend, scene.ledger
+    app = scene.start_app(10, 0.3)
+    eventually(
+        lambda: scene.runs() >= 3,
+        timeout=30,
+        what="the embedded worker to run jobs",
+    )
+    app.send_signal(signal.SIGKILL)
+    assert app.wait(10) == -signal.SIGKILL
+    ids = sorted(job.id for job in backend.list_jobs(limit=100))
+    held = [job for job in ids if backend.get(job).state == "running"]
+    assert held, "the app held no job when it was killed"
+    # The handler processes died with the app: no orphan keeps running a job.
+    pids = {pid for _, _, pid in embedded_handlers.entries(ledger)}
+    eventually(lambda: not any(_alive(pid) for pid in pids), timeout=10, what="children to die")
+    worker = scene.start_worker()
+    eventually(
+        lambda: all(backend.get(job).state == "done" for job in ids),
+        timeout=40,
+        what="the normal worker to reclaim and run the killed app's jobs",
+    )
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0, processes.log("worker")
+    outcomes = check_ledger(backend, ledger, ids)
+    assert outcomes["done"] == 10
+    reclaimed = [r for job in held for r in backend.attempts(job) if r.outcome == "reclaimed"]
+    assert len(reclaimed) == len(held)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (dead, not yet reaped by its parent) counts as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_in_process_the_with_block_runs_jobs_and_stops_with_stats(db_url, sheets, ledger):
+    queue = connect(db_url, load_registry([sheets]))
+    try:
+        ids = [
+            queue.enqueue("steady", {"ledger": ledger, "index": i, "seconds": 0.0}).id
+            for i in range(4)
+        ]
+        with embedded_worker(queue, concurrency=2, poll_interval=0.05) as running:
+            assert running.alive
+            eventually(
+                lambda: all(queue.get(job).state == "done" for job in ids),
+                timeout=30,
+                what="the embedded worker to run the jobs",
+            )
+        assert not running.alive
+        assert running.stats is not None
+        assert running.stats.done == 4
+    finally:
+        queue.close()
+
+
+def test_a_handler_that_does_not_import_fails_the_start_in_the_caller(db_url, tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "broken.yaml").write_text(
+        embedded_handlers.SHEET.replace("embedded_handlers:steady", "no_such_module:steady"),
+        "utf-8",
+    )
+    worker = embedded_worker(db_url, load_registry([folder]))
+    with pytest.raises(HandlerError, match="no_such_module"):
+        worker.start()
+    assert not worker.alive
+
+
+def test_a_worker_thread_that_fails_is_raised_at_stop(db_url, sheets, monkeypatch, caplog):
+    def fails(self):
+        raise RuntimeError("the store went away")
+
+    monkeypatch.setattr(embedded_module.Worker, "run", fails)
+    running = embedded_worker(db_url, load_registry([sheets])).start()
+    eventually(lambda: not running.alive, timeout=10, what="the thread to end")
+    assert "the embedded worker stopped on an error" in caplog.text
+    with pytest.raises(EmbeddedWorkerError, match="the store went away"):
+        running.stop()
+
+
+def test_it_takes_a_queue_or_a_url_with_the_sheets(db_url):
+    from jobdef.errors import UsageError
+
+    with pytest.raises(UsageError, match="needs the sheets"):
+        embedded_worker(db_url)
+    with pytest.raises(UsageError, match="takes a Queue"):
+        embedded_worker(object())

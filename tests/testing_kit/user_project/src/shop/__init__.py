@@ -1,0 +1,1 @@
+"""A shop whose sign-up sends a welcome mail through a job."""
