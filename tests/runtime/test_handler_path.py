@@ -192,7 +192,8 @@ def test_a_worker_refuses_to_start_when_a_served_handler_does_not_import(tmp_pat
 
 def test_a_handler_gone_under_a_running_worker_releases_its_job(tmp_path: Path) -> None:
     """A child started after the code changed on disk cannot import a handler: the job is
-    released (attempt not counted), never buried, and the worker says why and stops."""
+    released (attempt not counted), never buried, and the worker says why, stops, and
+    exits non-zero with one line saying why."""
     root = tmp_path / "project"
     jobs = {"wreck": "shop.wreck:run", "victim": "shop.victim:run"}
     _project(root, jobs, pyproject='[tool.jobdef]\nsheets = "jobdefs"\n', code=".")
@@ -200,7 +201,12 @@ def test_a_handler_gone_under_a_running_worker_releases_its_job(tmp_path: Path) 
     wreck = _enqueue(root, db, "wreck", 1)
     victim = _enqueue(root, db, "victim", 2)
     ran = _jobdef(root, "worker", "--burst", "--db", db, "--concurrency", "1")
-    assert ran.returncode == 0, ran.stderr
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stderr.splitlines()[-1].startswith(
+        "jobdef worker: error: stopped: handler shop.victim:run does not import "
+        "(ModuleNotFoundError"
+    ), ran.stderr
+    assert "restart it once the deployment is whole" in ran.stderr.splitlines()[-1]
     assert _job(db, wreck)[0] == "dead"  # it crashed its own process: a failed attempt
     state, attempt, error = _job(db, victim)
     assert (state, attempt) == ("queued", 0), (state, attempt, error, ran.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 
 from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath, use_pythonpath
@@ -51,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
         f"worker {worker.id}: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
         f"{stats.released} released, {stats.refused} late writes refused"
     )
+    if worker.failure is not None:
+        # The drain went well, but the deployment did not: say so, as a failed command.
+        print(f"jobdef worker: error: {worker.failure}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -239,6 +239,9 @@ class Worker:
         self._drain_deadline: float | None = None
         self._stop_lock = threading.Lock()
         self.phase = Phase.RUNNING
+        # Why the worker stopped on its own, when the cause needs the operator (a handler
+        # that no longer imports): the command exits non-zero with it.
+        self.failure: str | None = None
 
     # -- control ----------------------------------------------------------------
 
@@ -404,19 +407,25 @@ class Worker:
             self._dispatch(pool)
 
     def _maintain(self) -> None:
-        """Run the maintenance services that are due (on PostgreSQL: if elected)."""
+        """Run the maintenance services that are due (on PostgreSQL: if elected, except
+        those every worker runs, as the lease reclaimer)."""
         now = self.clock()
         due = [i for i, at in enumerate(self._next_tick) if now >= at]
         for index in due:
             self._next_tick[index] = now + self.services[index].interval
         # On an engine shared by many hosts only the elected worker maintains.
-        if due and holds_maintenance_lock(self.backend):
-            for index in due:
-                service = self.services[index]
-                try:
-                    service.tick(now)
-                except Exception:
-                    log.exception("maintenance service %s failed; retrying later", service.name)
+        elected: bool | None = None
+        for index in due:
+            service = self.services[index]
+            if not getattr(service, "every_worker", False):
+                if elected is None:
+                    elected = holds_maintenance_lock(self.backend)
+                if not elected:
+                    continue
+            try:
+                service.tick(now)
+            except Exception:
+                log.exception("maintenance service %s failed; retrying later", service.name)
 
     def _stop_children(self, pool: Pool) -> None:
         """Kill the children; record what they finished (reported or not), release the rest."""
@@ -659,6 +668,11 @@ class Worker:
         is not counted) and drain, since every job of that handler would fail here."""
         log.error(unavailable_line(held.record, error))
         self._give_back([task])
+        if self.failure is None:
+            self.failure = (
+                f"stopped: {error.message}; the code under this worker changed since it "
+                "started, and its jobs were released; restart it once the deployment is whole"
+            )
         if self._stop_requests == 0:
             self.request_stop()
 
