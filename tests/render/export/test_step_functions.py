@@ -1,0 +1,139 @@
+"""``--format step-functions``: valid ASL (the npm package asl-validator), with the retriers
+the sheet means: MaxAttempts counts retries, States.ALL last and alone, fields in range."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from jobdef.render.export import export
+
+# The retrier fields and their limits (AWS Step Functions developer guide, "Handling errors
+# in Step Functions workflows": IntervalSeconds and MaxAttempts positive integers up to
+# 99999999, BackoffRate at least 1.0, MaxDelaySeconds below 31622401, JitterStrategy FULL
+# or NONE).
+RETRIER_FIELDS = {
+    "ErrorEquals",
+    "IntervalSeconds",
+    "MaxAttempts",
+    "BackoffRate",
+    "MaxDelaySeconds",
+    "JitterStrategy",
+}
+
+
+def _machines(registry, *names):
+    jobs = json.loads(export(registry, "step-functions", names).text)["jobs"]
+    return {name: entry["definition"] for name, entry in jobs.items()}
+
+
+def _asl_valid(validator: list[str], *definitions: dict) -> None:
+    """Each definition valid for asl-validator (one node process for all of them)."""
+    args = [arg for d in definitions for arg in ("--json-definition", json.dumps(d))]
+    result = subprocess.run(
+        [*validator, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _check_retriers(task: dict) -> None:
+    retry = task.get("Retry", [])
+    for i, retrier in enumerate(retry):
+        assert set(retrier) <= RETRIER_FIELDS
+        if "States.ALL" in retrier["ErrorEquals"]:
+            assert retrier["ErrorEquals"] == ["States.ALL"]
+            assert i == len(retry) - 1
+        assert isinstance(retrier["MaxAttempts"], int)
+        assert 0 <= retrier["MaxAttempts"] <= 99999999
+        if "IntervalSeconds" in retrier:
+            assert isinstance(retrier["IntervalSeconds"], int)
+            assert 1 <= retrier["IntervalSeconds"] <= 99999999
+            assert retrier["BackoffRate"] >= 1.0
+            assert retrier["JitterStrategy"] in ("FULL", "NONE")
+        if "MaxDelaySeconds" in retrier:
+            assert isinstance(retrier["MaxDelaySeconds"], int)
+            assert 1 <= retrier["MaxDelaySeconds"] < 31622401
+    assert isinstance(task["TimeoutSeconds"], int)
+    assert task["TimeoutSeconds"] >= 1
+
+
+@pytest.mark.slow
+def test_every_example_sheet_is_valid_asl(examples, asl_validator):
+    machines = _machines(examples)
+    _asl_valid(asl_validator, *machines.values())
+    for name, machine in machines.items():
+        _check_retriers(machine["States"][name])
+
+
+def test_the_mail_job_retries_as_its_sheet_says(examples):
+    machine = _machines(examples, "send_reservation_mail")["send_reservation_mail"]
+    task = machine["States"]["send_reservation_mail"]
+    fatal, everything = task["Retry"]
+    assert fatal == {"ErrorEquals": ["InvalidAddress", "Cancelled"], "MaxAttempts": 0}
+    assert everything == {
+        "ErrorEquals": ["States.ALL"],
+        "IntervalSeconds": 10,
+        "MaxAttempts": 4,  # ASL counts retries: max_attempts 5 is 4 retries
+        "BackoffRate": 2.0,
+        "MaxDelaySeconds": 600,
+        "JitterStrategy": "FULL",
+    }
+    assert task["TimeoutSeconds"] == 30
+    assert machine["TimeoutSeconds"] == 7200  # the deadline, over the whole execution
+    assert task["Catch"][0]["Next"] == "RecordDead"
+    assert task["Comment"].startswith("jobdef notes: ")
+
+
+def test_with_default_fatal_only_the_listed_classes_retry(examples):
+    machine = _machines(examples, "resize_image")["resize_image"]
+    (retrier,) = machine["States"]["resize_image"]["Retry"]
+    # ConnectionError retries; a timeout does not (TimeoutError is not listed, default fatal).
+    assert retrier["ErrorEquals"] == ["ConnectionError"]
+    assert retrier["JitterStrategy"] == "NONE"  # equal jitter: the top of the range, noted
+
+
+def test_a_listed_timeout_error_retries_states_timeout(examples):
+    machine = _machines(examples, "nightly_report")["nightly_report"]
+    (retrier,) = machine["States"]["nightly_report"]["Retry"]
+    assert retrier["ErrorEquals"] == ["ConnectionError", "TimeoutError", "States.Timeout"]
+    assert (retrier["IntervalSeconds"], retrier["BackoffRate"]) == (60, 5.0)  # 1m, 5m exactly
+
+
+@pytest.mark.slow
+def test_rounded_and_retry_free_machines_are_valid_asl(sheets, asl_validator):
+    registry = sheets(
+        {
+            "once": "max_attempts: 1\n",
+            "quick": "max_attempts: 3\ntimeout: 500ms\n"
+            "backoff: {strategy: fixed, initial: 200ms}\n",
+            "steps": "max_attempts: 4\nbackoff: {strategy: linear, initial: 10s, max: 25s}\n",
+            "lists": "max_attempts: 6\n"
+            "backoff: {strategy: list, delays: [1s, 1m, 1h], jitter: equal}\n",
+        }
+    )
+    machines = _machines(registry)
+    assert "Retry" not in machines["once"]["States"]["once"]
+    _asl_valid(asl_validator, *machines.values())
+    for name, machine in machines.items():
+        _check_retriers(machine["States"][name])
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ("max_attempts: 3\ntimeout: 500ms\n", "timeout"),
+        ("max_attempts: 3\nbackoff: {strategy: fixed, initial: 200ms}\n", "backoff.initial"),
+        ("max_attempts: 4\nbackoff: {strategy: linear, initial: 10s}\n", "backoff"),
+    ],
+)
+def test_what_asl_cannot_take_is_rounded_up_with_a_note(sheets, body, field):
+    registry = sheets({"job": body})
+    entry = json.loads(export(registry, "step-functions").text)["jobs"]["job"]
+    _check_retriers(entry["definition"]["States"]["job"])
+    assert any(n.startswith(field + ":") for n in entry["notes"])
