@@ -11,12 +11,14 @@ from types import ModuleType
 
 import pytest
 
-from jobdef.backends import verbs
+from jobdef.backends import elsewhere, verbs
 from jobdef.backends.postgres import engine as postgres
 from jobdef.backends.sql import load_queries
 from jobdef.backends.sqlite import engine as sqlite
 
 ENGINES: dict[str, ModuleType] = {"sqlite": sqlite, "postgres": postgres}
+# Modules written once for both engines over the engines' primitives.
+SHARED: tuple[ModuleType, ...] = (verbs, elsewhere)
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 # The calls that take a query's name as a positional argument.
 _TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount", "_finish"}
@@ -136,7 +138,7 @@ def test_every_query_is_balanced_once_its_fragments_are_in(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_engine_uses_every_query_of_its_file_and_no_other(engine: str) -> None:
-    used = queries_named_in(ENGINES[engine]) | queries_named_in(verbs)
+    used = queries_named_in(ENGINES[engine]).union(*map(queries_named_in, SHARED))
     assert used == set(load_queries(_package(engine), "queries.sql"))
 
 
@@ -181,7 +183,7 @@ def _parameters(engine: str, sql: str) -> set[str]:
 
 
 def test_the_queries_of_the_shared_verbs_take_the_same_parameters_in_both_engines() -> None:
-    shared = queries_named_in(verbs)
+    shared = set().union(*map(queries_named_in, SHARED))
     assert shared
     for name in sorted(shared):
         taken = {}

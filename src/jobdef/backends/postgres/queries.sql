@@ -428,11 +428,15 @@ target AS (
     SELECT DISTINCT ON (j.job, coalesce(j.idempotency_key, j.id::text)) j.id
     FROM named
     JOIN {schema}.jobdef_jobs AS j ON j.id = named.id
-    WHERE j.idempotency_key IS NULL OR NOT EXISTS (
+    WHERE (j.idempotency_key IS NULL OR NOT EXISTS (
         SELECT 1 FROM {schema}.jobdef_jobs AS a
         WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
           AND a.state IN ('queued', 'running')
-    )
+    ))
+    -- A job another runtime's adapter stored (worker_id `<runtime>/<task id>`; jobdef's
+    -- own ids are host:pid:hex and a host name has no slash) goes back through its
+    -- runtime, never to jobdef's worker.
+    AND coalesce(j.worker_id, '') NOT LIKE '%%/%%'
     ORDER BY j.job, coalesce(j.idempotency_key, j.id::text), j.id DESC
 )
 
@@ -677,3 +681,40 @@ WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s;
 -- PostgreSQL only: the engine's clock is the server's (see clock.py), read now and
 -- then; clock_timestamp(), not now(), which is the start of the transaction.
 SELECT extract(epoch FROM clock_timestamp())::float8;
+
+-- name: insert_dead_elsewhere
+-- As SQLite's: a job that died in another runtime, stored dead; a repeated report stores
+-- nothing.
+INSERT INTO {schema}.jobdef_jobs (job, queue, priority, args, state, attempt, max_attempts,
+                  idempotency_key, run_after, created_at, updated_at, started_at,
+                  finished_at, worker_id, last_error, last_delay)
+SELECT %(job)s, %(queue)s, %(priority)s, %(args)s::jsonb, 'dead', %(attempt)s,
+       %(max_attempts)s, %(key)s, %(created_at)s, %(created_at)s, %(now)s, %(started_at)s,
+       %(now)s, %(worker_id)s, %(error)s::jsonb, %(last_delay)s
+WHERE NOT EXISTS (
+    SELECT 1 FROM {schema}.jobdef_jobs
+    WHERE job = %(job)s AND worker_id = %(worker_id)s AND created_at = %(created_at)s
+)
+RETURNING id;
+
+-- name: find_dead_elsewhere
+SELECT * FROM {schema}.jobdef_jobs
+WHERE job = %(job)s AND worker_id = %(worker_id)s AND created_at = %(created_at)s
+ORDER BY id LIMIT 1;
+
+-- name: insert_attempt_elsewhere
+INSERT INTO {schema}.jobdef_attempts
+    (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+SELECT %(job_id)s, %(attempt)s, %(worker_id)s, %(started_at)s, %(finished_at)s, %(outcome)s,
+       %(error)s::jsonb
+WHERE NOT EXISTS (
+    SELECT 1 FROM {schema}.jobdef_attempts WHERE job_id = %(job_id)s AND attempt = %(attempt)s
+)
+RETURNING id;
+
+-- name: insert_outbox_elsewhere
+INSERT INTO {schema}.jobdef_outbox (message_id, channel, event, job, payload, next_at, created_at)
+VALUES (%(message_id)s, %(channel_name)s, %(event)s, %(job)s, %(payload)s::jsonb, %(now)s,
+        %(now)s)
+ON CONFLICT (message_id) DO NOTHING
+RETURNING id;

@@ -235,11 +235,15 @@ target AS (
     SELECT max(j.id) AS id
     FROM named
     JOIN jobdef_jobs AS j ON j.id = named.id
-    WHERE j.idempotency_key IS NULL OR NOT EXISTS (
+    WHERE (j.idempotency_key IS NULL OR NOT EXISTS (
         SELECT 1 FROM jobdef_jobs AS a
         WHERE a.job = j.job AND a.idempotency_key = j.idempotency_key
           AND a.state IN ('queued', 'running')
-    )
+    ))
+    -- A job another runtime's adapter stored (worker_id `<runtime>/<task id>`; jobdef's
+    -- own ids are host:pid:hex and a host name has no slash) goes back through its
+    -- runtime, never to jobdef's worker.
+    AND coalesce(j.worker_id, '') NOT LIKE '%/%'
     GROUP BY j.job, coalesce(j.idempotency_key, j.id)
 )
 
@@ -423,3 +427,37 @@ ORDER BY n.queue;
 -- name: paused_queues
 -- The queues the claim under queue limits skips (claim_jobs reads them itself).
 SELECT queue FROM jobdef_queues WHERE paused = 1;
+
+-- name: insert_dead_elsewhere
+-- A job that died in another runtime, stored dead as it arrives (jobdef.backends.elsewhere).
+-- worker_id `<runtime>/<task id>` and created_at (the enqueue) name the run, so a second
+-- report of the same death (a redelivered message) stores nothing.
+INSERT INTO jobdef_jobs (job, queue, priority, args, state, attempt, max_attempts,
+                  idempotency_key, run_after, created_at, updated_at, started_at,
+                  finished_at, worker_id, last_error, last_delay)
+SELECT :job, :queue, :priority, :args, 'dead', :attempt, :max_attempts, :key,
+       :created_at, :created_at, :now, :started_at, :now, :worker_id, :error, :last_delay
+WHERE NOT EXISTS (
+    SELECT 1 FROM jobdef_jobs
+    WHERE job = :job AND worker_id = :worker_id AND created_at = :created_at
+)
+RETURNING id;
+
+-- name: find_dead_elsewhere
+SELECT * FROM jobdef_jobs
+WHERE job = :job AND worker_id = :worker_id AND created_at = :created_at
+ORDER BY id LIMIT 1;
+
+-- name: insert_attempt_elsewhere
+INSERT INTO jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+SELECT :job_id, :attempt, :worker_id, :started_at, :finished_at, :outcome, :error
+WHERE NOT EXISTS (SELECT 1 FROM jobdef_attempts WHERE job_id = :job_id AND attempt = :attempt)
+RETURNING id;
+
+-- name: insert_outbox_elsewhere
+-- One message; its id is computed from the stored row, so a repeated report adds none.
+-- (`channel_name`: PostgreSQL's `channel` parameter is the workers' notify channel.)
+INSERT INTO jobdef_outbox (message_id, channel, event, job, payload, next_at, created_at)
+VALUES (:message_id, :channel_name, :event, :job, :payload, :now, :now)
+ON CONFLICT (message_id) DO NOTHING
+RETURNING id;

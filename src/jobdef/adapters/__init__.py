@@ -1,0 +1,1 @@
+"""Adapters that make a job sheet the policy of another runtime: Celery, RQ."""

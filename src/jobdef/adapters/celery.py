@@ -1,0 +1,297 @@
+"""The sheet as the policy of Celery tasks (``pip install 'jobdef[celery]'``)::
+
+    from celery import Celery
+    from jobdef.adapters.celery import configure, sheet_task
+
+    app = Celery("shop", broker="redis://127.0.0.1:6379/0")
+    configure(app, sheets="jobdefs", database="sqlite:///jobdef.db",
+              redis="redis://127.0.0.1:6379/0")
+
+    @sheet_task(app, "send_reservation_mail")
+    def send_reservation_mail(reservation_id: int) -> None: ...
+
+    send_reservation_mail.delay(reservation_id=42)
+
+or ``@app.task(base=SheetTask)`` with the task's name (or ``jobdef_job``) the
+sheet's job name. Celery's own retry settings are not used: the task decides
+each retry from the sheet and tells Celery exactly when
+(``self.retry(countdown=..., max_retries=max_attempts - 1)``); see
+docs/runtimes.md for what this fixes and what Celery still cannot honour.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
+
+from celery import Celery, Task
+from celery.exceptions import Retry, SoftTimeLimitExceeded, TimeLimitExceeded
+
+from jobdef.adapters.config import Settings, runtime_for
+from jobdef.adapters.core import TIMEOUT_NAMES, SheetRuntime, error_info
+from jobdef.backends.records import ErrorInfo
+from jobdef.errors import JobdefError, UsageError
+from jobdef.policy.model import JobPolicy
+from jobdef.runtime.classify import exception_names
+from jobdef.runtime.decisions import Decision
+
+LOGGER = logging.getLogger("jobdef.adapters.celery")
+RUNTIME = "celery"
+
+_SETTINGS: WeakKeyDictionary[Celery, Settings] = WeakKeyDictionary()
+_resending = threading.local()
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RunDead(JobdefError):
+    """The run is dead by its sheet (stored in jobdef's database); Celery records FAILURE."""
+
+
+def configure(
+    app: Celery, *, sheets: str, database: str, redis: str | None = None, prefix: str = "jobdef"
+) -> None:
+    """Point ``app``'s sheet tasks at their sheets, jobdef's database and the run store
+    (``redis``; default: the app's broker URL when it is Redis)."""
+    url = redis or str(app.conf.broker_url or "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise UsageError(
+            "the Celery adapter keeps attempt counts and idempotency keys in Redis; pass "
+            "configure(app, ..., redis='redis://host:6379/0')"
+        )
+    _SETTINGS[app] = Settings(sheets=str(sheets), database=database, redis=url, prefix=prefix)
+
+
+def settings_of(app: Celery) -> Settings:
+    try:
+        return _SETTINGS[app]
+    except KeyError:
+        raise UsageError(
+            f"Celery app {app.main!r} has no jobdef settings; call "
+            "jobdef.adapters.celery.configure(app, sheets=..., database=...) first"
+        ) from None
+
+
+def time_limits(policy: JobPolicy) -> tuple[float, float]:
+    """``(soft_time_limit, time_limit)``: the sheet's timeout, and a hard kill a little
+    later (a tenth of it, at least 1 s and at most 30 s) for a task that ignores the soft
+    one."""
+    grace = min(30.0, max(1.0, policy.timeout / 10))
+    return policy.timeout, policy.timeout + grace
+
+
+class SheetTask(Task):  # type: ignore[misc]
+    """A Celery task whose retries, timeouts, deadline and dead letters follow its sheet."""
+
+    abstract = True
+    # A crash redelivers the message; the adapter counts the redelivery as an attempt.
+    acks_late = True
+    reject_on_worker_lost = True
+    # Never Celery's own retry policy: the adapter calls self.retry itself.
+    autoretry_for = ()
+    jobdef_job: str | None = None
+
+    # -- the sheet --------------------------------------------------------------------
+
+    @property
+    def jobdef(self) -> SheetRuntime:
+        return runtime_for(RUNTIME, settings_of(self.app))
+
+    @property
+    def sheet(self) -> JobPolicy:
+        return self.jobdef.job(self.jobdef_job or self.name)
+
+    def _call_args(self, args: Any, kwargs: Any) -> dict[str, Any]:
+        """The call's arguments by name, as the sheet's ``args`` names them."""
+        positional, named = tuple(args or ()), dict[str, Any](kwargs or {})
+        if not positional:
+            return named
+        try:
+            bound = inspect.signature(self.run).bind(*positional, **named)
+        except TypeError as exc:
+            raise UsageError(f"task {self.name}: {exc}") from None
+        arguments: dict[str, Any] = dict(bound.arguments)
+        return arguments
+
+    # -- producing ----------------------------------------------------------------------
+
+    def apply_async(
+        self, args: Any = None, kwargs: Any = None, task_id: str | None = None, **options: Any
+    ) -> Any:
+        """Validate the call against the sheet, derive the task id from the idempotency
+        key, and send it with the sheet's time limits, unless a run with that id is
+        active (then the active run's result is returned and nothing is sent)."""
+        if getattr(_resending, "on", False) or self.app.conf.task_always_eager:
+            return super().apply_async(args, kwargs, task_id=task_id, **options)
+        runtime = self.jobdef
+        prepared = runtime.prepare(self.jobdef_job or self.name, self._call_args(args, kwargs))
+        if not runtime.open_run(prepared):
+            LOGGER.info("%s: task %s is active; not sent", self.name, prepared.task_id)
+            return self.AsyncResult(prepared.task_id)
+        soft, hard = time_limits(prepared.policy)
+        headers = dict(options.pop("headers", None) or {})
+        headers["jobdef_created_at"] = prepared.created_at
+        headers["jobdef_deadline_at"] = prepared.deadline_at
+        try:
+            return super().apply_async(
+                (),
+                prepared.args,
+                task_id=prepared.task_id,
+                soft_time_limit=soft,
+                time_limit=hard,
+                headers=headers,
+                **options,
+            )
+        except Exception:
+            runtime.store.close(prepared.task_id)  # nothing was sent: the key is free
+            raise
+
+    # -- consuming ----------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.request.called_directly:
+            return self.run(*args, **kwargs)
+        runtime, policy, task_id = self.jobdef, self.sheet, str(self.request.id)
+        begun = runtime.begin(policy, task_id)
+        if begun.lost is not None:
+            lost = ErrorInfo(
+                "jobdef.runtime.errors.LeaseExpired",
+                f"the worker was lost during attempt {begun.attempt} (a crash redelivery)",
+            )
+            return self._after(policy, begun.lost, kwargs, lost, None)
+        started = runtime.clock()
+        try:
+            return_value = self.run(*args, **kwargs)
+        except Retry:
+            raise
+        except SoftTimeLimitExceeded as exc:
+            names, timed_out, raised = TIMEOUT_NAMES, True, exc
+        except Exception as exc:
+            names, timed_out, raised = exception_names(exc), False, exc
+        else:
+            runtime.succeeded(policy, task_id)
+            return return_value
+        error = error_info(raised)
+        if timed_out:
+            why = f"ran past its timeout of {policy.timeout:g}s"
+            error = ErrorInfo(names[0], why, error.traceback)
+        decision = runtime.failed(
+            policy,
+            task_id,
+            begun.attempt,
+            names,
+            error,
+            started_at=started,
+            worker=str(self.request.hostname or ""),
+            timed_out=timed_out,
+        )
+        return self._after(policy, decision, self._call_args(args, kwargs), error, raised)
+
+    def _after(
+        self,
+        policy: JobPolicy,
+        decision: Decision,
+        kwargs: Mapping[str, Any],
+        error: ErrorInfo,
+        raised: BaseException | None,
+    ) -> Any:
+        """Retry after the sheet's wait (``self.retry`` with explicit values), or bury."""
+        if decision.action == "retry":
+            _resending.on = True
+            try:
+                raise self.retry(
+                    kwargs=dict(kwargs),
+                    exc=raised,
+                    countdown=decision.delay or 0.0,
+                    max_retries=policy.max_attempts - 1,
+                )
+            finally:
+                _resending.on = False
+        self.jobdef.bury(policy, str(self.request.id), kwargs, decision, error)
+        if raised is not None:
+            raise raised
+        raise RunDead(f"{policy.name}: dead: {decision.reason}")
+
+    def on_failure(self, exc: Any, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        """The hard time limit killed the attempt (Celery reports it here, in the worker's
+        main process, and never retries it): decide per the sheet as for a timeout."""
+        if not isinstance(exc, TimeLimitExceeded):
+            return
+        runtime, policy = self.jobdef, self.sheet
+        state = runtime.store.load(task_id)
+        if state is None or not state.lost:
+            return
+        error = ErrorInfo(TIMEOUT_NAMES[0], f"killed at the hard time limit ({exc})")
+        decision = runtime.failed(
+            policy,
+            task_id,
+            state.started,
+            TIMEOUT_NAMES,
+            error,
+            started_at=state.started_at or runtime.clock(),
+            worker="",
+            timed_out=True,
+        )
+        call = dict(kwargs or {})
+        if decision.action == "dead":
+            runtime.bury(policy, task_id, call, decision, error)
+            return
+        soft, hard = time_limits(policy)
+        _resending.on = True
+        try:
+            # No request context here to call self.retry from: the same message it
+            # would send, with the same task id and the retry counted.
+            self.apply_async(
+                (),
+                call,
+                task_id=task_id,
+                countdown=decision.delay or 0.0,
+                retries=state.started,
+                soft_time_limit=soft,
+                time_limit=hard,
+            )
+        finally:
+            _resending.on = False
+
+
+def sheet_task(app: Celery, job: str, **options: Any) -> Callable[[F], Any]:
+    """``@sheet_task(app, "job_name")``: a :class:`SheetTask` for the sheet of ``job``.
+
+    The sheet's ``timeout`` becomes the task's ``soft_time_limit`` (and a hard
+    ``time_limit`` a little later), ``max_attempts - 1`` its ``max_retries``;
+    ``options`` go to ``app.task`` as they are.
+    """
+    policy = runtime_for(RUNTIME, settings_of(app)).job(job)
+    soft, hard = time_limits(policy)
+    defaults: dict[str, Any] = {
+        "base": SheetTask,
+        "jobdef_job": job,
+        "soft_time_limit": soft,
+        "time_limit": hard,
+        "max_retries": policy.max_attempts - 1,
+    }
+    decorator: Callable[[F], Any] = app.task(**(defaults | options))
+    return decorator
+
+
+def worst_countdown(policy: JobPolicy) -> float:
+    """The longest wait the adapter may ask Celery to hold a retry for (seconds)."""
+    from jobdef.policy.backoff import delay_range
+
+    waits = [delay_range(policy.backoff, n)[1] for n in range(1, policy.max_attempts)]
+    return max(waits, default=0.0)
+
+
+def visibility_timeout(app: Celery) -> float | None:
+    """The broker's visibility timeout (Redis and SQS brokers redeliver an unacked
+    message after it); ``None`` for brokers without one (AMQP)."""
+    url = str(app.conf.broker_url or "")
+    if not url.startswith(("redis", "rediss", "sqs", "unix")):
+        return None
+    value = (app.conf.broker_transport_options or {}).get("visibility_timeout", 3600)
+    return float(value) if math.isfinite(float(value)) else None

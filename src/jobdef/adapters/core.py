@@ -1,0 +1,346 @@
+"""The sheet's policy for a runtime other than jobdef's worker: what every adapter shares.
+
+Celery and RQ each decide retries their own way, and neither matches a sheet
+(see docs/runtimes.md), so an adapter takes the decision away from them: it
+classifies each error with the sheet (:func:`jobdef.runtime.classify.classify`),
+draws the wait with jobdef's backoff and jitter, counts attempts itself (crash
+redeliveries included), holds the deadline, and on death stores the job in
+jobdef's database with its one notification. The runtime is left only to run
+an attempt and to deliver the next one after the wait it is told.
+
+The decisions are the very functions jobdef's own worker calls
+(:mod:`jobdef.runtime.decisions`), fed a :class:`~jobdef.backends.records.JobRecord`
+made from the run's state, so a sheet means the same on every runtime.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobdef.adapters.store import RunState, RunStore
+from jobdef.backends import open_backend
+from jobdef.backends.elsewhere import AttemptElsewhere, DeadElsewhere, record_dead_elsewhere
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import ErrorInfo, JobRecord, Outcome
+from jobdef.errors import ChannelError, JobdefError
+from jobdef.notify.checks import build_channels
+from jobdef.notify.events import notifications_for
+from jobdef.notify.sender import OutboxSender
+from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.keys import idempotency_key
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.registry import Registry
+from jobdef.redact import redact
+from jobdef.runtime.classify import class_names, exception_names
+from jobdef.runtime.decisions import Decision, after_error, after_reclaim
+from jobdef.runtime.errors import AttemptTimedOut
+from jobdef.runtime.queue import validate_args
+
+LOGGER = logging.getLogger("jobdef.adapters")
+
+# Task ids derived from idempotency keys live in this namespace (uuid5), so the same
+# job and key give the same id on every producer.
+TASK_ID_NAMESPACE = uuid.UUID("8d2f3c1e-6b7a-5d4e-9f10-2a3b4c5d6e7f")
+# A run's state in Redis outlives the slowest timeline by this much, then expires:
+# a run whose message the broker lost does not block its key forever.
+STATE_MARGIN = 3600.0
+# The one event an adapter notifies: the terminal one. Attempts that do not end a
+# run leave no row in jobdef's database for a message to point at.
+TERMINAL_EVENT = "dead"
+
+# The names a timed-out attempt is classified by, as jobdef's worker classifies it.
+TIMEOUT_NAMES = class_names(AttemptTimedOut)
+
+
+def task_id_for(policy: JobPolicy, key: str | None) -> str:
+    """The task id of a run: derived from the idempotency key, else random."""
+    if key is None:
+        return str(uuid.uuid4())
+    return str(uuid.uuid5(TASK_ID_NAMESPACE, f"{policy.name}\x00{key}"))
+
+
+def state_ttl(policy: JobPolicy) -> int:
+    """How long a run's state lives in Redis after its last write, in seconds."""
+    worst = retry_timeline(policy).worst_case
+    return int(min(worst, 366 * 86400.0) + STATE_MARGIN)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A validated call, ready to send: its task id, key and absolute times."""
+
+    policy: JobPolicy
+    args: Mapping[str, Any]
+    task_id: str
+    key: str | None
+    created_at: float
+    deadline_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """What the start of a delivery found: run attempt ``attempt`` (``lost`` is None),
+    or decide first about the lost attempt before it (``lost``: retry or dead)."""
+
+    attempt: int
+    state: RunState
+    lost: Decision | None = None
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """The error an attempt raised, as jobdef stores it (redacted by ErrorInfo)."""
+    names = exception_names(exc)
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return ErrorInfo(names[0], str(exc), text)
+
+
+class SheetRuntime:
+    """The policy of the sheets in ``registry`` for one runtime, over a Redis run store
+    and jobdef's database at ``database_url`` (where dead jobs and the outbox live).
+
+    Safe across ``fork``: the database connection is opened in the process that uses it.
+    """
+
+    def __init__(
+        self,
+        runtime: str,
+        registry: Registry,
+        database_url: str,
+        store: RunStore,
+        *,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.registry = registry
+        self.database_url = database_url
+        self.store = store
+        self.clock = clock
+        self.rng = rng
+        self.environ = environ
+        self._backend: Backend | None = None
+        self._backend_pid = 0
+
+    # -- producing ----------------------------------------------------------------------
+
+    def job(self, name: str) -> JobPolicy:
+        return self.registry.job(name)
+
+    def prepare(self, name: str, args: Mapping[str, Any]) -> Prepared:
+        """Check a call against its sheet (raises :class:`~jobdef.errors.ArgsError`)."""
+        policy = self.job(name)
+        args = dict(args)
+        validate_args(policy, args)
+        key = idempotency_key(policy, args)
+        now = self.clock()
+        deadline_at = None if policy.deadline is None else now + policy.deadline
+        return Prepared(policy, args, task_id_for(policy, key), key, now, deadline_at)
+
+    def open_run(self, prepared: Prepared) -> bool:
+        """Register the run; False when one with its task id is active (send nothing)."""
+        return self.store.open(
+            prepared.task_id,
+            prepared.policy.name,
+            prepared.created_at,
+            prepared.deadline_at,
+            state_ttl(prepared.policy),
+        )
+
+    # -- consuming ----------------------------------------------------------------------
+
+    def begin(self, policy: JobPolicy, task_id: str) -> Begun:
+        """The start of a delivery: count the attempt, or find the previous one lost."""
+        ttl = state_ttl(policy)
+        state = self.store.load(task_id)
+        if state is None:
+            # Sent without the adapter (send_task, an old message) or expired: a new run.
+            now = self.clock()
+            deadline_at = None if policy.deadline is None else now + policy.deadline
+            self.store.open(task_id, policy.name, now, deadline_at, ttl)
+            state = self.store.load(task_id)
+            if state is None:
+                raise JobdefError(f"the run state of task {task_id} could not be stored")
+        if state.lost:
+            decision = self._decide_lost(policy, state)
+            return Begun(state.started, state, decision)
+        attempt = self.store.start(task_id, self.clock(), ttl)
+        return Begun(attempt, state)
+
+    def _record(self, policy: JobPolicy, state: RunState, attempt: int) -> JobRecord:
+        """The run as the row jobdef's decisions read (attempt ``attempt`` just ended)."""
+        return JobRecord(
+            id=0,
+            job=policy.name,
+            queue=policy.queue,
+            priority=policy.priority,
+            args={},
+            state="running",
+            attempt=attempt,
+            max_attempts=policy.max_attempts,
+            idempotency_key=None,
+            run_after=state.created_at,
+            created_at=state.created_at,
+            updated_at=state.created_at,
+            last_delay=state.last_delay,
+        )
+
+    def _decide_lost(self, policy: JobPolicy, state: RunState) -> Decision:
+        now = self.clock()
+        decision = after_reclaim(policy, self._record(policy, state, state.started), now, self.rng)
+        entry = self._entry(
+            state.started,
+            "reclaimed",
+            decision=decision,
+            error=None,
+            now=now,
+            started_at=state.started_at,
+        )
+        self.store.end(state.task_id, entry, decision.delay, state_ttl(policy))
+        return decision
+
+    @staticmethod
+    def _entry(
+        attempt: int,
+        outcome: Outcome,
+        *,
+        decision: Decision | None,
+        error: ErrorInfo | None,
+        now: float,
+        started_at: float | None,
+        worker: str = "",
+    ) -> dict[str, Any]:
+        return {
+            "attempt": attempt,
+            "outcome": outcome,
+            "started_at": started_at,
+            "finished_at": now,
+            "worker": worker,
+            "reason": decision.reason if decision else "",
+            "delay": decision.delay if decision else None,
+            "error": None if error is None else [error.type, error.message, error.traceback],
+        }
+
+    def failed(
+        self,
+        policy: JobPolicy,
+        task_id: str,
+        attempt: int,
+        names: tuple[str, ...],
+        error: ErrorInfo,
+        *,
+        started_at: float,
+        worker: str,
+        timed_out: bool = False,
+    ) -> Decision:
+        """Attempt ``attempt`` raised (or timed out): retry after the sheet's wait, or dead."""
+        state = self.store.load(task_id)
+        if state is None:
+            raise JobdefError(f"task {task_id} has no run state; was it started by the adapter?")
+        now = self.clock()
+        decision = after_error(policy, self._record(policy, state, attempt), names, now, self.rng)
+        outcome: Outcome = "timeout" if timed_out else decision.action
+        entry = self._entry(
+            attempt,
+            outcome,
+            decision=decision,
+            error=error,
+            now=now,
+            started_at=started_at,
+            worker=worker,
+        )
+        self.store.end(task_id, entry, decision.delay, state_ttl(policy))
+        return decision
+
+    def succeeded(self, policy: JobPolicy, task_id: str) -> None:
+        """The run is done: its task id is free again (after the dedupe window)."""
+        self.store.close(task_id, policy.idempotency.dedupe_window)
+
+    # -- death --------------------------------------------------------------------------
+
+    def backend(self) -> Backend:
+        """jobdef's database, opened once per process (a forked child opens its own)."""
+        if self._backend is None or self._backend_pid != os.getpid():
+            self._backend = open_backend(self.database_url)
+            self._backend_pid = os.getpid()
+        return self._backend
+
+    def bury(
+        self,
+        policy: JobPolicy,
+        task_id: str,
+        args: Mapping[str, Any],
+        decision: Decision,
+        error: ErrorInfo | None,
+    ) -> JobRecord:
+        """Store the dead run in jobdef's database with its attempts and its one
+        notification, deliver the outbox once, and free the task id."""
+        state = self.store.load(task_id)
+        if state is None:
+            raise JobdefError(f"task {task_id} has no run state to bury")
+        last = error or ErrorInfo("jobdef.adapters.Dead", "")
+        final = ErrorInfo(last.type, f"{last.message}; dead: {decision.reason}", last.traceback)
+        dead = DeadElsewhere(
+            runtime=self.runtime,
+            task_id=task_id,
+            job=policy.name,
+            queue=policy.queue,
+            args=args,
+            max_attempts=policy.max_attempts,
+            created_at=state.created_at,
+            error=final,
+            attempts=[_attempt(entry) for entry in state.history],
+            idempotency_key=idempotency_key(policy, args),
+            priority=policy.priority,
+            last_delay=state.last_delay,
+        )
+
+        def notes(record: JobRecord) -> list[Any]:
+            at = record.finished_at or record.updated_at
+            return notifications_for(policy, TERMINAL_EVENT, record, final, at)
+
+        record = record_dead_elsewhere(self.backend(), dead, notes)
+        self.store.close(task_id)
+        self.deliver()
+        return record
+
+    def deliver(self) -> None:
+        """One round of the outbox sender: what a death just queued goes out now; a
+        delivery that fails waits in the outbox for the next round (any adapter's next
+        death, or jobdef's worker)."""
+        try:
+            environ = os.environ if self.environ is None else self.environ
+            channels = build_channels(self.registry, environ)
+        except ChannelError as exc:
+            LOGGER.error("%s", redact(str(exc)))
+            return
+        if not channels:
+            return
+        sender = OutboxSender(self.backend(), channels, clock=self.clock)
+        try:
+            sender.run_once(wait=True)
+            sender.flush()
+        finally:
+            sender.close()
+
+
+def _attempt(entry: Mapping[str, Any]) -> AttemptElsewhere:
+    error = entry.get("error")
+    finished = float(entry["finished_at"])
+    started = entry.get("started_at")
+    return AttemptElsewhere(
+        attempt=int(entry["attempt"]),
+        worker=str(entry.get("worker") or ""),
+        started_at=finished if started is None else float(started),
+        finished_at=finished,
+        outcome=entry["outcome"],
+        error=None if not error else ErrorInfo(*error),
+    )

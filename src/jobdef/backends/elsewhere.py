@@ -1,0 +1,150 @@
+"""Jobs that ran in another runtime (Celery, RQ) and died there, kept in jobdef's store.
+
+Such a job has no row while it lives: its runtime's broker holds it. When it
+dies, the adapter (:mod:`jobdef.adapters`) stores it here as a ``dead`` row of
+the jobs table, with its attempts and the sheet's notification in the outbox,
+so ``jobdef jobs --state dead``, ``jobdef requeue``, retention and the
+dashboard see it as any other dead job.
+
+Its ``worker_id`` is ``<runtime>/<task id>`` (jobdef's own worker ids are
+``host:pid:hex``, and a host name has no slash): that marks the row as another
+runtime's, so jobdef's own requeue leaves it alone and jobdef's worker never
+runs it. Together with ``created_at`` (when the run was enqueued) it names the
+run, so a death reported twice (a redelivered message) is stored once; the
+attempts and the outbox message are written so that a repeat adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jobdef.backends.records import ErrorInfo, JobRecord, Notification, Outcome
+from jobdef.backends.rows import error_json
+from jobdef.backends.verbs import SharedVerbs, Statement
+from jobdef.errors import BackendError
+
+SEPARATOR = "/"
+
+
+def worker_name(runtime: str, task_id: str) -> str:
+    """The ``worker_id`` of a job that died in ``runtime`` as task ``task_id``."""
+    return f"{runtime}{SEPARATOR}{task_id}"
+
+
+def elsewhere(record: JobRecord) -> tuple[str, str] | None:
+    """``(runtime, task id)`` of a row another runtime's adapter stored, else ``None``."""
+    runtime, sep, task_id = (record.worker_id or "").partition(SEPARATOR)
+    return (runtime, task_id) if sep and runtime and task_id else None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptElsewhere:
+    """One attempt another runtime ran: where, when, how it ended."""
+
+    attempt: int
+    worker: str
+    started_at: float
+    finished_at: float
+    outcome: Outcome
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadElsewhere:
+    """A job that died in ``runtime`` as task ``task_id``, enqueued at ``created_at``."""
+
+    runtime: str
+    task_id: str
+    job: str
+    queue: str
+    args: Mapping[str, Any]
+    max_attempts: int
+    created_at: float
+    error: ErrorInfo
+    attempts: Sequence[AttemptElsewhere]
+    idempotency_key: str | None = None
+    priority: int = 0
+    last_delay: float | None = None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def record_dead_elsewhere(
+    backend: object,
+    dead: DeadElsewhere,
+    notifications: Callable[[JobRecord], Sequence[Notification]],
+) -> JobRecord:
+    """Store ``dead`` as a dead job with its attempts, and the notifications that
+    ``notifications`` computes from the stored row into the outbox; return the row.
+
+    Two transactions: the row, then its attempts and messages. A repeat (the same
+    death reported again, e.g. after a crash between the two) finds the row and adds
+    only what is missing, so the outbox holds each message once.
+    """
+    if not isinstance(backend, SharedVerbs):
+        raise BackendError(f"{type(backend).__name__} cannot store jobs of other runtimes")
+    worker_id = worker_name(dead.runtime, dead.task_id)
+    now = backend.clock()
+    last = dead.attempts[-1] if dead.attempts else None
+    backend._write_all(
+        [
+            Statement(
+                "insert_dead_elsewhere",
+                {
+                    "job": dead.job,
+                    "queue": dead.queue,
+                    "priority": dead.priority,
+                    "args": _json(dict(dead.args)),
+                    "attempt": len(dead.attempts),
+                    "max_attempts": dead.max_attempts,
+                    "key": dead.idempotency_key,
+                    "created_at": dead.created_at,
+                    "started_at": last.started_at if last else None,
+                    "now": now,
+                    "worker_id": worker_id,
+                    "error": _json(error_json(dead.error)),
+                    "last_delay": dead.last_delay,
+                },
+            )
+        ]
+    )
+    find = {"job": dead.job, "worker_id": worker_id, "created_at": dead.created_at}
+    [row] = backend._read("find_dead_elsewhere", find)
+    record = backend._job(row)
+    statements = [
+        Statement(
+            "insert_attempt_elsewhere",
+            {
+                "job_id": record.id,
+                "attempt": a.attempt,
+                "worker_id": a.worker,
+                "started_at": a.started_at,
+                "finished_at": a.finished_at,
+                "outcome": a.outcome,
+                "error": None if a.error is None else _json(error_json(a.error)),
+            },
+        )
+        for a in dead.attempts
+    ]
+    statements += [
+        Statement(
+            "insert_outbox_elsewhere",
+            {
+                "message_id": n.message_id,
+                "channel_name": n.channel,
+                "event": n.event,
+                "job": n.job,
+                "payload": _json(dict(n.payload)),
+                "now": now,
+            },
+        )
+        for n in notifications(record)
+    ]
+    if statements:
+        backend._write_all(statements)
+    return record

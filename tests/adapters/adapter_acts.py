@@ -1,0 +1,44 @@
+"""What a test job does on each attempt, for both adapters: one act per attempt.
+
+Every attempt first appends its start time to a Redis list (the ledger), so the
+test reads how many attempts ran and when each began; the list's length is the
+attempt's number. ``script[n - 1]`` says what attempt ``n`` does, the last act
+repeating.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import redis
+
+ACTS = ("ok", "retry", "fatal", "hang", "stubborn", "die")
+
+
+def ledger_key(prefix: str, cell: str) -> str:
+    return f"{prefix}:ledger:{cell}"
+
+
+def act(cell: str, script: list[str], marker: str = "") -> None:
+    client = redis.Redis.from_url(os.environ["JOBDEF_TEST_REDIS"])
+    attempt = int(
+        client.rpush(ledger_key(os.environ["JOBDEF_TEST_PREFIX"], cell), repr(time.time()))
+    )
+    what = script[min(attempt, len(script)) - 1]
+    if what == "retry":
+        raise ConnectionError(f"attempt {attempt}: the server is down")
+    if what == "fatal":
+        raise ValueError(f"attempt {attempt}: the input is wrong")
+    if what == "hang":
+        time.sleep(60)  # past the timeout: the runtime's soft limit interrupts it
+    elif what == "stubborn":
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # swallows the soft limit: the hard one kills it
+            with contextlib.suppress(BaseException):  # the soft limit's exception, too
+                time.sleep(0.05)
+    elif what == "die":
+        Path(f"{marker}.{attempt}").touch()  # the test kills the worker now
+        time.sleep(60)

@@ -1,0 +1,258 @@
+"""The Celery adapter on real Celery workers (prefork pool): Redis as the broker for the
+timeline matrix, RabbitMQ for the kill -9 of a worker mid-task."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+from celery_cells import make_app
+from conformance import Cell, check, dead_rows, explain, ledger, predict, write_sheets
+from notify_servers import WebhookServer
+
+from jobdef.backends import open_backend
+from jobdef.errors import ArgsError
+from support import eventually
+
+CELLS = (
+    Cell("c_fixed_dead", "strategy: fixed, initial: 200ms, jitter: none", ("retry",)),
+    Cell(
+        "c_exponential_fatal",
+        "strategy: exponential, initial: 100ms, multiplier: 2, jitter: full",
+        ("retry", "fatal"),
+    ),
+    Cell(
+        "c_linear_success",
+        "strategy: linear, initial: 100ms, jitter: equal",
+        ("retry", "retry", "ok"),
+    ),
+    Cell(
+        "c_list_timeout",
+        "strategy: list, initial: 100ms, delays: [300ms, 100ms], max: 400ms, jitter: decorrelated",
+        ("hang",),
+        timeout="500ms",
+    ),
+    Cell(
+        "c_fixed_hard_kill",
+        "strategy: fixed, initial: 100ms, jitter: none",
+        ("stubborn", "ok"),
+        max_attempts=2,
+        timeout="500ms",
+    ),
+)
+# How late a Celery worker may start an attempt after its countdown: the retry's
+# publish, the worker's ETA timer, a prefork child taking it, on a shared machine.
+TOLERANCE = 1.0
+# The hard time limit comes this long after the soft one (jobdef.adapters.celery).
+HARD_GRACE = 1.0
+
+
+def _worker(processes: object, name: str, app_env: dict[str, str], queue: str) -> object:
+    command = [
+        sys.executable, "-m", "celery", "-A", "celery_cells:app", "worker",
+        "--pool", "prefork", "--concurrency", "4", "--queues", queue,
+        "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
+        "--hostname", f"{name}@%h",
+    ]  # fmt: skip
+    processes.env = app_env  # type: ignore[attr-defined]
+    return processes.start(name, command)  # type: ignore[attr-defined]
+
+
+def _env(
+    *, sheets: Path, db: Path, broker: str, redis_url: str, prefix: str, hook: str
+) -> dict[str, str]:
+    return {
+        "JOBDEF_TEST_SHEETS": str(sheets),
+        "JOBDEF_TEST_DATABASE": f"sqlite:///{db}",
+        "JOBDEF_TEST_BROKER": broker,
+        "JOBDEF_TEST_REDIS": redis_url,
+        "JOBDEF_TEST_PREFIX": prefix,
+        "JOBDEF_TEST_QUEUE": prefix,
+        "JOBDEF_TEST_HOOK": hook,
+    }
+
+
+@pytest.fixture
+def webhook() -> object:
+    server = WebhookServer().start()
+    yield server
+    server.stop()
+
+
+def _hooks(server: WebhookServer) -> dict[str, int]:
+    return dict(Counter(message_id.split(":")[0] for message_id in server.message_ids()))
+
+
+def _app(env: dict[str, str]) -> object:
+    open_backend(env["JOBDEF_TEST_DATABASE"]).close()  # created before any worker writes
+    return make_app(
+        sheets=env["JOBDEF_TEST_SHEETS"],
+        database=env["JOBDEF_TEST_DATABASE"],
+        broker=env["JOBDEF_TEST_BROKER"],
+        redis=env["JOBDEF_TEST_REDIS"],
+        prefix=env["JOBDEF_TEST_PREFIX"],
+        queue=env["JOBDEF_TEST_QUEUE"],
+    )
+
+
+@pytest.mark.slow
+def test_every_cell_runs_on_celery_as_its_explain_json_predicts(
+    *,
+    tmp_path: Path,
+    redis_url: str,
+    prefix: str,
+    processes: object,
+    webhook: WebhookServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sheets = write_sheets(tmp_path / "jobdefs", CELLS)
+    db = tmp_path / "jobdef.db"
+    env = _env(
+        sheets=sheets, db=db, broker=redis_url, redis_url=redis_url, prefix=prefix, hook=webhook.url
+    )
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    app = _app(env)
+    _worker(processes, "worker", env, prefix)
+    client = redis.Redis.from_url(redis_url)
+
+    # A probe first, so every cell's first attempt starts at its enqueue.
+    probe = app.tasks["cells.c_linear_success"]
+    probe.delay(cell="probe", script=["ok"])
+    eventually(lambda: ledger(client, prefix, "probe"), what="the worker to run a task")
+
+    enqueued: dict[str, float] = {}
+    for cell in CELLS:
+        enqueued[cell.name] = time.time()
+        app.tasks[f"cells.{cell.name}"].delay(cell=cell.name, script=list(cell.script))
+    predictions = {cell.name: predict(explain(cell.name, sheets), cell.script) for cell in CELLS}
+
+    def finished() -> bool:
+        dead = dead_rows(db)
+        hooks = _hooks(webhook)
+        for name, prediction in predictions.items():
+            if len(ledger(client, prefix, name)) < prediction.attempts:
+                return False
+            if prediction.final == "dead" and (name not in dead or hooks.get(name) != 1):
+                return False
+        return True
+
+    eventually(finished, timeout=60, what="every cell to finish")
+    time.sleep(1.5)  # room for an attempt or a message too many to show
+    dead, hooks = dead_rows(db), _hooks(webhook)
+    problems: list[str] = []
+    for cell in CELLS:
+        extra = HARD_GRACE if "stubborn" in cell.script else 0.0
+        problems += check(
+            cell.name,
+            predictions[cell.name],
+            ledger(client, prefix, cell.name),
+            enqueued[cell.name],
+            dead=dead,
+            hooks=hooks,
+            tolerance=TOLERANCE,
+            extra=extra,
+        )
+    assert not problems, "\n".join(problems) + "\n" + processes.log("worker")  # type: ignore[attr-defined]
+    # The dead record is what `jobdef jobs --state dead` lists, named for its runtime.
+    assert dead["c_fixed_dead"]["worker_id"].startswith("celery/")
+    assert [outcome for _, outcome in dead["c_list_timeout"]["attempt_rows"]] == ["timeout"] * 3
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempts(
+    *,
+    tmp_path: Path,
+    redis_url: str,
+    amqp_url: str,
+    prefix: str,
+    processes: object,
+    webhook: WebhookServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cell = Cell(
+        "c_killed", "strategy: fixed, initial: 100ms, jitter: none", ("die",), timeout="30s"
+    )
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,))
+    db = tmp_path / "jobdef.db"
+    env = _env(
+        sheets=sheets, db=db, broker=amqp_url, redis_url=redis_url, prefix=prefix, hook=webhook.url
+    )
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    app = _app(env)
+    client = redis.Redis.from_url(redis_url)
+    marker = str(tmp_path / "began")
+    app.tasks["cells.c_killed"].delay(cell=cell.name, script=["die"], marker=marker)
+
+    for attempt in range(1, cell.max_attempts + 1):
+        worker = _worker(processes, f"worker{attempt}", env, prefix)
+        eventually(
+            lambda n=attempt: Path(f"{marker}.{n}").exists(),
+            timeout=30,
+            what=f"attempt {attempt} to begin",
+        )
+        processes.kill(worker)  # type: ignore[attr-defined]
+
+    # The next worker receives the redelivery of the third attempt's message: it counts
+    # that attempt as lost, finds the attempts used up and buries the job, unrun.
+    last = _worker(processes, "worker-last", env, prefix)
+    eventually(lambda: "c_killed" in dead_rows(db), timeout=30, what="the burial")
+    eventually(lambda: _hooks(webhook).get("c_killed") == 1, what="the dead notification")
+    time.sleep(1.0)
+    assert len(ledger(client, prefix, cell.name)) == cell.max_attempts
+    assert not Path(f"{marker}.{cell.max_attempts + 1}").exists()
+    row = dead_rows(db)["c_killed"]
+    assert row["attempt"] == cell.max_attempts
+    assert [outcome for _, outcome in row["attempt_rows"]] == ["reclaimed"] * 3
+    assert "attempts used up (3 of 3)" in row["last_error"]
+    assert _hooks(webhook) == {"c_killed": 1}
+    assert last.poll() is None
+
+
+def test_delay_refuses_args_the_sheet_does_not_accept_and_sends_nothing(
+    tmp_path: Path, redis_url: str, prefix: str
+) -> None:
+    sheets = write_sheets(tmp_path / "jobdefs", (CELLS[0],))
+    env = _env(
+        sheets=sheets,
+        db=tmp_path / "jobdef.db",
+        broker=redis_url,
+        redis_url=redis_url,
+        prefix=prefix,
+        hook="http://127.0.0.1:9/",
+    )
+    app = _app(env)
+    client = redis.Redis.from_url(redis_url)
+    with pytest.raises(ArgsError, match="script"):
+        app.tasks["cells.c_fixed_dead"].delay(cell="x", script="not a list")
+    assert client.llen(prefix) == 0  # nothing reached the broker's queue
+
+
+def test_a_second_delay_with_the_same_key_while_one_is_active_sends_nothing(
+    tmp_path: Path, redis_url: str, prefix: str
+) -> None:
+    cell = Cell("c_keyed", "strategy: fixed, initial: 1s", ("ok",))
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,))
+    sheet = sheets / "c_keyed.yaml"
+    sheet.write_text(sheet.read_text() + "idempotency: {key: '{cell}'}\n", encoding="utf-8")
+    env = _env(
+        sheets=sheets,
+        db=tmp_path / "jobdef.db",
+        broker=redis_url,
+        redis_url=redis_url,
+        prefix=prefix,
+        hook="http://127.0.0.1:9/",
+    )
+    app = _app(env)
+    client = redis.Redis.from_url(redis_url)
+    task = app.tasks["cells.c_keyed"]
+    first = task.delay(cell="order-7", script=["ok"])
+    second = task.delay(cell="order-7", script=["ok"])
+    other = task.delay(cell="order-8", script=["ok"])
+    assert first.id == second.id != other.id
+    assert client.llen(prefix) == 2  # two messages: order-7 once, order-8
