@@ -1,0 +1,138 @@
+"""The RQ adapter on a real RQ worker (``--with-scheduler``, jobdef's worker class) on Redis."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+from conformance import Cell, check, dead_rows, explain, ledger, predict, write_sheets
+from notify_servers import WebhookServer
+from rq import Queue
+
+from jobdef.adapters.rq import SheetQueue, sampled_waits
+from jobdef.backends import open_backend
+from jobdef.errors import ArgsError
+from jobdef.sheets.pipeline import load_registry
+from support import eventually
+
+CELLS = (
+    Cell("r_fixed_dead", "strategy: fixed, initial: 1s, jitter: none", ("retry",)),
+    Cell(
+        "r_exponential_fatal",
+        "strategy: exponential, initial: 1s, multiplier: 2, jitter: full",
+        ("retry", "fatal"),
+    ),
+    Cell("r_linear_success", "strategy: linear, initial: 1s, jitter: equal", ("retry", "ok")),
+    Cell(
+        "r_fixed_timeout",
+        "strategy: fixed, initial: 1s, jitter: none",
+        ("hang",),
+        max_attempts=2,
+        timeout="1s",
+    ),
+)
+# Waits are drawn at enqueue and rounded up to whole seconds; RQ's scheduler moves a due
+# job to its queue within about a second, then the worker forks a work horse for it.
+TOLERANCE = 2.5
+
+
+def _hooks(server: WebhookServer) -> dict[str, int]:
+    return dict(Counter(message_id.split(":")[0] for message_id in server.message_ids()))
+
+
+def _queue(tmp_path: Path, redis_url: str, prefix: str, cells: tuple[Cell, ...]) -> SheetQueue:
+    sheets = write_sheets(tmp_path / "jobdefs", cells)
+    database = f"sqlite:///{tmp_path / 'jobdef.db'}"
+    open_backend(database).close()
+    queue = Queue(prefix, connection=redis.Redis.from_url(redis_url))
+    return SheetQueue(queue, sheets=str(sheets), database=database, redis=redis_url, prefix=prefix)
+
+
+@pytest.mark.slow
+def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
+    *,
+    tmp_path: Path,
+    redis_url: str,
+    prefix: str,
+    processes: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = WebhookServer().start()
+    try:
+        monkeypatch.setenv("JOBDEF_TEST_REDIS", redis_url)
+        monkeypatch.setenv("JOBDEF_TEST_PREFIX", prefix)
+        monkeypatch.setenv("JOBDEF_TEST_HOOK", server.url)
+        sheets = _queue(tmp_path, redis_url, prefix, CELLS)
+        processes.env = {  # type: ignore[attr-defined]
+            "JOBDEF_TEST_REDIS": redis_url,
+            "JOBDEF_TEST_PREFIX": prefix,
+            "JOBDEF_TEST_HOOK": server.url,
+        }
+        command = [
+            sys.executable, "-m", "rq.cli", "worker", "--with-scheduler", "--url", redis_url,
+            "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-worker", prefix,
+        ]  # fmt: skip
+        processes.start("worker", command)  # type: ignore[attr-defined]
+        client = redis.Redis.from_url(redis_url)
+        sheets.enqueue("r_linear_success", cell="probe", script=["ok"])
+        eventually(lambda: ledger(client, prefix, "probe"), what="the RQ worker to run a job")
+
+        enqueued: dict[str, float] = {}
+        for cell in CELLS:
+            enqueued[cell.name] = time.time()
+            sheets.enqueue(cell.name, cell=cell.name, script=list(cell.script))
+        folder = Path(sheets.settings.sheets)
+        predictions = {c.name: predict(explain(c.name, folder), c.script) for c in CELLS}
+        db = tmp_path / "jobdef.db"
+
+        def finished() -> bool:
+            dead, hooks = dead_rows(db), _hooks(server)
+            for name, prediction in predictions.items():
+                if len(ledger(client, prefix, name)) < prediction.attempts:
+                    return False
+                if prediction.final == "dead" and (name not in dead or hooks.get(name) != 1):
+                    return False
+            return True
+
+        eventually(finished, timeout=60, what="every cell to finish")
+        time.sleep(2.5)  # room for an attempt or a message too many to show
+        dead, hooks = dead_rows(db), _hooks(server)
+        problems: list[str] = []
+        for cell in CELLS:
+            problems += check(
+                cell.name,
+                predictions[cell.name],
+                ledger(client, prefix, cell.name),
+                enqueued[cell.name],
+                dead=dead,
+                hooks=hooks,
+                tolerance=TOLERANCE,
+            )
+        assert not problems, "\n".join(problems) + "\n" + processes.log("worker")  # type: ignore[attr-defined]
+        assert dead["r_fixed_dead"]["worker_id"].startswith("rq/")
+        assert [o for _, o in dead["r_fixed_timeout"]["attempt_rows"]] == ["timeout"] * 2
+    finally:
+        server.stop()
+
+
+def test_enqueue_checks_args_and_draws_every_wait_within_explains_range(
+    tmp_path: Path, redis_url: str, prefix: str
+) -> None:
+    sheets = _queue(tmp_path, redis_url, prefix, CELLS)
+    with pytest.raises(ArgsError, match="script"):
+        sheets.enqueue("r_fixed_dead", cell="x", script=3)
+    job = sheets.enqueue("r_exponential_fatal", cell="x", script=["ok"])
+    policy = load_registry([sheets.settings.sheets]).job("r_exponential_fatal")
+    waits = job.meta["jobdef"]["waits"]
+    assert len(waits) == policy.max_attempts - 1
+    assert job.retries_left == policy.max_attempts - 1
+    assert job.retry_intervals == waits
+    assert job.timeout == 2
+    rows = explain("r_exponential_fatal", Path(sheets.settings.sheets))["timeline"]["rows"]
+    for wait, row in zip(waits, rows[1:], strict=True):
+        assert row["wait_min"] <= wait <= row["wait_max"] + 1  # rounded up to a second
+    assert all(isinstance(w, int) for w in sampled_waits(policy))
