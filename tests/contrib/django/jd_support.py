@@ -29,6 +29,9 @@ class Project:
     def worker_env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("JOBDEF_")}
         env.update(self.env)
+        # The channel's URL must be set for a worker to start; a test that reads the
+        # notifications passes its receiver's. Nothing listens on the discard port.
+        env["JDPROJECT_HOOK_URL"] = "http://127.0.0.1:9/unused"
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(HERE), str(REPO / "src"), os.environ.get("PYTHONPATH")) if p
         )
