@@ -108,7 +108,15 @@ def _dead_retention(job: JobPolicy, worst: float, notes: Notes) -> int:
             "dead-letter queue is set to 14d",
         )
         return RETENTION_MAX
-    wanted = job.retention.dead + (worst if math.isfinite(worst) else RETENTION_MAX)
+    timeline = worst if math.isfinite(worst) else float(RETENTION_MAX)
+    wanted = job.retention.dead + timeline
+    if math.ceil(wanted) > RETENTION_MAX:
+        notes.add(
+            "retention.dead",
+            f"{seconds(job.retention.dead)} plus the {seconds(timeline)} retry timeline (SQS "
+            "counts a dead message's age from its first enqueue) is above SQS's 14d; set to 14d",
+        )
+        return RETENTION_MAX
     return whole_seconds(
         wanted,
         RETENTION_MIN,
