@@ -162,6 +162,10 @@ class Backend(Protocol):
     def outbox_failed(self, id: int, error: str, next_at: float) -> None:
         """Record a failed delivery and when to try again."""
 
+    def outbox_retry(self, ids: Sequence[int]) -> int:
+        """Make undelivered messages due at once and free their lease (an operator's
+        "retry now"); delivered ones are left alone. Returns how many were changed."""
+
     def outbox_pending(self) -> list[OutboxRecord]:
         """Undelivered messages, oldest first (for status and tests)."""
 

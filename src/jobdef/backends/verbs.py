@@ -154,6 +154,10 @@ class SharedVerbs(ABC):
     def outbox_failed(self, id: int, error: str, next_at: float) -> None:
         self._write_one("outbox_failed", {"id": id, "error": error, "next_at": next_at})
 
+    def outbox_retry(self, ids: Sequence[int]) -> int:
+        """Make undelivered messages due now (an operator's "retry now"); how many."""
+        return self._write_one("outbox_retry", {"ids": self._ids_param(ids), "now": self.clock()})
+
     def outbox_pending(self) -> list[OutboxRecord]:
         return [outbox_record(row, self._decode) for row in self._read("outbox_pending", {})]
 

@@ -583,6 +583,10 @@ UPDATE {schema}.jobdef_outbox
 SET attempts = attempts + 1, last_error = %(error)s, next_at = %(next_at)s, lease_until = NULL
 WHERE id = %(id)s;
 
+-- name: outbox_retry
+UPDATE {schema}.jobdef_outbox SET next_at = %(now)s, lease_until = NULL
+WHERE id = ANY (%(ids)s::bigint[]) AND delivered_at IS NULL;
+
 -- name: outbox_pending
 SELECT * FROM {schema}.jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
 

@@ -391,6 +391,11 @@ UPDATE jobdef_outbox
 SET attempts = attempts + 1, last_error = :error, next_at = :next_at, lease_until = NULL
 WHERE id = :id;
 
+-- name: outbox_retry
+-- Due now, lease freed; a delivered message is left as it is.
+UPDATE jobdef_outbox SET next_at = :now, lease_until = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL;
+
 -- name: outbox_pending
 SELECT * FROM jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
 

@@ -1,0 +1,137 @@
+"""What an operator can do from the dashboard, each through the CLI's backend verbs.
+
+Every action is logged on the ``jobdef.dashboard`` logger with who did it.
+The verbs move only rows still in the state they expect (requeue and resolve
+take dead jobs, cancel takes queued ones, a retried outbox message must be
+undelivered), so the same action posted twice changes nothing the second time.
+
+An action on *every job matching a filter* walks the list the way its pages do
+(newest first, a window of ids at a time) and hands the verb
+:data:`BATCH_SIZE` ids per call: each batch is its own short transaction,
+never one that holds the store for a million rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from jobdef.dashboard.store import Store
+from jobdef.dashboard.views import NO_CURSOR, JobFilter, matching
+from jobdef.errors import UsageError
+
+log = logging.getLogger("jobdef.dashboard")
+
+BATCH_SIZE = 500
+JOB_ACTIONS = ("requeue", "resolve", "cancel")
+# The state each action takes jobs from: the filter of a bulk action is narrowed to it.
+FROM_STATE = {"requeue": "dead", "resolve": "dead", "cancel": "queued"}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an action did: how many rows it changed, of how many it was asked about."""
+
+    action: str
+    changed: int
+    asked: int
+    batches: int = 1
+
+    @property
+    def text(self) -> str:
+        unchanged = self.asked - self.changed
+        tail = f"; {unchanged} already moved or not in a state it applies to" if unchanged else ""
+        batches = f" in {self.batches} batches" if self.batches > 1 else ""
+        return f"{self.action}: {self.changed} of {self.asked} changed{batches}{tail}"
+
+
+def _verb(store: Store, action: str, note: str, who: str) -> Callable[[Sequence[int]], int]:
+    verbs = store.verbs
+    if action == "requeue":
+        return lambda ids: int(store.call(verbs.requeue, list(ids)))
+    if action == "resolve":
+        text = f"{note} (resolved by {who} in the dashboard)" if note else f"resolved by {who}"
+        return lambda ids: sum(bool(store.call(verbs.resolve, i, text)) for i in ids)
+    if action == "cancel":
+        return lambda ids: sum(bool(store.call(verbs.cancel, i)) for i in ids)
+    raise UsageError(f"unknown action {action!r}; use one of {', '.join(JOB_ACTIONS)}")
+
+
+def on_jobs(store: Store, action: str, ids: Sequence[int], who: str, note: str = "") -> Outcome:
+    """``action`` on the jobs ``ids`` (one, or a selection), in batches."""
+    verb = _verb(store, action, note, who)
+    unique = list(dict.fromkeys(ids))
+    changed = batches = 0
+    for start in range(0, len(unique), BATCH_SIZE):
+        changed += verb(unique[start : start + BATCH_SIZE])
+        batches += 1
+    outcome = Outcome(action, changed, len(unique), max(1, batches))
+    log.info("%s: %s on jobs %s", who, outcome.text, _ids_text(unique))
+    return outcome
+
+
+def on_filter(
+    store: Store,
+    action: str,
+    flt: JobFilter,
+    who: str,
+    note: str = "",
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Outcome:
+    """``action`` on every job matching ``flt`` (narrowed to the state it applies to)."""
+    wanted = FROM_STATE.get(action)
+    if wanted is None:
+        raise UsageError(f"unknown action {action!r}; use one of {', '.join(JOB_ACTIONS)}")
+    if flt.state not in (None, wanted):
+        return Outcome(action, 0, 0)
+    narrowed = replace(flt, state=wanted, before=None)
+    verb = _verb(store, action, note, who)
+    changed = asked = batches = 0
+    for batch in _batches(store, narrowed):
+        asked += len(batch)
+        changed += verb(batch)
+        batches += 1
+        if progress is not None:
+            progress(changed, asked)
+    outcome = Outcome(action, changed, asked, max(1, batches))
+    log.info("%s: %s on every job matching %s", who, outcome.text, flt.query() or "(no filter)")
+    return outcome
+
+
+def _batches(store: Store, flt: JobFilter) -> Iterator[list[int]]:
+    """Ids matching ``flt``, BATCH_SIZE at a time, newest first, each id once."""
+    if flt.job_id is not None:
+        yield [flt.job_id]
+        return
+    before = NO_CURSOR
+    while True:
+        records, floor = matching(store, flt, before, BATCH_SIZE)
+        if records:
+            yield [r.id for r in records]
+        if len(records) == BATCH_SIZE:
+            before = records[-1].id
+        elif floor:
+            before = floor
+        else:
+            return
+
+
+def set_paused(store: Store, queue: str, paused: bool, who: str) -> Outcome:
+    store.call(store.verbs.set_paused, queue, paused)
+    word = "pause" if paused else "resume"
+    log.info("%s: %s queue %s", who, word, queue)
+    return Outcome(word, 1, 1)
+
+
+def retry_outbox(store: Store, ids: Sequence[int], who: str) -> Outcome:
+    changed = int(store.call(store.verbs.outbox_retry, list(ids)))
+    outcome = Outcome("retry delivery", changed, len(ids))
+    log.info("%s: %s on outbox messages %s", who, outcome.text, _ids_text(list(ids)))
+    return outcome
+
+
+def _ids_text(ids: Sequence[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:20])
+    return shown + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")

@@ -1,0 +1,85 @@
+-- The dashboard's reads on PostgreSQL, with the names and parameters of
+-- sqlite.sql beside it (see there for what each query is for). Every query is
+-- bounded the same way: a window of the primary key, one partial index, or :cap
+-- rows. `{schema}` is the store's quoted schema.
+
+-- name: jobs_window
+SELECT * FROM (
+    SELECT * FROM {schema}.jobdef_jobs WHERE id < %(before)s ORDER BY id DESC LIMIT %(window)s
+) AS w
+WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(job)s::text IS NULL OR job = %(job)s::text)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(since)s::float8 IS NULL OR created_at >= %(since)s::float8)
+  AND (%(until)s::float8 IS NULL OR created_at < %(until)s::float8)
+  AND (%(error)s::text IS NULL
+       OR strpos(lower(coalesce(last_error ->> 'type', '') || ' '
+                       || coalesce(last_error ->> 'message', '')),
+                 lower(%(error)s::text)) > 0)
+  AND (%(arg_path)s::text[] IS NULL OR args #>> %(arg_path)s::text[] = %(arg_value)s::text)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: window_floor
+SELECT min(id) AS floor, count(*) AS size FROM (
+    SELECT id FROM {schema}.jobdef_jobs WHERE id < %(before)s ORDER BY id DESC LIMIT %(window)s
+) AS w;
+
+-- name: newest_ids
+SELECT (SELECT max(id) FROM {schema}.jobdef_jobs) AS job,
+       (SELECT max(id) FROM {schema}.jobdef_attempts) AS attempt,
+       (SELECT max(id) FROM {schema}.jobdef_outbox) AS outbox,
+       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_outbox
+                              WHERE delivered_at IS NULL LIMIT %(cap)s) AS o) AS undelivered;
+
+-- name: recent_attempts
+SELECT a.finished_at, a.outcome, j.queue
+FROM (SELECT job_id, finished_at, outcome FROM {schema}.jobdef_attempts
+      ORDER BY id DESC LIMIT %(cap)s) AS a
+JOIN {schema}.jobdef_jobs AS j ON j.id = a.job_id
+WHERE a.finished_at >= %(since)s;
+
+-- name: dead_count
+SELECT count(*) AS count FROM (
+    SELECT 1 FROM {schema}.jobdef_jobs
+    WHERE job = %(job)s AND state = 'dead' AND finished_at IS NOT NULL LIMIT %(cap)s
+) AS d;
+
+-- name: dead_groups
+SELECT coalesce(last_error ->> 'type', '(none)') AS error_type,
+       count(*) AS count, min(finished_at) AS first_at, max(finished_at) AS last_at,
+       max(id) AS newest_id,
+       max(last_error ->> 'message') AS sample
+FROM (SELECT id, last_error, finished_at FROM {schema}.jobdef_jobs
+      WHERE job = %(job)s AND state = 'dead' AND finished_at IS NOT NULL
+      ORDER BY finished_at DESC LIMIT %(cap)s) AS d
+GROUP BY 1
+ORDER BY count DESC;
+
+-- name: dead_ids
+SELECT id FROM {schema}.jobdef_jobs
+WHERE job = %(job)s AND state = 'dead' AND finished_at IS NOT NULL
+  AND coalesce(last_error ->> 'type', '(none)') = %(error_type)s
+ORDER BY finished_at DESC
+LIMIT %(limit)s;
+
+-- name: outbox_channels
+SELECT channel, count(*) AS pending, count(*) FILTER (WHERE attempts > 0) AS failing,
+       min(created_at) AS oldest_at, max(attempts) AS most_attempts
+FROM (SELECT channel, attempts, created_at FROM {schema}.jobdef_outbox
+      WHERE delivered_at IS NULL ORDER BY next_at, id LIMIT %(cap)s) AS o
+GROUP BY channel
+ORDER BY channel;
+
+-- name: outbox_messages
+SELECT * FROM {schema}.jobdef_outbox
+WHERE delivered_at IS NULL
+ORDER BY next_at, id
+LIMIT %(limit)s;
+
+-- name: recent_slots
+SELECT s.slot, s.job_id, j.state
+FROM {schema}.jobdef_slots AS s LEFT JOIN {schema}.jobdef_jobs AS j ON j.id = s.job_id
+WHERE s.job = %(job)s
+ORDER BY s.slot DESC
+LIMIT %(limit)s;

@@ -1,0 +1,507 @@
+"""The data of each dashboard page, as plain JSON-ready dicts.
+
+Each function here is one page: the HTML template renders its dict and the
+``/api/...`` twin returns it as JSON, so the two never disagree. Every read is
+bounded (see ``sqlite.sql``): counts stop at :data:`COUNT_CAP` and say so, the
+job list searches a window of :data:`WINDOW` jobs per page, the throughput
+chart reads at most :data:`RECENT_CAP` attempts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jobdef.backends.records import JobRecord
+from jobdef.dashboard.plan import place
+from jobdef.dashboard.store import Store, arg_path
+from jobdef.errors import UsageError
+from jobdef.policy.durations import parse_duration_or_none
+from jobdef.policy.registry import Registry
+from jobdef.redact import redact
+from jobdef.render import describe
+from jobdef.render.context import next_run_times
+from jobdef.render.explain import explain_data
+
+STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
+# A count stops here: above it the page says "more than 100,000", never a full count(*).
+COUNT_CAP = 100_000
+# Jobs searched per page of a filtered list (a primary-key range, newest first).
+WINDOW = 20_000
+PAGE_SIZE = 50
+# Attempts read for the last hour's throughput (the newest ones).
+RECENT_CAP = 20_000
+CHART_BUCKETS = 12  # five minutes each
+# The longest piece of an arg or an error shown in a list cell.
+CELL_CHARS = 120
+# A qualifier of the search box: args.reservation_id:42
+_ARG = re.compile(r"^args\.([A-Za-z0-9_][A-Za-z0-9_.-]*):(.*)$")
+_ID = re.compile(r"^#?(\d{1,18})$")
+NO_CURSOR = 2**62
+
+
+def counted(value: int, cap: int = COUNT_CAP) -> dict[str, Any]:
+    """A capped count and its label: ``{"count": 100000, "at_least": True, "text": ...}``."""
+    at_least = value >= cap
+    return {
+        "count": value,
+        "at_least": at_least,
+        "text": f"more than {cap:,} (estimate)" if at_least else f"{value:,}",
+    }
+
+
+def when(epoch: float | None) -> str | None:
+    """An epoch time as ISO 8601 UTC, to the second."""
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
+def shown(value: Any, limit: int | None = None) -> str:
+    """A value as text for a page: JSON for structures, secrets masked, optionally cut."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = redact(text)
+    if limit is not None and len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+# -- overview -------------------------------------------------------------------------
+
+
+def overview(store: Store, registry: Registry) -> dict[str, Any]:
+    """One row per queue, the outbox backlog and the dead jobs waiting for a human.
+
+    A fixed number of small queries: the queue depths (active rows only), the
+    newest ids, at most RECENT_CAP recent attempts, one capped dead count per
+    job of the sheets.
+    """
+    now = store.clock()
+    infos = {info.queue: info for info in store.call(store.verbs.queues)}
+    names = sorted(set(infos) | set(registry.queues) | {job.queue for job in registry})
+    since = now - 3600
+    recent = store.rows("recent_attempts", since=since, cap=RECENT_CAP)
+    newest = store.rows("newest_ids", cap=COUNT_CAP)[0]
+    buckets: dict[str, list[list[int]]] = {n: [[0, 0] for _ in range(CHART_BUCKETS)] for n in names}
+    for row in recent:
+        slot = min(CHART_BUCKETS - 1, int((row["finished_at"] - since) // 300))
+        per = buckets.setdefault(row["queue"], [[0, 0] for _ in range(CHART_BUCKETS)])
+        per[max(0, slot)][0 if row["outcome"] == "done" else 1] += 1
+    queues = []
+    for name in sorted(set(names) | set(buckets)):
+        info = infos.get(name)
+        policy = registry.queues.get(name)
+        running = info.running if info else 0
+        chart = buckets.get(name, [])
+        done = sum(b[0] for b in chart)
+        failed = sum(b[1] for b in chart)
+        concurrency = policy.concurrency if policy else None
+        queues.append(
+            {
+                "queue": name,
+                "paused": bool(info and info.paused),
+                "queued": info.queued if info else 0,
+                "running": running,
+                "oldest_wait": info.oldest_queued_age if info else None,
+                "oldest_wait_text": age(info.oldest_queued_age if info else None),
+                "done_last_hour": done,
+                "failed_last_hour": failed,
+                "failure_rate": None if done + failed == 0 else failed / (done + failed),
+                "chart": chart,
+                "concurrency": concurrency,
+                "concurrency_used": None if not concurrency else running / concurrency,
+                "rate": describe.rate(policy.rate) if policy and policy.rate else None,
+            }
+        )
+    dead = []
+    for job in registry:
+        [row] = store.rows("dead_count", job=job.name, cap=COUNT_CAP)
+        if row["count"]:
+            dead.append({"job": job.name, **counted(int(row["count"]))})
+    return {
+        "now": when(now),
+        "queues": queues,
+        "recent_attempts_capped": len(recent) >= RECENT_CAP,
+        "outbox_undelivered": counted(int(newest["undelivered"] or 0)),
+        "dead": dead,
+        "jobs_ever": int(newest["job"] or 0),
+    }
+
+
+# -- jobs -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    """What the job list shows: the filters and the search box, parsed."""
+
+    state: str | None = None
+    job: str | None = None
+    queue: str | None = None
+    since: float | None = None
+    until: float | None = None
+    q: str = ""
+    job_id: int | None = None
+    error: str | None = None
+    arg_key: str | None = None
+    arg_value: str | None = None
+    before: int | None = None
+
+    def query(self, **changes: Any) -> dict[str, str]:
+        """The query string of this filter (for links and forms), with ``changes``."""
+        raw = replace(self, **changes) if changes else self
+        out = {
+            "state": raw.state,
+            "job": raw.job,
+            "queue": raw.queue,
+            "since": _iso(raw.since),
+            "until": _iso(raw.until),
+            "q": raw.q or None,
+            "before": None if raw.before is None else str(raw.before),
+        }
+        return {k: v for k, v in out.items() if v}
+
+    @property
+    def is_empty(self) -> bool:
+        return self.query(before=None) == {}
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else when(epoch)
+
+
+def parse_time(text: str, now: float, name: str) -> float | None:
+    """``2h`` (that long ago) or an ISO 8601 date/time (UTC unless it says)."""
+    text = text.strip()
+    if not text:
+        return None
+    seconds = parse_duration_or_none(text)
+    if seconds is not None:
+        return now - seconds
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{name}: {text[:40]!r} is not a time; write a duration such as 2h (that long "
+            "ago) or a date such as 2026-01-31T09:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def parse_filter(params: Mapping[str, str], now: float) -> JobFilter:
+    """The filter of a job list's query string; a bad value is one :class:`UsageError`."""
+    state = params.get("state") or None
+    if state is not None and state not in STATES:
+        raise UsageError(f"state: {state[:20]!r} is not one of {', '.join(STATES)}")
+    q = (params.get("q") or "").strip()[:500]
+    job_id = arg_key = arg_value = None
+    words: list[str] = []
+    for token in q.split():
+        if (found := _ID.match(token)) and job_id is None and not words:
+            job_id = int(found.group(1))
+        elif found := _ARG.match(token):
+            if arg_key is not None:
+                raise UsageError("search: one args.KEY:VALUE qualifier at a time")
+            arg_key, arg_value = found.group(1), found.group(2)
+        elif token.startswith("args."):
+            raise UsageError(
+                f"search: {token[:40]!r} is not a qualifier; write args.KEY:VALUE, "
+                "e.g. args.reservation_id:42"
+            )
+        else:
+            words.append(token)
+    before = params.get("before") or None
+    if before is not None and not before.isdigit():
+        raise UsageError("before: a job id, the cursor of the page")
+    return JobFilter(
+        state=state,
+        job=(params.get("job") or None),
+        queue=(params.get("queue") or None),
+        since=parse_time(params.get("since", ""), now, "since"),
+        until=parse_time(params.get("until", ""), now, "until"),
+        q=q,
+        job_id=job_id if not words else None,
+        error=" ".join(words) if words else None,
+        arg_key=arg_key,
+        arg_value=arg_value,
+        before=int(before) if before else None,
+    )
+
+
+def job_row(record: JobRecord) -> dict[str, Any]:
+    """A job as a list row: short, escaped by the template, secrets masked."""
+    error = record.last_error
+    return {
+        "id": record.id,
+        "job": record.job,
+        "queue": record.queue,
+        "state": record.state,
+        "attempt": record.attempt,
+        "max_attempts": record.max_attempts,
+        "args": shown(dict(record.args), CELL_CHARS),
+        "error": None if error is None else shown(f"{error.type}: {error.message}", CELL_CHARS),
+        "created_at": when(record.created_at),
+        "updated_at": when(record.updated_at),
+    }
+
+
+def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[list[JobRecord], int]:
+    """Jobs matching ``flt`` among the WINDOW below ``before``; and the window's floor id
+    (0: nothing older is left)."""
+    rows = store.rows(
+        "jobs_window",
+        before=before,
+        window=WINDOW,
+        limit=limit,
+        state=flt.state,
+        job=flt.job,
+        queue=flt.queue,
+        since=flt.since,
+        until=flt.until,
+        error=flt.error,
+        arg_path=None if flt.arg_key is None else arg_path(store.engine, flt.arg_key),
+        arg_value=flt.arg_value,
+    )
+    [window] = store.rows("window_floor", before=before, window=WINDOW)
+    floor = int(window["floor"] or 0) if int(window["size"] or 0) >= WINDOW else 0
+    return [store.job_row(row) for row in rows], floor
+
+
+def jobs(store: Store, flt: JobFilter) -> dict[str, Any]:
+    """One page of the job list, newest first, with the cursor of the next."""
+    if flt.job_id is not None:
+        record = store.call(store.verbs.get, flt.job_id)
+        records = [record] if record is not None else []
+        return {
+            "filter": flt.query(),
+            "jobs": [job_row(r) for r in records],
+            "searched": f"job #{flt.job_id}",
+            "older": None,
+        }
+    before = flt.before or NO_CURSOR
+    records, floor = matching(store, flt, before, PAGE_SIZE)
+    if len(records) == PAGE_SIZE:
+        older: int | None = records[-1].id
+        searched = f"the newest jobs below #{before}" if flt.before else "the newest jobs"
+    else:
+        older = floor or None
+        start = f"#{before - 1}" if flt.before else "the newest"
+        searched = f"jobs from {start} down to #{floor}" if floor else f"every job from {start}"
+    return {
+        "filter": flt.query(),
+        "jobs": [job_row(r) for r in records],
+        "searched": searched,
+        "older": None if older is None else flt.query(before=older),
+    }
+
+
+# -- job detail -----------------------------------------------------------------------
+
+
+def job_detail(
+    store: Store,
+    registry: Registry,
+    job_id: int,
+    *,
+    base: Path | None = None,
+    docs_url: str | None = None,
+    sheet_link: str | None = None,
+) -> dict[str, Any] | None:
+    """Everything about one job, and its attempts on the planned timeline."""
+    record = store.call(store.verbs.get, job_id)
+    if record is None:
+        return None
+    history = store.call(store.verbs.attempts, job_id)
+    policy = registry.jobs.get(record.job)
+    plan = place(record, history, policy)
+    explained = explain_data(policy, registry, base=base) if policy is not None else None
+    fields = []
+    for row in (explained or {}).get("fields", []):
+        origin = row["origin"]
+        where = f"{origin['file']}:{origin['line']}" if origin else "built-in default"
+        link = None
+        if origin and sheet_link:
+            link = sheet_link.format(file=origin["file"], line=origin["line"])
+        fields.append({"path": row["path"], "value": row["value"], "where": where, "link": link})
+    error = record.last_error
+    return {
+        "id": record.id,
+        "job": record.job,
+        "queue": record.queue,
+        "state": record.state,
+        "priority": record.priority,
+        "attempt": record.attempt,
+        "max_attempts": record.max_attempts,
+        "idempotency_key": record.idempotency_key,
+        "args": shown(json.dumps(dict(record.args), ensure_ascii=False, indent=2)),
+        "progress": None if record.progress is None else shown(dict(record.progress)),
+        "note": record.note,
+        "worker_id": record.worker_id,
+        "lease_until": when(record.lease_until),
+        "created_at": when(record.created_at),
+        "updated_at": when(record.updated_at),
+        "run_after": when(record.run_after),
+        "finished_at": when(record.finished_at),
+        "last_error": None
+        if error is None
+        else {
+            "type": error.type,
+            "message": shown(error.message),
+            "traceback": shown(error.traceback),
+        },
+        "in_sheets": policy is not None,
+        "sheet": explained["sheet"] if explained else None,
+        "docs": f"{docs_url.rstrip('/')}/{record.job}.md" if docs_url and policy else None,
+        "rerun": policy.rerun if policy else None,
+        "fields": fields,
+        "plan": {
+            "rows": plan.rows,
+            "worst_case": plan.worst_case,
+            "deadline": plan.deadline,
+            "divergences": plan.divergences,
+            "attempts": [
+                {
+                    **{k: v for k, v in asdict(a).items() if k not in ("window", "divergences")},
+                    "started": when(a.started_at),
+                    "finished": when(a.finished_at),
+                    "error_message": None if a.error_message is None else shown(a.error_message),
+                    "traceback": None if a.traceback is None else shown(a.traceback),
+                    "window": None if a.window is None else list(a.window),
+                    "divergences": list(a.divergences),
+                }
+                for a in plan.attempts
+            ],
+        },
+    }
+
+
+# -- dead letter, schedules, outbox, sheets -----------------------------------------------
+
+
+def dead_letter(store: Store, registry: Registry) -> dict[str, Any]:
+    """Dead jobs grouped by job and error type, each job with its sheet's rerun procedure."""
+    groups = []
+    for job in registry:
+        rows = store.rows("dead_groups", job=job.name, cap=COUNT_CAP)
+        if not rows:
+            continue
+        groups.append(
+            {
+                "job": job.name,
+                "rerun": job.rerun,
+                "errors": [
+                    {
+                        "error_type": row["error_type"],
+                        **counted(int(row["count"])),
+                        "first_at": when(row["first_at"]),
+                        "last_at": when(row["last_at"]),
+                        "newest_id": row["newest_id"],
+                        "sample": None if row["sample"] is None else shown(row["sample"], 300),
+                    }
+                    for row in rows
+                ],
+            }
+        )
+    return {"groups": groups}
+
+
+def dead_ids(store: Store, job: str, error_type: str, limit: int) -> list[int]:
+    rows = store.rows("dead_ids", job=job, error_type=error_type, limit=limit)
+    return [int(row["id"]) for row in rows]
+
+
+def schedules(store: Store, registry: Registry) -> dict[str, Any]:
+    """Batch jobs: cron line and zone, the last slots stored, the next five, missed ones."""
+    from jobdef.schedule.slots import due_slots, schedule_of
+
+    now = store.clock()
+    out = []
+    for job in registry:
+        if job.mode != "batch" or not job.schedule:
+            continue
+        recent = store.rows("recent_slots", job=job.name, limit=5)
+        last = recent[0]["slot"] if recent else None
+        missed = due_slots(schedule_of(job), "all", last, now, grace=60.0) if last else []
+        out.append(
+            {
+                "job": job.name,
+                "schedule": job.schedule,
+                "timezone": job.timezone,
+                "catch_up": job.catch_up,
+                "last_slots": [
+                    {"slot": when(r["slot"]), "job_id": r["job_id"], "state": r["state"]}
+                    for r in recent
+                ],
+                "next_runs": next_run_times(job, now),
+                "missed": [
+                    m.isoformat(timespec="minutes") for m in missed if m.timestamp() < now - 60
+                ],
+            }
+        )
+    return {"schedules": out}
+
+
+def outbox(store: Store) -> dict[str, Any]:
+    """Pending and failing deliveries per channel, and the oldest messages."""
+    channels = store.rows("outbox_channels", cap=COUNT_CAP)
+    messages = store.rows("outbox_messages", limit=PAGE_SIZE)
+    return {
+        "channels": [
+            {
+                "channel": r["channel"],
+                **counted(int(r["pending"])),
+                "failing": int(r["failing"] or 0),
+                "oldest_at": when(r["oldest_at"]),
+                "most_attempts": int(r["most_attempts"] or 0),
+            }
+            for r in channels
+        ],
+        "messages": [
+            {
+                "id": r["id"],
+                "channel": r["channel"],
+                "event": r["event"],
+                "job": r["job"],
+                "attempts": r["attempts"],
+                "next_at": when(r["next_at"]),
+                "created_at": when(r["created_at"]),
+                "last_error": None if r["last_error"] is None else shown(r["last_error"], 300),
+            }
+            for r in messages
+        ],
+    }
+
+
+def sheets(registry: Registry) -> dict[str, Any]:
+    """Every job's effective policy: the 13 items of the docs' overview table."""
+    header = [item.label("en") for item in describe.ITEMS]
+    rows = [
+        {
+            "job": job.name,
+            "cells": [
+                describe.item_value(job, item.key, "en", registry.channels)
+                for item in describe.ITEMS
+            ],
+        }
+        for job in registry
+    ]
+    return {"header": header, "jobs": rows}

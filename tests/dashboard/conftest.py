@@ -1,0 +1,206 @@
+"""Dashboard fixtures: a store on each engine, the app served by uvicorn on a free
+loopback port, worker processes, and one headless Chromium per test module.
+
+The browser is Debian's ``chromium`` driven by Playwright's Python API with
+``executable_path`` (Playwright's own browser download is never used). Browser
+tests skip when either is missing, except under ``CI=true``, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobdef.backends import open_backend, upgrade
+from jobdef.backends.protocol import Backend
+from jobdef.policy.registry import Registry
+from jobdef.runtime.queue import Queue, connect
+from jobdef.sheets.pipeline import load_registry
+
+HERE = Path(__file__).resolve().parent
+SHEETS = HERE / "sheets"
+SRC = HERE.parent.parent / "src"
+WORKER = [sys.executable, "-m", "jobdef", "worker", "--poll", "50ms", "--lease", "5s"]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true requires it: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A current, empty job store on each engine."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    else:
+        schema = request.getfixturevalue("postgres_schema")
+        url = f"{request.getfixturevalue('postgres_url')}?schema={schema}"
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def registry() -> Registry:
+    return load_registry([SHEETS])
+
+
+@pytest.fixture
+def queue(store_url: str, registry: Registry) -> Iterator[Queue]:
+    opened = connect(store_url, registry)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def backend(store_url: str) -> Iterator[Backend]:
+    opened = open_backend(store_url)
+    yield opened
+    opened.close()
+
+
+class Served:
+    """An ASGI app served by uvicorn in a thread, on a loopback port of its own."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.store_url = ""
+        # An open event stream holds the shutdown this long at most.
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=0.3)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert self.thread.is_alive(), "uvicorn stopped at start-up"
+            assert time.monotonic() < deadline, "uvicorn did not start in 30 s"
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    """``serve(app)`` starts a server; every one started is stopped at teardown."""
+    started: list[Served] = []
+
+    def start(app: Any) -> Served:
+        served = Served(app)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.stop()
+
+
+@pytest.fixture
+def dashboard(store_url: str, serve: Any) -> Served:
+    """The dashboard of ``store_url`` on the test sheets, checking the store every 0.2 s."""
+    from jobdef.dashboard import create_app
+
+    served: Served = serve(create_app(store_url, SHEETS, poll_seconds=0.2))
+    served.store_url = store_url
+    return served
+
+
+class Workers:
+    """`python -m jobdef worker` processes on the test sheets, killed at teardown."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, db_url: str, *extra: str) -> subprocess.Popen[bytes]:
+        env = os.environ | {"PYTHONPATH": os.pathsep.join([str(HERE), str(SRC)])}
+        log = (self.tmp_path / f"worker{len(self.started)}.log").open("wb")
+        process = subprocess.Popen(
+            [*WORKER, "--db", db_url, "--sheets", str(SHEETS), *extra],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.tmp_path,
+        )
+        log.close()
+        self.started.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.started:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(tmp_path)
+    yield started
+    started.stop_all()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the whole module."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("playwright is not installed (pip install playwright)")
+    if shutil.which(CHROMIUM) is None:
+        _skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context()
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    yield opened
+    context.close()
