@@ -119,16 +119,21 @@ class EmbeddedWorker:
             raise UsageError("this embedded worker was started already; make a new one")
         check_handlers(self.registry, self.queues)
         backend = open_backend(self.url)  # a connection of its own, not the app's
-        self._worker = Worker(
-            backend,
-            self.registry,
-            database_url=self.url,
-            queues=self.queues,
-            concurrency=self.concurrency,
-            lease_seconds=self.lease_seconds,
-            poll_interval=self.poll_interval,
-            grace=self.grace,
-        )
+        try:
+            # Builds the maintenance services: a channel whose variable is missing fails here.
+            self._worker = Worker(
+                backend,
+                self.registry,
+                database_url=self.url,
+                queues=self.queues,
+                concurrency=self.concurrency,
+                lease_seconds=self.lease_seconds,
+                poll_interval=self.poll_interval,
+                grace=self.grace,
+            )
+        except BaseException:
+            backend.close()
+            raise
         self._thread = threading.Thread(
             target=self._run, args=(self._worker,), name="jobdef-embedded-worker", daemon=True
         )
