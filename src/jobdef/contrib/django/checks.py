@@ -66,10 +66,25 @@ def backend_messages(backend: JobdefBackend) -> Iterator[Any]:
     except JobdefError as exc:  # a sheet that cannot be read at all
         yield checks.Error(str(exc), id="jobdef.E005")
         return
-    yield from (sheet_message(d) for d in validation.diagnostics)
+    if not _reported_before(backend):
+        yield from (sheet_message(d) for d in validation.diagnostics)
     if any(d.severity == "error" for d in validation.diagnostics):
         return  # the sheets do not load: no task can be matched yet
     yield from _task_messages(backend)
+
+
+def _reported_before(backend: JobdefBackend) -> bool:
+    """Whether a backend configured before this one reads the same sheets (and so has
+    reported their findings already): each finding once, however many backends."""
+    from jobdef.contrib.django.apps import jobdef_backends
+
+    mine = [path.resolve() for path in backend.sheets]
+    for other in jobdef_backends():
+        if other.alias == backend.alias:
+            return False
+        if [path.resolve() for path in other.sheets] == mine:
+            return True
+    return False
 
 
 def _discover(backend: JobdefBackend) -> Iterator[Any]:

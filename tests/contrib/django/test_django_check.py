@@ -1,0 +1,83 @@
+"""``manage.py check`` runs ``jobdef validate`` over the sheets and finds tasks without one."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jd_support import HERE, Project
+
+SHEETS = HERE / "jdproject" / "jobdefs"
+
+
+def manage_check(project: Project, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(HERE / "manage.py"), "check"],
+        env=project.worker_env(**env),
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_project_passes_check(project: Project) -> None:
+    from django.core.management import call_command
+
+    call_command("check")  # raises SystemCheckError on any error
+
+
+@pytest.mark.slow
+def test_a_broken_sheet_fails_check_at_its_line(project: Project, tmp_path: Path) -> None:
+    sheets = tmp_path / "jobdefs"
+    shutil.copytree(SHEETS, sheets)
+    flaky = sheets / "flaky.yaml"
+    lines = flaky.read_text("utf-8").splitlines()
+    at = lines.index("max_attempts: 3") + 1
+    lines[at - 1] = "max_attempts: lots"
+    flaky.write_text("\n".join(lines) + "\n", "utf-8")
+
+    done = manage_check(project, JDPROJECT_SHEETS=str(sheets))
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "(jobdef." in line]
+    # Reported once, though two backends read the same sheets.
+    assert errors == [
+        f"?: (jobdef.JD103) {flaky}:{at}:15: max_attempts: expected an integer, "
+        "got the string 'lots'"
+    ]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_a_task_without_a_sheet_fails_check_naming_the_sheet_to_write(project: Project) -> None:
+    done = manage_check(project, JDPROJECT_TASK_MODULES="jdproject.orphans")
+    assert done.returncode == 1, done.stderr
+    [error] = [line for line in done.stderr.splitlines() if "(jobdef.E001)" in line]
+    assert error.startswith("jdproject.orphans.rebuild_search_index: (jobdef.E001) ")
+    assert f"write {SHEETS / 'rebuild_search_index.yaml'}" in error
+    assert "`handler: jdproject.orphans:rebuild_search_index`" in error
+
+
+def test_check_messages_of_a_warning_are_warnings(project: Project, tmp_path: Path) -> None:
+    from django.core import checks
+
+    from jobdef.contrib.django.checks import backend_messages
+
+    sheets = tmp_path / "jobdefs"
+    shutil.copytree(SHEETS, sheets)
+    ping = sheets / "ping.yaml"
+    ping.write_text(ping.read_text("utf-8").replace("item:", "n:"), "utf-8")
+    backend = project.backend("default")
+    saved = backend.sheets
+    backend.sheets = [sheets]
+    try:
+        found = list(backend_messages(backend))
+    finally:
+        backend.sheets = saved
+    [warning] = [m for m in found if m.id == "jobdef.JD009"]
+    assert isinstance(warning, checks.Warning)
+    assert warning.msg.startswith(f"{ping}:8:3: ")
