@@ -112,7 +112,7 @@ class JobAdmin(ReadOnly):
 
 @admin.register(Attempt)
 class AttemptAdmin(ReadOnly):
-    list_display = ("job_id", "attempt", "outcome", "worker_id", "started", "error")
+    list_display = ("job_id", "attempt", "outcome", "worker_id", "started", "error_text")
     list_filter = ("outcome",)
     search_fields = ("=job_id",)
 
@@ -121,7 +121,7 @@ class AttemptAdmin(ReadOnly):
         return when(obj.started_at)
 
     @display(description="error")
-    def error(self, obj: Attempt) -> str:
+    def error_text(self, obj: Attempt) -> str:
         error = obj.error or {}
         return f"{error.get('type', '')}: {error.get('message', '')}"[:120] if error else ""
 
