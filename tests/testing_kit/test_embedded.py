@@ -1,7 +1,8 @@
 """The embedded worker: the normal worker loop in a thread of an application's process.
 
-A plain-script application (``embedded_app.py``) enqueues jobs and runs them
-with ``embedded_worker``; every handler run is committed to a ledger
+A plain-script application (``embedded_app.py``) and an ASGI app under
+uvicorn (``embedded_asgi.py``) enqueue jobs and run them with
+``embedded_worker``; every handler run is committed to a ledger
 (``embedded_handlers``). SIGTERM to the application drains the worker: what
 runs finishes, nothing is left running, the rest is given back and a normal
 ``jobdef worker`` runs it. SIGKILL of the application leaves its jobs leased;
@@ -12,10 +13,13 @@ at-least-once rule of docs/guide.md).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,9 +75,12 @@ class Processes:
         self.tmp_path = tmp_path
         self.started: list[tuple[subprocess.Popen[bytes], Path]] = []
 
-    def start(self, command: list[str], name: str) -> subprocess.Popen[bytes]:
+    def start(
+        self, command: list[str], name: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log_path = self.tmp_path / f"{name}.log"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+        path = os.pathsep.join([str(HERE), *sys.path])
+        env = {**os.environ, **(env or {}), "PYTHONPATH": path}
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp_path, env=env
@@ -184,6 +191,51 @@ def test_sigterm_drains_and_a_normal_worker_runs_what_was_given_back(scene):
     assert outcomes == Counter({"done": 10})
     assert len(embedded_handlers.entries(ledger)) == 10
     assert finished_by_app < 10
+
+
+@pytest.mark.slow
+def test_an_asgi_app_under_uvicorn_drains_its_worker_at_shutdown(scene):
+    """The lifespan recipe of docs/testing.md: SIGTERM to uvicorn runs the app's shutdown,
+    which drains the embedded worker before the process exits."""
+    port = _free_port()
+    env = {"SHOP_DB": scene.db_url, "SHOP_SHEETS": str(scene.sheets), "SHOP_LEDGER": scene.ledger}
+    command = [sys.executable, "-m", "uvicorn", "embedded_asgi:app", "--port", str(port)]
+    server = scene.processes.start(command, "app", env=env)
+    eventually(lambda: _listening(port), timeout=30, what="uvicorn to listen")
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/orders?count=8", method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        ids = json.load(response)["ids"]
+    assert len(ids) == 8
+    eventually(lambda: scene.runs() >= 2, timeout=30, what="the embedded worker to run jobs")
+    server.send_signal(signal.SIGTERM)
+    # uvicorn re-raises the signal it handled once the app has shut down.
+    assert server.wait(40) in (0, -signal.SIGTERM), scene.processes.log("app")
+    log = scene.processes.log("app")
+    assert "draining: no new claims" in log
+    assert "Application shutdown complete" in log
+    states = Counter(scene.backend.get(job).state for job in ids)
+    assert states["running"] == 0, states
+    assert states["done"] >= 2
+    worker = scene.start_worker()
+    eventually(
+        lambda: all(scene.backend.get(job).state == "done" for job in ids),
+        timeout=30,
+        what="the normal worker to run the jobs the app gave back",
+    )
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0, scene.processes.log("worker")
+    assert check_ledger(scene.backend, scene.ledger, ids) == Counter({"done": 8})
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.mark.slow
