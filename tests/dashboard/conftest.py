@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dashboard_steps import HERE, SHEETS, SRC
 
 from jobdef.backends import open_backend, upgrade
 from jobdef.backends.protocol import Backend
@@ -28,9 +29,6 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
 
-HERE = Path(__file__).resolve().parent
-SHEETS = HERE / "sheets"
-SRC = HERE.parent.parent / "src"
 WORKER = [sys.executable, "-m", "jobdef", "worker", "--poll", "50ms", "--lease", "5s"]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord
 from jobdef.runtime.queue import Queue
 from support import eventually
+
+HERE = Path(__file__).resolve().parent
+SHEETS = HERE / "sheets"
+SRC = HERE.parent.parent / "src"
 
 
 def make_dead(

@@ -1,0 +1,274 @@
+"""Closed by default: auth, CSRF, read-only, the headers, escaping, no secrets.
+
+Requests go to a real uvicorn server over HTTP; the hostile-value test opens the
+pages in headless Chromium and checks that nothing ran.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.cookiejar import CookieJar
+
+import pytest
+from dashboard_steps import SHEETS, SRC, make_dead
+
+from jobdef.backends.records import ErrorInfo
+from jobdef.dashboard import Auth, auth_from_env, create_app
+from jobdef.dashboard.security import check_exposure
+from jobdef.errors import UsageError
+
+DASHBOARD = [sys.executable, "-m", "jobdef", "dashboard"]
+CONNECTION = ErrorInfo("ConnectionError", "carrier timed out", "")
+
+
+class Client:
+    """urllib with a cookie jar: what a browser keeps between requests, no more."""
+
+    def __init__(self, base: str, headers: dict[str, str] | None = None) -> None:
+        self.base = base
+        self.headers = headers or {}
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+
+    def request(
+        self, path: str, form: list[tuple[str, str]] | None = None
+    ) -> tuple[int, dict[str, str], str]:
+        data = None if form is None else urllib.parse.urlencode(form).encode()
+        req = urllib.request.Request(self.base + path, data=data, headers=self.headers)
+        try:
+            with self.opener.open(req, timeout=30) as response:
+                return response.status, dict(response.headers), response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read().decode()
+
+    def csrf(self, path: str = "/jobs") -> str:
+        """The CSRF token a page hands out (and sets in the cookie)."""
+        status, _, body = self.request(path)
+        assert status == 200
+        found = re.search(r'name="csrf" value="([^"]+)"', body)
+        assert found, "the page has no CSRF field"
+        return found.group(1)
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+def test_a_public_host_without_auth_refuses_to_start(sqlite_url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBDEF_DASHBOARD_")}
+    env["PYTHONPATH"] = str(SRC)
+    result = subprocess.run(
+        [*DASHBOARD, "--host", "0.0.0.0", "--db", sqlite_url, "--sheets", str(SHEETS)],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "jobdef dashboard: error: refusing to serve the dashboard on 0.0.0.0 without "
+        "authentication: set JOBDEF_DASHBOARD_USER and JOBDEF_DASHBOARD_PASSWORD_FILE"
+    )
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_exposure_and_credentials_from_the_environment(tmp_path):
+    check_exposure("127.0.0.1", None)
+    check_exposure("::1", None)
+    check_exposure("localhost", None)
+    check_exposure("0.0.0.0", Auth(token="t" * 20))
+    for host in ("0.0.0.0", "192.168.1.5", "::", "example.com"):
+        with pytest.raises(UsageError, match="without authentication"):
+            check_exposure(host, None)
+    secret = tmp_path / "password"
+    secret.write_text("s3cret-pass\n")
+    auth = auth_from_env(
+        {"JOBDEF_DASHBOARD_USER": "ops", "JOBDEF_DASHBOARD_PASSWORD_FILE": str(secret)}
+    )
+    assert auth is not None
+    assert auth.who(basic("ops", "s3cret-pass")["Authorization"]) == "ops"
+    assert "s3cret" not in repr(auth)
+    assert auth_from_env({}) is None
+    with pytest.raises(UsageError, match="needs both JOBDEF_DASHBOARD_USER"):
+        auth_from_env({"JOBDEF_DASHBOARD_USER": "ops"})
+    with pytest.raises(UsageError, match="cannot read it"):
+        auth_from_env(
+            {"JOBDEF_DASHBOARD_USER": "ops", "JOBDEF_DASHBOARD_PASSWORD_FILE": "/nonexistent"}
+        )
+
+
+def test_wrong_password_or_token_is_refused(sqlite_url, serve):
+    auth = Auth(user="ops", password="right horse battery", token="tok-" + "x" * 30)
+    served = serve(create_app(sqlite_url, SHEETS, auth))
+    for headers in (
+        {},
+        basic("ops", "wrong"),
+        basic("admin", "right horse battery"),
+        {"Authorization": "Bearer tok-wrong"},
+        {"Authorization": "Basic !!!not-base64"},
+    ):
+        for path in ("/", "/api/overview", "/static/dashboard.js", "/events"):
+            status, _, body = Client(served.url, headers).request(path)
+            assert status == 401, (headers, path)
+            assert "overview" not in body.lower()
+    status, headers, _ = Client(served.url).request("/")
+    assert headers["www-authenticate"].startswith("Basic")
+    assert Client(served.url, basic("ops", "right horse battery")).request("/")[0] == 200
+    assert Client(served.url, {"Authorization": "Bearer tok-" + "x" * 30}).request("/")[0] == 200
+
+
+def test_a_post_without_the_csrf_token_is_refused_and_a_double_post_does_nothing_twice(
+    sqlite_url, serve, registry
+):
+    from jobdef.backends import open_backend
+    from jobdef.runtime.queue import connect
+
+    backend = open_backend(sqlite_url)
+    queue = connect(sqlite_url, registry)
+    try:
+        [job_id] = make_dead(backend, queue, "ship_order", [{"order_id": 1}], CONNECTION)
+        served = serve(create_app(sqlite_url, SHEETS))
+        client = Client(served.url)
+        token = client.csrf()
+        form = [("action", "requeue"), ("ids", str(job_id)), ("confirm", "yes")]
+        for extra in ([], [("csrf", "forged-token")]):
+            status, _, body = client.request("/actions/jobs", form + extra)
+            assert status == 403
+            assert "CSRF token is missing or does not match" in body
+        # A form from another site carries no cookie: the right value alone is not enough.
+        status, _, _ = Client(served.url).request("/actions/jobs", [*form, ("csrf", token)])
+        assert status == 403
+        assert backend.get(job_id).state == "dead"
+
+        # Without confirm=yes the post only asks.
+        status, _, body = client.request("/actions/jobs", [*form[:2], ("csrf", token)])
+        assert status == 200
+        assert "Requeue 1 job(s)" in body
+        assert backend.get(job_id).state == "dead"
+
+        status, _, body = client.request("/actions/jobs", [*form, ("csrf", token)])
+        assert status == 200
+        assert "requeue: 1 of 1 changed" in body
+        status, _, body = client.request("/actions/jobs", [*form, ("csrf", token)])
+        assert "requeue: 0 of 1 changed; 1 already moved" in body
+        assert backend.get(job_id).state == "queued"
+        assert backend.get(job_id).attempt == 0
+    finally:
+        queue.close()
+        backend.close()
+
+
+def test_read_only_hides_actions_and_refuses_posts(sqlite_url, serve, registry):
+    from jobdef.backends import open_backend
+    from jobdef.runtime.queue import connect
+
+    backend = open_backend(sqlite_url)
+    queue = connect(sqlite_url, registry)
+    try:
+        [job_id] = make_dead(backend, queue, "ship_order", [{"order_id": 1}], CONNECTION)
+        served = serve(create_app(sqlite_url, SHEETS, read_only=True))
+        client = Client(served.url)
+        for path in ("/", f"/jobs/{job_id}", "/jobs", "/outbox"):
+            status, _, body = client.request(path)
+            assert status == 200
+            assert '<form method="post"' not in body
+            assert "Requeue" not in body
+            assert "Pause" not in body
+        for path, form in (
+            ("/actions/jobs", [("action", "requeue"), ("ids", str(job_id))]),
+            ("/actions/queues", [("queue", "default"), ("paused", "yes")]),
+            ("/actions/outbox", [("ids", "1")]),
+        ):
+            status, _, body = client.request(path, [*form, ("confirm", "yes"), ("csrf", "x")])
+            assert status == 403
+            assert "read-only" in body
+        assert backend.get(job_id).state == "dead"
+        assert not any(q.paused for q in backend.queues())
+    finally:
+        queue.close()
+        backend.close()
+
+
+def test_every_page_has_a_strict_policy_and_no_inline_script(sqlite_url, serve):
+    served = serve(create_app(sqlite_url, SHEETS))
+    client = Client(served.url)
+    for path in ("/", "/jobs", "/dead", "/schedules", "/outbox", "/sheets", "/nope"):
+        status, headers, body = client.request(path)
+        policy = headers["content-security-policy"]
+        assert "script-src 'self'" in policy
+        assert "default-src 'none'" in policy
+        assert "frame-ancestors 'none'" in policy
+        assert "unsafe-inline" not in policy
+        assert headers["x-frame-options"] == "DENY"
+        assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", body) == [], path
+        assert not re.search(r"\son[a-z]+=", body), path
+        assert " style=" not in body, path
+    status, headers, _ = client.request("/static/dashboard.js")
+    assert status == 200
+    assert "content-security-policy" in headers
+
+
+def test_bad_filters_are_one_line_not_a_traceback(sqlite_url, serve):
+    served = serve(create_app(sqlite_url, SHEETS))
+    client = Client(served.url)
+    for query, message in (
+        ("state=zombie", "state: 'zombie' is not one of queued"),
+        ("since=yesterday-ish", "since: 'yesterday-ish' is not a time"),
+        ("q=args.", "write args.KEY:VALUE"),
+        ("before=abc", "before: a job id"),
+    ):
+        status, _, body = client.request(f"/jobs?{query}")
+        assert status == 400
+        assert message in html.unescape(body)
+        assert "Traceback" not in body
+        status, _, body = client.request(f"/api/jobs?{query}")
+        assert status == 400
+        assert message in json.loads(body)["error"]
+    assert client.request("/jobs/999999")[0] == 404
+
+
+@pytest.mark.slow
+def test_hostile_args_and_errors_render_as_text_and_secrets_are_masked(
+    sqlite_url, serve, registry, page
+):
+    from jobdef.backends import open_backend
+    from jobdef.runtime.queue import connect
+
+    hostile = "<script>window.pwned = 1</script>{{7*7}}"
+    secret = "postgresql://app:hunter2@db.internal/app"
+    backend = open_backend(sqlite_url)
+    queue = connect(sqlite_url, registry)
+    try:
+        error = ErrorInfo(
+            "ConnectionError", f'<img src=x onerror="window.pwned = 2">{{{{7*7}}}} via {secret}'
+        )
+        [job_id] = make_dead(
+            backend, queue, "ship_order", [{"order_id": 1, "note": f"{hostile} {secret}"}], error
+        )
+    finally:
+        queue.close()
+        backend.close()
+    served = serve(create_app(sqlite_url, SHEETS))
+    for path in ("/jobs", f"/jobs/{job_id}", "/dead"):
+        page.goto(served.url + path)
+        text = page.locator("main").inner_text()
+        assert "{{7*7}}" in text, path
+        assert "hunter2" not in page.content(), path
+        assert page.evaluate("window.pwned") is None, path
+    page.goto(f"{served.url}/jobs/{job_id}")
+    assert "<script>window.pwned = 1</script>" in page.locator("#args").inner_text()
+    assert '<img src=x onerror="window.pwned = 2">' in page.locator("#last-error").inner_text()
+    for api in ("/api/jobs", f"/api/jobs/{job_id}", "/api/dead"):
+        assert "hunter2" not in Client(served.url).request(api)[2]
