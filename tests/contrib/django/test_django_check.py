@@ -75,7 +75,7 @@ def test_check_messages_of_a_warning_are_warnings(project: Project, tmp_path: Pa
     saved = backend.sheets
     backend.sheets = [sheets]
     try:
-        found = list(backend_messages(backend))
+        found = list(backend_messages(backend, [backend]))
     finally:
         backend.sheets = saved
     [warning] = [m for m in found if m.id == "jobdef.JD009"]

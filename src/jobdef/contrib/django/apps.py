@@ -26,14 +26,9 @@ class JobdefConfig(AppConfig):  # type: ignore[misc]  # Django ships no types
 
 
 def jobdef_backends() -> list[Any]:
-    """The configured backends that are jobdef's."""
-    from jobdef.contrib.django.backend import JobdefBackend
-    from jobdef.contrib.django.compat import task_backends
+    from jobdef.contrib.django.backend import configured_backends
 
-    handler = task_backends()
-    return [
-        b for b in (handler[alias] for alias in handler.settings) if isinstance(b, JobdefBackend)
-    ]
+    return configured_backends()
 
 
 def check_backends(app_configs: Any = None, **kwargs: Any) -> list[Any]:

@@ -216,7 +216,16 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         from jobdef.contrib.django.checks import backend_messages
 
         yield from super().check(**kwargs)
-        yield from backend_messages(self)
+        yield from backend_messages(self, configured_backends())
+
+
+def configured_backends() -> list[JobdefBackend]:
+    """The backends of ``TASKS`` that are jobdef's, in the order they are configured."""
+    from jobdef.contrib.django.compat import task_backends
+
+    handler = task_backends()
+    found = (handler[alias] for alias in handler.settings)
+    return [backend for backend in found if isinstance(backend, JobdefBackend)]
 
 
 def engine_now(engine: Backend) -> float:

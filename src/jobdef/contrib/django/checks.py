@@ -48,7 +48,8 @@ def sheet_message(diagnostic: Diagnostic) -> Any:
     return kind(f"{where}: {diagnostic.message}", id=f"jobdef.{diagnostic.code}")
 
 
-def backend_messages(backend: JobdefBackend) -> Iterator[Any]:
+def backend_messages(backend: JobdefBackend, configured: list[JobdefBackend]) -> Iterator[Any]:
+    """The messages of ``backend``; ``configured``: every jobdef backend, in order."""
     try:
         backend.database_url  # noqa: B018  # raises for a database jobdef cannot share
     except ImproperlyConfigured as exc:
@@ -66,20 +67,18 @@ def backend_messages(backend: JobdefBackend) -> Iterator[Any]:
     except JobdefError as exc:  # a sheet that cannot be read at all
         yield checks.Error(str(exc), id="jobdef.E005")
         return
-    if not _reported_before(backend):
+    if not _reported_before(backend, configured):
         yield from (sheet_message(d) for d in validation.diagnostics)
     if any(d.severity == "error" for d in validation.diagnostics):
         return  # the sheets do not load: no task can be matched yet
     yield from _task_messages(backend)
 
 
-def _reported_before(backend: JobdefBackend) -> bool:
+def _reported_before(backend: JobdefBackend, configured: list[JobdefBackend]) -> bool:
     """Whether a backend configured before this one reads the same sheets (and so has
     reported their findings already): each finding once, however many backends."""
-    from jobdef.contrib.django.apps import jobdef_backends
-
     mine = [path.resolve() for path in backend.sheets]
-    for other in jobdef_backends():
+    for other in configured:
         if other.alias == backend.alias:
             return False
         if [path.resolve() for path in other.sheets] == mine:

@@ -60,7 +60,7 @@ def prepare(db: str | None, sheets: str | None, alias: str | None = None) -> tup
 
 
 def project_backend(alias: str | None = None) -> Any:
-    from jobdef.contrib.django.apps import jobdef_backends
+    from jobdef.contrib.django.backend import configured_backends
 
-    found = [b for b in jobdef_backends() if alias is None or b.alias == alias]
+    found = [b for b in configured_backends() if alias is None or b.alias == alias]
     return found[0] if found else None
