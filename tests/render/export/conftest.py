@@ -5,38 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
-from export_cases import EXAMPLES, missing
+from export_cases import CHANNELS, EXAMPLES, job_sheet, missing
 
 from jobdef.policy.registry import Registry
 from jobdef.sheets.pipeline import load_registry
 
 ASL_VALIDATOR = "asl-validator@4.0.0"
-CHANNELS = """\
-apiVersion: jobdef/v1
-kind: Channel
-name: ops-log
-type: log
----
-apiVersion: jobdef/v1
-kind: Defaults
-name: test-defaults
-errors: {default: retry}
-"""
-
-
-def job_sheet(name: str, body: str) -> str:
-    return (
-        "apiVersion: jobdef/v1\n"
-        "kind: Job\n"
-        f"name: {name}\n"
-        "handler: app.jobs:run\n"
-        "args: {}\n"
-        "notify: {channel: ops-log, events: [dead]}\n" + textwrap.dedent(body)
-    )
 
 
 @pytest.fixture

@@ -3,36 +3,21 @@
 
 from __future__ import annotations
 
-import re
-
 import yaml
-from export_cases import need
+from export_cases import check_kubernetes
 
 from jobdef.render.export import export
-
-# An annotation key: an optional DNS subdomain prefix and a name of at most 63 characters
-# (Kubernetes docs, "Annotations: Syntax and character set").
-ANNOTATION_KEY = re.compile(r"^([a-z0-9.-]{1,253}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _manifests(registry, *names):
     return list(yaml.safe_load_all(export(registry, "kubernetes", names).text))
 
 
-def _validate(manifest: dict) -> None:
-    kubernetes_validate = need("kubernetes_validate")
-    kubernetes_validate.validate(manifest, kubernetes_validate.latest_version(), strict=True)
-    for key in manifest["metadata"]["annotations"]:
-        assert ANNOTATION_KEY.match(key), key
-    assert DNS_LABEL.match(manifest["metadata"]["name"])
-
-
 def test_every_example_sheet_is_a_valid_job_or_cronjob(examples):
     manifests = _manifests(examples)
     assert len(manifests) == len(examples)
     for manifest in manifests:
-        _validate(manifest)
+        check_kubernetes(manifest)
 
 
 def test_the_mail_job_maps_field_by_field(examples):
@@ -71,4 +56,4 @@ def test_a_long_name_fits_a_cronjob_name(sheets):
     registry = sheets({name: 'mode: batch\nschedule: "0 * * * *"\nmax_attempts: 2\n'})
     (cron,) = _manifests(registry)
     assert len(cron["metadata"]["name"]) <= 52
-    _validate(cron)
+    check_kubernetes(cron)

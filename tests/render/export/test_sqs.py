@@ -5,38 +5,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from export_cases import need
+from export_cases import check_create_queue
 
 from jobdef.render.export import export
-
-# The documented ranges of the CreateQueue attributes (Amazon SQS API Reference, CreateQueue).
-LIMITS = {
-    "VisibilityTimeout": (0, 43200),
-    "MessageRetentionPeriod": (60, 1209600),
-}
 
 
 def _jobs(registry, *names):
     return json.loads(export(registry, "sqs", names).text)["jobs"]
 
 
-def _check_create_queue(params: dict) -> None:
-    botocore_session = need("botocore.session")
-    validate = need("botocore.validate")
-    model = botocore_session.get_session().get_service_model("sqs")
-    shape = model.operation_model("CreateQueue").input_shape
-    validate.validate_parameters(params, shape)  # raises ParamValidationError
-    names = set(shape.members["Attributes"].key.enum)
-    assert set(params["Attributes"]) <= names
-    for name, (low, high) in LIMITS.items():
-        if name in params["Attributes"]:
-            assert low <= int(params["Attributes"][name]) <= high
-
-
 def test_every_example_sheet_exports_valid_create_queue_requests(examples):
     for entry in _jobs(examples).values():
-        _check_create_queue(entry["queue"])
-        _check_create_queue(entry["deadLetterQueue"])
+        check_create_queue(entry["queue"])
+        check_create_queue(entry["deadLetterQueue"])
         redrive = json.loads(entry["queue"]["Attributes"]["RedrivePolicy"])
         assert set(redrive) == {"deadLetterTargetArn", "maxReceiveCount"}
         assert 1 <= redrive["maxReceiveCount"] <= 1000
@@ -78,7 +59,7 @@ def test_a_dead_retention_counts_from_the_first_enqueue(sheets):
 def test_a_timeout_outside_what_sqs_takes_is_clamped_with_a_note(sheets, timeout, expected, note):
     registry = sheets({"slow": f"max_attempts: 2\ntimeout: {timeout}\n"})
     entry = _jobs(registry)["slow"]
-    _check_create_queue(entry["queue"])
+    check_create_queue(entry["queue"])
     assert entry["queue"]["Attributes"]["VisibilityTimeout"] == expected
     assert any(n.startswith("timeout:") and note in n for n in entry["notes"])
 
@@ -93,6 +74,6 @@ def test_a_long_name_is_cut_to_an_sqs_queue_name_with_a_hash(sheets):
     name = "a" * 90
     entry = _jobs(sheets({name: "max_attempts: 2\n"}))[name]
     assert len(entry["deadLetterQueue"]["QueueName"]) <= 80
-    _check_create_queue(entry["queue"])
-    _check_create_queue(entry["deadLetterQueue"])
+    check_create_queue(entry["queue"])
+    check_create_queue(entry["deadLetterQueue"])
     assert any(n.startswith("name:") for n in entry["notes"])

@@ -4,24 +4,11 @@ the sheet means: MaxAttempts counts retries, States.ALL last and alone, fields i
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
+from export_cases import asl_valid, check_retriers
 
 from jobdef.render.export import export
-
-# The retrier fields and their limits (AWS Step Functions developer guide, "Handling errors
-# in Step Functions workflows": IntervalSeconds and MaxAttempts positive integers up to
-# 99999999, BackoffRate at least 1.0, MaxDelaySeconds below 31622401, JitterStrategy FULL
-# or NONE).
-RETRIER_FIELDS = {
-    "ErrorEquals",
-    "IntervalSeconds",
-    "MaxAttempts",
-    "BackoffRate",
-    "MaxDelaySeconds",
-    "JitterStrategy",
-}
 
 
 def _machines(registry, *names):
@@ -29,46 +16,12 @@ def _machines(registry, *names):
     return {name: entry["definition"] for name, entry in jobs.items()}
 
 
-def _asl_valid(validator: list[str], *definitions: dict) -> None:
-    """Each definition valid for asl-validator (one node process for all of them)."""
-    args = [arg for d in definitions for arg in ("--json-definition", json.dumps(d))]
-    result = subprocess.run(
-        [*validator, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def _check_retriers(task: dict) -> None:
-    retry = task.get("Retry", [])
-    for i, retrier in enumerate(retry):
-        assert set(retrier) <= RETRIER_FIELDS
-        if "States.ALL" in retrier["ErrorEquals"]:
-            assert retrier["ErrorEquals"] == ["States.ALL"]
-            assert i == len(retry) - 1
-        assert isinstance(retrier["MaxAttempts"], int)
-        assert 0 <= retrier["MaxAttempts"] <= 99999999
-        if "IntervalSeconds" in retrier:
-            assert isinstance(retrier["IntervalSeconds"], int)
-            assert 1 <= retrier["IntervalSeconds"] <= 99999999
-            assert retrier["BackoffRate"] >= 1.0
-            assert retrier["JitterStrategy"] in ("FULL", "NONE")
-        if "MaxDelaySeconds" in retrier:
-            assert isinstance(retrier["MaxDelaySeconds"], int)
-            assert 1 <= retrier["MaxDelaySeconds"] < 31622401
-    assert isinstance(task["TimeoutSeconds"], int)
-    assert task["TimeoutSeconds"] >= 1
-
-
 @pytest.mark.slow
 def test_every_example_sheet_is_valid_asl(examples, asl_validator):
     machines = _machines(examples)
-    _asl_valid(asl_validator, *machines.values())
+    asl_valid(asl_validator, *machines.values())
     for name, machine in machines.items():
-        _check_retriers(machine["States"][name])
+        check_retriers(machine["States"][name])
 
 
 def test_the_mail_job_retries_as_its_sheet_says(examples):
@@ -119,9 +72,9 @@ def test_rounded_and_retry_free_machines_are_valid_asl(sheets, asl_validator):
     )
     machines = _machines(registry)
     assert "Retry" not in machines["once"]["States"]["once"]
-    _asl_valid(asl_validator, *machines.values())
+    asl_valid(asl_validator, *machines.values())
     for name, machine in machines.items():
-        _check_retriers(machine["States"][name])
+        check_retriers(machine["States"][name])
 
 
 @pytest.mark.parametrize(
@@ -135,5 +88,5 @@ def test_rounded_and_retry_free_machines_are_valid_asl(sheets, asl_validator):
 def test_what_asl_cannot_take_is_rounded_up_with_a_note(sheets, body, field):
     registry = sheets({"job": body})
     entry = json.loads(export(registry, "step-functions").text)["jobs"]["job"]
-    _check_retriers(entry["definition"]["States"]["job"])
+    check_retriers(entry["definition"]["States"]["job"])
     assert any(n.startswith(field + ":") for n in entry["notes"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from export_cases import need
+from export_cases import check_temporal
 
 from jobdef.render.export import export
 
@@ -14,21 +14,9 @@ def _jobs(registry, *names):
     return json.loads(export(registry, "temporal", names).text)["jobs"]
 
 
-def _parse(entry: dict) -> None:
-    """Parse with temporalio's generated API messages (unknown fields or bad durations raise)."""
-    command = need("temporalio.api.command.v1")
-    schedule = need("temporalio.api.schedule.v1")
-    json_format = need("google.protobuf.json_format")
-    json_format.Parse(
-        json.dumps(entry["activity"]), command.ScheduleActivityTaskCommandAttributes()
-    )
-    if "schedule" in entry:
-        json_format.Parse(json.dumps(entry["schedule"]), schedule.Schedule())
-
-
 def test_every_example_sheet_parses_as_temporal_activity_options(examples):
     for entry in _jobs(examples).values():
-        _parse(entry)
+        check_temporal(entry)
 
 
 def test_the_mail_job_maps_field_by_field(examples):
@@ -64,7 +52,7 @@ def test_a_batch_job_gets_a_schedule_spec(examples):
 )
 def test_durations_are_protobuf_json_durations(sheets, body, duration):
     entry = _jobs(sheets({"job": "max_attempts: 2\n" + body}))["job"]
-    _parse(entry)
+    check_temporal(entry)
     assert entry["activity"]["startToCloseTimeout"] == duration
 
 

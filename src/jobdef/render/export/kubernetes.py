@@ -38,7 +38,7 @@ INT64_MAX = 2**63 - 1
 JOB_NAME_MAX = 63  # the Job's name becomes a pod label value
 CRONJOB_NAME_MAX = 52  # the CronJob controller appends an 11-character suffix
 ANNOTATION_PREFIX = "jobdef.dev/"
-_KEY_NAME = re.compile(r"[^A-Za-z0-9.-]+")
+_KEY_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def _manifest_name(job: JobPolicy, notes: Notes) -> str:
@@ -120,7 +120,7 @@ def annotate(manifest: dict[str, Any], notes: Notes) -> None:
     """Add each note as a ``jobdef.dev/note.<field>`` annotation (notes of a field joined)."""
     annotations: dict[str, str] = manifest["metadata"]["annotations"]
     for note in notes.items:
-        key = ANNOTATION_PREFIX + "note." + _KEY_NAME.sub("-", note.field).strip(".-")[:58]
+        key = ANNOTATION_PREFIX + "note." + _KEY_NAME.sub("-", note.field).strip("._-")[:58]
         annotations[key] = f"{annotations[key]} {note.text}" if key in annotations else note.text
 
 

@@ -23,6 +23,7 @@ names exactly, never a class's subclasses.
 from __future__ import annotations
 
 import math
+from pathlib import PurePath
 from typing import Any
 
 from jobdef.policy.model import JobPolicy
@@ -148,7 +149,8 @@ def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
         task["Retry"] = retry
     task["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": RECORD_STATE}]
     task["End"] = True
-    machine: dict[str, Any] = {"Comment": f"{job.name}: exported from {job.file or 'its sheet'}"}
+    sheet = PurePath(job.file).name or "its sheet"  # the name alone: the same from any folder
+    machine: dict[str, Any] = {"Comment": f"{job.name}: exported by jobdef from {sheet}"}
     machine["StartAt"] = state
     if job.deadline is not None:
         machine["TimeoutSeconds"] = whole_seconds(

@@ -62,13 +62,16 @@ def _retry_policy(job: JobPolicy, notes: Notes) -> dict[str, Any]:
     else:
         rate = fitted_rate(waits)
     cap = effective_cap(job)
-    top = max(cap if cap is not None and math.isfinite(cap) else first, first)
+    top = max(first, cap if cap is not None else first)
+    if not math.isfinite(top):
+        notes.add("backoff.max", f"unbounded; maximumInterval is set to {DURATION_MAX}s")
+        top = DURATION_MAX
     made = geometric_waits(first, rate, top, len(waits))
     if not same_waits(made, waits):
         why = {
             "linear": "Temporal grows waits geometrically",
             "list": "Temporal cannot follow a list of waits",
-        }.get(b.strategy, "backoffCoefficient is at least 1")
+        }.get(b.strategy, "backoffCoefficient is at least 1, durations at most 10000 years")
         notes.add(
             "backoff", f"{why}: retries wait {waits_text(made)} instead of {waits_text(waits)}"
         )
