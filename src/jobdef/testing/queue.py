@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -38,8 +39,10 @@ from jobdef.backends.records import (
     Outcome,
     State,
 )
-from jobdef.errors import HandlerError, UsageError
+from jobdef.errors import HandlerError, UnknownJobError, UsageError
+from jobdef.notify.checks import build_channels
 from jobdef.notify.events import notifications_for
+from jobdef.notify.sender import OutboxSender, SendReport
 from jobdef.policy.durations import format_duration, parse_duration
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
@@ -313,6 +316,30 @@ class VirtualQueue:
         if found:
             raise AssertionError(messages.was_notified(channel, event, job, found))
 
+    def send_notifications(self, environ: Mapping[str, str] | None = None) -> SendReport:
+        """Deliver what waits in the outbox through the sheets' channels, once, as the
+                worker's sender does (a webhook is really called: point its ``url_env`` at a test
+                server in ``environ``, default ``os.environ``; only the channels that have messages
+        are set up). Delivered messages leave
+                :attr:`outbox`; one whose delivery failed stays there, its error recorded."""
+        waiting = {note.channel for note in self.outbox}
+        if not waiting:
+            return SendReport()
+        # Only the channels with messages need their settings (a webhook's url_env).
+        channels = build_channels(
+            self.registry, os.environ if environ is None else environ, waiting
+        )
+        sender = OutboxSender(self.backend, channels, clock=self.clock, rng=self.rng)
+        try:
+            report = sender.run_once(wait=True)
+            flushed = sender.flush()
+        finally:
+            sender.close()
+        report.delivered += flushed.delivered
+        report.failed += flushed.failed
+        report.digests += flushed.digests
+        return report
+
     # -- running ------------------------------------------------------------------------
 
     def drain(
@@ -361,6 +388,8 @@ class VirtualQueue:
         return self.get(result.id)
 
     def _run(self, record: JobRecord) -> Attempt:
+        if record.job not in self.registry.jobs:
+            return self._bury_unknown(record)
         policy = self.registry.job(record.job)
         beats: list[Any] = []
         ctx = Context(
@@ -391,6 +420,17 @@ class VirtualQueue:
             self.backend.complete([record.lease], {record.id: notes})
             return self._last_attempt(record)
         record_failure(self.backend, failed, self.clock(), self.rng)
+        return self._last_attempt(record)
+
+    def _bury_unknown(self, record: JobRecord) -> Attempt:
+        """A stored job no loaded sheet defines is buried, as the worker buries it."""
+        known = ", ".join(sorted(self.registry.jobs)) or "none"
+        error = ErrorInfo(
+            class_name(UnknownJobError),
+            f"no sheet of this worker defines job {record.job!r} (jobs: {known}); "
+            "start the worker with the sheets folder that defines it, then requeue the job",
+        )
+        self.backend.bury(record.lease, error)
         return self._last_attempt(record)
 
     def _handler(self, record: JobRecord, policy: JobPolicy) -> Callable[..., Any]:
@@ -459,6 +499,7 @@ class VirtualQueue:
         self._closed = True
         try:
             self.backend.close()
+            _close_first_run_engines(self.url)
         finally:
             if self._on_close is not None:
                 self._on_close()
@@ -471,6 +512,19 @@ class VirtualQueue:
 
     def __repr__(self) -> str:
         return f"VirtualQueue({len(self.registry.jobs)} jobs, {self.clock!r})"
+
+
+def _close_first_run_engines(url: str) -> None:
+    """Close the connection :func:`~jobdef.runtime.idempotency.first_run` opened on this
+    queue's store (one per process and URL, kept for the worker's children): a test's
+    store is removed at its end, and an unclosed SQLite connection is a ResourceWarning,
+    which a suite run with ``filterwarnings = error`` reports as a failure (Python 3.13)."""
+    from jobdef.runtime import idempotency
+
+    if idempotency._engine.cache_info().currsize == 0:
+        return
+    idempotency._engine(url).close()
+    idempotency._engine.cache_clear()
 
 
 def _by_id(record: JobRecord) -> int:
