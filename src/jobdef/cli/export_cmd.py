@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from jobdef.cli.options import add_sheets, config_from, registry_from
+from jobdef.cli.options import add_output, add_sheets, config_from, registry_from
 from jobdef.cli.tsv_cmd import write_output
 from jobdef.render.escape import visible
 from jobdef.render.export import FORMATS, export
@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     registry = registry_from(config)
     result = export(registry, args.format, args.names, base=config.root)
     data = result.text.encode("utf-8")
-    if args.output:
+    if args.output and args.output != "-":
         write_output(Path(args.output), data)
     else:
         sys.stdout.flush()
@@ -46,5 +46,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--format", choices=FORMATS, default="json", help="output format (default: json)"
     )
-    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    add_output(parser, what="the export", default="standard output")
     parser.set_defaults(handler=run)

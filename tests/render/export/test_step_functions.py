@@ -90,3 +90,10 @@ def test_what_asl_cannot_take_is_rounded_up_with_a_note(sheets, body, field):
     entry = json.loads(export(registry, "step-functions").text)["jobs"]["job"]
     check_retriers(entry["definition"]["States"]["job"])
     assert any(n.startswith(field + ":") for n in entry["notes"])
+
+
+def test_a_timeout_past_lambdas_limit_is_noted(examples):
+    jobs = json.loads(export(examples, "step-functions").text)["jobs"]
+    long = [n for n in jobs["export_csv"]["notes"] if "Lambda's 15m maximum" in n]
+    assert long  # timeout: 2h
+    assert not any("Lambda's" in n for n in jobs["resize_image"]["notes"])  # timeout: 20s

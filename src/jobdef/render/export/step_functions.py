@@ -37,6 +37,7 @@ from jobdef.render.export.common import (
     geometric_waits,
     retries,
     same_waits,
+    seconds,
     sheet_waits,
     short_class,
     short_classes,
@@ -49,6 +50,7 @@ from jobdef.render.export.common import (
 INTEGER_MAX = 99_999_999
 MAX_DELAY_MAX = 31_622_400
 STATE_NAME_MAX = 80
+LAMBDA_TIMEOUT_MAX = 900  # a Lambda function runs at most 15 minutes
 DEAD_STATE = "Dead"
 RECORD_STATE = "RecordDead"
 
@@ -187,6 +189,12 @@ def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
 
 
 def _notes(job: JobPolicy, notes: Notes) -> None:
+    if job.timeout > LAMBDA_TIMEOUT_MAX:
+        notes.add(
+            "timeout",
+            f"{seconds(job.timeout)} is above Lambda's 15m maximum: run the handler as an ECS "
+            "task (arn:aws:states:::ecs:runTask.sync) or a Batch job instead",
+        )
     if job.on_reclaim == "fail":
         notes.add(
             "on_reclaim",
