@@ -138,6 +138,7 @@ H, W, D = HOSTILE, OUT_PATH, DB_URL
 FORMATS = st.sampled_from(["text", "json", "github", "sarif", "junit", "markdown"])
 LATER = ["--delay", "3650d"]  # enqueued jobs stay out of any worker's way
 TEMPLATES: dict[str, list[Template]] = {
+    "init": [_t("init", W), _t("init", "--sheets", H), _t("init", "--lang", H, "--sheets", W)],
     "schema": [_t("schema"), _t("schema", H)],
     "validate": [
         _t("validate", H),

@@ -123,3 +123,12 @@ def test_init_refuses_a_sheets_folder_outside_the_project(
     assert main(["init", "--sheets", "../elsewhere"]) == 2
     assert "must be a folder inside the project" in capsys.readouterr().err
     assert not (fresh / "pyproject.toml").exists()
+
+
+def test_the_repositorys_own_copy_of_the_schema_is_current() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    copy = repo / ".jobdef" / "jobdef-v1.schema.json"
+    assert copy.read_text("utf-8") == schema_text(), "run: jobdef schema -o " + str(copy)
+    for sheet in sorted((repo / "jobdefs").glob("*.yaml")):
+        first = sheet.read_text("utf-8").splitlines()[0]
+        assert first == "# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json"

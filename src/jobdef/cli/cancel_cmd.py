@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import JobIds
+from jobdef.cli.options import JobIds, plain
 from jobdef.errors import UsageError
 
 
@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("cancel", help="cancel a queued job", description=__doc__)
-    parser.add_argument("id", action=JobIds)
+    parser = subparsers.add_parser("cancel", help="cancel a queued job", description=plain(__doc__))
+    parser.add_argument("id", action=JobIds, help="the id of the queued job (see jobdef jobs)")
     runtime_options.add_db(parser)
     parser.set_defaults(handler=run)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
+from jobdef.cli.options import plain
 
 
 def upgrade(args: argparse.Namespace) -> int:
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("db", help="manage the job database", description=__doc__)
+    parser = subparsers.add_parser("db", help="manage the job database", description=plain(__doc__))
     parser.add_argument(
         "action",
         choices=list(ACTIONS),

@@ -27,7 +27,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run the example sheets on a fresh SQLite file with real worker "
         "processes: retries, a fatal error, a worker killed mid-job, two workers at once.",
     )
-    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it afterwards")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="work in DIR and keep it afterwards (default: a temporary folder, removed at the end)",
+    )
     from jobdef.cli.config import add_pythonpath
 
     add_pythonpath(parser)

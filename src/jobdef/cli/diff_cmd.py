@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
-from jobdef.cli.options import add_lang, config_from
+from jobdef.cli.options import add_lang, add_sheets, config_from
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--format",
         choices=("text", "markdown", "json"),
         default="text",
-        help="text for a terminal, markdown for a pull request comment, json for tools",
+        help="text for a terminal, markdown for a pull request comment, json for tools "
+        "(default: text)",
     )
     parser.add_argument(
         "--fail-on",
@@ -73,17 +74,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="never",
         help="exit 1 when a change is breaking (default: never, exit 0)",
     )
-    parser.add_argument(
-        "--sheets",
-        metavar="PATH",
-        help="the sheets folder a project folder or a bare git:REV stands for "
-        "(default: [tool.jobdef] sheets, else jobdefs)",
-    )
+    add_sheets(parser, purpose="that a project folder or a bare git:REV stands for")
     parser.add_argument(
         "--db",
         metavar="URL",
         help="also count the jobs queued or running under the old policy in this job "
-        "database (read only; sqlite:///jobdef.db or postgresql://host/db)",
+        "database (read only; sqlite:///jobdef.db or postgresql://host/db; default: none, "
+        "no counts)",
     )
     add_lang(parser)
     parser.set_defaults(handler=run)

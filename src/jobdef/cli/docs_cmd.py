@@ -8,7 +8,14 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from jobdef.cli.options import add_lang, add_sheets, add_templates, config_from, registry_from
+from jobdef.cli.options import (
+    add_lang,
+    add_output,
+    add_sheets,
+    add_templates,
+    config_from,
+    registry_from,
+)
 from jobdef.errors import UnreadableInputError, UsageError
 from jobdef.sheets.files import RefusedFile, check_not_symlink, read_text
 
@@ -58,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         utc_today,
     )
 
-    config = config_from(args, docs=args.out)
+    config = config_from(args, docs=args.output)
     registry = registry_from(config)
     out = Path(config.docs)
     try:
@@ -72,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         )
         found = plan(pages, out)
     except OSError as exc:
-        raise _unreadable(exc, "--out") from None
+        raise _unreadable(exc, "--output") from None
     changes = [Change(_shown(c.path), c.old, c.new) for c in found]
     for raw in args.inject or ():
         file = Path(raw)
@@ -112,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         where = exc.filename or config.docs
         raise UsageError(
-            f"cannot write {where}: {exc.strerror or exc}; pass --out (or --inject) a file "
+            f"cannot write {where}: {exc.strerror or exc}; pass --output (or --inject) a file "
             "or folder you can write to"
         ) from None
     for change in changes:
@@ -130,8 +137,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "The output is byte-identical from run to run.",
     )
     add_sheets(parser)
-    parser.add_argument(
-        "--out", metavar="DIR", help="output folder (default: [tool.jobdef] docs, else docs/jobs)"
+    add_output(
+        parser,
+        what="the pages",
+        default="[tool.jobdef] docs, else docs/jobs",
+        metavar="DIR",
+        aliases=("--out",),
     )
     add_lang(parser)
     add_templates(parser)
@@ -145,14 +156,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--as-of",
         metavar="DAY",
         help="list batch jobs' next five runs after this day (YYYY-MM-DD or today) on every "
-        "page; without it a page keeps the day it states unless it changes for another "
-        "reason, and new pages use today (UTC)",
+        "page (default: a page keeps the day it states unless it changes for another "
+        "reason, and new pages use today, UTC)",
     )
     parser.add_argument(
         "--inject",
         metavar="FILE",
         action="append",
         help="also replace the text between <!-- jobdef:begin --> and <!-- jobdef:end --> "
-        "in this Markdown file with the job table (repeatable)",
+        "in this Markdown file with the job table; repeatable (default: no file)",
     )
     parser.set_defaults(handler=run)

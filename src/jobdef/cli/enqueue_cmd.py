@@ -46,9 +46,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "bad args store nothing. A duplicate of an active job returns the existing one.",
     )
     parser.add_argument("name", help="the job's name in its sheet")
-    parser.add_argument("--args", default="{}", help="the args as a JSON object")
-    parser.add_argument("--delay", help="run no earlier than this from now, e.g. 5m")
-    parser.add_argument("--priority", type=int, help="override the sheet's priority")
+    parser.add_argument(
+        "--args", default="{}", help="the args as a JSON object (default: {}, no args)"
+    )
+    parser.add_argument(
+        "--delay", help="run no earlier than this from now, e.g. 5m (default: at once)"
+    )
+    parser.add_argument(
+        "--priority", type=int, help="override the sheet's priority (default: the sheet's)"
+    )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser)
     parser.set_defaults(handler=run)

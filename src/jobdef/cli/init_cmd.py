@@ -12,14 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tomllib
 from pathlib import Path, PurePosixPath
 
 from jobdef.cli import EXIT_OK
 from jobdef.cli.options import add_lang
 from jobdef.errors import UsageError
+from jobdef.render.escape import visible
 from jobdef.sheets.files import write_atomic
 from jobdef.sheets.local_schema import LOCAL_SCHEMA
+
+# What a sheets folder may be called here: it goes into TOML, YAML and glob patterns as is.
+_FOLDER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 
 _TEXT = {
     "en": {
@@ -227,9 +232,15 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UsageError(f"{args.path} is not a folder; create it first or run jobdef init in it")
     sheets = PurePosixPath(args.sheets)
-    if sheets.is_absolute() or ".." in sheets.parts or not sheets.parts:
+    if (
+        not _FOLDER.fullmatch(args.sheets)
+        or sheets.is_absolute()
+        or ".." in sheets.parts
+        or not sheets.parts
+    ):
         raise UsageError(
-            f"--sheets {args.sheets!r} must be a folder inside the project, such as jobdefs"
+            f"--sheets {visible(args.sheets[:80])!r} must be a folder inside the project, "
+            "written with letters, digits, '_', '-', '.' and '/', such as jobdefs"
         )
     folder = sheets.as_posix()
     lang = args.lang or "en"

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import JobIds
+from jobdef.cli.options import JobIds, add_format
 from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
 from jobdef.render.escape import visible
@@ -29,6 +29,8 @@ def _args(record: JobRecord) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    if args.job:
+        runtime_options.note_unknown_job(args, args.job)
     backend = runtime_options.backend(args)
     try:
         records = backend.list_jobs(state=args.state, job=args.job, limit=args.limit)
@@ -131,11 +133,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list jobs, or show one with every attempt",
         description="List jobs newest first, or `jobdef jobs show ID` for one job's attempts.",
     )
-    parser.add_argument("action", nargs="?", choices=["show"], help="show one job")
-    parser.add_argument("id", nargs="?", action=JobIds, help="the job id (with show)")
-    parser.add_argument("--state", choices=JOB_STATES)
-    parser.add_argument("--job", metavar="NAME")
-    parser.add_argument("--limit", type=int, default=50)
-    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "action", nargs="?", choices=["show"], help="show one job (default: list jobs)"
+    )
+    parser.add_argument(
+        "id", nargs="?", action=JobIds, help="the job id, with show (default: none)"
+    )
+    parser.add_argument(
+        "--state", choices=JOB_STATES, help="only jobs in this state (default: every state)"
+    )
+    parser.add_argument("--job", metavar="NAME", help="only jobs of this name (default: every job)")
+    parser.add_argument(
+        "--limit", type=int, default=50, help="list at most this many jobs (default: 50)"
+    )
+    add_format(parser)
     runtime_options.add_db(parser)
+    runtime_options.add_sheets(parser, purpose="that --job is checked against")
     parser.set_defaults(handler=run)

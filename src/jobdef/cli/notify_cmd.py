@@ -12,6 +12,7 @@ import sys
 import time
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
+from jobdef.cli.options import add_sheets
 from jobdef.render.escape import visible
 
 
@@ -59,5 +60,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "2 when the channel cannot be used (e.g. an environment variable is missing).",
     )
     test.add_argument("channel", metavar="CHANNEL", help="name of a Channel document")
-    test.add_argument("--sheets", help="folder of sheets (default: [tool.jobdef] sheets)")
+    add_sheets(test, purpose="that define the channel")
     test.set_defaults(handler=run_test)

@@ -4,6 +4,7 @@ and the job id of the commands that take one."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,6 +110,16 @@ def add_format(
         default=default,
         help=f"output format, one of {', '.join(choices)} (default: {default}; {note})",
     )
+
+
+def plain(docstring: str | None) -> str:
+    """A module docstring as a command's description: plain sentences, without the
+    reStructuredText of the source (the leading ````jobdef x````: label, ````literals````,
+    ``:func:`x``` roles)."""
+    text = re.sub(r"^``[^`]+``:\s*", "", (docstring or "").strip())
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    text = text.replace("``", "")
+    return text[:1].upper() + text[1:]
 
 
 def add_lang(parser: argparse.ArgumentParser) -> None:

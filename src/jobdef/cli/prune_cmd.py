@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
+from jobdef.cli.options import plain
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,9 +23,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("prune", help="delete jobs past retention", description=__doc__)
+    parser = subparsers.add_parser(
+        "prune", help="delete jobs past retention", description=plain(__doc__)
+    )
     parser.add_argument("--dry-run", action="store_true", help="only count")
-    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=1000,
+        help="rows deleted per transaction, so a large prune never holds a long lock "
+        "(default: 1000)",
+    )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser)
     parser.set_defaults(handler=run)

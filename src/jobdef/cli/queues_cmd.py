@@ -8,12 +8,14 @@ stay queued until ``jobdef queues resume NAME``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jobdef.cli import runtime_options
+from jobdef.cli.options import add_format
 from jobdef.cli.runtime_options import human_age, table
 from jobdef.errors import SheetError, UsageError
 from jobdef.policy.registry import Registry
@@ -41,28 +43,51 @@ def queue_names(registry: Registry | None) -> set[str]:
     return set(registry.queues) | {job.queue for job in registry}
 
 
-def queue_table(infos: Sequence[QueueInfo], registry: Registry | None, *, idle: bool = True) -> str:
-    """Depth, running jobs, oldest wait, pause state and limits, one row per queue
-    ("" when there is none). ``idle=False`` leaves out queues that only the sheets
-    name: the store has no job of theirs and they are not paused."""
+def queue_facts(
+    infos: Sequence[QueueInfo], registry: Registry | None, *, idle: bool = True
+) -> list[dict[str, Any]]:
+    """One entry per queue: the store's live state and the limits of its ``Queue``
+    document, as the table and ``--format json`` both show them. ``idle=False`` leaves
+    out queues that only the sheets name: the store has no job of theirs and they are
+    not paused."""
     from jobdef.backends.records import QueueInfo
 
     live = {info.queue: info for info in infos}
     policies = registry.queues if registry is not None else {}
-    rows = [["QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST WAITING", "CONCURRENCY", "RATE"]]
+    facts = []
     for name in sorted(set(live) | (queue_names(registry) if idle else set())):
         info = live.get(name, QueueInfo(queue=name, paused=False))
         policy = policies.get(name)
-        concurrency = policy.concurrency if policy else None
+        rate = policy.rate if policy else None
+        facts.append(
+            {
+                "queue": name,
+                "paused": info.paused,
+                "queued": info.queued,
+                "running": info.running,
+                "oldest_queued_age": info.oldest_queued_age,
+                "concurrency": policy.concurrency if policy else None,
+                "rate_per_second": rate,
+                "rate": None if rate is None else format_rate(rate),
+            }
+        )
+    return facts
+
+
+def queue_table(infos: Sequence[QueueInfo], registry: Registry | None, *, idle: bool = True) -> str:
+    """Depth, running jobs, oldest wait, pause state and limits, one row per queue
+    ("" when there is none); see :func:`queue_facts`."""
+    rows = [["QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST WAITING", "CONCURRENCY", "RATE"]]
+    for fact in queue_facts(infos, registry, idle=idle):
         rows.append(
             [
-                name,
-                "paused" if info.paused else "active",
-                str(info.queued),
-                str(info.running),
-                human_age(info.oldest_queued_age),
-                "-" if concurrency is None else str(concurrency),
-                format_rate(policy.rate if policy else None),
+                fact["queue"],
+                "paused" if fact["paused"] else "active",
+                str(fact["queued"]),
+                str(fact["running"]),
+                human_age(fact["oldest_queued_age"]),
+                "-" if fact["concurrency"] is None else str(fact["concurrency"]),
+                fact["rate"] or "-",
             ]
         )
     return table(rows) if len(rows) > 1 else ""
@@ -94,6 +119,9 @@ def run_list(args: argparse.Namespace) -> int:
         infos = backend.queues()
     finally:
         backend.close()
+    if getattr(args, "format", "text") == "json":
+        print(json.dumps({"queues": queue_facts(infos, registry)}, ensure_ascii=False))
+        return 0
     print(queue_table(infos, registry))
     return 0
 
@@ -123,14 +151,16 @@ def run_set_paused(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
+def _add_options(parser: argparse.ArgumentParser, *, nested: bool, listing: bool) -> None:
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser)
+    if listing:
+        add_format(parser)
     if nested:
         # Also accepted after the action; SUPPRESS keeps an absent one from
         # overwriting a value given before it.
         for action in parser._actions:
-            if action.dest in ("db", "sheets"):
+            if action.dest in ("db", "sheets", "format"):
                 action.default = argparse.SUPPRESS
 
 
@@ -142,11 +172,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "and the limits their Queue documents set; `pause NAME` stops workers from "
         "claiming jobs of the queue (running jobs finish), `resume NAME` undoes it.",
     )
-    _add_options(parser, nested=False)
+    _add_options(parser, nested=False, listing=True)
     parser.set_defaults(handler=run_list)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     listing = actions.add_parser("list", help="list queues (the default)")
-    _add_options(listing, nested=True)
+    _add_options(listing, nested=True, listing=True)
     listing.set_defaults(handler=run_list)
     for action, text in (
         ("pause", "stop claiming from the queue NAME"),
@@ -154,5 +184,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ):
         sub = actions.add_parser(action, help=text, description=text + ".")
         sub.add_argument("name", metavar="NAME", help="queue name")
-        _add_options(sub, nested=True)
+        _add_options(sub, nested=True, listing=False)
         sub.set_defaults(handler=run_set_paused)

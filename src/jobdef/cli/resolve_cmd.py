@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import JobIds
+from jobdef.cli.options import JobIds, plain
 from jobdef.errors import UsageError
 
 
@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("resolve", help="close a dead job", description=__doc__)
-    parser.add_argument("id", action=JobIds)
+    parser = subparsers.add_parser("resolve", help="close a dead job", description=plain(__doc__))
+    parser.add_argument("id", action=JobIds, help="the id of the dead job (see jobdef jobs)")
     parser.add_argument("--note", required=True, help="what was done about it")
     runtime_options.add_db(parser)
     parser.set_defaults(handler=run)

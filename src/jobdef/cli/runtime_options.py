@@ -7,6 +7,7 @@ same parser and must start without them.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -20,7 +21,15 @@ if TYPE_CHECKING:
     from jobdef.backends.protocol import Backend
     from jobdef.policy.registry import Registry
 
-__all__ = ["JOB_STATES", "add_db", "add_sheets", "backend", "config", "registry"]
+__all__ = [
+    "JOB_STATES",
+    "add_db",
+    "add_sheets",
+    "backend",
+    "config",
+    "note_unknown_job",
+    "registry",
+]
 
 # The job states, for --state choices (the same as jobdef.backends.records.State).
 JOB_STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
@@ -80,6 +89,27 @@ def registry(args: argparse.Namespace) -> Registry:
             "[tool.jobdef] sheets in pyproject.toml"
         )
     return load_registry([folder])
+
+
+def note_unknown_job(args: argparse.Namespace, name: str) -> None:
+    """A note on stderr when the sheets (if there are any to read) define no job ``name``:
+    probably a typo, though the store may still hold rows of a job since removed."""
+    from jobdef.errors import SheetError
+    from jobdef.sheets.pipeline import load_registry
+
+    folder = Path(config(args).sheets)
+    if not name.isprintable() or not folder.exists():
+        return  # a name no sheet can hold (not UTF-8 text): the store's line says so
+    try:
+        jobs = load_registry([folder]).jobs
+    except SheetError:
+        return
+    if name not in jobs:
+        print(
+            f"note: no sheet in {folder} defines a job named {visible(name)!r} "
+            f"(jobs: {', '.join(sorted(jobs)) or 'none'}); looking in the job store anyway",
+            file=sys.stderr,
+        )
 
 
 def human_age(seconds: float | None) -> str:

@@ -13,7 +13,8 @@ import time
 from dataclasses import asdict
 
 from jobdef.cli import runtime_options
-from jobdef.cli.queues_cmd import queue_table, sheets_if_any
+from jobdef.cli.options import add_format, plain
+from jobdef.cli.queues_cmd import queue_facts, queue_table, sheets_if_any
 from jobdef.cli.runtime_options import human_age, table
 from jobdef.render.escape import visible
 
@@ -28,12 +29,13 @@ def run(args: argparse.Namespace) -> int:
         outbox = outbox_status(backend, time.time())
     finally:
         backend.close()
-    if args.format == "json":
+    registry = sheets_if_any(args)
+    if args.format == "json":  # the same facts as the text: the queues' limits included
         print(
             json.dumps(
                 {
                     "jobs": [asdict(c) for c in counts],
-                    "queues": [asdict(q) for q in queues],
+                    "queues": queue_facts(queues, registry, idle=False),
                     "outbox": outbox.as_json(),
                 }
             )
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             for c in counts
         ]
         print(table(rows))
-    section = queue_table(queues, sheets_if_any(args), idle=False)
+    section = queue_table(queues, registry, idle=False)
     if section:
         print(f"\n{section}")
     if outbox.channels:  # quiet while every notification is delivered
@@ -64,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "status", help="job counts per job and state", description=__doc__
+        "status", help="job counts per job and state", description=plain(__doc__)
     )
     runtime_options.add_db(parser)
-    runtime_options.add_sheets(parser)  # for the queues' limits; optional
-    parser.add_argument("--format", choices=["text", "json"], default="text")
+    runtime_options.add_sheets(parser, purpose="that give the queues' limits")
+    add_format(parser)
     parser.set_defaults(handler=run)

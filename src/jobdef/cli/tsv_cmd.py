@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from jobdef.cli.options import add_lang, add_sheets, config_from, registry_from
+from jobdef.cli.options import add_lang, add_output, add_sheets, config_from, registry_from
 from jobdef.errors import UsageError
 from jobdef.render.tsv import job_tsv, overview_tsv
 from jobdef.sheets.files import write_atomic
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = overview_tsv(registry, config.lang, bom=args.bom)
     data = text.encode("utf-8")
-    if args.output:
+    if args.output and args.output != "-":
         write_output(Path(args.output), data)
     else:
         sys.stdout.flush()
@@ -60,5 +60,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--bom", action="store_true", help="start with a UTF-8 byte order mark (for Excel)"
     )
-    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    add_output(parser, what="the table", default="standard output")
     parser.set_defaults(handler=run)

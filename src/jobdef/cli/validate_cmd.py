@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if not paths or args.check_imports:
         from jobdef.cli.config import load_config, use_pythonpath
 
-        config = load_config({"pythonpath": args.pythonpath})
+        config = load_config({"pythonpath": args.pythonpath, "sheets": args.sheets})
         paths = paths or [config.sheets]
         if args.check_imports:
             use_pythonpath(config)  # as the worker will import the handlers
@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from jobdef.cli.config import add_pythonpath
+    from jobdef.cli.options import add_sheets
 
     parser = subparsers.add_parser(
         "validate",
@@ -97,13 +98,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "paths",
         nargs="*",
         metavar="PATH",
-        help="sheet files or folders (default: `sheets` of [tool.jobdef], else jobdefs/)",
+        help="sheet files or folders (default: --sheets, else [tool.jobdef] sheets, else jobdefs)",
     )
+    add_sheets(parser, purpose="to check when no PATH is given")
     parser.add_argument(
         "--format",
         choices=FORMATS,
         default="text",
-        help="output format (default: text; github also writes $GITHUB_STEP_SUMMARY)",
+        help="output format, one of text, json, github (annotations, and the table in "
+        "$GITHUB_STEP_SUMMARY), sarif (code scanning), junit (test reports) (default: text)",
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
     parser.add_argument(
