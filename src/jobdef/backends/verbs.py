@@ -36,6 +36,7 @@ from jobdef.backends.records import (
     StateCount,
 )
 from jobdef.backends.rows import Row, attempt_history, job_record, outbox_record
+from jobdef.backends.workers import WorkerVerbs
 
 
 class Statement(NamedTuple):
@@ -45,7 +46,7 @@ class Statement(NamedTuple):
     params: Mapping[str, Any]
 
 
-class SharedVerbs(ABC):
+class SharedVerbs(WorkerVerbs, ABC):
     """The dialect-neutral verbs of :class:`~jobdef.backends.protocol.Backend`."""
 
     clock: Callable[[], float]

@@ -3,34 +3,43 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
 from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath, use_pythonpath
+from jobdef.cli.telemetry_options import add_telemetry_options, close_telemetry, worker_telemetry
 from jobdef.errors import UsageError
 from jobdef.policy.durations import parse_duration
+from jobdef.redact import url_secrets
+from jobdef.telemetry.logs import LogSettings, level_number
+from jobdef.telemetry.logs import configure as configure_logs
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.runtime.worker import Worker, check_options
+    from jobdef.runtime.worker import Worker, check_options, worker_id
 
     lease, poll = parse_duration(args.lease), parse_duration(args.poll)
     # Before anything starts: a lease shorter than the heartbeats would let the worker
     # reclaim its own live jobs, and thousands of processes would swamp the host.
     check_options(args.concurrency, lease, names=("--concurrency", "--lease"))
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
+    wid = worker_id()
+    secrets = tuple(url_secrets(runtime_options.config(args).database))
+    configure_logs(LogSettings(level_number(args.log_level), args.log_format, wid, secrets))
     # Where the handlers are imported from, by the start check and by the children.
     use_pythonpath(runtime_options.config(args))
     child_setup = _django(args) if os.environ.get("DJANGO_SETTINGS_MODULE") else None
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
+    telemetry = worker_telemetry(args, wid, url)
     # --no-migrate: the tables must exist already (a role without DDL rights).
-    backend = runtime_options.backend(args, create=not args.no_migrate, migrate=not args.no_migrate)
+    try:
+        backend = runtime_options.backend(
+            args, create=not args.no_migrate, migrate=not args.no_migrate
+        )
+    except BaseException:
+        close_telemetry(telemetry)
+        raise
     worker = Worker(
         backend,
         registry,
@@ -42,12 +51,15 @@ def run(args: argparse.Namespace) -> int:
         grace=parse_duration(args.grace),
         poll_interval=poll,
         depth=args.prefetch,
+        worker_id_=wid,
+        telemetry=telemetry,
         child_setup=child_setup,
     )
     try:
         stats = worker.run()
     finally:
         backend.close()
+        close_telemetry(telemetry)
     print(
         f"worker {worker.id}: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
         f"{stats.released} released, {stats.refused} late writes refused"
@@ -115,7 +127,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (10s)")
     parser.add_argument("--poll", default="250ms", help="idle poll interval (250ms)")
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
+    add_telemetry_options(parser)
     parser.set_defaults(handler=run)

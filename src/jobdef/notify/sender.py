@@ -80,8 +80,11 @@ class OutboxSender:
         window_seconds: float = WINDOW_SECONDS,
         max_held: int = 10_000,
         rng: random.Random | None = None,
+        observe: Callable[[str, int, bool], None] | None = None,
     ) -> None:
         self.backend = backend
+        # Told (channel, messages, delivered?) of each recorded delivery (the worker's metrics).
+        self.observe = observe
         self.channels = dict(channels)
         self.clock = clock
         self.backoff = backoff
@@ -215,6 +218,8 @@ class OutboxSender:
             if counted_at is not None:  # only delivered messages take room in the window
                 self.pacers[outcome.channel].unsent(counted_at)
             self._failed(outcome.records, outcome.error, report)
+            if self.observe is not None:
+                self.observe(outcome.channel, len(outcome.records), False)
             if outcome.tried:
                 # Messages waiting for a digest on this channel go back to the outbox as well.
                 held = self.pacers[outcome.channel].take_all()
@@ -224,6 +229,8 @@ class OutboxSender:
         report.delivered += len(outcome.records)
         report.messages += 1
         report.digests += int(outcome.digest)
+        if self.observe is not None:
+            self.observe(outcome.channel, len(outcome.records), True)
 
     def _failed(self, records: Sequence[OutboxRecord], error: str, report: SendReport) -> None:
         error = redact(error)[:_MAX_ERROR_CHARS]

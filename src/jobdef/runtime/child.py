@@ -52,6 +52,8 @@ from jobdef.runtime.payloads import (
     plain_json,
     truncated,
 )
+from jobdef.telemetry.logs import LogSettings
+from jobdef.telemetry.logs import configure as configure_logs
 
 log = logging.getLogger("jobdef.worker")
 
@@ -84,6 +86,7 @@ class Task(NamedTuple):
     timeout: float
     # The cron slot of a scheduled batch job, in its sheet's time zone.
     slot: datetime | None = None
+    queue: str = ""
 
 
 class Batch(NamedTuple):
@@ -125,6 +128,8 @@ class Results(NamedTuple):
 
     done: list[int]
     failed: list[TaskFailed]
+    # How long each of those tasks' handler ran, seconds, by sequence number.
+    elapsed: dict[int, float] | None = None
 
 
 ToChild = Batch | Stop
@@ -133,10 +138,13 @@ FromChild = Ready | Progress | Results
 
 @dataclass(frozen=True, slots=True)
 class Logs:
-    """Where a child logs: the worker's level and, if it logs to a file, that file."""
+    """Where a child logs: the worker's level and, if it logs to a file, that file;
+    in the worker's format (``text`` or ``json``), its lines naming the worker."""
 
     level: int
     file: str | None
+    format: str = "text"
+    worker: str | None = None
 
 
 class FileLock:
@@ -211,11 +219,7 @@ def child_main(
     # process group must not kill a handler half-way.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(
-        level=logs.level,
-        filename=logs.file,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
+    configure_logs(LogSettings(logs.level, logs.format, logs.worker), logs.file)
     lock = FileLock(os.open(lock_path, os.O_RDWR))
     if setup is not None:
         # What the handlers' modules need before they import (Django's settings and app
@@ -238,14 +242,15 @@ def child_main(
         shared[READ] += 1
         done: list[int] = []
         failed: list[TaskFailed] = []
+        elapsed: dict[int, float] = {}
         oldest = 0.0
         for task in message.tasks:
             # Results wait for the batch to end, unless they have waited long enough. Sent
             # outside the lock: a send waits while the pipe is full, and the worker takes
             # the lock to recall tasks or to kill, so it must never wait on a pipe.
             if (done or failed) and time.monotonic() - oldest > _RESULT_DELAY:
-                conn.send(Results(done, failed))
-                done, failed = [], []
+                conn.send(Results(done, failed, elapsed))
+                done, failed, elapsed = [], [], {}
             with lock:
                 if task.seq <= shared[RECALL]:
                     continue
@@ -255,16 +260,17 @@ def child_main(
             if not (done or failed):
                 oldest = now
             error = _run(task, conn, database_url)
+            elapsed[task.seq] = time.monotonic() - now
             if error is None:
                 done.append(task.seq)
             else:
                 # A failure's details exist only here: on the pipe before FINISHED says so.
                 failed.append(error)
-                conn.send(Results(done, failed))
-                done, failed = [], []
+                conn.send(Results(done, failed, elapsed))
+                done, failed, elapsed = [], [], {}
             shared[FINISHED] = task.seq
         if done or failed:
-            conn.send(Results(done, failed))
+            conn.send(Results(done, failed, elapsed))
 
 
 def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
@@ -300,6 +306,7 @@ def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
         idempotency_key=task.idempotency_key,
         database_url=database_url,
         slot=task.slot,
+        queue=task.queue,
         _send=send_beat,
     )
     try:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from jobdef.redact import redact
+from jobdef.telemetry.logs import JobLogger
 
 
 @dataclass
@@ -34,12 +35,15 @@ class Context:
     idempotency_key: str | None
     database_url: str = field(default="", repr=False)  # shown redacted by __repr__
     slot: datetime | None = None
+    queue: str = ""
     logger: logging.LoggerAdapter[logging.Logger] = field(init=False, repr=False)
     _send: Callable[[Any], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        # The job's identity rides on every record, beside the handler's own ``extra``.
         base = logging.getLogger(f"jobdef.jobs.{self.job}")
-        self.logger = logging.LoggerAdapter(base, {"job_id": self.job_id, "attempt": self.attempt})
+        identity = {"job": self.job, "job_id": self.job_id, "attempt": self.attempt}
+        self.logger = JobLogger(base, identity | ({"queue": self.queue} if self.queue else {}))
 
     def __repr__(self) -> str:
         # A handler may log its ctx: the database URL appears without its password.

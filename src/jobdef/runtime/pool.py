@@ -51,7 +51,7 @@ import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,9 @@ class Finished:
     task: Task
     error: ErrorInfo | None = None
     error_names: tuple[str, ...] = ()
+    # How long the handler ran, as its process measured it (None: not reported); a
+    # measurement, not part of what the event says happened.
+    duration: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,8 @@ class Killed:
     task: Task
     timed_out: bool
     detail: str
+    # From the start the child wrote in the shared block to the kill (or its death seen).
+    duration: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +296,8 @@ class Pool:
         recall_after: float = 0.5,
         log_level: int = logging.WARNING,
         log_file: str | None = None,
+        log_format: str = "text",
+        worker_id: str | None = None,
         handlers: Sequence[str] = (),
         setup: str | None = None,
     ) -> None:
@@ -301,7 +308,7 @@ class Pool:
         self.depth = depth
         self.recall_after = recall_after
         self._database_url = database_url
-        self._logs = Logs(log_level, log_file)
+        self._logs = Logs(log_level, log_file, log_format, worker_id)
         _remove_stale_lock_dirs()
         self._lock_dir = tempfile.mkdtemp(prefix=f"{_LOCK_DIR_PREFIX}{os.getpid()}-")
         self._seq = 0
@@ -487,7 +494,8 @@ class Pool:
     ) -> None:
         """Kill ``child`` (if alive), account for each of its tasks, start a fresh child."""
         events.extend(self._end(child))
-        seq, _ = child.started()
+        seq, started_at = child.started()
+        ran = time.monotonic() - started_at
         exitcode = child.process.exitcode
         for task in list(child.tasks.values()):
             if abandoned is not None and task.seq == abandoned.seq:
@@ -496,9 +504,9 @@ class Pool:
                 events.append(Returned(task))  # not started: the child ran tasks in order
             elif timed_out is not None and task.seq == timed_out.seq:
                 detail = f"killed after running past its timeout of {task.timeout:g}s"
-                events.append(Killed(task, timed_out=True, detail=detail))
+                events.append(Killed(task, timed_out=True, detail=detail, duration=ran))
             else:
-                events.append(Killed(task, timed_out=False, detail=_death(exitcode)))
+                events.append(Killed(task, timed_out=False, detail=_death(exitcode), duration=ran))
         child.tasks.clear()
         if timed_out is None and abandoned is None and seq == 0:
             # It died before running anything: a broken start, not a handler's crash.
@@ -579,15 +587,16 @@ def _finished(child: _Child, results: Results) -> list[Event]:
     """The events of the tasks in ``results`` that ``child`` still held, in the order the
     child ran them."""
     events: list[Event] = []
+    elapsed = results.elapsed or {}
     for seq in results.done:
         task = child.tasks.pop(seq, None)
         if task is not None:
-            events.append(Finished(task))
+            events.append(Finished(task, duration=elapsed.get(seq)))
     for failed in results.failed:
         task = child.tasks.pop(failed.seq, None)
         if task is not None:
             error = ErrorInfo(failed.error_type, failed.message, failed.traceback)
-            events.append(Finished(task, error, tuple(failed.names)))
+            events.append(Finished(task, error, tuple(failed.names), elapsed.get(failed.seq)))
     if results.failed:
         # One batch's results: a child runs a batch in the order of its sequence numbers.
         events.sort(key=lambda event: event.task.seq)

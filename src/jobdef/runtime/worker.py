@@ -63,9 +63,12 @@ from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
 from jobdef.runtime.handlers import check_handlers, is_unavailable, unavailable_line
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext, Service
+from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
+from jobdef.telemetry.observer import WorkerTelemetry
+from jobdef.telemetry.presence import Presence
 
 log = logging.getLogger("jobdef.worker")
 
@@ -189,6 +192,7 @@ class Worker:
         worker_id_: str | None = None,
         services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
         log_level: int | None = None,
+        telemetry: WorkerTelemetry | None = None,
         child_setup: str | None = None,
     ) -> None:
         check_options(concurrency, lease_seconds)
@@ -212,12 +216,24 @@ class Worker:
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
+        # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
+        self.telemetry = telemetry or WorkerTelemetry(self.id)
+        self._presence = Presence(
+            backend,
+            self.id,
+            queues=self.queues,
+            concurrency=concurrency,
+            lease_seconds=lease_seconds,
+        )
         self.queue_limits = concurrency_limits(registry.queues)
         self.queue_rates = rate_limits(registry.queues)
-        ctx = MaintenanceContext(backend, registry, self.id, self.clock, self.rng, log)
-        self.services = [
-            factory(ctx) for factory in (MAINTENANCE if services is None else services)
-        ]
+        ctx = MaintenanceContext(
+            backend, registry, self.id, self.clock, self.rng, log, telemetry=self.telemetry
+        )
+        factories = list(MAINTENANCE if services is None else services)
+        if self.telemetry.metrics is not None:
+            factories.append(GaugeReader)
+        self.services = [factory(ctx) for factory in factories]
         self._log_level = log_level if log_level is not None else logging.getLogger().level
         self._held: dict[int, _Held] = {}
         self._backlog: deque[int] = deque()
@@ -275,14 +291,19 @@ class Worker:
             depth=self.depth,
             log_level=self._log_level,
             log_file=_log_file(),
+            log_format=self.telemetry.log_format,
+            worker_id=self.id,
             handlers=sorted({policy.handler for policy in self.registry}),
             setup=self.child_setup,
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
             pool.wait_ready(60.0, lambda: self._phase_now() is not Phase.RUNNING)
+            self._presence.start(time.monotonic())
             self._loop(pool)
         finally:
+            self.telemetry.stopped()
+            self._presence.stop()
             if self._held:
                 self._stop_children(pool)
             pool.close()
@@ -391,6 +412,9 @@ class Worker:
 
     def _collect(self, pool: Pool, waiting: float, phase: Phase) -> None:
         """Wait up to ``waiting`` seconds for the children, then act on what they report."""
+        self.telemetry.turned(
+            handlers_ready=not pool.starting(), store_outage=self._outage.since is not None
+        )
         events = pool.poll(waiting)
         events.extend(pool.enforce())
         for event in events:
@@ -517,6 +541,7 @@ class Worker:
         for held, ok in zip(helds, accepted, strict=True):
             if ok:
                 self.stats.done += 1
+                self.telemetry.finished(held.record, "done")
             else:
                 self._refused("complete", held.record)
         mono = time.monotonic()
@@ -524,6 +549,7 @@ class Worker:
             self._held[record.id] = _Held(record, self._policy(record), mono)
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
+        self.telemetry.claimed(records)
         return options is not None and not records
 
     def _burst_done(self, idle: bool) -> bool:
@@ -569,6 +595,7 @@ class Worker:
                     max_attempts=record.max_attempts,
                     timeout=policy.timeout,
                     slot=slot_time(record, policy),
+                    queue=record.queue,
                 )
             )
         if tasks:
@@ -581,6 +608,8 @@ class Worker:
         held = self._held.get(event.task.job_id)
         if held is None or held.record.attempt != event.task.attempt:
             return
+        if isinstance(event, Finished | Killed):
+            self.telemetry.ran(held.record.id, held.record.attempt, event.duration)
         if isinstance(event, Beat):
             try:
                 kept = self.backend.heartbeat(held.lease, self.lease_seconds, event.progress)
@@ -649,19 +678,15 @@ class Worker:
             self.stats.crashed += 1
         if not recorded.moved:
             self._refused(decision.action if decision.action == "retry" else "bury", record)
-        elif decision.action == "retry":
+            return
+        if decision.action == "retry":
             self.stats.retried += 1
-            log.info(
-                "job %s (%s) attempt %d failed with %s; retry in %.1fs",
-                record.id,
-                record.job,
-                record.attempt,
-                failed.error.type,
-                decision.delay or 0.0,
-            )
+            detail = f"next attempt in {decision.delay or 0.0:.1f}s"
         else:
             self.stats.dead += 1
-            log.warning("job %s (%s) is dead: %s", record.id, record.job, decision.reason)
+            detail = f"dead: {decision.reason}"
+        outcome = failed.outcome or decision.action
+        self.telemetry.finished(record, outcome, error_type=failed.error.type, detail=detail)
 
     def _handler_unavailable(self, held: _Held, task: Task, error: ErrorInfo) -> None:
         """A handler that imported at start no longer does: release the job (its attempt
@@ -687,12 +712,14 @@ class Worker:
         try:
             if self.backend.bury(held.lease, error):
                 self.stats.dead += 1
+                self.telemetry.finished(held.record, "dead", error_type=error.type)
         except BackendError as exc:
             # Its lease expires; whichever worker reclaims it without the sheet buries it.
             self._outage.failed(exc, time.monotonic(), len(self._held))
 
     def _refused(self, verb: str, record: JobRecord) -> None:
         self.stats.refused += 1
+        self.telemetry.refused(record)
         log.warning(
             "late %s of job %s attempt %d refused: its lease expired and the job was reclaimed",
             verb,
@@ -709,6 +736,7 @@ class Worker:
             try:
                 if self.backend.release(held.lease):
                     self.stats.released += 1
+                    self.telemetry.finished(held.record, "released")
             except BackendError as exc:
                 # The leases still expire and other workers reclaim the jobs: nothing is
                 # lost. The store is out, so the rest are not tried one by one.
@@ -731,3 +759,5 @@ class Worker:
                 held.last_beat = mono  # after the call: one that failed is tried next turn
                 if not kept:
                     self._lost.append(held.record.id)
+        # The worker's own row, on the same cadence: `jobdef workers` sees it alive.
+        self._presence.beat(mono)

@@ -686,6 +686,39 @@ WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s;
 -- then; clock_timestamp(), not now(), which is the start of the transaction.
 SELECT extract(epoch FROM clock_timestamp())::float8;
 
+-- name: register_worker
+-- A worker's row at its start (jobdef.backends.workers); a restart under the same id
+-- replaces it.
+INSERT INTO {schema}.jobdef_workers (id, host, pid, queues, concurrency, lease_seconds,
+                                     version, started_at, last_beat)
+VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s, %(concurrency)s, %(lease_seconds)s,
+        %(version)s, %(now)s, %(now)s)
+ON CONFLICT (id) DO UPDATE SET
+    host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    concurrency = excluded.concurrency, lease_seconds = excluded.lease_seconds,
+    version = excluded.version, started_at = excluded.started_at,
+    last_beat = excluded.last_beat;
+
+-- name: beat_worker
+-- Every lease/3 while the worker lives: one row by its primary key.
+UPDATE {schema}.jobdef_workers SET last_beat = %(now)s WHERE id = %(id)s;
+
+-- name: unregister_worker
+DELETE FROM {schema}.jobdef_workers WHERE id = %(id)s;
+
+-- name: list_workers
+SELECT id, host, pid, queues, concurrency, lease_seconds, version, started_at, last_beat
+FROM {schema}.jobdef_workers ORDER BY started_at, id;
+
+-- name: running_by_worker
+-- The running jobs and their workers; SQLite's names the partial index it reads.
+SELECT id, worker_id FROM {schema}.jobdef_jobs
+WHERE state = 'running' AND worker_id IS NOT NULL;
+
+-- name: prune_workers
+-- Rows of workers that stopped beating long ago (they died without deleting theirs).
+DELETE FROM {schema}.jobdef_workers WHERE last_beat < %(before)s;
+
 -- name: insert_dead_elsewhere
 -- As SQLite's: a job that died in another runtime, stored dead; a repeated report stores
 -- nothing.

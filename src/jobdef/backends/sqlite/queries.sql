@@ -433,6 +433,38 @@ ORDER BY n.queue;
 -- The queues the claim under queue limits skips (claim_jobs reads them itself).
 SELECT queue FROM jobdef_queues WHERE paused = 1;
 
+-- name: register_worker
+-- A worker's row at its start (jobdef.backends.workers); a restart under the same id
+-- replaces it.
+INSERT INTO jobdef_workers (id, host, pid, queues, concurrency, lease_seconds, version,
+                            started_at, last_beat)
+VALUES (:id, :host, :pid, :queues, :concurrency, :lease_seconds, :version, :now, :now)
+ON CONFLICT (id) DO UPDATE SET
+    host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    concurrency = excluded.concurrency, lease_seconds = excluded.lease_seconds,
+    version = excluded.version, started_at = excluded.started_at,
+    last_beat = excluded.last_beat;
+
+-- name: beat_worker
+-- Every lease/3 while the worker lives: one row by its primary key.
+UPDATE jobdef_workers SET last_beat = :now WHERE id = :id;
+
+-- name: unregister_worker
+DELETE FROM jobdef_workers WHERE id = :id;
+
+-- name: list_workers
+SELECT id, host, pid, queues, concurrency, lease_seconds, version, started_at, last_beat
+FROM jobdef_workers ORDER BY started_at, id;
+
+-- name: running_by_worker
+-- The running jobs and their workers, through the partial index of running rows.
+SELECT id, worker_id FROM jobdef_jobs INDEXED BY jobdef_jobs_running
+WHERE state = 'running' AND worker_id IS NOT NULL;
+
+-- name: prune_workers
+-- Rows of workers that stopped beating long ago (they died without deleting theirs).
+DELETE FROM jobdef_workers WHERE last_beat < :before;
+
 -- name: insert_dead_elsewhere
 -- A job that died in another runtime, stored dead as it arrives (jobdef.backends.elsewhere).
 -- worker_id `<runtime>/<task id>` and created_at (the enqueue) name the run, so a second

@@ -35,6 +35,7 @@ from typing import Protocol
 
 from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
+from jobdef.telemetry.observer import WorkerTelemetry
 
 
 @dataclass
@@ -47,6 +48,8 @@ class MaintenanceContext:
     clock: Callable[[], float]
     rng: random.Random = field(default_factory=random.Random)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("jobdef.worker"))
+    # Where the services report what they record (reclaims, outbox deliveries, gauges).
+    telemetry: WorkerTelemetry | None = None
 
 
 class Service(Protocol):

@@ -58,6 +58,8 @@ class OutboxService:
         opener, owns = self._opener()
         rng = random.Random(self.ctx.rng.random())  # the thread draws from its own source
         options: dict[str, Any] = {"clock": self.ctx.clock, "rng": rng, **self.options}
+        if self.ctx.telemetry is not None and "observe" not in options:
+            options["observe"] = self.ctx.telemetry.outbox_outcome
         self._thread = SenderThread(opener, self.channels, owns_backend=owns, **options)
         self._thread.start()
 

@@ -56,6 +56,8 @@ class LeaseReclaimer:
         )
         failed = FailedAttempt(record, policy, error, class_names(LeaseExpired), "reclaimed")
         recorded = record_failure(self.ctx.backend, failed, now, self.ctx.rng)
+        if recorded.moved and self.ctx.telemetry is not None:
+            self.ctx.telemetry.reclaimed(record, recorded.decision.action)
         if recorded.moved:
             self.ctx.log.warning(
                 "reclaimed job %s (%s attempt %s) from worker %s: %s",

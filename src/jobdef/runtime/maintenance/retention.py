@@ -1,10 +1,12 @@
-"""Retention pruning: delete finished jobs once their sheet's ``retention`` has passed."""
+"""Retention pruning: delete finished jobs once their sheet's ``retention`` has passed,
+and the rows of workers that stopped heart-beating a day ago (``jobdef workers``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from jobdef.backends.records import RetentionRule
+from jobdef.backends.workers import tracks_workers
 from jobdef.policy.registry import Registry
 
 if TYPE_CHECKING:  # this package's __init__ imports this module
@@ -32,3 +34,7 @@ class RetentionPruner:
         deleted = self.ctx.backend.prune(retention_rules(self.ctx.registry), self.batch_size)
         if deleted:
             self.ctx.log.info("pruned %d finished jobs past their retention", deleted)
+        if tracks_workers(self.ctx.backend):
+            gone = self.ctx.backend.prune_workers()
+            if gone:
+                self.ctx.log.info("removed %d stale workers from the workers table", gone)

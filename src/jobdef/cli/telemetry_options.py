@@ -1,0 +1,128 @@
+"""The worker's options for being seen: logs, metrics, health (docs/operations.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from jobdef.errors import UsageError
+from jobdef.policy.durations import parse_duration
+from jobdef.telemetry.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, MAX_ARGS_CHARS
+
+if TYPE_CHECKING:
+    from jobdef.telemetry.observer import WorkerTelemetry
+
+DEFAULT_METRICS_PORT = 9464  # the port jobdef.telemetry.metrics documents
+log = logging.getLogger("jobdef.worker")
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value}")
+    return value
+
+
+def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("logs, metrics and health (docs/operations.md)")
+    group.add_argument(
+        "--log-level",
+        default=DEFAULT_LOG_LEVEL,
+        choices=LOG_LEVELS,
+        help=f"the least severe lines logged (default {DEFAULT_LOG_LEVEL}: one line per "
+        "finished attempt, warnings and errors; debug adds the store's and the services' "
+        "details)",
+    )
+    group.add_argument(
+        "--log-format",
+        default="text",
+        choices=LOG_FORMATS,
+        help="text lines (default) or one JSON object per line, for the worker and the "
+        "handlers' ctx.logger alike",
+    )
+    group.add_argument(
+        "--log-args",
+        action="store_true",
+        help=f"add each attempt's args to its line, cut to {MAX_ARGS_CHARS} characters "
+        "(default: args are never logged)",
+    )
+    group.add_argument(
+        "--metrics-port",
+        type=_port,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (default: off; "
+        f"{DEFAULT_METRICS_PORT} is the usual port; needs `pip install 'jobdef[metrics]'`)",
+    )
+    group.add_argument(
+        "--metrics-interval",
+        default="15s",
+        metavar="DURATION",
+        help="how often the queue gauges are read from the store (default 15s; on "
+        "PostgreSQL only the worker holding maintenance reads them)",
+    )
+    group.add_argument(
+        "--health-port",
+        type=_port,
+        metavar="PORT",
+        help="serve /livez (the loop turned in the last minute) and /readyz (store "
+        "reachable, handlers imported) on http://0.0.0.0:PORT (default: off)",
+    )
+    group.add_argument(
+        "--health-file",
+        metavar="PATH",
+        help="touch PATH at every turn of the loop, for an exec probe (default: none)",
+    )
+
+
+def worker_telemetry(args: argparse.Namespace, worker_id: str, url: str) -> WorkerTelemetry:
+    """The worker's telemetry per the options, its servers started (one line on a port
+    in use or a missing prometheus_client, no traceback)."""
+    from jobdef.telemetry.observer import WorkerTelemetry
+
+    interval = parse_duration(args.metrics_interval)
+    telemetry = WorkerTelemetry(
+        worker_id, log_args=args.log_args, log_format=args.log_format, gauge_interval=interval
+    )
+    try:
+        if args.metrics_port is not None:
+            try:
+                from jobdef.telemetry.metrics import Metrics
+            except ImportError:
+                raise UsageError(
+                    "--metrics-port needs prometheus_client: pip install 'jobdef[metrics]'"
+                ) from None
+            telemetry.metrics = Metrics()
+            _listen("--metrics-port", args.metrics_port, telemetry.metrics.serve)
+        if args.health_port is not None or args.health_file:
+            from jobdef.telemetry.health import Health, store_probe
+
+            telemetry.health = Health(store_probe(url), health_file=args.health_file)
+            if args.health_port is not None:
+                _listen("--health-port", args.health_port, telemetry.health.serve)
+    except BaseException:
+        close_telemetry(telemetry)
+        raise
+    return telemetry
+
+
+def _listen(option: str, port: int, serve: Callable[[int], int]) -> None:
+    try:
+        bound = serve(port)
+    except OSError as exc:
+        raise UsageError(
+            f"{option} {port}: cannot listen ({exc.strerror or exc}); choose a free port"
+        ) from None
+    log.info("%s: listening on port %d", option, bound)
+
+
+def close_telemetry(telemetry: WorkerTelemetry) -> None:
+    """Stop the servers of the health probes and the metrics."""
+    if telemetry.health is not None:
+        telemetry.health.close()
+    if telemetry.metrics is not None:
+        telemetry.metrics.close()

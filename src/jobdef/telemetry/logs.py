@@ -1,0 +1,222 @@
+"""The worker's log lines, as text for a terminal or as one JSON object per line.
+
+The worker and its handler processes format their records alike
+(:func:`configure` runs in both; the worker passes its choice to its children),
+so a handler's ``ctx.logger.info("sent", extra={"to": ...})`` comes out of the
+child with the job's identity and the handler's ``extra`` in every line, not
+cut to a fixed format. A JSON line always carries the fields of
+:data:`FIELDS` (``null`` when they do not apply) and then the record's other
+extras; a text line appends the ones that are set as ``key=value``.
+
+No line holds a secret: the message, every extra that is text and any
+traceback go through :func:`jobdef.redact.redact`, with the values of the
+environment variables whose names say they are secret, and the database
+URL's password, as known secrets. Job args are never logged unless the worker
+runs with ``--log-args``, and then cut to :data:`MAX_ARGS_CHARS`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobdef.redact import redact, url_secrets
+
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_LOG_LEVEL = "info"
+# The fields of every JSON line, in this order, null when they do not apply.
+FIELDS = (
+    "time",
+    "level",
+    "logger",
+    "message",
+    "worker",
+    "job",
+    "job_id",
+    "attempt",
+    "queue",
+    "outcome",
+    "duration_ms",
+    "error_type",
+)
+# The context fields a record may carry as extras (the others are the record's own).
+CONTEXT_FIELDS = FIELDS[4:]
+# Job args in a line (--log-args) are cut to this many characters of their JSON.
+MAX_ARGS_CHARS = 200
+# An extra value longer than this is cut: a handler chooses what it logs.
+MAX_EXTRA_CHARS = 2000
+# Environment variables whose values are never printed, wherever they appear; of any
+# other value that is a URL, its password and secret parameters are not either.
+_SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE|CREDENTIAL|WEBHOOK|DSN")
+# Attributes every LogRecord has: anything else on a record is an extra.
+_RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message",
+    "asctime",
+    "taskName",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    """How a worker and its handler processes log: picklable, so a child gets the same."""
+
+    level: int = logging.INFO
+    format: str = "text"
+    worker: str | None = None
+    # Extra strings to hide (the database URL's secret parts).
+    secrets: tuple[str, ...] = ()
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of the environment variables whose names say they hold a secret, and the
+    secret parts of any URL among them."""
+    env = os.environ if environ is None else environ
+    found: list[str] = []
+    for name, value in env.items():
+        if value and _SECRET_NAME.search(name.upper()):
+            found.append(value)
+        if "://" in value:
+            found.extend(url_secrets(value))
+    # Short values would hide ordinary words ("1", "on"); they are not secrets worth it.
+    return [value for value in found if len(value) >= 6]
+
+
+class _Redacting(logging.Formatter):
+    def __init__(self, settings: LogSettings, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self.settings = settings
+        self.secrets = tuple(sorted(set(secrets), key=len, reverse=True))
+
+    def clean(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def fields(self, record: logging.LogRecord) -> dict[str, Any]:
+        """The context fields and extras of ``record``, cleaned, in a stable order."""
+        found: dict[str, Any] = {name: getattr(record, name, None) for name in CONTEXT_FIELDS}
+        if found["worker"] is None:
+            found["worker"] = self.settings.worker
+        for name, value in vars(record).items():
+            if name not in _RECORD_ATTRIBUTES and name not in found and not name.startswith("_"):
+                found[name] = value
+        return {name: self._value(value) for name, value in found.items()}
+
+    def _value(self, value: Any) -> Any:
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if not isinstance(value, str):
+            try:
+                value = json.dumps(value, ensure_ascii=False, default=repr)
+            except (TypeError, ValueError, RecursionError):
+                value = repr(value)
+        return self.clean(value[:MAX_EXTRA_CHARS])
+
+    def error_text(self, record: logging.LogRecord) -> str | None:
+        if record.exc_info:
+            return self.clean(self.formatException(record.exc_info))
+        return None
+
+
+class JsonFormatter(_Redacting):
+    """One JSON object per line: :data:`FIELDS`, then the record's other extras."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": _iso(record.created),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": self.clean(record.getMessage()),
+        }
+        line.update(self.fields(record))
+        error = self.error_text(record)
+        if error is not None:
+            line["exception"] = error
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+class TextFormatter(_Redacting):
+    """``time logger LEVEL message key=value ...`` (only the fields that are set)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        head = f"{_iso(record.created)} {record.name} {record.levelname} "
+        text = head + self.clean(record.getMessage())
+        shown = {
+            name: value
+            for name, value in self.fields(record).items()
+            if value is not None and name != "worker" and not _in_message(name, record)
+        }
+        if shown:
+            text += " " + " ".join(f"{name}={value}" for name, value in shown.items())
+        error = self.error_text(record)
+        return text if error is None else f"{text}\n{error}"
+
+
+def _in_message(name: str, record: logging.LogRecord) -> bool:
+    """The worker's attempt lines say the job, id and attempt already."""
+    return name in ("job", "job_id", "attempt", "outcome", "duration_ms", "error_type") and bool(
+        getattr(record, "_attempt_line", False)
+    )
+
+
+def _iso(created: float) -> str:
+    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
+    return f"{seconds}.{int(created % 1 * 1000):03d}Z"
+
+
+def formatter(settings: LogSettings, environ: Mapping[str, str] | None = None) -> logging.Formatter:
+    """The formatter ``settings`` name, hiding the environment's secrets."""
+    secrets = [*settings.secrets, *environment_secrets(environ)]
+    cls = JsonFormatter if settings.format == "json" else TextFormatter
+    return cls(settings, secrets)
+
+
+def configure(settings: LogSettings, filename: str | None = None) -> None:
+    """Have the root logger write ``settings``' format to ``filename`` or stderr.
+
+    Replaces the handlers the root logger has, so calling it again (a child process,
+    a test) does not print each line twice."""
+    handler: logging.Handler
+    if filename is None:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        handler = logging.FileHandler(filename)
+    handler.setFormatter(formatter(settings))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+        old.close()
+    root.addHandler(handler)
+    root.setLevel(settings.level)
+
+
+def level_number(name: str) -> int:
+    """The logging level of a --log-level choice."""
+    return int(getattr(logging, name.upper()))
+
+
+class JobLogger(logging.LoggerAdapter[logging.Logger]):
+    """A handler's ``ctx.logger``: each record carries the job's identity, and the
+    handler's own ``extra`` is kept beside it (a plain LoggerAdapter replaces it)."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
+        given = kwargs.get("extra") or {}
+        kwargs["extra"] = {**given, **(self.extra or {})}
+        return msg, kwargs
+
+
+def args_text(args: Mapping[str, Any]) -> str:
+    """Job args for a line of ``--log-args``: compact JSON cut to MAX_ARGS_CHARS."""
+    try:
+        text = json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(args)
+    if len(text) > MAX_ARGS_CHARS:
+        return text[:MAX_ARGS_CHARS] + f"…(+{len(text) - MAX_ARGS_CHARS} chars)"
+    return text

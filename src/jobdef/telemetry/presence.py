@@ -1,0 +1,86 @@
+"""A worker's row in the workers table (:mod:`jobdef.backends.workers`).
+
+Written at the start, beaten on the worker's lease-heartbeat cadence (every
+lease/3, from its loop: a frozen loop stops beating, which is what makes the
+row stale), deleted at a clean stop. A store error here never stops the
+worker: the row is for operators, the jobs do not depend on it (the loop
+notices an outage through its own calls). A failed beat is logged once, and
+tried again at the next beat.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Sequence
+
+from jobdef import __version__
+from jobdef.backends.workers import WorkerInfo, WorkerVerbs, tracks_workers
+from jobdef.errors import BackendError
+
+log = logging.getLogger("jobdef.worker")
+
+
+class Presence:
+    """Registers, beats and unregisters one worker."""
+
+    def __init__(
+        self,
+        backend: object,
+        worker_id: str,
+        *,
+        queues: Sequence[str] | None,
+        concurrency: int,
+        lease_seconds: float,
+    ) -> None:
+        self.backend = backend if isinstance(backend, WorkerVerbs) else None
+        self.every = lease_seconds / 3
+        self.info = WorkerInfo(
+            id=worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=None if queues is None else tuple(queues),
+            concurrency=concurrency,
+            lease_seconds=lease_seconds,
+            version=__version__,
+            started_at=0.0,
+            last_beat=0.0,
+        )
+        self._last: float | None = None
+        self._failing = False
+
+    def start(self, mono: float) -> None:
+        if self.backend is None:
+            return
+        try:
+            if not tracks_workers(self.backend):
+                self.backend = None  # a store whose schema predates the table
+                return
+            self.backend.register_worker(self.info)
+            self._last = mono
+        except BackendError as exc:
+            log.warning("could not register worker %s in the workers table: %s", self.info.id, exc)
+
+    def beat(self, mono: float) -> None:
+        """Stamp the row if lease/3 has passed; write it again if it was pruned meanwhile."""
+        if self.backend is None or (self._last is not None and mono - self._last < self.every):
+            return
+        self._last = mono
+        try:
+            if not self.backend.beat_worker(self.info.id):
+                self.backend.register_worker(self.info)
+        except BackendError as exc:
+            if not self._failing:
+                log.warning("could not beat worker %s in the workers table: %s", self.info.id, exc)
+            self._failing = True
+        else:
+            self._failing = False
+
+    def stop(self) -> None:
+        if self.backend is None:
+            return
+        try:
+            self.backend.unregister_worker(self.info.id)
+        except BackendError as exc:
+            log.warning("could not remove worker %s from the workers table: %s", self.info.id, exc)

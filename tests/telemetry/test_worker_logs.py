@@ -1,0 +1,66 @@
+"""A real worker's log: JSON lines from the worker and its handler processes alike, one
+line per finished attempt, no secret of the environment in any of them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from telemetry_handlers import SECRET_VARIABLE
+
+from jobdef.runtime.queue import Queue
+from jobdef.telemetry.logs import FIELDS
+
+SECRET = "tok-4f9a1c77e2b84d0c"
+
+pytestmark = pytest.mark.slow
+
+
+def test_json_lines_of_a_failing_and_a_succeeding_job(queue: Queue, workers) -> None:
+    ok = queue.enqueue("quick", {"i": 1}).id
+    bad = queue.enqueue("broken", {"i": 2}).id
+    worker = workers.start("--burst", "--log-format", "json", env={SECRET_VARIABLE: SECRET})
+    assert worker.process.wait(60) == 0
+    text = worker.log()
+    assert SECRET not in text
+    *lines, summary = text.splitlines()
+    assert summary.startswith("worker ")  # the exit summary, on stdout, is not a log line
+    parsed = [json.loads(line) for line in lines]
+    for line in parsed:
+        assert list(line)[: len(FIELDS)] == list(FIELDS)
+    attempts = {line["job_id"]: line for line in parsed if line["outcome"] is not None}
+    assert set(attempts) == {ok, bad}
+    done, dead = attempts[ok], attempts[bad]
+    assert (done["job"], done["attempt"], done["queue"], done["level"]) == (
+        "quick",
+        1,
+        "default",
+        "info",
+    )
+    assert done["message"].startswith(f"job {ok} quick attempt 1 done in ")
+    assert isinstance(done["duration_ms"], float)
+    assert done["error_type"] is None
+    assert (dead["outcome"], dead["error_type"], dead["level"]) == ("dead", "ValueError", "warning")
+    # The handler's own lines, from its process, with its identity and its extras.
+    handler = [line for line in parsed if line["logger"] == "jobdef.jobs.quick"]
+    assert [line["message"] for line in handler] == [
+        "calling the API with ***",
+        "quick job working",
+    ]
+    assert all((line["job_id"], line["attempt"]) == (ok, 1) for line in handler)
+    assert handler[1]["step"] == 1
+    assert handler[1]["credentials"] == "token=***"
+    assert {line["worker"] for line in parsed} == {done["worker"]}
+    assert "job_args" not in done  # args only with --log-args
+
+
+def test_text_lines_say_each_attempt_and_args_only_with_log_args(queue: Queue, workers) -> None:
+    queue.enqueue("flaky", {"i": 3})
+    worker = workers.start("--burst", "--log-args")
+    assert worker.process.wait(60) == 0
+    lines = [line for line in worker.log().splitlines() if " flaky attempt " in line]
+    assert len(lines) == 2
+    assert " INFO job 1 flaky attempt 1 retry in " in lines[0]
+    assert "(ConnectionError); next attempt in 0.0s" in lines[0]
+    assert " INFO job 1 flaky attempt 2 done in " in lines[1]
+    assert lines[1].endswith(' queue=default job_args={"i":3}')
