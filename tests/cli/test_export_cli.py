@@ -108,3 +108,10 @@ def test_dash_o_a_folder_is_one_line(jobdef, tmp_path):
     assert result.returncode == 2
     assert "is a folder" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_dash_o_dash_is_standard_output(jobdef):
+    result = jobdef("export", "--format", "kubernetes", "export_csv", "-o", "-")
+    assert result.returncode == 0
+    assert result.stdout.startswith("# jobdef export: export_csv\n")
+    assert not (REPO / "-").exists()
