@@ -69,6 +69,10 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
     check_schema_name(chosen)
     # quote, not urlencode's default quote_plus: libpq reads "+" as a plus sign.
     conninfo = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
+    if not parts.netloc:
+        # urlunsplit drops an empty authority: postgresql:///db (libpq's local socket)
+        # would come out as postgresql:/db, which libpq refuses.
+        conninfo = f"{parts.scheme}://{conninfo.partition(':')[2]}"
     return conninfo, chosen
 
 
