@@ -89,3 +89,28 @@ def test_closing_the_queue_closes_the_connection_first_run_opened(jobdef_queue):
     assert idempotency._engine.cache_info().currsize == 1
     jobdef_queue.close()
     assert idempotency._engine.cache_info().currsize == 0
+
+
+def test_a_handler_stuck_in_a_blocking_call_is_abandoned_at_its_timeout(jobdef_queue, monkeypatch):
+    """The thread cannot be killed: it gets the stop request when the blocking call returns,
+    stops there, and nothing it would have done after is recorded or escapes its thread."""
+    import threading
+    import time
+
+    jobdef_queue.timeout_scale = 0.05 / 20  # resize_image's 20s: 50 ms
+    after_sleep = threading.Event()
+
+    def stuck(ctx, image_id, width):
+        time.sleep(0.3)  # one C call: the stop request waits for it to return
+        after_sleep.set()
+
+    monkeypatch.setattr("jobdef.examples.images.resize_image", stuck)
+    job = jobdef_queue.enqueue("resize_image", {"image_id": "a", "width": 64})
+    [attempt] = jobdef_queue.drain()
+    assert attempt.outcome == "timeout"
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("jobdef-attempt-") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the abandoned handler thread did not stop"
+        time.sleep(0.02)
+    assert not after_sleep.is_set()  # stopped right after the blocking call
+    assert jobdef_queue.get(job.id).state == "dead"

@@ -251,6 +251,10 @@ def test_a_killed_app_leaves_its_jobs_to_be_reclaimed_by_a_normal_worker(scene):
     assert app.wait(10) == -signal.SIGKILL
     ids = sorted(job.id for job in backend.list_jobs(limit=100))
     held = [job for job in ids if backend.get(job).state == "running"]
+    # The attempts the app's handlers had started on the jobs it still held when killed.
+    cut_short = {
+        (job, attempt) for job, attempt, _ in embedded_handlers.entries(ledger) if job in held
+    }
     assert held, "the app held no job when it was killed"
     # The handler processes died with the app: no orphan keeps running a job.
     pids = {pid for _, _, pid in embedded_handlers.entries(ledger)}
@@ -265,8 +269,11 @@ def test_a_killed_app_leaves_its_jobs_to_be_reclaimed_by_a_normal_worker(scene):
     assert worker.wait(30) == 0, processes.log("worker")
     outcomes = check_ledger(backend, ledger, ids)
     assert outcomes["done"] == 10
-    reclaimed = [r for job in held for r in backend.attempts(job) if r.outcome == "reclaimed"]
-    assert len(reclaimed) == len(held)
+    # Each run the kill cut short is recorded as reclaimed (then run again: at least once);
+    # the held jobs the app had claimed but not started are given back or reclaimed.
+    outcomes_of = {(r.job_id, r.attempt): r.outcome for job in held for r in backend.attempts(job)}
+    assert cut_short
+    assert {outcomes_of.get(key) for key in cut_short} == {"reclaimed"}
 
 
 def _alive(pid: int) -> bool:

@@ -46,3 +46,21 @@ def test_the_plugin_is_loaded_here_and_adds_only_its_options_marker_and_fixture(
     assert any(line.startswith("jobdef(") for line in config.getini("markers"))
     # This test does not take jobdef_queue: no store was made for it.
     assert "jobdef_queue" not in request.fixturenames
+
+
+def test_loading_the_plugin_imports_none_of_the_kit():
+    """pytest loads the plugin in every run of a project with jobdef installed: a run that
+    never takes jobdef_queue must not pay for the sheets' loader, engines or templates."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys, jobdef.testing, jobdef.testing.plugin\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('jobdef', 'yaml', "
+        "'jsonschema', 'jinja2', 'sqlite3')))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(done.stdout) == ["jobdef", "jobdef.testing", "jobdef.testing.plugin"]

@@ -18,59 +18,39 @@ See :class:`~jobdef.testing.queue.VirtualQueue` and docs/testing.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from pathlib import Path
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from jobdef.policy.registry import Registry
-from jobdef.testing.clock import VirtualClock
-from jobdef.testing.project import find_project, use_pythonpath
-from jobdef.testing.queue import Attempt, VirtualQueue
-from jobdef.testing.store import fresh_store
+if TYPE_CHECKING:
+    from jobdef.testing.clock import VirtualClock
+    from jobdef.testing.kit import load_project_registry, open_queue
+    from jobdef.testing.queue import Attempt, VirtualQueue
 
 # Loaded when pytest registers this package as a plugin (the entry point, or -p).
 pytest_plugins = ("jobdef.testing.plugin",)
 
+# The names are imported on first use: pytest loads this package in every run of a
+# project that has jobdef installed, and a run that never asks for jobdef_queue should
+# not pay for the sheets' loader, the engines or the templates.
+_HOMES = {
+    "Attempt": "jobdef.testing.queue",
+    "VirtualClock": "jobdef.testing.clock",
+    "VirtualQueue": "jobdef.testing.queue",
+    "load_project_registry": "jobdef.testing.kit",
+    "open_queue": "jobdef.testing.kit",
+}
+
 __all__ = ["Attempt", "VirtualClock", "VirtualQueue", "load_project_registry", "open_queue"]
 
 
-def load_project_registry(
-    sheets: str | Path | Sequence[str | Path] | None = None, *, start: Path | None = None
-) -> Registry:
-    """The sheets of ``sheets`` (default: the project's, found as the commands find them,
-    from ``start`` or the working directory), with the project's pythonpath put first on
-    ``sys.path`` so their handlers import."""
-    from jobdef.sheets.pipeline import load_registry
-
-    project = find_project(start)
-    use_pythonpath(project.pythonpath)
-    if sheets is None:
-        folders: list[str | Path] = [project.sheets]
-    elif isinstance(sheets, str | Path):
-        folders = [sheets]
-    else:
-        folders = list(sheets)
-    return load_registry(folders)
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'jobdef.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
-def open_queue(
-    sheets: str | Path | Sequence[str | Path] | Registry | None = None,
-    *,
-    db: str | None = None,
-    folder: Path | None = None,
-    start: float | datetime | None = None,
-    seed: int = 0,
-    timeout_scale: float = 1.0,
-) -> VirtualQueue:
-    """A :class:`VirtualQueue` on a store of its own; close it (or use ``with``) to remove
-    the store. ``db``: a ``postgresql://`` URL to test on PostgreSQL (a fresh schema per
-    queue); default a SQLite file in ``folder`` (default a new temporary folder)."""
-    registry = sheets if isinstance(sheets, Registry) else load_project_registry(sheets)
-    url, cleanup = fresh_store(db, folder)
-    try:
-        return VirtualQueue(
-            registry, url, start=start, seed=seed, timeout_scale=timeout_scale, on_close=cleanup
-        )
-    except BaseException:
-        cleanup()
-        raise
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from jobdef.testing.queue import VirtualQueue
+if TYPE_CHECKING:  # imported when a test asks for the fixture, not when pytest starts
+    from jobdef.testing.queue import VirtualQueue
 
 MARKER = (
     "jobdef(sheets=None, start=None, seed=0, timeout_scale=1.0): how the jobdef_queue "
@@ -70,7 +71,7 @@ def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
 @pytest.fixture
 def jobdef_queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VirtualQueue]:
     """A :class:`~jobdef.testing.queue.VirtualQueue` on a store of this test's own."""
-    from jobdef.testing import open_queue
+    from jobdef.testing.kit import open_queue
 
     options = _options(request)
     config = request.config

@@ -1,0 +1,54 @@
+"""Opening a test queue: the project's sheets and a store of its own (see the package)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from jobdef.policy.registry import Registry
+from jobdef.testing.project import find_project, use_pythonpath
+from jobdef.testing.queue import VirtualQueue
+from jobdef.testing.store import fresh_store
+
+
+def load_project_registry(
+    sheets: str | Path | Sequence[str | Path] | None = None, *, start: Path | None = None
+) -> Registry:
+    """The sheets of ``sheets`` (default: the project's, found as the commands find them,
+    from ``start`` or the working directory), with the project's pythonpath put first on
+    ``sys.path`` so their handlers import."""
+    from jobdef.sheets.pipeline import load_registry
+
+    project = find_project(start)
+    use_pythonpath(project.pythonpath)
+    if sheets is None:
+        folders: list[str | Path] = [project.sheets]
+    elif isinstance(sheets, str | Path):
+        folders = [sheets]
+    else:
+        folders = list(sheets)
+    return load_registry(folders)
+
+
+def open_queue(
+    sheets: str | Path | Sequence[str | Path] | Registry | None = None,
+    *,
+    db: str | None = None,
+    folder: Path | None = None,
+    start: float | datetime | None = None,
+    seed: int = 0,
+    timeout_scale: float = 1.0,
+) -> VirtualQueue:
+    """A :class:`VirtualQueue` on a store of its own; close it (or use ``with``) to remove
+    the store. ``db``: a ``postgresql://`` URL to test on PostgreSQL (a fresh schema per
+    queue); default a SQLite file in ``folder`` (default a new temporary folder)."""
+    registry = sheets if isinstance(sheets, Registry) else load_project_registry(sheets)
+    url, cleanup = fresh_store(db, folder)
+    try:
+        return VirtualQueue(
+            registry, url, start=start, seed=seed, timeout_scale=timeout_scale, on_close=cleanup
+        )
+    except BaseException:
+        cleanup()
+        raise
