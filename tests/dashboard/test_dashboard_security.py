@@ -272,3 +272,19 @@ def test_hostile_args_and_errors_render_as_text_and_secrets_are_masked(
     assert '<img src=x onerror="window.pwned = 2">' in page.locator("#last-error").inner_text()
     for api in ("/api/jobs", f"/api/jobs/{job_id}", "/api/dead"):
         assert "hunter2" not in Client(served.url).request(api)[2]
+
+
+def test_mounted_under_a_prefix_every_link_stays_under_it(sqlite_url, serve):
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    outer = Starlette(routes=[Mount("/ops/jobs", app=create_app(sqlite_url, SHEETS))])
+    served = serve(outer)
+    client = Client(served.url)
+    status, headers, body = client.request("/ops/jobs/jobs")
+    assert status == 200
+    links = re.findall(r'(?:href|src|action|data-events)="(/[^"]*)"', body)
+    assert links
+    assert all(link.startswith("/ops/jobs/") for link in links), links
+    assert "Path=/ops/jobs" in headers["set-cookie"]
+    assert client.request("/ops/jobs/static/dashboard.css")[0] == 200

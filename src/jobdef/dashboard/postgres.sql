@@ -34,10 +34,10 @@ SELECT (SELECT max(id) FROM {schema}.jobdef_jobs) AS job,
 
 -- name: recent_attempts
 SELECT a.finished_at, a.outcome, j.queue
-FROM (SELECT job_id, finished_at, outcome FROM {schema}.jobdef_attempts
-      ORDER BY id DESC LIMIT %(cap)s) AS a
+FROM {schema}.jobdef_attempts AS a
 JOIN {schema}.jobdef_jobs AS j ON j.id = a.job_id
-WHERE a.finished_at >= %(since)s;
+WHERE a.id > (SELECT coalesce(max(id), 0) FROM {schema}.jobdef_attempts) - %(cap)s
+  AND a.finished_at >= %(since)s;
 
 -- name: dead_count
 SELECT count(*) AS count FROM (

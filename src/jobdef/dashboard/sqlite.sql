@@ -38,14 +38,15 @@ SELECT (SELECT max(id) FROM jobdef_jobs) AS job,
                               WHERE delivered_at IS NULL LIMIT :cap)) AS undelivered;
 
 -- name: recent_attempts
--- The newest :cap finished attempts (rows are written when an attempt ends, so
--- the newest ids are the latest ends), those that ended since :since, with their
--- job's queue: the overview's throughput and failure rate.
+-- The finished attempts among the newest :cap attempt rows (an id range of the
+-- primary key: rows are written when an attempt ends, so the newest ids are the
+-- latest ends) that ended since :since, with their job's queue: the overview's
+-- throughput and failure rate.
 SELECT a.finished_at, a.outcome, j.queue
-FROM (SELECT job_id, finished_at, outcome FROM jobdef_attempts
-      ORDER BY id DESC LIMIT :cap) AS a
+FROM jobdef_attempts AS a
 JOIN jobdef_jobs AS j ON j.id = a.job_id
-WHERE a.finished_at >= :since;
+WHERE a.id > (SELECT coalesce(max(id), 0) FROM jobdef_attempts) - :cap
+  AND a.finished_at >= :since;
 
 -- name: dead_count
 -- One job's dead rows, counted up to :cap through the finished-rows index (the

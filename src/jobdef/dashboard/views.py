@@ -266,7 +266,7 @@ def job_row(record: JobRecord) -> dict[str, Any]:
 
 def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[list[JobRecord], int]:
     """Jobs matching ``flt`` among the WINDOW below ``before``; and the window's floor id
-    (0: nothing older is left)."""
+    (0: nothing older is left, or the page is full and goes on from its last job)."""
     rows = store.rows(
         "jobs_window",
         before=before,
@@ -281,6 +281,8 @@ def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[lis
         arg_path=None if flt.arg_key is None else arg_path(store.engine, flt.arg_key),
         arg_value=flt.arg_value,
     )
+    if len(rows) == limit:
+        return [store.job_row(row) for row in rows], 0  # the caller goes on from the last
     [window] = store.rows("window_floor", before=before, window=WINDOW)
     floor = int(window["floor"] or 0) if int(window["size"] or 0) >= WINDOW else 0
     return [store.job_row(row) for row in rows], floor

@@ -54,6 +54,7 @@ from jobdef.runtime.payloads import (
 )
 from jobdef.telemetry.logs import LogSettings
 from jobdef.telemetry.logs import configure as configure_logs
+from jobdef.telemetry.traces import attempt_span
 
 log = logging.getLogger("jobdef.worker")
 
@@ -87,6 +88,8 @@ class Task(NamedTuple):
     # The cron slot of a scheduled batch job, in its sheet's time zone.
     slot: datetime | None = None
     queue: str = ""
+    # The enqueuer's trace context, the parent of the attempt's span.
+    trace_context: str | None = None
 
 
 class Batch(NamedTuple):
@@ -309,10 +312,12 @@ def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
         queue=task.queue,
         _send=send_beat,
     )
+    span = attempt_span(task.job, task.queue, task.job_id, task.attempt, task.trace_context)
     try:
-        result = _resolve(task.handler)(ctx, **task.args)
-        if inspect.isawaitable(result):
-            _event_loop().run_until_complete(result)
+        with span:
+            result = _resolve(task.handler)(ctx, **task.args)
+            if inspect.isawaitable(result):
+                _event_loop().run_until_complete(result)
     except BaseException as exc:  # a handler's SystemExit is a failed attempt too
         return _failed(task.seq, exc)
     return None

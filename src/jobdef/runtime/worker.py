@@ -596,6 +596,7 @@ class Worker:
                     timeout=policy.timeout,
                     slot=slot_time(record, policy),
                     queue=record.queue,
+                    trace_context=record.trace_context,
                 )
             )
         if tasks:
