@@ -75,6 +75,9 @@ def test_sqs(edges):
     assert jobs["overflowing"]["queue"]["Attributes"]["VisibilityTimeout"] == "43200"
     assert jobs["tiny"]["queue"]["Attributes"]["VisibilityTimeout"] == "1"
     assert {(n.job, n.field) for n in notes} >= {("overflowing", "timeout"), ("tiny", "timeout")}
+    # TimeoutError is fatal there, but SQS receives a timed-out message again: noted.
+    assert any("treats a timeout as fatal" in n for n in jobs["overflowing"]["notes"])
+    assert not any("treats a timeout as fatal" in n for n in jobs["tiny"]["notes"])
 
 
 def test_cloud_tasks(edges):

@@ -29,6 +29,7 @@ from jobdef.render.export.common import (
     bounded_name,
     clamp_count,
     effective_cap,
+    note_fatal_timeout,
     queue_policy,
     queue_shared,
     retries,
@@ -172,6 +173,7 @@ def _notes(job: JobPolicy, notes: Notes) -> None:
             "Cloud Tasks sees HTTP status codes, not error classes: the handler answers 2xx "
             "after recording a fatal error, or the task is retried",
         )
+    note_fatal_timeout(job, notes, "an attempt past its dispatchDeadline is retried")
     if job.deadline is not None:
         notes.add(
             "deadline",

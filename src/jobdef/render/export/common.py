@@ -174,6 +174,12 @@ def timeout_action(errors: ErrorPolicy) -> ErrorAction:
     return errors.default
 
 
+def note_fatal_timeout(job: JobPolicy, notes: Notes, retried: str) -> None:
+    """A note when the sheet buries a timed-out attempt but the target retries it anyway."""
+    if retries(job) and timeout_action(job.errors) == "fatal":
+        notes.add("errors", f"{retried}; the sheet treats a timeout as fatal")
+
+
 def short_class(name: str) -> str:
     """``smtplib.SMTPServerDisconnected`` -> ``SMTPServerDisconnected``: the name that Lambda's
     and Temporal's Python runtimes report for a raised exception (the class's own name)."""

@@ -26,6 +26,7 @@ from jobdef.render.export.common import (
     Notes,
     bounded_name,
     clamp_count,
+    note_fatal_timeout,
     queue_policy,
     retries,
     sheet_waits,
@@ -138,6 +139,9 @@ def _notes(job: JobPolicy, registry: Registry, notes: Notes) -> None:
             "Kubernetes sees exit codes, not error classes: exit with a code that a "
             "podFailurePolicy rule (action FailJob) matches for fatal errors",
         )
+    note_fatal_timeout(
+        job, notes, "a pod past its activeDeadlineSeconds counts toward backoffLimit and is retried"
+    )
     if job.mode == "async":
         notes.add(
             "mode",

@@ -31,6 +31,7 @@ from jobdef.render.export.common import (
     Notes,
     bounded_name,
     clamp_count,
+    note_fatal_timeout,
     queue_policy,
     seconds,
     sheet_waits,
@@ -148,6 +149,9 @@ def _notes(job: JobPolicy, registry: Registry, notes: Notes, visibility: int) ->
             "SQS has no error classes: the consumer sends a message whose error is fatal "
             "to the dead-letter queue itself (and deletes it from the source queue)",
         )
+    note_fatal_timeout(
+        job, notes, "a message whose attempt outlives its visibility timeout is received again"
+    )
     if job.deadline is not None:
         notes.add(
             "deadline",

@@ -94,11 +94,17 @@ def _retry_params(job: JobPolicy, notes: Notes) -> dict[str, Any]:
             f"instead of {waits_text(waits)}",
         )
     params["JitterStrategy"] = "FULL" if b.jitter == "full" else "NONE"
-    if b.jitter in ("equal", "decorrelated"):
+    if b.jitter == "equal":
         notes.add(
             "backoff.jitter",
-            f"ASL has FULL or NONE jitter, not {b.jitter}; NONE waits the top of the "
-            "sheet's range every time",
+            "ASL has FULL or NONE jitter, not equal; NONE waits the top of the sheet's "
+            "range (the whole wait) every time",
+        )
+    elif b.jitter == "decorrelated":
+        notes.add(
+            "backoff.jitter",
+            "ASL has FULL or NONE jitter, not decorrelated; NONE waits the strategy's own "
+            "waits, where the sheet draws each between initial and 3 times the last wait",
         )
     return params
 
