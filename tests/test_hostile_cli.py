@@ -50,6 +50,7 @@ from hostile_project import (
 from jobdef.backends import open_backend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
 from jobdef.cli import COMMANDS, main
+from jobdef.render.export import FORMATS as EXPORT_FORMATS
 
 # --- hostile text ---------------------------------------------------------------
 
@@ -166,6 +167,11 @@ TEMPLATES: dict[str, list[Template]] = {
         _t("explain", "hostile", "--now", H),
         _t("explain", "hostile", "--format", FORMATS, "--lang", H),
         _t("explain", "hostile", "--templates", H),
+    ],
+    "export": [
+        _t("export", H),
+        _t("export", "hostile", "--format", st.sampled_from(EXPORT_FORMATS), "-o", W),
+        _t("export", "--format", H, "--sheets", H),
     ],
     "diff": [
         _t("diff", H, H),
