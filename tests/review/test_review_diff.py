@@ -133,7 +133,12 @@ def test_idempotency_recipe_change_is_breaking(old_sheets: Path, new_sheets: Pat
     job = _job(_diff(old_sheets, new_sheets), "charge_card")
     assert _kinds(job) == {"idempotency_recipe": "breaking"}
     (consequence,) = job.consequences
-    assert consequence.facts == {"before": "order-{order_id}", "after": "charge-{order_id}"}
+    assert consequence.facts == {
+        "before": "order-{order_id}",
+        "after": "charge-{order_id}",
+        "dedupe_window": None,  # nothing reaches past the queued rows
+        "first_run": False,
+    }
 
 
 def test_retention_cut_is_breaking_and_a_longer_one_is_not(

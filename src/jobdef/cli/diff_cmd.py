@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
@@ -29,12 +30,21 @@ def run(args: argparse.Namespace) -> int:
         if side.files == 0:
             note = f"{side.label} holds no sheets; every job counts as added or removed"
             print(f"jobdef diff: note: {note}", file=sys.stderr)
-    active = None
+    from jobdef.review.diff import DiffContext
+    from jobdef.review.handler_source import calls_first_run
+
+    code_folders = [*config.pythonpath, *sys.path]  # read, never imported
+    first_run = frozenset(
+        job.name for job in old.registry if calls_first_run(job.handler, code_folders)
+    )
+    active = recorded = None
     if args.db:
-        from jobdef.cli.active_jobs import active_jobs
+        from jobdef.cli.active_jobs import active_jobs, recorded_jobs
 
         active = active_jobs(args.db)
-    diff = diff_registries(old.registry, new.registry, active)
+        recorded = recorded_jobs(args.db, old.registry, time.time())
+    context = DiffContext(active=active, recorded=recorded, first_run=first_run)
+    diff = diff_registries(old.registry, new.registry, active, context)
     print(render(diff, old.label, new.label, args.format, config.lang), end="")
     if args.fail_on == "breaking" and diff.breaking:
         return EXIT_FINDINGS

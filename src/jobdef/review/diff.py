@@ -15,6 +15,11 @@ jobs no longer match), retention is shortened (rows are pruned at the next run),
 the notify channel is removed, max_attempts is lowered (queued rows keep the
 cap they were enqueued with, new ones get the lower one), the queue changes, or
 a job is removed or renamed (queued rows keep the old name).
+
+A changed recipe also reaches past the queued rows when the job has a
+``dedupe_window`` (finished jobs inside it no longer absorb a new enqueue of the
+same work) or its handler calls ``first_run`` (the keys it recorded in
+processed_keys no longer match): in both cases the same work can run twice.
 """
 
 from __future__ import annotations
@@ -29,6 +34,28 @@ from jobdef.policy.registry import Registry
 from jobdef.review.effective import effective_values, value_origin
 
 Severity = Literal["info", "warning", "breaking"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What the job store holds of one job besides its active rows (``jobdef diff --db``):
+    ``done`` jobs still stored, ``done_in_window`` of them finished inside the old
+    dedupe window (None without a window)."""
+
+    done: int
+    done_in_window: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffContext:
+    """What the sheets alone do not say: the job store's counts and which handlers call
+    ``first_run`` (read from their source)."""
+
+    active: Mapping[str, int] | None = None
+    recorded: Mapping[str, Recorded] | None = None
+    first_run: frozenset[str] = frozenset()
+
+
 Status = Literal["added", "removed", "renamed", "changed"]
 
 # Fields whose change moves the retry timeline.
@@ -230,7 +257,24 @@ def _shortened(before: float | None, after: float | None) -> bool:
     return after is not None and (before is None or after < before)
 
 
-def _policy_consequences(old: JobPolicy, new: JobPolicy, paths: set[str]) -> list[Consequence]:
+def _recipe_facts(old: JobPolicy, context: DiffContext) -> dict[str, Any]:
+    """How far a changed recipe of ``old`` reaches: its dedupe window, whether its handler
+    records keys with first_run, and what the store holds of both."""
+    facts: dict[str, Any] = {
+        "dedupe_window": old.idempotency.dedupe_window,
+        "first_run": old.name in context.first_run,
+    }
+    found = (context.recorded or {}).get(old.name)
+    if context.recorded is not None:
+        facts["done"] = found.done if found else 0
+        if old.idempotency.dedupe_window is not None:
+            facts["done_in_window"] = (found.done_in_window or 0) if found else 0
+    return facts
+
+
+def _policy_consequences(
+    old: JobPolicy, new: JobPolicy, paths: set[str], context: DiffContext | None = None
+) -> list[Consequence]:
     out: list[Consequence] = []
     if any(p.startswith(_TIMELINE_PREFIXES) for p in paths):
         out.extend(_timeline_consequences(old, new))
@@ -246,7 +290,11 @@ def _policy_consequences(old: JobPolicy, new: JobPolicy, paths: set[str]) -> lis
             Consequence(
                 "idempotency_recipe",
                 "breaking",
-                {"before": old.idempotency.key, "after": new.idempotency.key},
+                {
+                    "before": old.idempotency.key,
+                    "after": new.idempotency.key,
+                    **_recipe_facts(old, context or DiffContext()),
+                },
             )
         )
     for state in ("done", "dead"):
@@ -359,17 +407,21 @@ def _with_active(
 
 
 def diff_jobs(
-    old: JobPolicy, new: JobPolicy, active: Mapping[str, int] | None = None
+    old: JobPolicy,
+    new: JobPolicy,
+    active: Mapping[str, int] | None = None,
+    context: DiffContext | None = None,
 ) -> JobChange | None:
     """The change from ``old`` to ``new`` (a rename when the names differ), ``None`` if equal.
 
-    ``active``: job name -> jobs queued or running now, when the job store was asked.
+    ``active``: job name -> jobs queued or running now, when the job store was asked;
+    ``context``: the rest of what the store and the handlers' source say.
     """
     changes = _field_changes(old, new)
     renamed = old.name != new.name
     if not changes and not renamed:
         return None
-    consequences = _policy_consequences(old, new, {c.path for c in changes})
+    consequences = _policy_consequences(old, new, {c.path for c in changes}, context)
     if renamed:
         consequences.insert(
             0, Consequence("job_renamed", "breaking", {"before": old.name, "after": new.name})
@@ -416,7 +468,10 @@ def _diff_items(
 
 
 def diff_registries(
-    old: Registry, new: Registry, active: Mapping[str, int] | None = None
+    old: Registry,
+    new: Registry,
+    active: Mapping[str, int] | None = None,
+    context: DiffContext | None = None,
 ) -> RegistryDiff:
     """Every added, removed, renamed and changed job, channel and queue from ``old`` to ``new``.
 
@@ -430,13 +485,13 @@ def diff_registries(
     jobs: list[JobChange] = []
     unchanged: list[str] = []
     for name in sorted(set(old.jobs) & set(new.jobs)):
-        change = diff_jobs(old.jobs[name], new.jobs[name], active)
+        change = diff_jobs(old.jobs[name], new.jobs[name], active, context)
         if change is None:
             unchanged.append(name)
         else:
             jobs.append(change)
     for old_name, new_name in renames.items():
-        change = diff_jobs(old.jobs[old_name], new.jobs[new_name], active)
+        change = diff_jobs(old.jobs[old_name], new.jobs[new_name], active, context)
         if change is not None:  # always, since the names differ
             jobs.append(change)
     for job in added:

@@ -129,15 +129,68 @@ def _idempotency_recipe(f: Mapping[str, Any], lang: str) -> str:
             return f"冪等キー `{before}` を削除: 同じ処理を何度登録しても重複として扱われなくなる。"
         return f"Idempotency key `{before}` removed: enqueues are no longer de-duplicated."
     old = f"`{before}`" if before else ("なし" if lang == "ja" else "none")
+    reach = "".join(_recipe_reach(f, lang))
     if lang == "ja":
         return (
-            f"冪等キーのレシピが変わる（{old} → `{after}`）: 登録済みジョブのキーと一致しないため、"
-            "待機中のジョブと同じ処理を登録し直すと二重に登録される。"
+            f"冪等キーのレシピが変わる（{old} → `{after}`）: {reach}"
+            "登録済みジョブのキーと一致しないため、待機中のジョブと同じ処理を登録し直すと二重に登録される。"
         )
     return (
-        f"Idempotency key recipe changes ({old} → `{after}`): keys of jobs already queued "
-        "will not match, so enqueuing the same work again while they wait adds a second job."
+        f"Idempotency key recipe changes ({old} → `{after}`): {reach}keys of jobs already "
+        "queued will not match, so enqueuing the same work again while they wait adds a "
+        "second job."
     )
+
+
+def _count(n: int | None, lang: str, en: tuple[str, str], ja: str) -> str:
+    """`` (3 jobs finished inside it in the store)`` when the store was asked; ``en`` is
+    the phrase for one job and for several."""
+    if n is None:
+        return ""
+    if lang == "ja":
+        return f"（ジョブストアに {n} 件{ja}）"
+    return f" ({n} {en[0] if n == 1 else en[1]} in the store)"
+
+
+def _recipe_reach(f: Mapping[str, Any], lang: str) -> list[str]:
+    """What a changed recipe does past the queued rows: the dedupe window, processed keys."""
+    parts = []
+    window = f.get("dedupe_window")
+    if window is not None:
+        span = _d(window, lang)
+        if lang == "ja":
+            parts.append(
+                f"dedupe_window（{span}）内に完了したジョブのキーと一致しなくなり、"
+                f"同じ処理の登録が重複とみなされず再び実行される"
+                f"{_count(f.get('done_in_window'), lang, ('', ''), '')}。"
+            )
+        else:
+            found = _count(
+                f.get("done_in_window"),
+                lang,
+                ("job finished inside it", "jobs finished inside it"),
+                "",
+            )
+            parts.append(
+                f"jobs finished in the last {span} (the dedupe_window) no longer absorb an "
+                f"enqueue of the same work, which runs again{found}; "
+            )
+    if f.get("first_run"):
+        if lang == "ja":
+            parts.append(
+                "ハンドラーが first_run で記録した処理済みキーとも一致しなくなり、"
+                "処理済みの仕事をもう一度行う"
+                f"{_count(f.get('done'), lang, ('', ''), '（完了ジョブ、各1キー）')}。"
+            )
+        else:
+            found = _count(
+                f.get("done"), lang, ("done job with its key", "done jobs with their keys"), ""
+            )
+            parts.append(
+                "the keys the handler recorded with first_run (processed_keys) no longer "
+                f"match new enqueues, so work already done is done again{found}; "
+            )
+    return parts
 
 
 def _retention_cut(f: Mapping[str, Any], lang: str) -> str:
