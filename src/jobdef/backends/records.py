@@ -52,6 +52,8 @@ class NewJob:
     run_after: float | None = None
     dedupe_window: float | None = None
     slot: float | None = None
+    # The enqueuer's trace context (W3C traceparent as JSON, jobdef.telemetry.traces).
+    trace_context: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,7 @@ class JobRecord:
     progress: Mapping[str, Any] | None = None
     note: str | None = None
     slot: float | None = None
+    trace_context: str | None = None
 
     @property
     def lease(self) -> Lease:

@@ -80,7 +80,16 @@ def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
         progress=decode(row["progress"]),
         note=row["note"],
         slot=row["slot"],
+        trace_context=_optional(row, "trace_context"),
     )
+
+
+def _optional(row: Row, column: str) -> Any:
+    """A column a query may not select (a store older than it): ``None`` then."""
+    try:
+        return row[column]
+    except (KeyError, IndexError):
+        return None
 
 
 def in_claim_order(records: Iterable[JobRecord]) -> list[JobRecord]:

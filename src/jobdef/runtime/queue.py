@@ -28,6 +28,7 @@ from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.sheets.args_check import args_check
 from jobdef.sheets.args_json import args_problem, where
+from jobdef.telemetry.traces import enqueue_span
 
 
 def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
@@ -71,6 +72,7 @@ class Queue:
         run_after: float | None = None,
         delay: float | None = None,
         priority: int | None = None,
+        trace_context: str | None = None,
     ) -> NewJob:
         """Validate a call and turn it into the row to store (raises :class:`ArgsError`)."""
         policy = self.registry.job(job)
@@ -87,6 +89,7 @@ class Queue:
             idempotency_key=idempotency_key(policy, args),
             run_after=run_after,
             dedupe_window=policy.idempotency.dedupe_window,
+            trace_context=trace_context,
         )
 
     def enqueue(
@@ -104,8 +107,18 @@ class Queue:
         ``run_after`` (epoch seconds) or ``delay`` (seconds from now) postpone it;
         ``connection`` joins the caller's open transaction on the same database.
         """
-        new = self.new_job(job, args, run_after=run_after, delay=delay, priority=priority)
-        [result] = self.backend.enqueue([new], connection=connection)
+        policy = self.registry.job(job)
+        with enqueue_span(policy.name, policy.queue) as span:
+            new = self.new_job(
+                job,
+                args,
+                run_after=run_after,
+                delay=delay,
+                priority=priority,
+                trace_context=span.context,
+            )
+            [result] = self.backend.enqueue([new], connection=connection)
+            span.stored([result.id])
         return result
 
     def enqueue_many(
@@ -116,8 +129,13 @@ class Queue:
         connection: Any = None,
     ) -> list[EnqueueResult]:
         """Store many jobs of one kind in one transaction; every call is validated first."""
-        jobs = [self.new_job(job, args) for args in args_list]
-        return self.backend.enqueue(jobs, connection=connection)
+        policy = self.registry.job(job)
+        calls = list(args_list)
+        with enqueue_span(policy.name, policy.queue, len(calls)) as span:
+            jobs = [self.new_job(job, args, trace_context=span.context) for args in calls]
+            results = self.backend.enqueue(jobs, connection=connection)
+            span.stored([result.id for result in results])
+        return results
 
     def get(self, job_id: int) -> JobRecord | None:
         return self.backend.get(job_id)

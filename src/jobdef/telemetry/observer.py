@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobdef.backends.records import JobRecord
 from jobdef.telemetry.logs import args_text
+from jobdef.telemetry.traces import ended_attempt_span
 
 if TYPE_CHECKING:
     from jobdef.telemetry.health import Health
@@ -33,6 +34,8 @@ log = logging.getLogger("jobdef.worker")
 
 # Outcomes logged at info; the others (dead, timeout, crashed, reclaimed) at warning.
 _PLANNED = frozenset({"done", "retry", "released"})
+# Outcomes of an attempt whose handler process was killed or died.
+_KILLED = frozenset({"timeout", "crashed"})
 
 
 @dataclass
@@ -50,6 +53,11 @@ class WorkerTelemetry:
     gauge_interval: float = 15.0
     # How long each attempt's handler ran, by (job id, attempt), until it is recorded.
     _durations: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    def enqueued(self, job: str, queue: str, count: int) -> None:
+        """This worker enqueued ``count`` new jobs (the scheduler's cron slots)."""
+        if self.metrics is not None:
+            self.metrics.enqueued.labels(job, queue).inc(count)
 
     def claimed(self, records: Iterable[JobRecord]) -> None:
         """Attempts started: the store leased these jobs to the worker."""
@@ -100,6 +108,18 @@ class WorkerTelemetry:
             extra["job_args"] = args_text(record.args)
         level = logging.INFO if outcome in _PLANNED else logging.WARNING
         log.log(level, text, extra=extra)
+        if outcome in _KILLED:
+            # Its process could not end the attempt's span: the worker records it.
+            ended_attempt_span(
+                record.job,
+                record.queue,
+                record.id,
+                record.attempt,
+                record.trace_context,
+                seconds=seconds,
+                outcome=outcome,
+                error_type=error_type or outcome,
+            )
 
     def refused(self, record: JobRecord) -> None:
         """A late write of this worker was refused: the job was reclaimed meanwhile."""

@@ -91,8 +91,11 @@ class Scheduler:
         grace: float = ON_TIME_GRACE,
         catch_up_limit: int = CATCH_UP_LIMIT,
         new_job: Callable[[JobPolicy, datetime], NewJob] = slot_job,
+        on_enqueued: Callable[[str, str, int], None] | None = None,
     ) -> None:
         self.backend = backend
+        # Told (job, queue, how many new) after each enqueue of slots: the worker's metrics.
+        self.on_enqueued = on_enqueued
         self.clock = clock
         self.grace = grace
         self.catch_up_limit = catch_up_limit
@@ -115,7 +118,8 @@ class Scheduler:
     @classmethod
     def service(cls, ctx: MaintenanceContext) -> Scheduler:
         """The scheduler as one of the worker's maintenance services."""
-        return cls(ctx.backend, ctx.registry, clock=ctx.clock)
+        counted = ctx.telemetry.enqueued if ctx.telemetry is not None else None
+        return cls(ctx.backend, ctx.registry, clock=ctx.clock, on_enqueued=counted)
 
     @property
     def jobs(self) -> list[str]:
@@ -147,6 +151,8 @@ class Scheduler:
         if slots:
             results = self.backend.enqueue([self.new_job(policy, slot) for slot in slots])
             created = sum(result.created for result in results)
+            if self.on_enqueued is not None and created:
+                self.on_enqueued(policy.name, policy.queue, created)
             log.info(
                 "scheduled %s: %d slot(s) due, %d new (%s .. %s)",
                 policy.name,
