@@ -33,6 +33,7 @@ from jobdef.contrib.django.matching import (
 )
 from jobdef.contrib.django.task import made
 from jobdef.errors import JobdefError
+from jobdef.redact import redact
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.handlers import fit_problem
 from jobdef.sheets.pipeline import validate_sheets
@@ -91,13 +92,15 @@ def _discover(backend: JobdefBackend) -> Iterator[Any]:
     try:
         autodiscover_modules("tasks")
     except Exception as exc:  # importing the project's code may raise anything
-        yield checks.Error(f"importing an app's tasks module raised {exc!r}", id="jobdef.E001")
+        yield checks.Error(
+            redact(f"importing an app's tasks module raised {exc!r}"), id="jobdef.E001"
+        )
     for module in backend.options.get("task_modules", ()):
         try:
             import_module(module)
         except Exception as exc:
             yield checks.Error(
-                f"OPTIONS['task_modules'] names {module}, whose import raised {exc!r}",
+                redact(f"OPTIONS['task_modules'] names {module}, whose import raised {exc!r}"),
                 id="jobdef.E001",
             )
 
