@@ -107,6 +107,8 @@ def test_step_functions(edges, asl_validator):
     for machine in machines:
         check_retriers(machine["States"][machine["StartAt"]])
         assert len(machine["StartAt"]) <= 80
+        function = machine["States"][machine["StartAt"]]["Parameters"]["FunctionName"]
+        assert len(function) <= 64
 
 
 def test_kubernetes(edges):

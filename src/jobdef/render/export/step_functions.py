@@ -50,6 +50,7 @@ from jobdef.render.export.common import (
 INTEGER_MAX = 99_999_999
 MAX_DELAY_MAX = 31_622_400
 STATE_NAME_MAX = 80
+FUNCTION_NAME_MAX = 64
 LAMBDA_TIMEOUT_MAX = 900  # a Lambda function runs at most 15 minutes
 DEAD_STATE = "Dead"
 RECORD_STATE = "RecordDead"
@@ -147,7 +148,10 @@ def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
     task: dict[str, Any] = {
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke",
-        "Parameters": {"FunctionName": job.name, "Payload.$": "$"},
+        "Parameters": {
+            "FunctionName": bounded_name(job.name, FUNCTION_NAME_MAX, notes, "a Lambda name"),
+            "Payload.$": "$",
+        },
         "TimeoutSeconds": whole_seconds(
             job.timeout, 1, INTEGER_MAX, notes, "timeout", target="TimeoutSeconds"
         ),
