@@ -39,7 +39,10 @@ def test_reservation_mail_items_read_as_written_in_japanese(registry: Registry) 
         "jobdef.examples.errors.InvalidAddress（宛先メールアドレスが不正）、"
         "jobdef.examples.errors.Cancelled（予約が取り消し済み）"
     )
-    assert values["notify"] == "ops-chat（webhook）へ、退避したとき"
+    # Who is told (the channel's description), through what (its name and type), when.
+    assert (
+        values["notify"] == "The operations team's chat room（ops-chat, webhook）へ、退避したとき"
+    )
 
 
 def test_reservation_mail_items_read_as_written_in_english(registry: Registry) -> None:
@@ -174,3 +177,22 @@ def test_origin_text_names_the_file_and_line_relative_to_the_project(registry: R
         "シート jobdefs/award_member_points.yaml:"
     )
     assert describe.origin_text(job.origin("notify.key_args"), "en") == "built-in default"
+
+
+def test_the_notify_cell_says_who_through_what_and_when() -> None:
+    from jobdef.policy.model import ChannelPolicy, NotifyPolicy
+    from jobdef.render import describe
+
+    chat = ChannelPolicy("ops-chat", "webhook", {"description": "運用担当のチャット"})
+    policy = NotifyPolicy(channel="ops-chat", events=("dead",))
+    assert (
+        describe.notify(policy, chat, "ja")
+        == "運用担当のチャット（ops-chat, webhook）へ、退避したとき"
+    )
+    assert describe.notify(policy, chat, "en") == (
+        "運用担当のチャット (ops-chat, webhook) when a job goes dead"
+    )
+    bare = ChannelPolicy("ops-log", "log")
+    both = NotifyPolicy(channel="ops-log", events=("dead", "retry"))
+    assert describe.notify(both, bare, "en") == "ops-log (log) when a job goes dead or is retried"
+    assert describe.notify(both, bare, "ja") == "ops-log（log）へ、退避したとき・再試行するとき"

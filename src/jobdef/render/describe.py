@@ -284,10 +284,18 @@ _EVENTS = {
 
 
 def notify(policy: NotifyPolicy, channel: ChannelPolicy | None = None, lang: str = "en") -> str:
-    """``ops-chat (webhook) when a job goes dead`` / ``ops-chat（webhook）へ、退避したとき``."""
+    """Who is told, through what, of which events: ``The ops team's chat (ops-chat, webhook)
+    when a job goes dead`` / ``運用担当のチャット（ops-chat, webhook）へ、退避したとき``; a
+    channel without a description is ``ops-chat (webhook)``."""
     if not policy.channel:
         return _pick(lang, "nobody", "通知しない")
-    who = _paren(policy.channel, channel.type, lang) if channel else policy.channel
+    who = policy.channel
+    if channel is not None:
+        description = str(channel.settings.get("description") or "").strip()
+        if description:
+            who = _paren(description, f"{policy.channel}, {channel.type}", lang)
+        else:
+            who = _paren(policy.channel, channel.type, lang)
     if not policy.events:
         return _pick(lang, f"{who}, no events", f"{who}、通知するイベントなし")
     en = " or ".join(_EVENTS[event][0] for event in policy.events)
