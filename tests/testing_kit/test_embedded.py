@@ -288,9 +288,19 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_db_url(request: pytest.FixtureRequest, db_url: str) -> str:
+    """The job store on each engine (PostgreSQL: a schema of its own, where the stop request
+    from the app's thread wakes the worker's LISTEN)."""
+    if request.param == "sqlite":
+        return db_url
+    server = request.getfixturevalue("postgres_url")
+    return f"{server}?schema={request.getfixturevalue('postgres_schema')}"
+
+
 @pytest.mark.slow
-def test_in_process_the_with_block_runs_jobs_and_stops_with_stats(db_url, sheets, ledger):
-    queue = connect(db_url, load_registry([sheets]))
+def test_in_process_the_with_block_runs_jobs_and_stops_with_stats(any_db_url, sheets, ledger):
+    queue = connect(any_db_url, load_registry([sheets]))
     try:
         ids = [
             queue.enqueue("steady", {"ledger": ledger, "index": i, "seconds": 0.0}).id
