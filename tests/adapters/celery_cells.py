@@ -29,12 +29,13 @@ def make_app(
     )
     configure(app, sheets=sheets, database=database, redis=redis, prefix=prefix)
     for name in load_registry([sheets]).jobs:
-        _task(app, name)
+        _task(app, name, prefix)
     return app
 
 
-def _task(app: Celery, name: str) -> Any:
-    @sheet_task(app, name, name=f"cells.{name}")
+def _task(app: Celery, name: str, prefix: str) -> Any:
+    # Task names are unique per process in Celery: each test's carry its prefix.
+    @sheet_task(app, name, name=f"{prefix}.{name}")
     def run(cell: str, script: list[str], marker: str = "") -> None:
         act(cell, script, marker)
 

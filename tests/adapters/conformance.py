@@ -55,13 +55,14 @@ class Cell:
     deadline: str | None = None
     on_reclaim: str = "retry"
 
-    def sheet(self) -> str:
+    def sheet(self, queue: str) -> str:
         deadline = f"deadline: {self.deadline}\n" if self.deadline else ""
         return (
             "apiVersion: jobdef/v1\n"
             "kind: Job\n"
             f"name: {self.name}\n"
             "handler: adapter_acts:act\n"
+            f"queue: {queue}\n"
             "args:\n"
             "  cell: {type: string}\n"
             "  script: {type: array, items: {type: string}}\n"
@@ -77,10 +78,11 @@ class Cell:
         )
 
 
-def write_sheets(folder: Path, cells: tuple[Cell, ...]) -> Path:
+def write_sheets(folder: Path, cells: tuple[Cell, ...], queue: str) -> Path:
+    """The cells' sheets, every job on ``queue`` (the test's own)."""
     folder.mkdir(parents=True, exist_ok=True)
     for cell in cells:
-        (folder / f"{cell.name}.yaml").write_text(cell.sheet(), encoding="utf-8")
+        (folder / f"{cell.name}.yaml").write_text(cell.sheet(queue), encoding="utf-8")
     (folder / "channels.yaml").write_text(CHANNEL, encoding="utf-8")
     return folder
 

@@ -109,7 +109,7 @@ def test_every_cell_runs_on_celery_as_its_explain_json_predicts(
     webhook: WebhookServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sheets = write_sheets(tmp_path / "jobdefs", CELLS)
+    sheets = write_sheets(tmp_path / "jobdefs", CELLS, prefix)
     db = tmp_path / "jobdef.db"
     env = _env(
         sheets=sheets, db=db, broker=redis_url, redis_url=redis_url, prefix=prefix, hook=webhook.url
@@ -121,14 +121,14 @@ def test_every_cell_runs_on_celery_as_its_explain_json_predicts(
     client = redis.Redis.from_url(redis_url)
 
     # A probe first, so every cell's first attempt starts at its enqueue.
-    probe = app.tasks["cells.c_linear_success"]
+    probe = app.tasks[f"{prefix}.c_linear_success"]
     probe.delay(cell="probe", script=["ok"])
     eventually(lambda: ledger(client, prefix, "probe"), what="the worker to run a task")
 
     enqueued: dict[str, float] = {}
     for cell in CELLS:
         enqueued[cell.name] = time.time()
-        app.tasks[f"cells.{cell.name}"].delay(cell=cell.name, script=list(cell.script))
+        app.tasks[f"{prefix}.{cell.name}"].delay(cell=cell.name, script=list(cell.script))
     predictions = {cell.name: predict(explain(cell.name, sheets), cell.script) for cell in CELLS}
 
     def finished() -> bool:
@@ -177,7 +177,7 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
     cell = Cell(
         "c_killed", "strategy: fixed, initial: 100ms, jitter: none", ("die",), timeout="30s"
     )
-    sheets = write_sheets(tmp_path / "jobdefs", (cell,))
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
     db = tmp_path / "jobdef.db"
     env = _env(
         sheets=sheets, db=db, broker=amqp_url, redis_url=redis_url, prefix=prefix, hook=webhook.url
@@ -187,7 +187,7 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
     app = _app(env)
     client = redis.Redis.from_url(redis_url)
     marker = str(tmp_path / "began")
-    app.tasks["cells.c_killed"].delay(cell=cell.name, script=["die"], marker=marker)
+    app.tasks[f"{prefix}.c_killed"].delay(cell=cell.name, script=["die"], marker=marker)
 
     for attempt in range(1, cell.max_attempts + 1):
         worker = _worker(processes, f"worker{attempt}", env, prefix)
@@ -217,7 +217,7 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
 def test_delay_refuses_args_the_sheet_does_not_accept_and_sends_nothing(
     tmp_path: Path, redis_url: str, prefix: str
 ) -> None:
-    sheets = write_sheets(tmp_path / "jobdefs", (CELLS[0],))
+    sheets = write_sheets(tmp_path / "jobdefs", (CELLS[0],), prefix)
     env = _env(
         sheets=sheets,
         db=tmp_path / "jobdef.db",
@@ -229,7 +229,7 @@ def test_delay_refuses_args_the_sheet_does_not_accept_and_sends_nothing(
     app = _app(env)
     client = redis.Redis.from_url(redis_url)
     with pytest.raises(ArgsError, match="script"):
-        app.tasks["cells.c_fixed_dead"].delay(cell="x", script="not a list")
+        app.tasks[f"{prefix}.c_fixed_dead"].delay(cell="x", script="not a list")
     assert client.llen(prefix) == 0  # nothing reached the broker's queue
 
 
@@ -237,7 +237,7 @@ def test_a_second_delay_with_the_same_key_while_one_is_active_sends_nothing(
     tmp_path: Path, redis_url: str, prefix: str
 ) -> None:
     cell = Cell("c_keyed", "strategy: fixed, initial: 1s", ("ok",))
-    sheets = write_sheets(tmp_path / "jobdefs", (cell,))
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
     sheet = sheets / "c_keyed.yaml"
     sheet.write_text(sheet.read_text() + "idempotency: {key: '{cell}'}\n", encoding="utf-8")
     env = _env(
@@ -250,7 +250,7 @@ def test_a_second_delay_with_the_same_key_while_one_is_active_sends_nothing(
     )
     app = _app(env)
     client = redis.Redis.from_url(redis_url)
-    task = app.tasks["cells.c_keyed"]
+    task = app.tasks[f"{prefix}.c_keyed"]
     first = task.delay(cell="order-7", script=["ok"])
     second = task.delay(cell="order-7", script=["ok"])
     other = task.delay(cell="order-8", script=["ok"])

@@ -11,7 +11,6 @@ import pytest
 import redis
 from conformance import Cell, check, dead_rows, explain, ledger, predict, write_sheets
 from notify_servers import WebhookServer
-from rq import Queue
 
 from jobdef.adapters.rq import SheetQueue, sampled_waits
 from jobdef.backends import open_backend
@@ -38,6 +37,7 @@ CELLS = (
 # Waits are drawn at enqueue and rounded up to whole seconds; RQ's scheduler moves a due
 # job to its queue within about a second, then the worker forks a work horse for it.
 TOLERANCE = 2.5
+WORKERS = 3
 
 
 def _hooks(server: WebhookServer) -> dict[str, int]:
@@ -45,11 +45,13 @@ def _hooks(server: WebhookServer) -> dict[str, int]:
 
 
 def _queue(tmp_path: Path, redis_url: str, prefix: str, cells: tuple[Cell, ...]) -> SheetQueue:
-    sheets = write_sheets(tmp_path / "jobdefs", cells)
+    sheets = write_sheets(tmp_path / "jobdefs", cells, prefix)
     database = f"sqlite:///{tmp_path / 'jobdef.db'}"
     open_backend(database).close()
-    queue = Queue(prefix, connection=redis.Redis.from_url(redis_url))
-    return SheetQueue(queue, sheets=str(sheets), database=database, redis=redis_url, prefix=prefix)
+    connection = redis.Redis.from_url(redis_url)
+    return SheetQueue(
+        connection, sheets=str(sheets), database=database, redis=redis_url, prefix=prefix
+    )
 
 
 @pytest.mark.slow
@@ -72,11 +74,14 @@ def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
             "JOBDEF_TEST_PREFIX": prefix,
             "JOBDEF_TEST_HOOK": server.url,
         }
-        command = [
-            sys.executable, "-m", "rq.cli", "worker", "--with-scheduler", "--url", redis_url,
-            "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-worker", prefix,
-        ]  # fmt: skip
-        processes.start("worker", command)  # type: ignore[attr-defined]
+        # An RQ worker runs one job at a time: three, so that a hanging attempt does not
+        # hold up the others' (one of them holds the scheduler's lock).
+        for n in range(WORKERS):
+            command = [
+                sys.executable, "-m", "rq.cli", "worker", "--with-scheduler", "--url", redis_url,
+                "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-worker{n}", prefix,
+            ]  # fmt: skip
+            processes.start(f"worker{n}", command)  # type: ignore[attr-defined]
         client = redis.Redis.from_url(redis_url)
         sheets.enqueue("r_linear_success", cell="probe", script=["ok"])
         eventually(lambda: ledger(client, prefix, "probe"), what="the RQ worker to run a job")
@@ -112,7 +117,7 @@ def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
                 hooks=hooks,
                 tolerance=TOLERANCE,
             )
-        assert not problems, "\n".join(problems) + "\n" + processes.log("worker")  # type: ignore[attr-defined]
+        assert not problems, "\n".join(problems) + "\n" + processes.log("worker0")  # type: ignore[attr-defined]
         assert dead["r_fixed_dead"]["worker_id"].startswith("rq/")
         assert [o for _, o in dead["r_fixed_timeout"]["attempt_rows"]] == ["timeout"] * 2
     finally:

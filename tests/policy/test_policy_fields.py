@@ -79,6 +79,7 @@ SHEET_A: dict[str, Any] = {
     "notify": {"channel": "ops", "events": ["dead"], "key_args": ["order_id"]},
     "retention": {"done": "7d", "dead": "until_resolved"},
     "limits": {"args_bytes": 65536},
+    "runtime": {"celery": {"accept": ["priority"]}, "rq": {"accept": ["on_reclaim"]}},
 }
 
 SHEET_B: dict[str, Any] = {
@@ -123,6 +124,7 @@ SHEET_B: dict[str, Any] = {
     "notify": {"channel": "mail", "events": ["retry"], "key_args": ["user_id"]},
     "retention": {"done": "3d", "dead": "30d"},
     "limits": {"args_bytes": 524288},
+    "runtime": {"celery": {"accept": ["timeout"]}, "rq": {"accept": ["priority", "timeout"]}},
 }
 
 _ENVELOPE = ("apiVersion", "kind")
@@ -239,15 +241,14 @@ _KEY_LINE = re.compile(r"^( *)(?:# )?([a-z_][a-z0-9_]*):(?: |$)")
 def _scaffold_paths() -> set[str]:
     """The field paths a new sheet writes, as lines or commented-out lines."""
     shown: set[str] = set()
-    parent = ""
+    parents: list[str] = []  # the keys above the line, one per two spaces of indent
     for line in render_sheet("new_job").splitlines():
         if match := _KEY_LINE.match(line):
             indent, key = match.groups()
-            if not indent:
-                parent = key
-                shown.add(key)
-            elif len(indent) == 2:
-                shown.add(f"{parent}.{key}")
+            depth = len(indent) // 2
+            parents = [*parents[:depth], key]
+            if len(parents) == depth + 1:
+                shown.add(".".join(parents))
     return shown
 
 

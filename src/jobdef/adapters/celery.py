@@ -134,6 +134,7 @@ class SheetTask(Task):  # type: ignore[misc]
             LOGGER.info("%s: task %s is active; not sent", self.name, prepared.task_id)
             return self.AsyncResult(prepared.task_id)
         soft, hard = time_limits(prepared.policy)
+        options.setdefault("queue", prepared.policy.queue)
         headers = dict(options.pop("headers", None) or {})
         headers["jobdef_created_at"] = prepared.created_at
         headers["jobdef_deadline_at"] = prepared.deadline_at

@@ -1,12 +1,10 @@
 """The sheet as the policy of RQ jobs (``pip install 'jobdef[rq]'``)::
 
     from redis import Redis
-    from rq import Queue
     from jobdef.adapters.rq import SheetQueue
 
-    sheets = SheetQueue(Queue("default", connection=Redis()), sheets="jobdefs",
-                        database="sqlite:///jobdef.db")
-    sheets.enqueue("send_reservation_mail", reservation_id=42)
+    sheets = SheetQueue(Redis(), sheets="jobdefs", database="sqlite:///jobdef.db")
+    sheets.enqueue("send_reservation_mail", reservation_id=42)   # on the sheet's queue
 
 and the workers run with the scheduler and jobdef's worker class::
 
@@ -30,6 +28,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from redis import Redis
 from rq import Queue, Retry, Worker, get_current_job
 from rq.job import Job
 from rq.timeouts import JobTimeoutException
@@ -74,14 +73,15 @@ def _resolve(handler: str) -> Callable[..., Any]:
 
 
 class SheetQueue:
-    """Enqueue the jobs of the sheets under ``sheets`` on the RQ ``queue``.
+    """Enqueue the jobs of the sheets under ``sheets`` on RQ over ``connection``, each on
+    the RQ queue named by its sheet's ``queue``.
 
-    ``redis`` (the run store) defaults to the queue's own connection.
+    ``redis`` (the URL of the run store) defaults to ``connection``'s server.
     """
 
     def __init__(
         self,
-        queue: Queue,
+        connection: Redis,
         *,
         sheets: str,
         database: str,
@@ -90,11 +90,11 @@ class SheetQueue:
         rng: random.Random | None = None,
     ) -> None:
         if redis is None:
-            kwargs = queue.connection.connection_pool.connection_kwargs
+            kwargs = connection.connection_pool.connection_kwargs
             redis = "redis://{}:{}/{}".format(
                 kwargs.get("host", "127.0.0.1"), kwargs.get("port", 6379), kwargs.get("db", 0)
             )
-        self.queue = queue
+        self.connection = connection
         self.settings = Settings(sheets=str(sheets), database=database, redis=redis, prefix=prefix)
         self.rng = rng
 
@@ -109,7 +109,7 @@ class SheetQueue:
         prepared = runtime.prepare(job, args)
         if not runtime.open_run(prepared):
             LOGGER.info("%s: a run with job id %s is active; not enqueued", job, prepared.task_id)
-            return Job.fetch(prepared.task_id, connection=self.queue.connection)
+            return Job.fetch(prepared.task_id, connection=self.connection)
         policy = prepared.policy
         waits = sampled_waits(policy, self.rng)
         meta = {
@@ -123,7 +123,8 @@ class SheetQueue:
             "waits": waits,
         }
         try:
-            return self.queue.enqueue(
+            queue = Queue(policy.queue, connection=self.connection)
+            return queue.enqueue(
                 perform,
                 args=(policy.name, policy.handler, dict(prepared.args)),
                 job_id=prepared.task_id,

@@ -54,6 +54,14 @@ def _capped(job: JobPolicy) -> bool:
     return bool(cut_by_max(b, job.max_attempts - 1))
 
 
+def _accepts_celery(job: JobPolicy) -> bool:
+    return bool(job.runtime.celery.accept)
+
+
+def _accepts_rq(job: JobPolicy) -> bool:
+    return bool(job.runtime.rq.accept)
+
+
 def _answered(job: JobPolicy) -> bool:
     return job.decision is not None
 
@@ -104,6 +112,8 @@ JOB_FIELDS: tuple[PolicyField, ...] = (
     PolicyField("retention.done", "duration"),
     PolicyField("retention.dead", "duration"),
     PolicyField("limits.args_bytes", "number"),
+    PolicyField("runtime.celery.accept", "names", _accepts_celery),
+    PolicyField("runtime.rq.accept", "names", _accepts_rq),
     PolicyField("decision.time_triggered", "answer", _answered),
     PolicyField("decision.result_needed_at_once", "answer", _answered),
     PolicyField("decision.done_within_seconds", "answer", _answered),

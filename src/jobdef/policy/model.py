@@ -138,6 +138,21 @@ class LimitsPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class RuntimeFit:
+    """What a sheet accepts that one runtime does not honour exactly (``jobdef check``)."""
+
+    accept: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimesPolicy:
+    """Per runtime the adapters serve (``runtime.celery``, ``runtime.rq``), what is accepted."""
+
+    celery: RuntimeFit = field(default_factory=RuntimeFit)
+    rq: RuntimeFit = field(default_factory=RuntimeFit)
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionAnswers:
     """Answers to the classic sync / async / batch decision flow (all optional)."""
 
@@ -179,6 +194,7 @@ class JobPolicy:
     rerun: str = ""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     limits: LimitsPolicy = field(default_factory=LimitsPolicy)
+    runtime: RuntimesPolicy = field(default_factory=RuntimesPolicy)
     decision: DecisionAnswers | None = None
     # Dotted field path ("backoff.initial") -> where the effective value was written.
     origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY)

@@ -256,6 +256,17 @@ def _fields(name: str, lang: str) -> tuple[Field, ...]:
             ),
         ),
         Field(
+            "runtime",
+            None,
+            "任意: Celery や RQ で動かすとき、その基盤が正確には守れない項目のうち"
+            "受け入れるもの（jobdef check --runtime が一覧にする）。",
+            optional=True,
+            children=(
+                Field("celery", None, "Celery で。", children=(Field("accept", ["priority"]),)),
+                Field("rq", None, "RQ で。", children=(Field("accept", ["on_reclaim"]),)),
+            ),
+        ),
+        Field(
             "decision",
             None,
             "任意: 同期 / 非同期 / バッチを決める問いへの答え。"

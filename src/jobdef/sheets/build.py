@@ -26,6 +26,8 @@ from jobdef.policy.model import (
     Origin,
     QueuePolicy,
     RetentionPolicy,
+    RuntimeFit,
+    RuntimesPolicy,
     Source,
     freeze,
 )
@@ -117,6 +119,18 @@ def args_schema(args: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def _runtimes(value: Any) -> RuntimesPolicy:
+    """``runtime: {celery: {accept: [...]}, rq: {...}}`` as the policy holds it."""
+    given = value if isinstance(value, Mapping) else {}
+
+    def fit(name: str) -> RuntimeFit:
+        entry = given.get(name)
+        accept = entry.get("accept") if isinstance(entry, Mapping) else None
+        return RuntimeFit(tuple(str(f) for f in accept or ()))
+
+    return RuntimesPolicy(celery=fit("celery"), rq=fit("rq"))
+
+
 def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
     """The effective policy of one validated ``Job`` document."""
     v, origins = _effective(job, defaults)
@@ -178,6 +192,7 @@ def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
         limits=LimitsPolicy(
             args_bytes=int(get("limits", "args_bytes", default=DEFAULT_ARGS_BYTES))
         ),
+        runtime=_runtimes(get("runtime")),
         decision=DecisionAnswers(**decision) if isinstance(decision, Mapping) else None,
         origins=freeze(origins),
         file=job.file,

@@ -1,0 +1,292 @@
+"""How faithfully each runtime honours each field of a sheet, through its adapter.
+
+Each field a job uses gets a :class:`Verdict`: ``exact``, ``approximate`` (and
+how), or ``unsupported`` (and why). ``jobdef check --runtime`` prints them per
+sheet and fails on a non-exact one the sheet has not accepted
+(``runtime: {celery: {accept: [field, ...]}}``); docs/runtimes.md is generated
+from :func:`field_table`, so the page and the command cannot disagree.
+
+The verdicts depend on the job's values where the runtime's limits do (RQ counts
+in whole seconds, so a ``1500ms`` wait is approximate there and ``2s`` exact).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from jobdef.policy.fields import JOB_FIELDS
+from jobdef.policy.model import JobPolicy
+
+Runtime = Literal["celery", "rq"]
+RUNTIMES: tuple[Runtime, ...] = ("celery", "rq")
+Level = Literal["exact", "approximate", "unsupported"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How one runtime honours one field of one job."""
+
+    field: str
+    level: Level
+    how: str = ""
+
+    def __str__(self) -> str:
+        return self.level if not self.how or self.level == "exact" else f"{self.level} ({self.how})"
+
+
+Rule = Callable[[JobPolicy], tuple[Level, str]]
+
+_DOCS: tuple[Level, str] = ("exact", "documentation: no runtime reads it")
+
+
+def _docs(job: JobPolicy) -> tuple[Level, str]:
+    return _DOCS
+
+
+# Rules whose verdict is exact whatever the job says: a sheet never needs to accept them.
+_ALWAYS_EXACT: set[Rule] = {_docs}
+
+
+def _exact(how: str) -> Rule:
+    def rule(job: JobPolicy) -> tuple[Level, str]:
+        return "exact", how
+
+    _ALWAYS_EXACT.add(rule)
+    return rule
+
+
+def _whole(seconds: float | None) -> bool:
+    return seconds is None or math.isinf(seconds) or float(seconds).is_integer()
+
+
+# -- rules shared by both runtimes -------------------------------------------------------
+
+_SCHEDULE: Rule = lambda job: (  # noqa: E731
+    ("unsupported", "the adapters do not drive cron schedules: run the job from the "
+     "runtime's scheduler (celery beat, RQ's cron) or from jobdef's worker")
+    if job.mode == "batch"
+    else ("exact", "")
+)  # fmt: skip
+
+
+def _events(job: JobPolicy) -> tuple[Level, str]:
+    others = [e for e in job.notify.events if e != "dead"]
+    if not others:
+        return "exact", "the dead notification goes through jobdef's outbox, once"
+    return "unsupported", (
+        f"only `dead` is notified; {', '.join(others)} would need a row in jobdef's "
+        "database for each attempt, and the adapters write one only when a job dies"
+    )
+
+
+def _retention_done(job: JobPolicy) -> tuple[Level, str]:
+    if job.retention.done is None:
+        return "exact", ""
+    return "approximate", "a done run leaves no row in jobdef's database to keep or prune"
+
+
+_COMMON: dict[str, Rule] = {
+    "name": _exact("the task or job is matched to its sheet by this name"),
+    "title": _docs,
+    "description": _docs,
+    "owner": _docs,
+    "trigger": _docs,
+    "rerun": _docs,
+    "mode": _SCHEDULE,
+    "schedule": _SCHEDULE,
+    "timezone": _SCHEDULE,
+    "catch_up": _SCHEDULE,
+    "args": _exact("checked against the sheet at enqueue; a bad call sends nothing"),
+    "limits.args_bytes": _exact("checked at enqueue"),
+    "max_attempts": _exact("the adapter counts attempts itself, crash redeliveries included"),
+    "deadline": _exact("carried as an absolute time; a retry past it is not scheduled"),
+    "idempotency.key": _exact(
+        "the task id is derived from the key; a duplicate is not sent while one is active"
+    ),
+    "idempotency.dedupe_window": _exact("a done marker in the run store lives this long"),
+    "errors.retry": _exact("classified by the sheet, most specific class first"),
+    "errors.fatal": _exact("classified by the sheet; a fatal error is never retried"),
+    "errors.default": _exact("classified by the sheet"),
+    "dead_letter.target": _exact("a dead row of jobdef's jobs table, with its attempts"),
+    "notify.channel": _exact("through jobdef's outbox"),
+    "notify.events": _events,
+    "notify.key_args": _exact(""),
+    "retention.done": _retention_done,
+    "retention.dead": _exact("dead rows are pruned by `jobdef prune` like any other"),
+}
+for _field in JOB_FIELDS:
+    if _field.path.startswith("decision."):
+        _COMMON[_field.path] = _docs
+
+# -- Celery ------------------------------------------------------------------------------
+
+
+def _celery_priority(job: JobPolicy) -> tuple[Level, str]:
+    if job.priority == 0:
+        return "exact", ""
+    return "approximate", (
+        "sent as the message priority, which Redis honours only with priority_steps and "
+        "RabbitMQ only on a queue declared with x-max-priority"
+    )
+
+
+_CELERY: dict[str, Rule] = {
+    "handler": _exact("the task function decorated with @sheet_task runs"),
+    "queue": _exact("the task is sent to the sheet's queue (the worker must consume it: -Q)"),
+    "priority": _celery_priority,
+    "backoff.strategy": _exact("the adapter computes each countdown with jobdef's backoff"),
+    "backoff.delays": _exact(""),
+    "backoff.initial": _exact(""),
+    "backoff.multiplier": _exact("not Celery's int-cast retry_backoff"),
+    "backoff.max": _exact("not Celery's silent 600 s retry_backoff_max"),
+    "backoff.jitter": _exact("drawn by jobdef at each failure, never Celery's 0 s jitter"),
+    "timeout": _exact(
+        "soft_time_limit, and a hard time_limit a little later whose kill is retried per "
+        "the sheet (needs the prefork or threads pool)"
+    ),
+    "on_reclaim": _exact(
+        "acks_late with reject_on_worker_lost: the redelivery of a lost worker's task counts "
+        "as an attempt (on Redis it returns after the broker's visibility_timeout)"
+    ),
+}
+
+# -- RQ ----------------------------------------------------------------------------------
+
+
+def _rq_priority(job: JobPolicy) -> tuple[Level, str]:
+    if job.priority == 0:
+        return "exact", ""
+    return "unsupported", "RQ has no priorities: give urgent jobs a queue of their own"
+
+
+def _rq_waits(job: JobPolicy) -> tuple[Level, str]:
+    b = job.backoff
+    if all(_whole(s) for s in (b.initial, b.max, *b.delays)) and b.strategy != "exponential":
+        return "exact", "RQ retry intervals from the sheet, one per attempt"
+    if b.strategy == "exponential" and _whole(b.initial) and float(b.multiplier).is_integer():
+        return "exact", "RQ retry intervals from the sheet, one per attempt"
+    return "approximate", "RQ waits whole seconds: each wait is rounded up to the next second"
+
+
+def _rq_jitter(job: JobPolicy) -> tuple[Level, str]:
+    if job.backoff.jitter == "none":
+        return "exact", ""
+    return "approximate", (
+        "every wait is drawn at enqueue (RQ's intervals are fixed then) and rounded up to "
+        "a whole second"
+    )
+
+
+def _rq_timeout(job: JobPolicy) -> tuple[Level, str]:
+    if _whole(job.timeout):
+        return "exact", "job_timeout; a timed-out attempt is classified as the sheet says"
+    return "approximate", f"job_timeout is whole seconds: {math.ceil(job.timeout)}s"
+
+
+_RQ: dict[str, Rule] = {
+    "handler": _exact("the wrapper imports and calls the sheet's handler"),
+    "queue": _exact("enqueued on the RQ queue of the sheet's name"),
+    "priority": _rq_priority,
+    "backoff.strategy": _rq_waits,
+    "backoff.delays": _rq_waits,
+    "backoff.initial": _rq_waits,
+    "backoff.multiplier": _rq_waits,
+    "backoff.max": _rq_waits,
+    "backoff.jitter": _rq_jitter,
+    "timeout": _rq_timeout,
+    "on_reclaim": lambda job: (
+        "approximate",
+        "a killed work horse is counted by SheetWorker; a whole worker killed leaves its "
+        "job to RQ's abandoned-job cleanup, after which its next start counts the attempt",
+    ),
+}
+
+RULES: dict[Runtime, dict[str, Rule]] = {"celery": _COMMON | _CELERY, "rq": _COMMON | _RQ}
+
+
+def verdicts(runtime: Runtime, job: JobPolicy) -> list[Verdict]:
+    """The verdict on each field that shapes ``job``, in sheet order."""
+    rules = RULES[runtime]
+    out = []
+    for field in JOB_FIELDS:
+        if not field.applies(job) or field.path.startswith("runtime."):
+            continue
+        level, how = rules[field.path](job)
+        out.append(Verdict(field.path, level, how))
+    return out
+
+
+def unaccepted(runtime: Runtime, job: JobPolicy, found: Iterable[Verdict]) -> list[Verdict]:
+    """The non-exact verdicts the sheet has not accepted for ``runtime``."""
+    accepted = set(getattr(job.runtime, runtime).accept)
+    return [v for v in found if v.level != "exact" and v.field not in accepted]
+
+
+def acceptable_fields() -> tuple[str, ...]:
+    """The fields some runtime may not honour exactly: what ``accept`` may name."""
+    return tuple(
+        f.path
+        for f in JOB_FIELDS
+        if not f.path.startswith("runtime.")
+        and any(rules[f.path] not in _ALWAYS_EXACT for rules in RULES.values())
+    )
+
+
+def field_table() -> list[tuple[str, dict[Runtime, str]]]:
+    """Every field and what each runtime does with it in general (docs/runtimes.md)."""
+    rows = []
+    for field in JOB_FIELDS:
+        if field.path.startswith("runtime."):
+            continue
+        cells: dict[Runtime, str] = {}
+        for runtime in RUNTIMES:
+            rule = RULES[runtime][field.path]
+            cells[runtime] = GENERAL.get((runtime, field.path)) or _describe(rule)
+        rows.append((field.path, cells))
+    return rows
+
+
+def _describe(rule: Rule) -> str:
+    from jobdef.policy.model import JobPolicy as _Job
+
+    level, how = rule(_Job(name="x", handler="x"))
+    return level if not how else f"{level}: {how}"
+
+
+# Where the verdict depends on the values, the docs say when.
+GENERAL: dict[tuple[Runtime, str], str] = {
+    **{
+        (r, f): "unsupported for `mode: batch`: the adapters do not drive cron schedules "
+        "(celery beat, RQ's cron or jobdef's worker do)"
+        for r in RUNTIMES
+        for f in ("mode", "schedule", "timezone", "catch_up")
+    },
+    **{
+        (r, "notify.events"): "exact for `dead` (once, through jobdef's outbox); "
+        "unsupported for retry, timeout, reclaimed and done"
+        for r in RUNTIMES
+    },
+    **{
+        (r, "retention.done"): "approximate: a done run leaves no row in jobdef's database"
+        for r in RUNTIMES
+    },
+    ("celery", "priority"): "exact at 0; else approximate: the message priority, honoured "
+    "only with Redis priority_steps or a RabbitMQ x-max-priority queue",
+    ("rq", "priority"): "exact at 0; else unsupported: RQ has no priorities",
+    **{
+        ("rq", f): "exact in whole seconds; else approximate: each wait rounded up to a second"
+        for f in (
+            "backoff.strategy",
+            "backoff.delays",
+            "backoff.initial",
+            "backoff.multiplier",
+            "backoff.max",
+        )
+    },
+    ("rq", "backoff.jitter"): "exact for `none`; else approximate: drawn at enqueue, "
+    "rounded up to a whole second",
+    ("rq", "timeout"): "exact in whole seconds; else approximate: job_timeout rounded up",
+}
