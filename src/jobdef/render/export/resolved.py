@@ -18,7 +18,7 @@ from jobdef.policy.registry import Registry
 from jobdef.render.describe import display_path, effective_fields
 from jobdef.render.export.common import effective_cap, queue_policy, retries, timeout_action
 
-SCHEMA_ID = "https://jobdef.dev/schema/jobdef-export-v1.schema.json"
+SCHEMA_ID = "https://raw.githubusercontent.com/jobdef/jobdef/main/src/jobdef/render/export/schema/jobdef-export-v1.schema.json"
 FORMAT = "jobdef-export/v1"
 
 
