@@ -35,11 +35,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobdef.backends import open_backend
 from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.policy.model import BackoffPolicy, ErrorPolicy, JobPolicy, freeze
 from jobdef.policy.registry import Registry
+
+if TYPE_CHECKING:
+    from jobdef.telemetry.observer import WorkerTelemetry
 
 
 def noop(ctx: object) -> None:
@@ -85,7 +89,13 @@ def jobdef_enqueue(folder: Path, n: int, bulk: bool, synchronous: str) -> float:
 
 
 def jobdef_drain(
-    folder: Path, n: int, concurrency: int, synchronous: str, prefetch: int | None = None
+    folder: Path,
+    n: int,
+    concurrency: int,
+    synchronous: str,
+    prefetch: int | None = None,
+    *,
+    metrics: bool = False,
 ) -> float:
     from jobdef.runtime.worker import Worker
 
@@ -101,6 +111,7 @@ def jobdef_drain(
         burst=True,
         services=[],
         **({} if prefetch is None else {"depth": prefetch}),
+        **({"telemetry": _counting()} if metrics else {}),
     )
     stats = worker.run()
     backend.close()
@@ -113,6 +124,14 @@ def jobdef_drain(
     ).fetchone()
     conn.close()
     return n / (last - first)
+
+
+def _counting() -> WorkerTelemetry:
+    """What --metrics-port counts with (the HTTP server aside, which a scrape wakes)."""
+    from jobdef.telemetry.metrics import Metrics
+    from jobdef.telemetry.observer import WorkerTelemetry
+
+    return WorkerTelemetry("bench", metrics=Metrics())
 
 
 def jobdef_claim_ms(folder: Path, finished: int, synchronous: str, samples: int = 200) -> float:
@@ -250,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         "--prefetch", type=int, help="jobs each handler process is handed ahead (worker default)"
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="the drains count Prometheus metrics, as jobdef worker --metrics-port does "
+        "(default: off)",
+    )
     args = parser.parse_args(argv)
     sync = args.synchronous
     figures: dict[str, float] = {}
@@ -281,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
             f"jobdef drain, --concurrency {concurrency}",
             _median(
                 args.runs,
-                lambda d, c=concurrency: jobdef_drain(d, args.jobs, c, sync, args.prefetch),
+                lambda d, c=concurrency: jobdef_drain(
+                    d, args.jobs, c, sync, args.prefetch, metrics=args.metrics
+                ),
             ),
             "jobs/s",
         )

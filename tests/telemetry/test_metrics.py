@@ -61,7 +61,7 @@ def test_counters_match_the_attempts_table_and_gauges_the_queue(
     later = [queue.enqueue("later", {"i": n}, delay=3600).id for n in range(2)]
     worker = workers.start(
         "--concurrency", "2", "--lease", "2s",
-        "--metrics-port", "0", "--metrics-interval", "200ms",
+        "--metrics-port", "0", "--metrics-interval", "1s",
     )  # fmt: skip
     port = worker.port("--metrics-port")
 

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 DEFAULT_METRICS_PORT = 9464  # the port jobdef.telemetry.metrics documents
 log = logging.getLogger("jobdef.worker")
+# The gauges are read from the store at most this often, seconds.
+MIN_GAUGE_INTERVAL = 1.0
 
 
 def _port(text: str) -> int:
@@ -62,8 +64,8 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
         "--metrics-interval",
         default="15s",
         metavar="DURATION",
-        help="how often the queue gauges are read from the store (default 15s; on "
-        "PostgreSQL only the worker holding maintenance reads them)",
+        help="how often the queue gauges are read from the store (default 15s, at least "
+        "1s; on PostgreSQL only the worker holding maintenance reads them)",
     )
     group.add_argument(
         "--health-port",
@@ -85,6 +87,12 @@ def worker_telemetry(args: argparse.Namespace, worker_id: str, url: str) -> Work
     from jobdef.telemetry.observer import WorkerTelemetry
 
     interval = parse_duration(args.metrics_interval)
+    if interval < MIN_GAUGE_INTERVAL:
+        raise UsageError(
+            f"--metrics-interval {args.metrics_interval} is too short: each read of the "
+            f"gauges queries the whole store; write {MIN_GAUGE_INTERVAL:g}s or more "
+            "(15s by default)"
+        )
     telemetry = WorkerTelemetry(
         worker_id, log_args=args.log_args, log_format=args.log_format, gauge_interval=interval
     )

@@ -56,6 +56,8 @@ MAX_EXTRA_CHARS = 2000
 # Environment variables whose values are never printed, wherever they appear; of any
 # other value that is a URL, its password and secret parameters are not either.
 _SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE|CREDENTIAL|WEBHOOK|DSN")
+# The name of the root handler configure() installs (and replaces on a second call).
+_HANDLER_NAME = "jobdef"
 # Attributes every LogRecord has: anything else on a record is an extra.
 _RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
     "message",
@@ -180,18 +182,21 @@ def formatter(settings: LogSettings, environ: Mapping[str, str] | None = None) -
 def configure(settings: LogSettings, filename: str | None = None) -> None:
     """Have the root logger write ``settings``' format to ``filename`` or stderr.
 
-    Replaces the handlers the root logger has, so calling it again (a child process,
-    a test) does not print each line twice."""
+    Replaces the handler an earlier call installed, so calling it again (a worker run
+    twice in one process) does not print each line twice; handlers someone else
+    installed (a test runner's capture) stay."""
     handler: logging.Handler
     if filename is None:
         handler = logging.StreamHandler(sys.stderr)
     else:
         handler = logging.FileHandler(filename)
     handler.setFormatter(formatter(settings))
+    handler.set_name(_HANDLER_NAME)
     root = logging.getLogger()
     for old in list(root.handlers):
-        root.removeHandler(old)
-        old.close()
+        if old.get_name() == _HANDLER_NAME:
+            root.removeHandler(old)
+            old.close()
     root.addHandler(handler)
     root.setLevel(settings.level)
 

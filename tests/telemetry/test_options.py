@@ -1,0 +1,50 @@
+"""The worker's telemetry options refuse what would not work with one line each."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from jobdef.cli import main
+
+SHEETS = Path(__file__).resolve().parent / "sheets"
+
+
+def run_worker(db_url: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    code = main(["worker", "--db", db_url, "--sheets", str(SHEETS), "--burst", *extra])
+    return code, capsys.readouterr().err
+
+
+def test_a_port_in_use_is_one_line(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        code, err = run_worker(db_url, capsys, "--health-port", port)
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        f"jobdef worker: error: --health-port {port}: cannot listen (Address already in use); "
+        "choose a free port"
+    )
+    assert "Traceback" not in err
+
+
+def test_gauges_read_more_often_than_once_a_second_are_refused(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run_worker(db_url, capsys, "--metrics-port", "0", "--metrics-interval", "100ms")
+    assert code == 2
+    assert "--metrics-interval 100ms is too short" in err
+    assert "write 1s or more (15s by default)" in err
+
+
+@pytest.mark.parametrize("value", ["-1", "65536", "http"])
+def test_a_port_out_of_range_is_refused_by_the_parser(
+    db_url: str, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run_worker(db_url, capsys, "--metrics-port", value)
+    assert exited.value.code == 2
+    assert "argument --metrics-port: expected a port" in capsys.readouterr().err
