@@ -183,8 +183,13 @@ def configure(settings: LogSettings, filename: str | None = None) -> None:
     """Have the root logger write ``settings``' format to ``filename`` or stderr.
 
     Replaces the handler an earlier call installed, so calling it again (a worker run
-    twice in one process) does not print each line twice; handlers someone else
-    installed (a test runner's capture) stay."""
+    twice in one process) does not print each line twice. When someone else has
+    configured the root logger already (an application running the worker, a test
+    runner's capture), it is left as it is, as :func:`logging.basicConfig` does."""
+    root = logging.getLogger()
+    ours = [old for old in root.handlers if old.get_name() == _HANDLER_NAME]
+    if len(ours) < len(root.handlers):
+        return
     handler: logging.Handler
     if filename is None:
         handler = logging.StreamHandler(sys.stderr)
@@ -192,11 +197,9 @@ def configure(settings: LogSettings, filename: str | None = None) -> None:
         handler = logging.FileHandler(filename)
     handler.setFormatter(formatter(settings))
     handler.set_name(_HANDLER_NAME)
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        if old.get_name() == _HANDLER_NAME:
-            root.removeHandler(old)
-            old.close()
+    for old in ours:
+        root.removeHandler(old)
+        old.close()
     root.addHandler(handler)
     root.setLevel(settings.level)
 
