@@ -139,3 +139,22 @@ def test_a_task_without_a_sheet_is_refused_at_enqueue_naming_the_sheet(project: 
     assert "jdproject.orphans.rebuild_search_index has no sheet" in message
     assert "rebuild_search_index.yaml" in message
     assert "handler: jdproject.orphans:rebuild_search_index" in message
+
+
+def test_a_rolled_back_savepoint_drops_only_its_own_job(
+    project: Project, engine_alias: str
+) -> None:
+    kept, dropped = unique(), unique()
+    with transaction.atomic(using=engine_alias):
+        confirm(engine_alias).enqueue(kept)
+        with transaction.atomic(using=engine_alias):  # a savepoint
+            confirm(engine_alias).enqueue(dropped)
+            transaction.set_rollback(True, using=engine_alias)
+    stored = {r.args["reservation_id"] for r in jobs_of(project, engine_alias, "send_confirmation")}
+    assert kept in stored
+    assert dropped not in stored
+
+
+def test_args_too_large_to_store_are_refused_before_any_engine_sees_them(project: Project) -> None:
+    with pytest.raises(ArgsError, match=r"bytes as JSON, more than the \d+ this job allows"):
+        confirm("default").enqueue(reservation_id="x" * (2 << 20))
