@@ -173,6 +173,11 @@ TEMPLATES: dict[str, list[Template]] = {
         _t("export", "hostile", "--format", st.sampled_from(EXPORT_FORMATS), "-o", W),
         _t("export", "--format", H, "--sheets", H),
     ],
+    "check": [
+        _t("check", "--runtime", st.sampled_from(["celery", "rq"]), "--sheets", H),
+        _t("check", "--runtime", H),
+        _t("check", "--runtime", "rq", "--app", H, "--format", FORMATS),
+    ],
     "diff": [
         _t("diff", H, H),
         _t("diff", "jobdefs", H, "--format", FORMATS),

@@ -127,9 +127,9 @@ for _field in JOB_FIELDS:
 def _celery_priority(job: JobPolicy) -> tuple[Level, str]:
     if job.priority == 0:
         return "exact", ""
-    return "approximate", (
-        "sent as the message priority, which Redis honours only with priority_steps and "
-        "RabbitMQ only on a queue declared with x-max-priority"
+    return "unsupported", (
+        "Celery's message priority means the opposite on Redis (0 first) and RabbitMQ "
+        "(highest first) and needs broker setup: give urgent jobs a queue of their own"
     )
 
 
@@ -190,7 +190,7 @@ _RQ: dict[str, Rule] = {
     "handler": _exact("the wrapper imports and calls the sheet's handler"),
     "queue": _exact("enqueued on the RQ queue of the sheet's name"),
     "priority": _rq_priority,
-    "backoff.strategy": _rq_waits,
+    "backoff.strategy": _exact("the waits are computed by jobdef, RQ keeps them as intervals"),
     "backoff.delays": _rq_waits,
     "backoff.initial": _rq_waits,
     "backoff.multiplier": _rq_waits,
@@ -259,7 +259,8 @@ def _describe(rule: Rule) -> str:
 # Where the verdict depends on the values, the docs say when.
 GENERAL: dict[tuple[Runtime, str], str] = {
     **{
-        (r, f): "unsupported for `mode: batch`: the adapters do not drive cron schedules "
+        (r, f): "exact for `mode: async`; unsupported for `mode: batch`: the adapters do "
+        "not drive cron schedules "
         "(celery beat, RQ's cron or jobdef's worker do)"
         for r in RUNTIMES
         for f in ("mode", "schedule", "timezone", "catch_up")
@@ -270,16 +271,16 @@ GENERAL: dict[tuple[Runtime, str], str] = {
         for r in RUNTIMES
     },
     **{
-        (r, "retention.done"): "approximate: a done run leaves no row in jobdef's database"
+        (r, "retention.done"): "exact when unset; else approximate: a done run leaves no "
+        "row in jobdef's database"
         for r in RUNTIMES
     },
-    ("celery", "priority"): "exact at 0; else approximate: the message priority, honoured "
-    "only with Redis priority_steps or a RabbitMQ x-max-priority queue",
+    ("celery", "priority"): "exact at 0; else unsupported: Celery's message priority means "
+    "the opposite on Redis and RabbitMQ; give urgent jobs a queue of their own",
     ("rq", "priority"): "exact at 0; else unsupported: RQ has no priorities",
     **{
         ("rq", f): "exact in whole seconds; else approximate: each wait rounded up to a second"
         for f in (
-            "backoff.strategy",
             "backoff.delays",
             "backoff.initial",
             "backoff.multiplier",
@@ -290,3 +291,12 @@ GENERAL: dict[tuple[Runtime, str], str] = {
     "rounded up to a whole second",
     ("rq", "timeout"): "exact in whole seconds; else approximate: job_timeout rounded up",
 }
+
+
+def markdown_table() -> str:
+    """The field table of docs/runtimes.md (between its ``fidelity-table`` markers)."""
+    lines = ["| field | Celery | RQ |", "| --- | --- | --- |"]
+    for path, cells in field_table():
+        row = [f"`{path}`", cells["celery"], cells["rq"]]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(lines) + "\n"

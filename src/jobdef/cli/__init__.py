@@ -34,6 +34,7 @@ COMMANDS: tuple[str, ...] = (
     "tsv",
     "explain",
     "export",
+    "check",
     "diff",
     "new",
     "worker",

@@ -1,0 +1,129 @@
+"""``jobdef check --runtime celery|rq``: how faithfully a runtime honours every sheet.
+
+For each job: a table of its fields, each ``exact``, ``approximate (how)`` or
+``unsupported (why)`` on that runtime through jobdef's adapter, and whether the
+sheet accepts it (``runtime: {celery: {accept: [field, ...]}}``). With ``--app``
+the live infrastructure is checked too (see :mod:`jobdef.adapters.infra`).
+Exit 1 when a job uses a field the runtime cannot honour exactly and its sheet
+does not accept it, or when the infrastructure falls short of the sheets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from jobdef.cli import EXIT_FINDINGS, EXIT_OK
+from jobdef.cli.options import add_sheets, config_from, registry_from
+from jobdef.render.escape import visible
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobdef.adapters.fidelity import unaccepted, verdicts
+
+    registry = registry_from(config_from(args))
+    jobs = list(registry)
+    report: list[dict[str, Any]] = []
+    failing = 0
+    for job in jobs:
+        found = verdicts(args.runtime, job)
+        refused = {v.field for v in unaccepted(args.runtime, job, found)}
+        accepted = set(getattr(job.runtime, args.runtime).accept)
+        failing += bool(refused)
+        report.append(
+            {
+                "job": job.name,
+                "sheet": job.file,
+                "fields": [
+                    {
+                        "field": v.field,
+                        "fidelity": v.level,
+                        "how": v.how,
+                        "accepted": v.field in accepted,
+                    }
+                    for v in found
+                ],
+                "unaccepted": sorted(refused),
+            }
+        )
+    problems = _infrastructure(args, jobs)
+    if args.format == "json":
+        data = {"runtime": args.runtime, "jobs": report, "infrastructure": problems}
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _print_text(args.runtime, report, problems, checked=args.app is not None)
+    return EXIT_FINDINGS if failing or problems else EXIT_OK
+
+
+def _infrastructure(args: argparse.Namespace, jobs: list[Any]) -> list[str]:
+    if args.app is None:
+        return []
+    from jobdef.adapters import infra
+
+    target = infra.load_object(args.app)
+    if args.runtime == "celery":
+        return infra.celery_problems(target, jobs)
+    return infra.rq_problems(target, jobs)
+
+
+def _print_text(
+    runtime: str, report: list[dict[str, Any]], problems: list[str], *, checked: bool
+) -> None:
+    for entry in report:
+        print(f"{visible(entry['job'])} on {runtime} ({visible(entry['sheet'])})")
+        width = max(len(f["field"]) for f in entry["fields"])
+        for f in entry["fields"]:
+            text = f["fidelity"] if f["fidelity"] == "exact" else f"{f['fidelity']} ({f['how']})"
+            mark = ""
+            if f["fidelity"] != "exact":
+                mark = "  accepted" if f["accepted"] else "  NOT ACCEPTED"
+            print(f"  {f['field']:<{width}}  {text}{mark}")
+        if entry["unaccepted"]:
+            fields = ", ".join(entry["unaccepted"])
+            print(
+                f"  -> {runtime} cannot honour {fields} exactly: change the sheet, or accept "
+                f"it there: runtime: {{{runtime}: {{accept: [{fields}]}}}}"
+            )
+        print()
+    if not checked:
+        print("infrastructure: not checked; pass --app module:app to check it")
+    elif problems:
+        for problem in problems:
+            print(f"infrastructure: {visible(problem)}")
+    else:
+        print("infrastructure: ok")
+    failing = sum(1 for e in report if e["unaccepted"])
+    print(f"{len(report)} job(s) checked on {runtime}: {failing} with fields not accepted")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="show how faithfully Celery or RQ honours each sheet (and check its setup)",
+        description="For each job: a table of its fields, each exact, approximate (how) or "
+        "unsupported (why) on the runtime through jobdef's adapter, and whether the sheet "
+        "accepts it (runtime: {celery: {accept: [field, ...]}}). With --app the live "
+        "infrastructure is checked too. Exit 1 when a job uses a field the runtime cannot "
+        "honour exactly and its sheet does not accept it, or when the infrastructure falls "
+        "short of the sheets.",
+    )
+    parser.add_argument(
+        "--runtime",
+        required=True,
+        choices=("celery", "rq"),
+        help="the runtime the jobs run on through jobdef's adapter (required)",
+    )
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:OBJ",
+        help="also check the live infrastructure: a Celery app configured with "
+        "jobdef.adapters.celery.configure, or a jobdef.adapters.rq.SheetQueue "
+        "(default: not checked)",
+    )
+    add_sheets(parser)
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+    parser.set_defaults(handler=run)
