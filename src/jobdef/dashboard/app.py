@@ -421,7 +421,7 @@ def _queue_action(
     d: Dashboard, fields: Form, ids: list[str], who: str
 ) -> tuple[str, actions.Outcome]:
     queue = str(fields.get("queue", ""))
-    known = {i.queue for i in d.store.call(d.store.verbs.queues)} | set(d.registry.queues)
+    known = {str(q["queue"]) for q in views.queue_depths(d.store)} | set(d.registry.queues)
     known |= {job.queue for job in d.registry}
     if queue not in known:
         raise UsageError(f"no queue named {queue[:60]!r} in the sheets or the job store")
@@ -444,7 +444,9 @@ def _outbox_action(
 def _fingerprint(store: Store) -> tuple[Any, ...]:
     """What changes when anything a page shows may have: the newest ids, queue depths."""
     [newest] = store.rows("newest_ids", cap=views.COUNT_CAP)
-    queues = tuple((q.queue, q.paused, q.queued, q.running) for q in store.call(store.verbs.queues))
+    queues = tuple(
+        (q["queue"], q["paused"], q["queued"], q["running"]) for q in views.queue_depths(store)
+    )
     return (tuple(newest.values()), queues)
 
 

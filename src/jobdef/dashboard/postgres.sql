@@ -3,11 +3,13 @@
 -- bounded the same way: a window of the primary key, one partial index, or :cap
 -- rows. `{schema}` is the store's quoted schema.
 
+-- name: window_floor
+SELECT id FROM {schema}.jobdef_jobs WHERE id < %(before)s ORDER BY id DESC LIMIT 1 OFFSET %(skip)s;
+
 -- name: jobs_window
-SELECT * FROM (
-    SELECT * FROM {schema}.jobdef_jobs WHERE id < %(before)s ORDER BY id DESC LIMIT %(window)s
-) AS w
-WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+SELECT * FROM {schema}.jobdef_jobs
+WHERE id < %(before)s AND id >= %(floor)s
+  AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(job)s::text IS NULL OR job = %(job)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(since)s::float8 IS NULL OR created_at >= %(since)s::float8)
@@ -20,10 +22,28 @@ WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
 ORDER BY id DESC
 LIMIT %(limit)s;
 
--- name: window_floor
-SELECT min(id) AS floor, count(*) AS size FROM (
-    SELECT id FROM {schema}.jobdef_jobs WHERE id < %(before)s ORDER BY id DESC LIMIT %(window)s
-) AS w;
+-- name: queue_depths
+-- Each count a subquery per queue over the partial indexes of active rows, the
+-- queued ones capped at :cap.
+WITH names AS (
+    SELECT queue FROM {schema}.jobdef_queues
+    UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'
+    UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'running'
+)
+SELECT n.queue,
+       coalesce(q.paused, false) AS paused,
+       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_jobs AS j
+                              WHERE j.state = 'queued' AND j.queue = n.queue
+                              LIMIT %(cap)s) AS c) AS queued,
+       (SELECT count(*) FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'running' AND j.queue = n.queue) AS running,
+       (SELECT CASE WHEN min(j.run_after) IS NOT NULL
+                    THEN greatest(0, %(now)s - min(j.run_after)) END
+        FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age
+FROM names AS n
+LEFT JOIN {schema}.jobdef_queues AS q ON q.queue = n.queue
+ORDER BY n.queue;
 
 -- name: newest_ids
 SELECT (SELECT max(id) FROM {schema}.jobdef_jobs) AS job,
@@ -33,9 +53,9 @@ SELECT (SELECT max(id) FROM {schema}.jobdef_jobs) AS job,
                               WHERE delivered_at IS NULL LIMIT %(cap)s) AS o) AS undelivered;
 
 -- name: recent_attempts
-SELECT a.finished_at, a.outcome, j.queue
+SELECT a.finished_at, a.outcome,
+       (SELECT j.queue FROM {schema}.jobdef_jobs AS j WHERE j.id = a.job_id) AS queue
 FROM {schema}.jobdef_attempts AS a
-JOIN {schema}.jobdef_jobs AS j ON j.id = a.job_id
 WHERE a.id > (SELECT coalesce(max(id), 0) FROM {schema}.jobdef_attempts) - %(cap)s
   AND a.finished_at >= %(since)s;
 

@@ -3,14 +3,20 @@
 -- a cursor over at most :window rows, or one partial index, or stops at :cap
 -- rows, so a page costs the same with a thousand jobs or a million.
 
+-- name: window_floor
+-- The id :skip rows below the cursor :before (an index-only walk of the primary
+-- key): the lower end of the window a filtered page searches. None: the window
+-- reaches the first job.
+SELECT id FROM jobdef_jobs WHERE id < :before ORDER BY id DESC LIMIT 1 OFFSET :skip;
+
 -- name: jobs_window
--- One page of jobs, newest first, among the :window jobs below the cursor
--- :before (keyset pagination: no OFFSET). The filters look only at that window;
--- the page says which ids it searched, and its "older" link goes on below them.
-SELECT * FROM (
-    SELECT * FROM jobdef_jobs WHERE id < :before ORDER BY id DESC LIMIT :window
-) AS w
-WHERE (:state IS NULL OR state = :state)
+-- One page of jobs, newest first, with ids in [:floor, :before) (keyset
+-- pagination: no OFFSET over rows). A walk of the primary key down from the
+-- cursor that stops at :limit matches or at :floor, whichever comes first; the
+-- page says which ids it searched, and its "older" link goes on below them.
+SELECT * FROM jobdef_jobs
+WHERE id < :before AND id >= :floor
+  AND (:state IS NULL OR state = :state)
   AND (:job IS NULL OR job = :job)
   AND (:queue IS NULL OR queue = :queue)
   AND (:since IS NULL OR created_at >= :since)
@@ -23,11 +29,40 @@ WHERE (:state IS NULL OR state = :state)
 ORDER BY id DESC
 LIMIT :limit;
 
--- name: window_floor
--- The lowest id of the window jobs_window searched: where the next window starts.
-SELECT min(id) AS floor, count(*) AS size FROM (
-    SELECT id FROM jobdef_jobs WHERE id < :before ORDER BY id DESC LIMIT :window
-) AS w;
+-- name: queue_depths
+-- Every queue with queued or running jobs or a row of its own, its pause state and
+-- depths, read only from the partial indexes of active rows: the queued ones per
+-- queue by a skip scan of jobdef_jobs_claim_queue (one probe per queue), counted
+-- up to :cap; the running ones from jobdef_jobs_running. (The engine's own
+-- queue_depths reads the active rows through the table.)
+WITH RECURSIVE present(queue) AS (
+    SELECT (SELECT queue FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
+            WHERE state = 'queued' ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
+            WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
+    FROM present WHERE present.queue IS NOT NULL
+),
+running AS (
+    SELECT queue, count(*) AS running FROM jobdef_jobs INDEXED BY jobdef_jobs_running
+    WHERE state = 'running' GROUP BY queue
+),
+names AS (
+    SELECT queue FROM present WHERE queue IS NOT NULL
+    UNION SELECT queue FROM running
+    UNION SELECT queue FROM jobdef_queues
+)
+SELECT n.queue,
+       coalesce(q.paused, 0) AS paused,
+       (SELECT count(*) FROM (SELECT 1 FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
+                              WHERE state = 'queued' AND queue = n.queue LIMIT :cap)) AS queued,
+       coalesce(r.running, 0) AS running,
+       (SELECT max(0, :now - min(run_after)) FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
+        WHERE state = 'queued' AND queue = n.queue) AS oldest_queued_age
+FROM names AS n
+LEFT JOIN running AS r ON r.queue = n.queue
+LEFT JOIN jobdef_queues AS q ON q.queue = n.queue
+ORDER BY n.queue;
 
 -- name: newest_ids
 -- The newest job, attempt and outbox ids: a change in any is a change to show.
@@ -42,9 +77,9 @@ SELECT (SELECT max(id) FROM jobdef_jobs) AS job,
 -- primary key: rows are written when an attempt ends, so the newest ids are the
 -- latest ends) that ended since :since, with their job's queue: the overview's
 -- throughput and failure rate.
-SELECT a.finished_at, a.outcome, j.queue
+SELECT a.finished_at, a.outcome,
+       (SELECT j.queue FROM jobdef_jobs AS j WHERE j.id = a.job_id) AS queue
 FROM jobdef_attempts AS a
-JOIN jobdef_jobs AS j ON j.id = a.job_id
 WHERE a.id > (SELECT coalesce(max(id), 0) FROM jobdef_attempts) - :cap
   AND a.finished_at >= :since;
 
@@ -58,7 +93,8 @@ SELECT count(*) AS count FROM (
 ) AS d;
 
 -- name: dead_groups
--- One job's dead rows grouped by error type, among its newest :cap dead rows.
+-- One job's dead rows grouped by error type, among its newest :cap dead rows (the
+-- total is dead_count's).
 SELECT coalesce(json_extract(last_error, '$.type'), '(none)') AS error_type,
        count(*) AS count, min(finished_at) AS first_at, max(finished_at) AS last_at,
        max(id) AS newest_id,

@@ -79,9 +79,14 @@ class PostgresReader:
         quoted = '"' + schema + '"'
         queries = load_queries("jobdef.dashboard", "postgres.sql")
         self._queries = {name: sql.replace("{schema}", quoted) for name, sql in queries.items()}
-        self._sessions = SessionManager(
-            conninfo, schema, settings="SET default_transaction_read_only = on", reconnect_timeout=5
+        # Read-only, and planned as the queries are written: index walks that stop
+        # early, no bitmap scans, no parallel workers (whose start-up costs more than
+        # any of these small reads).
+        settings = (
+            "SET default_transaction_read_only = on; SET enable_bitmapscan = off; "
+            "SET max_parallel_workers_per_gather = 0"
         )
+        self._sessions = SessionManager(conninfo, schema, settings=settings, reconnect_timeout=5)
 
     def rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         from psycopg.rows import dict_row

@@ -4,7 +4,8 @@ Each function here is one page: the HTML template renders its dict and the
 ``/api/...`` twin returns it as JSON, so the two never disagree. Every read is
 bounded (see ``sqlite.sql``): counts stop at :data:`COUNT_CAP` and say so, the
 job list searches a window of :data:`WINDOW` jobs per page, the throughput
-chart reads at most :data:`RECENT_CAP` attempts.
+chart reads at most :data:`RECENT_CAP` attempts, the dead letter groups the
+newest :data:`DEAD_SAMPLE` dead jobs of each job.
 """
 
 from __future__ import annotations
@@ -29,16 +30,20 @@ from jobdef.render.context import next_run_times
 from jobdef.render.explain import explain_data
 
 STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
-# A count stops here: above it the page says "more than 100,000", never a full count(*).
-COUNT_CAP = 100_000
+# A count stops here: above it the page says "more than 10,000", never a full count(*).
+COUNT_CAP = 10_000
 # Jobs searched per page of a filtered list (a primary-key range, newest first).
 WINDOW = 20_000
 PAGE_SIZE = 50
 # Attempts read for the last hour's throughput (the newest ones).
 RECENT_CAP = 20_000
 CHART_BUCKETS = 12  # five minutes each
+# The dead letter groups a job's newest this many dead rows by error type.
+DEAD_SAMPLE = 1_000
 # The longest piece of an arg or an error shown in a list cell.
 CELL_CHARS = 120
+# The most of one value (args, an error, a traceback) a job's page shows.
+DETAIL_CHARS = 100_000
 # A qualifier of the search box: args.reservation_id:42
 _ARG = re.compile(r"^args\.([A-Za-z0-9_][A-Za-z0-9_.-]*):(.*)$")
 _ID = re.compile(r"^#?(\d{1,18})$")
@@ -51,7 +56,7 @@ def counted(value: int, cap: int = COUNT_CAP) -> dict[str, Any]:
     return {
         "count": value,
         "at_least": at_least,
-        "text": f"more than {cap:,} (estimate)" if at_least else f"{value:,}",
+        "text": f"more than {cap:,}, not counted further" if at_least else f"{value:,}",
     }
 
 
@@ -74,7 +79,7 @@ def age(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
-def shown(value: Any, limit: int | None = None) -> str:
+def shown(value: Any, limit: int | None = DETAIL_CHARS) -> str:
     """A value as text for a page: JSON for structures, secrets masked, optionally cut."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = redact(text)
@@ -94,7 +99,7 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
     job of the sheets.
     """
     now = store.clock()
-    infos = {info.queue: info for info in store.call(store.verbs.queues)}
+    infos = {row["queue"]: row for row in queue_depths(store)}
     names = sorted(set(infos) | set(registry.queues) | {job.queue for job in registry})
     since = now - 3600
     recent = store.rows("recent_attempts", since=since, cap=RECENT_CAP)
@@ -106,9 +111,11 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         per[max(0, slot)][0 if row["outcome"] == "done" else 1] += 1
     queues = []
     for name in sorted(set(names) | set(buckets)):
-        info = infos.get(name)
+        info = infos.get(name) or {}
         policy = registry.queues.get(name)
-        running = info.running if info else 0
+        running = int(info.get("running") or 0)
+        queued = int(info.get("queued") or 0)
+        oldest = info.get("oldest_queued_age")
         chart = buckets.get(name, [])
         done = sum(b[0] for b in chart)
         failed = sum(b[1] for b in chart)
@@ -116,11 +123,12 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         queues.append(
             {
                 "queue": name,
-                "paused": bool(info and info.paused),
-                "queued": info.queued if info else 0,
+                "paused": bool(info.get("paused")),
+                "queued": queued,
+                "queued_text": counted(queued)["text"],
                 "running": running,
-                "oldest_wait": info.oldest_queued_age if info else None,
-                "oldest_wait_text": age(info.oldest_queued_age if info else None),
+                "oldest_wait": oldest,
+                "oldest_wait_text": age(oldest),
                 "done_last_hour": done,
                 "failed_last_hour": failed,
                 "failure_rate": None if done + failed == 0 else failed / (done + failed),
@@ -265,12 +273,14 @@ def job_row(record: JobRecord) -> dict[str, Any]:
 
 
 def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[list[JobRecord], int]:
-    """Jobs matching ``flt`` among the WINDOW below ``before``; and the window's floor id
-    (0: nothing older is left, or the page is full and goes on from its last job)."""
+    """Jobs matching ``flt`` among the WINDOW ids below ``before``, newest first; and
+    the window's lowest id (0: the window reaches the first job)."""
+    floor_rows = store.rows("window_floor", before=before, skip=WINDOW - 1)
+    floor = int(floor_rows[0]["id"]) if floor_rows else 0
     rows = store.rows(
         "jobs_window",
         before=before,
-        window=WINDOW,
+        floor=floor,
         limit=limit,
         state=flt.state,
         job=flt.job,
@@ -281,11 +291,13 @@ def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[lis
         arg_path=None if flt.arg_key is None else arg_path(store.engine, flt.arg_key),
         arg_value=flt.arg_value,
     )
-    if len(rows) == limit:
-        return [store.job_row(row) for row in rows], 0  # the caller goes on from the last
-    [window] = store.rows("window_floor", before=before, window=WINDOW)
-    floor = int(window["floor"] or 0) if int(window["size"] or 0) >= WINDOW else 0
     return [store.job_row(row) for row in rows], floor
+
+
+def queue_depths(store: Store) -> list[dict[str, Any]]:
+    """Every active or known queue: paused, queued (counted up to COUNT_CAP), running,
+    oldest wait; read from the partial indexes of active rows only."""
+    return store.rows("queue_depths", now=store.clock(), cap=COUNT_CAP)
 
 
 def jobs(store: Store, flt: JobFilter) -> dict[str, Any]:
@@ -403,13 +415,16 @@ def dead_letter(store: Store, registry: Registry) -> dict[str, Any]:
     """Dead jobs grouped by job and error type, each job with its sheet's rerun procedure."""
     groups = []
     for job in registry:
-        rows = store.rows("dead_groups", job=job.name, cap=COUNT_CAP)
+        rows = store.rows("dead_groups", job=job.name, cap=DEAD_SAMPLE)
         if not rows:
             continue
+        [total] = store.rows("dead_count", job=job.name, cap=COUNT_CAP)
         groups.append(
             {
                 "job": job.name,
                 "rerun": job.rerun,
+                "dead": counted(int(total["count"])),
+                "sampled": sum(int(r["count"]) for r in rows) >= DEAD_SAMPLE,
                 "errors": [
                     {
                         "error_type": row["error_type"],
