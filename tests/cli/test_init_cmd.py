@@ -132,3 +132,11 @@ def test_the_repositorys_own_copy_of_the_schema_is_current() -> None:
     for sheet in sorted((repo / "jobdefs").glob("*.yaml")):
         first = sheet.read_text("utf-8").splitlines()[0]
         assert first == "# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json"
+
+
+def test_the_schemastore_entry_names_the_schemas_own_address() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    entry = json.loads((repo / "schemastore-catalog-entry.json").read_text("utf-8"))
+    assert entry["url"] == json.loads(schema_text())["$id"]
+    assert entry["url"].endswith("/src/jobdef/sheets/schema/jobdef-v1.schema.json")
+    assert "jobdefs/*.yaml" in entry["fileMatch"]
