@@ -101,6 +101,8 @@ def test_exposure_and_credentials_from_the_environment(tmp_path):
     assert auth.who(basic("ops", "s3cret-pass")["Authorization"]) == "ops"
     assert "s3cret" not in repr(auth)
     assert auth_from_env({}) is None
+    with pytest.raises(UsageError, match="use at least 16 random ones"):
+        auth_from_env({"JOBDEF_DASHBOARD_TOKEN": "short"})
     with pytest.raises(UsageError, match="needs both JOBDEF_DASHBOARD_USER"):
         auth_from_env({"JOBDEF_DASHBOARD_USER": "ops"})
     with pytest.raises(UsageError, match="cannot read it"):

@@ -29,6 +29,8 @@ from pathlib import Path
 from jobdef.errors import UsageError
 
 CSRF_COOKIE = "jobdef_csrf"
+# A bearer token shorter than this is refused: it could be guessed.
+MIN_TOKEN_CHARS = 16
 CSRF_FIELD = "csrf"
 
 CONTENT_SECURITY_POLICY = (
@@ -57,8 +59,14 @@ class Auth:
             raise UsageError("basic auth needs both a user and a password")
         if self.user is None and self.token is None:
             raise UsageError("auth needs a user and password, or a token")
-        if self.password == "" or self.token == "":
-            raise UsageError("an empty password or token is no protection; set a real one")
+        if self.password == "":
+            raise UsageError("an empty password is no protection; set a real one")
+        if self.token is not None and len(self.token) < MIN_TOKEN_CHARS:
+            raise UsageError(
+                f"the dashboard token has {len(self.token)} characters; use at least "
+                f"{MIN_TOKEN_CHARS} random ones, e.g. python3 -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))'"
+            )
 
     def __repr__(self) -> str:  # never print a credential
         kinds = [k for k, v in (("basic", self.user), ("token", self.token)) if v is not None]

@@ -106,15 +106,6 @@ FROM (SELECT id, last_error, finished_at FROM jobdef_jobs INDEXED BY jobdef_jobs
 GROUP BY 1
 ORDER BY count DESC;
 
--- name: dead_ids
--- Ids of one job's dead rows with one error type (for "requeue this group"),
--- newest first, :limit at most.
-SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
-WHERE job = :job AND state = 'dead' AND state IN ('done', 'dead', 'resolved', 'cancelled')
-  AND coalesce(json_extract(last_error, '$.type'), '(none)') = :error_type
-ORDER BY finished_at DESC
-LIMIT :limit;
-
 -- name: outbox_channels
 -- Undelivered messages per channel, among the oldest :cap, with the newest error.
 SELECT channel, count(*) AS pending, sum(attempts > 0) AS failing,

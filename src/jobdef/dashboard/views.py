@@ -441,11 +441,6 @@ def dead_letter(store: Store, registry: Registry) -> dict[str, Any]:
     return {"groups": groups}
 
 
-def dead_ids(store: Store, job: str, error_type: str, limit: int) -> list[int]:
-    rows = store.rows("dead_ids", job=job, error_type=error_type, limit=limit)
-    return [int(row["id"]) for row in rows]
-
-
 def schedules(store: Store, registry: Registry) -> dict[str, Any]:
     """Batch jobs: cron line and zone, the last slots stored, the next five, missed ones."""
     from jobdef.schedule.slots import due_slots, schedule_of
