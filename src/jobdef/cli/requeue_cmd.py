@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 from jobdef.cli import runtime_options
 from jobdef.cli.options import JobIds, plain
@@ -17,11 +19,40 @@ def run(args: argparse.Namespace) -> int:
         runtime_options.note_unknown_job(args, args.job)
     backend = runtime_options.backend(args)
     try:
+        others = _elsewhere(backend, args)
         count = backend.requeue(args.ids, job=args.job, state=args.state)
+        if others and args.app is None:
+            for record in others:
+                where = record.worker_id or ""
+                print(
+                    f"jobdef requeue: job {record.id} died in {where.partition('/')[0]} "
+                    f"(task {where.partition('/')[2]}); it goes back through its runtime: "
+                    f"jobdef requeue {record.id} --app module:app",
+                    file=sys.stderr,
+                )
+        elif others:
+            from jobdef.adapters.infra import load_object
+            from jobdef.adapters.requeue import requeue_elsewhere
+
+            count += requeue_elsewhere(backend, load_object(args.app), others)
     finally:
         backend.close()
     print(f"requeued {count} job{'s' if count != 1 else ''}")
     return 0 if count else 1
+
+
+def _elsewhere(backend: Any, args: argparse.Namespace) -> list[Any]:
+    """The named jobs in ``--state`` that died in another runtime (Celery, RQ)."""
+    from jobdef.backends.elsewhere import elsewhere
+
+    records = [backend.get(job_id) for job_id in args.ids]
+    if args.job:
+        records += backend.list_jobs(state=args.state, job=args.job, limit=10_000)
+    seen: dict[int, Any] = {}
+    for record in records:
+        if record is not None and record.state == args.state and elsewhere(record):
+            seen[record.id] = record
+    return list(seen.values())
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +72,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="dead",
         choices=[s for s in JOB_STATES if s not in ("queued", "running", "done")],
         help="the state the --job jobs are taken from (default: dead)",
+    )
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:OBJ",
+        help="send jobs that died in Celery or RQ back through it: the Celery app, or the "
+        "jobdef.adapters.rq.SheetQueue (default: such jobs are listed, not requeued)",
     )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser, purpose="that --job is checked against")
