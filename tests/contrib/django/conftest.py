@@ -19,7 +19,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 # The loopback webhook receiver of the notification tests.
-sys.path.insert(0, str(REPO / "tests" / "notify"))
+sys.path.append(str(REPO / "tests" / "notify"))
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
