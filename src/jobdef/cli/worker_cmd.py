@@ -23,12 +23,14 @@ def run(args: argparse.Namespace) -> int:
     # Before anything starts: a lease shorter than the heartbeats would let the worker
     # reclaim its own live jobs, and thousands of processes would swamp the host.
     check_options(args.concurrency, lease, names=("--concurrency", "--lease"))
+    # Where the handlers are imported from, by the start check and by the children.
+    use_pythonpath(runtime_options.config(args))
+    # A Django project's --db comes from its DATABASES: read it before the log settings,
+    # so that its password is among the secrets no log line prints.
+    child_setup = _django(args) if os.environ.get("DJANGO_SETTINGS_MODULE") else None
     wid = worker_id()
     secrets = tuple(url_secrets(runtime_options.config(args).database))
     configure_logs(LogSettings(level_number(args.log_level), args.log_format, wid, secrets))
-    # Where the handlers are imported from, by the start check and by the children.
-    use_pythonpath(runtime_options.config(args))
-    child_setup = _django(args) if os.environ.get("DJANGO_SETTINGS_MODULE") else None
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
     telemetry = worker_telemetry(args, wid, url)
