@@ -12,6 +12,7 @@ import logging
 import sys
 
 from jobdef.cli import runtime_options
+from jobdef.cli.options import plain
 from jobdef.errors import UsageError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "dashboard",
         help="serve the web dashboard: queues, jobs, plan vs actual, actions",
-        description=__doc__,
+        description=plain(__doc__),
     )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser)
