@@ -10,7 +10,7 @@ import pytest
 import redis
 from conformance import Cell, write_sheets
 
-from jobdef.adapters.core import SheetRuntime, task_id_for
+from jobdef.adapters.core import AlreadyBuried, SheetRuntime, task_id_for
 from jobdef.adapters.store import RunStore
 from jobdef.backends import open_backend
 from jobdef.backends.records import ErrorInfo
@@ -124,8 +124,12 @@ def test_a_lost_attempt_is_counted_and_the_burial_is_stored_once(runtime: SheetR
         assert len(backend.list_jobs(state="dead")) == 1
     finally:
         backend.close()
-    # The run is over: the same task id starts a new run.
+    # A redelivery of the buried run's last message (the worker died before its ack)
+    # runs nothing; a new enqueue under the same task id is a new run.
+    with pytest.raises(AlreadyBuried):
+        runtime.begin(policy, prepared.task_id)
     assert runtime.open_run(prepared)
+    assert runtime.begin(policy, prepared.task_id).attempt == 1
 
 
 def test_duplicates_are_refused_while_active_and_within_the_dedupe_window(

@@ -33,7 +33,7 @@ from celery import Celery, Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded, TimeLimitExceeded
 
 from jobdef.adapters.config import Settings, runtime_for
-from jobdef.adapters.core import TIMEOUT_NAMES, SheetRuntime, error_info
+from jobdef.adapters.core import TIMEOUT_NAMES, AlreadyBuried, SheetRuntime, error_info
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.model import JobPolicy
@@ -158,7 +158,11 @@ class SheetTask(Task):  # type: ignore[misc]
         if self.request.called_directly:
             return self.run(*args, **kwargs)
         runtime, policy, task_id = self.jobdef, self.sheet, str(self.request.id)
-        begun = runtime.begin(policy, task_id)
+        try:
+            begun = runtime.begin(policy, task_id)
+        except AlreadyBuried as exc:
+            LOGGER.warning("%s", exc)
+            return None
         if begun.lost is not None:
             lost = ErrorInfo(
                 "jobdef.runtime.errors.LeaseExpired",

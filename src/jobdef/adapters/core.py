@@ -102,6 +102,11 @@ def error_info(exc: BaseException) -> ErrorInfo:
     return ErrorInfo(names[0], str(exc), text)
 
 
+class AlreadyBuried(JobdefError):
+    """A message of a run that is already dead came back (the worker died between the
+    burial and the ack): nothing runs, the message is dropped."""
+
+
 class SheetRuntime:
     """The policy of the sheets in ``registry`` for one runtime, over a Redis run store
     and jobdef's database at ``database_url`` (where dead jobs and the outbox live).
@@ -161,6 +166,8 @@ class SheetRuntime:
         """The start of a delivery: count the attempt, or find the previous one lost."""
         ttl = state_ttl(policy)
         state = self.store.load(task_id)
+        if state is None and self.store.buried(task_id):
+            raise AlreadyBuried(f"task {task_id} is dead already; its redelivery is dropped")
         if state is None:
             # Sent without the adapter (send_task, an old message) or expired: a new run.
             now = self.clock()
@@ -308,7 +315,7 @@ class SheetRuntime:
             return notifications_for(policy, TERMINAL_EVENT, record, final, at)
 
         record = record_dead_elsewhere(self.backend(), dead, notes)
-        self.store.close(task_id)
+        self.store.close(task_id, buried=True)
         self.deliver()
         return record
 

@@ -34,7 +34,7 @@ from rq.job import Job
 from rq.timeouts import JobTimeoutException
 
 from jobdef.adapters.config import Settings, runtime_for
-from jobdef.adapters.core import TIMEOUT_NAMES, SheetRuntime, error_info
+from jobdef.adapters.core import TIMEOUT_NAMES, AlreadyBuried, SheetRuntime, error_info
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import UsageError
 from jobdef.policy.backoff import next_delay
@@ -180,7 +180,12 @@ def perform(name: str, handler: str, args: dict[str, Any]) -> Any:
         raise UsageError("jobdef.adapters.rq.perform runs inside an RQ worker")
     runtime = runtime_for(RUNTIME, _settings(job))
     policy = runtime.job(name)
-    begun = runtime.begin(policy, job.id)
+    try:
+        begun = runtime.begin(policy, job.id)
+    except AlreadyBuried as exc:
+        LOGGER.warning("%s", exc)
+        _stop_retrying(job)
+        return None
     if begun.lost is not None:
         decision = _decide(runtime, job, policy, begun.lost, begun.attempt)
         if decision.action == "dead":

@@ -85,6 +85,14 @@ class RunStore:
     def _done(self, task_id: str) -> str:
         return f"{self.prefix}:done:{task_id}"
 
+    def _buried(self, task_id: str) -> str:
+        return f"{self.prefix}:buried:{task_id}"
+
+    def buried(self, task_id: str) -> bool:
+        """The run under ``task_id`` was buried within the last hour (a redelivery of its
+        last message, after a crash between the burial and the ack, must not run it)."""
+        return bool(self.redis.exists(self._buried(task_id)))
+
     def open(
         self,
         task_id: str,
@@ -100,6 +108,7 @@ class RunStore:
             return False
         if not self.redis.hsetnx(key, "created_at", repr(created_at)):
             return False
+        self.redis.delete(self._buried(task_id))
         fields = {"job": job, "started": 0, "ended": 0}
         if deadline_at is not None:
             fields["deadline_at"] = repr(deadline_at)
@@ -146,9 +155,13 @@ class RunStore:
         for key in (self._run(task_id), self._attempts(task_id)):
             self.redis.expire(key, ttl)
 
-    def close(self, task_id: str, dedupe_window: float | None = None) -> None:
+    def close(
+        self, task_id: str, dedupe_window: float | None = None, *, buried: bool = False
+    ) -> None:
         """The run is over (done or dead): a new enqueue with its task id is a new run,
         except within ``dedupe_window`` seconds of a success."""
         if dedupe_window:
             self.redis.set(self._done(task_id), "1", ex=max(1, round(dedupe_window)))
+        if buried:
+            self.redis.set(self._buried(task_id), "1", ex=3600)
         self.redis.delete(self._run(task_id), self._attempts(task_id))
