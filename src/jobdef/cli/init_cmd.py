@@ -20,7 +20,7 @@ from jobdef.cli import EXIT_OK
 from jobdef.cli.options import add_lang
 from jobdef.errors import UsageError
 from jobdef.render.escape import visible
-from jobdef.sheets.files import write_atomic
+from jobdef.sheets.files import read_regular, write_atomic
 from jobdef.sheets.local_schema import LOCAL_SCHEMA
 
 # What a sheets folder may be called here: it goes into TOML, YAML and glob patterns as is.
@@ -209,7 +209,7 @@ def _pyproject(writer: _Writer, sheets: str, lang: str) -> None:
         writer.write("pyproject.toml", _tool_table(sheets, lang))
         return
     try:
-        text = path.read_text("utf-8")
+        text = read_regular(path).decode("utf-8")  # not through a symlink, not a FIFO
         tool = tomllib.loads(text).get("tool", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(
@@ -252,7 +252,12 @@ def run(args: argparse.Namespace) -> int:
     writer.write(".pre-commit-config.yaml", _precommit(folder))
     writer.write(".github/workflows/jobdef.yml", CI_WORKFLOW)
     settings = root / ".vscode" / "settings.json"
-    existing = settings.read_text("utf-8") if settings.is_file() else None
+    try:
+        existing: str | None = read_regular(settings).decode("utf-8")
+    except FileNotFoundError:
+        existing = None
+    except (OSError, UnicodeDecodeError):
+        existing = "not plain JSON"  # a symlink, a FIFO: kept, and said so
     merged = _vscode(folder, existing)
     if merged is None:
         writer.lines.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from jobdef.sheets.files import read_regular
 from jobdef.sheets.schema_check import schema_text
 
 # Relative to the project root, with / separators (as written in sheets and settings).
@@ -23,8 +24,8 @@ def local_schema(root: Path) -> Path:
 def is_stale(root: Path) -> bool:
     """Whether the project has a copy of the schema that is not this jobdef's."""
     copy = local_schema(root)
-    try:
-        return copy.read_text("utf-8") != schema_text()
+    try:  # never through a symlink or from a FIFO, as sheets are read
+        return read_regular(copy).decode("utf-8") != schema_text()
     except FileNotFoundError:
         return False
     except (OSError, UnicodeDecodeError):
