@@ -63,8 +63,15 @@ def _ping(url: str) -> str | None:
 
 
 def celery_problems(app: Any, jobs: Sequence[JobPolicy]) -> list[str]:
-    from jobdef.adapters.celery import settings_of, visibility_timeout
+    from jobdef.adapters.celery import SheetTask, settings_of, visibility_timeout
 
+    # The sheets the app has tasks for, when it has any yet (tasks may register late).
+    served = {
+        task.jobdef_job or task.name
+        for task in getattr(app, "tasks", {}).values()
+        if isinstance(task, SheetTask)
+    }
+    jobs = [job for job in jobs if job.name in served] or list(jobs)
     problems: list[str] = []
     try:
         settings = settings_of(app)
