@@ -1,7 +1,13 @@
-"""Steps the dashboard tests share: putting jobs into a state through the backend verbs."""
+"""Steps the dashboard tests share: jobs put into a state through the backend verbs, and an
+HTTP client that keeps cookies as a browser does."""
 
 from __future__ import annotations
 
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.cookiejar import CookieJar
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +40,31 @@ def make_dead(
     for record in claimed:
         assert backend.bury(record.lease, error)
     return ids
+
+
+class Client:
+    """urllib with a cookie jar: what a browser keeps between requests, no more."""
+
+    def __init__(self, base: str, headers: dict[str, str] | None = None) -> None:
+        self.base = base
+        self.headers = headers or {}
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+
+    def request(
+        self, path: str, form: list[tuple[str, str]] | None = None
+    ) -> tuple[int, dict[str, str], str]:
+        data = None if form is None else urllib.parse.urlencode(form).encode()
+        req = urllib.request.Request(self.base + path, data=data, headers=self.headers)
+        try:
+            with self.opener.open(req, timeout=30) as response:
+                return response.status, dict(response.headers), response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read().decode()
+
+    def csrf(self, path: str = "/jobs") -> str:
+        """The CSRF token a page hands out (and sets in the cookie)."""
+        status, _, body = self.request(path)
+        assert status == 200
+        found = re.search(r'name="csrf" value="([^"]+)"', body)
+        assert found, "the page has no CSRF field"
+        return found.group(1)

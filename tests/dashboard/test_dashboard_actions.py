@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dashboard_steps import SHEETS, make_dead
+import re
+
+from dashboard_steps import SHEETS, Client, make_dead
 
 from jobdef.backends import open_backend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
-from jobdef.dashboard import actions, views
+from jobdef.dashboard import actions, create_app, views
 from jobdef.dashboard.store import Store
 from jobdef.runtime.queue import connect
 from jobdef.sheets.pipeline import load_registry
@@ -14,7 +16,7 @@ from jobdef.sheets.pipeline import load_registry
 CONNECTION = ErrorInfo("ConnectionError", "carrier timed out", "")
 
 
-def test_everything_matching_a_filter_goes_in_batches_of_500(tmp_path):
+def test_everything_matching_a_filter_goes_in_batches_of_500(tmp_path, serve):
     # synchronous=off: 1,201 burials, each its own commit, without 1,201 flushes.
     url = f"sqlite:///{tmp_path / 'jobs.db'}?synchronous=off"
     backend = open_backend(url)
@@ -49,6 +51,17 @@ def test_everything_matching_a_filter_goes_in_batches_of_500(tmp_path):
         assert [r.state for r in store.verbs.list_jobs(job="build_report")] == ["queued"]
     finally:
         store.close()
+    # Through the page: it is written batch by batch as the cancels commit.
+    client = Client(serve(create_app(url, SHEETS)).url)
+    form = [("action", "cancel"), ("scope", "filter"), ("job", "ship_order"), ("confirm", "yes")]
+    status, _, body = client.request("/actions/jobs", [*form, ("csrf", client.csrf())])
+    assert status == 200
+    assert re.findall(r"<li>(batch \d: [^<]*)</li>", body) == [
+        "batch 1: 500 of 500 changed so far",
+        "batch 2: 1000 of 1000 changed so far",
+        "batch 3: 1201 of 1201 changed so far",
+    ]
+    assert '<p class="done" role="status" id="outcome">cancel: 1201 of 1201 changed' in body
 
 
 def test_the_job_list_pages_by_keyset_and_searches_args_and_errors(store_url):

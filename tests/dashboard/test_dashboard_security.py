@@ -13,13 +13,9 @@ import os
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
-from http.cookiejar import CookieJar
 
 import pytest
-from dashboard_steps import SHEETS, SRC, make_dead
+from dashboard_steps import SHEETS, SRC, Client, make_dead
 
 from jobdef.backends.records import ErrorInfo
 from jobdef.dashboard import Auth, auth_from_env, create_app
@@ -28,34 +24,6 @@ from jobdef.errors import UsageError
 
 DASHBOARD = [sys.executable, "-m", "jobdef", "dashboard"]
 CONNECTION = ErrorInfo("ConnectionError", "carrier timed out", "")
-
-
-class Client:
-    """urllib with a cookie jar: what a browser keeps between requests, no more."""
-
-    def __init__(self, base: str, headers: dict[str, str] | None = None) -> None:
-        self.base = base
-        self.headers = headers or {}
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
-
-    def request(
-        self, path: str, form: list[tuple[str, str]] | None = None
-    ) -> tuple[int, dict[str, str], str]:
-        data = None if form is None else urllib.parse.urlencode(form).encode()
-        req = urllib.request.Request(self.base + path, data=data, headers=self.headers)
-        try:
-            with self.opener.open(req, timeout=30) as response:
-                return response.status, dict(response.headers), response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, dict(error.headers), error.read().decode()
-
-    def csrf(self, path: str = "/jobs") -> str:
-        """The CSRF token a page hands out (and sets in the cookie)."""
-        status, _, body = self.request(path)
-        assert status == 200
-        found = re.search(r'name="csrf" value="([^"]+)"', body)
-        assert found, "the page has no CSRF field"
-        return found.group(1)
 
 
 def basic(user: str, password: str) -> dict[str, str]:

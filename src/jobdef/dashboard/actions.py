@@ -81,23 +81,33 @@ def on_filter(
     progress: Callable[[int, int], None] | None = None,
 ) -> Outcome:
     """``action`` on every job matching ``flt`` (narrowed to the state it applies to)."""
+    outcome = Outcome(action, 0, 0)
+    for outcome in filter_steps(store, action, flt, who, note):
+        if progress is not None:
+            progress(outcome.changed, outcome.asked)
+    return outcome
+
+
+def filter_steps(
+    store: Store, action: str, flt: JobFilter, who: str, note: str = ""
+) -> Iterator[Outcome]:
+    """:func:`on_filter` one batch at a time: the running total after each batch."""
     wanted = FROM_STATE.get(action)
     if wanted is None:
         raise UsageError(f"unknown action {action!r}; use one of {', '.join(JOB_ACTIONS)}")
-    if flt.state not in (None, wanted):
-        return Outcome(action, 0, 0)
-    narrowed = replace(flt, state=wanted, before=None)
-    verb = _verb(store, action, note, who)
     changed = asked = batches = 0
-    for batch in _batches(store, narrowed):
-        asked += len(batch)
-        changed += verb(batch)
-        batches += 1
-        if progress is not None:
-            progress(changed, asked)
+    if flt.state in (None, wanted):
+        narrowed = replace(flt, state=wanted, before=None)
+        verb = _verb(store, action, note, who)
+        for batch in _batches(store, narrowed):
+            asked += len(batch)
+            changed += verb(batch)
+            batches += 1
+            yield Outcome(action, changed, asked, batches)
     outcome = Outcome(action, changed, asked, max(1, batches))
     log.info("%s: %s on every job matching %s", who, outcome.text, flt.query() or "(no filter)")
-    return outcome
+    if batches == 0:
+        yield outcome
 
 
 def _batches(store: Store, flt: JobFilter) -> Iterator[list[int]]:

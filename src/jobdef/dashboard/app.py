@@ -17,12 +17,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+)
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
 import jinja2
+from markupsafe import escape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -336,6 +345,8 @@ def _action(d: Dashboard, handler: Handler) -> Callable[[Request], Awaitable[Res
                 question=_question(fields, ids),
             )
         who = str(request.scope.get("jobdef_who", ""))
+        if handler is _job_action and fields.get("scope") == "filter":
+            return _bulk(d, request, fields, who)
         try:
             back, outcome = await run_in_threadpool(handler, d, fields, ids, who)
         except UsageError as exc:
@@ -393,6 +404,42 @@ def _safe_back(fields: Mapping[str, str], default: str) -> str:
     return back if back.startswith("/") and not back.startswith("//") else default
 
 
+FILTER_FIELDS = ("state", "job", "queue", "since", "until", "q")
+
+
+def _bulk(d: Dashboard, request: Request, fields: Mapping[str, str], who: str) -> Response:
+    """Every job matching the posted filter, the page written as each batch is done:
+    the operator watches the progress, with or without JavaScript."""
+    action = fields.get("action", "")
+    try:
+        if action not in actions.JOB_ACTIONS:
+            raise UsageError(f"action: use one of {', '.join(actions.JOB_ACTIONS)}")
+        flt = views.parse_filter(
+            {k: v for k, v in fields.items() if k in FILTER_FIELDS}, d.store.clock()
+        )
+    except UsageError as exc:
+        return d.fail(request, 400, exc.message, False)
+    note = fields.get("note", "")[:2000]
+    back = _safe_back(fields, "/jobs")
+    page = d.page(request, "progress.html", title="Working", back=back)
+    head, _, tail = bytes(page.body).decode("utf-8").partition("<!--progress-->")
+
+    def body() -> Iterator[str]:
+        yield head
+        last = None
+        try:
+            for last in actions.filter_steps(d.store, action, flt, who, note):
+                so_far = f"{last.changed} of {last.asked} changed so far"
+                yield f"<li>batch {last.batches}: {so_far}</li>\n"
+        except JobdefError as exc:
+            yield f'<li class="error">stopped: {escape(exc.message)}</li>\n'
+        if last is not None:
+            yield f'</ol><p class="done" role="status" id="outcome">{escape(last.text)}</p><ol>'
+        yield tail
+
+    return StreamingResponse(body(), media_type="text/html; charset=utf-8")
+
+
 def _job_action(
     d: Dashboard, fields: Form, ids: list[str], who: str
 ) -> tuple[str, actions.Outcome]:
@@ -401,16 +448,6 @@ def _job_action(
         raise UsageError(f"action: use one of {', '.join(actions.JOB_ACTIONS)}")
     note = str(fields.get("note", ""))[:2000]
     back = _safe_back(fields, "/jobs")
-    if fields.get("scope") == "filter":
-        flt = views.parse_filter(
-            {
-                k: str(v)
-                for k, v in fields.items()
-                if k in ("state", "job", "queue", "since", "until", "q")
-            },
-            d.store.clock(),
-        )
-        return back, actions.on_filter(d.store, action, flt, who, note)
     numbers = _int_ids(ids)
     if not numbers:
         raise UsageError("no job selected; tick the jobs first")
