@@ -229,6 +229,11 @@ TEMPLATES: dict[str, list[Template]] = {
     ],
     "db": [_t("db", H), _t("db", "status", "--db", D), _t("db", "upgrade", "--db", D)],
     "notify": [_t("notify", "test", H), _t("notify", H), _t("notify", "test", "ops")],
+    # Only the refusals before serving: a public host without auth never starts.
+    "dashboard": [
+        _t("dashboard", "--host", "0.0.0.0", "--port", H, "--db", D),
+        _t("dashboard", "--host", "0.0.0.0", "--sheets", H, "--docs-url", H, "--sheet-link", H),
+    ],
 }
 
 
