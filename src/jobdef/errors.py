@@ -7,7 +7,7 @@ CLI can print it as it is, without a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -45,10 +45,16 @@ class SheetError(JobdefError):
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
 
     @classmethod
-    def from_diagnostics(cls, diagnostics: Sequence[Diagnostic], shown: int = 10) -> SheetError:
-        """One message listing the first ``shown`` findings, carrying all of them."""
+    def from_diagnostics(
+        cls,
+        diagnostics: Sequence[Diagnostic],
+        shown: int = 10,
+        path: Callable[[str], str] = str,
+    ) -> SheetError:
+        """One message listing the first ``shown`` findings, carrying all of them; ``path``
+        turns a file into what the message shows (relative to the project root)."""
         lines = [
-            f"{d.file}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}"
+            f"{path(d.file)}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}"
             for d in diagnostics[:shown]
         ]
         if len(diagnostics) > shown:

@@ -52,18 +52,12 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 
 def project_root(start: Path | None = None) -> Path:
-    """The folder reports show paths relative to: the one holding the nearest
-    pyproject.toml when it has a ``[tool.jobdef]`` table, else the working directory."""
-    cwd = (start or Path.cwd()).absolute()
-    pyproject = find_pyproject(cwd)
-    if pyproject is not None:
-        try:
-            with pyproject.open("rb") as stream:
-                if "jobdef" in tomllib.load(stream).get("tool", {}):
-                    return pyproject.parent
-        except (OSError, tomllib.TOMLDecodeError):
-            pass  # load_config says what is wrong with it
-    return cwd
+    """The folder reports show paths relative to (:func:`jobdef.sheets.files.project_root`):
+    the one holding the nearest pyproject.toml when it has ``[tool.jobdef]``, else the
+    working directory."""
+    from jobdef.sheets.files import project_root as root_of
+
+    return root_of(start)
 
 
 def _from_pyproject(path: Path) -> dict[str, Any]:

@@ -7,13 +7,12 @@ they never decide the exit code (that is :mod:`jobdef.cli.validate_cmd`).
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from jobdef.sheets.diagnostics import Diagnostic, count
-from jobdef.sheets.files import read_regular
+from jobdef.sheets.files import read_regular, relative_path
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
 
@@ -52,18 +51,7 @@ class Report:
         (or no root is set)."""
         if self.root is None:
             return None
-        # The folders' links resolved (the root is found through a resolved working
-        # directory), not the file's: a symlinked sheet is reported where it was found.
-        folder, name = os.path.split(os.path.abspath(file))
-        try:
-            relative = os.path.relpath(
-                os.path.join(os.path.realpath(folder), name), os.path.realpath(self.root)
-            )
-        except ValueError:  # another drive
-            return None
-        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-            return None
-        return relative.replace(os.sep, "/")
+        return relative_path(file, self.root)
 
     def source_line(self, file: str, line: int) -> str | None:
         """Line ``line`` of ``file`` as written, or None when it cannot be shown."""

@@ -150,3 +150,44 @@ def _link_new(tmp: Path, target: Path, data: bytes) -> None:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666)
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The folder paths are shown relative to: the one holding the nearest pyproject.toml
+    when it has a ``[tool.jobdef]`` table, else the working directory (``start``)."""
+    import tomllib
+
+    here = (start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                tool = tomllib.loads(read_regular(candidate).decode("utf-8")).get("tool", {})
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                return here  # the configuration says what is wrong with it
+            return folder if "jobdef" in tool else here
+    return here
+
+
+def relative_path(file: str, root: str | Path) -> str | None:
+    """``file`` relative to ``root`` with ``/`` separators, or None when it is outside.
+
+    The folders' links are resolved (the root may be found through a resolved working
+    directory), not the file's: a symlinked sheet is shown where it was found.
+    """
+    folder, name = os.path.split(os.path.abspath(file))
+    try:
+        relative = os.path.relpath(
+            os.path.join(os.path.realpath(folder), name), os.path.realpath(root)
+        )
+    except ValueError:  # another drive
+        return None
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return None
+    return relative.replace(os.sep, "/")
+
+
+def shown_path(file: str, root: str | Path | None = None) -> str:
+    """``file`` as messages show it: relative to the project root when inside it."""
+    relative = relative_path(file, project_root() if root is None else root)
+    return file if relative is None else relative

@@ -19,7 +19,7 @@ from jobdef.policy.registry import Registry
 from jobdef.sheets.build import build_job, build_registry
 from jobdef.sheets.diagnostics import Diagnostic, sort_diagnostics
 from jobdef.sheets.document import Document
-from jobdef.sheets.files import RefusedFile
+from jobdef.sheets.files import RefusedFile, shown_path
 from jobdef.sheets.rules import check, check_document
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.durations import DURATION_FORMAT
@@ -158,7 +158,7 @@ def load_checked(paths: Sequence[str | Path]) -> Validation:
     result = validate_sheets(paths)
     errors = [d for d in result.diagnostics if d.severity == "error"]
     if errors:
-        raise SheetError.from_diagnostics(errors)
+        raise SheetError.from_diagnostics(errors, path=shown_path)
     return result
 
 
