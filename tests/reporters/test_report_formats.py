@@ -160,3 +160,13 @@ def test_junit_is_valid_for_ant_and_jenkins(
     assert str(project) not in xml
     out = suite.findtext("system-out") or ""
     assert ("JD009" in out) is not strict
+
+
+def test_commands_that_load_sheets_name_files_relative_to_the_root(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["docs", "--check"], ["tsv"], ["explain", "x"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert "\njobs/my sheets/bad é#1.yaml:4:1: error JD101" in err, command
+        assert str(project) not in err
