@@ -146,3 +146,26 @@ def test_statuses_follow_the_jobs_state(project: Project) -> None:
     assert result.is_finished
     with pytest.raises(ValueError, match="failed"):
         _ = result.return_value
+
+
+def test_the_context_of_a_task_is_jobdefs_with_djangos_task_result(project: Project) -> None:
+    from jdproject import tasks
+
+    from jobdef import Context
+    from jobdef.contrib.django import JobContext
+
+    result = tasks.award.enqueue(order_id=unique(), points=5)
+    record = project.backend("default").engine().get(int(result.id))
+    ctx = Context(
+        job_id=record.id,
+        job=record.job,
+        attempt=1,
+        max_attempts=record.max_attempts,
+        idempotency_key=record.idempotency_key,
+        database_url=project.backend("default").database_url,
+    )
+    context = JobContext.of(ctx, "default")
+    assert context.attempt == 1  # Django's TaskContext.attempt
+    assert context.idempotency_key == record.idempotency_key
+    assert context.task_result.id == result.id
+    assert context.task_result.task.func is tasks.award.func
