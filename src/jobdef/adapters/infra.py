@@ -36,6 +36,10 @@ def load_object(spec: str) -> Any:
         sys.path.insert(0, str(Path.cwd()))
     try:
         found = importlib.import_module(module)
+    except SystemExit as exc:
+        raise UsageError(
+            f"--app {spec!r}: importing {module} called sys.exit({exc.code})"
+        ) from None
     except Exception as exc:  # the application's import may fail in any way
         raise UsageError(f"--app {spec!r}: importing {module} failed: {redact(str(exc))}") from None
     obj = found
