@@ -38,7 +38,7 @@ def load_object(spec: str) -> Any:
         found = importlib.import_module(module)
     except SystemExit as exc:
         raise UsageError(
-            f"--app {spec!r}: importing {module} called sys.exit({exc.code})"
+            f"--app {spec!r}: importing {module} called sys.exit({redact(str(exc.code))})"
         ) from None
     except Exception as exc:  # the application's import may fail in any way
         raise UsageError(f"--app {spec!r}: importing {module} failed: {redact(str(exc))}") from None
