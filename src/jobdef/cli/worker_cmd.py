@@ -113,9 +113,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--prefetch",
         type=_positive,
-        default=16,
-        help="jobs handed ahead to each handler process (16); jobs stuck behind a slow "
-        "one are taken back after 0.5s",
+        default=32,
+        help="jobs handed ahead to each handler process (32), which is all a worker "
+        "claims ahead; jobs stuck behind a slow one are taken back after 0.5s",
     )
     parser.add_argument(
         "--no-migrate",

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 from jobdef.runtime.classify import class_name, exception_names
 from jobdef.runtime.context import Context
 from jobdef.runtime.errors import HandlerUnavailable
+from jobdef.runtime.orphan import HOLDINGS
 from jobdef.runtime.payloads import (
     MAX_PROGRESS_BYTES,
     MAX_PROGRESS_DEPTH,
@@ -213,9 +214,12 @@ def child_main(
     *,
     handlers: tuple[str, ...],
     setup: str | None = None,
+    lease_holder: str = "",
 ) -> None:
     parent = os.getppid()
-    _die_with_parent()
+    # Should the worker die, what this child holds and has not started goes back to the
+    # queue (lease_holder: the worker's id, which its leases name); see runtime.orphan.
+    HOLDINGS.watch(lease_holder, RECALL, conn, shared, database_url)
     if os.getppid() != parent:
         return
     # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
@@ -237,8 +241,11 @@ def child_main(
     conn.send(Ready())
     while True:
         try:
-            message: ToChild = conn.recv()
+            with HOLDINGS.reading:
+                message: ToChild = conn.recv()
+                HOLDINGS.read(message)
         except (EOFError, OSError):
+            HOLDINGS.ended(conn, shared, database_url)
             return
         if isinstance(message, Stop):
             return
@@ -254,12 +261,15 @@ def child_main(
             if (done or failed) and time.monotonic() - oldest > _RESULT_DELAY:
                 conn.send(Results(done, failed, elapsed))
                 done, failed, elapsed = [], [], {}
-            with lock:
-                if task.seq <= shared[RECALL]:
-                    continue
+            with lock, HOLDINGS.guard:
                 now = time.monotonic()
-                shared[STARTED_AT] = now
-                shared[STARTED] = task.seq
+                start = HOLDINGS.may_start(task.seq, shared[RECALL])
+                if start:
+                    shared[STARTED_AT] = now
+                    shared[STARTED] = task.seq
+            if not start:
+                HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
+                continue
             if not (done or failed):
                 oldest = now
             error = _run(task, conn, database_url)
@@ -274,6 +284,23 @@ def child_main(
             shared[FINISHED] = task.seq
         if done or failed:
             conn.send(Results(done, failed, elapsed))
+
+
+def run_child(
+    conn: Connection,
+    shared: Any,
+    lock_path: str,
+    database_url: str,
+    logs: Logs,
+    **options: Any,
+) -> None:
+    """A child process's entry: :func:`child_main`; should a send to the worker break
+    because the worker died, the tasks not started are given back first."""
+    try:
+        child_main(conn, shared, lock_path, database_url, logs, **options)
+    except OSError:
+        HOLDINGS.ended(conn, shared, database_url)
+        raise
 
 
 def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:

@@ -74,7 +74,7 @@ from jobdef.runtime.child import (
     Stop,
     Task,
     ToChild,
-    child_main,
+    run_child,
 )
 
 log = logging.getLogger("jobdef.worker")
@@ -223,6 +223,7 @@ class _Child:
         handlers: tuple[str, ...],
         *,
         setup: str | None = None,
+        lease_holder: str = "",
     ) -> None:
         self.shared = ctx.RawArray("d", [0.0] * SLOTS)
         self.sent = 0
@@ -234,9 +235,9 @@ class _Child:
         parent_conn, child_conn = ctx.Pipe()
         self.conn = _Channel(parent_conn)
         self.process = ctx.Process(
-            target=child_main,
+            target=run_child,
             args=(child_conn, self.shared, self.lock_path, database_url, logs),
-            kwargs={"handlers": handlers, "setup": setup},
+            kwargs={"handlers": handlers, "setup": setup, "lease_holder": lease_holder},
             daemon=True,
             name="jobdef-child",
         )
@@ -300,10 +301,14 @@ class Pool:
         worker_id: str | None = None,
         handlers: Sequence[str] = (),
         setup: str | None = None,
+        lease_holder: str = "",
     ) -> None:
         self._ctx = multiprocessing.get_context("spawn")
         self._handlers = tuple(handlers)
         self._setup = setup
+        # The worker id its leases name: a child whose worker died gives back, under it,
+        # the tasks it had not started (runtime.orphan).
+        self._lease_holder = lease_holder
         self.size = size
         self.depth = depth
         self.recall_after = recall_after
@@ -323,6 +328,7 @@ class Pool:
             self._lock_dir,
             self._handlers,
             setup=self._setup,
+            lease_holder=self._lease_holder,
         )
 
     # -- handing out work -------------------------------------------------------

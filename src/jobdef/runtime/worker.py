@@ -1,13 +1,19 @@
 """The worker: claims jobs, runs them in a pool of child processes, records every outcome.
 
-One loop in one thread. Each turn it hands the children the jobs it claimed
-last turn, then completes every job that finished since the last turn and
-claims a batch sized to the pool's free slots plus one round ahead, in one
-transaction when the engine can (group commit: the flush to disk is what limits
-a queue), so the children run one round while the worker waits on the database
-for the next. It then waits for results, classifies failures by the sheet,
-extends the leases of what it holds, and runs the maintenance services that
-are due.
+One loop in one thread. Each turn it completes every job that finished since
+the last turn and claims a batch sized to the room left in the children's
+queues (each child takes ``depth`` tasks ahead), in one transaction when the
+engine can (group commit: the flush to disk is what limits a queue), and hands
+the batch to the children at once, so they run what they hold while the worker
+waits on the database for the next. It then waits for results, classifies
+failures by the sheet, extends the leases of what it holds, and runs the
+maintenance services that are due.
+
+A claim is never held back in the worker: it is in a child's hands as soon as
+the claim commits, so a worker that dies leaves no claimed job that only it
+knew about. Its children give back what they held and had not started
+(:mod:`jobdef.runtime.orphan`), without counting an attempt; only the attempts
+that started are reclaimed and counted.
 
 Signals move the worker through its phases (:class:`Phase`, read once per
 turn): the first SIGTERM/SIGINT starts the drain, which stops claiming, gives
@@ -186,7 +192,7 @@ class Worker:
         lease_seconds: float = 30.0,
         poll_interval: float = 0.25,
         grace: float = 10.0,
-        depth: int = 16,
+        depth: int = 32,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
         worker_id_: str | None = None,
@@ -295,6 +301,7 @@ class Worker:
             worker_id=self.id,
             handlers=sorted({policy.handler for policy in self.registry}),
             setup=self.child_setup,
+            lease_holder=self.id,
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
         try:
@@ -349,6 +356,7 @@ class Worker:
             self._flush_completions()
         else:
             self._idle = self._exchange(self._claim_options(pool))
+            self._dispatch(pool)  # at once: a claim waits in a child, never in the worker
             if self._burst_done(self._idle):
                 return True
         # Before the outage is declared over: a heartbeat that failed is tried again here.
@@ -500,14 +508,12 @@ class Worker:
             )
 
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
-        """What to claim now: enough to fill the free slots and hold one more round for
-        the children that are not stuck on a slow job (so they start it while this
-        worker waits on the database for the round after), once at least half a round
-        is free (or a child sits idle), so claims come in batches."""
-        capacity, next_round = pool.room()
-        free = capacity + next_round - len(self._backlog)
-        total = 2 * pool.size * pool.depth
-        if free <= 0 or (free < total // 4 and pool.idle_children() == 0):
+        """What to claim now: what the children that are not stuck on a slow job can take
+        ahead (so they run it while this worker waits on the database for the next
+        claim), and no more: a claim is handed to a child as soon as it commits. Once a
+        quarter of that room is free (or a child sits idle), so claims come in batches."""
+        free = pool.capacity() - len(self._backlog)
+        if free <= 0 or (free < pool.size * pool.depth // 4 and pool.idle_children() == 0):
             return None
         return ClaimOptions(
             worker_id=self.id,

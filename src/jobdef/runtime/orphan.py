@@ -1,0 +1,172 @@
+"""A child whose worker died gives back the tasks it held but never started.
+
+A worker hands each child its tasks ahead (the rest of the batch being run, and
+the next batch in the pipe), so when the worker dies (SIGKILL, the OOM killer, a
+crash) its children hold jobs leased to the dead worker whose handler never
+ran. Left alone, those leases expire and the reclaimer charges each job a
+counted attempt that ran nothing. Instead the child notices its worker's death
+(the parent's sentinel becomes readable, or the pipe ends or breaks), stops
+starting tasks, and releases every task it read and neither started nor had
+recalled, with the fenced ``release`` on its own connection to the job store:
+the attempt is not counted and the job is queued again at once. Then the child
+exits, and the handler it was running, if any, with it: that attempt started,
+so it is the reclaimer's to count.
+
+What a child cannot give back stays the reclaimer's: the tasks of a child killed
+together with its worker (a SIGKILL of the whole process group, a host that
+died), and any the store does not take within :data:`RELEASE_WITHIN` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # child imports this module
+    from jobdef.runtime.child import Task
+
+log = logging.getLogger("jobdef.worker")
+
+# How long a child whose worker died may take to give its tasks back before it exits.
+RELEASE_WITHIN = 5.0
+
+
+class Holdings:
+    """The tasks a child has read and not started, shared by its main thread (which reads
+    and starts them) and its watcher thread (which gives them back if the worker dies).
+    One per child process: :data:`HOLDINGS`."""
+
+    def __init__(self) -> None:
+        self.lease_holder = ""
+        self.recall_slot = 0
+        self.waiting: dict[int, Task] = {}
+        # Held while a task is registered, started or skipped, and while the watcher
+        # takes over: a task is either started or given back, never both.
+        self.guard = threading.Lock()
+        # Held by the main thread while it reads a message and registers its tasks, so
+        # the watcher never reads the pipe at the same time (reentrant: the main thread
+        # may be the one that gives back).
+        self.reading = threading.RLock()
+        self.orphaned = False
+        self.stopped = False  # the worker sent Stop: the pipe ends without a death
+        self._once = threading.Lock()
+
+    def read(self, message: object) -> None:
+        """The main thread read ``message`` from the pipe (with ``reading`` held)."""
+        tasks = getattr(message, "tasks", None)
+        if tasks is None:
+            self.stopped = True
+            return
+        with self.guard:
+            for task in tasks:
+                self.waiting[task.seq] = task
+
+    def may_start(self, seq: int, recalled: float) -> bool:
+        """With ``guard`` held: whether task ``seq`` starts now (it was not recalled, and the
+        worker lives). Either way it no longer waits."""
+        self.waiting.pop(seq, None)
+        return seq > recalled and not self.orphaned
+
+    def wait_if_orphaned(self) -> None:
+        """A task was not started because the worker died: wait for the exit."""
+        if self.orphaned:
+            threading.Event().wait()
+
+    def watch(
+        self, lease_holder: str, recall_slot: int, conn: Connection, shared: Any, database_url: str
+    ) -> None:
+        """Start the thread that gives the tasks back once the worker has died."""
+        self.lease_holder, self.recall_slot = lease_holder, recall_slot
+        parent = multiprocessing.parent_process()
+        if parent is None:
+            return
+
+        def wait_for_death() -> None:
+            parent.join()
+            self.give_back(conn, shared, database_url)
+
+        threading.Thread(target=wait_for_death, name="jobdef-orphan", daemon=True).start()
+
+    def ended(self, conn: Connection, shared: Any, database_url: str) -> None:
+        """The main thread is leaving: if the pipe ended or broke because the worker died
+        (not at a Stop), give back what waits, as the watcher would."""
+        parent = multiprocessing.parent_process()
+        if self.stopped or parent is None:
+            return
+        # The worker closes a pipe only after killing its child, so an end here is a death;
+        # the parent's sentinel follows the pipe's end by a moment.
+        parent.join(1.0)
+        if parent.exitcode is not None or not parent.is_alive():
+            self.give_back(conn, shared, database_url)
+
+    def give_back(self, conn: Connection, shared: Any, database_url: str) -> None:
+        """Stop starting tasks, release the ones read and not started, and exit the process;
+        a second caller waits for the first one's exit."""
+        self._once.acquire()
+        with self.guard:
+            self.orphaned = True
+        # The main thread may be reading a message the worker wrote before it died: it
+        # returns at once (the data is there, or the pipe has ended), then the rest is read.
+        if self.reading.acquire(timeout=1.0):
+            for message in _unread(conn):
+                self.read(message)
+        with self.guard:
+            recalled = shared[self.recall_slot]
+            tasks = [task for seq, task in sorted(self.waiting.items()) if seq > recalled]
+        if tasks and self.lease_holder:
+            # Not a daemon: the process waits for it even if its main thread fails meanwhile.
+            releasing = threading.Thread(
+                target=_release, args=(tasks, self.lease_holder, database_url), daemon=False
+            )
+            releasing.start()
+            releasing.join(RELEASE_WITHIN)
+        logging.shutdown()
+        os._exit(0)
+
+
+HOLDINGS = Holdings()
+
+
+def _unread(conn: Connection) -> list[object]:
+    """The whole messages still in the pipe."""
+    messages: list[object] = []
+    try:
+        while conn.poll(0):
+            messages.append(conn.recv())
+    except (EOFError, OSError):
+        pass
+    return messages
+
+
+def _release(tasks: list[Task], lease_holder: str, database_url: str) -> None:
+    """Give ``tasks`` back through the fenced release (the attempt is not counted)."""
+    from jobdef.backends import open_backend
+    from jobdef.backends.records import Lease
+
+    released = 0
+    try:
+        backend = open_backend(database_url, create=False, migrate=False)
+        try:
+            for task in tasks:
+                released += backend.release(Lease(task.job_id, task.attempt, lease_holder))
+        finally:
+            backend.close()
+    except Exception as exc:
+        log.warning(
+            "worker %s died; its handler process gave back %d of the %d job(s) it had not "
+            "started (%s): the leases of the rest expire and they are reclaimed",
+            lease_holder,
+            released,
+            len(tasks),
+            exc,
+        )
+        return
+    log.warning(
+        "worker %s died; its handler process gave back the %d job(s) it had not started",
+        lease_holder,
+        released,
+    )
