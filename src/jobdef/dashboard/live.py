@@ -1,0 +1,67 @@
+"""Live updates: a server-sent event stream that says *that* the store changed.
+
+The stream looks at the store every ``poll_seconds`` (both engines poll:
+PostgreSQL's notify channel tells of enqueues only, not of the transitions a
+page shows) and sends ``change`` when the fingerprint moved; the page's script
+then fetches the page again. A comment line keeps a quiet stream open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from jobdef.dashboard import views
+from jobdef.dashboard.site import Dashboard
+from jobdef.dashboard.store import Store
+from jobdef.errors import JobdefError
+
+# A comment line this often keeps proxies from closing a quiet event stream.
+KEEPALIVE_SECONDS = 15.0
+
+
+def fingerprint(store: Store) -> tuple[Any, ...]:
+    """What changes when anything a page shows may have: the newest ids, queue depths."""
+    [newest] = store.rows("newest_ids", cap=views.COUNT_CAP)
+    queues = tuple(
+        (q["queue"], q["paused"], q["queued"], q["running"]) for q in views.queue_depths(store)
+    )
+    return (tuple(newest.values()), queues)
+
+
+def events_endpoint(d: Dashboard) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return StreamingResponse(
+            _stream(d, request),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    return endpoint
+
+
+async def _stream(d: Dashboard, request: Request) -> AsyncIterator[str]:
+    """A ``change`` event each time the store's fingerprint moves, checked every poll."""
+    last: tuple[Any, ...] | None = None
+    quiet_since = time.monotonic()
+    yield "retry: 3000\n\n"
+    while not await request.is_disconnected():
+        try:
+            current = await run_in_threadpool(fingerprint, d.store)
+        except JobdefError:
+            current = None
+        if last is not None and current is not None and current != last:
+            yield "event: change\ndata: {}\n\n"
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
+            yield ": keepalive\n\n"
+            quiet_since = time.monotonic()
+        if current is not None:
+            last = current
+        await asyncio.sleep(d.poll_seconds)

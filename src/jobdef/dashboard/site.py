@@ -1,0 +1,83 @@
+"""The dashboard's state: the store, the sheets, the options, and how a page is rendered.
+
+Every template is autoescaped (args and error messages are attacker-controlled
+text); every page hands out the CSRF token its forms carry.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from jobdef.dashboard.security import CSRF_COOKIE, new_csrf_token
+from jobdef.dashboard.store import Store
+from jobdef.policy.registry import Registry
+
+HERE = Path(__file__).resolve().parent
+
+
+class Dashboard:
+    """The state behind the routes: the store, the sheets and the options."""
+
+    def __init__(
+        self,
+        store: Store,
+        registry: Registry,
+        *,
+        read_only: bool,
+        base: Path | None,
+        docs_url: str | None,
+        sheet_link: str | None,
+        poll_seconds: float,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.read_only = read_only
+        self.base = base
+        self.docs_url = docs_url
+        self.sheet_link = sheet_link
+        self.poll_seconds = poll_seconds
+        self.templates = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True,  # every template, whatever its name
+            undefined=jinja2.StrictUndefined,
+        )
+
+    # -- rendering -------------------------------------------------------------
+
+    def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
+        token = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        root = request.scope.get("root_path", "")
+        path = request.url.path
+        here = path[len(root) :] if root and path.startswith(root) else path
+        if request.url.query:
+            here += "?" + request.url.query
+        html = self.templates.get_template(template).render(
+            root=root,
+            here=here or "/",
+            csrf=token,
+            read_only=self.read_only,
+            who=request.scope.get("jobdef_who", ""),
+            engine=self.store.engine,
+            **context,
+        )
+        response = HTMLResponse(html, status_code=status)
+        if request.cookies.get(CSRF_COOKIE) != token:
+            response.set_cookie(
+                CSRF_COOKIE,
+                token,
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+                path=root or "/",
+            )
+        return response
+
+    def fail(self, request: Request, status: int, message: str, api: bool) -> Response:
+        if api:
+            return JSONResponse({"error": message}, status_code=status)
+        return self.page(request, "error.html", status=status, title="Error", message=message)
