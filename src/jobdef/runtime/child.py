@@ -168,18 +168,6 @@ class FileLock:
             os.close(self.fd)
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this child when the worker dies, so no orphan keeps running."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
 _handlers: dict[str, Callable[..., Any]] = {}
 
 
