@@ -92,7 +92,9 @@ def test_the_hooks_pass_a_good_project_and_fail_a_bad_sheet_or_stale_docs(
     project: tuple[Path, dict[str, str]],
 ) -> None:
     root, env = project
-    (root / ".pre-commit-config.yaml").write_text(_hooks_as_local(), encoding="utf-8")
+    config = root / ".pre-commit-config.yaml"
+    config.rename(root / "init-pre-commit-config.yaml")
+    config.write_text(_hooks_as_local(), encoding="utf-8")
     good = _pre_commit_run(root, env)
     assert good.returncode == 0, good.stdout + good.stderr
     for name in ("jobdef validate", "jobdef docs are up to date", "--check-imports"):
@@ -123,15 +125,13 @@ def test_the_hooks_pass_a_good_project_and_fail_a_bad_sheet_or_stale_docs(
     assert len(failed) == 1, broken.stdout
     assert "--check-imports" in failed[0]
 
-
-def test_the_configuration_init_writes_runs_as_it_is(
-    project: tuple[Path, dict[str, str]],
-) -> None:
-    root, env = project
-    good = _pre_commit_run(root, env)
-    assert good.returncode == 0, good.stdout + good.stderr
-    sheet = root / "jobdefs" / "defaults.yaml"
-    sheet.write_text(sheet.read_text("utf-8") + "max_attemps: 3\n", encoding="utf-8")
-    bad = _pre_commit_run(root, env)
-    assert bad.returncode == 1
-    assert "did you mean 'max_attempts'?" in bad.stdout
+    # The configuration jobdef init wrote, as it is: it checks the sheets and the docs.
+    init_config = root / "init-pre-commit-config.yaml"
+    assert init_config.is_file()
+    (root / ".pre-commit-config.yaml").write_text(init_config.read_text("utf-8"), "utf-8")
+    assert _pre_commit_run(root, env).returncode == 0
+    defaults = root / "jobdefs" / "defaults.yaml"
+    defaults.write_text(defaults.read_text("utf-8") + "max_attemps: 3\n", encoding="utf-8")
+    bad_defaults = _pre_commit_run(root, env)
+    assert bad_defaults.returncode == 1
+    assert "did you mean 'max_attempts'?" in bad_defaults.stdout
