@@ -1,0 +1,126 @@
+"""Plan vs actual on its own: each divergence the job page flags, and the schedules page."""
+
+from __future__ import annotations
+
+import time
+
+from dashboard_steps import SHEETS
+
+from jobdef.backends import open_backend
+from jobdef.backends.records import AttemptRecord, ErrorInfo, JobRecord, NewJob
+from jobdef.dashboard import views
+from jobdef.dashboard.plan import place
+from jobdef.dashboard.store import Store
+from jobdef.sheets.pipeline import load_registry
+
+EXAMPLES = SHEETS.parent.parent.parent / "jobdefs"
+T0 = 1_700_000_000.0
+
+
+def job(attempt: int) -> JobRecord:
+    return JobRecord(
+        id=1,
+        job="ship_order",
+        queue="default",
+        priority=0,
+        args={"order_id": 1},
+        state="dead",
+        attempt=attempt,
+        max_attempts=3,
+        idempotency_key=None,
+        run_after=T0,
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+def attempt(n: int, start: float, took: float, outcome: str, error: str | None = None):
+    return AttemptRecord(
+        job_id=1,
+        attempt=n,
+        worker_id="w",
+        started_at=T0 + start,
+        finished_at=T0 + start + took,
+        outcome=outcome,
+        error=None if error is None else ErrorInfo(error, "boom"),
+    )
+
+
+def test_each_kind_of_divergence_is_flagged_and_a_kept_plan_is_not():
+    policy = load_registry([SHEETS]).jobs["ship_order"]  # 3 attempts, 1 s apart, 5 s timeout
+    kept = place(
+        job(3),
+        [
+            attempt(1, 0.1, 0.2, "retry", "ConnectionError"),
+            attempt(2, 1.5, 0.2, "retry", "ConnectionError"),
+            attempt(3, 3.0, 0.2, "dead", "ConnectionError"),
+        ],
+        policy,
+    )
+    assert kept.divergences == []
+    assert [a.window for a in kept.attempts] == [(0.0, 0.0), (1.0, 6.0), (2.0, 12.0)]
+
+    diverged = place(
+        job(4),
+        [
+            attempt(1, 0.1, 0.2, "retry", "ValueError"),  # fatal in the sheet, yet retried
+            attempt(2, 0.3, 12.0, "retry", "ConnectionError"),  # past its timeout
+            attempt(3, 0.6, 0.2, "retry", "ConnectionError"),  # before its window (2 s ..)
+            attempt(4, 1.0, 0.2, "dead", "ConnectionError"),  # one more than max_attempts
+        ],
+        policy,
+    )
+    assert diverged.divergences == [
+        "run 1 attempt 1: ValueError is fatal in the sheet but was retried",
+        "run 1 attempt 2: ran 12.0s, past its timeout of 5.0s",
+        "run 1 attempt 3: started 1.4s before its earliest planned start",
+        "run 1 attempt 4: more attempts than max_attempts (3)",
+    ]
+    late = place(job(2), [attempt(1, 0.0, 0.1, "retry"), attempt(2, 200.0, 0.1, "done")], policy)
+    assert late.divergences == ["run 1 attempt 2: started 3.2m after its latest planned start"]
+
+
+def test_a_requeue_starts_a_new_run_timed_from_its_first_start():
+    policy = load_registry([SHEETS]).jobs["ship_order"]
+    plan = place(
+        job(1),
+        [
+            attempt(1, 0.0, 0.1, "dead", "ConnectionError"),
+            attempt(1, 5000.0, 0.1, "done"),  # requeued more than an hour later
+        ],
+        policy,
+    )
+    assert [(a.run, a.attempt, a.offset) for a in plan.attempts] == [(1, 1, 0.0), (2, 1, 0.0)]
+    assert plan.divergences == []
+
+
+def test_a_job_without_a_sheet_has_attempts_but_no_plan():
+    plan = place(job(1), [attempt(1, 0.0, 0.1, "done")], None)
+    assert plan.rows == []
+    assert plan.divergences == []
+    assert plan.attempts[0].window is None
+
+
+def test_schedules_show_the_cron_line_the_next_runs_and_the_missed_slots(tmp_path):
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    registry = load_registry([EXAMPLES])
+    backend = open_backend(url)
+    try:
+        # A 03:00 Tokyo slot (18:00 UTC the day before) three or four days ago ran;
+        # at least two came due since, and none was stored: missed.
+        day = 86400
+        slot = (time.time() // day) * day - 6 * 3600 - 3 * day
+        backend.enqueue([NewJob("nightly_report", {}, "batch", slot=slot)])
+    finally:
+        backend.close()
+    store = Store(url)
+    try:
+        [nightly] = views.schedules(store, registry)["schedules"]
+    finally:
+        store.close()
+    assert nightly["schedule"] == "0 3 * * *"
+    assert nightly["timezone"] == "Asia/Tokyo"
+    assert len(nightly["next_runs"]) == 5
+    assert [s["state"] for s in nightly["last_slots"]] == ["queued"]
+    assert len(nightly["missed"]) >= 2
+    assert all(m.endswith("T03:00+09:00") for m in nightly["missed"])
