@@ -140,3 +140,24 @@ def test_the_schemastore_entry_names_the_schemas_own_address() -> None:
     assert entry["url"] == json.loads(schema_text())["$id"]
     assert entry["url"].endswith("/src/jobdef/sheets/schema/jobdef-v1.schema.json")
     assert "jobdefs/*.yaml" in entry["fileMatch"]
+
+
+@pytest.mark.parametrize(
+    "old_line",
+    [
+        "# yaml-language-server: $schema=https://jobdef.dev/schema/jobdef-v1.schema.json",
+        "# yaml-language-server: $schema=../src/jobdef/schema/jobdef-v1.schema.json",
+    ],
+)
+def test_new_does_not_copy_a_schema_line_that_serves_nothing(
+    fresh: Path, old_line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (fresh / "jobdefs").mkdir()
+    (fresh / "jobdefs" / "channels.yaml").write_text(
+        f"{old_line}\napiVersion: jobdef/v1\nkind: Channel\nname: ops\ntype: log\n", "utf-8"
+    )
+    assert main(["new", "send_invoice"]) == 0
+    text = (fresh / "jobdefs/send_invoice.yaml").read_text("utf-8")
+    assert text.splitlines()[0] == (
+        "# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json"
+    )

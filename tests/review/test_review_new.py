@@ -147,6 +147,8 @@ def test_without_defaults_every_field_gets_a_starter_value(
 
 
 def test_schema_line_follows_the_existing_sheets(project: Path) -> None:
+    (project.parent / "schema").mkdir()
+    (project.parent / "schema" / "jobdef.json").write_text(schema_text(), "utf-8")
     (project / "charge_card.yaml").write_text(
         "# yaml-language-server: $schema=../schema/jobdef.json\n"
         + (project / "charge_card.yaml").read_text("utf-8"),

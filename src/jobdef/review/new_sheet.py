@@ -370,9 +370,18 @@ def schema_line(documents: Sequence[Document], fallback: str, folder: Path | Non
             first = Path(file).read_text("utf-8").splitlines()[:1]
         except (OSError, UnicodeDecodeError):
             continue
-        if first and SCHEMA_LINE.match(first[0]) and "jobdef.dev/" not in first[0]:
-            return first[0]  # (jobdef.dev never served the schema: such a line is replaced)
+        if first and SCHEMA_LINE.match(first[0]) and _serves(first[0], Path(file).parent):
+            return first[0]
     return f"# yaml-language-server: $schema={fallback}"
+
+
+def _serves(line: str, folder: Path) -> bool:
+    """Whether a schema line can give editors the schema: a local path that exists, or a
+    URL that is not jobdef.dev (which never served it)."""
+    target = line.split("$schema=", 1)[1].strip()
+    if "://" in target:
+        return "jobdef.dev/" not in target
+    return (folder / target).is_file()
 
 
 def _shown(file: str, root: Path | None) -> str:
