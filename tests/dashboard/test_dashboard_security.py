@@ -135,6 +135,13 @@ def test_a_post_without_the_csrf_token_is_refused_and_a_double_post_does_nothing
         assert "requeue: 0 of 1 changed; 1 already moved" in body
         assert backend.get(job_id).state == "queued"
         assert backend.get(job_id).attempt == 0
+        for bad in ("9" * 30, "-1", "x"):
+            status, _, body = client.request(
+                "/actions/jobs",
+                [("action", "cancel"), ("ids", bad), ("confirm", "yes"), ("csrf", token)],
+            )
+            assert status == 400
+            assert "ids: " in body
     finally:
         queue.close()
         backend.close()
@@ -207,6 +214,8 @@ def test_bad_filters_are_one_line_not_a_traceback(sqlite_url, serve):
         assert status == 400
         assert message in json.loads(body)["error"]
     assert client.request("/jobs/999999")[0] == 404
+    assert client.request("/jobs/" + "9" * 30)[0] == 404
+    assert client.request("/jobs?before=" + "9" * 30)[0] == 400
 
 
 @pytest.mark.slow

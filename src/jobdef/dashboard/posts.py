@@ -94,9 +94,12 @@ def _int_ids(ids: list[str]) -> list[int]:
     if len(ids) > MAX_FORM_IDS:
         raise UsageError(f"at most {MAX_FORM_IDS} ids at once; use 'all matching the filter'")
     try:
-        return [int(i) for i in ids]
+        numbers = [int(i) for i in ids]
     except ValueError:
         raise UsageError("ids: whole numbers only") from None
+    if any(not 0 < n < views.MAX_ID for n in numbers):
+        raise UsageError("ids: job and message ids are whole numbers from 1 to 2^63 - 1")
+    return numbers
 
 
 def _question(fields: Mapping[str, str], ids: list[str]) -> str:

@@ -48,6 +48,7 @@ DETAIL_CHARS = 100_000
 _ARG = re.compile(r"^args\.([A-Za-z0-9_][A-Za-z0-9_.-]*):(.*)$")
 _ID = re.compile(r"^#?(\d{1,18})$")
 NO_CURSOR = 2**62
+MAX_ID = 2**63  # a job id is a signed 64-bit integer in both engines
 
 
 def counted(value: int, cap: int = COUNT_CAP) -> dict[str, Any]:
@@ -238,7 +239,7 @@ def parse_filter(params: Mapping[str, str], now: float) -> JobFilter:
         else:
             words.append(token)
     before = params.get("before") or None
-    if before is not None and not before.isdigit():
+    if before is not None and not (before.isdigit() and len(before) <= 18):
         raise UsageError("before: a job id, the cursor of the page")
     return JobFilter(
         state=state,
@@ -341,6 +342,8 @@ def job_detail(
     sheet_link: str | None = None,
 ) -> dict[str, Any] | None:
     """Everything about one job, and its attempts on the planned timeline."""
+    if not 0 < job_id < MAX_ID:
+        return None
     record = store.call(store.verbs.get, job_id)
     if record is None:
         return None
