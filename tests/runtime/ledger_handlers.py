@@ -70,3 +70,10 @@ def exit_first(ctx, ledger: str) -> None:
     record(ledger, ctx)
     if ctx.attempt == 1:
         os._exit(1)
+
+
+def hold_first(ctx, ledger: str) -> None:
+    """Hold attempt 1 (25s, within the 30s timeout) so it can be killed mid-handler."""
+    record(ledger, ctx)
+    if ctx.attempt == 1:
+        time.sleep(25)

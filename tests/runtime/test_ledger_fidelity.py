@@ -9,13 +9,28 @@ mid-drain and a second one finishes. At the end the ledger and the attempts
 table agree exactly: each invocation has one attempt row, each attempt row
 has its invocation, nothing ran twice under one attempt, and no job is left
 running. Every scenario is bounded in time.
+
+Then the rest of what can go wrong under a running worker, each on both engines
+with real processes, each ending with a SIGTERM that drains: a child SIGKILLed
+in the middle of a handler; a worker SIGSTOPped past its lease while a second
+one reclaims its jobs, then SIGCONTed (its late completions are refused and
+record nothing); and, on PostgreSQL, the server going away mid-drain. The last
+one cuts the worker's connections at a TCP proxy on loopback that the worker
+reaches the server through, and restores it: from the worker, that is what a
+restart of the server looks like, without restarting the server that other
+tests share.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import selectors
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -73,6 +88,13 @@ kind: Job
 name: sleep_first
 handler: ledger_handlers:sleep_first
 timeout: 1s
+args:
+  ledger: {type: string}
+---
+apiVersion: jobdef/v1
+kind: Job
+name: hold_first
+handler: ledger_handlers:hold_first
 args:
   ledger: {type: string}
 ---
@@ -237,3 +259,180 @@ def test_a_worker_killed_mid_drain_leaves_one_attempt_row_per_run(
     outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
     assert outcomes["done"] == len(ids)
     assert time.monotonic() - began < 40
+
+
+def _ledger_pid(ledger: str, job_id: int) -> int | None:
+    """The pid of the process that ran ``job_id``'s handler, once its entry is there."""
+    pids = [pid for job, _attempt, pid in ledger_handlers.entries(ledger) if job == job_id]
+    return pids[0] if pids else None
+
+
+def test_a_child_killed_mid_handler_leaves_one_attempt_row_per_run(
+    backend, registry, workers, ledger
+):
+    began = time.monotonic()
+    queue = Queue(backend, registry)
+    ids = [queue.enqueue("steady", {"ledger": ledger, "seconds": 0.05}).id for _ in range(10)]
+    victim = queue.enqueue("hold_first", {"ledger": ledger}).id
+    ids += [victim, *_mix(queue, ledger)]
+    worker = workers.start("--concurrency", "2", lease="30s")
+    pid = eventually(lambda: _ledger_pid(ledger, victim), timeout=20, what="the held handler")
+    os.kill(pid, signal.SIGKILL)  # its child, mid-handler; the worker and the other child live
+    eventually(
+        lambda: all(backend.get(job).state == "done" for job in ids),
+        timeout=30,
+        what="the worker to retry the killed attempt and finish every job",
+    )
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(20) == 0, workers.log()
+    outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
+    # The killed attempt, the mix's timeout and its os._exit, each retried once.
+    assert outcomes == Counter({"done": len(ids), "crashed": 2, "timeout": 1}), outcomes
+    assert [a.outcome for a in backend.attempts(victim)] == ["crashed", "done"]
+    assert time.monotonic() - began < 60
+
+
+def test_a_worker_frozen_past_its_lease_is_reclaimed_and_its_late_results_refused(
+    backend, registry, workers, ledger
+):
+    """SIGSTOP a worker mid-drain for longer than its lease: a second worker reclaims its
+    jobs and finishes the queue. The frozen worker's handler processes, which are not
+    frozen, run what they held meanwhile; back from SIGCONT, the worker's completions
+    are refused and record nothing. Each run that started under the frozen worker's
+    lease has its ``reclaimed`` row, each run of the second worker its own, and no
+    attempt ran twice: at least once per attempt, as the guide says."""
+    began = time.monotonic()
+    queue = Queue(backend, registry)
+    ids = [queue.enqueue("steady", {"ledger": ledger, "seconds": 0.1}).id for _ in range(24)]
+    frozen = workers.start("--concurrency", "1", "--prefetch", "6", name="frozen", lease="1s")
+    eventually(lambda: len(ledger_handlers.entries(ledger)) >= 2, 20, "the first runs")
+    frozen.send_signal(signal.SIGSTOP)
+    try:
+        other = workers.start("--concurrency", "2", name="other", lease="5s")
+        eventually(
+            lambda: all(backend.get(job).state == "done" for job in ids),
+            timeout=40,
+            what="the second worker to reclaim and finish every job",
+        )
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+    eventually(
+        lambda: "refused" in workers.log("frozen") or "was lost" in workers.log("frozen"),
+        20,
+        "the frozen worker to learn its leases are gone",
+    )
+    for process, name in ((frozen, "frozen"), (other, "other")):
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0, workers.log(name)
+    outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
+    assert outcomes["done"] == len(ids)
+    assert outcomes["reclaimed"] >= 1  # the runs under the frozen worker's lease
+    assert time.monotonic() - began < 60
+
+
+class _CuttableProxy:
+    """A TCP proxy on loopback to the PostgreSQL server: :meth:`cut` closes every
+    connection through it and refuses new ones until :meth:`restore`, as a server that
+    restarts does."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._open = True
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                if not self._open:
+                    client.close()
+                    continue
+                try:
+                    server = socket.create_connection(self.target)
+                except OSError:
+                    client.close()
+                    continue
+                self._pairs.append((client, server))
+            threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
+
+    def _pump(self, client: socket.socket, server: socket.socket) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(client, selectors.EVENT_READ, server)
+        selector.register(server, selectors.EVENT_READ, client)
+        try:
+            while True:
+                for key, _ in selector.select():
+                    data = key.fileobj.recv(65536)  # type: ignore[union-attr]
+                    if not data:
+                        return
+                    key.data.sendall(data)
+        except OSError:
+            return
+        finally:
+            selector.close()
+            client.close()
+            server.close()
+
+    def cut(self) -> None:
+        with self._lock:
+            self._open = False
+            pairs, self._pairs = self._pairs, []
+        for client, server in pairs:
+            for end in (client, server):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def restore(self) -> None:
+        with self._lock:
+            self._open = True
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self.listener.close()
+
+
+def test_a_postgresql_restart_mid_drain_leaves_one_attempt_row_per_run(
+    db_url, backend, registry, workers, ledger
+):
+    """The worker reaches PostgreSQL through a proxy that is cut for two seconds
+    mid-drain (every connection closed, new ones refused) and restored."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("the server restart is PostgreSQL's")
+    host_port = db_url.split("@", 1)[-1].split("/", 1)[0]
+    host, _, port = host_port.partition(":")
+    proxy = _CuttableProxy((host or "127.0.0.1", int(port or 5432)))
+    try:
+        began = time.monotonic()
+        queue = Queue(backend, registry)
+        ids = [queue.enqueue("steady", {"ledger": ledger, "seconds": 0.05}).id for _ in range(40)]
+        ids += _mix(queue, ledger)
+        workers.db_url = db_url.replace(host_port, f"127.0.0.1:{proxy.port}", 1)
+        worker = workers.start("--concurrency", "2", lease="10s")
+        eventually(lambda: len(ledger_handlers.entries(ledger)) >= 8, 20, "the first runs")
+        proxy.cut()
+        time.sleep(2.0)
+        proxy.restore()
+        eventually(
+            lambda: all(backend.get(job).state == "done" for job in ids),
+            timeout=40,
+            what="the worker to ride out the restart and finish every job",
+        )
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(20) == 0, workers.log()
+        log = workers.log()
+        assert "the job store cannot be used" in log, log  # it did see the server go
+        assert "Traceback" not in log, log
+        outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
+        assert outcomes["done"] == len(ids)
+        assert time.monotonic() - began < 60
+    finally:
+        proxy.close()
