@@ -81,3 +81,47 @@ def test_check_messages_of_a_warning_are_warnings(project: Project, tmp_path: Pa
     [warning] = [m for m in found if m.id == "jobdef.JD009"]
     assert isinstance(warning, checks.Warning)
     assert warning.msg.startswith(f"{ping}:8:3: ")
+
+
+MISFITS = """\
+apiVersion: jobdef/v1
+kind: Job
+name: {name}
+title: A task at odds with its sheet
+owner: test-team
+handler: jdproject.misfits:{name}
+queue: mail
+args:
+  {arg}: {{type: integer}}
+max_attempts: 1
+timeout: 30s
+errors: {{default: fatal}}
+rerun: jobdef requeue --job {name} --state dead
+"""
+
+
+def test_a_task_that_contradicts_its_sheet_is_an_error(project: Project, tmp_path: Path) -> None:
+    from jobdef.contrib.django import task as task_module
+    from jobdef.contrib.django.checks import backend_messages
+
+    sheets = tmp_path / "jobdefs"
+    shutil.copytree(SHEETS, sheets)
+    (sheets / "bulk_mail.yaml").write_text(
+        MISFITS.format(name="bulk_mail", arg="reservation_id"), "utf-8"
+    )
+    (sheets / "misfit.yaml").write_text(MISFITS.format(name="misfit", arg="order"), "utf-8")
+    backend = project.backend("default")
+    saved = backend.sheets, backend.options.get("task_modules")
+    backend.sheets, backend.options["task_modules"] = [sheets], ["jdproject.misfits"]
+    try:
+        found = {m.id: m for m in backend_messages(backend, [backend])}
+    finally:
+        backend.sheets, backend.options["task_modules"] = saved
+        for key in [k for k in task_module.made if k[0] == "jdproject.misfits"]:
+            del task_module.made[key]
+    assert "queue_name='bulk'" in found["jobdef.E002"].msg
+    assert "'mail'" in found["jobdef.E002"].msg
+    misfit = found["jobdef.E004"].msg
+    assert misfit.startswith(f"{sheets / 'misfit.yaml'}:6:")
+    assert "unexpected (args it does not take): order" in misfit
+    assert "write def misfit(order)" in misfit  # no ctx: the task does not take it

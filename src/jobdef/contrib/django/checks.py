@@ -139,6 +139,11 @@ def _task_messages(backend: JobdefBackend) -> Iterator[Any]:
             yield checks.Error(str(exc), obj=dotted_path(task), id="jobdef.E002")
         problem = fit_problem(task, policy.handler, policy.args_schema)
         if problem is not None:
+            # The worker passes ctx itself: a task writes `context` first, or nothing.
+            function = task.func.__name__
+            first = "context, " if task.takes_context else ""
+            problem = problem.replace(f"def {function}(ctx, ", f"def {function}({first}")
+            problem = problem.replace(f"def {function}(ctx)", f"def {function}({first[:-2]})")
             yield checks.Error(
                 f"{where}: task {dotted_path(task)} does not fit the args of job "
                 f"{policy.name!r}: {problem}",
