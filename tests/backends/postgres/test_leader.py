@@ -184,6 +184,64 @@ def test_every_worker_reclaims_so_a_frozen_maintainer_holds_back_no_dead_worker_
     assert f":{first.pid}:" in (_lease_row(pg_backend) or ("",))[0]
 
 
+TICK = """\
+apiVersion: jobdef/v1
+kind: Job
+name: tick
+mode: batch
+schedule: "* * * * *"
+catch_up: all
+handler: postgres.handlers:noop
+"""
+
+
+def test_a_frozen_maintainer_holds_back_no_due_cron_slot(
+    fleet: Workers, pg_backend: PostgresBackend
+) -> None:
+    """The scheduler is maintenance: while its holder is frozen, the worker that takes
+    the lease over enqueues the slots that came due, from the newest one in the store."""
+    (Path(fleet.sheets) / "tick.yaml").write_text(TICK)
+    first = fleet.start(concurrency=1, maintenance_lease=LEASE)
+    eventually(lambda: _lease_row(pg_backend), 60, "the first worker maintains")
+    second = fleet.start(concurrency=1, maintenance_lease=LEASE)
+
+    def second_runs_jobs() -> bool:
+        pg_backend.enqueue([NewJob("noop", {"n": n}, "default") for n in range(10)])
+        time.sleep(0.2)
+        return _worker_ran(pg_backend, second.pid)
+
+    eventually(second_runs_jobs, 60, "the second worker runs jobs")
+    os.kill(first.pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    # As if the newest slot stored were ten minutes old: the slots since are due.
+    schema = f'"{pg_backend.schema}"'
+    for table in ("jobdef_slots", "jobdef_attempts", "jobdef_jobs"):
+        column = "job_id IN (SELECT id FROM {0}.jobdef_jobs WHERE job = 'tick')"
+        where = column.format(schema) if table == "jobdef_attempts" else "job = 'tick'"
+        query(pg_backend.conninfo, f"DELETE FROM {schema}.{table} WHERE {where}", ())
+    old = (int(time.time()) // 60 - 10) * 60
+    query(
+        pg_backend.conninfo,
+        f"INSERT INTO {schema}.jobdef_slots (job, slot, job_id) VALUES ('tick', %s, 0)",
+        (float(old),),
+    )
+
+    def slots_enqueued() -> list[float]:
+        rows = query(
+            pg_backend.conninfo,
+            f"SELECT slot FROM {schema}.jobdef_jobs WHERE job = 'tick' AND slot > %s",
+            (float(old),),
+        )
+        return [row[0] for row in rows]
+
+    eventually(slots_enqueued, 6 * LEASE, "the second worker to enqueue the due slots")
+    enqueued_after = time.monotonic() - frozen_at
+    print(f"due cron slots enqueued {enqueued_after:.2f}s after the maintainer froze")
+    assert enqueued_after <= 2 * LEASE + 2.0  # the takeover, then a scheduler tick
+    assert f":{second.pid}:" in (_lease_row(pg_backend) or ("",))[0]
+    assert len(slots_enqueued()) >= 9  # catch_up: all, one per minute since
+
+
 def test_a_closing_maintainer_hands_its_lease_on_at_once(
     pg_backend: PostgresBackend, postgres_url: str
 ) -> None:
