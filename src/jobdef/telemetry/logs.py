@@ -17,6 +17,7 @@ runs with ``--log-args``, and then cut to :data:`MAX_ARGS_CHARS`.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -49,6 +50,10 @@ FIELDS = (
 )
 # The context fields a record may carry as extras (the others are the record's own).
 CONTEXT_FIELDS = FIELDS[4:]
+# Context fields that hold names from the sheets (a handler's logger sets them, over
+# any extra of the same name) and numbers: no secret can be in them, so they are not
+# searched for one, which is most of the per-attempt line's cost.
+_TRUSTED = frozenset({"job", "job_id", "attempt", "queue", "duration_ms"})
 # Job args in a line (--log-args) are cut to this many characters of their JSON.
 MAX_ARGS_CHARS = 200
 # An extra value longer than this is cut: a handler chooses what it logs.
@@ -100,15 +105,24 @@ class _Redacting(logging.Formatter):
     def clean(self, text: str) -> str:
         return redact(text, self.secrets)
 
+    def message(self, record: logging.LogRecord) -> str:
+        """The record's message, cleaned; a worker's attempt line is made of names from
+        the sheets, ids and an exception's class, so it has nothing to clean."""
+        text = record.getMessage()
+        return text if getattr(record, "_attempt_line", False) else self.clean(text)
+
     def fields(self, record: logging.LogRecord) -> dict[str, Any]:
         """The context fields and extras of ``record``, cleaned, in a stable order."""
         found: dict[str, Any] = {name: getattr(record, name, None) for name in CONTEXT_FIELDS}
         if found["worker"] is None:
             found["worker"] = self.settings.worker
-        for name, value in vars(record).items():
-            if name not in _RECORD_ATTRIBUTES and name not in found and not name.startswith("_"):
-                found[name] = value
-        return {name: self._value(value) for name, value in found.items()}
+        for name in vars(record).keys() - _RECORD_ATTRIBUTES - found.keys():
+            if not name.startswith("_"):
+                found[name] = getattr(record, name)
+        return {
+            name: value if name in _TRUSTED or value == self.settings.worker else self._value(value)
+            for name, value in found.items()
+        }
 
     def _value(self, value: Any) -> Any:
         if value is None or isinstance(value, bool | int | float):
@@ -134,7 +148,7 @@ class JsonFormatter(_Redacting):
             "time": _iso(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": self.clean(record.getMessage()),
+            "message": self.message(record),
         }
         line.update(self.fields(record))
         error = self.error_text(record)
@@ -148,7 +162,7 @@ class TextFormatter(_Redacting):
 
     def format(self, record: logging.LogRecord) -> str:
         head = f"{_iso(record.created)} {record.name} {record.levelname} "
-        text = head + self.clean(record.getMessage())
+        text = head + self.message(record)
         shown = {
             name: value
             for name, value in self.fields(record).items()
@@ -168,8 +182,13 @@ def _in_message(name: str, record: logging.LogRecord) -> bool:
 
 
 def _iso(created: float) -> str:
-    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
-    return f"{seconds}.{int(created % 1 * 1000):03d}Z"
+    return f"{_second(int(created))}.{int(created % 1 * 1000):03d}Z"
+
+
+@functools.lru_cache(maxsize=4)
+def _second(seconds: int) -> str:
+    """UTC to the second; lines come many a second, so it is formatted once per second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def formatter(settings: LogSettings, environ: Mapping[str, str] | None = None) -> logging.Formatter:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -38,6 +38,21 @@ OUTCOMES = ("done", "retry", "dead", "timeout", "crashed", "reclaimed", "release
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 DEFAULT_METRICS_PORT = 9464
 DEFAULT_GAUGE_INTERVAL = 15.0
+
+
+class Series:
+    """The counters and histogram of one (job, queue), looked up once: a labelled
+    child costs a locked dict lookup per call, which a worker pays per attempt."""
+
+    def __init__(self, metrics: Metrics, job: str, queue: str) -> None:
+        self.started = metrics.started.labels(job, queue)
+        self.duration = metrics.duration.labels(job, queue)
+        self._finished = {
+            outcome: metrics.finished.labels(job, queue, outcome) for outcome in OUTCOMES
+        }
+
+    def finished(self, outcome: str) -> Any:
+        return self._finished[outcome]
 
 
 class Metrics:
@@ -120,6 +135,15 @@ class Metrics:
         )
         self._lock = threading.Lock()
         self._server: WSGIServer | None = None
+        # Labels are bounded (the sheets' names), so is this.
+        self._series: dict[tuple[str, str], Series] = {}
+
+    def series(self, job: str, queue: str) -> Series:
+        """The per-attempt series of ``job`` on ``queue`` (created at zero on first use)."""
+        found = self._series.get((job, queue))
+        if found is None:
+            found = self._series[(job, queue)] = Series(self, job, queue)
+        return found
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:
         """Serve ``/metrics`` on ``port`` (0: any free one) in a daemon thread; the port."""
@@ -164,6 +188,4 @@ def preset(metrics: Metrics, pairs: Iterable[tuple[str, str]]) -> None:
     """Create the series of each (job, queue) at zero, so a rate() sees their first
     increment."""
     for job, queue in pairs:
-        metrics.started.labels(job, queue)
-        for outcome in OUTCOMES:
-            metrics.finished.labels(job, queue, outcome)
+        metrics.series(job, queue)

@@ -64,7 +64,7 @@ class WorkerTelemetry:
         if self.metrics is None:
             return
         for record in records:
-            self.metrics.started.labels(record.job, record.queue).inc()
+            self.metrics.series(record.job, record.queue).started.inc()
 
     def ran(self, job_id: int, attempt: int, seconds: float | None) -> None:
         """A handler process reports how long an attempt ran (None: not known)."""
@@ -82,9 +82,25 @@ class WorkerTelemetry:
         """The store took how the attempt ended: one line, one count, one observation."""
         seconds = self._durations.pop((record.id, record.attempt), None)
         if self.metrics is not None:
-            self.metrics.finished.labels(record.job, record.queue, outcome).inc()
+            series = self.metrics.series(record.job, record.queue)
+            series.finished(outcome).inc()
             if seconds is not None:
-                self.metrics.duration.labels(record.job, record.queue).observe(seconds)
+                series.duration.observe(seconds)
+        if outcome in _KILLED:
+            # Its process could not end the attempt's span: the worker records it.
+            ended_attempt_span(
+                record.job,
+                record.queue,
+                record.id,
+                record.attempt,
+                record.trace_context,
+                seconds=seconds,
+                outcome=outcome,
+                error_type=error_type or outcome,
+            )
+        level = logging.INFO if outcome in _PLANNED else logging.WARNING
+        if not log.isEnabledFor(level):
+            return
         duration_ms = None if seconds is None else round(seconds * 1000, 1)
         text = f"job {record.id} {record.job} attempt {record.attempt} {outcome}"
         if duration_ms is not None:
@@ -106,20 +122,7 @@ class WorkerTelemetry:
         }
         if self.log_args:
             extra["job_args"] = args_text(record.args)
-        level = logging.INFO if outcome in _PLANNED else logging.WARNING
         log.log(level, text, extra=extra)
-        if outcome in _KILLED:
-            # Its process could not end the attempt's span: the worker records it.
-            ended_attempt_span(
-                record.job,
-                record.queue,
-                record.id,
-                record.attempt,
-                record.trace_context,
-                seconds=seconds,
-                outcome=outcome,
-                error_type=error_type or outcome,
-            )
 
     def refused(self, record: JobRecord) -> None:
         """A late write of this worker was refused: the job was reclaimed meanwhile."""
