@@ -126,3 +126,20 @@ def test_the_text_format_appends_the_fields_that_are_set() -> None:
     record.job_id, record.attempt, record.to = 42, 1, "a@example.com"
     line = formatter(settings, {}).format(record)
     assert line.endswith(" jobdef.jobs.mail INFO sent job_id=42 attempt=1 to=a@example.com")
+
+
+def test_a_hostile_extra_is_cut_escaped_and_kept_on_one_line(lines: io.StringIO) -> None:
+    class Opaque:
+        def __repr__(self) -> str:
+            return "<opaque>"
+
+    log = logging.getLogger("jobdef.jobs.mail")
+    breaks = "a\nb\r\x85c\u2028d\u2029e\x1c"
+    log.info("line %s", breaks, extra={"big": "x" * 100_000, "thing": Opaque(), "raw": breaks})
+    text = lines.getvalue()
+    [line] = text.splitlines()  # every kind of line break is escaped
+    parsed = json.loads(line)
+    assert parsed["message"] == f"line {breaks}"
+    assert len(parsed["big"]) == 2000
+    assert parsed["thing"] == "<opaque>"
+    assert parsed["raw"] == breaks

@@ -48,3 +48,13 @@ def test_a_port_out_of_range_is_refused_by_the_parser(
         run_worker(db_url, capsys, "--metrics-port", value)
     assert exited.value.code == 2
     assert "argument --metrics-port: expected a port" in capsys.readouterr().err
+
+
+def test_a_health_file_that_cannot_be_written_is_one_line(
+    db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no" / "such" / "alive"
+    code, err = run_worker(db_url, capsys, "--health-file", str(missing))
+    assert code == 2
+    assert err.splitlines()[-1].startswith(f"jobdef worker: error: --health-file {missing}: ")
+    assert "give a path in a folder the worker can write to" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobdef.errors import UsageError
@@ -109,6 +110,8 @@ def worker_telemetry(args: argparse.Namespace, worker_id: str, url: str) -> Work
         if args.health_port is not None or args.health_file:
             from jobdef.telemetry.health import Health, store_probe
 
+            if args.health_file:
+                _touch("--health-file", args.health_file)
             telemetry.health = Health(store_probe(url), health_file=args.health_file)
             if args.health_port is not None:
                 _listen("--health-port", args.health_port, telemetry.health.serve)
@@ -126,6 +129,16 @@ def _listen(option: str, port: int, serve: Callable[[int], int]) -> None:
             f"{option} {port}: cannot listen ({exc.strerror or exc}); choose a free port"
         ) from None
     log.info("%s: listening on port %d", option, bound)
+
+
+def _touch(option: str, path: str) -> None:
+    try:
+        Path(path).touch()
+    except OSError as exc:
+        raise UsageError(
+            f"{option} {path}: cannot write it ({exc.strerror or exc}); give a path in a "
+            "folder the worker can write to"
+        ) from None
 
 
 def close_telemetry(telemetry: WorkerTelemetry) -> None:

@@ -61,6 +61,8 @@ MAX_EXTRA_CHARS = 2000
 # Environment variables whose values are never printed, wherever they appear; of any
 # other value that is a URL, its password and secret parameters are not either.
 _SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE|CREDENTIAL|WEBHOOK|DSN")
+# Line breaks other than the ones json.dumps escapes (NEL, line and paragraph separator).
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 # The name of the root handler configure() installs (and replaces on a second call).
 _HANDLER_NAME = "jobdef"
 # Attributes every LogRecord has: anything else on a record is an extra.
@@ -129,7 +131,7 @@ class _Redacting(logging.Formatter):
             return value
         if not isinstance(value, str):
             try:
-                value = json.dumps(value, ensure_ascii=False, default=repr)
+                value = json.dumps(value, ensure_ascii=False)
             except (TypeError, ValueError, RecursionError):
                 value = repr(value)
         return self.clean(value[:MAX_EXTRA_CHARS])
@@ -154,7 +156,10 @@ class JsonFormatter(_Redacting):
         error = self.error_text(record)
         if error is not None:
             line["exception"] = error
-        return json.dumps(line, ensure_ascii=False, default=str)
+        text = json.dumps(line, ensure_ascii=False, default=str)
+        # JSON leaves these unescaped, and a reader splitting on every line break
+        # (Python's splitlines) would cut the object: a line is one line everywhere.
+        return text.translate(_LINE_BREAKS)
 
 
 class TextFormatter(_Redacting):
