@@ -107,15 +107,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_pythonpath(parser)
     parser.add_argument("--queues", metavar="A,B", help="only these queues (default: all)")
     parser.add_argument(
-        "--concurrency", type=_positive, default=1, help="handler processes (1 to 256)"
+        "--concurrency",
+        type=_positive,
+        default=1,
+        help="handler processes, 1 to 256 (default: 1)",
     )
     parser.add_argument("--burst", action="store_true", help="exit when nothing is runnable")
     parser.add_argument(
         "--prefetch",
         type=_positive,
         default=32,
-        help="jobs handed ahead to each handler process (32), which is all a worker "
-        "claims ahead; jobs stuck behind a slow one are taken back after 0.5s",
+        help="jobs handed ahead to each handler process, which is all a worker claims "
+        "ahead; jobs stuck behind a slow one are taken back after 0.5s (default: 32)",
     )
     parser.add_argument(
         "--no-migrate",
@@ -127,7 +130,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="30s",
         help="lease length (default 30s; at least 1s)",
     )
-    parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (10s)")
-    parser.add_argument("--poll", default="250ms", help="idle poll interval (250ms)")
+    parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (default: 10s)")
+    parser.add_argument("--poll", default="250ms", help="idle poll interval (default: 250ms)")
     add_telemetry_options(parser)
     parser.set_defaults(handler=run)
