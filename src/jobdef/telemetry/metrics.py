@@ -21,11 +21,14 @@ whatever the number of workers; sum or ``max`` them across workers in queries.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -36,23 +39,74 @@ if TYPE_CHECKING:
 OUTCOMES = ("done", "retry", "dead", "timeout", "crashed", "reclaimed", "released")
 # Attempt durations, seconds: from a few milliseconds to the hour a batch job may take.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+# The histogram's "le" labels, as Prometheus writes them (1.0, not 1).
+_BOUNDS = [repr(float(bound)) for bound in DURATION_BUCKETS] + ["+Inf"]
 DEFAULT_METRICS_PORT = 9464
 DEFAULT_GAUGE_INTERVAL = 15.0
 
 
 class Series:
-    """The counters and histogram of one (job, queue), looked up once: a labelled
-    child costs a locked dict lookup per call, which a worker pays per attempt."""
+    """The per-attempt counts of one (job, queue), as plain numbers.
 
-    def __init__(self, metrics: Metrics, job: str, queue: str) -> None:
-        self.started = metrics.started.labels(job, queue)
-        self.duration = metrics.duration.labels(job, queue)
-        self._finished = {
-            outcome: metrics.finished.labels(job, queue, outcome) for outcome in OUTCOMES
-        }
+    The worker's loop is the only writer, once or twice per attempt, and a
+    Prometheus counter takes a lock per increment: plain numbers cost a fraction
+    of that, and :class:`_AttemptCollector` turns them into the counters and the
+    histogram when ``/metrics`` is scraped.
+    """
 
-    def finished(self, outcome: str) -> Any:
-        return self._finished[outcome]
+    __slots__ = ("buckets", "finished", "reclaims", "refused", "started", "sum")
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.finished = dict.fromkeys(OUTCOMES, 0)
+        self.refused = 0
+        self.reclaims = 0
+        # Observations per bucket (not cumulative), the last one past every bound.
+        self.buckets = [0] * (len(DURATION_BUCKETS) + 1)
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.buckets[bisect.bisect_left(DURATION_BUCKETS, seconds)] += 1
+        self.sum += seconds
+
+
+class _AttemptCollector:
+    """The counters and histogram of every :class:`Series`, read at each scrape."""
+
+    def __init__(self, series: dict[tuple[str, str], Series]) -> None:
+        self.series = series
+
+    def describe(self) -> list[Any]:
+        return []  # nothing to check at registration: the names are this module's own
+
+    def collect(self) -> Iterator[Any]:
+        labels = ["job", "queue"]
+        started = CounterMetricFamily("jobdef_jobs_started", _STARTED, labels=labels)
+        finished = CounterMetricFamily(
+            "jobdef_jobs_finished", _FINISHED, labels=[*labels, "outcome"]
+        )
+        refused = CounterMetricFamily("jobdef_late_writes_refused", _REFUSED, labels=labels)
+        reclaims = CounterMetricFamily("jobdef_lease_reclaims", _RECLAIMS, labels=labels)
+        duration = HistogramMetricFamily(
+            "jobdef_attempt_duration_seconds", _DURATION, labels=labels
+        )
+        for (job, queue), one in list(self.series.items()):  # a copy: the loop may add
+            started.add_metric([job, queue], one.started)
+            for outcome, count in list(one.finished.items()):
+                finished.add_metric([job, queue, outcome], count)
+            refused.add_metric([job, queue], one.refused)
+            reclaims.add_metric([job, queue], one.reclaims)
+            counts = list(one.buckets)
+            cumulative = list(itertools.accumulate(counts))
+            duration.add_metric([job, queue], list(zip(_BOUNDS, cumulative, strict=True)), one.sum)
+        yield from (started, finished, duration, refused, reclaims)
+
+
+_STARTED = "Attempts this worker started (claims)."
+_FINISHED = "Attempts this worker recorded, by how they ended (the attempts table's outcome)."
+_DURATION = "How long the handler of an attempt ran, as its process measured it."
+_REFUSED = "Writes of an attempt refused because its lease had expired and the job was reclaimed."
+_RECLAIMS = "Expired leases (their worker died or froze) this worker reclaimed."
 
 
 class Metrics:
@@ -64,37 +118,6 @@ class Metrics:
         self.enqueued = Counter(
             "jobdef_jobs_enqueued",
             "Jobs this process enqueued (the scheduler's slots among them).",
-            ["job", "queue"],
-            registry=r,
-        )
-        self.started = Counter(
-            "jobdef_jobs_started",
-            "Attempts this worker started (claims).",
-            ["job", "queue"],
-            registry=r,
-        )
-        self.finished = Counter(
-            "jobdef_jobs_finished",
-            "Attempts this worker recorded, by how they ended (the attempts table's outcome).",
-            ["job", "queue", "outcome"],
-            registry=r,
-        )
-        self.duration = Histogram(
-            "jobdef_attempt_duration_seconds",
-            "How long the handler of an attempt ran, as its process measured it.",
-            ["job", "queue"],
-            buckets=DURATION_BUCKETS,
-            registry=r,
-        )
-        self.refused = Counter(
-            "jobdef_late_writes_refused",
-            "Writes of an attempt refused because its lease had expired and the job was reclaimed.",
-            ["job", "queue"],
-            registry=r,
-        )
-        self.reclaims = Counter(
-            "jobdef_lease_reclaims",
-            "Expired leases (their worker died or froze) this worker reclaimed.",
             ["job", "queue"],
             registry=r,
         )
@@ -137,12 +160,13 @@ class Metrics:
         self._server: WSGIServer | None = None
         # Labels are bounded (the sheets' names), so is this.
         self._series: dict[tuple[str, str], Series] = {}
+        r.register(_AttemptCollector(self._series))
 
     def series(self, job: str, queue: str) -> Series:
         """The per-attempt series of ``job`` on ``queue`` (created at zero on first use)."""
         found = self._series.get((job, queue))
         if found is None:
-            found = self._series[(job, queue)] = Series(self, job, queue)
+            found = self._series[(job, queue)] = Series()
         return found
 
     def serve(self, port: int, address: str = "0.0.0.0") -> int:

@@ -64,7 +64,7 @@ class WorkerTelemetry:
         if self.metrics is None:
             return
         for record in records:
-            self.metrics.series(record.job, record.queue).started.inc()
+            self.metrics.series(record.job, record.queue).started += 1
 
     def ran(self, job_id: int, attempt: int, seconds: float | None) -> None:
         """A handler process reports how long an attempt ran (None: not known)."""
@@ -83,9 +83,9 @@ class WorkerTelemetry:
         seconds = self._durations.pop((record.id, record.attempt), None)
         if self.metrics is not None:
             series = self.metrics.series(record.job, record.queue)
-            series.finished(outcome).inc()
+            series.finished[outcome] += 1
             if seconds is not None:
-                series.duration.observe(seconds)
+                series.observe(seconds)
         if outcome in _KILLED:
             # Its process could not end the attempt's span: the worker records it.
             ended_attempt_span(
@@ -128,12 +128,12 @@ class WorkerTelemetry:
         """A late write of this worker was refused: the job was reclaimed meanwhile."""
         self._durations.pop((record.id, record.attempt), None)
         if self.metrics is not None:
-            self.metrics.refused.labels(record.job, record.queue).inc()
+            self.metrics.series(record.job, record.queue).refused += 1
 
     def reclaimed(self, record: JobRecord, action: str) -> None:
         """This worker reclaimed an expired lease (another worker's attempt ended)."""
         if self.metrics is not None:
-            self.metrics.reclaims.labels(record.job, record.queue).inc()
+            self.metrics.series(record.job, record.queue).reclaims += 1
         self.finished(record, "reclaimed", error_type="LeaseExpired", detail=f"then {action}")
 
     def outbox_outcome(self, channel: str, messages: int, delivered: bool) -> None:
