@@ -46,7 +46,7 @@ TRAITS: dict[str, set[str]] = {
     "notify": set(),
     "notify test": {"sheets"},
     "dashboard": {"sheets", "db"},
-    "check": {"sheets"},
+    "check": {"sheets", "list"},
 }
 
 # What a help text must not hold: reStructuredText roles and literals, Sphinx fields.
