@@ -28,12 +28,13 @@ _SHOWN_JOBS = 5
 
 def _registered(backend: object) -> tuple[list[WorkerInfo], float]:
     """The workers table's rows and the store's time now."""
-    from jobdef.backends.workers import tracks_workers
+    from jobdef.backends.workers import WORKERS_TABLE_VERSION, tracks_workers
 
     if not tracks_workers(backend):
+        version = getattr(backend, "schema_version", lambda: 0)()
         raise UsageError(
-            "this store has no workers table: its schema predates it; run "
-            "`jobdef db upgrade` with this version of jobdef"
+            f"this store's schema (version {version}) has no workers table, which version "
+            f"{WORKERS_TABLE_VERSION} adds; run `jobdef db upgrade` with a jobdef that ships it"
         )
     return backend.workers(), backend.clock()
 
