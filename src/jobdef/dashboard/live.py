@@ -37,8 +37,12 @@ def fingerprint(store: Store) -> tuple[Any, ...]:
 
 def events_endpoint(d: Dashboard) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
+        # The first look comes before the response starts: the browser reports the
+        # stream open when its headers arrive, and a change made after that moment
+        # must differ from the baseline, not be part of it.
+        baseline = await _look(d)
         return StreamingResponse(
-            _stream(d, request),
+            _stream(d, request, baseline),
             media_type="text/event-stream",
             headers={"x-accel-buffering": "no"},
         )
@@ -46,16 +50,24 @@ def events_endpoint(d: Dashboard) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
-async def _stream(d: Dashboard, request: Request) -> AsyncIterator[str]:
+async def _look(d: Dashboard) -> tuple[Any, ...] | None:
+    """The store's fingerprint, or None while the store cannot be read."""
+    try:
+        return await run_in_threadpool(fingerprint, d.store)
+    except JobdefError:
+        return None
+
+
+async def _stream(
+    d: Dashboard, request: Request, baseline: tuple[Any, ...] | None
+) -> AsyncIterator[str]:
     """A ``change`` event each time the store's fingerprint moves, checked every poll."""
-    last: tuple[Any, ...] | None = None
+    last = baseline
     quiet_since = time.monotonic()
     yield "retry: 3000\n\n"
     while not await request.is_disconnected():
-        try:
-            current = await run_in_threadpool(fingerprint, d.store)
-        except JobdefError:
-            current = None
+        await asyncio.sleep(d.poll_seconds)
+        current = await _look(d)
         if last is not None and current is not None and current != last:
             yield "event: change\ndata: {}\n\n"
             quiet_since = time.monotonic()
@@ -64,4 +76,3 @@ async def _stream(d: Dashboard, request: Request) -> AsyncIterator[str]:
             quiet_since = time.monotonic()
         if current is not None:
             last = current
-        await asyncio.sleep(d.poll_seconds)

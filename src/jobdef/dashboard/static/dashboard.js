@@ -46,7 +46,11 @@
     if (source !== null) { return; }
     source = new EventSource(badge.getAttribute("data-events"));
     source.addEventListener("change", schedule);
-    source.onopen = function () { badge.textContent = "live"; };
+    source.onopen = function () {
+      // A stream that opens again after a drop missed what changed meanwhile.
+      if (badge.textContent === "reconnecting…") { schedule(); }
+      badge.textContent = "live";
+    };
     source.onerror = function () { badge.textContent = "reconnecting…"; };
   }
 
