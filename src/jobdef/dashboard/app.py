@@ -105,6 +105,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
             return await run_in_threadpool(render, request, True)
 
         def render(request: Request, as_json: bool) -> Response:
+            since = "" if as_json else d.since()
             try:
                 data = builder(request)
             except UsageError as exc:
@@ -115,7 +116,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
                 return d.fail(request, 404, "no such job", as_json)
             if as_json:
                 return JSONResponse(data)
-            return d.page(request, template, title=title, data=data)
+            return d.page(request, template, title=title, data=data, since=since)
 
         return html, api
 

@@ -19,20 +19,10 @@ from starlette.responses import Response, StreamingResponse
 
 from jobdef.dashboard import views
 from jobdef.dashboard.site import Dashboard
-from jobdef.dashboard.store import Store
 from jobdef.errors import JobdefError
 
 # A comment line this often keeps proxies from closing a quiet event stream.
 KEEPALIVE_SECONDS = 15.0
-
-
-def fingerprint(store: Store) -> tuple[Any, ...]:
-    """What changes when anything a page shows may have: the newest ids, queue depths."""
-    [newest] = store.rows("newest_ids", cap=views.COUNT_CAP)
-    queues = tuple(
-        (q["queue"], q["paused"], q["queued"], q["running"]) for q in views.queue_depths(store)
-    )
-    return (tuple(newest.values()), queues)
 
 
 def events_endpoint(d: Dashboard) -> Callable[[Request], Awaitable[Response]]:
@@ -41,8 +31,12 @@ def events_endpoint(d: Dashboard) -> Callable[[Request], Awaitable[Response]]:
         # stream open when its headers arrive, and a change made after that moment
         # must differ from the baseline, not be part of it.
         baseline = await _look(d)
+        # The page names the fingerprint it was rendered at: a change between its
+        # rendering and this request is sent at once.
+        since = request.query_params.get("since")
+        stale = baseline is not None and since is not None and since != views.token(baseline)
         return StreamingResponse(
-            _stream(d, request, baseline),
+            _stream(d, request, baseline, stale),
             media_type="text/event-stream",
             headers={"x-accel-buffering": "no"},
         )
@@ -53,18 +47,20 @@ def events_endpoint(d: Dashboard) -> Callable[[Request], Awaitable[Response]]:
 async def _look(d: Dashboard) -> tuple[Any, ...] | None:
     """The store's fingerprint, or None while the store cannot be read."""
     try:
-        return await run_in_threadpool(fingerprint, d.store)
+        return await run_in_threadpool(views.fingerprint, d.store)
     except JobdefError:
         return None
 
 
 async def _stream(
-    d: Dashboard, request: Request, baseline: tuple[Any, ...] | None
+    d: Dashboard, request: Request, baseline: tuple[Any, ...] | None, stale: bool
 ) -> AsyncIterator[str]:
     """A ``change`` event each time the store's fingerprint moves, checked every poll."""
     last = baseline
     quiet_since = time.monotonic()
     yield "retry: 3000\n\n"
+    if stale:
+        yield "event: change\ndata: {}\n\n"
     while not await request.is_disconnected():
         await asyncio.sleep(d.poll_seconds)
         current = await _look(d)

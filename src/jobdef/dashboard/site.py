@@ -13,8 +13,10 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from jobdef.dashboard import views
 from jobdef.dashboard.security import CSRF_COOKIE, new_csrf_token
 from jobdef.dashboard.store import Store
+from jobdef.errors import JobdefError
 from jobdef.policy.registry import Registry
 
 HERE = Path(__file__).resolve().parent
@@ -56,8 +58,12 @@ class Dashboard:
         here = path[len(root) :] if root and path.startswith(root) else path
         if request.url.query:
             here += "?" + request.url.query
+        since = context.pop("since", None)
+        if since is None:
+            since = self.since()
         html = self.templates.get_template(template).render(
             root=root,
+            since=since,
             here=here or "/",
             csrf=token,
             read_only=self.read_only,
@@ -76,6 +82,14 @@ class Dashboard:
                 path=root or "/",
             )
         return response
+
+    def since(self) -> str:
+        """The token of the store's state now, for a page's event stream; take it before
+        reading what the page shows, so a change made in between is not missed."""
+        try:
+            return views.token(views.fingerprint(self.store))
+        except JobdefError:
+            return ""
 
     def fail(self, request: Request, status: int, message: str, api: bool) -> Response:
         if api:

@@ -22,6 +22,7 @@ from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.rows import decoded, job_record, json_text
 from jobdef.backends.sql import load_queries
+from jobdef.errors import BackendError
 
 Row = Mapping[str, Any]
 
@@ -133,6 +134,7 @@ class Store:
             raise
         self.clock: Callable[[], float] = getattr(self.verbs, "clock", time.time)
         self._lock = threading.RLock()
+        self._closed = False
 
     @property
     def engine(self) -> str:
@@ -140,19 +142,28 @@ class Store:
 
     def rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
         with self._lock:
+            self._check_open()
             return self.reader.rows(name, params)
 
     def call(self, verb: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run one backend verb under the store's lock."""
         with self._lock:
+            self._check_open()
             return verb(*args, **kwargs)
+
+    def _check_open(self) -> None:
+        # A request still in flight at shutdown must not open a new session.
+        if self._closed:
+            raise BackendError("the dashboard is shutting down")
 
     def job_row(self, row: Row) -> Any:
         return job_record(row, self.reader.decode)
 
     def close(self) -> None:
-        self.reader.close()
-        self.verbs.close()
+        with self._lock:
+            self._closed = True
+            self.reader.close()
+            self.verbs.close()
 
 
 def arg_path(engine: str, key: str) -> Any:

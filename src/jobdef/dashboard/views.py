@@ -10,6 +10,7 @@ newest :data:`DEAD_SAMPLE` dead jobs of each job.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -293,6 +294,20 @@ def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[lis
         arg_value=flt.arg_value,
     )
     return [store.job_row(row) for row in rows], floor
+
+
+def fingerprint(store: Store) -> tuple[Any, ...]:
+    """What changes when anything a page shows may have: the newest ids, queue depths."""
+    [newest] = store.rows("newest_ids", cap=COUNT_CAP)
+    queues = tuple(
+        (q["queue"], q["paused"], q["queued"], q["running"]) for q in queue_depths(store)
+    )
+    return (tuple(newest.values()), queues)
+
+
+def token(fingerprint: tuple[Any, ...]) -> str:
+    """A short text that differs when the fingerprint does, for the page to carry."""
+    return hashlib.sha256(repr(fingerprint).encode()).hexdigest()[:16]
 
 
 def queue_depths(store: Store) -> list[dict[str, Any]]:
