@@ -400,13 +400,12 @@ class _CuttableProxy:
         self.listener.close()
 
 
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
 def test_a_postgresql_restart_mid_drain_leaves_one_attempt_row_per_run(
     db_url, backend, registry, workers, ledger
 ):
     """The worker reaches PostgreSQL through a proxy that is cut for two seconds
     mid-drain (every connection closed, new ones refused) and restored."""
-    if not db_url.startswith("postgresql"):
-        pytest.skip("the server restart is PostgreSQL's")
     host_port = db_url.split("@", 1)[-1].split("/", 1)[0]
     host, _, port = host_port.partition(":")
     proxy = _CuttableProxy((host or "127.0.0.1", int(port or 5432)))

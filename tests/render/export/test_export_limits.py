@@ -8,12 +8,14 @@ import json
 import pytest
 import yaml
 from export_cases import (
+    CHANNELS,
     asl_valid,
     check_cloud_tasks,
     check_create_queue,
     check_kubernetes,
     check_retriers,
     check_temporal,
+    job_sheet,
 )
 
 from jobdef.render.export import export
@@ -51,7 +53,6 @@ EDGES = {
 
 @pytest.fixture(scope="module")
 def edges(tmp_path_factory):
-    from conftest import CHANNELS, job_sheet
     from jobdef.sheets.pipeline import load_registry
 
     folder = tmp_path_factory.mktemp("edges") / "jobdefs"
