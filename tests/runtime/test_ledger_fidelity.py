@@ -292,6 +292,28 @@ def test_a_child_killed_mid_handler_leaves_one_attempt_row_per_run(
     assert time.monotonic() - began < 60
 
 
+def test_a_drain_whose_grace_runs_out_counts_the_handler_it_stops(
+    backend, registry, workers, ledger
+):
+    """SIGTERM while a handler holds past the drain's grace: the worker stops it and
+    records its attempt (it ran), so the next worker runs it under the next number."""
+    began = time.monotonic()
+    queue = Queue(backend, registry)
+    victim = queue.enqueue("hold_first", {"ledger": ledger}).id
+    ids = [victim, *(queue.enqueue("quick", {"ledger": ledger, "index": i}).id for i in range(6))]
+    first = workers.start("--concurrency", "1", "--grace", "1s", name="first", lease="30s")
+    eventually(lambda: _ledger_pid(ledger, victim), timeout=20, what="the held handler")
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(20) == 0, workers.log("first")
+    assert "grace period over" in workers.log("first")
+    second = workers.start("--burst", "--concurrency", "1", name="second", lease="30s")
+    assert second.wait(30) == 0, workers.log("second")
+    outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
+    assert outcomes == Counter({"done": len(ids), "crashed": 1}), outcomes
+    assert [a.outcome for a in backend.attempts(victim)] == ["crashed", "done"]
+    assert time.monotonic() - began < 40
+
+
 def test_a_worker_frozen_past_its_lease_is_reclaimed_and_its_late_results_refused(
     backend, registry, workers, ledger
 ):

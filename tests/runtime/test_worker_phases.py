@@ -38,7 +38,7 @@ def _outcomes(backend, job_id):
 
 
 @pytest.mark.slow
-def test_a_drain_claims_nothing_and_past_its_grace_kills_and_releases_what_runs(
+def test_a_drain_claims_nothing_and_past_its_grace_kills_what_runs_and_counts_its_attempt(
     backend, registry, workers, tmp_path
 ):
     marker = str(tmp_path / "started")
@@ -56,9 +56,14 @@ def test_a_drain_claims_nothing_and_past_its_grace_kills_and_releases_what_runs(
     assert time.monotonic() - signalled >= 2.0
     log = workers.log()
     assert log.index("draining") < log.index("grace period over")
+    # The handler ran: its attempt is used (a release would run it again under the same
+    # number, with no row for the run that was cut short).
     record = backend.get(slow)
-    assert (record.state, record.attempt) == ("queued", 0)
-    assert _outcomes(backend, slow) == ["released"]
+    assert (record.state, record.attempt) == ("queued", 1)
+    [attempt] = backend.attempts(slow)
+    assert attempt.outcome == "crashed"
+    assert attempt.error is not None
+    assert "grace was over" in attempt.error.message
     record = backend.get(late)
     assert (record.state, record.attempt) == ("queued", 0)
     assert _outcomes(backend, late) == []

@@ -146,7 +146,7 @@ def test_sigterm_drains_running_jobs_and_releases_the_rest(backend, registry, wo
     eventually(lambda: all(_state(backend, i) == "done" for i in ids), what="all jobs done")
 
 
-def test_second_signal_stops_at_once_and_releases_running_jobs(
+def test_second_signal_stops_at_once_and_counts_the_attempt_it_cut_short(
     backend, registry, workers, tmp_path
 ):
     marker = str(tmp_path / "started")
@@ -158,5 +158,5 @@ def test_second_signal_stops_at_once_and_releases_running_jobs(
     worker.send_signal(signal.SIGINT)
     assert worker.wait(15) == 0
     record = backend.get(job)
-    assert (record.state, record.attempt) == ("queued", 0)
-    assert _outcomes(backend, job) == ["released"]
+    assert (record.state, record.attempt) == ("queued", 1)  # it ran: its attempt is used
+    assert _outcomes(backend, job) == ["crashed"]

@@ -534,13 +534,19 @@ class Pool:
         """Take back every task not yet started (draining)."""
         return [task for child in self.children for task in child.recall_waiting()]
 
-    def kill_all(self) -> list[Event]:
+    def kill_all(self, why: str) -> list[Event]:
         """Kill every child at once: a :class:`Finished` for each task a child finished
-        (reported or not) and a :class:`Returned` for every other task they held,
-        started or not."""
+        (reported or not), a :class:`Killed` (``why``) for the one each was running, whose
+        handler ran and so used its attempt, and a :class:`Returned` for every task not
+        started."""
         events: list[Event] = []
         for child in self.children:
+            seq, at = child.started()
             events.extend(self._end(child))
+            running = child.tasks.pop(seq, None)
+            if running is not None:
+                ran = max(0.0, time.monotonic() - at)
+                events.append(Killed(running, timed_out=False, detail=why, duration=ran))
             events.extend(Returned(task) for task in child.tasks.values())
             child.tasks.clear()
         return events

@@ -19,9 +19,11 @@ Signals move the worker through its phases (:class:`Phase`, read once per
 turn): the first SIGTERM/SIGINT starts the drain, which stops claiming, gives
 back the jobs not yet started, and lets running ones finish within ``grace``
 seconds; when the grace is over, or at a second signal, the worker stops: it
-kills and releases what still runs. Either way no job is lost: a released job
-is queued again, and if even the release cannot be written, the lease expires
-and another worker reclaims the job.
+kills what still runs and records each as a failed attempt (``crashed``: the
+handler ran, so its attempt is used and the sheet decides on a retry), and
+releases what had not started. Either way no job is lost: a released job is
+queued again, and if even the record cannot be written, the lease expires and
+another worker reclaims the job.
 
 A worker that learns it lost a job's lease (a heartbeat refused: it was frozen
 past the lease and another worker reclaimed the job) kills that handler's child
@@ -395,9 +397,9 @@ class Worker:
             self._give_back(pool.recall_all())
         elif phase is Phase.STOPPING:
             if self._stop_requests >= 2:
-                log.warning("second stop signal: releasing %d jobs now", len(self._held))
+                log.warning("second stop signal: stopping %d jobs now", len(self._held))
             else:
-                log.warning("grace period over: killing and releasing %d jobs", len(self._held))
+                log.warning("grace period over: stopping %d jobs", len(self._held))
             self._stop_children(pool)
         self.phase = phase
         return phase
@@ -460,13 +462,15 @@ class Worker:
                 log.exception("maintenance service %s failed; retrying later", service.name)
 
     def _stop_children(self, pool: Pool) -> None:
-        """Kill the children; record what they finished (reported or not), release the rest."""
-        events = pool.kill_all()
+        """Kill the children; record what they finished (reported or not) and, as a failed
+        attempt, what they were running (it ran: its attempt is used, as after a crash);
+        release the jobs not started."""
+        events = pool.kill_all("the worker stopped the handler: its drain's grace was over")
         for event in events:
-            if isinstance(event, Finished):
+            if isinstance(event, Finished | Killed):
                 self._handle(event, self.phase)
         self._last_flush()
-        self._give_back([event.task for event in events if not isinstance(event, Finished)])
+        self._give_back([event.task for event in events if isinstance(event, Returned)])
 
     def _stop_lost(self, pool: Pool) -> None:
         """Stop the handlers of the jobs whose lease this worker lost, recording nothing:
