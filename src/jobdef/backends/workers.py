@@ -26,7 +26,7 @@ from jobdef.backends.rows import Row
 # A stale worker's row is kept this long (seconds) for `jobdef workers` to show it.
 STALE_WORKER_RETENTION = 24 * 3600.0
 # The migration that creates the workers table, in both engines.
-WORKERS_TABLE_VERSION = 6
+WORKERS_TABLE_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)

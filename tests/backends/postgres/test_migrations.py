@@ -27,6 +27,7 @@ TABLES = {
     "jobdef_queues",
     "jobdef_schema_version",
     "jobdef_slots",
+    "jobdef_workers",
 }
 
 
@@ -144,6 +145,7 @@ COLUMNS = {
         "progress",
         "note",
         "slot",
+        "trace_context",
     },
     "jobdef_leases": {"name", "holder", "generation", "expires_at"},
     "jobdef_outbox": {
@@ -164,6 +166,17 @@ COLUMNS = {
     "jobdef_queues": {"queue", "paused", "updated_at", "tokens", "tokens_at"},
     "jobdef_schema_version": {"version", "name", "applied_at"},
     "jobdef_slots": {"job", "slot", "job_id"},
+    "jobdef_workers": {
+        "id",
+        "host",
+        "pid",
+        "queues",
+        "concurrency",
+        "lease_seconds",
+        "version",
+        "started_at",
+        "last_beat",
+    },
 }
 
 

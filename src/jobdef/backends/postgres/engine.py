@@ -371,6 +371,15 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                     },
                 )
             }
+            traced = [i for i in todo if ids[i] in inserted and jobs[i].trace_context]
+            if traced:
+                conn.execute(
+                    self._q("set_trace_context"),
+                    {
+                        "ids": [ids[i] for i in traced],
+                        "contexts": [jobs[i].trace_context for i in traced],
+                    },
+                )
             merged = [i for i in todo if ids[i] not in inserted]
             for i in todo:
                 if ids[i] in inserted:
@@ -731,7 +740,13 @@ def _dedupe_since(job: NewJob, now: float) -> float | None:
 
 
 def _is_plain(job: NewJob) -> bool:
-    return job.idempotency_key is None and job.slot is None and job.dedupe_window is None
+    """A job insert_job stores in one statement: no key, slot, window or trace context."""
+    return (
+        job.idempotency_key is None
+        and job.slot is None
+        and job.dedupe_window is None
+        and job.trace_context is None
+    )
 
 
 def _dumps(value: Mapping[str, Any]) -> str:

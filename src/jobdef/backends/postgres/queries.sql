@@ -686,6 +686,13 @@ WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s;
 -- then; clock_timestamp(), not now(), which is the start of the transaction.
 SELECT extract(epoch FROM clock_timestamp())::float8;
 
+-- name: set_trace_context
+-- The enqueuers' trace contexts of the new jobs that have one, in the enqueue's
+-- transaction (a traced job always goes through insert_jobs, in a transaction).
+UPDATE {schema}.jobdef_jobs AS j SET trace_context = t.context
+FROM unnest(%(ids)s::bigint[], %(contexts)s::text[]) AS t(id, context)
+WHERE j.id = t.id;
+
 -- name: register_worker
 -- A worker's row at its start (jobdef.backends.workers); a restart under the same id
 -- replaces it.

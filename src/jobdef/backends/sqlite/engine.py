@@ -311,6 +311,9 @@ class SQLiteBackend(SharedVerbs):
             job_id = int(cursor.lastrowid or 0)
             if new.slot is not None:
                 conn.execute(Q["insert_slot"], {"job": new.job, "slot": new.slot, "job_id": job_id})
+            if new.trace_context is not None:
+                params = {"job_id": job_id, "trace_context": new.trace_context}
+                conn.execute(Q["set_trace_context"], params)
             results.append(EnqueueResult(job_id, created=True))
         return results
 

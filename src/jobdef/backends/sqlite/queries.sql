@@ -433,6 +433,10 @@ ORDER BY n.queue;
 -- The queues the claim under queue limits skips (claim_jobs reads them itself).
 SELECT queue FROM jobdef_queues WHERE paused = 1;
 
+-- name: set_trace_context
+-- The enqueuer's trace context, in the enqueue's transaction, only for a job that has one.
+UPDATE jobdef_jobs SET trace_context = :trace_context WHERE id = :job_id;
+
 -- name: register_worker
 -- A worker's row at its start (jobdef.backends.workers); a restart under the same id
 -- replaces it.

@@ -1,0 +1,124 @@
+"""``jobdef workers``: real workers register, beat, are marked stale when frozen (SIGSTOP)
+and leave the table when they stop; stale rows are pruned by the retention service."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobdef.backends import open_backend
+from jobdef.backends.workers import WorkerInfo
+from jobdef.cli import main
+from support import eventually
+
+HERE = Path(__file__).resolve().parent
+SHEETS = HERE.parent / "telemetry" / "sheets"
+SRC = HERE.parent.parent / "src"
+
+
+def workers_json(db_url: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    assert main(["workers", "--db", db_url, "--format", "json"]) == 0
+    rows: list[dict[str, object]] = json.loads(capsys.readouterr().out)["workers"]
+    return rows
+
+
+def start_worker(db_url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(SHEETS.parent), str(SRC)])}
+    with (tmp_path / "w.log").open("wb") as log:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jobdef",
+                "worker",
+                "--db",
+                db_url,
+                "--sheets",
+                str(SHEETS),
+                "--lease",
+                "1s",
+                "--poll",
+                "50ms",
+                "--queues",
+                "default,later",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+@pytest.mark.slow
+def test_a_frozen_worker_is_stale_and_a_stopped_one_is_gone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db_url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(db_url).close()  # the store exists before `jobdef workers` reads it
+    process = start_worker(db_url, tmp_path)
+    try:
+        [row] = eventually(lambda: workers_json(db_url, capsys), 30, "the worker's row")
+        assert (row["pid"], row["queues"], row["concurrency"]) == (
+            process.pid,
+            ["default", "later"],
+            1,
+        )
+        assert row["stale"] is False
+        assert str(row["id"]).split(":")[1] == str(process.pid)
+        first = row["last_beat"]
+        eventually(lambda: workers_json(db_url, capsys)[0]["last_beat"] != first, 10, "a beat")
+
+        process.send_signal(signal.SIGSTOP)
+        eventually(lambda: workers_json(db_url, capsys)[0]["stale"], 10, "the row to go stale")
+        assert main(["workers", "--db", db_url]) == 0
+        table = capsys.readouterr().out.splitlines()
+        assert table[0].split()[:3] == ["WORKER", "STATE", "HOST"]
+        assert table[1].split()[1] == "stale"
+
+        process.send_signal(signal.SIGCONT)
+        eventually(lambda: not workers_json(db_url, capsys)[0]["stale"], 10, "alive again")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        assert workers_json(db_url, capsys) == []
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.kill()
+            process.wait(30)
+
+
+def test_running_jobs_are_listed_and_stale_rows_are_pruned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jobdef.backends.records import ClaimOptions, NewJob
+
+    db_url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    clock = [1000.0]
+    backend = open_backend(db_url, clock=lambda: clock[0])
+    try:
+        info = WorkerInfo("host:1:abc", "host", 1, None, 4, 30.0, "1.0", 0.0, 0.0)
+        backend.register_worker(info)
+        backend.register_worker(
+            WorkerInfo("host:2:def", "host", 2, ("mail",), 1, 30.0, "1.0", 0.0, 0.0)
+        )
+        backend.enqueue([NewJob("j", {}, "default"), NewJob("j", {}, "default")])
+        backend.claim(ClaimOptions(worker_id="host:1:abc", lease_seconds=30, limit=2))
+        clock[0] += 31
+        assert backend.beat_worker("host:2:def")
+        [one, two] = backend.workers()
+        assert (one.running, one.stale(clock[0])) == ((1, 2), True)
+        assert (two.running, two.stale(clock[0]), two.queues) == ((), False, ("mail",))
+        assert backend.prune_workers(older_than=30) == 1
+        assert [w.id for w in backend.workers()] == ["host:2:def"]
+        assert not backend.beat_worker("host:1:abc")  # gone: the worker writes it again
+    finally:
+        backend.close()
+    assert main(["workers", "--db", db_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    assert lines[1].split()[:2] == ["host:2:def", "stale"]
