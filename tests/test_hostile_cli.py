@@ -212,6 +212,11 @@ TEMPLATES: dict[str, list[Template]] = {
         _t("jobs", "--state", H, "--format", H),
         _t("jobs", "--format", "json", "--db", D),
     ],
+    "workers": [
+        _t("workers"),
+        _t("workers", "--db", D),
+        _t("workers", "--db", D, "--format", H),
+    ],
     "queues": [
         _t("queues", "pause", H),
         _t("queues", "resume", H),
