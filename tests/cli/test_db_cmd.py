@@ -16,7 +16,7 @@ from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
 from jobdef.cli import main
 
-LATEST = 4
+LATEST = 5
 
 
 def _app_database(path: Path) -> Path:
@@ -124,6 +124,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0002_queue_rate",
         "  0003_claim_per_queue",
         "  0004_jobdef_prefix",
+        "  0005_workers",
     ]
     old = f"sqlite:///{legacy_store}"
     assert main(["db", "status", "--db", old]) == 0
@@ -132,6 +133,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         f"latest version: {LATEST}",
         "pending migrations (`jobdef db upgrade` applies them):",
         "  0004_jobdef_prefix",
+        "  0005_workers",
     ]
     assert _files(tmp_path) == before
     main(["db", "upgrade", "--db", app])
