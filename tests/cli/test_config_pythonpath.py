@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.cli.config import load_config, use_pythonpath
 from jobdef.errors import ConfigError
+from jobdef.project import load_config, use_pythonpath
 
 
 def _write(folder: Path, text: str) -> Path:
@@ -73,3 +73,18 @@ def test_use_pythonpath_puts_the_folders_first_once(
     monkeypatch.setattr(sys, "path", ["/x", str(root / "b"), "/y"])
     use_pythonpath(load_config(environ={}, start=root))
     assert sys.path == [str(root / "a"), str(root / "b"), "/x", "/y"]
+
+
+def test_the_default_folders_are_the_projects_from_any_folder_in_it(tmp_path: Path) -> None:
+    root = _write(tmp_path / "app", '[tool.jobdef]\nlang = "ja"\n')
+    (root / "src" / "deep").mkdir(parents=True)
+    config = load_config(environ={}, start=root / "src" / "deep")
+    assert (config.sheets, config.docs) == (str(root / "jobdefs"), str(root / "docs" / "jobs"))
+
+
+def test_the_testing_kit_reads_the_project_as_the_commands_do(tmp_path: Path) -> None:
+    from jobdef.testing import load_project_registry
+
+    root = _write(tmp_path / "app", "[tool.jobdef]\nmystery = 1\n")
+    with pytest.raises(ConfigError, match=r"\[tool.jobdef\] has unknown key\(s\) mystery"):
+        load_project_registry(start=root)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.cli.config import load_config, use_pythonpath
     from jobdef.examples.demo import run_demo
+    from jobdef.project import load_config, use_pythonpath
 
     use_pythonpath(load_config({"pythonpath": args.pythonpath}))  # as jobdef worker does
     folder = None

@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 from jobdef.cli import EXIT_OK
-from jobdef.cli.config import project_root
 from jobdef.cli.options import add_lang, add_output, add_sheets, config_from
 from jobdef.errors import UsageError
-from jobdef.sheets.files import write_atomic
+from jobdef.sheets.files import project_root, write_atomic
 from jobdef.sheets.schema_check import schema_text
 
 

@@ -18,11 +18,11 @@ from jobdef.render.escape import visible
 
 def run_test(args: argparse.Namespace) -> int:
     # Imported here: every command's parser is built at start, and only this one needs them.
-    from jobdef.cli.config import load_config
     from jobdef.errors import ChannelError, DeliveryError
     from jobdef.notify.checks import build_channels
     from jobdef.notify.message import single_message
     from jobdef.notify.sample import sample_notification
+    from jobdef.project import load_config
     from jobdef.sheets.pipeline import load_registry
 
     config = load_config({"sheets": args.sheets})

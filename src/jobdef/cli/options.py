@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jobdef.cli.config import Config, load_config
 from jobdef.errors import ConfigError
+from jobdef.project import Config, load_config
 
 if TYPE_CHECKING:
     from jobdef.policy.registry import Registry

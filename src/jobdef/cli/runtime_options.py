@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from jobdef.cli.config import Config, load_config
 from jobdef.cli.options import add_sheets
 from jobdef.errors import UsageError
+from jobdef.project import Config, load_config
 from jobdef.render.escape import clip, display_width, visible
 
 if TYPE_CHECKING:

@@ -35,14 +35,14 @@ def exit_code(diagnostics: Sequence[Diagnostic], strict: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.cli.config import project_root
     from jobdef.reporters import Report, render
+    from jobdef.sheets.files import project_root
     from jobdef.sheets.pipeline import validate_sheets
 
     started, clock = datetime.now(UTC), time.perf_counter()
     paths = args.paths
     if not paths or args.check_imports:
-        from jobdef.cli.config import load_config, use_pythonpath
+        from jobdef.project import load_config, use_pythonpath
 
         config = load_config({"pythonpath": args.pythonpath, "sheets": args.sheets})
         paths = paths or [config.sheets]

@@ -24,7 +24,7 @@ class Report:
     diagnostics: Sequence[Diagnostic]
     files: Sequence[str]
     strict: bool = False
-    # The project root (see jobdef.cli.config.project_root): paths are shown relative to
+    # The project root (see jobdef.sheets.files.project_root): paths are shown relative to
     # it, so CI can map them to files of the checkout. None shows them as given.
     root: str | None = None
     # When the run started (UTC) and how long it took, in seconds (JUnit's timestamp, time).

@@ -1,7 +1,7 @@
 """The worker's side of finding handlers: the check at start, and a handler gone at runtime.
 
 Handlers are imported from ``sys.path`` as the process has it; the commands put
-the configured ``pythonpath`` first (:func:`jobdef.cli.config.use_pythonpath`), and
+the configured ``pythonpath`` first (:func:`jobdef.project.use_pythonpath`), and
 a worker's child processes start with the worker's ``sys.path``, so the worker's
 check, its children and ``jobdef validate --check-imports`` find the same modules.
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from jobdef.policy.registry import Registry
-from jobdef.testing.project import find_project, use_pythonpath
+from jobdef.project import load_config, use_pythonpath
 from jobdef.testing.queue import VirtualQueue
 from jobdef.testing.store import fresh_store
 
@@ -20,10 +20,11 @@ def load_project_registry(
     ``sys.path`` so their handlers import."""
     from jobdef.sheets.pipeline import load_registry
 
-    project = find_project(start)
-    use_pythonpath(project.pythonpath)
+    base = (start or Path.cwd()).resolve()
+    config = load_config(start=base)
+    use_pythonpath(config)
     if sheets is None:
-        folders: list[str | Path] = [project.sheets]
+        folders: list[str | Path] = [base / config.sheets]  # an absolute one stays itself
     elif isinstance(sheets, str | Path):
         folders = [sheets]
     else:

@@ -1,7 +1,7 @@
 """Importing what a sheet names, for --check-imports: never raises, says what went wrong.
 
 Modules are found on ``sys.path`` as it is: the commands put the configured
-``pythonpath`` first (:func:`jobdef.cli.config.use_pythonpath`), the same for the
+``pythonpath`` first (:func:`jobdef.project.use_pythonpath`), the same for the
 checks as for the worker.
 
 ``jobdef validate --check-imports`` executes the project's code, so it imports in
