@@ -7,10 +7,11 @@ import os
 import sys
 
 from jobdef.cli import runtime_options
-from jobdef.cli.config import add_pythonpath, use_pythonpath
+from jobdef.cli.config import add_pythonpath
 from jobdef.cli.telemetry_options import add_telemetry_options, close_telemetry, worker_telemetry
 from jobdef.errors import UsageError
 from jobdef.policy.durations import parse_duration
+from jobdef.project import use_pythonpath
 from jobdef.redact import url_secrets
 from jobdef.telemetry.logs import LogSettings, level_number
 from jobdef.telemetry.logs import configure as configure_logs
