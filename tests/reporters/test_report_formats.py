@@ -162,6 +162,31 @@ def test_junit_is_valid_for_ant_and_jenkins(
     assert ("JD009" in out) is not strict
 
 
+def test_file_names_that_would_drive_a_terminal_are_shown_escaped_in_every_text_format(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sheet named with an ANSI escape, a bidi override and a byte that is not UTF-8:
+    text, GitHub and JUnit show them escaped (JUnit stays well-formed XML), none raw."""
+    import os
+
+    folder = project / "jobs" / "my sheets"
+    (folder / "paint\x1b[31m\u202eeman.yaml").write_text("a: [\n", encoding="utf-8")
+    os.close(os.open(os.fsencode(folder) + b"/bad\xff.yaml", os.O_CREAT | os.O_WRONLY))
+    (folder / "bad é#1.yaml").unlink()
+    for fmt in ("text", "github", "junit"):
+        out = _validate(capsys, "--format", fmt)
+        assert "\x1b" not in out, fmt
+        assert "\u202e" not in out, fmt
+        assert "paint\\x1b[31m\\u202eeman.yaml" in out, fmt
+        assert "bad\\udcff.yaml" in out, fmt
+        out.encode("utf-8")  # no lone surrogate left to fail the write
+    names = [
+        case.get("name")
+        for case in ET.fromstring(_validate(capsys, "--format", "junit")).iter("testcase")
+    ]
+    assert "jobs/my sheets/paint\\x1b[31m\\u202eeman.yaml" in names
+
+
 def test_commands_that_load_sheets_name_files_relative_to_the_root(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

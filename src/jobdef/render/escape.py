@@ -33,8 +33,11 @@ _MD_ANY = re.compile(r"[\\`*\[\]|~_<>&\r\n\t]")
 
 # What a terminal or a renderer would act on instead of showing: C0 controls (ESC starts
 # an ANSI sequence), DEL, C1 controls, and the bidirectional controls that reorder
-# what follows them (U+202E shows "txt.exe" as "exe.txt").
-_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# what follows them (U+202E shows "txt.exe" as "exe.txt"); and lone surrogates, which
+# stand for the undecodable bytes of a file name and cannot be written as UTF-8.
+_INVISIBLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from jobdef.render.escape import visible
 from jobdef.sheets.diagnostics import Diagnostic, count
 from jobdef.sheets.files import read_regular, relative_path
 
@@ -45,6 +46,16 @@ class Report:
         it is inside the root, else as given."""
         relative = self.relative(file)
         return file if relative is None else relative
+
+    def location(self, file: str, line: int, column: int) -> str:
+        """``file:line:col`` as text reports print it: the path with its control, bidi and
+        undecodable characters shown escaped, so a file name cannot drive the terminal."""
+        return f"{visible(self.path(file))}:{line}:{column}"
+
+    def finding(self, d: Diagnostic) -> str:
+        """``file:line:col: severity code message``, every part shown escaped."""
+        where = self.location(d.file, d.line, d.column)
+        return f"{where}: {d.severity} {d.code} {visible(d.message)}"
 
     def relative(self, file: str) -> str | None:
         """``file`` relative to :attr:`root` (``/`` separators), or None when it is outside

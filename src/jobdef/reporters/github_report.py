@@ -7,10 +7,13 @@ list lives.
 
 from __future__ import annotations
 
+from jobdef.render.escape import visible
 from jobdef.reporters import Report
 
 
 def _data(text: str) -> str:
+    """Escaped as workflow commands want; what :func:`visible` then escapes is what else
+    a log viewer would act on (ANSI, bidi)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -23,9 +26,10 @@ def render(report: Report) -> str:
     for d in report.diagnostics:
         level = "error" if d.severity == "error" else "warning"
         title = f"{d.code} {d.rule}".strip()
+        file = visible(_property(report.path(d.file)))
         out.append(
-            f"::{level} file={_property(report.path(d.file))},line={d.line},col={d.column},"
-            f"title={_property(title)}::{_data(d.message)}"
+            f"::{level} file={file},line={d.line},col={d.column},"
+            f"title={_property(title)}::{visible(_data(d.message))}"
         )
     out.append(report.summary())
     return "\n".join(out) + "\n"
@@ -42,8 +46,8 @@ def summary(report: Report) -> str:
         lines += ["| Severity | Rule | Location | Message |", "| --- | --- | --- | --- |"]
         for d in report.diagnostics:
             lines.append(
-                f"| {d.severity} | {d.code} | `{_cell(report.path(d.file))}:{d.line}:{d.column}` "
-                f"| {_cell(d.message)} |"
+                f"| {d.severity} | {d.code} | `{_cell(report.location(d.file, d.line, d.column))}` "
+                f"| {_cell(visible(d.message))} |"
             )
         lines.append("")
     return "\n".join(lines) + "\n"

@@ -16,12 +16,13 @@ from datetime import UTC, datetime
 from xml.etree import ElementTree as ET
 
 from jobdef import __version__
+from jobdef.render.escape import visible
 from jobdef.reporters import Report
 from jobdef.sheets.diagnostics import Diagnostic
 
 
 def _line(report: Report, d: Diagnostic) -> str:
-    return f"{report.path(d.file)}:{d.line}:{d.column}: {d.severity} {d.code} {d.message}"
+    return report.finding(d)
 
 
 def _unreadable(d: Diagnostic) -> bool:
@@ -54,9 +55,8 @@ def render(report: Report) -> str:
     ET.SubElement(properties, "property", name="strict", value=str(report.strict).lower())
     other: list[Diagnostic] = []
     for file in files:
-        case = ET.SubElement(
-            suite, "testcase", classname="jobdef.validate", name=report.path(file), time="0"
-        )
+        name = visible(report.path(file))
+        case = ET.SubElement(suite, "testcase", classname="jobdef.validate", name=name, time="0")
         found = failing[file]
         other += [d for d in by_file[file] if not report.fails(d)]
         if found:
@@ -64,7 +64,7 @@ def render(report: Report) -> str:
             element = ET.SubElement(
                 case,
                 "error" if _unreadable(found[0]) else "failure",
-                message=f"{len(found)} {noun}: {found[0].code} {found[0].message}",
+                message=f"{len(found)} {noun}: {found[0].code} {visible(found[0].message)}",
                 type=found[0].code,
             )
             element.text = "\n".join(_line(report, d) for d in found)
