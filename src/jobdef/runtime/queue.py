@@ -28,6 +28,7 @@ from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.sheets.args_check import args_check
 from jobdef.sheets.args_json import args_problem, where
+from jobdef.telemetry import enqueues
 from jobdef.telemetry.traces import enqueue_span
 
 
@@ -119,6 +120,7 @@ class Queue:
             )
             [result] = self.backend.enqueue([new], connection=connection)
             span.stored([result.id])
+        enqueues.count(policy.name, policy.queue, [result])
         return result
 
     def enqueue_many(
@@ -135,6 +137,7 @@ class Queue:
             jobs = [self.new_job(job, args, trace_context=span.context) for args in calls]
             results = self.backend.enqueue(jobs, connection=connection)
             span.stored([result.id for result in results])
+        enqueues.count(policy.name, policy.queue, results)
         return results
 
     def get(self, job_id: int) -> JobRecord | None:

@@ -1,0 +1,98 @@
+"""The enqueue counters of the process that enqueues, in prometheus_client's default registry.
+
+Every enqueue through :class:`jobdef.runtime.queue.Queue` (``enqueue``,
+``enqueue_many``, ``jobdef enqueue``, and what is built on them) is counted
+here, in the process that made it, so an application that serves its own
+``/metrics`` from prometheus_client's default registry (``generate_latest()``,
+``make_asgi_app()``, ``start_http_server()``) shows it, and so does
+prometheus_client's multiprocess mode (``PROMETHEUS_MULTIPROC_DIR`` set before
+the first enqueue, one file per process, summed by a ``MultiProcessCollector``
+at scrape time: gunicorn's workers, for one):
+
+- ``jobdef_jobs_enqueued_total{job, queue}``: jobs this process stored (new rows);
+- ``jobdef_jobs_enqueue_deduplicated_total{job, queue}``: enqueues that stored
+  nothing because an active job with the same idempotency key was there (the call
+  returned that job, ``created=False``).
+
+Two counters rather than a label on one: ``jobdef_jobs_enqueued_total`` keeps the
+meaning and the labels it has on a worker's ``/metrics`` (the scheduler's slots,
+new rows only), so a sum across the application and its workers is the number of
+rows stored, and ``rate()`` of it is the load the workers see.
+
+prometheus_client is imported at the first enqueue, not at import (``import
+jobdef`` loads nothing of it). Without it, each enqueue costs two attribute
+lookups and two tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+
+class _Stored(Protocol):
+    @property
+    def created(self) -> bool: ...
+
+
+_ENQUEUED = "jobdef_jobs_enqueued"
+_DEDUPLICATED = "jobdef_jobs_enqueue_deduplicated"
+_ENQUEUED_HELP = "Jobs this process enqueued (new rows stored)."
+_DEDUPLICATED_HELP = (
+    "Enqueues that stored nothing: an active job with the same idempotency key was returned."
+)
+
+
+class _State:
+    """The two counters once made (None: not yet, or no prometheus_client); ``looked``:
+    whether prometheus_client was looked for."""
+
+    __slots__ = ("children", "counters", "looked")
+
+    def __init__(self) -> None:
+        self.counters: tuple[Any, Any] | None = None
+        self.looked = False
+        # The counters' series by (job, queue): bounded, the names come from the sheets.
+        self.children: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
+_state = _State()
+_lock = threading.Lock()
+
+
+def _load() -> None:
+    """Make the two counters in the default registry, once per process, if it can."""
+    with _lock:
+        if _state.looked:
+            return
+        try:
+            from prometheus_client import Counter
+        except ImportError:
+            pass
+        else:
+            labels = ["job", "queue"]
+            _state.counters = (
+                Counter(_ENQUEUED, _ENQUEUED_HELP, labels),
+                Counter(_DEDUPLICATED, _DEDUPLICATED_HELP, labels),
+            )
+        _state.looked = True
+
+
+def count(job: str, queue: str, results: Sequence[_Stored]) -> None:
+    """Count what one enqueue of ``job`` on ``queue`` stored (``results``: one per call)."""
+    if not _state.looked:
+        _load()
+    counters = _state.counters
+    if counters is None:
+        return
+    created = sum(1 for result in results if result.created)
+    children = _state.children.get((job, queue))
+    if children is None:  # labels() costs a lock and a lookup: once per (job, queue)
+        enqueued, deduplicated = counters
+        children = (enqueued.labels(job, queue), deduplicated.labels(job, queue))
+        _state.children[(job, queue)] = children
+    if created:
+        children[0].inc(created)
+    if created != len(results):
+        children[1].inc(len(results) - created)
