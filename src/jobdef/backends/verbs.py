@@ -162,6 +162,10 @@ class SharedVerbs(WorkerVerbs, ABC):
     def outbox_pending(self) -> list[OutboxRecord]:
         return [outbox_record(row, self._decode) for row in self._read("outbox_pending", {})]
 
+    def outbox_backlog(self, limit: int) -> int:
+        """How many messages are undelivered, counted up to ``limit`` (a bounded read)."""
+        return int(self._read("outbox_backlog", {"limit": limit})[0]["backlog"])
+
     # -- queue controls ---------------------------------------------------------
 
     def set_paused(self, queue: str, paused: bool) -> None:

@@ -13,7 +13,9 @@ series. Each worker has a registry of its own (not the process-global one), so
 two workers in one process (tests) do not share counts.
 
 The gauges (queue depth, running, oldest queued age, dead jobs waiting, outbox
-backlog) describe the whole store, so they are read from it by
+backlog, workers alive and stale: :mod:`jobdef.telemetry.gauges`, the reading the
+dashboard's ``/metrics`` serves too) describe the whole store, so they are read
+from it by
 :class:`GaugeReader`, a maintenance service: on an engine that elects a
 maintainer only the elected worker reads them, every ``interval`` (15 s),
 whatever the number of workers; sum or ``max`` them across workers in queries.
@@ -29,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+from jobdef.telemetry.gauges import GAUGES, StoreGauges, read, samples
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -133,24 +137,11 @@ class Metrics:
             ["channel"],
             registry=r,
         )
-        self.queue_depth = Gauge(
-            "jobdef_queue_depth", "Queued jobs, per queue.", ["queue"], registry=r
-        )
-        self.queue_running = Gauge(
-            "jobdef_queue_running", "Running jobs, per queue.", ["queue"], registry=r
-        )
-        self.oldest_queued = Gauge(
-            "jobdef_queue_oldest_queued_age_seconds",
-            "Age of the oldest runnable queued job, per queue (0: none).",
-            ["queue"],
-            registry=r,
-        )
-        self.dead = Gauge(
-            "jobdef_jobs_dead", "Dead jobs waiting for an operator, per job.", ["job"], registry=r
-        )
-        self.outbox_backlog = Gauge(
-            "jobdef_outbox_backlog", "Notifications not delivered yet.", registry=r
-        )
+        # The gauges of the store's state (jobdef.telemetry.gauges), by name.
+        self.store_gauges = {
+            name: Gauge(name, help_text, [] if label is None else [label], registry=r)
+            for name, help_text, label in GAUGES
+        }
         self.gauges_read_at = Gauge(
             "jobdef_gauges_read_timestamp_seconds",
             "When this worker last read the queue gauges from the store (0: it does not).",
@@ -182,30 +173,19 @@ class Metrics:
             self._server = None
 
     def read_gauges(self, backend: Backend, now: float) -> None:
-        """Set the gauges from the store: one read of the queues, the counts, the outbox."""
-        queues = backend.queues()
-        counts = backend.stats()
-        backlog = len(backend.outbox_pending())
+        """Set the gauges from one reading of the store (:func:`jobdef.telemetry.gauges.read`)."""
+        self.set_gauges(read(backend), now)
+
+    def set_gauges(self, reading: StoreGauges, now: float) -> None:
         with self._lock:
-            _reset(self.queue_depth, self.queue_running, self.oldest_queued, self.dead)
-            for info in queues:
-                self.queue_depth.labels(info.queue).set(info.queued)
-                self.queue_running.labels(info.queue).set(info.running)
-                self.oldest_queued.labels(info.queue).set(info.oldest_queued_age or 0.0)
-            dead: dict[str, int] = {}
-            for count in counts:
-                if count.state == "dead":
-                    dead[count.job] = dead.get(count.job, 0) + count.count
-            for job, number in dead.items():
-                self.dead.labels(job).set(number)
-            self.outbox_backlog.set(backlog)
+            # A queue or job that disappeared must not keep its last value.
+            for name, _help, label in GAUGES:
+                if label is not None:
+                    self.store_gauges[name].clear()
+            for name, label_value, value in samples(reading):
+                gauge = self.store_gauges[name]
+                (gauge if label_value is None else gauge.labels(label_value)).set(value)
             self.gauges_read_at.set(now)
-
-
-def _reset(*gauges: Gauge) -> None:
-    """Forget every series: a queue that disappeared must not keep its last value."""
-    for gauge in gauges:
-        gauge.clear()
 
 
 def preset(metrics: Metrics, pairs: Iterable[tuple[str, str]]) -> None:

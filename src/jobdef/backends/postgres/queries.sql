@@ -590,6 +590,14 @@ WHERE id = ANY (%(ids)s::bigint[]) AND delivered_at IS NULL;
 -- name: outbox_pending
 SELECT * FROM {schema}.jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
 
+-- name: outbox_backlog
+-- How many messages are not delivered yet, counted up to a limit only (the metrics
+-- gauge's reading): a walk of the partial index of undelivered rows that stops
+-- there, whatever the backlog.
+SELECT count(*) AS backlog FROM (
+    SELECT 1 FROM {schema}.jobdef_outbox WHERE delivered_at IS NULL LIMIT %(limit)s
+) AS undelivered;
+
 -- name: set_paused
 -- Also stamps the row's updated_at, which only this engine's table has.
 INSERT INTO {schema}.jobdef_queues (queue, paused, updated_at)

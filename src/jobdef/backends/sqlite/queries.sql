@@ -399,6 +399,15 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL;
 -- name: outbox_pending
 SELECT * FROM jobdef_outbox WHERE delivered_at IS NULL ORDER BY id;
 
+-- name: outbox_backlog
+-- How many messages are not delivered yet, counted up to a limit only (the metrics
+-- gauge's reading): a walk of the partial index of undelivered rows that stops
+-- there, whatever the backlog.
+SELECT count(*) AS backlog FROM (
+    SELECT 1 FROM jobdef_outbox INDEXED BY jobdef_outbox_due
+    WHERE delivered_at IS NULL LIMIT :limit
+) AS undelivered;
+
 -- name: set_paused
 -- :now is not stored: this engine's jobdef_queues has no updated_at column.
 INSERT INTO jobdef_queues (queue, paused) VALUES (:queue, :paused)
