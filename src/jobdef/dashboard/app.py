@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from jobdef.dashboard import views
+from jobdef.dashboard import views, workers
 from jobdef.dashboard.guard import Guard
 from jobdef.dashboard.live import events_endpoint
 from jobdef.dashboard.posts import action_endpoint, job_action, outbox_action, queue_action
@@ -151,6 +151,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
         ("/dead", lambda r: views.dead_letter(store, registry), "dead.html", "Dead letter"),
         ("/schedules", lambda r: views.schedules(store, registry), "schedules.html", "Schedules"),
         ("/outbox", lambda r: views.outbox(store), "outbox.html", "Outbox"),
+        ("/workers", lambda r: workers.workers(store), "workers.html", "Workers"),
         ("/sheets", lambda r: views.sheets(registry), "sheets.html", "Sheets"),
     ]
     routes: list[Route | Mount] = []
@@ -159,6 +160,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
         routes.append(Route(path, html, methods=["GET"]))
         routes.append(Route("/api" + ("/overview" if path == "/" else path), api, methods=["GET"]))
     routes += [
+        Route("/metrics", metrics_endpoint(workers.MetricsCache(store)), methods=["GET"]),
         Route("/events", events_endpoint(d), methods=["GET"]),
         Route("/actions/jobs", action_endpoint(d, job_action), methods=["POST"]),
         Route("/actions/queues", action_endpoint(d, queue_action), methods=["POST"]),
@@ -166,3 +168,17 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return routes
+
+
+def metrics_endpoint(cache: workers.MetricsCache) -> Callable[[Request], Awaitable[Response]]:
+    """``/metrics``: the store's gauges as Prometheus text, read at most once per the
+    cache's interval. Behind the same credentials as every page; allowed read-only."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            text = await run_in_threadpool(cache.text)
+        except JobdefError as exc:
+            return Response(f"# {exc.message}\n", status_code=503, media_type="text/plain")
+        return Response(text, media_type=workers.METRICS_CONTENT_TYPE)
+
+    return endpoint

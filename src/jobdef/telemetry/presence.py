@@ -1,4 +1,4 @@
-"""A worker's row in the workers table (:mod:`jobdef.backends.workers`).
+"""A worker's row in the workers table (:mod:`jobdef.backends.workers`), and its reading.
 
 Written at the start, beaten on the worker's lease-heartbeat cadence (every
 lease/3, from its loop: a frozen loop stops beating, which is what makes the
@@ -16,8 +16,13 @@ import socket
 from collections.abc import Sequence
 
 from jobdef import __version__
-from jobdef.backends.workers import WorkerInfo, WorkerVerbs, tracks_workers
-from jobdef.errors import BackendError
+from jobdef.backends.workers import (
+    WORKERS_TABLE_VERSION,
+    WorkerInfo,
+    WorkerVerbs,
+    tracks_workers,
+)
+from jobdef.errors import BackendError, UsageError
 
 log = logging.getLogger("jobdef.worker")
 
@@ -84,3 +89,16 @@ class Presence:
             self.backend.unregister_worker(self.info.id)
         except BackendError as exc:
             log.warning("could not remove worker %s from the workers table: %s", self.info.id, exc)
+
+
+def registered_workers(backend: object) -> tuple[list[WorkerInfo], float]:
+    """The workers table's rows and the store's time now, as ``jobdef workers`` and the
+    dashboard's workers page read them (a worker is stale by :meth:`WorkerInfo.stale`
+    at that time). A store whose schema predates the table is a :class:`UsageError`."""
+    if not tracks_workers(backend):
+        version = getattr(backend, "schema_version", lambda: 0)()
+        raise UsageError(
+            f"this store's schema (version {version}) has no workers table, which version "
+            f"{WORKERS_TABLE_VERSION} adds; run `jobdef db upgrade` with a jobdef that ships it"
+        )
+    return backend.workers(), backend.clock()
