@@ -165,3 +165,39 @@ def test_the_enqueue_path_imports_prometheus_client_only_when_it_enqueues() -> N
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout) == [False, False]
+
+
+def test_without_prometheus_client_an_enqueue_stores_and_counts_nothing(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'jobs.db'}"
+    script = (
+        "import json, sys\n"
+        "sys.modules['prometheus_client'] = None  # as if it were not installed\n"
+        "from jobdef import connect, load_registry\n"
+        "from jobdef.telemetry import enqueues\n"
+        f"queue = connect({db!r}, load_registry([{str(SHEETS)!r}]))\n"
+        "ids = [queue.enqueue('mail', {'i': 1}).id, queue.enqueue('mail', {'i': 1}).id]\n"
+        "queue.enqueue_many('report', [{'i': 1}])\n"
+        "print(json.dumps([ids[0] == ids[1], enqueues._state.counters is None]))"
+    )
+    env = os.environ | {"PYTHONPATH": str(SRC)}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == [True, True]
+    assert stored(db) == {("mail", "default"): 1, ("report", "reports"): 1}
+
+
+def test_names_taken_in_the_default_registry_leave_the_enqueue_uncounted_not_failed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from jobdef.telemetry import enqueues
+
+    enqueues.count("mail", "default", [])  # the counters exist in the default registry
+    assert enqueues._state.counters is not None
+    fresh = enqueues._State()  # as if this module were loaded a second time
+    monkeypatch.setattr(enqueues, "_state", fresh)
+    with caplog.at_level("WARNING", logger="jobdef.telemetry"):
+        enqueues.count("mail", "default", [])
+    assert fresh.looked
+    assert fresh.counters is None
+    assert "enqueue counters are not counted" in caplog.text

@@ -26,6 +26,7 @@ lookups and two tests.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -35,6 +36,8 @@ class _Stored(Protocol):
     @property
     def created(self) -> bool: ...
 
+
+log = logging.getLogger("jobdef.telemetry")
 
 _ENQUEUED = "jobdef_jobs_enqueued"
 _DEDUPLICATED = "jobdef_jobs_enqueue_deduplicated"
@@ -72,10 +75,15 @@ def _load() -> None:
             pass
         else:
             labels = ["job", "queue"]
-            _state.counters = (
-                Counter(_ENQUEUED, _ENQUEUED_HELP, labels),
-                Counter(_DEDUPLICATED, _DEDUPLICATED_HELP, labels),
-            )
+            try:
+                _state.counters = (
+                    Counter(_ENQUEUED, _ENQUEUED_HELP, labels),
+                    Counter(_DEDUPLICATED, _DEDUPLICATED_HELP, labels),
+                )
+            except ValueError as exc:
+                # The names are taken in the default registry (this module reloaded, or
+                # the application's own metric): the job is stored, only not counted.
+                log.warning("jobdef's enqueue counters are not counted: %s", exc)
         _state.looked = True
 
 
