@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from jobdef.cli import runtime_options
 from jobdef.cli.options import add_format
 from jobdef.cli.runtime_options import human_age, table
-from jobdef.errors import UsageError
 
 if TYPE_CHECKING:
     from jobdef.backends.workers import WorkerInfo
@@ -27,16 +26,10 @@ _SHOWN_JOBS = 5
 
 
 def _registered(backend: object) -> tuple[list[WorkerInfo], float]:
-    """The workers table's rows and the store's time now."""
-    from jobdef.backends.workers import WORKERS_TABLE_VERSION, tracks_workers
+    """The workers table's rows and the store's time now (the dashboard reads them alike)."""
+    from jobdef.telemetry.presence import registered_workers
 
-    if not tracks_workers(backend):
-        version = getattr(backend, "schema_version", lambda: 0)()
-        raise UsageError(
-            f"this store's schema (version {version}) has no workers table, which version "
-            f"{WORKERS_TABLE_VERSION} adds; run `jobdef db upgrade` with a jobdef that ships it"
-        )
-    return backend.workers(), backend.clock()
+    return registered_workers(backend)
 
 
 def run(args: argparse.Namespace) -> int:
