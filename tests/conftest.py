@@ -1,7 +1,9 @@
 """Shared fixtures: paths to the example sheets and a PostgreSQL server, when reachable.
 
 PostgreSQL tests skip with a one-line reason when no server answers, except
-under ``CI=true``, where an unreachable server fails the run.
+under ``CI=true``, where an unreachable server fails the run. Under ``CI=true``
+any skip at all fails the run (:func:`pytest_sessionfinish`): a missing package
+or service there is a broken CI image, never a test to leave out.
 
 pytest's default (prepend) import mode puts this folder on ``sys.path`` when it
 loads this file, so every test folder imports the shared helpers of
@@ -22,6 +24,20 @@ EXAMPLE_SHEETS = REPO / "jobdefs"
 POSTGRES_URL = os.environ.get(
     "JOBDEF_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under ``CI=true``, a run that skipped anything fails, naming what it skipped."""
+    if os.environ.get("CI") != "true":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped:
+        for report in skipped:
+            longrepr = report.longrepr
+            where, _, reason = longrepr if isinstance(longrepr, tuple) else ("", 0, "")
+            print(f"\nCI=true allows no skip: {report.nodeid or where}: {reason}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture
