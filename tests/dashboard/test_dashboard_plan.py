@@ -11,6 +11,7 @@ from jobdef.backends.records import AttemptRecord, ErrorInfo, JobRecord, NewJob
 from jobdef.dashboard import views
 from jobdef.dashboard.plan import place
 from jobdef.dashboard.store import Store
+from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
 from jobdef.sheets.pipeline import load_registry
 
 EXAMPLES = SHEETS.parent.parent.parent / "jobdefs"
@@ -78,6 +79,72 @@ def test_each_kind_of_divergence_is_flagged_and_a_kept_plan_is_not():
     ]
     late = place(job(2), [attempt(1, 0.0, 0.1, "retry"), attempt(2, 200.0, 0.1, "done")], policy)
     assert late.divergences == ["run 1 attempt 2: started 3.2m after its latest planned start"]
+
+
+def test_an_attempt_after_a_reclaim_has_the_lease_and_a_reclaim_more_and_others_do_not():
+    policy = load_registry([SHEETS]).jobs["ship_order"]  # 3 attempts, 1 s apart, 5 s timeout
+    slack = DEFAULT_LEASE + RECLAIM_INTERVAL
+    # Attempt 1's worker died: the job came back once its lease had run out and a
+    # reclaimer found it, 37 s after the attempt began. Attempt 2 starts 60 s in: late
+    # for a failure (its latest start is 6 s), within the reclaim bound (6 s + 32 s).
+    reclaimed = place(
+        job(3),
+        [
+            attempt(1, 0.0, 5.0 + slack, "reclaimed", "jobdef.runtime.errors.LeaseExpired"),
+            attempt(2, 60.0, 0.2, "retry", "ConnectionError"),
+            attempt(3, 62.0, 0.2, "done"),
+        ],
+        policy,
+    )
+    assert reclaimed.divergences == []
+    assert [a.window for a in reclaimed.attempts] == [
+        (0.0, 0.0),
+        (1.0, 6.0 + slack),
+        (2.0, 12.0 + slack),
+    ]
+    assert [r["latest_start_lost"] for r in reclaimed.rows] == [0.0, 6.0 + slack, 12.0 + 2 * slack]
+
+    # The same starts after ordinary failures are late, and so is a run that took as
+    # long as a reclaim without being one.
+    failed = place(
+        job(3),
+        [
+            attempt(1, 0.0, 5.0 + slack, "retry", "ConnectionError"),
+            attempt(2, 60.0, 0.2, "retry", "ConnectionError"),
+            attempt(3, 62.0, 0.2, "done"),
+        ],
+        policy,
+    )
+    assert failed.divergences == [
+        "run 1 attempt 1: ran 37.0s, past its timeout of 5.0s",
+        "run 1 attempt 2: started 54.0s after its latest planned start",
+        "run 1 attempt 3: started 50.0s after its latest planned start",
+    ]
+
+    # A reclaim allows for one reclaim, not more: far past that, the start is flagged.
+    stuck = place(
+        job(2),
+        [
+            attempt(1, 0.0, 5.0 + slack, "reclaimed", "jobdef.runtime.errors.LeaseExpired"),
+            attempt(2, 200.0, 0.2, "done"),
+        ],
+        policy,
+    )
+    assert stuck.divergences == ["run 1 attempt 2: started 2.7m after its latest planned start"]
+
+    # A requeue starts a new run: the reclaim of the run before (whose job went dead
+    # from it, as `on_reclaim: fail` does) moves nothing in it.
+    requeued = place(
+        job(2),
+        [
+            attempt(1, 0.0, 5.0 + slack, "reclaimed", "jobdef.runtime.errors.LeaseExpired"),
+            attempt(1, 5000.0, 0.1, "retry", "ConnectionError"),
+            attempt(2, 5060.0, 0.1, "done"),
+        ],
+        policy,
+    )
+    assert requeued.attempts[2].window == (1.0, 6.0)
+    assert requeued.divergences == ["run 2 attempt 2: started 54.0s after its latest planned start"]
 
 
 def test_a_requeue_starts_a_new_run_timed_from_its_first_start():

@@ -5,6 +5,7 @@ import random
 import pytest
 
 from jobdef.policy.backoff import base_delay, delay_range, next_delay, retry_timeline
+from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
 from jobdef.policy.model import BackoffPolicy, JobPolicy
 
 
@@ -73,3 +74,29 @@ def test_timeline_worst_case_adds_every_timeout_and_every_longest_wait() -> None
     assert timeline.worst_case == 120
     assert timeline.fits_deadline is False
     assert [r.within_deadline for r in timeline.rows] == [True, True, False]
+
+
+def test_a_lost_attempt_moves_the_later_latest_starts_by_the_lease_and_one_reclaim() -> None:
+    job = JobPolicy(name="j", handler="m:f", max_attempts=3, timeout=30.0, backoff=exp())
+    timeline = retry_timeline(job)
+    # A lost attempt's job is back once its lease (the worker's default) has run out
+    # after its last heartbeat, at the latest at the timeout, and a reclaim found it.
+    assert (timeline.lease, timeline.reclaim_interval) == (DEFAULT_LEASE, RECLAIM_INTERVAL)
+    assert timeline.lost_slack == DEFAULT_LEASE + RECLAIM_INTERVAL
+    slack = timeline.lost_slack
+    assert [r.latest_start_lost for r in timeline.rows] == [0, 40 + slack, 90 + 2 * slack]
+    # With some earlier attempts lost and the others failed, only the lost ones add.
+    assert timeline.latest_start_after(3, 0) == 90
+    assert timeline.latest_start_after(3, 1) == 90 + slack
+    assert timeline.latest_start_after(3, 2) == timeline.rows[2].latest_start_lost
+    with pytest.raises(ValueError, match="follows 2 attempts"):
+        timeline.latest_start_after(3, 3)
+    with pytest.raises(KeyError):
+        timeline.latest_start_after(4, 0)
+    # The lease is the worker's (--lease); the plain bounds and the worst case do not move.
+    longer = retry_timeline(job, lease=120.0)
+    assert [r.latest_start_lost for r in longer.rows] == [0, 40 + 122, 90 + 2 * 122]
+    assert [r.latest_start for r in longer.rows] == [r.latest_start for r in timeline.rows]
+    assert longer.worst_case == timeline.worst_case
+    with pytest.raises(ValueError, match="lease must be positive"):
+        retry_timeline(job, lease=0.0)

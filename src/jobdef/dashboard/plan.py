@@ -7,6 +7,15 @@ wait or ran to its timeout with the longest one. The real attempts come from
 the attempts table. A requeue starts a new run (attempts back to 1), timed from
 the first start of that run, since the store keeps no time of the requeue.
 
+An attempt recorded as ``reclaimed`` was lost (its worker died or froze): the
+job came back only when its lease had expired and a reclaimer found it, up to
+the default lease plus the reclaim interval after its timeout
+(:attr:`~jobdef.policy.backoff.Timeline.lost_slack`). So each reclaimed attempt
+of a run moves the latest start of the attempts after it by that much, as
+``jobdef explain``'s "latest start if lost" does, and may itself show a
+duration up to its timeout plus that much (its end is the reclaim). An attempt
+after ordinary failures keeps the plain bound.
+
 A divergence is flagged when reality left the plan: an attempt started before
 its window (the backoff was not honoured), or later than its window by more
 than :data:`LATE_GRACE` (the queue was backed up, paused, or no worker ran),
@@ -65,17 +74,17 @@ class Plan:
 def place(job: JobRecord, history: list[AttemptRecord], policy: JobPolicy | None) -> Plan:
     """``history`` (oldest first) of ``job`` on the timeline of ``policy``."""
     timeline: Timeline | None = retry_timeline(policy) if policy is not None else None
-    windows = (
-        {r.attempt: (r.earliest_start, r.latest_start) for r in timeline.rows} if timeline else {}
-    )
     placed: list[PlacedAttempt] = []
-    run, run_start, previous = 0, job.created_at, None
+    run, run_start, previous, lost = 0, job.created_at, None, 0
     for record in history:
         if previous is None or record.attempt <= previous:
             run += 1
             run_start = job.created_at if run == 1 else record.started_at
+            lost = 0
         previous = record.attempt
-        placed.append(_placed(record, run, run_start, windows, policy))
+        window = _window(timeline, record.attempt, lost)
+        placed.append(_placed(record, run, run_start, window, policy=policy, timeline=timeline))
+        lost += record.outcome == "reclaimed"
     flagged = [f"run {a.run} attempt {a.attempt}: {d}" for a in placed for d in a.divergences]
     rows = [
         {
@@ -85,6 +94,7 @@ def place(job: JobRecord, history: list[AttemptRecord], policy: JobPolicy | None
             "latest_end": r.latest_end,
             "wait_min": r.wait_min,
             "wait_max": r.wait_max,
+            "latest_start_lost": r.latest_start_lost,
         }
         for r in (timeline.rows if timeline else ())
     ]
@@ -97,16 +107,26 @@ def place(job: JobRecord, history: list[AttemptRecord], policy: JobPolicy | None
     )
 
 
+def _window(timeline: Timeline | None, attempt: int, lost: int) -> tuple[float, float] | None:
+    """The planned (earliest, latest) start of ``attempt`` after ``lost`` reclaimed
+    attempts in its run; None when the timeline has no such attempt."""
+    if timeline is None or not 1 <= attempt <= len(timeline.rows):
+        return None
+    earliest = timeline.rows[attempt - 1].earliest_start
+    return earliest, timeline.latest_start_after(attempt, min(lost, attempt - 1))
+
+
 def _placed(
     record: AttemptRecord,
     run: int,
     run_start: float,
-    windows: dict[int, tuple[float, float]],
+    window: tuple[float, float] | None,
+    *,
     policy: JobPolicy | None,
+    timeline: Timeline | None,
 ) -> PlacedAttempt:
     offset = max(0.0, record.started_at - run_start)
     duration = None if record.finished_at is None else record.finished_at - record.started_at
-    window = windows.get(record.attempt)
     flags: list[str] = []
     if policy is not None:
         if window is None:
@@ -119,7 +139,10 @@ def _placed(
                 )
             elif offset > latest + LATE_GRACE:
                 flags.append(f"started {_secs(offset - latest)} after its latest planned start")
-        if duration is not None and duration > policy.timeout + TIMEOUT_GRACE:
+        # A reclaimed attempt's end is the reclaim: its lease ran out after the worker was
+        # lost, up to the lease and one reclaim interval after the timeout.
+        lost_slack = timeline.lost_slack if timeline and record.outcome == "reclaimed" else 0.0
+        if duration is not None and duration > policy.timeout + lost_slack + TIMEOUT_GRACE:
             flags.append(f"ran {_secs(duration)}, past its timeout of {_secs(policy.timeout)}")
         error = record.error
         # The stored class path as the worker wrote it, never imported: it is

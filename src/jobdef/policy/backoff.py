@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
 from jobdef.policy.model import BackoffPolicy, JobPolicy
 
 # An exponential schedule is computed with the exponent capped here, so that a
@@ -106,6 +107,13 @@ class TimelineRow:
     first). Earliest start assumes every earlier attempt failed at once with the
     shortest wait; latest start assumes each ran to its timeout with the longest
     wait. ``latest_end`` is ``latest_start + timeout``.
+
+    ``latest_start_lost`` is the latest start when every earlier attempt was lost
+    instead (its worker died or froze): such an attempt ends, for the queue, only
+    when its lease has expired and a reclaimer found it, up to
+    :attr:`Timeline.lost_slack` after its timeout. Each lost attempt moves the later
+    latest starts by that much, so with ``k`` of the earlier attempts lost the bound
+    is ``latest_start + k * lost_slack``.
     """
 
     attempt: int
@@ -115,14 +123,22 @@ class TimelineRow:
     latest_start: float
     latest_end: float
     within_deadline: bool | None
+    latest_start_lost: float
 
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """The whole retry schedule of a job in the worst and best case."""
+    """The whole retry schedule of a job in the worst and best case.
+
+    ``lease`` and ``reclaim_interval`` are what the bounds after a lost attempt
+    assume: the lease the lost attempt's worker held (the worker's default unless
+    the caller knows better) and how often the workers reclaim expired leases.
+    """
 
     rows: tuple[TimelineRow, ...]
     deadline: float | None
+    lease: float = DEFAULT_LEASE
+    reclaim_interval: float = RECLAIM_INTERVAL
 
     @property
     def worst_case(self) -> float:
@@ -134,9 +150,34 @@ class Timeline:
         """``None`` when the job has no deadline."""
         return None if self.deadline is None else self.worst_case <= self.deadline
 
+    @property
+    def lost_slack(self) -> float:
+        """How much later than after a timeout a lost attempt's job can be back in the
+        queue: its lease runs out (the last heartbeat came at the latest at the
+        timeout), then the next reclaim finds it."""
+        return self.lease + self.reclaim_interval
 
-def retry_timeline(job: JobPolicy) -> Timeline:
-    """The attempt-by-attempt schedule that the runtime will follow for ``job``."""
+    def latest_start_after(self, attempt: int, lost: int) -> float:
+        """The latest start of ``attempt`` when ``lost`` of the attempts before it were
+        lost and the others failed; ``KeyError`` for an attempt the timeline has not."""
+        if not 1 <= attempt <= len(self.rows):
+            raise KeyError(attempt)
+        if not 0 <= lost < attempt:
+            raise ValueError(f"attempt {attempt} follows {attempt - 1} attempts, not {lost}")
+        return self.rows[attempt - 1].latest_start + lost * self.lost_slack
+
+
+def retry_timeline(
+    job: JobPolicy, *, lease: float = DEFAULT_LEASE, reclaim_interval: float = RECLAIM_INTERVAL
+) -> Timeline:
+    """The attempt-by-attempt schedule that the runtime will follow for ``job``.
+
+    ``lease`` is the lease of the worker that runs the job (``jobdef worker
+    --lease``), which only the bounds after a lost attempt depend on.
+    """
+    if not lease > 0 or not reclaim_interval >= 0:
+        raise ValueError(f"a lease must be positive, got {lease}, and reclaims not negative")
+    slack = lease + reclaim_interval
     rows: list[TimelineRow] = []
     earliest = latest = 0.0
     for attempt in range(1, job.max_attempts + 1):
@@ -153,7 +194,10 @@ def retry_timeline(job: JobPolicy) -> Timeline:
                 latest_start=latest,
                 latest_end=end,
                 within_deadline=None if job.deadline is None else end <= job.deadline,
+                latest_start_lost=latest + (attempt - 1) * slack,
             )
         )
         latest = end
-    return Timeline(rows=tuple(rows), deadline=job.deadline)
+    return Timeline(
+        rows=tuple(rows), deadline=job.deadline, lease=lease, reclaim_interval=reclaim_interval
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.policy.backoff import Timeline, retry_timeline
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.model import ChannelPolicy, JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
 from jobdef.render import describe
@@ -203,12 +204,19 @@ def field_rows(job: JobPolicy, lang: str, base: str | Path | None) -> list[Field
 
 
 def job_context(
-    job: JobPolicy, registry: Registry, lang: str, base: str | Path | None = None
+    job: JobPolicy,
+    registry: Registry,
+    lang: str,
+    base: str | Path | None = None,
+    *,
+    lease: float | None = None,
 ) -> dict[str, Any]:
-    """The template context of one job."""
+    """The template context of one job; ``lease``: the lease of the worker that runs it
+    (``jobdef explain --lease``), else the worker's default, for the timeline's bounds
+    after a lost attempt."""
     channel: ChannelPolicy | None = registry.channels.get(job.notify.channel or "")
     queue: QueuePolicy | None = registry.queues.get(job.queue)
-    timeline: Timeline = retry_timeline(job)
+    timeline: Timeline = retry_timeline(job, lease=DEFAULT_LEASE if lease is None else lease)
     return {
         "job": job,
         "sheet_file": describe.display_path(job.file, base),

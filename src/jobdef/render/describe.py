@@ -16,7 +16,7 @@ The API, all pure functions of the frozen policy objects:
   :func:`attempts`, :func:`backoff`, :func:`retention`, :func:`errors`,
   :func:`error_class`, :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
   :func:`dead_letter`, :func:`on_reclaim`, :func:`job_name`, :func:`trigger`,
-  :func:`rate`, :func:`worst_case`, :func:`recommendation`, :func:`yes_no`;
+  :func:`rate`, :func:`worst_case`, :func:`lost_attempts`, :func:`recommendation`, :func:`yes_no`;
 - :data:`DECISION_QUESTIONS` and :func:`decision_answers`: the sync / async /
   batch decision flow's questions and a job's answers.
 
@@ -37,6 +37,7 @@ from typing import Any
 from jobdef.policy.backoff import Timeline, cut_by_max
 from jobdef.policy.durations import format_duration
 from jobdef.policy.fields import FIELDS, JOB_FIELDS, policy_value
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.model import (
     BackoffPolicy,
     ChannelPolicy,
@@ -100,6 +101,34 @@ def worst_case(timeline: Timeline, lang: str = "en") -> str:
         lang,
         f"{window}, does NOT fit the deadline of {limit}",
         f"{window}、期限{limit}に収まらない",
+    )
+
+
+def lost_attempts(timeline: Timeline, lang: str = "en") -> str:
+    """What the "latest start if lost" column assumes: the lease and the reclaim interval.
+
+    A lost attempt (its worker died or froze) is back in the queue only after its
+    lease ran out and a reclaimer found it. Which lease the worker held the sheet
+    cannot say: the worker's default unless ``jobdef explain --lease`` named another.
+    """
+    lease, every = duration(timeline.lease, lang), duration(timeline.reclaim_interval, lang)
+    if timeline.lease == DEFAULT_LEASE:
+        return _pick(
+            lang,
+            "Latest start if lost: every earlier attempt was lost (its worker died or "
+            f"froze), each back after its timeout + the worker's default lease {lease} + "
+            f"a reclaim every {every}; a worker run with a longer --lease can start later.",
+            "喪失時の最遅開始: それまでの試行がすべて失われた場合（ワーカーの停止・フリーズ）。"
+            f"各回はタイムアウト＋ワーカーの既定のリース{lease}＋{every}ごとの回収の後に戻る。"
+            "より長い --lease で動かすワーカーでは、さらに遅れることがある。",
+        )
+    return _pick(
+        lang,
+        "Latest start if lost: every earlier attempt was lost (its worker died or froze), "
+        f"each back after its timeout + the lease of {lease} (--lease) + a reclaim every "
+        f"{every}.",
+        "喪失時の最遅開始: それまでの試行がすべて失われた場合（ワーカーの停止・フリーズ）。"
+        f"各回はタイムアウト＋リース{lease}（--lease）＋{every}ごとの回収の後に戻る。",
     )
 
 

@@ -3,7 +3,9 @@
 Text and Markdown come from the ``explain.txt.j2`` / ``explain.md.j2``
 templates; JSON is :func:`explain_data`, with durations in seconds, for tools.
 The retry timeline is :func:`jobdef.policy.backoff.retry_timeline`, the schedule the
-runtime follows.
+runtime follows, with a second latest start for when the earlier attempts were lost
+(their worker died or froze), which assumes the worker's default lease unless
+``--lease`` says which the worker runs with.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.errors import UsageError
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.model import DecisionAnswers, JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.render import describe
@@ -29,9 +32,16 @@ def explain_data(
     lang: str = "en",
     base: str | Path | None = None,
     now: float | None = None,
+    *,
+    lease: float | None = None,
 ) -> dict[str, Any]:
-    """The explanation as plain data: raw values (seconds) beside their text."""
-    context = job_context(job, registry, lang, base)
+    """The explanation as plain data: raw values (seconds) beside their text.
+
+    ``lease`` (seconds): the lease of the worker that runs the job, which the
+    timeline's latest starts after a lost attempt assume; the worker's default
+    when None.
+    """
+    context = job_context(job, registry, lang, base, lease=lease)
     timeline = context["timeline"]
     channel = context["channel"]
     return {
@@ -72,6 +82,7 @@ def explain_data(
                     "latest_start": row.latest_start,
                     "latest_end": row.latest_end,
                     "within_deadline": row.within_deadline,
+                    "latest_start_lost": row.latest_start_lost,
                 }
                 for row in timeline.rows
             ],
@@ -79,6 +90,13 @@ def explain_data(
             "deadline": timeline.deadline,
             "fits_deadline": timeline.fits_deadline,
             "text": describe.worst_case(timeline, lang),
+            "lost_attempt": {
+                "assumed_lease": timeline.lease,
+                "lease_is_default": timeline.lease == DEFAULT_LEASE,
+                "reclaim_interval": timeline.reclaim_interval,
+                "slack": timeline.lost_slack,
+                "text": describe.lost_attempts(timeline, lang),
+            },
         },
         "errors": [
             {"class": row.name, "text": row.text, "action": row.action, "treatment": row.treatment}
@@ -142,20 +160,22 @@ def explain(
     templates: str | Path | None = None,
     base: str | Path | None = None,
     now: float | None = None,
+    lease: float | None = None,
 ) -> str:
     """The explanation of ``job`` in ``fmt`` (``text``, ``markdown`` or ``json``).
 
     ``now`` (epoch seconds, default the current time) is where the list of a
-    batch job's next run times starts.
+    batch job's next run times starts. ``lease`` (seconds, default the worker's
+    default lease) is what the latest starts after a lost attempt assume.
     """
     if fmt == "json":
-        data = explain_data(job, registry, lang, base, now)
+        data = explain_data(job, registry, lang, base, now, lease=lease)
         return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     from jobdef.render.templates import environment, render  # Jinja2 only when needed
 
     env = environment(lang, templates)
-    context = job_context(job, registry, lang, base)
+    context = job_context(job, registry, lang, base, lease=lease)
     name = "explain.md.j2" if fmt == "markdown" else "explain.txt.j2"
     return render(env, name, **context, next_runs=next_run_times(job, now)).rstrip() + "\n"

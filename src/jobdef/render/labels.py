@@ -23,6 +23,7 @@ JA: dict[str, str] = {
     "Latest start": "最遅開始",
     "Latest end": "最遅終了",
     "Within deadline": "期限内",
+    "Latest start if lost": "喪失時の最遅開始",
     "State diagram": "状態遷移",
     "Where each value comes from": "各値の出どころ",
     "Field": "フィールド",
