@@ -10,7 +10,8 @@ from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath
 from jobdef.cli.telemetry_options import add_telemetry_options, close_telemetry, worker_telemetry
 from jobdef.errors import UsageError
-from jobdef.policy.durations import parse_duration
+from jobdef.policy.durations import format_duration, parse_duration
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.project import use_pythonpath
 from jobdef.redact import url_secrets
 from jobdef.telemetry.logs import LogSettings, level_number
@@ -128,8 +129,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--lease",
-        default="30s",
-        help="lease length (default 30s; at least 1s)",
+        default=format_duration(DEFAULT_LEASE),
+        help=f"lease length (default {format_duration(DEFAULT_LEASE)}; at least 1s)",
     )
     parser.add_argument("--grace", default="10s", help="drain time after SIGTERM (default: 10s)")
     parser.add_argument("--poll", default="250ms", help="idle poll interval (default: 250ms)")

@@ -62,6 +62,7 @@ from jobdef.backends.protocol import (
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
 from jobdef.errors import BackendError, UnknownJobError, UsageError
 from jobdef.notify.events import notifications_for
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
@@ -117,7 +118,7 @@ def check_options(
         raise WorkerOptionError(
             f"{lease_name} {lease_seconds:g}s is too short: the worker heartbeats every "
             f"lease/3, so a shorter lease would expire under its own live jobs; write "
-            f"{MIN_LEASE:g}s or more (30s by default)"
+            f"{MIN_LEASE:g}s or more ({DEFAULT_LEASE:g}s by default)"
         )
 
 
@@ -191,7 +192,7 @@ class Worker:
         queues: Sequence[str] | None = None,
         concurrency: int = 1,
         burst: bool = False,
-        lease_seconds: float = 30.0,
+        lease_seconds: float = DEFAULT_LEASE,
         poll_interval: float = 0.25,
         grace: float = 10.0,
         depth: int = 32,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from jobdef.backends.records import ErrorInfo, JobRecord
 from jobdef.errors import UnknownJobError
 from jobdef.policy.durations import format_duration
+from jobdef.policy.leases import RECLAIM_INTERVAL
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import LeaseExpired
 from jobdef.runtime.failures import FailedAttempt, record_failure
@@ -34,7 +35,9 @@ class LeaseReclaimer:
     name = "reclaim"
     every_worker = True
 
-    def __init__(self, ctx: MaintenanceContext, interval: float = 2.0, batch: int = 100) -> None:
+    def __init__(
+        self, ctx: MaintenanceContext, interval: float = RECLAIM_INTERVAL, batch: int = 100
+    ) -> None:
         self.ctx = ctx
         self.interval = interval
         self.batch = batch
