@@ -16,7 +16,7 @@ from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
 from jobdef.cli import main
 
-LATEST = 5
+LATEST = 6
 
 
 def _app_database(path: Path) -> Path:
@@ -125,6 +125,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0003_claim_per_queue",
         "  0004_jobdef_prefix",
         "  0005_workers",
+        "  0006_running_started",
     ]
     old = f"sqlite:///{legacy_store}"
     assert main(["db", "status", "--db", old]) == 0
@@ -134,6 +135,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "pending migrations (`jobdef db upgrade` applies them):",
         "  0004_jobdef_prefix",
         "  0005_workers",
+        "  0006_running_started",
     ]
     assert _files(tmp_path) == before
     main(["db", "upgrade", "--db", app])
@@ -177,10 +179,20 @@ def test_db_commands_on_postgresql_never_print_the_password(
     )
     assert main(["db", "status", "--db", url]) == 0
     status = capsys.readouterr().out
-    assert "current version: 0 (no jobdef tables)" in status
+    assert status.splitlines()[1:] == [
+        "current version: 0 (no jobdef tables)",
+        f"latest version: {LATEST}",
+        "pending migrations (`jobdef db upgrade` applies them):",
+        "  0001_initial",
+        "  0002_queue_rate",
+        "  0003_drop_queue_concurrency",
+        "  0004_maintenance_lease",
+        "  0005_workers",
+        "  0006_args_index",
+    ]
     assert main(["db", "upgrade", "--db", url]) == 0
     upgraded = capsys.readouterr().out
-    assert upgraded.startswith(f"job database {shown}: created tables at version ")
+    assert upgraded == f"job database {shown}: created tables at version {LATEST}\n"
     assert main(["db", "upgrade", "--db", url]) == 0
     assert "already at version" in capsys.readouterr().out
     assert main(["status", "--db", url]) == 0
