@@ -21,17 +21,21 @@ The contract of a service:
   worker calls it when it stops.
 
 Adding a service is writing its module here and adding its factory to
-:data:`MAINTENANCE`. A service module imports the context only for its type
-hints, so this package imports its services without an import cycle.
+``_FACTORIES`` (which :data:`MAINTENANCE` lists). A service module imports the
+context only for its type hints, so this package imports its services without an
+import cycle; it imports them on first use of :data:`MAINTENANCE` or of a service
+class, so a command that needs one service (``jobdef prune``: retention) does
+not load the others.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
@@ -65,17 +69,52 @@ class Service(Protocol):
         """
 
 
-# Imported after the contract they implement: the services import this package only
-# for type hints.
-from jobdef.runtime.maintenance.outbox import OutboxService  # noqa: E402
-from jobdef.runtime.maintenance.reclaim import LeaseReclaimer  # noqa: E402
-from jobdef.runtime.maintenance.retention import RetentionPruner  # noqa: E402
-from jobdef.runtime.maintenance.scheduler import Scheduler  # noqa: E402
+# The services every worker runs, each built from the worker's MaintenanceContext:
+# (module, name) of each factory, in the order the worker ticks them.
+_FACTORIES: tuple[tuple[str, str], ...] = (
+    ("jobdef.runtime.maintenance.reclaim", "LeaseReclaimer"),
+    ("jobdef.runtime.maintenance.retention", "RetentionPruner"),
+    ("jobdef.runtime.maintenance.outbox", "OutboxService"),
+    ("jobdef.runtime.maintenance.scheduler", "Scheduler.service"),
+)
+_HOMES = {
+    "LeaseReclaimer": "jobdef.runtime.maintenance.reclaim",
+    "RetentionPruner": "jobdef.runtime.maintenance.retention",
+    "OutboxService": "jobdef.runtime.maintenance.outbox",
+    "Scheduler": "jobdef.runtime.maintenance.scheduler",
+}
 
-# The services every worker runs, each built from the worker's MaintenanceContext.
-MAINTENANCE: list[Callable[[MaintenanceContext], Service]] = [
-    LeaseReclaimer,
-    RetentionPruner,
-    OutboxService,
-    Scheduler.service,
-]
+if TYPE_CHECKING:
+    from jobdef.runtime.maintenance.outbox import OutboxService as OutboxService
+    from jobdef.runtime.maintenance.reclaim import LeaseReclaimer as LeaseReclaimer
+    from jobdef.runtime.maintenance.retention import RetentionPruner as RetentionPruner
+    from jobdef.runtime.maintenance.scheduler import Scheduler as Scheduler
+
+    MAINTENANCE: list[Callable[[MaintenanceContext], Service]]
+
+
+def _factories() -> list[Callable[[MaintenanceContext], Service]]:
+    found = []
+    for module_name, path in _FACTORIES:
+        target: Any = importlib.import_module(module_name)
+        for part in path.split("."):
+            target = getattr(target, part)
+        found.append(target)
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    """``MAINTENANCE`` and the service classes, imported on first use.
+
+    ``jobdef prune`` needs only :mod:`~jobdef.runtime.maintenance.retention`; importing
+    that module runs this package first, and should not import the scheduler, the
+    outbox sender (with the notification channels) and the reclaimer it never uses.
+    """
+    if name == "MAINTENANCE":
+        value: Any = _factories()
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
