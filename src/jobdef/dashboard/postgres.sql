@@ -18,7 +18,29 @@ WHERE id < %(before)s AND id >= %(floor)s
        OR strpos(lower(coalesce(last_error ->> 'type', '') || ' '
                        || coalesce(last_error ->> 'message', '')),
                  lower(%(error)s::text)) > 0)
-  AND (%(arg_path)s::text[] IS NULL OR args #>> %(arg_path)s::text[] = %(arg_value)s::text)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: jobs_by_args
+-- One page of the jobs whose args hold :arg_text or :arg_typed (the qualifier's value
+-- as a JSON string, and as the number or literal it spells: the same document when it
+-- spells none), newest first below the cursor, with the other filters of
+-- jobs_window. Containment is what the GIN index jobdef_jobs_args (jsonb_path_ops,
+-- migration 0006) answers: a bitmap scan of each form, or'ed, reads only the
+-- matching rows, however many jobs the table holds (the reader turns bitmap scans
+-- on for this query). No window of ids: every job is searched.
+SELECT * FROM {schema}.jobdef_jobs
+WHERE id < %(before)s
+  AND (args @> %(arg_text)s::jsonb OR args @> %(arg_typed)s::jsonb)
+  AND (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(job)s::text IS NULL OR job = %(job)s::text)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(since)s::float8 IS NULL OR created_at >= %(since)s::float8)
+  AND (%(until)s::float8 IS NULL OR created_at < %(until)s::float8)
+  AND (%(error)s::text IS NULL
+       OR strpos(lower(coalesce(last_error ->> 'type', '') || ' '
+                       || coalesce(last_error ->> 'message', '')),
+                 lower(%(error)s::text)) > 0)
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -53,11 +75,18 @@ SELECT (SELECT max(id) FROM {schema}.jobdef_jobs) AS job,
                               WHERE delivered_at IS NULL LIMIT %(cap)s) AS o) AS undelivered;
 
 -- name: recent_attempts
-SELECT a.finished_at, a.outcome,
+SELECT a.started_at, a.finished_at, a.outcome,
        (SELECT j.queue FROM {schema}.jobdef_jobs AS j WHERE j.id = a.job_id) AS queue
 FROM {schema}.jobdef_attempts AS a
 WHERE a.id > (SELECT coalesce(max(id), 0) FROM {schema}.jobdef_attempts) - %(cap)s
   AND a.finished_at >= %(since)s;
+
+-- name: running_starts
+-- The running jobs (the partial index of running rows) that started since :since, at
+-- most :cap: the starts of the current rate window that have no attempt row yet.
+SELECT queue, started_at FROM {schema}.jobdef_jobs
+WHERE state = 'running' AND started_at >= %(since)s
+LIMIT %(cap)s;
 
 -- name: dead_count
 SELECT count(*) AS count FROM (

@@ -13,7 +13,12 @@ SELECT id FROM jobdef_jobs WHERE id < :before ORDER BY id DESC LIMIT 1 OFFSET :s
 -- One page of jobs, newest first, with ids in [:floor, :before) (keyset
 -- pagination: no OFFSET over rows). A walk of the primary key down from the
 -- cursor that stops at :limit matches or at :floor, whichever comes first; the
--- page says which ids it searched, and its "older" link goes on below them.
+-- page says which ids it searched, and its "older" link goes on below them. The
+-- args qualifier (:arg_path) matches the string :arg_text, or the JSON number
+-- :arg_number or literal :arg_literal (true, false, null) it spells, if any: one
+-- json_extract per row (true and false read as :arg_truth, 1 or 0), and the
+-- arg's JSON type looked at only for a row whose value is equal, to tell "42" from
+-- 42 and true from 1.
 SELECT * FROM jobdef_jobs
 WHERE id < :before AND id >= :floor
   AND (:state IS NULL OR state = :state)
@@ -25,7 +30,15 @@ WHERE id < :before AND id >= :floor
        OR instr(lower(coalesce(json_extract(last_error, '$.type'), '') || ' '
                       || coalesce(json_extract(last_error, '$.message'), '')),
                 lower(:error)) > 0)
-  AND (:arg_path IS NULL OR CAST(json_extract(args, :arg_path) AS TEXT) = :arg_value)
+  AND (:arg_path IS NULL
+       OR (json_extract(args, :arg_path) IN (:arg_text, :arg_number, :arg_truth)
+           AND CASE json_type(args, :arg_path)
+                 WHEN 'text' THEN 1
+                 WHEN 'true' THEN :arg_literal = 'true'
+                 WHEN 'false' THEN :arg_literal = 'false'
+                 ELSE json_extract(args, :arg_path) = :arg_number
+               END)
+       OR (:arg_literal = 'null' AND json_type(args, :arg_path) = 'null'))
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -76,12 +89,20 @@ SELECT (SELECT max(id) FROM jobdef_jobs) AS job,
 -- The finished attempts among the newest :cap attempt rows (an id range of the
 -- primary key: rows are written when an attempt ends, so the newest ids are the
 -- latest ends) that ended since :since, with their job's queue: the overview's
--- throughput and failure rate.
-SELECT a.finished_at, a.outcome,
+-- throughput and failure rate, and the starts of rate-limited queues' windows.
+SELECT a.started_at, a.finished_at, a.outcome,
        (SELECT j.queue FROM jobdef_jobs AS j WHERE j.id = a.job_id) AS queue
 FROM jobdef_attempts AS a
 WHERE a.id > (SELECT coalesce(max(id), 0) FROM jobdef_attempts) - :cap
   AND a.finished_at >= :since;
+
+-- name: running_starts
+-- The running jobs that started since :since, at most :cap, read from the index of
+-- running rows alone (it holds started_at since migration 0006): the starts of the
+-- current rate window that have no attempt row yet.
+SELECT queue, started_at FROM jobdef_jobs INDEXED BY jobdef_jobs_running
+WHERE state = 'running' AND started_at >= :since
+LIMIT :cap;
 
 -- name: dead_count
 -- One job's dead rows, counted up to :cap through the finished-rows index (the

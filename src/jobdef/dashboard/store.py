@@ -11,6 +11,8 @@ job already moved and does nothing.
 
 from __future__ import annotations
 
+import json
+import math
 import sqlite3
 import threading
 import time
@@ -68,6 +70,11 @@ class SQLiteReader:
         self._conn.close()
 
 
+# A GIN index is read only through a bitmap scan, which the reader's session turns off
+# for every other query: these get it back, for their own transaction only.
+BITMAP_QUERIES = frozenset({"jobs_by_args"})
+
+
 class PostgresReader:
     """The dashboard's queries on a session of their own, in the store's schema."""
 
@@ -90,14 +97,29 @@ class PostgresReader:
         self._sessions = SessionManager(conninfo, schema, settings=settings, reconnect_timeout=5)
 
     def rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self._run(self._queries[name], name, params)
+
+    def explain(self, name: str, params: Mapping[str, Any]) -> str:
+        """The plan PostgreSQL picks for one named query as :meth:`rows` runs it (same
+        session settings): what a test or an operator checks the indexes against."""
+        query = "EXPLAIN " + self._queries[name]
+        rows = self._run(query, name, params)
+        return "\n".join(str(row["QUERY PLAN"]) for row in rows)
+
+    def _run(self, sql: str, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         from psycopg.rows import dict_row
 
-        sql = self._queries[name]
+        bitmap = name in BITMAP_QUERIES
 
         def work(conn: Any) -> list[dict[str, Any]]:
             with conn.cursor(row_factory=dict_row) as cur:
-                found: list[dict[str, Any]] = cur.execute(sql, dict(params)).fetchall()
-                return found
+                if not bitmap:  # autocommit: one round trip
+                    found: list[dict[str, Any]] = cur.execute(sql, dict(params)).fetchall()
+                    return found
+                with conn.transaction():
+                    cur.execute("SET LOCAL enable_bitmapscan = on")
+                    found = cur.execute(sql, dict(params)).fetchall()
+                    return found
 
         result: list[dict[str, Any]] = self._sessions.run(work)
         return result
@@ -166,12 +188,63 @@ class Store:
             self.verbs.close()
 
 
-def arg_path(engine: str, key: str) -> Any:
-    """The JSON path of ``args.a.b`` for the engine: ``$.a.b`` (SQLite), ``{a,b}`` (PostgreSQL)."""
+# The migration that adds PostgreSQL's index on args (jobdef_jobs_args), which the
+# args search reads; SQLite's 0006 widens its running-rows index instead.
+ARGS_INDEX_VERSION = 6
+# The JSON literals an args qualifier's value may spell, beside its text.
+_LITERALS = ("true", "false", "null")
+INT64 = 2**63
+
+
+def arg_number(value: str) -> int | float | None:
+    """The JSON number ``value`` spells (``42``, ``-1.5``, ``1e3``), or None: ``NaN``,
+    ``Infinity``, ``042`` and ``0x2a`` are not JSON numbers, they stay text."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(constant)
+
+    try:
+        number = json.loads(value, parse_constant=refuse)
+    except ValueError:
+        return None
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        return None
+    if isinstance(number, float) and not math.isfinite(number):
+        return None
+    return number
+
+
+def arg_match(engine: str, key: str, value: str) -> dict[str, Any]:
+    """The query parameters of the qualifier ``args.KEY:VALUE`` on ``engine``.
+
+    It matches a job whose arg at KEY (dots go into nested objects) is the string
+    VALUE, or the JSON number, ``true``, ``false`` or ``null`` that VALUE spells:
+    ``args.id:42`` finds ``{"id": 42}`` and ``{"id": "42"}``, ``42`` also finds
+    ``42.0`` (numbers compare by value). On PostgreSQL both forms are jsonb
+    documents for ``args @>`` (containment, which the GIN index jsonb_path_ops
+    answers); on SQLite a JSON path and the typed forms for json_type/json_extract.
+    """
     parts = key.split(".")
+    number = arg_number(value)
+    literal = value if value in _LITERALS else None
     if engine == "sqlite":
-        return "$." + ".".join(f'"{part}"' for part in parts)
-    return parts
+        if isinstance(number, int) and not -INT64 <= number < INT64:
+            number = float(number)  # beyond SQLite's integers: compared as a REAL
+        return {
+            "arg_path": "$." + ".".join(f'"{part}"' for part in parts),
+            "arg_text": value,
+            "arg_number": number,
+            "arg_literal": literal,
+            # What json_extract reads a JSON true or false as.
+            "arg_truth": {"true": 1, "false": 0}.get(value),
+        }
+    # The number keeps the digits as written (jsonb's numeric is exact).
+    typed = value if number is not None or literal is not None else json.dumps(value)
+    as_text, as_typed = json.dumps(value), typed
+    for part in reversed(parts):
+        as_text = "{" + json.dumps(part) + ": " + as_text + "}"
+        as_typed = "{" + json.dumps(part) + ": " + as_typed + "}"
+    return {"arg_text": as_text, "arg_typed": as_typed}
 
 
 def ids_of(rows: Sequence[Row]) -> list[int]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from jobdef.backends.records import JobRecord
 from jobdef.dashboard.plan import place
-from jobdef.dashboard.store import Store, arg_path
+from jobdef.dashboard.store import Store, arg_match
 from jobdef.errors import UsageError
 from jobdef.policy.durations import parse_duration_or_none
 from jobdef.policy.registry import Registry
@@ -97,8 +97,8 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
     """One row per queue, the outbox backlog and the dead jobs waiting for a human.
 
     A fixed number of small queries: the queue depths (active rows only), the
-    newest ids, at most RECENT_CAP recent attempts, one capped dead count per
-    job of the sheets.
+    newest ids, at most RECENT_CAP recent attempts, the running jobs' starts (when
+    a queue has a rate), one capped dead count per job of the sheets.
     """
     now = store.clock()
     infos = {row["queue"]: row for row in queue_depths(store)}
@@ -111,6 +111,7 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         slot = min(CHART_BUCKETS - 1, int((row["finished_at"] - since) // 300))
         per = buckets.setdefault(row["queue"], [[0, 0] for _ in range(CHART_BUCKETS)])
         per[max(0, slot)][0 if row["outcome"] == "done" else 1] += 1
+    starts = rate_use(store, registry, recent, now)
     queues = []
     for name in sorted(set(names) | set(buckets)):
         info = infos.get(name) or {}
@@ -122,6 +123,7 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         done = sum(b[0] for b in chart)
         failed = sum(b[1] for b in chart)
         concurrency = policy.concurrency if policy else None
+        rate = policy.rate if policy else None
         queues.append(
             {
                 "queue": name,
@@ -137,7 +139,8 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
                 "chart": chart,
                 "concurrency": concurrency,
                 "concurrency_used": None if not concurrency else running / concurrency,
-                "rate": describe.rate(policy.rate) if policy and policy.rate else None,
+                "rate": describe.rate(rate) if rate else None,
+                "rate_use": None if not rate else starts[name],
             }
         )
     dead = []
@@ -153,6 +156,58 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         "dead": dead,
         "jobs_ever": int(newest["job"] or 0),
     }
+
+
+_RATE_WINDOWS = {"s": (1.0, "s"), "m": (60.0, "min"), "h": (3600.0, "h")}
+
+
+def rate_use(
+    store: Store, registry: Registry, recent: list[dict[str, Any]], now: float
+) -> dict[str, dict[str, Any]]:
+    """How full each rate-limited queue's rate is: the jobs it started in the current
+    window (the last second, minute or hour, as the rate is shown: ``50/m`` is 50 in
+    the last 60 s) against the rate.
+
+    A start is a claim, which takes one of the queue's tokens: the ended ones are the
+    attempt rows among ``recent`` (the overview's newest RECENT_CAP attempts, which
+    cover the last hour unless capped) that started in the window, the others are
+    running jobs (``running_starts``, one read of the running rows' index). The
+    bucket holds one second's worth of starts, so a window can hold that many more
+    than the rate (``51 / 50 per min``).
+    """
+    limits = {name: q.rate for name, q in registry.queues.items() if q.rate}
+    if not limits:
+        return {}
+    windows = {}
+    for name, per_second in limits.items():
+        count, unit = describe.rate(per_second).split("/")
+        windows[name] = (count, *_RATE_WINDOWS[unit])
+    longest = max(seconds for _, seconds, _ in windows.values())
+    running = store.rows("running_starts", since=now - longest, cap=COUNT_CAP)
+    # Capped: the attempts read reach back only to the oldest end among them.
+    reach = min((row["finished_at"] for row in recent), default=None)
+    capped = len(recent) >= RECENT_CAP
+    started: dict[str, list[float]] = {name: [] for name in windows}
+    for row in (*recent, *running):
+        if row["queue"] in started and row["started_at"] >= now - longest:
+            started[row["queue"]].append(row["started_at"])
+    out = {}
+    for name, (count, seconds, per) in windows.items():
+        since = now - seconds
+        used = sum(1 for at in started[name] if at >= since)
+        at_least = (capped and reach is not None and reach > since) or len(running) >= COUNT_CAP
+        written = float(count)
+        limit: int | float = int(written) if written.is_integer() else written
+        out[name] = {
+            "used": used,
+            "limit": limit,
+            "per": per,
+            "window_seconds": seconds,
+            "at_least": at_least,
+            "used_fraction": used / limit,
+            "text": f"{'at least ' if at_least else ''}{used:,} / {limit:,} per {per}",
+        }
+    return out
 
 
 # -- jobs -----------------------------------------------------------------------------
@@ -274,25 +329,39 @@ def job_row(record: JobRecord) -> dict[str, Any]:
     }
 
 
+def by_args_index(store: Store, flt: JobFilter) -> bool:
+    """Whether ``flt``'s list is read through PostgreSQL's args index, not a window."""
+    return flt.arg_key is not None and store.engine == "postgres"
+
+
 def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[list[JobRecord], int]:
     """Jobs matching ``flt`` among the WINDOW ids below ``before``, newest first; and
-    the window's lowest id (0: the window reaches the first job)."""
+    the window's lowest id (0: the window reaches the first job).
+
+    An args qualifier on PostgreSQL searches every job below ``before`` through the
+    GIN index on args (``jobs_by_args``): no window, so the lowest id is 0.
+    """
+    filters = {
+        "before": before,
+        "limit": limit,
+        "state": flt.state,
+        "job": flt.job,
+        "queue": flt.queue,
+        "since": flt.since,
+        "until": flt.until,
+        "error": flt.error,
+    }
+    args: dict[str, Any] = dict.fromkeys(
+        ("arg_path", "arg_text", "arg_number", "arg_literal", "arg_truth")
+    )
+    if flt.arg_key is not None:
+        args = arg_match(store.engine, flt.arg_key, flt.arg_value or "")
+    if by_args_index(store, flt):
+        rows = store.rows("jobs_by_args", **filters, **args)
+        return [store.job_row(row) for row in rows], 0
     floor_rows = store.rows("window_floor", before=before, skip=WINDOW - 1)
     floor = int(floor_rows[0]["id"]) if floor_rows else 0
-    rows = store.rows(
-        "jobs_window",
-        before=before,
-        floor=floor,
-        limit=limit,
-        state=flt.state,
-        job=flt.job,
-        queue=flt.queue,
-        since=flt.since,
-        until=flt.until,
-        error=flt.error,
-        arg_path=None if flt.arg_key is None else arg_path(store.engine, flt.arg_key),
-        arg_value=flt.arg_value,
-    )
+    rows = store.rows("jobs_window", floor=floor, **filters, **args)
     return [store.job_row(row) for row in rows], floor
 
 
@@ -329,6 +398,16 @@ def jobs(store: Store, flt: JobFilter) -> dict[str, Any]:
         }
     before = flt.before or NO_CURSOR
     records, floor = matching(store, flt, before, PAGE_SIZE)
+    if by_args_index(store, flt):
+        # Every job was searched, through the index: no window to name.
+        full = len(records) == PAGE_SIZE
+        below = f" below #{before}" if flt.before else ""
+        return {
+            "filter": flt.query(),
+            "jobs": [job_row(r) for r in records],
+            "searched": f"every job{below}, through the args index",
+            "older": flt.query(before=records[-1].id) if full else None,
+        }
     if len(records) == PAGE_SIZE:
         older: int | None = records[-1].id
         searched = f"the newest jobs below #{before}" if flt.before else "the newest jobs"
