@@ -21,8 +21,9 @@ from typing import Any
 
 from jobdef.dashboard.store import Store
 from jobdef.dashboard.views import age, when
+from jobdef.policy.registry import Registry
 from jobdef.telemetry import gauges
-from jobdef.telemetry.presence import registered_workers
+from jobdef.telemetry.presence import queue_fields, registered_workers
 
 # How long one reading of the gauges serves /metrics, seconds.
 METRICS_CACHE_SECONDS = 15.0
@@ -42,7 +43,7 @@ def workers(store: Store) -> dict[str, Any]:
                 "id": w.id,
                 "host": w.host,
                 "pid": w.pid,
-                "queues": None if w.queues is None else list(w.queues),
+                **queue_fields(w),
                 "concurrency": w.concurrency,
                 "version": w.version,
                 "started_at": when(w.started_at),
@@ -64,11 +65,14 @@ class MetricsCache:
     def __init__(
         self,
         store: Store,
+        registry: Registry | None = None,
         *,
         seconds: float = METRICS_CACHE_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        # The sheets: every job and queue they name has a series, 0 without rows.
+        self.registry = registry
         self.seconds = seconds
         self._monotonic = monotonic
         self._lock = threading.Lock()
@@ -81,7 +85,7 @@ class MetricsCache:
         with self._lock:
             now = self._monotonic()
             if self._text is None or self._read_at is None or now - self._read_at >= self.seconds:
-                reading = self.store.call(gauges.read, self.store.verbs)
+                reading = self.store.call(gauges.read, self.store.verbs, self.registry)
                 self._text = gauges.exposition(reading, read_timestamp=READ_AT)
                 self._read_at = self._monotonic()
             return self._text

@@ -10,6 +10,11 @@ gauges from it; the dashboard writes it out as Prometheus text with
 The outbox backlog is counted up to :data:`BACKLOG_LIMIT` (a backlog past it
 reads as that many): the count walks the index of undelivered rows and stops
 there, so a stuck channel with millions of messages costs no more to read.
+
+Given the sheets, a reading has a series for every job and queue they name, at 0
+when the store has no row of it: an alert such as ``jobdef_jobs_dead{job="x"} > 0``
+then reads 0, not "no data", for a job that never had a dead job (or whose dead
+jobs were all resolved), and a queue nobody enqueued to yet still has its depth.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Protocol, runtime_checkable
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import QueueInfo
 from jobdef.backends.workers import tracks_workers
+from jobdef.policy.registry import Registry
 
 # Undelivered messages counted at most; a larger backlog reads as this many.
 BACKLOG_LIMIT = 100_000
@@ -47,13 +53,21 @@ class StoreGauges:
     read_at: float = field(default=0.0)
 
 
-def read(backend: Backend) -> StoreGauges:
-    """Read the gauges from ``backend`` (its verbs; each query bounded or per queue/job)."""
+def read(backend: Backend, registry: Registry | None = None) -> StoreGauges:
+    """Read the gauges from ``backend`` (its verbs; each query bounded or per queue/job).
+
+    ``registry``: the sheets; each job and queue they name that the store has no
+    row of reads 0 (see the module's docstring).
+    """
     queues = backend.queues()
     dead: dict[str, int] = {}
     for count in backend.stats():
         if count.state == "dead":
             dead[count.job] = dead.get(count.job, 0) + count.count
+    if registry is not None:
+        queues = with_sheet_queues(queues, registry)
+        for job in registry.jobs:
+            dead.setdefault(job, 0)
     if isinstance(backend, _CountsBacklog):
         backlog = backend.outbox_backlog(BACKLOG_LIMIT)
     else:  # a backend of another make, without the counting verb
@@ -66,6 +80,15 @@ def read(backend: Backend) -> StoreGauges:
         alive = len(workers) - stale
     read_at = float(getattr(backend, "clock", lambda: 0.0)())
     return StoreGauges(queues, dead, backlog, alive, stale, read_at)
+
+
+def with_sheet_queues(queues: list[QueueInfo], registry: Registry) -> list[QueueInfo]:
+    """``queues`` and, empty and not paused, each queue of the sheets (a ``Queue``
+    document's or a job's) the store has no row of; by name."""
+    named = set(registry.queues) | {job.queue for job in registry}
+    known = {info.queue for info in queues}
+    empty = [QueueInfo(queue=name, paused=False) for name in named - known]
+    return sorted([*queues, *empty], key=lambda info: info.queue)
 
 
 # name, help, label (None: a single series)

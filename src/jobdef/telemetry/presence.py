@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 from collections.abc import Sequence
+from typing import Any
 
 from jobdef import __version__
 from jobdef.backends.workers import (
@@ -102,3 +103,17 @@ def registered_workers(backend: object) -> tuple[list[WorkerInfo], float]:
             f"{WORKERS_TABLE_VERSION} adds; run `jobdef db upgrade` with a jobdef that ships it"
         )
     return backend.workers(), backend.clock()
+
+
+def queue_fields(info: WorkerInfo) -> dict[str, Any]:
+    """A worker's queues as ``jobdef workers --format json`` and ``/api/workers`` show them.
+
+    A worker started without ``--queues`` takes every queue: ``"all_queues": true``
+    and ``"queues": null``. Otherwise ``"all_queues": false`` and ``queues`` lists
+    the names. Not ``[]`` for every queue, which a reader of ``queues`` alone would
+    take for none, and not ``"all"``, which is also a valid queue name.
+    """
+    return {
+        "queues": None if info.queues is None else list(info.queues),
+        "all_queues": info.queues is None,
+    }
