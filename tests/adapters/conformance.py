@@ -14,15 +14,20 @@ import contextlib
 import io
 import json
 import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from adapter_acts import ledger_key
+from notify_servers import WebhookServer
 
 from jobdef.cli import main as jobdef_main
 from jobdef.runtime.classify import class_names
 from jobdef.runtime.errors import AttemptTimedOut
+from support import eventually
 
 # The error each act leaves, as the sheet's errors table is matched.
 RAISED = {
@@ -198,3 +203,75 @@ def check(
         if hooks.get(name, 0):
             problems.append(f"{name}: done, yet {hooks[name]} notifications were sent")
     return problems
+
+
+def hooks(server: WebhookServer) -> dict[str, int]:
+    """How many notifications the webhook received, by job name."""
+    return dict(Counter(message_id.split(":")[0] for message_id in server.message_ids()))
+
+
+Send = Callable[[str, str, list[str]], object]
+"""Sends job ``name`` through the runtime's adapter with args ``cell`` and ``script``."""
+
+
+@dataclass(frozen=True)
+class MatrixRun:
+    problems: list[str]  # every way a cell did not do what explain predicted
+    dead: dict[str, dict[str, Any]]  # the dead rows of jobdef's database, by job name
+
+
+def run_matrix(
+    cells: tuple[Cell, ...],
+    *,
+    send: Send,
+    probe: str,
+    sheets: Path,
+    client: Any,
+    prefix: str,
+    database: Path,
+    webhook: WebhookServer,
+    tolerance: float,
+    settle: float,
+    extra: Callable[[Cell], float] = lambda cell: 0.0,
+) -> MatrixRun:
+    """Run the matrix on workers already started, and compare with explain's JSON.
+
+    A probe job ``probe`` runs first, so that every cell's first attempt starts at its
+    enqueue. Then every cell is sent; once each ran the attempts explain predicts (and
+    the dead ones are buried and notified), ``settle`` seconds more leave room for an
+    attempt or a message too many to show. ``extra(cell)`` widens a cell's windows.
+    """
+    send(probe, "probe", ["ok"])
+    eventually(lambda: ledger(client, prefix, "probe"), what="the worker to run the probe")
+
+    enqueued: dict[str, float] = {}
+    for cell in cells:
+        enqueued[cell.name] = time.time()
+        send(cell.name, cell.name, list(cell.script))
+    predictions = {cell.name: predict(explain(cell.name, sheets), cell.script) for cell in cells}
+
+    def finished() -> bool:
+        dead, sent = dead_rows(database), hooks(webhook)
+        for name, prediction in predictions.items():
+            if len(ledger(client, prefix, name)) < prediction.attempts:
+                return False
+            if prediction.final == "dead" and (name not in dead or sent.get(name) != 1):
+                return False
+        return True
+
+    eventually(finished, timeout=60, what="every cell to finish")
+    time.sleep(settle)
+    dead, sent = dead_rows(database), hooks(webhook)
+    problems: list[str] = []
+    for cell in cells:
+        problems += check(
+            cell.name,
+            predictions[cell.name],
+            ledger(client, prefix, cell.name),
+            enqueued[cell.name],
+            dead=dead,
+            hooks=sent,
+            tolerance=tolerance,
+            extra=extra(cell),
+        )
+    return MatrixRun(problems, dead)

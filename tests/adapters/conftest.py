@@ -9,9 +9,7 @@ so tests sharing one Redis never see each other's runs.
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -19,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from support.workers import Processes
+
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
-SRC = TESTS.parent / "src"
 REDIS_URL = os.environ.get("JOBDEF_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 AMQP_URL = os.environ.get("JOBDEF_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 
@@ -64,45 +63,10 @@ def prefix(redis_url: str) -> Iterator[str]:
     client.close()
 
 
-class Processes:
-    """Worker processes, each the leader of its own process group, killed at the end."""
-
-    def __init__(self, logs: Path, env: dict[str, str]) -> None:
-        self.logs, self.env = logs, env
-        self.started: list[subprocess.Popen[bytes]] = []
-
-    def start(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
-        env = os.environ | self.env | {"PYTHONPATH": os.pathsep.join([str(HERE), str(SRC)])}
-        with (self.logs / f"{name}.log").open("ab") as log:
-            process = subprocess.Popen(
-                command,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.logs,
-                start_new_session=True,
-            )
-        self.started.append(process)
-        return process
-
-    def kill(self, process: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the worker and every process it started, as a lost host would."""
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
-
-    def log(self, name: str) -> str:
-        return (self.logs / f"{name}.log").read_text(errors="replace")
-
-    def close(self) -> None:
-        for process in self.started:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(30)
-
-
 @pytest.fixture
 def processes(tmp_path: Path) -> Iterator[Processes]:
-    started = Processes(tmp_path, {})
+    """Worker processes, each the leader of its own process group, killed at the end."""
+    started = Processes(tmp_path, importable=(HERE,), group=True, append=True)
     try:
         yield started
     finally:

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 import redis
 from celery_cells import make_app
-from conformance import Cell, check, dead_rows, explain, ledger, predict, write_sheets
+from conformance import Cell, dead_rows, hooks, ledger, run_matrix, write_sheets
 from notify_servers import WebhookServer
 
 from jobdef.backends import open_backend
 from jobdef.errors import ArgsError
 from support import eventually
+from support.workers import Processes, WorkerProcess
 
 CELLS = (
     Cell("c_fixed_dead", "strategy: fixed, initial: 200ms, jitter: none", ("retry",)),
@@ -51,15 +51,15 @@ TOLERANCE = 1.0
 HARD_GRACE = 1.0
 
 
-def _worker(processes: object, name: str, app_env: dict[str, str], queue: str) -> object:
+def _worker(processes: Processes, name: str, app_env: dict[str, str], queue: str) -> WorkerProcess:
     command = [
         sys.executable, "-m", "celery", "-A", "celery_cells:app", "worker",
         "--pool", "prefork", "--concurrency", "4", "--queues", queue,
         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
         "--hostname", f"{name}@%h",
     ]  # fmt: skip
-    processes.env = app_env  # type: ignore[attr-defined]
-    return processes.start(name, command)  # type: ignore[attr-defined]
+    processes.env = app_env
+    return processes.start(name, command)
 
 
 def _env(
@@ -83,10 +83,6 @@ def webhook() -> object:
     server.stop()
 
 
-def _hooks(server: WebhookServer) -> dict[str, int]:
-    return dict(Counter(message_id.split(":")[0] for message_id in server.message_ids()))
-
-
 def _app(env: dict[str, str]) -> object:
     open_backend(env["JOBDEF_TEST_DATABASE"]).close()  # created before any worker writes
     return make_app(
@@ -99,13 +95,27 @@ def _app(env: dict[str, str]) -> object:
     )
 
 
+def _unserved_app(sheets: Path, tmp_path: Path, redis_url: str, prefix: str) -> object:
+    """The app on Redis with no worker and a webhook nobody listens on: for what
+    ``delay`` itself does."""
+    env = _env(
+        sheets=sheets,
+        db=tmp_path / "jobdef.db",
+        broker=redis_url,
+        redis_url=redis_url,
+        prefix=prefix,
+        hook="http://127.0.0.1:9/",
+    )
+    return _app(env)
+
+
 @pytest.mark.slow
 def test_every_cell_runs_on_celery_as_its_explain_json_predicts(
     *,
     tmp_path: Path,
     redis_url: str,
     prefix: str,
-    processes: object,
+    processes: Processes,
     webhook: WebhookServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -118,46 +128,21 @@ def test_every_cell_runs_on_celery_as_its_explain_json_predicts(
         monkeypatch.setenv(key, value)
     app = _app(env)
     _worker(processes, "worker", env, prefix)
-    client = redis.Redis.from_url(redis_url)
-
-    # A probe first, so every cell's first attempt starts at its enqueue.
-    probe = app.tasks[f"{prefix}.c_linear_success"]
-    probe.delay(cell="probe", script=["ok"])
-    eventually(lambda: ledger(client, prefix, "probe"), what="the worker to run a task")
-
-    enqueued: dict[str, float] = {}
-    for cell in CELLS:
-        enqueued[cell.name] = time.time()
-        app.tasks[f"{prefix}.{cell.name}"].delay(cell=cell.name, script=list(cell.script))
-    predictions = {cell.name: predict(explain(cell.name, sheets), cell.script) for cell in CELLS}
-
-    def finished() -> bool:
-        dead = dead_rows(db)
-        hooks = _hooks(webhook)
-        for name, prediction in predictions.items():
-            if len(ledger(client, prefix, name)) < prediction.attempts:
-                return False
-            if prediction.final == "dead" and (name not in dead or hooks.get(name) != 1):
-                return False
-        return True
-
-    eventually(finished, timeout=60, what="every cell to finish")
-    time.sleep(1.5)  # room for an attempt or a message too many to show
-    dead, hooks = dead_rows(db), _hooks(webhook)
-    problems: list[str] = []
-    for cell in CELLS:
-        extra = HARD_GRACE if "stubborn" in cell.script else 0.0
-        problems += check(
-            cell.name,
-            predictions[cell.name],
-            ledger(client, prefix, cell.name),
-            enqueued[cell.name],
-            dead=dead,
-            hooks=hooks,
-            tolerance=TOLERANCE,
-            extra=extra,
-        )
-    assert not problems, "\n".join(problems) + "\n" + processes.log("worker")  # type: ignore[attr-defined]
+    run = run_matrix(
+        CELLS,
+        send=lambda job, cell, script: app.tasks[f"{prefix}.{job}"].delay(cell=cell, script=script),
+        probe="c_linear_success",
+        sheets=sheets,
+        client=redis.Redis.from_url(redis_url),
+        prefix=prefix,
+        database=db,
+        webhook=webhook,
+        tolerance=TOLERANCE,
+        settle=1.5,
+        extra=lambda cell: HARD_GRACE if "stubborn" in cell.script else 0.0,
+    )
+    problems, dead = run.problems, run.dead
+    assert not problems, "\n".join(problems) + "\n" + processes.log("worker")
     # The dead record is what `jobdef jobs --state dead` lists, named for its runtime.
     assert dead["c_fixed_dead"]["worker_id"].startswith("celery/")
     assert [outcome for _, outcome in dead["c_list_timeout"]["attempt_rows"]] == ["timeout"] * 3
@@ -170,7 +155,7 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
     redis_url: str,
     amqp_url: str,
     prefix: str,
-    processes: object,
+    processes: Processes,
     webhook: WebhookServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -196,13 +181,13 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
             timeout=30,
             what=f"attempt {attempt} to begin",
         )
-        processes.kill(worker)  # type: ignore[attr-defined]
+        worker.kill()
 
     # The next worker receives the redelivery of the third attempt's message: it counts
     # that attempt as lost, finds the attempts used up and buries the job, unrun.
     last = _worker(processes, "worker-last", env, prefix)
     eventually(lambda: "c_killed" in dead_rows(db), timeout=30, what="the burial")
-    eventually(lambda: _hooks(webhook).get("c_killed") == 1, what="the dead notification")
+    eventually(lambda: hooks(webhook).get("c_killed") == 1, what="the dead notification")
     time.sleep(1.0)
     assert len(ledger(client, prefix, cell.name)) == cell.max_attempts
     assert not Path(f"{marker}.{cell.max_attempts + 1}").exists()
@@ -210,23 +195,15 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
     assert row["attempt"] == cell.max_attempts
     assert [outcome for _, outcome in row["attempt_rows"]] == ["reclaimed"] * 3
     assert "attempts used up (3 of 3)" in row["last_error"]
-    assert _hooks(webhook) == {"c_killed": 1}
-    assert last.poll() is None
+    assert hooks(webhook) == {"c_killed": 1}
+    assert last.process.poll() is None
 
 
 def test_delay_refuses_args_the_sheet_does_not_accept_and_sends_nothing(
     tmp_path: Path, redis_url: str, prefix: str
 ) -> None:
     sheets = write_sheets(tmp_path / "jobdefs", (CELLS[0],), prefix)
-    env = _env(
-        sheets=sheets,
-        db=tmp_path / "jobdef.db",
-        broker=redis_url,
-        redis_url=redis_url,
-        prefix=prefix,
-        hook="http://127.0.0.1:9/",
-    )
-    app = _app(env)
+    app = _unserved_app(sheets, tmp_path, redis_url, prefix)
     client = redis.Redis.from_url(redis_url)
     with pytest.raises(ArgsError, match="script"):
         app.tasks[f"{prefix}.c_fixed_dead"].delay(cell="x", script="not a list")
@@ -240,15 +217,7 @@ def test_a_second_delay_with_the_same_key_while_one_is_active_sends_nothing(
     sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
     sheet = sheets / "c_keyed.yaml"
     sheet.write_text(sheet.read_text() + "idempotency: {key: '{cell}'}\n", encoding="utf-8")
-    env = _env(
-        sheets=sheets,
-        db=tmp_path / "jobdef.db",
-        broker=redis_url,
-        redis_url=redis_url,
-        prefix=prefix,
-        hook="http://127.0.0.1:9/",
-    )
-    app = _app(env)
+    app = _unserved_app(sheets, tmp_path, redis_url, prefix)
     client = redis.Redis.from_url(redis_url)
     task = app.tasks[f"{prefix}.c_keyed"]
     first = task.delay(cell="order-7", script=["ok"])

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import sys
-import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 import redis
-from conformance import Cell, check, dead_rows, explain, ledger, predict, write_sheets
+from conformance import Cell, explain, run_matrix, write_sheets
 from notify_servers import WebhookServer
 
 from jobdef.adapters.rq import SheetQueue, sampled_waits
 from jobdef.backends import open_backend
 from jobdef.errors import ArgsError
 from jobdef.sheets.pipeline import load_registry
-from support import eventually
+from support.workers import Processes
 
 CELLS = (
     Cell("r_fixed_dead", "strategy: fixed, initial: 1s, jitter: none", ("retry",)),
@@ -40,10 +38,6 @@ TOLERANCE = 2.5
 WORKERS = 3
 
 
-def _hooks(server: WebhookServer) -> dict[str, int]:
-    return dict(Counter(message_id.split(":")[0] for message_id in server.message_ids()))
-
-
 def _queue(tmp_path: Path, redis_url: str, prefix: str, cells: tuple[Cell, ...]) -> SheetQueue:
     sheets = write_sheets(tmp_path / "jobdefs", cells, prefix)
     database = f"sqlite:///{tmp_path / 'jobdef.db'}"
@@ -60,7 +54,7 @@ def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
     tmp_path: Path,
     redis_url: str,
     prefix: str,
-    processes: object,
+    processes: Processes,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = WebhookServer().start()
@@ -69,7 +63,7 @@ def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
         monkeypatch.setenv("JOBDEF_TEST_PREFIX", prefix)
         monkeypatch.setenv("JOBDEF_TEST_HOOK", server.url)
         sheets = _queue(tmp_path, redis_url, prefix, CELLS)
-        processes.env = {  # type: ignore[attr-defined]
+        processes.env = {
             "JOBDEF_TEST_REDIS": redis_url,
             "JOBDEF_TEST_PREFIX": prefix,
             "JOBDEF_TEST_HOOK": server.url,
@@ -81,43 +75,21 @@ def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
                 sys.executable, "-m", "rq.cli", "worker", "--with-scheduler", "--url", redis_url,
                 "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-worker{n}", prefix,
             ]  # fmt: skip
-            processes.start(f"worker{n}", command)  # type: ignore[attr-defined]
-        client = redis.Redis.from_url(redis_url)
-        sheets.enqueue("r_linear_success", cell="probe", script=["ok"])
-        eventually(lambda: ledger(client, prefix, "probe"), what="the RQ worker to run a job")
-
-        enqueued: dict[str, float] = {}
-        for cell in CELLS:
-            enqueued[cell.name] = time.time()
-            sheets.enqueue(cell.name, cell=cell.name, script=list(cell.script))
-        folder = Path(sheets.settings.sheets)
-        predictions = {c.name: predict(explain(c.name, folder), c.script) for c in CELLS}
-        db = tmp_path / "jobdef.db"
-
-        def finished() -> bool:
-            dead, hooks = dead_rows(db), _hooks(server)
-            for name, prediction in predictions.items():
-                if len(ledger(client, prefix, name)) < prediction.attempts:
-                    return False
-                if prediction.final == "dead" and (name not in dead or hooks.get(name) != 1):
-                    return False
-            return True
-
-        eventually(finished, timeout=60, what="every cell to finish")
-        time.sleep(2.5)  # room for an attempt or a message too many to show
-        dead, hooks = dead_rows(db), _hooks(server)
-        problems: list[str] = []
-        for cell in CELLS:
-            problems += check(
-                cell.name,
-                predictions[cell.name],
-                ledger(client, prefix, cell.name),
-                enqueued[cell.name],
-                dead=dead,
-                hooks=hooks,
-                tolerance=TOLERANCE,
-            )
-        assert not problems, "\n".join(problems) + "\n" + processes.log("worker0")  # type: ignore[attr-defined]
+            processes.start(f"worker{n}", command)
+        run = run_matrix(
+            CELLS,
+            send=lambda job, cell, script: sheets.enqueue(job, cell=cell, script=script),
+            probe="r_linear_success",
+            sheets=Path(sheets.settings.sheets),
+            client=redis.Redis.from_url(redis_url),
+            prefix=prefix,
+            database=tmp_path / "jobdef.db",
+            webhook=server,
+            tolerance=TOLERANCE,
+            settle=2.5,
+        )
+        problems, dead = run.problems, run.dead
+        assert not problems, "\n".join(problems) + "\n" + processes.log("worker0")
         assert dead["r_fixed_dead"]["worker_id"].startswith("rq/")
         assert [o for _, o in dead["r_fixed_timeout"]["attempt_rows"]] == ["timeout"] * 2
     finally:

@@ -4,10 +4,7 @@ and leave the table when they stop; stale rows are pruned by the retention servi
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +13,10 @@ from jobdef.backends import open_backend
 from jobdef.backends.workers import WorkerInfo
 from jobdef.cli import main
 from support import eventually
+from support.workers import WorkerProcess, start_process, worker_command, worker_env
 
 HERE = Path(__file__).resolve().parent
 SHEETS = HERE.parent / "telemetry" / "sheets"
-SRC = HERE.parent.parent / "src"
 
 
 def workers_json(db_url: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
@@ -28,30 +25,9 @@ def workers_json(db_url: str, capsys: pytest.CaptureFixture[str]) -> list[dict[s
     return rows
 
 
-def start_worker(db_url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(SHEETS.parent), str(SRC)])}
-    with (tmp_path / "w.log").open("wb") as log:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jobdef",
-                "worker",
-                "--db",
-                db_url,
-                "--sheets",
-                str(SHEETS),
-                "--lease",
-                "1s",
-                "--poll",
-                "50ms",
-                "--queues",
-                "default,later",
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+def start_worker(db_url: str, tmp_path: Path) -> WorkerProcess:
+    command = worker_command(db_url, SHEETS, "--lease", "1s", "--queues", "default,later")
+    return start_process(command, tmp_path / "w.log", env=worker_env(SHEETS.parent))
 
 
 @pytest.mark.slow
@@ -60,7 +36,8 @@ def test_a_frozen_worker_is_stale_and_a_stopped_one_is_gone(
 ) -> None:
     db_url = f"sqlite:///{tmp_path / 'jobs.db'}"
     open_backend(db_url).close()  # the store exists before `jobdef workers` reads it
-    process = start_worker(db_url, tmp_path)
+    worker = start_worker(db_url, tmp_path)
+    process = worker.process
     try:
         [row] = eventually(lambda: workers_json(db_url, capsys), 30, "the worker's row")
         assert (row["pid"], row["queues"], row["concurrency"]) == (
@@ -86,10 +63,7 @@ def test_a_frozen_worker_is_stale_and_a_stopped_one_is_gone(
         assert process.wait(30) == 0
         assert workers_json(db_url, capsys) == []
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGCONT)
-            process.kill()
-            process.wait(30)
+        worker.kill()
 
 
 def test_running_jobs_are_listed_and_stale_rows_are_pruned(

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,15 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_steps import HERE, SHEETS, SRC
+from dashboard_steps import HERE, SHEETS
 
 from jobdef.backends import open_backend, upgrade
 from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
+from support.stores import engine_db_url
+from support.workers import Processes, worker_command
 
-WORKER = [sys.executable, "-m", "jobdef", "worker", "--poll", "50ms", "--lease", "5s"]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -50,11 +49,7 @@ def _skip_or_fail(reason: str) -> None:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A current, empty job store on each engine."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    else:
-        schema = request.getfixturevalue("postgres_schema")
-        url = f"{request.getfixturevalue('postgres_url')}?schema={schema}"
+    url = engine_db_url(request, tmp_path)
     upgrade(url)
     return url
 
@@ -141,36 +136,18 @@ def dashboard(store_url: str, serve: Any) -> Served:
 
 
 class Workers:
-    """`python -m jobdef worker` processes on the test sheets, killed at teardown."""
+    """`python -m jobdef worker` processes on the test sheets, stopped at teardown
+    (SIGTERM, then SIGKILL for any still running after 10 s)."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.tmp_path = tmp_path
-        self.started: list[subprocess.Popen[bytes]] = []
+        self.processes = Processes(tmp_path, importable=(HERE,), grace=10)
 
     def start(self, db_url: str, *extra: str) -> subprocess.Popen[bytes]:
-        env = os.environ | {"PYTHONPATH": os.pathsep.join([str(HERE), str(SRC)])}
-        log = (self.tmp_path / f"worker{len(self.started)}.log").open("wb")
-        process = subprocess.Popen(
-            [*WORKER, "--db", db_url, "--sheets", str(SHEETS), *extra],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.tmp_path,
-        )
-        log.close()
-        self.started.append(process)
-        return process
+        command = worker_command(db_url, SHEETS, "--lease", "5s", *extra)
+        return self.processes.start(f"worker{len(self.processes.started)}", command).process
 
     def stop_all(self) -> None:
-        for process in self.started:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.started:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+        self.processes.close()
 
 
 @pytest.fixture

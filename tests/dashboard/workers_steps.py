@@ -3,17 +3,15 @@ the test lets it end, and the gauges /metrics serves parsed back."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from dashboard_steps import HERE, SRC
+from dashboard_steps import HERE
 
 from jobdef.runtime.queue import connect
 from jobdef.sheets.pipeline import load_registry
+from support.workers import WorkerProcess, start_process, worker_command, worker_env
 
 WORKERS_SHEETS = HERE / "workers_sheets"
 
@@ -25,7 +23,7 @@ class HeldWorker:
         self.store_url = store_url
         self.release = tmp_path / "release"
         self.log = tmp_path / "held-worker.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: WorkerProcess | None = None
         self.job_id = 0
 
     def start(self) -> int:
@@ -35,28 +33,9 @@ class HeldWorker:
             self.job_id = queue.enqueue("hold", {"until": str(self.release)}).id
         finally:
             queue.close()
-        env = os.environ | {"PYTHONPATH": os.pathsep.join([str(HERE), str(SRC)])}
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "jobdef",
-                    "worker",
-                    "--db",
-                    self.store_url,
-                    "--sheets",
-                    str(WORKERS_SHEETS),
-                    "--lease",
-                    "1s",
-                    "--poll",
-                    "50ms",
-                ],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.release.parent,
-            )
+        command = worker_command(self.store_url, WORKERS_SHEETS, "--lease", "1s")
+        env = worker_env(HERE)
+        self.process = start_process(command, self.log, env=env, cwd=self.release.parent)
         return self.job_id
 
     @property
@@ -66,20 +45,12 @@ class HeldWorker:
 
     def freeze(self) -> None:
         assert self.process is not None
-        self.process.send_signal(signal.SIGSTOP)
+        self.process.process.send_signal(signal.SIGSTOP)
 
     def stop(self) -> None:
         self.release.touch()
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(30)
+        if self.process is not None:
+            self.process.stop(grace=30)
 
 
 def held_worker(store_url: str, tmp_path: Path) -> Iterator[HeldWorker]:

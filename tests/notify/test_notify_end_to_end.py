@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -33,6 +32,7 @@ from jobdef.runtime.maintenance.outbox import OutboxService
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
 from jobdef.sheets.pipeline import load_registry
 from support import ManualClock, eventually
+from support.workers import start_process, worker_command, worker_env
 
 HERE = Path(__file__).parent
 FAST_RETRY = BackoffPolicy(strategy="fixed", initial=0.2, jitter="none")
@@ -162,16 +162,10 @@ def test_webhook_down_while_jobs_die_then_back_every_message_arrives(
 
 def jobdef_worker(
     url: str, sheets: Path, env: dict[str, str], log: Path, *extra: str
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     """``jobdef worker`` in a process of its own, output to ``log``; test handlers importable."""
-    options = ["--db", url, "--sheets", str(sheets), "--poll", "50ms", *extra]
-    with log.open("w") as output:
-        return subprocess.Popen(
-            [sys.executable, "-m", "jobdef", "worker", *options],
-            env={**os.environ, "PYTHONPATH": str(HERE), **env},
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+    command = worker_command(url, sheets, *extra)
+    return start_process(command, log, env=worker_env(HERE, env=env)).process
 
 
 @pytest.mark.slow

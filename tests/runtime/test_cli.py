@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from runtime_workers import SHEETS
 
-from conftest import SHEETS
 from jobdef.backends.records import ClaimOptions, ErrorInfo
 from jobdef.cli import main
 

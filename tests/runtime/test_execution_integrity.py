@@ -19,9 +19,9 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from runtime_workers import Workers
 
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
@@ -41,21 +41,9 @@ def registry() -> Registry:
 
 
 @pytest.fixture
-def workers(workers: Any) -> Iterator[Any]:
-    """The runtime folder's worker processes, serving the integrity sheets. (Built from
-    the conftest's fixture rather than imported: ``conftest`` names several modules.)"""
-
-    class IntegrityWorkers(type(workers)):  # type: ignore[misc]
-        def _popen(
-            self, log: Any, env: dict[str, str], extra: tuple[str, ...], lease: str
-        ) -> subprocess.Popen[bytes]:
-            command = [sys.executable, "-m", "jobdef", "worker", "--db", self.db_url]
-            command += ["--sheets", str(SHEETS), "--lease", lease, "--poll", "50ms", *extra]
-            return subprocess.Popen(
-                command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp_path
-            )
-
-    started = IntegrityWorkers(workers.db_url, workers.tmp_path)
+def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
+    """The runtime folder's worker processes, serving the integrity sheets."""
+    started = Workers(db_url, tmp_path, sheets=SHEETS)
     yield started
     started.stop_all()
 

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runtime_workers import SHEETS, Workers
 
-from conftest import SHEETS, Workers
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.cli import main

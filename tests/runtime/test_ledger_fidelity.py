@@ -28,23 +28,22 @@ import os
 import selectors
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import ledger_handlers
 import pytest
+from runtime_workers import Workers
 
 from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.stores import engine_db_url
 
 pytestmark = pytest.mark.slow
 
@@ -113,10 +112,7 @@ BLOB = "m" * 1_000_000
 @pytest.fixture(params=["sqlite", "postgres"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The job database on each engine (PostgreSQL: a schema of its own)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'jobs.db'}"
-    server = request.getfixturevalue("postgres_url")
-    return f"{server}?schema={request.getfixturevalue('postgres_schema')}"
+    return engine_db_url(request, tmp_path)
 
 
 @pytest.fixture
@@ -140,21 +136,9 @@ def ledger(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def workers(workers: Any, sheets: Path) -> Iterator[Any]:
-    """The runtime folder's worker processes, serving this file's sheet. (Built from the
-    conftest's fixture rather than imported: ``conftest`` names several modules.)"""
-
-    class LedgerWorkers(type(workers)):  # type: ignore[misc]
-        def _popen(
-            self, log: Any, env: dict[str, str], extra: tuple[str, ...], lease: str
-        ) -> subprocess.Popen[bytes]:
-            command = [sys.executable, "-m", "jobdef", "worker", "--db", self.db_url]
-            command += ["--sheets", str(sheets), "--lease", lease, "--poll", "50ms", *extra]
-            return subprocess.Popen(
-                command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp_path
-            )
-
-    started = LedgerWorkers(workers.db_url, workers.tmp_path)
+def workers(db_url: str, tmp_path: Path, sheets: Path) -> Iterator[Workers]:
+    """The runtime folder's worker processes, serving this file's sheet."""
+    started = Workers(db_url, tmp_path, sheets=sheets)
     yield started
     started.stop_all()
 

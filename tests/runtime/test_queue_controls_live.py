@@ -20,6 +20,7 @@ from jobdef.policy.model import JobPolicy, QueuePolicy, freeze
 from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue, Worker
 from support import ManualClock, eventually
+from support.stores import engine_db_url
 
 HERE = Path(__file__).resolve().parent
 HANDLERS = "queue_handlers"  # tests/runtime/queue_handlers.py; the children import it by name
@@ -61,10 +62,7 @@ def _handlers_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh store on each engine (PostgreSQL: a schema of its own)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'jobs.db'}"
-    server = request.getfixturevalue("postgres_url")
-    return f"{server}?schema={request.getfixturevalue('postgres_schema')}"
+    return engine_db_url(request, tmp_path)
 
 
 @pytest.fixture

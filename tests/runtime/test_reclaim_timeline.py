@@ -17,10 +17,6 @@ import contextlib
 import inspect
 import io
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,9 +33,11 @@ from jobdef.runtime.queue import Queue
 from jobdef.runtime.worker import Worker
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.stores import engine_db_url
+from support.workers import Processes as WorkerProcesses
+from support.workers import WorkerProcess, worker_command
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent.parent / "src"
 
 TIMEOUT = "6s"
 # Longer than the timeout: the reclaimed job cannot be back before explain's plain
@@ -76,10 +74,7 @@ def test_the_runtime_reads_the_lease_and_the_reclaim_interval_that_explain_assum
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def engine_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The job database on each engine (PostgreSQL: a schema of its own)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'jobs.db'}"
-    server = request.getfixturevalue("postgres_url")
-    return f"{server}?schema={request.getfixturevalue('postgres_schema')}"
+    return engine_db_url(request, tmp_path)
 
 
 @pytest.fixture
@@ -94,38 +89,17 @@ class Processes:
     """`jobdef worker` processes, each leading a process group with its handler processes."""
 
     def __init__(self, url: str, sheets: Path, logs: Path) -> None:
-        self.url, self.sheets, self.logs = url, sheets, logs
-        self.started: list[subprocess.Popen[bytes]] = []
+        self.url, self.sheets = url, sheets
+        self.started = WorkerProcesses(logs, importable=(HERE,), group=True)
 
-    def start(self, name: str, *options: str) -> subprocess.Popen[bytes]:
-        env = os.environ | {"PYTHONPATH": os.pathsep.join([str(HERE), str(SRC)])}
-        command = [sys.executable, "-m", "jobdef", "worker", "--db", self.url]
-        command += ["--sheets", str(self.sheets), "--poll", "50ms", *options]
-        with (self.logs / f"{name}.log").open("wb") as log:
-            process = subprocess.Popen(
-                command,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.logs,
-                start_new_session=True,
-            )
-        self.started.append(process)
-        return process
-
-    def kill(self, process: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the worker and its handler processes at once, as a lost host would."""
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
+    def start(self, name: str, *options: str) -> WorkerProcess:
+        return self.started.start(name, worker_command(self.url, self.sheets, *options))
 
     def log(self, name: str) -> str:
-        return (self.logs / f"{name}.log").read_text(errors="replace")
+        return self.started.log(name)
 
     def close(self) -> None:
-        for process in self.started:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(30)
+        self.started.close()
 
 
 @pytest.fixture
@@ -157,15 +131,14 @@ def test_a_worker_killed_mid_attempt_has_its_job_back_within_explains_window(
         job = Queue(backend, load_registry([sheets])).enqueue("lost_attempt", {"marker": marker})
         victim = processes.start("victim", "--lease", VICTIM_LEASE)
         eventually(lambda: Path(f"{marker}.1").exists(), what="attempt 1 to begin")
-        processes.kill(victim)
+        victim.kill()  # with its handler processes, at once, as a lost host would be
         rescuer = processes.start("rescuer")
         eventually(
             lambda: backend.get(job.id).state in ("done", "dead"),
             timeout=90,
             what="the reclaimed job to finish",
         )
-        rescuer.send_signal(signal.SIGTERM)
-        assert rescuer.wait(30) == 0, processes.log("rescuer")
+        assert rescuer.stop() == 0, processes.log("rescuer")
         attempts = backend.attempts(job.id)
         record = backend.get(job.id)
     finally:

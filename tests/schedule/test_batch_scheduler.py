@@ -16,6 +16,7 @@ from jobdef.backends.records import JobRecord
 from jobdef.policy.model import CatchUp, IdempotencyPolicy, JobPolicy
 from jobdef.runtime.maintenance.scheduler import Scheduler
 from support import ManualClock
+from support.stores import engine_db_url
 
 
 def batch(
@@ -64,10 +65,7 @@ def slot_times(backend: Backend, tz: str = "UTC") -> list[str]:
 @pytest.fixture(params=["sqlite", "postgres"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh store on each engine (PostgreSQL: a schema of its own)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'jobs.db'}"
-    url = request.getfixturevalue("postgres_url")
-    return f"{url}?schema={request.getfixturevalue('postgres_schema')}"
+    return engine_db_url(request, tmp_path)
 
 
 @pytest.fixture

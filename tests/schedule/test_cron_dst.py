@@ -24,6 +24,7 @@ from jobdef.policy.model import JobPolicy
 from jobdef.runtime.maintenance.scheduler import Scheduler
 from jobdef.schedule import CronSchedule, due_slots
 from support import ManualClock
+from support.stores import engine_db_url
 
 
 def local(zone: str, *parts: int, fold: int = 0) -> datetime:
@@ -231,12 +232,7 @@ def batch(schedule: str, timezone: str) -> JobPolicy:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    else:
-        base = request.getfixturevalue("postgres_url")
-        url = f"{base}?schema={request.getfixturevalue('postgres_schema')}"
-    opened = open_backend(url)
+    opened = open_backend(engine_db_url(request, tmp_path))
     try:
         yield opened
     finally:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,10 +14,10 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.workers import Processes, WorkerProcess, worker_command
 
 HERE = Path(__file__).resolve().parent
 SHEETS = HERE / "sheets"
-SRC = HERE.parent.parent / "src"
 
 
 @pytest.fixture
@@ -46,19 +42,8 @@ def queue(backend: Backend, registry: Registry) -> Queue:
     return Queue(backend, registry)
 
 
-class Worker:
+class Worker(WorkerProcess):
     """One ``python -m jobdef worker`` process, its output in a file."""
-
-    def __init__(self, process: subprocess.Popen[bytes], log: Path) -> None:
-        self.process = process
-        self.log_path = log
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
 
     def port(self, option: str) -> int:
         """The port the worker said it listens on for ``option`` (it was given 0)."""
@@ -66,53 +51,19 @@ class Worker:
         found = eventually(lambda: pattern.search(self.log()), 30, f"{option} listening")
         return int(found.group(1))
 
-    def stop(self, timeout: float = 30) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout)
-
 
 class Workers:
     def __init__(self, db_url: str, tmp_path: Path) -> None:
         self.db_url = db_url
-        self.tmp_path = tmp_path
-        self.started: list[Worker] = []
+        self.processes = Processes(tmp_path, importable=(HERE,))
 
     def start(self, *extra: str, env: dict[str, str] | None = None, name: str = "w") -> Worker:
-        environ = os.environ | {"PYTHONPATH": os.pathsep.join([str(HERE), str(SRC)])}
-        environ |= env or {}
-        log = self.tmp_path / f"{name}.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "jobdef",
-                    "worker",
-                    "--db",
-                    self.db_url,
-                    "--sheets",
-                    str(SHEETS),
-                    "--poll",
-                    "50ms",
-                    *extra,
-                ],
-                env=environ,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.tmp_path,
-            )
-        worker = Worker(process, log)
-        self.started.append(worker)
-        return worker
+        command = worker_command(self.db_url, SHEETS, *extra)
+        started = self.processes.start(name, command, env=env)
+        return Worker(started.process, started.log_path, started.group)
 
     def stop_all(self) -> None:
-        for worker in self.started:
-            if worker.process.poll() is None:
-                worker.process.send_signal(signal.SIGCONT)
-                worker.process.kill()
-            worker.process.wait(30)
+        self.processes.close()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import pytest
 from jobdef.backends import open_backend
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
+from support.stores import engine_db_url
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 
@@ -31,10 +32,7 @@ DEDUPLICATED = "jobdef_jobs_enqueue_deduplicated_total"
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'jobs.db'}"
-    schema = request.getfixturevalue("postgres_schema")
-    return f"{request.getfixturevalue('postgres_url')}?schema={schema}"
+    return engine_db_url(request, tmp_path)
 
 
 class App:

@@ -17,6 +17,7 @@ from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from jobdef.telemetry import gauges
 from support import eventually
+from support.stores import engine_db_url
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 
@@ -26,12 +27,7 @@ BOOM = ErrorInfo("ValueError", "boom", "")
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    else:
-        schema = request.getfixturevalue("postgres_schema")
-        url = f"{request.getfixturevalue('postgres_url')}?schema={schema}"
-    backend = open_backend(url)
+    backend = open_backend(engine_db_url(request, tmp_path))
     yield backend
     backend.close()
 
