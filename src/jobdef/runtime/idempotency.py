@@ -23,7 +23,7 @@ the handler's ``transaction.atomic()``::
 
 from __future__ import annotations
 
-from functools import cache
+import threading
 from typing import Any
 
 from jobdef.backends import open_backend
@@ -31,11 +31,32 @@ from jobdef.backends.protocol import Backend
 from jobdef.errors import UsageError
 from jobdef.runtime.context import Context
 
+# The job store's engines first_run opened, one per URL, kept for the process's life
+# (a worker's children call first_run for every job) until close_engines().
+_ENGINES: dict[str, Backend] = {}
+_ENGINES_LOCK = threading.Lock()
 
-@cache
+
 def _engine(database_url: str) -> Backend:
     """The job store's engine, opened once per process: it knows its dialect's SQL."""
-    return open_backend(database_url, create=False, migrate=False)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(database_url)
+        if engine is None:
+            engine = _ENGINES[database_url] = open_backend(
+                database_url, create=False, migrate=False
+            )
+        return engine
+
+
+def close_engines() -> None:
+    """Close every engine :func:`first_run` opened in this process, and forget them: a
+    later call opens its engine again. For a process that outlives its stores (a test
+    session); a worker never needs it."""
+    with _ENGINES_LOCK:
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
+    for engine in engines:
+        engine.close()
 
 
 def first_run(ctx: Context, connection: Any) -> bool:

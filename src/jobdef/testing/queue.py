@@ -499,7 +499,7 @@ class VirtualQueue:
         self._closed = True
         try:
             self.backend.close()
-            _close_first_run_engines(self.url)
+            _close_first_run_engines()
         finally:
             if self._on_close is not None:
                 self._on_close()
@@ -514,17 +514,15 @@ class VirtualQueue:
         return f"VirtualQueue({len(self.registry.jobs)} jobs, {self.clock!r})"
 
 
-def _close_first_run_engines(url: str) -> None:
-    """Close the connection :func:`~jobdef.runtime.idempotency.first_run` opened on this
-    queue's store (one per process and URL, kept for the worker's children): a test's
-    store is removed at its end, and an unclosed SQLite connection is a ResourceWarning,
-    which a suite run with ``filterwarnings = error`` reports as a failure (Python 3.13)."""
+def _close_first_run_engines() -> None:
+    """Close the connections :func:`~jobdef.runtime.idempotency.first_run` opened (one
+    engine per process and URL, kept for a worker's children): a test's store is
+    removed at its end, and an unclosed connection is a ResourceWarning, which a suite
+    run with ``filterwarnings = error`` reports as a failure. All of them, not only this
+    queue's: an engine forgotten without being closed is the same warning later."""
     from jobdef.runtime import idempotency
 
-    if idempotency._engine.cache_info().currsize == 0:
-        return
-    idempotency._engine(url).close()
-    idempotency._engine.cache_clear()
+    idempotency.close_engines()
 
 
 def _by_id(record: JobRecord) -> int:
