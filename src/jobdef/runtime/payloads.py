@@ -1,22 +1,31 @@
-"""Bounds on what a handler hands back to the worker: progress values and error text.
+"""Bounds on what a handler hands back to the worker: progress, return values, error text.
 
-A handler's ``ctx.heartbeat(progress)`` value is stored as JSON and shown by
-``jobdef jobs show``; an error's message and traceback are stored on the
-attempt. Both come from user code, so both are checked in the child, before
-they cross the pipe: a progress value that is not plain JSON (a set, a
-datetime, NaN, a lone surrogate, a NUL character), too large or nested too
-deep is dropped with one warning, never fatal to the worker; error text longer
-than :data:`MAX_ERROR_BYTES` is cut, with a marker saying how much.
+A handler's ``ctx.heartbeat(progress)`` value and its return value are stored as
+JSON and shown by ``jobdef jobs show``; an error's message and traceback are
+stored on the attempt. All come from user code, so all are checked in the child,
+before they cross the pipe: a progress or return value that is not plain JSON (a
+set, a datetime, NaN, a lone surrogate, a NUL character), too large or nested
+too deep is dropped with one warning, never fatal to the worker (a return value
+dropped so leaves the job done, with no result: the work happened); error text
+longer than :data:`MAX_ERROR_BYTES` is cut, with a marker saying how much.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+from jobdef.runtime.classify import class_name
+
+log = logging.getLogger("jobdef.worker")
 
 # Encoded JSON size and nesting depth of one progress value.
 MAX_PROGRESS_BYTES = 64 * 1024
 MAX_PROGRESS_DEPTH = 32
+# Encoded JSON size and nesting depth of one handler's return value (the job's result).
+MAX_RESULT_BYTES = 64 * 1024
+MAX_RESULT_DEPTH = 32
 # Stored error message and traceback, each, in UTF-8 bytes.
 MAX_ERROR_BYTES = 64 * 1024
 
@@ -28,6 +37,12 @@ class RefusedPayload(ValueError):
 def plain_json(value: Any, *, max_bytes: int, max_depth: int) -> Any:
     """``value`` as plain JSON data (dicts, lists, str, int, float, bool, None), or
     :class:`RefusedPayload` naming the first reason it cannot be stored."""
+    return json.loads(json_text(value, max_bytes=max_bytes, max_depth=max_depth))
+
+
+def json_text(value: Any, *, max_bytes: int, max_depth: int) -> str:
+    """``value`` encoded as compact JSON text (what is stored), or :class:`RefusedPayload`
+    naming the first reason it cannot be stored."""
     _check_depth(value, max_depth)
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
@@ -42,7 +57,35 @@ def plain_json(value: Any, *, max_bytes: int, max_depth: int) -> Any:
         raise RefusedPayload("it holds a NUL character, which PostgreSQL cannot store")
     if size > max_bytes:
         raise RefusedPayload(f"it is {size} bytes as JSON, more than the {max_bytes} allowed")
-    return json.loads(text)
+    return text
+
+
+def result_text(value: Any, job_id: int, job: str, attempt: int) -> str | None:
+    """A handler's return value as the JSON text to store; one that cannot be stored is
+    dropped with one warning: the attempt still counts as done (the work happened)."""
+    try:
+        return json_text(value, max_bytes=MAX_RESULT_BYTES, max_depth=MAX_RESULT_DEPTH)
+    except RefusedPayload as exc:
+        log.warning(
+            "job %s (%s) attempt %d: return value not stored, %s; the job is done with no "
+            "result; return plain JSON of at most %d bytes (store more elsewhere, return its id)",
+            job_id,
+            job,
+            attempt,
+            exc,
+            MAX_RESULT_BYTES,
+        )
+        return None
+    except Exception as exc:  # a broken __eq__/__iter__ of user data must not end the child
+        log.warning(
+            "job %s (%s) attempt %d: return value not stored, it cannot be read as JSON "
+            "(%s); the job is done with no result",
+            job_id,
+            job,
+            attempt,
+            class_name(type(exc)),
+        )
+        return None
 
 
 def _check_depth(value: Any, max_depth: int) -> None:

@@ -44,6 +44,7 @@ from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
+from jobdef.telemetry import enqueues
 
 # One engine per store and one registry per sheets folder in a process: Django makes a
 # backend object per thread, and each would otherwise open its own connection.
@@ -150,6 +151,10 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         else:  # one transaction of its own, as a statement outside atomic() would be
             with transaction.atomic(using=self.database):
                 [stored] = self._write(engine, connection, new)
+        # Counted as Queue.enqueue counts (jobdef_jobs_enqueued_total and the
+        # deduplicated counter), in this process; inside the caller's transaction, when
+        # the job is written, as a Queue.enqueue(connection=...) is.
+        enqueues.count(new.job, new.queue, [stored])
         # A job made inside the caller's open transaction is not visible to the engine's
         # connection until it commits; a duplicate merged into an older job may be.
         record = None if stored.created and connection.in_atomic_block else engine.get(stored.id)

@@ -8,6 +8,9 @@ with ``takes_context=True``, whose ``context`` is :class:`JobContext`, jobdef's
 :class:`~jobdef.runtime.context.Context` that also answers Django's ``task_result``.
 
 A task without ``takes_context`` reads the running attempt with :func:`current_context`.
+
+Around the function's call the framework's ``task_started`` and ``task_finished`` are
+sent, in the process that runs it (:mod:`jobdef.contrib.django.signals`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from django.db import close_old_connections
 
 from jobdef.contrib.django.compat import Task
+from jobdef.contrib.django.signals import Attempt
 from jobdef.errors import ArgsError, UsageError
 from jobdef.runtime.context import Context
 
@@ -60,8 +64,12 @@ class JobContext(Context):
     def task_result(self) -> Any:
         """This job's ``TaskResult``, read from the job store (status RUNNING)."""
         from jobdef.contrib.django.compat import task_backends
+        from jobdef.contrib.django.serving import backend_for
 
-        return task_backends()[self._backend].get_result(str(self.job_id))
+        backend = backend_for(self.database_url, self._backend)
+        if backend is None:  # a store no backend names (a test's): the task's own backend
+            backend = task_backends()[self._backend]
+        return backend.get_result(str(self.job_id))
 
 
 def _own_parameters(func: Callable[..., Any], takes_context: bool) -> list[inspect.Parameter]:
@@ -92,12 +100,21 @@ class JobdefTask(Task):  # type: ignore[misc]  # Django ships no types
 
     def __call__(self, ctx: Context, /, **args: Any) -> Any:
         target = _target(self, ctx)
+        signals = Attempt(self, ctx)
         if inspect.iscoroutinefunction(self.func):
-            return _async_call(target, ctx, args)
+            signals.started()  # here, not in the coroutine: it reads the store
+            return _async_call(target, ctx, args, signals)
         token = _current.set(ctx)
         close_old_connections()  # as a request does: drop connections gone bad or too old
         try:
-            return target(**args)
+            signals.started()
+            try:
+                value = target(**args)
+            except BaseException as exc:
+                signals.raised(exc)
+                raise
+            signals.returned(value)
+            return value
         finally:
             _current.reset(token)
             close_old_connections()
@@ -116,12 +133,21 @@ def _target(task: Any, ctx: Context) -> Callable[..., Any]:
 
 
 def _async_call(
-    target: Callable[..., Any], ctx: Context, args: Mapping[str, Any]
+    target: Callable[..., Any], ctx: Context, args: Mapping[str, Any], signals: Attempt
 ) -> Coroutine[Any, Any, Any]:
+    from asgiref.sync import sync_to_async
+
     async def run() -> Any:
         token = _current.set(ctx)  # set inside the coroutine: it runs in its own context
         try:
-            return await target(**args)
+            try:
+                value = await target(**args)
+            except BaseException as exc:
+                # Receivers run outside the event loop, where the ORM may be used.
+                await sync_to_async(signals.raised)(exc)
+                raise
+            await sync_to_async(signals.returned)(value)
+            return value
         finally:
             _current.reset(token)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from django.db import connections, transaction
 
@@ -63,3 +65,34 @@ def award(context: JobContext, order_id: int, points: int) -> None:
 @task()
 async def ping(item: int) -> None:
     _log(f"ping {item} job={current_context().job_id}")
+
+
+@task()
+def report(item: int, size: int) -> dict[str, object]:
+    """Returns a dict: its ``text`` is ``size`` characters long."""
+    return {"item": item, "counts": (1, 2), "text": "x" * size, "note": "é"}
+
+
+def _signalled(name: str) -> object:
+    def receiver(sender: type, task_result: object, **kwargs: object) -> None:
+        result: Any = task_result
+        value = result.return_value if result.status == "SUCCESSFUL" else None
+        errors = [e.exception_class_path for e in result.errors]
+        _log(
+            f"signal {name} {result.task.name} job={result.backend}:{result.id} "
+            f"status={result.status} "
+            f"attempts={result.attempts} sender={sender.__name__} "
+            f"return={json.dumps(value, sort_keys=True)} errors={','.join(errors)}"
+        )
+        if os.environ.get("JDPROJECT_SIGNALS") == "raise":
+            raise RuntimeError(f"the {name} receiver is broken")
+
+    return receiver
+
+
+if os.environ.get("JDPROJECT_SIGNALS"):  # set in a worker's environment by a test
+    _receivers = [_signalled("started"), _signalled("finished")]
+    __import__(f"{PACKAGE}.signals", fromlist=["task_started"]).task_started.connect(_receivers[0])
+    __import__(f"{PACKAGE}.signals", fromlist=["task_finished"]).task_finished.connect(
+        _receivers[1]
+    )

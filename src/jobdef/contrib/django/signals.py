@@ -1,0 +1,162 @@
+"""The framework's ``task_started`` and ``task_finished``, sent around each attempt.
+
+As Django's own backends send them: in the process that runs the task (the worker's
+child process), ``sender`` the backend's class, ``task_result`` the task's
+:class:`TaskResult`. ``task_started`` just before the task's function is called, its
+result read from the job store (status RUNNING, this attempt counted);
+``task_finished`` just after it returned or raised, that result with the outcome:
+
+- returned: SUCCESSFUL, ``finished_at`` now, ``return_value`` what the job will
+  store (the return value as JSON; ``None`` if it is not JSON or too large);
+- raised: this attempt's error appended to ``errors``; FAILED when the sheet does not
+  retry it (a fatal error, or the last attempt), READY when it does (the job is
+  ready to be executed again). The worker decides last: a retry whose wait would
+  end after the sheet's ``deadline`` buries the job all the same.
+
+``task_finished`` is sent before the worker records the outcome, so the store still
+shows the job RUNNING for a moment. An attempt killed at its timeout, or whose process
+dies, sends no ``task_finished``. A receiver that raises is logged (its traceback by
+Django's ``django.dispatch`` logger, one line naming the job by ``jobdef.worker``) and
+changes nothing: the attempt's outcome is the task's, not the receiver's.
+
+Nothing is read from the store when no receiver is connected to either signal, and
+nothing is sent when the job's store is none of ``TASKS`` (a ``jobdef.testing`` run's
+own store, where no backend could read the job back).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from datetime import UTC, datetime
+from typing import Any
+
+from jobdef.backends.records import ErrorInfo
+from jobdef.contrib.django.compat import TaskResultStatus, task_finished, task_started
+from jobdef.runtime.classify import class_name, classify, exception_names
+from jobdef.runtime.context import Context
+from jobdef.runtime.payloads import MAX_RESULT_BYTES, MAX_RESULT_DEPTH, json_text, truncated
+
+log = logging.getLogger("jobdef.worker")
+
+
+class Attempt:
+    """The signals of one attempt of ``task``: :meth:`started`, then :meth:`returned` or
+    :meth:`raised`."""
+
+    def __init__(self, task: Any, ctx: Context) -> None:
+        self.task = task
+        self.ctx = ctx
+        from jobdef.contrib.django.serving import backend_for
+
+        # The store the job is in: the worker's, which the task's own alias may not name
+        # (None: a store no backend of TASKS names, as jobdef.testing's; no signals then).
+        self.backend = backend_for(ctx.database_url, task.backend)
+        self.sender = type(self.backend)
+        self.result: Any = None
+        self._names = {task_started: "task_started", task_finished: "task_finished"}
+
+    def started(self) -> None:
+        """Read the task's result and send ``task_started`` (if anyone listens)."""
+        if self.backend is None or not (
+            task_started.has_listeners(self.sender) or task_finished.has_listeners(self.sender)
+        ):
+            return
+        try:
+            self.result = self.backend.get_result(str(self.ctx.job_id))
+        except Exception as exc:  # the store is out: the task still runs, unsignalled
+            log.warning(
+                "job %s (%s) attempt %d: task_started and task_finished not sent, the "
+                "task's result could not be read: %s",
+                self.ctx.job_id,
+                self.ctx.job,
+                self.ctx.attempt,
+                exc,
+            )
+            return
+        self._send(task_started)
+
+    def returned(self, value: Any) -> None:
+        if self.result is None:
+            return
+        _set(self.result, status=TaskResultStatus.SUCCESSFUL, finished_at=_now())
+        _set(self.result, _return_value=_stored(value))
+        self._send(task_finished)
+
+    def raised(self, exc: BaseException) -> None:
+        if self.result is None:
+            return
+        from jobdef.contrib.django.results import task_error
+
+        error = ErrorInfo(class_name(type(exc)), _message(exc), _traceback(exc))
+        self.result.errors.append(task_error(error))
+        if self._retried(exc):
+            _set(self.result, status=TaskResultStatus.READY)
+        else:
+            _set(self.result, status=TaskResultStatus.FAILED, finished_at=_now())
+        self._send(task_finished)
+
+    def _retried(self, exc: BaseException) -> bool:
+        """Whether the sheet retries this attempt's error (its deadline aside)."""
+        if self.ctx.attempt >= self.ctx.max_attempts:
+            return False
+        policy = self.backend.registry.jobs.get(self.ctx.job)
+        if policy is None:
+            return False
+        return classify(policy.errors, exception_names(exc)).action != "fatal"
+
+    def _send(self, signal: Any) -> None:
+        for receiver, outcome in signal.send_robust(self.sender, task_result=self.result):
+            if isinstance(outcome, BaseException):
+                # Django's send_robust has logged the traceback (logger django.dispatch).
+                log.error(
+                    "job %s (%s) attempt %d: a receiver of %s, %s, raised %s: %s; the "
+                    "attempt's outcome is the task's",
+                    self.ctx.job_id,
+                    self.ctx.job,
+                    self.ctx.attempt,
+                    self._names[signal],
+                    _receiver_name(receiver),
+                    class_name(type(outcome)),
+                    _message(outcome),
+                )
+
+
+def _set(result: Any, **values: Any) -> None:
+    """Change a field of a frozen ``TaskResult``, as the framework's backends do."""
+    for name, value in values.items():
+        object.__setattr__(result, name, value)
+
+
+def _now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+def _stored(value: Any) -> Any:
+    """``value`` as the job's result will be: JSON, or None if it cannot be stored."""
+    if value is None:
+        return None
+    try:
+        return json.loads(json_text(value, max_bytes=MAX_RESULT_BYTES, max_depth=MAX_RESULT_DEPTH))
+    except Exception:  # RefusedPayload, or broken user data: the child warns about it once
+        return None
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return truncated(str(exc))
+    except Exception:
+        return f"<{type(exc).__name__} whose str() raised>"
+
+
+def _traceback(exc: BaseException) -> str:
+    try:
+        return truncated("".join(traceback.format_exception(exc)), keep_end=True)
+    except Exception:
+        return ""
+
+
+def _receiver_name(receiver: Any) -> str:
+    name = getattr(receiver, "__qualname__", None) or repr(receiver)
+    return f"{getattr(receiver, '__module__', '?')}.{name}"
