@@ -1,15 +1,31 @@
 """Live updates: a server-sent event stream that says *that* the store changed.
 
-The stream looks at the store every ``poll_seconds`` (both engines poll:
-PostgreSQL's notify channel tells of enqueues only, not of the transitions a
-page shows) and sends ``change`` when the fingerprint moved; the page's script
-then fetches the page again. A comment line keeps a quiet stream open.
+The stream sends ``change`` when the store's fingerprint moved; the page's
+script then fetches the page again. When to look at the fingerprint depends
+on the engine:
+
+- PostgreSQL: on notification. The engines notify a channel of their own at
+  most once per quarter second when they moved something (see
+  :mod:`jobdef.backends.postgres.changes`), and enqueues notify the workers'
+  channel; one session per dashboard (:class:`Hub`), opened with the first
+  open stream and closed with the last, LISTENs on both for every stream.
+  Each stream looks at most once per :data:`DEBOUNCE_SECONDS`, so a burst of
+  transitions comes out as one ``change`` per half second, and once per
+  :data:`SAFETY_SECONDS` anyway (a process of an older jobdef notifies
+  nothing). While the listening session is lost, the streams poll every
+  ``poll_seconds`` until it listens again, and look once when it does.
+- SQLite: every ``poll_seconds`` (there is no notification between processes).
+
+A comment line keeps a quiet stream open.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -23,6 +39,10 @@ from jobdef.errors import JobdefError
 
 # A comment line this often keeps proxies from closing a quiet event stream.
 KEEPALIVE_SECONDS = 15.0
+# Seconds between two looks of one stream at the store: a burst gives one change.
+DEBOUNCE_SECONDS = 0.5
+# Seconds between two looks while listening, notification or not.
+SAFETY_SECONDS = 30.0
 
 
 def events_endpoint(d: Dashboard) -> Callable[[Request], Awaitable[Response]]:
@@ -55,20 +75,162 @@ async def _look(d: Dashboard) -> tuple[Any, ...] | None:
 async def _stream(
     d: Dashboard, request: Request, baseline: tuple[Any, ...] | None, stale: bool
 ) -> AsyncIterator[str]:
-    """A ``change`` event each time the store's fingerprint moves, checked every poll."""
-    last = baseline
-    quiet_since = time.monotonic()
-    yield "retry: 3000\n\n"
-    if stale:
-        yield "event: change\ndata: {}\n\n"
-    while not await request.is_disconnected():
-        await asyncio.sleep(d.poll_seconds)
-        current = await _look(d)
-        if last is not None and current is not None and current != last:
+    """A ``change`` event each time the store's fingerprint moves, looked at when
+    woken (PostgreSQL) or every poll, at most once per debounce interval."""
+    # Subscribed here, not in the endpoint: only a started generator is sure to be
+    # closed (its finally) when the client goes away.
+    subscription = _subscribe(d)
+    if subscription.hub is not None and subscription.hub.listening:
+        # A notification between the baseline and now came before this subscription.
+        subscription.wake()
+    try:
+        last = baseline
+        looked_at = quiet_since = time.monotonic()
+        yield "retry: 3000\n\n"
+        if stale:
             yield "event: change\ndata: {}\n\n"
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
-            yield ": keepalive\n\n"
-            quiet_since = time.monotonic()
-        if current is not None:
-            last = current
+        while not await request.is_disconnected():
+            every = subscription.look_every(d.poll_seconds)
+            due = looked_at + every
+            woken = await subscription.wait(min(due, quiet_since + KEEPALIVE_SECONDS))
+            now = time.monotonic()
+            if woken or now >= due:
+                # Gather the rest of a burst: one look per debounce interval at most.
+                if now < looked_at + DEBOUNCE_SECONDS:
+                    await asyncio.sleep(looked_at + DEBOUNCE_SECONDS - now)
+                subscription.clear()
+                current = await _look(d)
+                looked_at = time.monotonic()
+                if last is not None and current is not None and current != last:
+                    yield "event: change\ndata: {}\n\n"
+                    quiet_since = time.monotonic()
+                if current is not None:
+                    last = current
+            if time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+                yield ": keepalive\n\n"
+                quiet_since = time.monotonic()
+    finally:
+        subscription.close()
+
+
+class Subscription:
+    """One stream's wake-up: set by the hub's thread, awaited by the stream."""
+
+    def __init__(self, d: Dashboard, hub: Hub | None) -> None:
+        self._d = d
+        self.hub = hub
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+        self._closed = False
+
+    def look_every(self, poll_seconds: float) -> float:
+        """Seconds between two looks when nothing wakes the stream."""
+        if self.hub is not None and self.hub.listening:
+            return max(poll_seconds, SAFETY_SECONDS)
+        return poll_seconds
+
+    def wake(self) -> None:
+        """Called from the hub's thread."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            self._loop.call_soon_threadsafe(self._event.set)
+
+    async def wait(self, until: float) -> bool:
+        """True when woken before ``until`` (monotonic seconds)."""
+        timeout = until - time.monotonic()
+        if self._event.is_set():
+            return True
+        if timeout <= 0:
+            return False
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            _unsubscribe(self._d, self)
+
+
+class Hub:
+    """The one listening session of a dashboard on PostgreSQL, shared by its streams."""
+
+    def __init__(self, url: str) -> None:
+        from jobdef.backends.postgres.changes import ChangeListener
+        from jobdef.backends.postgres.session import split_url
+
+        conninfo, schema = split_url(url)
+        self.subscribers: set[Subscription] = set()
+        self._lock = threading.Lock()
+        self.listener = ChangeListener(conninfo, schema, self._wake_all)
+
+    @property
+    def listening(self) -> bool:
+        return self.listener.listening
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            subscribers = list(self.subscribers)
+        for subscription in subscribers:
+            subscription.wake()
+
+    def add(self, subscription: Subscription) -> None:
+        with self._lock:
+            self.subscribers.add(subscription)
+
+    def remove(self, subscription: Subscription) -> int:
+        """Forget ``subscription``; how many are left."""
+        with self._lock:
+            self.subscribers.discard(subscription)
+            return len(self.subscribers)
+
+
+# Per dashboard: its open streams, and its hub while one is open (PostgreSQL).
+_STREAMS: weakref.WeakKeyDictionary[Dashboard, set[Subscription]] = weakref.WeakKeyDictionary()
+_HUBS: weakref.WeakKeyDictionary[Dashboard, Hub] = weakref.WeakKeyDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _subscribe(d: Dashboard) -> Subscription:
+    hub: Hub | None = None
+    with _REGISTRY_LOCK:
+        if d.store.engine == "postgres":
+            hub = _HUBS.get(d)
+            if hub is None:
+                hub = _HUBS[d] = Hub(d.store.url)
+                hub.listener.start()
+        subscription = Subscription(d, hub)
+        _STREAMS.setdefault(d, set()).add(subscription)
+        if hub is not None:
+            hub.add(subscription)
+    return subscription
+
+
+def _unsubscribe(d: Dashboard, subscription: Subscription) -> None:
+    closing: Hub | None = None
+    with _REGISTRY_LOCK:
+        _STREAMS.get(d, set()).discard(subscription)
+        hub = subscription.hub
+        if hub is not None and hub.remove(subscription) == 0 and _HUBS.get(d) is hub:
+            del _HUBS[d]
+            closing = hub
+    if closing is not None:
+        # Not waited for (this runs on the event loop): the listening thread wakes on
+        # a pipe and closes its session itself, at once unless it is connecting.
+        closing.listener.stop()
+
+
+def open_streams(d: Dashboard) -> int:
+    """How many event streams of ``d`` are open now (for tests and diagnostics)."""
+    with _REGISTRY_LOCK:
+        return len(_STREAMS.get(d, ()))
+
+
+def hub_of(d: Dashboard) -> Hub | None:
+    """The listening hub of ``d`` while a stream is open on PostgreSQL (for tests)."""
+    with _REGISTRY_LOCK:
+        return _HUBS.get(d)

@@ -16,6 +16,13 @@ twice. A second, long-lived session, the
 :class:`~jobdef.backends.postgres.listener.Listener`, waits for enqueues and
 renews the maintenance lease.
 
+Every verb that moves a job, a queue or an outbox message (claim, complete,
+retry, bury, release, cancel, requeue, resolve, pause...) tells watchers such
+as the dashboard through :class:`~jobdef.backends.postgres.changes.ChangeNotifier`:
+one ``NOTIFY`` on the changes channel per quarter second at most, whatever the
+number of jobs moved, sent beside the verbs rather than by a trigger per row
+(see :mod:`jobdef.backends.postgres.changes` for why).
+
 The dialect-neutral verbs (cancel, get, stats, the outbox...) come from
 :class:`~jobdef.backends.verbs.SharedVerbs`, over this engine's primitives;
 this module keeps enqueue, claim, the fenced transitions, prune, migrations
@@ -32,6 +39,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from jobdef.backends.postgres.changes import ChangeNotifier, changes_channel
 from jobdef.backends.postgres.clock import ServerClock
 from jobdef.backends.postgres.listener import Listener
 from jobdef.backends.postgres.session import (
@@ -82,6 +90,10 @@ MIGRATIONS = "jobdef.backends.postgres.migrations"
 # Seconds a maintainer's lease lasts without renewal (it renews about every second):
 # a frozen maintainer is replaced within about this long.
 MAINTENANCE_LEASE = 10.0
+# Writes no page of the dashboard shows: they send no change notification.
+QUIET_WRITES = frozenset(
+    {"outbox_claim", "register_worker", "beat_worker", "unregister_worker", "prune_workers"}
+)
 
 
 def advisory_key(purpose: str, schema: str) -> int:
@@ -114,6 +126,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         self.clock = clock or ServerClock(self._server_time)
         self.create = create
         self.channel = f"jobdef_{self.schema}"
+        self.changes_channel = changes_channel(self.schema)
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
         self.sessions = SessionManager(
@@ -130,6 +143,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             give_back_sql=self._q("give_back_lease"),
         )
         self._limited_queues_known: set[str] = set()
+        self.changes = ChangeNotifier(self._notify_change)
 
     def __repr__(self) -> str:
         return f"PostgresBackend({describe(self.conninfo)}, schema={self.schema!r})"
@@ -148,8 +162,21 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         return float(self._run(lambda conn: conn.execute(self._q("server_time")).fetchone()[0]))
 
     def close(self) -> None:
+        self.changes.close()  # sends what is pending, on the session closed next
         self.sessions.close()
         self.listener.close()
+
+    def _notify_change(self) -> None:
+        """One change notification (see :class:`ChangeNotifier`); never retried."""
+        self._run(
+            lambda conn: conn.execute("SELECT pg_notify(%s, '')", [self.changes_channel]),
+            retry=False,
+        )
+
+    def _changed(self, changed: object = True) -> None:
+        """Notify watchers soon when ``changed`` is true (rows moved)."""
+        if changed:
+            self.changes.touched()
 
     def fail_fast(self) -> None:
         """Report a lost server at once, after one quick reconnect, instead of waiting up
@@ -179,14 +206,21 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         return self._run(work)
 
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
-        return self._rowcount(name, params)
+        count = self._rowcount(name, params)
+        self._changed(count > 0 and name not in QUIET_WRITES)
+        return count
 
     def _write_all(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
         def work(conn: Connection) -> list[list[dict[str, Any]]]:
             with conn.transaction():
                 return [_fetch_on(conn, self._q(s.name), s.params) for s in statements]
 
-        return self._run(work)
+        results = self._run(work)
+        loud = any(
+            rows and s.name not in QUIET_WRITES for s, rows in zip(statements, results, strict=True)
+        )
+        self._changed(loud)
+        return results
 
     def _ids_param(self, ids: Sequence[int]) -> list[int]:
         return list(ids)
@@ -422,7 +456,9 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
         now = self.clock()
-        return self._run(lambda conn: self._claim_on(conn, options, now))
+        records = self._run(lambda conn: self._claim_on(conn, options, now))
+        self._changed(records)
+        return records
 
     def complete_and_claim(
         self,
@@ -449,6 +485,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             return set(rows[0]["done_ids"]), _records(claimed)
 
         done, records = self._run(work)
+        self._changed(done or records)
         return [lease.job_id in done for lease in leases], records
 
     def _claim_limits(self, options: ClaimOptions) -> dict[str, QueueControl]:
@@ -553,6 +590,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         done = self._run(
             lambda conn: {row[0] for row in conn.execute(self._q("complete_jobs"), params)}
         )
+        self._changed(done)
         return [lease.job_id in done for lease in leases]
 
     @staticmethod
@@ -630,7 +668,9 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 self._add_to_outbox(conn, notifications, params["now"])
                 return True
 
-        return self._run(work)
+        moved = self._run(work)
+        self._changed(moved)
+        return moved
 
     def _add_to_outbox(
         self, conn: Connection, notifications: Sequence[Notification], now: float
@@ -671,6 +711,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                     total += deleted
                     if deleted < batch_size:
                         break
+        self._changed(total and not dry_run)
         return total
 
     def _count(self, query: str, params: Mapping[str, Any]) -> int:

@@ -1,17 +1,25 @@
 // Live updates for the jobdef dashboard: the one script it serves (no inline code).
 // The server sends a "change" event over /events when the store changed; the page
 // then fetches itself again and swaps in its [data-live] sections, at most once per
-// DEBOUNCE_MS. While the tab is hidden the event stream is closed. Without this
-// script every page still reads, and a reload shows the news.
+// DEBOUNCE_MS. While the tab is hidden the event stream is closed; when it shows
+// again the stream reopens with the fingerprint of what the page shows ("since"),
+// and the server answers at once with a change if the store moved meanwhile.
+// Without this script every page still reads, and a reload shows the news.
 (function () {
   "use strict";
   var DEBOUNCE_MS = 1000;
+  var RETRY_MS = 3000;
   var badge = document.getElementById("live");
   if (!badge || !window.EventSource || !window.fetch) {
     return;
   }
   var source = null;
   var timer = null;
+  var retry = null;
+
+  function hidden() {
+    return document.visibilityState === "hidden";
+  }
 
   function busy(section) {
     // Do not swap a section under the operator's hands: a ticked box or focus inside.
@@ -25,12 +33,22 @@
       .then(function (html) {
         if (html === null) { return; }
         var fresh = new DOMParser().parseFromString(html, "text/html");
+        var swapped = true;
         document.querySelectorAll("[data-live]").forEach(function (section) {
           var twin = fresh.querySelector('[data-live="' + section.getAttribute("data-live") + '"]');
-          if (twin && !busy(section)) {
+          if (!twin) { return; }
+          if (busy(section)) {
+            swapped = false;
+          } else {
             section.replaceWith(document.importNode(twin, true));
           }
         });
+        // The page now shows the state the fresh copy was rendered at: a stream
+        // opened from now on compares with that (unless a section was kept).
+        var freshBadge = fresh.getElementById("live");
+        if (swapped && freshBadge && freshBadge.getAttribute("data-events")) {
+          badge.setAttribute("data-events", freshBadge.getAttribute("data-events"));
+        }
         badge.setAttribute("data-refreshed", String(Date.now()));
       })
       .catch(function () { /* the next change tries again */ });
@@ -43,34 +61,41 @@
   }
 
   function open() {
-    if (source !== null) { return; }
+    if (source !== null || hidden()) { return; }
     source = new EventSource(badge.getAttribute("data-events"));
     source.addEventListener("change", schedule);
-    source.onopen = function () {
-      // A stream that opens again after a drop missed what changed meanwhile.
-      if (badge.textContent === "reconnecting…") { schedule(); }
-      badge.textContent = "live";
+    source.onopen = function () { badge.textContent = "live"; };
+    source.onerror = function () {
+      // Open it again ourselves, with the "since" of what the page shows now: the
+      // browser's own retry would send the one the page was first rendered at.
+      close();
+      badge.textContent = "reconnecting…";
+      retry = window.setTimeout(function () { retry = null; open(); }, RETRY_MS);
     };
-    source.onerror = function () { badge.textContent = "reconnecting…"; };
   }
 
   function close() {
+    if (retry !== null) {
+      window.clearTimeout(retry);
+      retry = null;
+    }
     if (source !== null) {
       source.close();
       source = null;
     }
-    badge.textContent = "paused while hidden";
   }
 
   document.addEventListener("visibilitychange", function () {
-    if (document.hidden) {
+    if (hidden()) {
       close();
+      badge.textContent = "paused while hidden";
     } else {
       open();
-      schedule(); // catch up on what happened while hidden
     }
   });
-  if (!document.hidden) {
+  if (hidden()) {
+    badge.textContent = "paused while hidden";
+  } else {
     open();
   }
 })();
