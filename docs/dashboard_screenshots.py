@@ -18,8 +18,10 @@ import threading
 import time
 from pathlib import Path
 
+from jobdef import __version__
 from jobdef.backends import open_backend, upgrade
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
+from jobdef.backends.workers import WorkerInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 SHEETS = ROOT / "jobdefs"
@@ -116,6 +118,22 @@ def fill(url: str) -> int:
         )
         store.claim(ClaimOptions("img-1:77", 300, limit=2, queues=["media"]))
         store.set_paused("exports", True)
+        # The workers table: the image worker beating, the mail worker gone quiet.
+        for worker, queues, beat_ago in (("img-1:77", ("media",), 4), ("web-2:4343", None, 900)):
+            clock.now = time.time() - beat_ago
+            host, pid = worker.split(":")
+            info = WorkerInfo(
+                id=worker,
+                host=host,
+                pid=int(pid),
+                queues=queues,
+                concurrency=2,
+                lease_seconds=300.0,
+                version=__version__,
+                started_at=0.0,
+                last_beat=0.0,
+            )
+            store.register_worker(info)
         return late.id
     finally:
         store.close()
@@ -147,6 +165,7 @@ def main() -> int:
             "jobs": "/jobs?queue=mail",
             "job": f"/jobs/{late}",
             "dead": "/dead",
+            "workers": "/workers",
             "sheets": "/sheets",
         }
         try:
