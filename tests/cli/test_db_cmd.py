@@ -16,7 +16,7 @@ from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
 from jobdef.cli import main
 
-LATEST = 6
+LATEST = 7
 
 
 def _app_database(path: Path) -> Path:
@@ -126,6 +126,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0004_jobdef_prefix",
         "  0005_workers",
         "  0006_running_started",
+        "  0007_job_result",
     ]
     old = f"sqlite:///{legacy_store}"
     assert main(["db", "status", "--db", old]) == 0
@@ -136,6 +137,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0004_jobdef_prefix",
         "  0005_workers",
         "  0006_running_started",
+        "  0007_job_result",
     ]
     assert _files(tmp_path) == before
     main(["db", "upgrade", "--db", app])
@@ -189,6 +191,7 @@ def test_db_commands_on_postgresql_never_print_the_password(
         "  0004_maintenance_lease",
         "  0005_workers",
         "  0006_args_index",
+        "  0007_job_result",
     ]
     assert main(["db", "upgrade", "--db", url]) == 0
     upgraded = capsys.readouterr().out

@@ -99,6 +99,8 @@ class JobRecord:
     note: str | None = None
     slot: float | None = None
     trace_context: str | None = None
+    # What the handler of the attempt that finished ``done`` returned (JSON), if anything.
+    result: Any = None
 
     @property
     def lease(self) -> Lease:

@@ -3,7 +3,7 @@
 The two engines store the same columns; they differ only in how a JSON column
 comes back from the driver: PostgreSQL's ``jsonb`` arrives decoded, SQLite's
 ``TEXT`` as a string. Each mapper takes the engine's ``decode`` for those
-columns (``args``, ``progress``, ``last_error``/``error``, ``payload``).
+columns (``args``, ``progress``, ``result``, ``last_error``/``error``, ``payload``).
 
 Errors are stored the same way in both engines and both tables: one JSON object
 ``{"type", "message", "traceback"}`` (:func:`error_json`).
@@ -81,6 +81,7 @@ def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
         note=row["note"],
         slot=row["slot"],
         trace_context=_optional(row, "trace_context"),
+        result=decode(_optional(row, "result")),
     )
 
 

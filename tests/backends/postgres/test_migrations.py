@@ -146,6 +146,7 @@ COLUMNS = {
         "note",
         "slot",
         "trace_context",
+        "result",
     },
     "jobdef_leases": {"name", "holder", "generation", "expires_at"},
     "jobdef_outbox": {
@@ -300,7 +301,7 @@ def _job_in(backend: PostgresBackend, state: str) -> int:
     [record] = backend.claim(ClaimOptions("w1", 30.0, queues=[state]))
     error = ErrorInfo("ValueError", "bad", "Traceback ...")
     if state == "done":
-        assert backend.complete([record.lease]) == [True]
+        _complete_as_before(backend, record.id)
     elif state == "retried":
         assert backend.retry(record.lease, error, backend.clock() + 3600, 3600)
     elif state in ("dead", "resolved"):
@@ -308,6 +309,23 @@ def _job_in(backend: PostgresBackend, state: str) -> int:
         if state == "resolved":
             assert backend.resolve(job.id, "handled by hand")
     return job.id
+
+
+def _complete_as_before(backend: PostgresBackend, job_id: int) -> None:
+    """Finish a running job as the previous release did: this engine's completion also
+    writes the job's result, a column that release's store does not have yet."""
+    schema = f'"{backend.schema}"'
+    query(
+        backend.conninfo,
+        f"WITH finished AS (UPDATE {schema}.jobdef_jobs"
+        " SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s"
+        " WHERE id = %(id)s AND state = 'running' RETURNING id, attempt, worker_id, started_at)"
+        f" INSERT INTO {schema}.jobdef_attempts"
+        " (job_id, attempt, worker_id, started_at, finished_at, outcome)"
+        " SELECT id, attempt, worker_id, started_at, %(now)s, 'done' FROM finished",
+        {"now": backend.clock(), "id": job_id},
+    )
+    assert backend.get(job_id).state == "done"
 
 
 def _note(job_id: int) -> Notification:
