@@ -34,7 +34,7 @@ def test_the_workers_page_shows_a_worker_and_links_to_its_running_job(page, serv
     link = row.get_by_role("link", name=str(job_id), exact=True)
     expect(link).to_be_visible(timeout=30_000)
     expect(row.locator("td.state")).to_have_text("alive")
-    expect(row.locator("td").nth(4)).to_have_text("all")
+    expect(row.locator("td").nth(4)).to_have_text("all queues")
 
     link.click()
     expect(page).to_have_url(re.compile(rf"/jobs/{job_id}$"))

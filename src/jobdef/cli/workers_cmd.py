@@ -39,12 +39,14 @@ def run(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     if args.format == "json":
+        from jobdef.telemetry.presence import queue_fields
+
         rows = [
             {
                 "id": w.id,
                 "host": w.host,
                 "pid": w.pid,
-                "queues": None if w.queues is None else list(w.queues),
+                **queue_fields(w),
                 "concurrency": w.concurrency,
                 "version": w.version,
                 "started_at": w.started_at,

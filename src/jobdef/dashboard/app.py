@@ -160,7 +160,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
         routes.append(Route(path, html, methods=["GET"]))
         routes.append(Route("/api" + ("/overview" if path == "/" else path), api, methods=["GET"]))
     routes += [
-        Route("/metrics", metrics_endpoint(workers.MetricsCache(store)), methods=["GET"]),
+        Route("/metrics", metrics_endpoint(workers.MetricsCache(store, registry)), methods=["GET"]),
         Route("/events", events_endpoint(d), methods=["GET"]),
         Route("/actions/jobs", action_endpoint(d, job_action), methods=["POST"]),
         Route("/actions/queues", action_endpoint(d, queue_action), methods=["POST"]),

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from jobdef.telemetry.gauges import read
+
 if TYPE_CHECKING:  # this package's __init__ imports this module
     from jobdef.runtime.maintenance import MaintenanceContext
 
@@ -28,4 +30,5 @@ class GaugeReader:
 
     def tick(self, now: float) -> None:
         if self.metrics is not None:
-            self.metrics.read_gauges(self.ctx.backend, now)
+            # With the sheets: every job and queue they name has a series, 0 without rows.
+            self.metrics.set_gauges(read(self.ctx.backend, self.ctx.registry), now)
