@@ -71,11 +71,14 @@ class Backend(Protocol):
         self,
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None = None,
+        results: Mapping[int, str] | None = None,
     ) -> list[bool]:
         """Mark several attempts done in one transaction (group commit).
 
         ``notifications`` (by job id, a ``done`` event) go to the outbox only for
-        the leases that the call accepted.
+        the leases that the call accepted. ``results`` (by job id): what each
+        handler returned, as JSON text the caller checked (plain JSON, bounded);
+        stored in the job's ``result``, which a job left out gets as ``NULL``.
         """
 
     def retry(
@@ -256,8 +259,10 @@ class CompletesAndClaims(Protocol):
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None,
         options: ClaimOptions,
+        results: Mapping[int, str] | None = None,
     ) -> tuple[list[bool], list[JobRecord]]:
-        """``complete(leases, notifications)`` and ``claim(options)`` in one transaction."""
+        """``complete(leases, notifications, results)`` and ``claim(options)`` in one
+        transaction."""
 
 
 def completes_and_claims(backend: object) -> TypeGuard[CompletesAndClaims]:
@@ -270,10 +275,11 @@ def complete_and_claim(
     leases: Sequence[Lease],
     notifications: Mapping[int, Sequence[Notification]] | None,
     options: ClaimOptions | None,
+    results: Mapping[int, str] | None = None,
 ) -> tuple[list[bool], list[JobRecord]]:
-    """Complete ``leases`` and claim per ``options`` (None: no claim), in one transaction
-    when the engine offers :class:`CompletesAndClaims`."""
+    """Complete ``leases`` (storing ``results``) and claim per ``options`` (None: no
+    claim), in one transaction when the engine offers :class:`CompletesAndClaims`."""
     if leases and options is not None and completes_and_claims(backend):
-        return backend.complete_and_claim(leases, notifications, options)
-    accepted = backend.complete(leases, notifications) if leases else []
+        return backend.complete_and_claim(leases, notifications, options, results)
+    accepted = backend.complete(leases, notifications, results) if leases else []
     return accepted, backend.claim(options) if options is not None else []

@@ -38,6 +38,12 @@ from jobdef.backends.records import (
 from jobdef.backends.rows import Row, attempt_history, job_record, outbox_record
 from jobdef.backends.workers import WorkerVerbs
 
+# A queue's queued jobs are counted up to this many (``queue_depths``): the count
+# walks the queue's entries of the index of queued rows and stops there, so a
+# backlog of millions costs no more to read. A count that reaches it means "at
+# least this many".
+QUEUED_COUNT_CAP = 100_000
+
 
 class Statement(NamedTuple):
     """One named query of the engine's ``queries.sql`` and its parameters."""
@@ -173,7 +179,11 @@ class SharedVerbs(WorkerVerbs, ABC):
         self._write_one("set_paused", params)
 
     def queues(self) -> list[QueueInfo]:
-        """Every queue that has a row (a paused one, a limited one) or active jobs."""
+        """Every queue that has a row (a paused one, a limited one) or active jobs.
+
+        Read from the partial indexes of active rows only, whatever the number of
+        finished ones; ``queued`` is counted up to :data:`QUEUED_COUNT_CAP`.
+        """
         return [
             QueueInfo(
                 queue=row["queue"],
@@ -182,5 +192,5 @@ class SharedVerbs(WorkerVerbs, ABC):
                 running=int(row["running"]),
                 oldest_queued_age=row["oldest_queued_age"],
             )
-            for row in self._read("queue_depths", {"now": self.clock()})
+            for row in self._read("queue_depths", {"now": self.clock(), "cap": QUEUED_COUNT_CAP})
         ]

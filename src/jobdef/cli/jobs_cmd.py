@@ -12,7 +12,7 @@ from jobdef.cli import runtime_options
 from jobdef.cli.options import JobIds, add_format
 from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
-from jobdef.render.escape import visible
+from jobdef.render.escape import clip, visible
 
 if TYPE_CHECKING:
     from jobdef.backends.records import JobRecord
@@ -26,6 +26,20 @@ def _when(ts: float | None) -> str:
 
 def _args(record: JobRecord) -> str:
     return json.dumps(dict(record.args), ensure_ascii=False, separators=(",", ":"))
+
+
+# Columns of a job's result shown by `jobs show` (a result may be 64 KiB; the whole of it
+# is in `--format json`).
+RESULT_WIDTH = 500
+
+
+def _result(record: JobRecord) -> str:
+    """The stored result as compact JSON, cut to :data:`RESULT_WIDTH` columns."""
+    text = json.dumps(record.result, ensure_ascii=False, separators=(",", ":"))
+    shown = clip(visible(text), RESULT_WIDTH)
+    if shown != visible(text):
+        shown += f" (cut; --format json shows all {len(text)} characters)"
+    return shown
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -109,6 +123,8 @@ def _show_lines(record: JobRecord) -> list[str]:
         lines.append(f"  worker       {record.worker_id} (lease until {_when(record.lease_until)})")
     if record.progress is not None:
         lines.append(f"  progress     {json.dumps(record.progress)}")
+    if record.state == "done" and record.result is not None:
+        lines.append(f"  result       {_result(record)}")
     if record.last_error:
         label = (
             "last error (history; the job later succeeded)"

@@ -51,6 +51,7 @@ def queue_facts(
     out queues that only the sheets name: the store has no job of theirs and they are
     not paused."""
     from jobdef.backends.records import QueueInfo
+    from jobdef.backends.verbs import QUEUED_COUNT_CAP
 
     live = {info.queue: info for info in infos}
     policies = registry.queues if registry is not None else {}
@@ -64,6 +65,8 @@ def queue_facts(
                 "queue": name,
                 "paused": info.paused,
                 "queued": info.queued,
+                # The store counts a queue's queued jobs up to QUEUED_COUNT_CAP only.
+                "queued_at_least": info.queued >= QUEUED_COUNT_CAP,
                 "running": info.running,
                 "oldest_queued_age": info.oldest_queued_age,
                 "concurrency": policy.concurrency if policy else None,
@@ -76,14 +79,15 @@ def queue_facts(
 
 def queue_table(infos: Sequence[QueueInfo], registry: Registry | None, *, idle: bool = True) -> str:
     """Depth, running jobs, oldest wait, pause state and limits, one row per queue
-    ("" when there is none); see :func:`queue_facts`."""
+    ("" when there is none); see :func:`queue_facts`. A depth the store stopped
+    counting at its cap reads ``100000+``."""
     rows = [["QUEUE", "STATE", "QUEUED", "RUNNING", "OLDEST WAITING", "CONCURRENCY", "RATE"]]
     for fact in queue_facts(infos, registry, idle=idle):
         rows.append(
             [
                 fact["queue"],
                 "paused" if fact["paused"] else "active",
-                str(fact["queued"]),
+                f"{fact['queued']}+" if fact["queued_at_least"] else str(fact["queued"]),
                 str(fact["running"]),
                 human_age(fact["oldest_queued_age"]),
                 "-" if fact["concurrency"] is None else str(fact["concurrency"]),

@@ -9,15 +9,17 @@ On the pipe, the worker sends :class:`Batch` (tasks to run, in order) and, at th
 end, :class:`Stop`. The child answers :class:`Ready` once, when it has imported
 the handlers, then :class:`Progress` whenever a handler calls
 ``ctx.heartbeat(progress)`` and :class:`Results` (which tasks it ran returned,
-and a :class:`TaskFailed` for each that raised) at the end of each batch, or
-sooner when a result has waited ``_RESULT_DELAY``.
+with the return values that are not ``None`` as JSON text, and a
+:class:`TaskFailed` for each that raised) at the end of each batch, or sooner
+when a result has waited ``_RESULT_DELAY``.
 
 A result the child holds back is not lost if the child dies (its own crash, or a
 kill at a timeout): before it starts the next task the child writes the sequence
 number of the task it finished into the shared block (``FINISHED``), which lives
-in the worker's memory and survives the child. A failure is sent on the pipe
-before that, so a finished task that the pipe does not report returned. The
-worker therefore never runs a finished task again.
+in the worker's memory and survives the child. A failure, and a return value
+other than ``None``, is sent on the pipe before that, so a finished task that the
+pipe does not report returned ``None``. The worker therefore never runs a
+finished task again, nor loses what it returned.
 
 Coroutine handlers (``async def``) run on one event loop per child, created at the
 first one and reused, so clients bound to a loop can be kept between jobs; the
@@ -51,6 +53,7 @@ from jobdef.runtime.payloads import (
     MAX_PROGRESS_DEPTH,
     RefusedPayload,
     plain_json,
+    result_text,
     truncated,
 )
 from jobdef.telemetry.logs import LogSettings
@@ -134,6 +137,9 @@ class Results(NamedTuple):
     failed: list[TaskFailed]
     # How long each of those tasks' handler ran, seconds, by sequence number.
     elapsed: dict[int, float] | None = None
+    # The return values of the tasks in ``done`` that returned something other than
+    # None, as JSON text, by sequence number (checked: plain JSON, bounded).
+    returned: dict[int, str] | None = None
 
 
 ToChild = Batch | Stop
@@ -238,17 +244,13 @@ def child_main(
         if isinstance(message, Stop):
             return
         shared[READ] += 1
-        done: list[int] = []
-        failed: list[TaskFailed] = []
-        elapsed: dict[int, float] = {}
-        oldest = 0.0
+        pending = _Pending(conn)
         for task in message.tasks:
             # Results wait for the batch to end, unless they have waited long enough. Sent
             # outside the lock: a send waits while the pipe is full, and the worker takes
             # the lock to recall tasks or to kill, so it must never wait on a pipe.
-            if (done or failed) and time.monotonic() - oldest > _RESULT_DELAY:
-                conn.send(Results(done, failed, elapsed))
-                done, failed, elapsed = [], [], {}
+            if pending and time.monotonic() - pending.oldest > _RESULT_DELAY:
+                pending.send()
             with lock, HOLDINGS.guard:
                 now = time.monotonic()
                 start = HOLDINGS.may_start(task.seq, shared[RECALL])
@@ -258,20 +260,50 @@ def child_main(
             if not start:
                 HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
                 continue
-            if not (done or failed):
-                oldest = now
-            error = _run(task, conn, database_url)
-            elapsed[task.seq] = time.monotonic() - now
-            if error is None:
-                done.append(task.seq)
-            else:
-                # A failure's details exist only here: on the pipe before FINISHED says so.
-                failed.append(error)
-                conn.send(Results(done, failed, elapsed))
-                done, failed, elapsed = [], [], {}
+            error, value = _run(task, conn, database_url)
+            pending.add(task.seq, now, error, value)
             shared[FINISHED] = task.seq
-        if done or failed:
-            conn.send(Results(done, failed, elapsed))
+        if pending:
+            pending.send()
+
+
+class _Pending:
+    """The results a child holds back until it sends them as one :class:`Results`."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.oldest = 0.0
+        self._clear()
+
+    def _clear(self) -> None:
+        self.done: list[int] = []
+        self.failed: list[TaskFailed] = []
+        self.elapsed: dict[int, float] = {}
+        self.returned: dict[int, str] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.done or self.failed)
+
+    def add(self, seq: int, started: float, error: TaskFailed | None, value: str | None) -> None:
+        """Task ``seq`` (started at ``started``, monotonic) raised ``error`` or returned
+        ``value`` (JSON text, or None)."""
+        if not self:
+            self.oldest = started
+        self.elapsed[seq] = time.monotonic() - started
+        if error is None:
+            self.done.append(seq)
+            if value is not None:
+                self.returned[seq] = value
+        else:
+            self.failed.append(error)
+        if error is not None or value is not None:
+            # A failure's details and a return value exist only here: on the pipe before
+            # FINISHED says the task finished.
+            self.send()
+
+    def send(self) -> None:
+        self.conn.send(Results(self.done, self.failed, self.elapsed, self.returned or None))
+        self._clear()
 
 
 def run_child(
@@ -291,8 +323,9 @@ def run_child(
         raise
 
 
-def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
-    """Run one task's handler; what it raised, or None when it returned."""
+def _run(task: Task, conn: Connection, database_url: str) -> tuple[TaskFailed | None, str | None]:
+    """Run one task's handler: what it raised (or None), and what it returned as JSON
+    text (None when it returned None, raised, or returned what cannot be stored)."""
 
     refused: list[str] = []
 
@@ -332,10 +365,12 @@ def _run(task: Task, conn: Connection, database_url: str) -> TaskFailed | None:
         with span:
             result = _resolve(task.handler)(ctx, **task.args)
             if inspect.isawaitable(result):
-                _event_loop().run_until_complete(result)
+                result = _event_loop().run_until_complete(result)
     except BaseException as exc:  # a handler's SystemExit is a failed attempt too
-        return _failed(task.seq, exc)
-    return None
+        return _failed(task.seq, exc), None
+    if result is None:
+        return None, None
+    return None, result_text(result, task.job_id, task.job, task.attempt)
 
 
 def _failed(seq: int, exc: BaseException) -> TaskFailed:

@@ -96,6 +96,9 @@ class Finished:
     # How long the handler ran, as its process measured it (None: not reported); a
     # measurement, not part of what the event says happened.
     duration: float | None = field(default=None, compare=False)
+    # What the handler returned, as JSON text (None: it returned None, or a value
+    # that cannot be stored, which the child warned about).
+    result: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,10 +603,11 @@ def _finished(child: _Child, results: Results) -> list[Event]:
     child ran them."""
     events: list[Event] = []
     elapsed = results.elapsed or {}
+    returned = results.returned or {}
     for seq in results.done:
         task = child.tasks.pop(seq, None)
         if task is not None:
-            events.append(Finished(task, duration=elapsed.get(seq)))
+            events.append(Finished(task, duration=elapsed.get(seq), result=returned.get(seq)))
     for failed in results.failed:
         task = child.tasks.pop(failed.seq, None)
         if task is not None:

@@ -166,6 +166,8 @@ class _Held:
     record: JobRecord
     policy: JobPolicy | None
     last_beat: float
+    # What the handler returned, as JSON text, once it has (stored by the completion).
+    result: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -542,8 +544,9 @@ class Worker:
                 )
         if not helds and options is None:
             return False
+        results = {h.record.id: h.result for h in helds if h.result is not None}
         accepted, records = complete_and_claim(
-            self.backend, [h.lease for h in helds], notes, options
+            self.backend, [h.lease for h in helds], notes, options, results
         )
         # Only now that the store took them: a failed call leaves them to record later.
         for held in helds:
@@ -637,6 +640,7 @@ class Worker:
             else:
                 self._backlog.appendleft(event.task.job_id)
         elif isinstance(event, Finished) and event.error is None:
+            held.result = event.result
             self._completions.append(held.record.id)
         elif isinstance(event, Finished) and is_unavailable(event.error_names):
             assert event.error is not None

@@ -9,7 +9,9 @@ gauges from it; the dashboard writes it out as Prometheus text with
 
 The outbox backlog is counted up to :data:`BACKLOG_LIMIT` (a backlog past it
 reads as that many): the count walks the index of undelivered rows and stops
-there, so a stuck channel with millions of messages costs no more to read.
+there, so a stuck channel with millions of messages costs no more to read. A
+queue's depth is counted the same way, up to
+:data:`~jobdef.backends.verbs.QUEUED_COUNT_CAP`.
 
 Given the sheets, a reading has a series for every job and queue they name, at 0
 when the store has no row of it: an alert such as ``jobdef_jobs_dead{job="x"} > 0``
@@ -26,6 +28,7 @@ from typing import Protocol, runtime_checkable
 
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import QueueInfo
+from jobdef.backends.verbs import QUEUED_COUNT_CAP
 from jobdef.backends.workers import tracks_workers
 from jobdef.policy.registry import Registry
 
@@ -93,7 +96,7 @@ def with_sheet_queues(queues: list[QueueInfo], registry: Registry) -> list[Queue
 
 # name, help, label (None: a single series)
 GAUGES: tuple[tuple[str, str, str | None], ...] = (
-    ("jobdef_queue_depth", "Queued jobs, per queue.", "queue"),
+    ("jobdef_queue_depth", f"Queued jobs, per queue (counted up to {QUEUED_COUNT_CAP}).", "queue"),
     ("jobdef_queue_running", "Running jobs, per queue.", "queue"),
     (
         "jobdef_queue_oldest_queued_age_seconds",

@@ -47,6 +47,8 @@ class Ran:
     message: str = ""
     traceback: str = ""
     names: tuple[str, ...] = ()
+    # What the handler returned (when it returned).
+    result: Any = None
 
     @property
     def failed(self) -> bool:
@@ -77,13 +79,13 @@ def run_attempt(
         try:
             result = handler(ctx, **args)
             if inspect.isawaitable(result):
-                asyncio.run(_awaited(result))
+                result = asyncio.run(_awaited(result))
         except AttemptAbandoned:
             raise
         except BaseException as exc:  # a handler's SystemExit is a failed attempt too
             outcome.append(_raised(exc))
             return
-        outcome.append(Ran())
+        outcome.append(Ran(result=result))
 
     def target() -> None:
         # The stop request may arrive anywhere in call(), even after the handler
@@ -100,8 +102,8 @@ def run_attempt(
     return outcome[0] if outcome else Ran(timed_out=True)
 
 
-async def _awaited(result: Any) -> None:
-    await result
+async def _awaited(result: Any) -> Any:
+    return await result
 
 
 def _abandon(thread: threading.Thread) -> None:

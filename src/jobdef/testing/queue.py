@@ -57,6 +57,7 @@ from jobdef.runtime.payloads import (
     MAX_PROGRESS_DEPTH,
     RefusedPayload,
     plain_json,
+    result_text,
 )
 from jobdef.runtime.queue import Queue
 from jobdef.schedule.cron import zone
@@ -417,7 +418,12 @@ class VirtualQueue:
         else:
             now = self.clock()
             notes = notifications_for(policy, "done", record, None, now)
-            self.backend.complete([record.lease], {record.id: notes})
+            # Checked and stored as the worker does: too large or not JSON is no result.
+            text = None
+            if ran.result is not None:
+                text = result_text(ran.result, record.id, record.job, record.attempt)
+            results = {} if text is None else {record.id: text}
+            self.backend.complete([record.lease], {record.id: notes}, results)
             return self._last_attempt(record)
         record_failure(self.backend, failed, self.clock(), self.rng)
         return self._last_attempt(record)

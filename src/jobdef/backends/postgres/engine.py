@@ -465,6 +465,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None,
         options: ClaimOptions,
+        results: Mapping[int, str] | None = None,
     ) -> tuple[list[bool], list[JobRecord]]:
         """``complete`` then ``claim`` in one transaction: one commit per worker turn.
 
@@ -472,7 +473,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         them, three (:meth:`_claim_limited`).
         """
         now = self.clock()
-        complete = self._complete_params(leases, notifications, now)
+        complete = self._complete_params(leases, notifications, now, results)
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             limits = self._claim_limits(options)
@@ -582,11 +583,12 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         self,
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None = None,
+        results: Mapping[int, str] | None = None,
     ) -> list[bool]:
         """Group commit: one statement finishes every lease that still holds."""
         if not leases:
             return []
-        params = self._complete_params(leases, notifications, self.clock())
+        params = self._complete_params(leases, notifications, self.clock(), results)
         done = self._run(
             lambda conn: {row[0] for row in conn.execute(self._q("complete_jobs"), params)}
         )
@@ -598,13 +600,16 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None,
         now: float,
+        results: Mapping[int, str] | None = None,
     ) -> dict[str, Any]:
         notes = [(job_id, n) for job_id, ns in (notifications or {}).items() for n in ns]
+        got = results or {}
         return {
             "now": now,
             "ids": [lease.job_id for lease in leases],
             "attempts": [lease.attempt for lease in leases],
             "workers": [lease.worker_id for lease in leases],
+            "results": [got.get(lease.job_id) for lease in leases],
             "note_job_ids": [job_id for job_id, _ in notes],
             "message_ids": [n.message_id for _, n in notes],
             "channels": [n.channel for _, n in notes],

@@ -280,14 +280,18 @@ WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
 -- fragment: finish_done
--- Three CTEs: finish every attempt whose lease still holds (`finished`), record
--- each finished attempt (`history`), and store the outbox messages of the
--- finished jobs only (`outbox`; `note_*` arrays, keyed by job id).
+-- Three CTEs: finish every attempt whose lease still holds (`finished`), with
+-- the handler's return value as its result (`results`: JSON text checked by the
+-- worker's child, or NULL), record each finished attempt (`history`), and store
+-- the outbox messages of the finished jobs only (`outbox`; `note_*` arrays,
+-- keyed by job id).
 finished AS (
     UPDATE {schema}.jobdef_jobs AS j
-    SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s
-    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[])
-        AS l(id, attempt, worker_id)
+    SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
+        result = l.result::jsonb
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[],
+                %(results)s::text[])
+        AS l(id, attempt, worker_id, result)
     WHERE j.id = l.id AND j.state = 'running'
       AND j.attempt = l.attempt AND j.worker_id = l.worker_id
     RETURNING j.id, j.attempt, j.worker_id, j.started_at
@@ -448,7 +452,7 @@ moved AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'queued', attempt = 0, run_after = %(now)s, finished_at = NULL,
         worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL,
-        updated_at = %(now)s
+        result = NULL, updated_at = %(now)s
     FROM target
     WHERE j.id = target.id AND j.state = %(state)s
     RETURNING j.id, j.queue
@@ -606,8 +610,10 @@ ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = exclude
 
 -- name: queue_depths
 -- Every queue that has a row (a paused one, a limited one) or active jobs, with
--- its pause state, in one statement. Each count is a subquery per queue;
--- SQLite's counts all active jobs in one pass (GROUP BY) instead.
+-- its pause state, in one statement: each count a subquery per queue over the
+-- partial indexes of active rows (the finished rows are never read), the queued
+-- ones counted up to cap. The dashboard's own queue_depths (dashboard/postgres.sql)
+-- is this same query.
 WITH names AS (
     SELECT queue FROM {schema}.jobdef_queues
     UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'
@@ -615,8 +621,9 @@ WITH names AS (
 )
 SELECT n.queue,
        coalesce(q.paused, false) AS paused,
-       (SELECT count(*) FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'queued' AND j.queue = n.queue) AS queued,
+       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_jobs AS j
+                              WHERE j.state = 'queued' AND j.queue = n.queue
+                              LIMIT %(cap)s) AS c) AS queued,
        (SELECT count(*) FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'running' AND j.queue = n.queue) AS running,
        -- NULL, as on SQLite, when nothing is queued: greatest() would skip the NULL.

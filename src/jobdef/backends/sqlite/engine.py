@@ -328,11 +328,12 @@ class SQLiteBackend(SharedVerbs):
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None,
         options: ClaimOptions,
+        results: Mapping[int, str] | None = None,
     ) -> tuple[list[bool], list[JobRecord]]:
         """``complete`` then ``claim`` in one transaction: one flush to disk per worker turn."""
         with self._write() as conn:
             now = self.clock()  # inside the lock: attempt times follow commit order
-            accepted = self._complete_on(conn, leases, notifications, now)
+            accepted = self._complete_on(conn, leases, notifications, now, results)
             return accepted, self._claim_on(conn, options, now)
 
     def _claim_on(
@@ -436,9 +437,10 @@ class SQLiteBackend(SharedVerbs):
         self,
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None = None,
+        results: Mapping[int, str] | None = None,
     ) -> list[bool]:
         with self._write() as conn:
-            return self._complete_on(conn, leases, notifications, self.clock())
+            return self._complete_on(conn, leases, notifications, self.clock(), results)
 
     def _complete_on(
         self,
@@ -446,13 +448,17 @@ class SQLiteBackend(SharedVerbs):
         leases: Sequence[Lease],
         notifications: Mapping[int, Sequence[Notification]] | None,
         now: float,
+        results: Mapping[int, str] | None = None,
     ) -> list[bool]:
         if not leases:
             return []
+        got = results or {}
         rows = conn.execute(
             Q["complete_jobs"],
             {
-                "leases": json.dumps([[x.job_id, x.attempt, x.worker_id] for x in leases]),
+                "leases": json.dumps(
+                    [[x.job_id, x.attempt, x.worker_id, got.get(x.job_id)] for x in leases]
+                ),
                 "now": now,
             },
         ).fetchall()

@@ -168,14 +168,17 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 
 -- name: complete_jobs
 -- Group commit: every lease of a worker's turn in one statement. Each lease is
--- [job id, attempt, worker id]; the fence is the same as heartbeat's. It only
+-- [job id, attempt, worker id, result]; the fence is the same as heartbeat's.
+-- result is the handler's return value as JSON text (checked by the worker's
+-- child), or null: json_extract gives that text back as it is. It only
 -- moves the jobs: the engine then writes their attempts (record_done_attempts)
 -- and outbox messages (insert_outbox) in the same transaction, where
 -- PostgreSQL's does all three in one statement.
 UPDATE jobdef_jobs
-SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL
+SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL,
+    result = lease.result
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
-             json_extract(value, '$[2]') AS worker_id
+             json_extract(value, '$[2]') AS worker_id, json_extract(value, '$[3]') AS result
       FROM json_each(:leases)) AS lease
 WHERE jobdef_jobs.id = lease.id AND jobdef_jobs.attempt = lease.attempt
   AND jobdef_jobs.worker_id = lease.worker_id AND jobdef_jobs.state = 'running'
@@ -253,7 +256,8 @@ target AS (
 -- UPDATE inside a CTE, and its workers poll, so there is nobody to notify.
 UPDATE jobdef_jobs
 SET state = 'queued', attempt = 0, run_after = :now, updated_at = :now,
-    finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL
+    finished_at = NULL, worker_id = NULL, lease_until = NULL, last_delay = NULL, note = NULL,
+    result = NULL
 WHERE state = :state AND id IN (SELECT id FROM target)
 RETURNING id;
 
@@ -414,27 +418,38 @@ INSERT INTO jobdef_queues (queue, paused) VALUES (:queue, :paused)
 ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
 
 -- name: queue_depths
--- Every queue that has a row (a paused one, a limited one) or active jobs, with
--- its pause state. One pass over the active jobs counts them all (`depths`);
--- PostgreSQL's counts with one subquery per queue.
-WITH depths AS (
-    SELECT queue,
-           sum(state = 'queued') AS queued,
-           sum(state = 'running') AS running,
-           max(0, :now - min(CASE WHEN state = 'queued' THEN run_after END)) AS oldest_queued_age
-    FROM jobdef_jobs WHERE state IN ('queued', 'running')
-    GROUP BY queue
+-- Every queue that has a row (a paused one, a limited one) or active jobs, with its
+-- pause state and depths, read only from the partial indexes of active rows, so the
+-- finished rows (any number of them) are never read: the queues with queued jobs
+-- by a skip scan of jobdef_jobs_claim_queue (one probe per queue), each queue's
+-- queued jobs counted there up to :cap, the running ones from jobdef_jobs_running.
+-- The dashboard's own queue_depths (dashboard/sqlite.sql) is this same query.
+WITH RECURSIVE present(queue) AS (
+    SELECT (SELECT queue FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
+            WHERE state = 'queued' ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
+            WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
+    FROM present WHERE present.queue IS NOT NULL
+),
+running AS (
+    SELECT queue, count(*) AS running FROM jobdef_jobs INDEXED BY jobdef_jobs_running
+    WHERE state = 'running' GROUP BY queue
 ),
 names AS (
-    SELECT queue FROM depths UNION SELECT queue FROM jobdef_queues
+    SELECT queue FROM present WHERE queue IS NOT NULL
+    UNION SELECT queue FROM running
+    UNION SELECT queue FROM jobdef_queues
 )
 SELECT n.queue,
        coalesce(q.paused, 0) AS paused,
-       coalesce(d.queued, 0) AS queued,
-       coalesce(d.running, 0) AS running,
-       d.oldest_queued_age
+       (SELECT count(*) FROM (SELECT 1 FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
+                              WHERE state = 'queued' AND queue = n.queue LIMIT :cap)) AS queued,
+       coalesce(r.running, 0) AS running,
+       (SELECT max(0, :now - min(run_after)) FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
+        WHERE state = 'queued' AND queue = n.queue) AS oldest_queued_age
 FROM names AS n
-LEFT JOIN depths AS d ON d.queue = n.queue
+LEFT JOIN running AS r ON r.queue = n.queue
 LEFT JOIN jobdef_queues AS q ON q.queue = n.queue
 ORDER BY n.queue;
 

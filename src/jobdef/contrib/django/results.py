@@ -5,14 +5,16 @@ jobdef state               ``TaskResultStatus``
 =========================  ==========================================================
 queued (new, or a retry)   READY ("enqueued, or ready to be executed again")
 running                    RUNNING
-done                       SUCCESSFUL (``return_value`` is ``None``: not stored)
+done                       SUCCESSFUL (``return_value``: what the task returned)
 dead, cancelled, resolved  FAILED
 =========================  ==========================================================
 
 ``errors`` holds one ``TaskError`` per failed attempt, oldest first;
 ``worker_ids`` one worker id per attempt that counted, so ``attempts`` is jobdef's
-attempt count. A handler's return value is not kept: jobdef stores no results, the
-work a job does is its result (a row it wrote, a mail it sent).
+attempt count. ``return_value`` is what the task of the attempt that finished the job
+returned, as JSON (the job's ``result``, checked in the worker's child): ``None`` when
+it returned ``None``, or a value that is not JSON or is larger than 64 KiB (the job is
+done all the same, and the worker's log has a warning naming the job).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord],
         if TASK_MIN_PRIORITY <= record.priority <= TASK_MAX_PRIORITY:
             changes["priority"] = record.priority
         task = dataclasses.replace(task, **changes)
-    return TaskResult(
+    made = TaskResult(
         task=task,
         id=str(record.id),
         status=TaskResultStatus[_STATUS[record.state]],
@@ -73,3 +75,7 @@ def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord],
         errors=[task_error(a.error) for a in counted if a.error is not None],
         worker_ids=[a.worker_id for a in counted],
     )
+    if record.state == "done" and record.result is not None:
+        # Not a field of the constructor: the framework's own backends set it so too.
+        object.__setattr__(made, "_return_value", record.result)
+    return made
