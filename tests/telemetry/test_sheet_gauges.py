@@ -123,3 +123,19 @@ def test_the_dashboards_metrics_cache_reads_with_its_sheets(url: str, registry: 
         dashboard_store.close()
     assert series["jobdef_jobs_dead"] == {"send_mail": 0.0, "resize": 0.0}
     assert series["jobdef_queue_depth"] == dict.fromkeys(SHEET_QUEUES, 0.0)
+
+
+def test_with_the_sheets_dead_jobs_are_counted_per_job_never_by_a_pass_over_the_table(
+    store: Backend, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-state counts read every row of the jobs table; with the sheets the
+    reading takes one bounded count per job instead, and never calls them."""
+    bury_one(store, registry)
+    bury_one(store, registry)
+
+    def full_pass() -> None:
+        raise AssertionError("stats() reads the whole jobs table")
+
+    monkeypatch.setattr(store, "stats", full_pass)
+    assert gauges.read(store, registry).dead == {"send_mail": 2, "resize": 0}
+    assert store.dead_count("send_mail", 1) == 1  # the cap bounds the count

@@ -110,6 +110,12 @@ class SharedVerbs(WorkerVerbs, ABC):
 
     # -- reading ----------------------------------------------------------------
 
+    def dead_count(self, job: str, cap: int) -> int:
+        """``job``'s dead jobs, counted up to ``cap`` through the index of finished rows
+        (a bounded read, whatever the table holds)."""
+        [row] = self._read("dead_count", {"job": job, "cap": cap})
+        return int(row["count"])
+
     def stats(self) -> list[StateCount]:
         return [
             StateCount(

@@ -44,29 +44,6 @@ WHERE id < %(before)s
 ORDER BY id DESC
 LIMIT %(limit)s;
 
--- name: queue_depths
--- Each count a subquery per queue over the partial indexes of active rows, the
--- queued ones capped at :cap.
-WITH names AS (
-    SELECT queue FROM {schema}.jobdef_queues
-    UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'
-    UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'running'
-)
-SELECT n.queue,
-       coalesce(q.paused, false) AS paused,
-       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_jobs AS j
-                              WHERE j.state = 'queued' AND j.queue = n.queue
-                              LIMIT %(cap)s) AS c) AS queued,
-       (SELECT count(*) FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'running' AND j.queue = n.queue) AS running,
-       (SELECT CASE WHEN min(j.run_after) IS NOT NULL
-                    THEN greatest(0, %(now)s - min(j.run_after)) END
-        FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age
-FROM names AS n
-LEFT JOIN {schema}.jobdef_queues AS q ON q.queue = n.queue
-ORDER BY n.queue;
-
 -- name: newest_ids
 SELECT (SELECT max(id) FROM {schema}.jobdef_jobs) AS job,
        (SELECT max(id) FROM {schema}.jobdef_attempts) AS attempt,
@@ -87,12 +64,6 @@ WHERE a.id > (SELECT coalesce(max(id), 0) FROM {schema}.jobdef_attempts) - %(cap
 SELECT queue, started_at FROM {schema}.jobdef_jobs
 WHERE state = 'running' AND started_at >= %(since)s
 LIMIT %(cap)s;
-
--- name: dead_count
-SELECT count(*) AS count FROM (
-    SELECT 1 FROM {schema}.jobdef_jobs
-    WHERE job = %(job)s AND state = 'dead' AND finished_at IS NOT NULL LIMIT %(cap)s
-) AS d;
 
 -- name: dead_groups
 SELECT coalesce(last_error ->> 'type', '(none)') AS error_type,

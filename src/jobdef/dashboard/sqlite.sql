@@ -42,41 +42,6 @@ WHERE id < :before AND id >= :floor
 ORDER BY id DESC
 LIMIT :limit;
 
--- name: queue_depths
--- Every queue with queued or running jobs or a row of its own, its pause state and
--- depths, read only from the partial indexes of active rows: the queued ones per
--- queue by a skip scan of jobdef_jobs_claim_queue (one probe per queue), counted
--- up to :cap; the running ones from jobdef_jobs_running. (The engine's own
--- queue_depths reads the active rows through the table.)
-WITH RECURSIVE present(queue) AS (
-    SELECT (SELECT queue FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
-            WHERE state = 'queued' ORDER BY queue LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.queue FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
-            WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
-    FROM present WHERE present.queue IS NOT NULL
-),
-running AS (
-    SELECT queue, count(*) AS running FROM jobdef_jobs INDEXED BY jobdef_jobs_running
-    WHERE state = 'running' GROUP BY queue
-),
-names AS (
-    SELECT queue FROM present WHERE queue IS NOT NULL
-    UNION SELECT queue FROM running
-    UNION SELECT queue FROM jobdef_queues
-)
-SELECT n.queue,
-       coalesce(q.paused, 0) AS paused,
-       (SELECT count(*) FROM (SELECT 1 FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
-                              WHERE state = 'queued' AND queue = n.queue LIMIT :cap)) AS queued,
-       coalesce(r.running, 0) AS running,
-       (SELECT max(0, :now - min(run_after)) FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
-        WHERE state = 'queued' AND queue = n.queue) AS oldest_queued_age
-FROM names AS n
-LEFT JOIN running AS r ON r.queue = n.queue
-LEFT JOIN jobdef_queues AS q ON q.queue = n.queue
-ORDER BY n.queue;
-
 -- name: newest_ids
 -- The newest job, attempt and outbox ids: a change in any is a change to show.
 SELECT (SELECT max(id) FROM jobdef_jobs) AS job,
@@ -103,15 +68,6 @@ WHERE a.id > (SELECT coalesce(max(id), 0) FROM jobdef_attempts) - :cap
 SELECT queue, started_at FROM jobdef_jobs INDEXED BY jobdef_jobs_running
 WHERE state = 'running' AND started_at >= :since
 LIMIT :cap;
-
--- name: dead_count
--- One job's dead rows, counted up to :cap through the finished-rows index (the
--- IN term lets SQLite use that partial index).
-SELECT count(*) AS count FROM (
-    SELECT 1 FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
-    WHERE job = :job AND state = 'dead'
-      AND state IN ('done', 'dead', 'resolved', 'cancelled') LIMIT :cap
-) AS d;
 
 -- name: dead_groups
 -- One job's dead rows grouped by error type, among its newest :cap dead rows (the

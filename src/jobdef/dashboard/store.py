@@ -1,8 +1,9 @@
 """The dashboard's view of the job store: bounded reads of its own, writes through the verbs.
 
 Reads run the named queries of ``sqlite.sql`` / ``postgres.sql`` beside this
-module on a connection of their own (SQLite: opened read-only), so a page can
-never change a row. Every change an operator makes goes through the same
+module (and the few the engine shares, :data:`SHARED_QUERIES`) on a connection
+of their own (SQLite: opened read-only), so a page can never change a row.
+Every change an operator makes goes through the same
 :class:`~jobdef.backends.protocol.Backend` verbs as the CLI (``requeue``,
 ``resolve``, ``cancel``, ``set_paused``, ``outbox_retry``), each of which only
 moves a row that is still in the state it expects: a second click finds the
@@ -28,6 +29,17 @@ from jobdef.errors import BackendError
 
 Row = Mapping[str, Any]
 
+# Reads the engine makes too (jobdef queues, the gauges), taken from its queries.sql
+# so each has one text: the queue depths and one job's dead count.
+SHARED_QUERIES = ("queue_depths", "dead_count")
+
+
+def dashboard_queries(engine: str) -> dict[str, str]:
+    """The dashboard's named queries on ``engine`` (``sqlite`` or ``postgres``)."""
+    queries = load_queries("jobdef.dashboard", f"{engine}.sql")
+    shared = load_queries(f"jobdef.backends.{engine}", "queries.sql")
+    return {**queries, **{name: shared[name] for name in SHARED_QUERIES}}
+
 
 class Reader(Protocol):
     """Runs one named dashboard query and returns its rows as dicts."""
@@ -50,7 +62,7 @@ class SQLiteReader:
         from jobdef.backends.sqlite.engine import BUSY_TIMEOUT_MS, sqlite_path
 
         path, _ = sqlite_path(url)
-        self._queries = load_queries("jobdef.dashboard", "sqlite.sql")
+        self._queries = dashboard_queries(self.engine)
         self._conn = sqlite3.connect(
             path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False
         )
@@ -85,7 +97,7 @@ class PostgresReader:
 
         conninfo, schema = split_url(url)
         quoted = '"' + schema + '"'
-        queries = load_queries("jobdef.dashboard", "postgres.sql")
+        queries = dashboard_queries(self.engine)
         self._queries = {name: sql.replace("{schema}", quoted) for name, sql in queries.items()}
         # Read-only, and planned as the queries are written: index walks that stop
         # early, no bitmap scans, no parallel workers (whose start-up costs more than

@@ -11,7 +11,10 @@ The outbox backlog is counted up to :data:`BACKLOG_LIMIT` (a backlog past it
 reads as that many): the count walks the index of undelivered rows and stops
 there, so a stuck channel with millions of messages costs no more to read. A
 queue's depth is counted the same way, up to
-:data:`~jobdef.backends.verbs.QUEUED_COUNT_CAP`.
+:data:`~jobdef.backends.verbs.QUEUED_COUNT_CAP`, and each job's dead jobs up to
+:data:`DEAD_LIMIT`, one small query per job of the sheets (without the sheets,
+the per-state counts, which read the whole table, are the only way to know the
+jobs: the worker and the dashboard always pass them).
 
 Given the sheets, a reading has a series for every job and queue they name, at 0
 when the store has no row of it: an alert such as ``jobdef_jobs_dead{job="x"} > 0``
@@ -34,11 +37,18 @@ from jobdef.policy.registry import Registry
 
 # Undelivered messages counted at most; a larger backlog reads as this many.
 BACKLOG_LIMIT = 100_000
+# A job's dead jobs are counted up to this many, through the index of finished rows.
+DEAD_LIMIT = 100_000
 
 
 @runtime_checkable
 class _CountsBacklog(Protocol):
     def outbox_backlog(self, limit: int) -> int: ...
+
+
+@runtime_checkable
+class _CountsDead(Protocol):
+    def dead_count(self, job: str, cap: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -64,12 +74,16 @@ def read(backend: Backend, registry: Registry | None = None) -> StoreGauges:
     """
     queues = backend.queues()
     dead: dict[str, int] = {}
-    for count in backend.stats():
-        if count.state == "dead":
-            dead[count.job] = dead.get(count.job, 0) + count.count
     if registry is not None:
         queues = with_sheet_queues(queues, registry)
-        for job in registry.jobs:
+        if isinstance(backend, _CountsDead):
+            # One bounded count per job of the sheets, never a pass over the table.
+            dead = {job: backend.dead_count(job, DEAD_LIMIT) for job in registry.jobs}
+    if not dead:  # no sheets, or a backend of another make: the per-state counts
+        for count in backend.stats():
+            if count.state == "dead":
+                dead[count.job] = dead.get(count.job, 0) + count.count
+        for job in registry.jobs if registry is not None else ():
             dead.setdefault(job, 0)
     if isinstance(backend, _CountsBacklog):
         backlog = backend.outbox_backlog(BACKLOG_LIMIT)

@@ -777,3 +777,10 @@ VALUES (%(message_id)s, %(channel_name)s, %(event)s, %(job)s, %(payload)s::jsonb
         %(now)s)
 ON CONFLICT (message_id) DO NOTHING
 RETURNING id;
+
+-- name: dead_count
+-- One job's dead rows, counted up to :cap (the dead-jobs gauge and the dashboard).
+SELECT count(*) AS count FROM (
+    SELECT 1 FROM {schema}.jobdef_jobs
+    WHERE job = %(job)s AND state = 'dead' AND finished_at IS NOT NULL LIMIT %(cap)s
+) AS d;

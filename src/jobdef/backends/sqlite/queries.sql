@@ -526,3 +526,12 @@ INSERT INTO jobdef_outbox (message_id, channel, event, job, payload, next_at, cr
 VALUES (:message_id, :channel_name, :event, :job, :payload, :now, :now)
 ON CONFLICT (message_id) DO NOTHING
 RETURNING id;
+
+-- name: dead_count
+-- One job's dead rows, counted up to :cap through the finished-rows index (the
+-- IN term lets SQLite use that partial index).
+SELECT count(*) AS count FROM (
+    SELECT 1 FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
+    WHERE job = :job AND state = 'dead'
+      AND state IN ('done', 'dead', 'resolved', 'cancelled') LIMIT :cap
+) AS d;
