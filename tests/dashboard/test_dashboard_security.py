@@ -267,3 +267,23 @@ def test_mounted_under_a_prefix_every_link_stays_under_it(sqlite_url, serve):
     assert all(link.startswith("/ops/jobs/") for link in links), links
     assert "Path=/ops/jobs" in headers["set-cookie"]
     assert client.request("/ops/jobs/static/dashboard.css")[0] == 200
+
+
+def test_hostile_filters_are_one_line_each_never_a_server_error(dashboard) -> None:
+    """A NUL (PostgreSQL's text cannot hold one), a number past a float's range (SQLite
+    compares big integers as REALs) and a duration longer than the epoch: each is a
+    400 with one line, or simply nothing found, on both engines."""
+    client = Client(dashboard.url)
+    status, _, body = client.request("/api/jobs?q=args.order_id:4%002")
+    assert (status, json.loads(body)) == (
+        400,
+        {"error": "q: a NUL character matches nothing; remove it"},
+    )
+    status, _, body = client.request("/api/jobs?job=%00")
+    assert status == 400
+    assert "NUL" in json.loads(body)["error"]
+    status, _, body = client.request("/api/jobs?q=args.order_id:" + "9" * 400)
+    assert (status, json.loads(body)["jobs"]) == (200, [])
+    status, _, body = client.request("/jobs?since=99999999999d")
+    assert status == 200
+    assert "Internal Server Error" not in body

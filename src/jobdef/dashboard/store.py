@@ -241,7 +241,12 @@ def arg_match(engine: str, key: str, value: str) -> dict[str, Any]:
     literal = value if value in _LITERALS else None
     if engine == "sqlite":
         if isinstance(number, int) and not -INT64 <= number < INT64:
-            number = float(number)  # beyond SQLite's integers: compared as a REAL
+            # Beyond SQLite's integers: compared as a REAL, or, past a float's range,
+            # as no number at all (no stored arg can hold one).
+            try:
+                number = float(number)
+            except OverflowError:
+                number = None
         return {
             "arg_path": "$." + ".".join(f'"{part}"' for part in parts),
             "arg_text": value,

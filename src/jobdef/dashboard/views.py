@@ -259,7 +259,7 @@ def parse_time(text: str, now: float, name: str) -> float | None:
         return None
     seconds = parse_duration_or_none(text)
     if seconds is not None:
-        return now - seconds
+        return max(now - seconds, 0.0)  # longer ago than 1970: from the first job on
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -274,6 +274,11 @@ def parse_time(text: str, now: float, name: str) -> float | None:
 
 def parse_filter(params: Mapping[str, str], now: float) -> JobFilter:
     """The filter of a job list's query string; a bad value is one :class:`UsageError`."""
+    for name, value in params.items():
+        if "\x00" in value:
+            # No stored job can hold one (PostgreSQL's text and jsonb cannot), and a
+            # query parameter with one is refused by the driver.
+            raise UsageError(f"{name[:20]}: a NUL character matches nothing; remove it")
     state = params.get("state") or None
     if state is not None and state not in STATES:
         raise UsageError(f"state: {state[:20]!r} is not one of {', '.join(STATES)}")
