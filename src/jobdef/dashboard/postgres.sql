@@ -52,10 +52,32 @@ SELECT (SELECT max(id) FROM {schema}.jobdef_jobs) AS job,
                               WHERE delivered_at IS NULL LIMIT %(cap)s) AS o) AS undelivered;
 
 -- name: recent_attempts
+-- The finished attempts that ended since :since, among the newest :cap attempt rows,
+-- with their job's queue: the overview's throughput and failure rate, and the starts
+-- of rate-limited queues' windows. Rows are written when an attempt ends, so ids
+-- follow end times: a binary search over the primary key (about 15 probes of one
+-- row each) finds where :since falls in the newest :cap ids, and only the rows
+-- above it are read, however many attempts the table holds (64 rows of slack
+-- below it catch ends a concurrent commit wrote a little out of order).
+WITH RECURSIVE newest AS (
+    SELECT coalesce(max(id), 0) AS id FROM {schema}.jobdef_attempts
+),
+search(lo, hi) AS (
+    SELECT newest.id - %(cap)s, newest.id + 1 FROM newest
+    UNION ALL
+    SELECT CASE WHEN probe.finished_at >= %(since)s THEN s.lo ELSE (s.lo + s.hi) / 2 END,
+           CASE WHEN probe.finished_at >= %(since)s THEN (s.lo + s.hi) / 2 ELSE s.hi END
+    FROM search AS s
+    CROSS JOIN LATERAL (
+        SELECT a.finished_at FROM {schema}.jobdef_attempts AS a
+        WHERE a.id >= (s.lo + s.hi) / 2 ORDER BY a.id LIMIT 1
+    ) AS probe
+    WHERE s.hi - s.lo > 64
+)
 SELECT a.started_at, a.finished_at, a.outcome,
        (SELECT j.queue FROM {schema}.jobdef_jobs AS j WHERE j.id = a.job_id) AS queue
 FROM {schema}.jobdef_attempts AS a
-WHERE a.id > (SELECT coalesce(max(id), 0) FROM {schema}.jobdef_attempts) - %(cap)s
+WHERE a.id > greatest((SELECT max(lo) FROM search) - 64, (SELECT id FROM newest) - %(cap)s)
   AND a.finished_at >= %(since)s;
 
 -- name: running_starts
