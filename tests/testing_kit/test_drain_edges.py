@@ -12,14 +12,10 @@ from jobdef.runtime import idempotency
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 
-pytestmark = pytest.mark.jobdef(sheets=str(EXAMPLES), start=1_800_000_000)
-
-
-@pytest.fixture(autouse=True)
-def examples_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "examples"
-    monkeypatch.setenv("JOBDEF_EXAMPLES_DIR", str(folder))
-    return folder
+pytestmark = [
+    pytest.mark.jobdef(sheets=str(EXAMPLES), start=1_800_000_000),
+    pytest.mark.usefixtures("examples_dir"),
+]
 
 
 def test_a_coroutine_handler_is_awaited(jobdef_queue, monkeypatch):

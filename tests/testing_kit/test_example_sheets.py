@@ -24,14 +24,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 TOKYO = ZoneInfo("Asia/Tokyo")
 START = datetime(2026, 12, 1, 10, 0, tzinfo=TOKYO)
 
-pytestmark = pytest.mark.jobdef(sheets=str(EXAMPLES), start=START)
-
-
-@pytest.fixture(autouse=True)
-def examples_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "examples"
-    monkeypatch.setenv("JOBDEF_EXAMPLES_DIR", str(folder))
-    return folder
+pytestmark = [
+    pytest.mark.jobdef(sheets=str(EXAMPLES), start=START),
+    pytest.mark.usefixtures("examples_dir"),
+]
 
 
 def test_a_mail_is_sent_once_and_nothing_is_notified(jobdef_queue, examples_dir):

@@ -11,14 +11,10 @@ from jobdef.runtime.payloads import MAX_RESULT_BYTES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 
-pytestmark = pytest.mark.jobdef(sheets=str(EXAMPLES), start=1_800_000_000)
-
-
-@pytest.fixture(autouse=True)
-def examples_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "examples"
-    monkeypatch.setenv("JOBDEF_EXAMPLES_DIR", str(folder))
-    return folder
+pytestmark = [
+    pytest.mark.jobdef(sheets=str(EXAMPLES), start=1_800_000_000),
+    pytest.mark.usefixtures("examples_dir"),
+]
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])

@@ -12,12 +12,10 @@ from jobdef.errors import UsageError
 EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 START = datetime(2026, 12, 1, 1, 0, tzinfo=UTC)
 
-pytestmark = pytest.mark.jobdef(sheets=str(EXAMPLES), start=START)
-
-
-@pytest.fixture(autouse=True)
-def examples_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JOBDEF_EXAMPLES_DIR", str(tmp_path / "examples"))
+pytestmark = [
+    pytest.mark.jobdef(sheets=str(EXAMPLES), start=START),
+    pytest.mark.usefixtures("examples_dir"),
+]
 
 
 def failure(call, *args, **kwargs) -> str:
