@@ -5,8 +5,9 @@
 
 -- name: window_floor
 -- The id :skip rows below the cursor :before (an index-only walk of the primary
--- key): the lower end of the window a filtered page searches. None: the window
--- reaches the first job.
+-- key): with :skip 0 the newest job below it, a probe; with the window's size the
+-- lower end of the window a filtered page searches, read only when the page does
+-- not fill (views.matching). None: the window reaches the first job.
 SELECT id FROM jobdef_jobs WHERE id < :before ORDER BY id DESC LIMIT 1 OFFSET :skip;
 
 -- name: jobs_window
@@ -51,14 +52,33 @@ SELECT (SELECT max(id) FROM jobdef_jobs) AS job,
                               WHERE delivered_at IS NULL LIMIT :cap)) AS undelivered;
 
 -- name: recent_attempts
--- The finished attempts among the newest :cap attempt rows (an id range of the
--- primary key: rows are written when an attempt ends, so the newest ids are the
--- latest ends) that ended since :since, with their job's queue: the overview's
--- throughput and failure rate, and the starts of rate-limited queues' windows.
+-- The finished attempts that ended since :since, among the newest :cap attempt rows,
+-- with their job's queue: the overview's throughput and failure rate, and the starts
+-- of rate-limited queues' windows. Rows are written when an attempt ends, so ids
+-- follow end times: a binary search over the primary key (about 15 probes of one
+-- row each) finds where :since falls in the newest :cap ids, and only the rows
+-- above it are read, however many attempts the table holds (64 rows of slack
+-- below it catch ends written a little out of order). SQLite allows the recursive
+-- table in no subquery, so each step's probe is a scalar subquery, read twice.
+WITH RECURSIVE newest(id) AS (
+    SELECT coalesce(max(id), 0) FROM jobdef_attempts
+),
+search(lo, hi) AS (
+    SELECT id - :cap, id + 1 FROM newest
+    UNION ALL
+    SELECT CASE WHEN (SELECT p.finished_at FROM jobdef_attempts AS p
+                      WHERE p.id >= (s.lo + s.hi) / 2 ORDER BY p.id LIMIT 1) >= :since
+                THEN s.lo ELSE (s.lo + s.hi) / 2 END,
+           CASE WHEN (SELECT p.finished_at FROM jobdef_attempts AS p
+                      WHERE p.id >= (s.lo + s.hi) / 2 ORDER BY p.id LIMIT 1) >= :since
+                THEN (s.lo + s.hi) / 2 ELSE s.hi END
+    FROM search AS s
+    WHERE s.hi - s.lo > 64
+)
 SELECT a.started_at, a.finished_at, a.outcome,
        (SELECT j.queue FROM jobdef_jobs AS j WHERE j.id = a.job_id) AS queue
 FROM jobdef_attempts AS a
-WHERE a.id > (SELECT coalesce(max(id), 0) FROM jobdef_attempts) - :cap
+WHERE a.id > max((SELECT max(lo) FROM search) - 64, (SELECT id FROM newest) - :cap)
   AND a.finished_at >= :since;
 
 -- name: running_starts

@@ -2,8 +2,9 @@
 
 Each function here is one page: the HTML template renders its dict and the
 ``/api/...`` twin returns it as JSON, so the two never disagree. Every read is
-bounded (see ``sqlite.sql``): counts stop at :data:`COUNT_CAP` and say so, the
-job list searches a window of :data:`WINDOW` jobs per page, the throughput
+bounded (see ``sqlite.sql``): counts stop at :data:`COUNT_CAP` (the overview's
+dead counts at :data:`OVERVIEW_DEAD_CAP`) and say so, a filtered job list searches
+a window of :data:`WINDOW` jobs per page, the throughput
 chart reads at most :data:`RECENT_CAP` attempts, the dead letter groups the
 newest :data:`DEAD_SAMPLE` dead jobs of each job.
 """
@@ -41,6 +42,10 @@ RECENT_CAP = 20_000
 CHART_BUCKETS = 12  # five minutes each
 # The dead letter groups a job's newest this many dead rows by error type.
 DEAD_SAMPLE = 1_000
+# The overview counts each job's dead rows up to this many ("more than 1,000"): a
+# count reads that many index entries on every refresh, and the dead letter page
+# counts on to COUNT_CAP.
+OVERVIEW_DEAD_CAP = 1_000
 # The longest piece of an arg or an error shown in a list cell.
 CELL_CHARS = 120
 # The most of one value (args, an error, a traceback) a job's page shows.
@@ -98,7 +103,8 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
 
     A fixed number of small queries: the queue depths (active rows only), the
     newest ids, at most RECENT_CAP recent attempts, the running jobs' starts (when
-    a queue has a rate), one capped dead count per job of the sheets.
+    a queue has a rate), one dead count per job of the sheets, up to
+    OVERVIEW_DEAD_CAP.
     """
     now = store.clock()
     infos = {row["queue"]: row for row in queue_depths(store)}
@@ -145,9 +151,9 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         )
     dead = []
     for job in registry:
-        [row] = store.rows("dead_count", job=job.name, cap=COUNT_CAP)
+        [row] = store.rows("dead_count", job=job.name, cap=OVERVIEW_DEAD_CAP)
         if row["count"]:
-            dead.append({"job": job.name, **counted(int(row["count"]))})
+            dead.append({"job": job.name, **counted(int(row["count"]), OVERVIEW_DEAD_CAP)})
     return {
         "now": when(now),
         "queues": queues,
@@ -340,11 +346,18 @@ def by_args_index(store: Store, flt: JobFilter) -> bool:
 
 
 def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[list[JobRecord], int]:
-    """Jobs matching ``flt`` among the WINDOW ids below ``before``, newest first; and
+    """Jobs matching ``flt`` among the WINDOW jobs below ``before``, newest first; and
     the window's lowest id (0: the window reaches the first job).
 
     An args qualifier on PostgreSQL searches every job below ``before`` through the
-    GIN index on args (``jobs_by_args``): no window, so the lowest id is 0.
+    GIN index on args (``jobs_by_args``): no window, so the lowest id is 0. With no
+    filter at all the page is the ``limit`` jobs below ``before``: no window either.
+
+    Finding the window's floor walks WINDOW entries of the primary key, so the page
+    is first searched in the ids from the newest one below ``before`` down WINDOW
+    ids, which hold at most WINDOW jobs and are the top of the window. When that
+    fills the page, it is the window's page too; only a page that does not fill
+    looks for the floor, and searches again if gaps in the ids put it lower.
     """
     filters = {
         "before": before,
@@ -364,9 +377,18 @@ def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[lis
     if by_args_index(store, flt):
         rows = store.rows("jobs_by_args", **filters, **args)
         return [store.job_row(row) for row in rows], 0
-    floor_rows = store.rows("window_floor", before=before, skip=WINDOW - 1)
-    floor = int(floor_rows[0]["id"]) if floor_rows else 0
+    if flt.is_empty:
+        rows = store.rows("jobs_window", floor=0, **filters, **args)
+        return [store.job_row(row) for row in rows], 0
+    [top] = store.rows("window_floor", before=before, skip=0) or [{"id": 0}]
+    floor = max(0, int(top["id"]) - WINDOW + 1)
     rows = store.rows("jobs_window", floor=floor, **filters, **args)
+    if len(rows) < limit and floor > 0:
+        floor_rows = store.rows("window_floor", before=before, skip=WINDOW - 1)
+        lowest = int(floor_rows[0]["id"]) if floor_rows else 0
+        if lowest < floor:
+            floor = lowest
+            rows = store.rows("jobs_window", floor=floor, **filters, **args)
     return [store.job_row(row) for row in rows], floor
 
 
