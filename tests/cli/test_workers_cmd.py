@@ -4,6 +4,7 @@ and leave the table when they stop; stale rows are pruned by the retention servi
 from __future__ import annotations
 
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -96,3 +97,56 @@ def test_running_jobs_are_listed_and_stale_rows_are_pruned(
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
     assert lines[1].split()[:2] == ["host:2:def", "stale"]
+
+
+def queues_column(text: str) -> dict[str, str]:
+    """The text table's QUEUES cell of each worker, by pid (cells may hold spaces)."""
+    header, *rows = text.splitlines()
+    start, end = header.index("QUEUES"), header.index("CONC")
+    pid_start, pid_end = header.index("PID"), start
+    return {row[pid_start:pid_end].strip(): row[start:end].strip() for row in rows}
+
+
+@pytest.mark.slow
+def test_a_worker_of_every_queue_and_one_of_the_queue_all_print_differently(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``all`` is a valid queue name: the table must not print it for every queue."""
+    from jobdef.cli.workers_cmd import EVERY_QUEUE
+    from jobdef.sheets.schema_check import schema
+
+    definitions = schema()["definitions"]
+    for pattern in (
+        definitions["Job"]["properties"]["queue"]["pattern"],
+        definitions["Queue"]["properties"]["name"]["pattern"],
+    ):
+        assert re.fullmatch(pattern, "all")
+        assert not re.search(pattern, EVERY_QUEUE)
+
+    db_url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(db_url).close()
+    env = worker_env(SHEETS.parent)
+    every = start_process(worker_command(db_url, SHEETS), tmp_path / "every.log", env=env)
+    named = start_process(
+        worker_command(db_url, SHEETS, "--queues", "all"), tmp_path / "all.log", env=env
+    )
+    try:
+        every.wait_up()  # a worker that exits at start fails here, with its log
+        named.wait_up()
+
+        def both() -> dict[object, dict[str, object]]:
+            found = {row["pid"]: row for row in workers_json(db_url, capsys)}
+            return found if len(found) == 2 else {}
+
+        rows = eventually(both, 60, "both workers' rows")
+        assert (rows[every.pid]["all_queues"], rows[every.pid]["queues"]) == (True, None)
+        assert (rows[named.pid]["all_queues"], rows[named.pid]["queues"]) == (False, ["all"])
+
+        assert main(["workers", "--db", db_url]) == 0
+        cells = queues_column(capsys.readouterr().out)
+        assert cells == {str(every.pid): "(every queue)", str(named.pid): "all"}
+        for worker in (every, named):
+            assert worker.stop() == 0, worker.log()
+    finally:
+        every.kill()
+        named.kill()

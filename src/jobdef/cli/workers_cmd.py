@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 # Running job ids listed per worker in the text table; --format json lists them all.
 _SHOWN_JOBS = 5
 
+# The QUEUES cell of a worker started without --queues. Not "all": that is a valid
+# queue name, and a worker of the queue "all" would look the same. A queue name
+# matches ^[a-z][a-z0-9_-]*$ (the sheet schema), so parentheses and a space are
+# never one; --format json says it as "all_queues": true.
+EVERY_QUEUE = "(every queue)"
+
 
 def _registered(backend: object) -> tuple[list[WorkerInfo], float]:
     """The workers table's rows and the store's time now (the dashboard reads them alike)."""
@@ -75,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 "stale" if w.stale(now) else "alive",
                 w.host,
                 str(w.pid),
-                "all" if w.queues is None else ",".join(w.queues),
+                EVERY_QUEUE if w.queues is None else ",".join(w.queues),
                 str(w.concurrency),
                 time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(w.started_at)),
                 f"{human_age(max(now - w.last_beat, 0.0))} ago",
