@@ -231,3 +231,23 @@ def test_validate_no_longer_imports_from_an_unconfigured_working_directory(
     checked = _jobdef(root / "lib", "validate", "--check-imports")
     assert checked.returncode == 1
     assert "module shop not found" in checked.stdout
+
+
+def test_a_worker_says_when_a_queue_it_serves_has_no_job_of_its_sheets(tmp_path: Path) -> None:
+    """A misspelt --queues name: the worker starts (another deployment's sheets may use
+    the queue) but says in one warning that it takes nothing there, and which queues its
+    sheets use."""
+    root = tmp_path / "project"
+    pyproject = '[tool.jobdef]\nsheets = "jobdefs"\n'
+    _project(root, {"touch": "shop.tasks:touch"}, pyproject=pyproject, code=".")
+    job_id = _enqueue(root, _db(tmp_path), "touch", 1)
+    ran = _jobdef(root, "worker", "--burst", "--db", _db(tmp_path), "--queues", "defualt,default")
+    assert ran.returncode == 0, ran.stderr
+    [warning] = [line for line in ran.stderr.splitlines() if "no job of its sheets" in line]
+    assert "serves defualt, on which no job of its sheets runs" in warning
+    assert "(the sheets' queues: default); check --queues" in warning
+    assert _job(_db(tmp_path), job_id)[0] == "done"
+    # A worker of every queue, or of queues its sheets use, says nothing of the kind.
+    quiet = _jobdef(root, "worker", "--burst", "--db", _db(tmp_path), "--queues", "default")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "no job of its sheets" not in quiet.stderr

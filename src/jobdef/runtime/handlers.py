@@ -35,6 +35,13 @@ def served(registry: Registry, queues: Sequence[str] | None) -> list[JobPolicy]:
     return [p for p in registry if queues is None or p.queue in queues]
 
 
+def jobless_queues(registry: Registry, queues: Sequence[str] | None) -> list[str]:
+    """The named ``queues`` on which no job of ``registry`` runs: a worker takes nothing
+    from them (its sheets have no policy for what may be there), most often a typo."""
+    used = {policy.queue for policy in registry}
+    return sorted({q for q in queues or () if q not in used})
+
+
 def check_handlers(registry: Registry, queues: Sequence[str] | None) -> None:
     """Raise :class:`HandlerError`, one line per job, when a handler of a served queue
     cannot be called as the worker calls it."""

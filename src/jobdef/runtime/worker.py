@@ -70,7 +70,12 @@ from jobdef.runtime.child import Task
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
-from jobdef.runtime.handlers import check_handlers, is_unavailable, unavailable_line
+from jobdef.runtime.handlers import (
+    check_handlers,
+    is_unavailable,
+    jobless_queues,
+    unavailable_line,
+)
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext, Service
 from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
@@ -309,6 +314,15 @@ class Worker:
             lease_holder=self.id,
         )
         log.info("worker %s started: concurrency %d", self.id, self.concurrency)
+        jobless = jobless_queues(self.registry, self.queues)
+        if jobless:
+            log.warning(
+                "worker %s serves %s, on which no job of its sheets runs: it takes nothing "
+                "there (the sheets' queues: %s); check --queues",
+                self.id,
+                ", ".join(jobless),
+                ", ".join(sorted({policy.queue for policy in self.registry})) or "none",
+            )
         try:
             pool.wait_ready(60.0, lambda: self._phase_now() is not Phase.RUNNING)
             self._presence.start(time.monotonic())
