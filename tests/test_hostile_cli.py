@@ -238,6 +238,7 @@ TEMPLATES: dict[str, list[Template]] = {
     "dashboard": [
         _t("dashboard", "--host", "0.0.0.0", "--port", H, "--db", D),
         _t("dashboard", "--host", "0.0.0.0", "--sheets", H, "--docs-url", H, "--sheet-link", H),
+        _t("dashboard", "--host", "0.0.0.0", "--lease", H),
     ],
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from dashboard_steps import SHEETS
@@ -191,3 +192,52 @@ def test_schedules_show_the_cron_line_the_next_runs_and_the_missed_slots(tmp_pat
     assert [s["state"] for s in nightly["last_slots"]] == ["queued"]
     assert len(nightly["missed"]) >= 2
     assert all(m.endswith("T03:00+09:00") for m in nightly["missed"])
+
+
+def test_a_reclaim_allows_for_the_lease_the_dashboard_is_told():
+    """Workers on ``--lease 2m``: a lost attempt keeps its job up to two minutes past its
+    timeout. With the default lease that reads as a divergence; told the lease (``jobdef
+    dashboard --lease 2m``), the plan allows for it, as ``jobdef explain --lease`` does."""
+    policy = load_registry([SHEETS]).jobs["ship_order"]  # 3 attempts, 1 s apart, 5 s timeout
+    lease = 120.0
+    history = [
+        attempt(1, 0.0, 5.0 + lease + RECLAIM_INTERVAL, "reclaimed", "LeaseExpired"),
+        attempt(2, 130.0, 0.2, "done"),
+    ]
+    default = place(job(2), history, policy)
+    assert default.divergences == [
+        "run 1 attempt 1: ran 2.1m, past its timeout of 5.0s",
+        "run 1 attempt 2: started 1.5m after its latest planned start",
+    ]
+    told = place(job(2), history, policy, lease=lease)
+    assert told.divergences == []
+    assert told.attempts[1].window == (1.0, 6.0 + lease + RECLAIM_INTERVAL)
+    assert [r["latest_start_lost"] for r in told.rows][:2] == [0.0, 6.0 + lease + RECLAIM_INTERVAL]
+
+
+def test_the_job_page_of_a_dashboard_told_the_lease_plans_with_it(tmp_path, serve):
+    from dashboard_steps import Client
+
+    from jobdef.dashboard import create_app
+
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    backend = open_backend(url)
+    try:
+        [stored] = backend.enqueue(
+            [NewJob(job="ship_order", args={"order_id": 9}, queue="default", max_attempts=3)]
+        )
+    finally:
+        backend.close()
+    lease = 120.0
+    for told, bound in ((None, 6.0 + DEFAULT_LEASE), (lease, 6.0 + lease)):
+        app = create_app(url, SHEETS) if told is None else create_app(url, SHEETS, lease=told)
+        client = Client(serve(app).url)
+        status, _, body = client.request(f"/api/jobs/{stored.id}")
+        assert status == 200
+        plan = json.loads(body)["plan"]
+        assert plan["lease"] == (told or DEFAULT_LEASE)
+        assert [row["latest_start_lost"] for row in plan["rows"]][1] == bound + RECLAIM_INTERVAL
+        status, _, html = client.request(f"/jobs/{stored.id}")
+        assert status == 200
+        want = "2m" if told else "30s"
+        assert f'<span id="plan-lease">{want}</span>' in html

@@ -52,6 +52,30 @@ def test_a_public_host_without_auth_refuses_to_start(sqlite_url, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("lease", "says"),
+    [
+        ("soon", "--lease 'soon' is not a duration; write the lease the worker runs with"),
+        ("500ms", "--lease 500ms is shorter than jobdef worker accepts; write 1s or more"),
+    ],
+)
+def test_a_bad_lease_is_one_line_before_anything_starts(sqlite_url, tmp_path, lease, says):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBDEF_DASHBOARD_")}
+    env["PYTHONPATH"] = str(SRC)
+    result = subprocess.run(
+        [*DASHBOARD, "--db", sqlite_url, "--sheets", str(SHEETS), "--lease", lease],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"jobdef dashboard: error: {says}")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_exposure_and_credentials_from_the_environment(tmp_path):
     check_exposure("127.0.0.1", None)
     check_exposure("::1", None)

@@ -12,8 +12,10 @@ import logging
 import sys
 
 from jobdef.cli import runtime_options
+from jobdef.cli.lease_option import add_lease, lease_from
 from jobdef.cli.options import plain
 from jobdef.errors import UsageError
+from jobdef.policy.leases import DEFAULT_LEASE
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8484
@@ -22,6 +24,7 @@ DEFAULT_PORT = 8484
 def run(args: argparse.Namespace) -> int:
     from jobdef.dashboard.security import auth_from_env, check_exposure
 
+    lease = lease_from(args)
     auth = auth_from_env()
     check_exposure(args.host, auth)
     try:
@@ -41,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         read_only=args.read_only,
         docs_url=args.docs_url,
         sheet_link=args.sheet_link,
+        lease=DEFAULT_LEASE if lease is None else lease,
     )
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
     mode = " (read-only)" if args.read_only else ""
@@ -89,4 +93,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="link for a sheet value, with {file} and {line}, e.g. "
         "https://git.example.com/app/blob/main/{file}#L{line} (default: no link)",
     )
+    add_lease(parser, "a lost attempt's planned bounds on a job's page allow for it")
     parser.set_defaults(handler=run)

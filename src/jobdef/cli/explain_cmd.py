@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from datetime import datetime
 
+from jobdef.cli.lease_option import add_lease, lease_from
 from jobdef.cli.options import add_lang, add_sheets, add_templates, config_from, registry_from
-from jobdef.errors import UsageError
-from jobdef.policy.durations import format_duration, parse_duration_or_none
-from jobdef.policy.leases import DEFAULT_LEASE
-from jobdef.render.escape import clip
 from jobdef.render.explain import FORMATS, explain
 
 
 def run(args: argparse.Namespace) -> int:
-    lease = None if args.lease is None else _lease(args.lease)
+    lease = lease_from(args)
     config = config_from(args)
     registry = registry_from(config)
     job = registry.job(args.name)
@@ -32,25 +28,6 @@ def run(args: argparse.Namespace) -> int:
     )
     sys.stdout.write(text)
     return 0
-
-
-def _lease(text: str) -> float:
-    """``--lease`` as the worker reads it: a duration with a unit, at least its minimum."""
-    from jobdef.runtime.worker import MIN_LEASE  # the runtime only for this option
-
-    seconds = parse_duration_or_none(text)
-    if seconds is None or not math.isfinite(seconds):
-        raise UsageError(
-            f"--lease {clip(text, 40)!r} is not a duration; write the lease the worker runs "
-            f"with as given to jobdef worker --lease, e.g. --lease 45s "
-            f"(default {format_duration(DEFAULT_LEASE)})"
-        )
-    if seconds < MIN_LEASE:
-        raise UsageError(
-            f"--lease {clip(text, 40)} is shorter than jobdef worker accepts; write "
-            f"{format_duration(MIN_LEASE)} or more, as given to jobdef worker --lease"
-        )
-    return seconds
 
 
 def _instant(text: str) -> float:
@@ -89,13 +66,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list a batch job's next runs after this time (ISO 8601 with offset, "
         "e.g. 2026-12-01T00:00+09:00; default: now)",
     )
-    parser.add_argument(
-        "--lease",
-        metavar="DURATION",
-        default=None,
-        help="the lease of the workers that run the job, as given to jobdef worker --lease "
-        "(e.g. 45s): the latest starts after a lost attempt (its worker died or froze) "
-        f"allow for it (default: the worker's default, {format_duration(DEFAULT_LEASE)})",
+    add_lease(
+        parser,
+        "the latest starts after a lost attempt (its worker died or froze) allow for it",
     )
     add_lang(parser)
     add_templates(parser)

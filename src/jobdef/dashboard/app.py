@@ -33,6 +33,7 @@ from jobdef.dashboard.security import Auth
 from jobdef.dashboard.site import HERE, Dashboard
 from jobdef.dashboard.store import Store
 from jobdef.errors import JobdefError, UsageError
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.registry import Registry
 from jobdef.sheets.pipeline import load_registry
 
@@ -50,6 +51,7 @@ def create_app(
     sheet_link: str | None = None,
     clock: Callable[[], float] | None = None,
     poll_seconds: float = POLL_SECONDS,
+    lease: float = DEFAULT_LEASE,
 ) -> Starlette:
     """The dashboard of the job store at ``db_url`` for the jobs of ``sheets``.
 
@@ -58,7 +60,8 @@ def create_app(
     only, which ``jobdef dashboard`` enforces). ``read_only``: no actions.
     ``docs_url``: where the pages of ``jobdef docs`` are served, for links
     (``{docs_url}/{job}.md``). ``sheet_link``: a link for a sheet value, with
-    ``{file}`` and ``{line}`` (e.g. a repository's blob URL).
+    ``{file}`` and ``{line}`` (e.g. a repository's blob URL). ``lease``: the workers'
+    lease (``jobdef worker --lease``), which a lost attempt's planned bounds allow for.
 
     The store must exist and be current (``jobdef db upgrade``).
     """
@@ -78,6 +81,7 @@ def create_app(
         docs_url=docs_url,
         sheet_link=sheet_link,
         poll_seconds=poll_seconds,
+        lease=lease,
     )
     routes = _routes(state)
 
@@ -144,6 +148,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
                 base=d.base,
                 docs_url=d.docs_url,
                 sheet_link=d.sheet_link,
+                lease=d.lease,
             ),
             "job.html",
             "Job",

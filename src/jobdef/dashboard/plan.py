@@ -9,7 +9,8 @@ the first start of that run, since the store keeps no time of the requeue.
 
 An attempt recorded as ``reclaimed`` was lost (its worker died or froze): the
 job came back only when its lease had expired and a reclaimer found it, up to
-the default lease plus the reclaim interval after its timeout
+the workers' lease (the default one unless the dashboard is told another,
+``jobdef dashboard --lease``) plus the reclaim interval after its timeout
 (:attr:`~jobdef.policy.backoff.Timeline.lost_slack`). So each reclaimed attempt
 of a run moves the latest start of the attempts after it by that much, as
 ``jobdef explain``'s "latest start if lost" does, and may itself show a
@@ -30,6 +31,7 @@ from typing import Any
 
 from jobdef.backends.records import AttemptRecord, JobRecord
 from jobdef.policy.backoff import Timeline, retry_timeline
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.model import JobPolicy
 from jobdef.runtime.classify import classify
 
@@ -71,9 +73,18 @@ class Plan:
     divergences: list[str] = field(default_factory=list)
 
 
-def place(job: JobRecord, history: list[AttemptRecord], policy: JobPolicy | None) -> Plan:
-    """``history`` (oldest first) of ``job`` on the timeline of ``policy``."""
-    timeline: Timeline | None = retry_timeline(policy) if policy is not None else None
+def place(
+    job: JobRecord,
+    history: list[AttemptRecord],
+    policy: JobPolicy | None,
+    *,
+    lease: float = DEFAULT_LEASE,
+) -> Plan:
+    """``history`` (oldest first) of ``job`` on the timeline of ``policy``, for workers
+    holding ``lease``."""
+    timeline: Timeline | None = None
+    if policy is not None:
+        timeline = retry_timeline(policy, lease=lease)
     placed: list[PlacedAttempt] = []
     run, run_start, previous, lost = 0, job.created_at, None, 0
     for record in history:

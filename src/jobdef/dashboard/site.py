@@ -35,6 +35,7 @@ class Dashboard:
         docs_url: str | None,
         sheet_link: str | None,
         poll_seconds: float,
+        lease: float,
     ) -> None:
         self.store = store
         self.registry = registry
@@ -43,6 +44,7 @@ class Dashboard:
         self.docs_url = docs_url
         self.sheet_link = sheet_link
         self.poll_seconds = poll_seconds
+        self.lease = lease
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,  # every template, whatever its name

@@ -24,7 +24,8 @@ from jobdef.backends.records import JobRecord
 from jobdef.dashboard.plan import place
 from jobdef.dashboard.store import Store, arg_match
 from jobdef.errors import UsageError
-from jobdef.policy.durations import parse_duration_or_none
+from jobdef.policy.durations import format_duration, parse_duration_or_none
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.registry import Registry
 from jobdef.redact import redact
 from jobdef.render import describe
@@ -461,8 +462,10 @@ def job_detail(
     base: Path | None = None,
     docs_url: str | None = None,
     sheet_link: str | None = None,
+    lease: float = DEFAULT_LEASE,
 ) -> dict[str, Any] | None:
-    """Everything about one job, and its attempts on the planned timeline."""
+    """Everything about one job, and its attempts on the planned timeline of workers
+    holding ``lease``."""
     if not 0 < job_id < MAX_ID:
         return None
     record = store.call(store.verbs.get, job_id)
@@ -470,8 +473,10 @@ def job_detail(
         return None
     history = store.call(store.verbs.attempts, job_id)
     policy = registry.jobs.get(record.job)
-    plan = place(record, history, policy)
-    explained = explain_data(policy, registry, base=base) if policy is not None else None
+    plan = place(record, history, policy, lease=lease)
+    explained = None
+    if policy is not None:
+        explained = explain_data(policy, registry, base=base, lease=lease)
     fields = []
     for row in (explained or {}).get("fields", []):
         origin = row["origin"]
@@ -515,6 +520,8 @@ def job_detail(
             "rows": plan.rows,
             "worst_case": plan.worst_case,
             "deadline": plan.deadline,
+            "lease": lease,
+            "lease_text": format_duration(lease),
             "divergences": plan.divergences,
             "attempts": [
                 {

@@ -23,6 +23,8 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
+from jobdef.policy.leases import DEFAULT_LEASE
+
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Any]]
 Send = Callable[[Any], Awaitable[None]]
@@ -51,9 +53,12 @@ def with_dashboard(
     *,
     read_only: bool = False,
     backend: str | None = None,
+    lease: float = DEFAULT_LEASE,
 ) -> ASGI:
     """``django_app`` with the dashboard of the ``JobdefBackend`` ``backend`` (the first
-    one of ``TASKS`` by default) under ``prefix``, for Django's staff."""
+    one of ``TASKS`` by default) under ``prefix``, for Django's staff. ``lease``: the
+    workers' lease in seconds (``manage.py jobdef_worker --lease``), which a lost
+    attempt's planned bounds allow for."""
     prefix = "/" + prefix.strip("/")
     made: list[Any] = []
     lock = asyncio.Lock()
@@ -64,7 +69,7 @@ def with_dashboard(
                 from asgiref.sync import sync_to_async
 
                 made.append(
-                    await sync_to_async(_create, thread_sensitive=False)(backend, read_only)
+                    await sync_to_async(_create, thread_sensitive=False)(backend, read_only, lease)
                 )
             return made[0]
 
@@ -92,7 +97,7 @@ def with_dashboard(
     return app
 
 
-def _create(alias: str | None, read_only: bool) -> Any:
+def _create(alias: str | None, read_only: bool, lease: float) -> Any:
     from jobdef.contrib.django.worker import project_backend
     from jobdef.dashboard import create_app
 
@@ -101,7 +106,7 @@ def _create(alias: str | None, read_only: bool) -> Any:
         from django.core.exceptions import ImproperlyConfigured
 
         raise ImproperlyConfigured("TASKS has no jobdef.contrib.django.JobdefBackend")
-    return create_app(found.database_url, found.sheets, read_only=read_only)
+    return create_app(found.database_url, found.sheets, read_only=read_only, lease=lease)
 
 
 def _session_key(scope: Scope) -> str | None:
