@@ -172,11 +172,15 @@ def test_rules_doc_is_up_to_date() -> None:
 
 
 def test_validate_does_not_import_the_runtime_or_jsonschema_for_valid_sheets() -> None:
+    # Nor what only some runs need: `referencing` (an arg with a $ref), the channels'
+    # settings (--check-env), the import probe (--check-imports), the configuration
+    # (no PATH given).
     code = (
         "import sys; from jobdef.cli import main; "
         f"rc = main(['validate', {str(REPO / 'jobdefs')!r}]); "
-        "bad = [m for m in ('jsonschema', 'jinja2', 'psycopg', 'sqlite3', "
-        "'jobdef.backends.protocol') "
+        "bad = [m for m in ('jsonschema', 'referencing', 'jinja2', 'psycopg', 'sqlite3', "
+        "'jobdef.backends.protocol', 'jobdef.policy.channels', "
+        "'jobdef.sheets.rules.imports', 'jobdef.project') "
         "if m in sys.modules]; print(rc, bad)"
     )
     result = subprocess.run(

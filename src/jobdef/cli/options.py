@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobdef.errors import ConfigError
-from jobdef.project import Config, load_config
 
 if TYPE_CHECKING:
     from jobdef.policy.registry import Registry
+    from jobdef.project import Config
 
 
 # Job ids are 64-bit signed integers in both engines (SQLite INTEGER, PostgreSQL bigint).
@@ -141,6 +141,9 @@ def add_templates(parser: argparse.ArgumentParser) -> None:
 
 def config_from(args: argparse.Namespace, **extra: str | None) -> Config:
     """The configuration with this command's flags applied on top."""
+    # Not at the top: `jobdef validate PATH` reads no configuration (nor pyproject.toml).
+    from jobdef.project import load_config
+
     flags = {key: getattr(args, key, None) for key in ("sheets", "lang", "templates")}
     return load_config({**flags, **extra})
 

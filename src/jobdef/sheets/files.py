@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -105,6 +104,8 @@ def write_atomic(path: str | Path, data: bytes, *, replace: bool = True) -> None
     target = Path(path)
     if target.is_dir() and not target.is_symlink():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+    import secrets  # here, not at the top: reading sheets should not pay for hashlib
+
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
     fd = -1  # the loop below only ends once it has opened the file
     while True:

@@ -215,7 +215,20 @@ def _ref_problem(resolver: Any, ref: str) -> str | None:
         resolver, ref = resolved.resolver, target["$ref"]
 
 
+def _has_ref(schema: Any) -> bool:
+    """Whether a ``$ref`` is written anywhere :func:`_refs` looks."""
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+            return True
+        pending.extend(sub for sub, _ in _subschemas(node, ()))
+    return False
+
+
 def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagnostic]]:
+    if not _has_ref(root):  # most args have no ref: spare importing `referencing`
+        return
     from referencing.jsonschema import DRAFT7
 
     registry = known_refs()

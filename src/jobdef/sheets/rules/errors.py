@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.rules.imports import Request, probe, requests_of
 from jobdef.sheets.words import did_you_mean
 
 IN_BOTH_LISTS = Rule(
@@ -64,9 +63,18 @@ def builtin_problem(name: str) -> str | None:
     )
 
 
+def _import_problems(context: Context) -> dict[str, str | None]:
+    """--check-imports: what importing each dotted class of the run found, by name. Every
+    class and handler of the run is imported in one child process."""
+    from jobdef.sheets.rules.imports import probe, requests_of  # not without --check-imports
+
+    answers = probe(requests_of(p for _, p in context.jobs))
+    # A class is asked without args (Request.args), a handler with its args.
+    return {request.path: a.problem for request, a in answers.items() if request.args is None}
+
+
 def check(context: Context) -> Iterator[Diagnostic]:
-    # --check-imports: every class and handler of the run, imported in one child process.
-    answers = probe(requests_of(p for _, p in context.jobs)) if context.check_imports else {}
+    problems = _import_problems(context) if context.check_imports else {}
     for doc, policy in context.jobs:
         retry = [c.name for c in policy.errors.retry]
         fatal = [c.name for c in policy.errors.fatal]
@@ -81,7 +89,7 @@ def check(context: Context) -> Iterator[Diagnostic]:
                     if problem is not None:
                         yield NOT_AN_EXCEPTION.at_origin(where, f"errors.{list_name}: {problem}")
                 elif context.check_imports:
-                    problem = answers[Request(name)].problem
+                    problem = problems[name]
                     if problem is not None:
                         yield CLASS_IMPORT.at_origin(
                             where, f"errors.{list_name}: {problem}; fix the dotted path"

@@ -10,7 +10,6 @@ from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.rules.imports import Request, probe, requests_of
 
 HANDLER_SHAPE = Rule(
     "JD301",
@@ -62,6 +61,8 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
 def check(context: Context) -> Iterator[Diagnostic]:
     if not context.check_imports:
         return
+    from jobdef.sheets.rules.imports import Request, probe, requests_of
+
     answers = probe(requests_of(policy for _, policy in context.jobs))  # in a child process
     for doc, policy in context.jobs:
         function = policy.handler.partition(":")[2]

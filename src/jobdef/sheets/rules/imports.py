@@ -18,9 +18,6 @@ import importlib
 import inspect
 import json
 import os
-import selectors
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -105,6 +102,11 @@ def requests_of(jobs: Iterable[JobPolicy]) -> list[Request]:
 def _child(requests: Sequence[Request]) -> dict[Request, Answer]:
     """Answers from one child, up to the first request it did not survive (which is
     answered with what ended it); the rest are left to a new child."""
+    # Imported here: only --check-imports starts a child, and validating without it
+    # should not pay for these modules.
+    import selectors
+    import subprocess
+
     line = json.dumps({"path": sys.path, "requests": [[r.path, r.args] for r in requests]})
     try:
         child = subprocess.Popen(
@@ -164,6 +166,8 @@ def _child(requests: Sequence[Request]) -> dict[Request, Answer]:
 def _ended(code: int) -> str:
     """What ended the child while it imported a module."""
     if code < 0:
+        import signal
+
         try:
             name = signal.Signals(-code).name
         except ValueError:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from jobdef.policy.channels import check_channel_env
 from jobdef.policy.registry import Registry
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
@@ -105,6 +104,8 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
 
 def check_env(registry: Registry, environ: Mapping[str, str]) -> list[Diagnostic]:
     """``--check-env``: why the channels the jobs use could not deliver in ``environ``."""
+    from jobdef.policy.channels import check_channel_env  # only --check-env reads channels
+
     return [
         CHANNEL_NOT_READY.at(
             p.file, p.line, p.column, f"channel {p.channel!r} {p.field}: {p.message}"
