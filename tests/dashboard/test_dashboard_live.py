@@ -283,7 +283,9 @@ def test_sqlite_polls(page: Any, sqlite_url: str, serve: Any, registry: Registry
     try:
         job_id = opened.enqueue("ship_order", {"order_id": 1}).id
         _open_job(page, dash, job_id, "queued")
-        assert dash.hub() is None
+        hub = dash.hub()
+        assert hub is not None
+        assert isinstance(hub.listener, live.Poller)
         backend = open_backend(sqlite_url)
         try:
             assert backend.cancel(job_id)
@@ -293,6 +295,51 @@ def test_sqlite_polls(page: Any, sqlite_url: str, serve: Any, registry: Registry
         assert page.evaluate("window.stillTheSamePage") is True
     finally:
         opened.close()
+
+
+def test_one_poller_reads_the_sqlite_store_for_every_stream(
+    sqlite_url: str, serve: Any, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four open streams on SQLite: while nothing changes the store is read by the
+    dashboard's one poller alone (about once per poll), not once per poll per stream;
+    a change reaches every stream; the poller stops with the last stream."""
+    from jobdef.dashboard import views
+
+    looks: dict[str, int] = {}
+    original = views.fingerprint
+
+    def counted(store: Any) -> Any:
+        name = threading.current_thread().name
+        looks[name] = looks.get(name, 0) + 1
+        return original(store)
+
+    monkeypatch.setattr(views, "fingerprint", counted)
+    dash = _served(serve, sqlite_url, 0.1)
+    opened = connect(sqlite_url, registry)
+    counters: list[EventCounter] = []
+    try:
+        job_id = opened.enqueue("ship_order", {"order_id": 1}).id
+        counters = [EventCounter(dash.url) for _ in range(4)]
+        eventually(lambda: dash.streams() == 4, 10, "four open streams")
+        hub = dash.hub()
+        assert hub is not None
+        assert isinstance(hub.listener, live.Poller)
+        eventually(lambda: hub.listening, 10, "the poller to read the store")
+        time.sleep(1.0)  # the streams' first looks, after the poller started, are done
+        looks.clear()
+        time.sleep(2.0)  # about 20 polls, nothing changing
+        by_streams = sum(n for name, n in looks.items() if name != "jobdef-poll")
+        assert looks.get("jobdef-poll", 0) >= 3, looks
+        assert by_streams == 0, looks
+        assert opened.backend.cancel(job_id)
+        eventually(lambda: all(c.changes >= 1 for c in counters), 10, "a change on each")
+    finally:
+        for counter in counters:
+            counter.close()
+        opened.close()
+    eventually(lambda: dash.hub() is None, 10, "the poller to stop with the last stream")
+    poller_thread = [t for t in threading.enumerate() if t.name == "jobdef-poll"]
+    eventually(lambda: not any(t.is_alive() for t in poller_thread), 10, "the poll thread to end")
 
 
 HIDE = """() => {

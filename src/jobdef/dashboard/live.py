@@ -14,7 +14,12 @@ on the engine:
   :data:`SAFETY_SECONDS` anyway (a process of an older jobdef notifies
   nothing). While the listening session is lost, the streams poll every
   ``poll_seconds`` until it listens again, and look once when it does.
-- SQLite: every ``poll_seconds`` (there is no notification between processes).
+- SQLite: on a change seen by polling (there is no notification between
+  processes). One thread per dashboard (:class:`Poller`), started with the first
+  open stream and stopped with the last, looks every ``poll_seconds`` and wakes
+  every stream when the fingerprint moved, so the store is read once per poll
+  however many tabs are open; each stream also looks once per
+  :data:`SAFETY_SECONDS`, and polls itself while the poller cannot read the store.
 
 A comment line keeps a quiet stream open.
 """
@@ -27,7 +32,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -75,12 +80,14 @@ async def _look(d: Dashboard) -> tuple[Any, ...] | None:
 async def _stream(
     d: Dashboard, request: Request, baseline: tuple[Any, ...] | None, stale: bool
 ) -> AsyncIterator[str]:
-    """A ``change`` event each time the store's fingerprint moves, looked at when
-    woken (PostgreSQL) or every poll, at most once per debounce interval."""
+    """A ``change`` event each time the store's fingerprint moves, looked at when the
+    hub wakes the stream (a notification, or the poller saw a change), once per
+    SAFETY_SECONDS anyway, and every poll while the hub cannot; at most once per
+    debounce interval."""
     # Subscribed here, not in the endpoint: only a started generator is sure to be
     # closed (its finally) when the client goes away.
     subscription = _subscribe(d)
-    if subscription.hub is not None and subscription.hub.listening:
+    if subscription.hub.listening:
         # A notification between the baseline and now came before this subscription.
         subscription.wake()
     try:
@@ -116,7 +123,7 @@ async def _stream(
 class Subscription:
     """One stream's wake-up: set by the hub's thread, awaited by the stream."""
 
-    def __init__(self, d: Dashboard, hub: Hub | None) -> None:
+    def __init__(self, d: Dashboard, hub: Hub) -> None:
         self._d = d
         self.hub = hub
         self._loop = asyncio.get_running_loop()
@@ -125,7 +132,7 @@ class Subscription:
 
     def look_every(self, poll_seconds: float) -> float:
         """Seconds between two looks when nothing wakes the stream."""
-        if self.hub is not None and self.hub.listening:
+        if self.hub.listening:
             return max(poll_seconds, SAFETY_SECONDS)
         return poll_seconds
 
@@ -156,17 +163,68 @@ class Subscription:
             _unsubscribe(self._d, self)
 
 
+class Source(Protocol):
+    """What wakes a hub's streams: a LISTENing session, or a poller."""
+
+    listening: bool
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class Poller:
+    """SQLite's source: looks at the store every ``poll_seconds`` in a thread of its own
+    and calls ``on_change()`` when the fingerprint moved, and when :attr:`listening`
+    flips (the store became readable, or stopped being so), as the PostgreSQL
+    listener does."""
+
+    def __init__(self, d: Dashboard, on_change: Callable[[], None]) -> None:
+        self._d = d
+        self.on_change = on_change
+        self.listening = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jobdef-poll", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to end; returns at once (it ends within one poll)."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        last: tuple[Any, ...] | None = None
+        while not self._stop.is_set():
+            try:
+                current: tuple[Any, ...] | None = views.fingerprint(self._d.store)
+            except JobdefError:
+                current = None
+            readable = current is not None
+            if readable != self.listening or (readable and last is not None and current != last):
+                self.listening = readable
+                if not self._stop.is_set():
+                    self.on_change()
+            last = current if readable else last
+            self._stop.wait(self._d.poll_seconds)
+
+
 class Hub:
-    """The one listening session of a dashboard on PostgreSQL, shared by its streams."""
+    """What wakes the streams of one dashboard, shared by them: on PostgreSQL one
+    listening session, on SQLite one poller."""
 
-    def __init__(self, url: str) -> None:
-        from jobdef.backends.postgres.changes import ChangeListener
-        from jobdef.backends.postgres.session import split_url
-
-        conninfo, schema = split_url(url)
+    def __init__(self, d: Dashboard) -> None:
         self.subscribers: set[Subscription] = set()
         self._lock = threading.Lock()
-        self.listener = ChangeListener(conninfo, schema, self._wake_all)
+        self.listener: Source
+        if d.store.engine == "postgres":
+            from jobdef.backends.postgres.changes import ChangeListener
+            from jobdef.backends.postgres.session import split_url
+
+            conninfo, schema = split_url(d.store.url)
+            self.listener = ChangeListener(conninfo, schema, self._wake_all)
+        else:
+            self.listener = Poller(d, self._wake_all)
 
     @property
     def listening(self) -> bool:
@@ -189,24 +247,21 @@ class Hub:
             return len(self.subscribers)
 
 
-# Per dashboard: its open streams, and its hub while one is open (PostgreSQL).
+# Per dashboard: its open streams, and its hub while one is open.
 _STREAMS: weakref.WeakKeyDictionary[Dashboard, set[Subscription]] = weakref.WeakKeyDictionary()
 _HUBS: weakref.WeakKeyDictionary[Dashboard, Hub] = weakref.WeakKeyDictionary()
 _REGISTRY_LOCK = threading.Lock()
 
 
 def _subscribe(d: Dashboard) -> Subscription:
-    hub: Hub | None = None
     with _REGISTRY_LOCK:
-        if d.store.engine == "postgres":
-            hub = _HUBS.get(d)
-            if hub is None:
-                hub = _HUBS[d] = Hub(d.store.url)
-                hub.listener.start()
+        hub = _HUBS.get(d)
+        if hub is None:
+            hub = _HUBS[d] = Hub(d)
+            hub.listener.start()
         subscription = Subscription(d, hub)
         _STREAMS.setdefault(d, set()).add(subscription)
-        if hub is not None:
-            hub.add(subscription)
+        hub.add(subscription)
     return subscription
 
 
@@ -215,12 +270,13 @@ def _unsubscribe(d: Dashboard, subscription: Subscription) -> None:
     with _REGISTRY_LOCK:
         _STREAMS.get(d, set()).discard(subscription)
         hub = subscription.hub
-        if hub is not None and hub.remove(subscription) == 0 and _HUBS.get(d) is hub:
+        if hub.remove(subscription) == 0 and _HUBS.get(d) is hub:
             del _HUBS[d]
             closing = hub
     if closing is not None:
         # Not waited for (this runs on the event loop): the listening thread wakes on
-        # a pipe and closes its session itself, at once unless it is connecting.
+        # a pipe and closes its session itself, at once unless it is connecting; the
+        # poller ends within a poll.
         closing.listener.stop()
 
 
@@ -231,6 +287,6 @@ def open_streams(d: Dashboard) -> int:
 
 
 def hub_of(d: Dashboard) -> Hub | None:
-    """The listening hub of ``d`` while a stream is open on PostgreSQL (for tests)."""
+    """The hub of ``d`` while a stream is open (for tests)."""
     with _REGISTRY_LOCK:
         return _HUBS.get(d)
