@@ -610,29 +610,88 @@ ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = exclude
 
 -- name: queue_depths
 -- Every queue that has a row (a paused one, a limited one) or active jobs, with
--- its pause state, in one statement: each count a subquery per queue over the
--- partial indexes of active rows (the finished rows are never read), the queued
--- ones counted up to cap. The dashboard's own queue_depths (dashboard/postgres.sql)
--- is this same query.
-WITH names AS (
+-- its pause state, in one statement, read only from the partial indexes of active
+-- rows (the finished rows are never read), and no queue's backlog walked end to
+-- end:
+-- - `present`, the queues with queued jobs: a skip scan of jobdef_jobs_claim_queue,
+--   one probe per queue (PostgreSQL has no skip scan of its own: a recursive one);
+-- - `depths`, each of those queues' queued jobs counted there up to cap;
+-- - `levels`, for the oldest wait, a skip scan over each queue's priorities:
+--   within one (queue, priority) the index's first entry has the smallest
+--   run_after, so the queue's oldest is the least of its priorities' first
+--   entries. The queue's first entry, then the first entry below each priority
+--   found, one probe each, gives each priority and its oldest run_after: one
+--   probe per distinct priority in the queue, however many jobs it holds;
+-- - the running jobs from jobdef_jobs_running.
+-- The reads of jobdef_jobs_claim_queue say `queue >= q AND queue <= q` and order by
+-- the queue first, where `queue = q` would do: PostgreSQL has no index hints, and
+-- with an equality the queue drops out of the ORDER BY, which jobdef_jobs_claim
+-- (the same order without the queue) then serves too, filtering on the queue: a
+-- walk of the other queues' jobs, which the planner picks when the statistics say
+-- one queue holds most rows (and, for the count, a walk of the table that the
+-- LIMIT stops, finished rows and all). Ordered by the queue, only
+-- jobdef_jobs_claim_queue gives the order, and the bounds still position the probe
+-- (`>=` lets the btree go on to the priority's bound). Counting for `present`
+-- only, not for every name, keeps the plan's estimated cost, so its JIT
+-- compiling, small.
+-- The dashboard's overview reads this same text (dashboard/store.py SHARED_QUERIES).
+WITH RECURSIVE present(queue) AS (
+    (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+     WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+            WHERE j.state = 'queued' AND j.queue > p.queue ORDER BY j.queue LIMIT 1)
+    FROM present AS p WHERE p.queue IS NOT NULL
+),
+levels(queue, priority, run_after) AS (
+    SELECT p.queue, f.priority, f.run_after
+    FROM present AS p
+    CROSS JOIN LATERAL (
+        SELECT j.priority, j.run_after FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'queued' AND j.queue >= p.queue AND j.queue <= p.queue
+        ORDER BY j.queue, j.priority DESC, j.run_after LIMIT 1
+    ) AS f
+    WHERE p.queue IS NOT NULL
+    UNION ALL
+    SELECT l.queue, f.priority, f.run_after
+    FROM levels AS l
+    CROSS JOIN LATERAL (
+        SELECT j.priority, j.run_after FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'queued' AND j.queue >= l.queue AND j.queue <= l.queue
+          AND j.priority < l.priority
+        ORDER BY j.queue, j.priority DESC, j.run_after LIMIT 1
+    ) AS f
+),
+oldest AS (
+    SELECT queue, min(run_after) AS run_after FROM levels GROUP BY queue
+),
+depths AS (
+    SELECT p.queue,
+           (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_jobs AS j
+                                  WHERE j.state = 'queued'
+                                    AND j.queue >= p.queue AND j.queue <= p.queue
+                                  ORDER BY j.queue, j.priority DESC, j.run_after, j.id
+                                  LIMIT %(cap)s) AS c) AS queued
+    FROM present AS p WHERE p.queue IS NOT NULL
+),
+names AS (
     SELECT queue FROM {schema}.jobdef_queues
-    UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'queued'
+    UNION SELECT queue FROM present WHERE queue IS NOT NULL
     UNION SELECT queue FROM {schema}.jobdef_jobs WHERE state = 'running'
 )
 SELECT n.queue,
        coalesce(q.paused, false) AS paused,
-       (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_jobs AS j
-                              WHERE j.state = 'queued' AND j.queue = n.queue
-                              LIMIT %(cap)s) AS c) AS queued,
+       coalesce(c.queued, 0) AS queued,
        (SELECT count(*) FROM {schema}.jobdef_jobs AS j
         WHERE j.state = 'running' AND j.queue = n.queue) AS running,
-       -- NULL, as on SQLite, when nothing is queued: greatest() would skip the NULL.
-       (SELECT CASE WHEN min(j.run_after) IS NOT NULL
-                    THEN greatest(0, %(now)s - min(j.run_after)) END
-        FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'queued' AND j.queue = n.queue) AS oldest_queued_age
+       -- NULL, as on SQLite, when nothing is queued (no row in oldest): greatest()
+       -- would skip the NULL.
+       CASE WHEN o.run_after IS NOT NULL THEN greatest(0, %(now)s - o.run_after) END
+           AS oldest_queued_age
 FROM names AS n
 LEFT JOIN {schema}.jobdef_queues AS q ON q.queue = n.queue
+LEFT JOIN depths AS c ON c.queue = n.queue
+LEFT JOIN oldest AS o ON o.queue = n.queue
 ORDER BY n.queue;
 
 -- name: schema_exists

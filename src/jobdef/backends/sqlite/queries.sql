@@ -423,7 +423,15 @@ ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
 -- finished rows (any number of them) are never read: the queues with queued jobs
 -- by a skip scan of jobdef_jobs_claim_queue (one probe per queue), each queue's
 -- queued jobs counted there up to :cap, the running ones from jobdef_jobs_running.
--- The dashboard's own queue_depths (dashboard/sqlite.sql) is this same query.
+-- The oldest wait is a skip scan too, never a walk of the backlog: within one
+-- (queue, priority) the index's first entry has the smallest run_after, so the
+-- queue's oldest is the least of its priorities' first entries. `levels` finds the
+-- queue's highest priority, then each next lower one (one probe each), and
+-- `firsts` reads each priority's first run_after (one probe each: a scalar
+-- subquery gives one column, and SQLite has no LATERAL to take both from one
+-- probe, as PostgreSQL's does): two probes per distinct priority in the queue,
+-- however many jobs it holds. INDEXED BY holds every read to the partial index.
+-- The dashboard's overview reads this same text (dashboard/store.py SHARED_QUERIES).
 WITH RECURSIVE present(queue) AS (
     SELECT (SELECT queue FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
             WHERE state = 'queued' ORDER BY queue LIMIT 1)
@@ -431,6 +439,31 @@ WITH RECURSIVE present(queue) AS (
     SELECT (SELECT j.queue FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
             WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
     FROM present WHERE present.queue IS NOT NULL
+),
+levels(queue, priority) AS (
+    SELECT present.queue,
+           (SELECT j.priority FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
+            WHERE j.state = 'queued' AND j.queue = present.queue
+            ORDER BY j.priority DESC LIMIT 1)
+    FROM present WHERE present.queue IS NOT NULL
+    UNION ALL
+    SELECT levels.queue,
+           (SELECT j.priority FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
+            WHERE j.state = 'queued' AND j.queue = levels.queue
+              AND j.priority < levels.priority
+            ORDER BY j.priority DESC LIMIT 1)
+    FROM levels WHERE levels.priority IS NOT NULL
+),
+firsts(queue, run_after) AS (
+    SELECT levels.queue,
+           (SELECT j.run_after FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
+            WHERE j.state = 'queued' AND j.queue = levels.queue
+              AND j.priority = levels.priority
+            ORDER BY j.run_after LIMIT 1)
+    FROM levels WHERE levels.priority IS NOT NULL
+),
+oldest AS (
+    SELECT queue, min(run_after) AS run_after FROM firsts GROUP BY queue
 ),
 running AS (
     SELECT queue, count(*) AS running FROM jobdef_jobs INDEXED BY jobdef_jobs_running
@@ -446,11 +479,12 @@ SELECT n.queue,
        (SELECT count(*) FROM (SELECT 1 FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
                               WHERE state = 'queued' AND queue = n.queue LIMIT :cap)) AS queued,
        coalesce(r.running, 0) AS running,
-       (SELECT max(0, :now - min(run_after)) FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
-        WHERE state = 'queued' AND queue = n.queue) AS oldest_queued_age
+       -- NULL when nothing is queued (no row in oldest): max() of a NULL is NULL.
+       max(0, :now - o.run_after) AS oldest_queued_age
 FROM names AS n
 LEFT JOIN running AS r ON r.queue = n.queue
 LEFT JOIN jobdef_queues AS q ON q.queue = n.queue
+LEFT JOIN oldest AS o ON o.queue = n.queue
 ORDER BY n.queue;
 
 -- name: paused_queues
