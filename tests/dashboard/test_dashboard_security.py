@@ -311,3 +311,33 @@ def test_hostile_filters_are_one_line_each_never_a_server_error(dashboard) -> No
     status, _, body = client.request("/jobs?since=99999999999d")
     assert status == 200
     assert "Internal Server Error" not in body
+
+
+def test_a_store_corrupted_under_the_dashboard_is_one_line_not_a_server_error(
+    sqlite_url, serve, tmp_path
+):
+    """A disk that fails under a running dashboard: each page answers 503 with the one
+    line the CLI gives (the file is corrupted, how to recover)."""
+    import random
+    from pathlib import Path
+
+    from dashboard_steps import Client
+
+    client = Client(serve(create_app(sqlite_url, SHEETS)).url)
+    path = Path(sqlite_url.removeprefix("sqlite:///"))
+    noise = random.Random(3)
+    with path.open("r+b") as stream:  # every page but the header and the schema
+        for page in range(1, path.stat().st_size // 4096):
+            stream.seek(page * 4096)
+            stream.write(bytes(noise.getrandbits(8) for _ in range(4096)))
+    for api in ("/api/overview", "/api/jobs?state=dead", "/api/dead"):
+        status, _, body = client.request(api)
+        assert status == 503, (api, body)
+        message = json.loads(body)["error"]
+        assert "is corrupted" in message, message
+        assert f'sqlite3 {path} ".recover"' in message
+        assert "\n" not in message
+    status, _, html = client.request("/")
+    assert status == 503
+    assert "is corrupted" in html
+    assert "Traceback" not in html

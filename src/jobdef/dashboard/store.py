@@ -12,6 +12,7 @@ job already moved and does nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -59,9 +60,11 @@ class SQLiteReader:
     engine = "sqlite"
 
     def __init__(self, url: str) -> None:
-        from jobdef.backends.sqlite.engine import BUSY_TIMEOUT_MS, sqlite_path
+        from jobdef.backends.sqlite.engine import BUSY_TIMEOUT_MS, database_errors, sqlite_path
 
         path, _ = sqlite_path(url)
+        # A driver error (corrupted, disk failing) is one BackendError, as in the engine.
+        self._errors = functools.partial(database_errors, path)
         self._queries = dashboard_queries(self.engine)
         self._conn = sqlite3.connect(
             path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False
@@ -71,7 +74,7 @@ class SQLiteReader:
         self._lock = threading.Lock()
 
     def rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._lock, self._errors():
             cursor = self._conn.execute(self._queries[name], dict(params))
             return [dict(row) for row in cursor.fetchall()]
 

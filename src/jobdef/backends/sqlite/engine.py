@@ -28,7 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -167,26 +167,8 @@ class SQLiteBackend(SharedVerbs):
                     conn.execute("ROLLBACK")
                 raise
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """A database that cannot be used (locked too long, disk full, read-only, corrupted) is one
-        clear :class:`BackendError`, not a driver traceback."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            if _is_corrupt(exc):
-                raise _corrupt(self.path, exc) from None
-            if not isinstance(exc, sqlite3.OperationalError):
-                raise
-            if str(exc).startswith("no such table: jobdef_"):
-                # Opened without migrating (a worker with --no-migrate) on a database
-                # without jobdef tables, or older ones: say to run `jobdef db upgrade`.
-                require_current(self, self.url, str(self.path))
-            raise BackendError(
-                f"the job database {self.path} cannot be used: {exc}{_disk_note(self.path)}; "
-                "check the disk, the file's permissions, and that no other program holds a "
-                "long transaction on it"
-            ) from exc
+    def _errors(self) -> AbstractContextManager[None]:
+        return database_errors(self.path, lambda: require_current(self, self.url, str(self.path)))
 
     # -- the primitives of the shared verbs (jobdef.backends.verbs) -------------
 
@@ -631,6 +613,29 @@ def _version_on(conn: sqlite3.Connection) -> int:
 
 # SQLITE_CORRUPT and SQLITE_NOTADB: a page or the header holds garbage.
 _CORRUPT_CODES = (11, 26)
+
+
+@contextmanager
+def database_errors(path: Path, missing_tables: Callable[[], None] | None = None) -> Iterator[None]:
+    """A database that cannot be used (locked too long, disk full, read-only, corrupted) is
+    one clear :class:`BackendError`, not a driver traceback. ``missing_tables`` is called
+    when a jobdef table is missing (it raises what to do about it)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if _is_corrupt(exc):
+            raise _corrupt(path, exc) from None
+        if not isinstance(exc, sqlite3.OperationalError):
+            raise
+        if missing_tables is not None and str(exc).startswith("no such table: jobdef_"):
+            # Opened without migrating (a worker with --no-migrate) on a database
+            # without jobdef tables, or older ones: say to run `jobdef db upgrade`.
+            missing_tables()
+        raise BackendError(
+            f"the job database {path} cannot be used: {exc}{_disk_note(path)}; "
+            "check the disk, the file's permissions, and that no other program holds a "
+            "long transaction on it"
+        ) from exc
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
