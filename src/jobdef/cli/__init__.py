@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 from jobdef import __version__
 from jobdef.errors import JobdefError
-from jobdef.redact import redact, url_secrets
 from jobdef.render.escape import clip, visible
 
 EXIT_OK = 0
@@ -91,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnicodeEncodeError:
         # Bytes of argv that are not UTF-8 arrive as lone surrogates; a name or a note
         # holding one cannot be stored or sent (a path can, and is used as given).
+        from jobdef.redact import redact  # as in _without_secrets: on errors only
+
         bad = next((arg for arg in argv if _NOT_UTF8.search(arg)), "")
         message = (
             f"the argument {clip(redact(bad), 80)!r} holds bytes that are not UTF-8; "
@@ -125,6 +126,9 @@ def _without_secrets(message: str, args: argparse.Namespace) -> str:
     """``message`` redacted, its control characters escaped, and without the pieces of
     the database URL's password that a driver may quote out of context (a "port" cut
     from a password with a '/')."""
+    # Imported here: a command that ends without an error never needs it.
+    from jobdef.redact import redact, url_secrets
+
     urls = [getattr(args, "db", None) or "", os.environ.get("JOBDEF_DATABASE_URL", "")]
     shown = redact(message, [secret for url in urls for secret in url_secrets(url)])
     # Lines stay lines; what is inside them (args, a receiver's answer) is shown escaped.

@@ -183,6 +183,8 @@ def _describe(value: Any) -> str:
 
 @dataclass
 class LoadedFile:
+    """One sheet file read: its documents and what is wrong with it."""
+
     path: str
     documents: list[Document]
     diagnostics: list[Diagnostic]
@@ -197,6 +199,8 @@ _DISCARD = _Discard()
 
 @dataclass(slots=True)
 class _Frame:
+    """One mapping or list being built, with what its next event needs to know."""
+
     container: dict[Any, Any] | list[Any]
     path: Path_
     live: bool
