@@ -103,13 +103,13 @@ class PostgresReader:
         queries = dashboard_queries(self.engine)
         self._queries = {name: sql.replace("{schema}", quoted) for name, sql in queries.items()}
         # Read-only, and planned as the queries are written: index walks that stop
-        # early, no bitmap scans, no parallel workers (whose start-up costs more than
-        # any of these small reads).
+        # early, no bitmap scans, no parallel workers and no JIT (whose start-up costs
+        # more than any of these small reads).
         settings = (
             "SET default_transaction_read_only = on; SET enable_bitmapscan = off; "
-            "SET max_parallel_workers_per_gather = 0"
+            "SET max_parallel_workers_per_gather = 0; SET jit = off"
         )
-        self._sessions = SessionManager(conninfo, schema, settings=settings, reconnect_timeout=5)
+        self.sessions = SessionManager(conninfo, schema, settings=settings, reconnect_timeout=5)
 
     def rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         return self._run(self._queries[name], name, params)
@@ -136,14 +136,14 @@ class PostgresReader:
                     found = cur.execute(sql, dict(params)).fetchall()
                     return found
 
-        result: list[dict[str, Any]] = self._sessions.run(work)
+        result: list[dict[str, Any]] = self.sessions.run(work)
         return result
 
     def decode(self, value: Any) -> Any:
         return decoded(value)
 
     def close(self) -> None:
-        self._sessions.close()
+        self.sessions.close()
 
 
 def open_reader(url: str) -> Reader:

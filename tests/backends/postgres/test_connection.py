@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -144,3 +145,25 @@ def test_libpq_options_in_the_url_reach_the_session(
     with PostgresBackend(url) as backend:
         setting = backend.sessions.connection().execute("SHOW statement_timeout").fetchone()[0]
     assert setting == "4321ms"
+
+
+def test_the_engine_and_the_dashboard_plan_without_jit_or_bitmap_scans(
+    pg_backend: PostgresBackend, postgres_url: str, postgres_schema: str
+) -> None:
+    """Their statements are short index walks: a JIT compile (tens of milliseconds, when
+    stale statistics make one look costly) or a bitmap scan would only slow them."""
+    from jobdef.dashboard.store import PostgresReader
+
+    def settings(conn: Any) -> tuple[str, str]:
+        jit = conn.execute("SHOW jit").fetchone()[0]
+        bitmap = conn.execute("SHOW enable_bitmapscan").fetchone()[0]
+        return jit, bitmap
+
+    assert settings(pg_backend.sessions.connection()) == ("off", "off")
+    reader = PostgresReader(f"{postgres_url}?schema={postgres_schema}")
+    try:
+        assert reader.sessions.run(settings) == ("off", "off")
+    finally:
+        reader.close()
+    # Other sessions keep the server's settings.
+    assert query(postgres_url, "SHOW jit") == [("on",)]

@@ -28,7 +28,10 @@
 
 -- name: session_settings
 -- PostgreSQL only. Run once per engine session; see SessionManager._open_session for why.
-SET enable_bitmapscan = off;
+-- No JIT: every statement here is a short index walk, and a statement the planner
+-- misjudges as costly (stale statistics on a big table) would spend tens of
+-- milliseconds compiling what runs in one.
+SET enable_bitmapscan = off; SET jit = off;
 
 -- name: one_snapshot
 -- PostgreSQL only: the first statement of a transaction whose reads must see

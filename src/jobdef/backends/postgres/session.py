@@ -227,7 +227,8 @@ class SessionManager:
         of walking the claim index and stopping after ``limit`` rows: claims
         then cost more the longer the queue. Every statement here is written
         for an index walk, so this engine's own sessions (never a caller's)
-        do without bitmap scans.
+        do without bitmap scans, and without JIT compiling, which only pays off
+        for long analytic queries.
         """
         conn = connect(self.conninfo, connect_timeout=self.connect_timeout)
         try:
