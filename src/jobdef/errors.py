@@ -81,7 +81,8 @@ class HandlerError(JobdefError):
 
 
 class ArgsError(JobdefError, ValueError):
-    """The job's args do not match the `args` schema of its sheet; nothing was stored."""
+    """The job's args do not match the `args` schema of its sheet, or another value of
+    the call does not fit (a priority out of range); nothing was stored."""
 
 
 class BackendError(JobdefError):

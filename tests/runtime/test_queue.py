@@ -76,3 +76,43 @@ def test_enqueue_joins_the_callers_sqlite_transaction(registry, db_url, tmp_path
     assert queue.get(kept.id) is not None
     assert queue.get(dropped.id) is None
     queue.close()
+
+
+def test_the_priority_range_is_the_sheet_schemas() -> None:
+    import json
+    from importlib import resources
+
+    from jobdef.policy.model import PRIORITIES
+
+    schema = json.loads(
+        resources.files("jobdef.sheets").joinpath("schema/jobdef-v1.schema.json").read_text()
+    )
+    bounds = schema["definitions"]["Job"]["properties"]["priority"]
+    assert (PRIORITIES[0], PRIORITIES[-1]) == (bounds["minimum"], bounds["maximum"])
+
+
+@pytest.mark.parametrize(
+    ("priority", "shown"),
+    [
+        (1001, "priority 1001 is not"),
+        (-1001, "priority -1001 is not"),
+        (2**63, "priority of more than 18 digits is not"),
+        pytest.param(10**5000, "priority of more than 18 digits is not", id="5000-digits"),
+        (True, "priority of type bool is not"),
+        (2.5, "priority of type float is not"),
+        ("9", "priority of type str is not"),
+    ],
+)
+def test_a_priority_out_of_the_sheets_range_stores_nothing(queue, backend, priority, shown):
+    with pytest.raises(ArgsError) as caught:
+        queue.enqueue("noop", {"n": 1}, priority=priority)
+    message = str(caught.value)
+    assert message.startswith(f"job 'noop': {shown} a whole number from -1000 to 1000.")
+    assert "Nothing was stored" in message
+    assert backend.list_jobs() == []
+
+
+def test_the_ends_of_the_priority_range_are_stored(queue, backend):
+    low = queue.enqueue("noop", {"n": 1}, priority=-1000)
+    high = queue.enqueue("noop", {"n": 2}, priority=1000)
+    assert (backend.get(low.id).priority, backend.get(high.id).priority) == (-1000, 1000)

@@ -163,6 +163,11 @@ class DecisionAnswers:
     must_accept_when_external_down: bool | None = None
 
 
+# The priorities a job may have: the sheet schema's bounds for `priority`, which an
+# enqueue's override keeps to as well (a test holds the two together).
+PRIORITIES = range(-1000, 1001)
+
+
 @dataclass(frozen=True, slots=True)
 class JobPolicy:
     """The fully resolved policy of one job: defaults merged, durations parsed."""
@@ -178,7 +183,7 @@ class JobPolicy:
     timezone: str = "UTC"
     catch_up: CatchUp = "latest"
     queue: str = "default"
-    priority: int = 0
+    priority: int = 0  # within PRIORITIES, as the sheet schema bounds it
     args_schema: Mapping[str, Any] = field(default_factory=lambda: freeze({"type": "object"}))
     max_attempts: int = 1
     backoff: BackoffPolicy = field(

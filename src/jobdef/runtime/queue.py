@@ -24,7 +24,7 @@ from jobdef.backends.protocol import Backend
 from jobdef.backends.records import EnqueueResult, JobRecord, NewJob
 from jobdef.errors import ArgsError
 from jobdef.policy.keys import idempotency_key
-from jobdef.policy.model import JobPolicy
+from jobdef.policy.model import PRIORITIES, JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.sheets.args_check import args_check
 from jobdef.sheets.args_json import args_problem, where
@@ -46,6 +46,13 @@ def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
             f"job {policy.name!r}: {details}. Nothing was stored; pass args that match "
             f"the `args` of {policy.file or 'its sheet'}"
         )
+
+
+def _shown_priority(value: object) -> str:
+    """A wrong priority as a message shows it: never thousands of digits, nor a repr."""
+    if type(value) is not int:
+        return f"of type {type(value).__name__}"
+    return str(value) if abs(value) < 10**18 else "of more than 18 digits"
 
 
 class Queue:
@@ -79,6 +86,12 @@ class Queue:
         policy = self.registry.job(job)
         args = dict(args or {})
         validate_args(policy, args)
+        if priority is not None and (type(priority) is not int or priority not in PRIORITIES):
+            raise ArgsError(
+                f"job {policy.name!r}: priority {_shown_priority(priority)} is not a whole "
+                f"number from {PRIORITIES[0]} to {PRIORITIES[-1]}. Nothing was stored; write "
+                "one in that range (higher runs first), as a sheet's priority"
+            )
         if delay is not None:
             run_after = self.clock() + delay
         return NewJob(
