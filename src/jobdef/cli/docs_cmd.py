@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobdef.cli.options import (
     add_lang,
@@ -19,6 +21,10 @@ from jobdef.cli.options import (
 from jobdef.errors import UnreadableInputError, UsageError
 from jobdef.sheets.files import RefusedFile, check_not_symlink, read_text
 
+if TYPE_CHECKING:
+    from jobdef.policy.registry import Registry
+    from jobdef.project import Config
+
 
 def _shown(path: Path) -> Path:
     """``path`` relative to the working directory when it lies below it."""
@@ -26,6 +32,25 @@ def _shown(path: Path) -> Path:
         return path.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
         return path
+
+
+def _shown_pages(paths: list[Path]) -> list[Path]:
+    """:func:`_shown` of each page of the docs folder, the folder resolved once.
+
+    A page is never a symlink (reading it refused one), and its name is a plain file
+    name, so it resolves to the resolved folder and its name."""
+    cwd = Path.cwd().resolve()
+    folders: dict[Path, Path] = {}
+    shown = []
+    for path in paths:
+        folder = folders.get(path.parent)
+        if folder is None:
+            folder = folders[path.parent] = path.parent.resolve()
+        try:
+            shown.append((folder / path.name).relative_to(cwd))
+        except ValueError:
+            shown.append(path)
+    return shown
 
 
 def _unreadable(exc: OSError, flag: str) -> UnreadableInputError:
@@ -53,6 +78,21 @@ def _day(text: str) -> date:
 
 
 def run(args: argparse.Namespace) -> int:
+    config = config_from(args, docs=args.output)
+    registry = registry_from(config)
+    # The registry lives until the end: the garbage collector need not walk it again
+    # and again while the pages are rendered (the objects are handed back after).
+    frozen = gc.get_freeze_count() == 0
+    if frozen:
+        gc.freeze()
+    try:
+        return _write(args, config, registry)
+    finally:
+        if frozen:
+            gc.unfreeze()
+
+
+def _write(args: argparse.Namespace, config: Config, registry: Registry) -> int:
     # Imported here: building the parser for another command must not load Jinja2.
     from jobdef.render.docs import (
         Change,
@@ -65,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
         utc_today,
     )
 
-    config = config_from(args, docs=args.output)
-    registry = registry_from(config)
     out = Path(config.docs)
     try:
         check_not_symlink(out)
@@ -80,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
         found = plan(pages, out)
     except OSError as exc:
         raise _unreadable(exc, "--output") from None
-    changes = [Change(_shown(c.path), c.old, c.new) for c in found]
+    changes = [
+        Change(shown, c.old, c.new)
+        for c, shown in zip(found, _shown_pages([c.path for c in found]), strict=True)
+    ]
     for raw in args.inject or ():
         file = Path(raw)
         if file.is_dir() and not file.is_symlink():

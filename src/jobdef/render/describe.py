@@ -594,17 +594,30 @@ def field_value(job: JobPolicy, path: str, lang: str = "en") -> str:
     return str(value)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=64)
+def _resolved(folder: str | Path, cwd: str) -> Path:
+    # The base folder of every file of a registry: resolved once, not once per file.
+    return Path(folder).resolve()
+
+
 def display_path(file: str, base: str | Path | None = None) -> str:
     """``file`` relative to ``base`` when it lies below it, with ``/`` separators."""
-    if base is not None and file:
-        try:
-            relative = os.path.relpath(Path(file).resolve(), Path(base).resolve())
-        except ValueError:  # another drive on Windows
-            relative = file
-        if not relative.startswith(".."):
-            file = relative
-    return Path(file).as_posix() if file else file
+    if base is None or not file:
+        return Path(file).as_posix() if file else file
+    # A relative path is relative to the working directory: it is part of the cache key.
+    relative = not (os.path.isabs(file) and os.path.isabs(base))
+    return _display_path(file, base, os.getcwd() if relative else "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _display_path(file: str, base: str | Path, cwd: str) -> str:
+    try:
+        relative = os.path.relpath(Path(file).resolve(), _resolved(base, cwd))
+    except ValueError:  # another drive on Windows
+        relative = file
+    if not relative.startswith(".."):
+        file = relative
+    return Path(file).as_posix()
 
 
 def origin_text(origin: Origin | None, lang: str = "en", base: str | Path | None = None) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from jobdef.errors import JobdefError, UsageError
-from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.backoff import Timeline, retry_timeline
 from jobdef.policy.model import JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
 from jobdef.render import describe
@@ -73,13 +73,22 @@ class QueueGroup:
     entries: tuple[IndexEntry, ...]
 
 
-def _index_entries(registry: Registry, lang: str) -> list[IndexEntry]:
-    """Every job, sorted by queue then name."""
+def _index_entries(
+    registry: Registry, lang: str, timelines: Mapping[str, Timeline] | None = None
+) -> list[IndexEntry]:
+    """Every job, sorted by queue then name; ``timelines``: the jobs' retry timelines
+    (with the default lease) when the pages already computed them, by job name."""
+    known = timelines or {}
+
+    def worst_case(job: JobPolicy) -> float:
+        timeline = known.get(job.name)
+        return (retry_timeline(job) if timeline is None else timeline).worst_case
+
     return [
         IndexEntry(
             job=job,
             page=_page_name(job.name),
-            worst_case=retry_timeline(job).worst_case,
+            worst_case=worst_case(job),
             notify=describe.notify(
                 job.notify, registry.channels.get(job.notify.channel or ""), lang
             ),
@@ -184,9 +193,11 @@ def render_docs(
     env = environment(lang, templates)
     runs = runs_after or RunsAfter(utc_today())
     pages: dict[str, str] = {}
+    timelines: dict[str, Timeline] = {}
     for name in sorted(registry.jobs):
         job = registry.jobs[name]
         context = job_context(job, registry, lang, base)
+        timelines[name] = context["timeline"]
 
         def render_on(
             day: date | None, job: JobPolicy = job, context: dict[str, Any] = context
@@ -196,7 +207,7 @@ def render_docs(
 
         page = _page_name(name)
         pages[page] = runs.pick(page, render_on) if is_scheduled(job) else render_on(None)
-    entries = _index_entries(registry, lang)
+    entries = _index_entries(registry, lang, timelines)
     pages[INDEX_PAGE] = _stamp(
         render(
             env, "index.md.j2", entries=entries, groups=_groups(registry, entries), link_prefix=""

@@ -18,7 +18,9 @@ import unicodedata
 _NEWLINES = re.compile(r"\r\n|\r|\n")
 # Characters with inline meaning in CommonMark/GFM. `_` only matters at a word
 # boundary (GFM ignores intraword underscores), so `send_reservation_mail` stays readable.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]|~])|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+# (Each branch starts with its character, `_` looking back past itself, so that the
+# regular expression engine scans for the characters instead of trying every position.)
+_MD_SPECIAL = re.compile(r"[\\`*\[\]|~]|_(?:(?<![0-9A-Za-z]_)|(?![0-9A-Za-z]))")
 
 # A spreadsheet evaluates a cell that starts with one of these as a formula
 # (OWASP "CSV injection"); the full-width forms are included because some
@@ -85,15 +87,18 @@ def clip(text: str, width: int) -> str:
 
 def _markdown(text: str) -> str:
     escaped = html.escape(text, quote=False)
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), escaped)
+    if not _MD_SPECIAL.search(escaped):  # e.g. only underscores inside words
+        return escaped
+    return _MD_SPECIAL.sub(r"\\\g<0>", escaped)
 
 
 def markdown_cell(text: object) -> str:
     """``text`` as a Markdown table cell: no markup, one line, line breaks as ``<br>``."""
     text = str(text)
-    if not _MD_ANY.search(text) and not _INVISIBLE.search(text):
-        return text  # the common case: nothing to escape
-    lines = _NEWLINES.split(str(text).replace("\t", " "))
+    if not _INVISIBLE.search(text):  # one line (line breaks and tabs are controls)
+        # The common case: nothing to escape, or markup characters on one line.
+        return _markdown(text) if _MD_ANY.search(text) else text
+    lines = _NEWLINES.split(text.replace("\t", " "))
     return "<br>".join(_markdown(visible(line)) for line in lines)
 
 
