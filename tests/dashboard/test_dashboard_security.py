@@ -341,3 +341,31 @@ def test_a_store_corrupted_under_the_dashboard_is_one_line_not_a_server_error(
     assert status == 503
     assert "is corrupted" in html
     assert "Traceback" not in html
+
+
+def test_a_stored_time_no_date_can_say_is_shown_as_it_is(sqlite_url, serve, capsys):
+    """A run_after of 8.64e24 (`--delay 99999999999999999999d` before enqueue refused
+    it) must not break the job's page, its JSON, the job list or `jobdef jobs show`."""
+    import sqlite3
+
+    from dashboard_steps import Client
+
+    from jobdef.cli import main
+
+    conn = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    with conn:
+        job_id = conn.execute(
+            "INSERT INTO jobdef_jobs (job, queue, args, state, attempt, max_attempts, run_after,"
+            " created_at, updated_at) VALUES ('ship_order', 'default', '{}', 'queued', 0, 3,"
+            " 8.64e24, 1, 1)"
+        ).lastrowid
+    conn.close()
+    client = Client(serve(create_app(sqlite_url, SHEETS)).url)
+    status, _, body = client.request(f"/api/jobs/{job_id}")
+    assert status == 200
+    assert json.loads(body)["run_after"] == "8.64e+24 (epoch seconds)"
+    for page in (f"/jobs/{job_id}", "/jobs", "/"):
+        assert client.request(page)[0] == 200, page
+    capsys.readouterr()
+    assert main(["jobs", "show", str(job_id), "--db", sqlite_url]) == 0
+    assert "8.64e+24 (epoch seconds)" in capsys.readouterr().out

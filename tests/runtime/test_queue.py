@@ -99,7 +99,7 @@ def test_the_priority_range_is_the_sheet_schemas() -> None:
         (2**63, "priority of more than 18 digits is not"),
         pytest.param(10**5000, "priority of more than 18 digits is not", id="5000-digits"),
         (True, "priority of type bool is not"),
-        (2.5, "priority of type float is not"),
+        (2.5, "priority 2.5 is not"),
         ("9", "priority of type str is not"),
     ],
 )
@@ -116,3 +116,33 @@ def test_the_ends_of_the_priority_range_are_stored(queue, backend):
     low = queue.enqueue("noop", {"n": 1}, priority=-1000)
     high = queue.enqueue("noop", {"n": 2}, priority=1000)
     assert (backend.get(low.id).priority, backend.get(high.id).priority) == (-1000, 1000)
+
+
+@pytest.mark.parametrize(
+    ("when", "shown"),
+    [
+        (253_402_300_800, "253402300800"),  # a second past 9999-12-31T23:59:59Z
+        (float("inf"), "inf"),
+        (float("nan"), "NaN"),
+        (-1.0, "-1"),
+        pytest.param(10**5000, "of more than 18 digits", id="5000-digits"),
+        ("soon", "of type str"),
+        (True, "of type bool"),
+    ],
+)
+def test_a_run_after_no_date_can_show_stores_nothing(queue, backend, when, shown):
+    with pytest.raises(ArgsError) as caught:
+        queue.enqueue("noop", {"n": 1}, run_after=when)
+    assert str(caught.value).startswith(
+        f"job 'noop': run_after {shown} is not a time from 1970-01-01 to 9999-12-31"
+    )
+    assert backend.list_jobs() == []
+
+
+def test_a_delay_past_the_last_date_stores_nothing_and_the_last_second_is_stored(backend, registry):
+    queue = Queue(backend, registry, clock=lambda: 1000.0)
+    with pytest.raises(ArgsError, match="Nothing was stored"):
+        queue.enqueue("noop", {"n": 1}, delay=8.64e24)  # --delay 99999999999999999999d
+    last = queue.enqueue("noop", {"n": 2}, run_after=253_402_300_799)
+    assert backend.get(last.id).run_after == 253_402_300_799
+    assert [job.id for job in backend.list_jobs()] == [last.id]

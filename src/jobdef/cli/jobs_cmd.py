@@ -21,7 +21,11 @@ if TYPE_CHECKING:
 def _when(ts: float | None) -> str:
     if ts is None:
         return "-"
-    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):
+        # A time no date can say, stored before enqueue refused them: shown as it is.
+        return f"{ts:.6g} (epoch seconds)"
 
 
 def _args(record: JobRecord) -> str:

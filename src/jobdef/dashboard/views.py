@@ -72,7 +72,12 @@ def when(epoch: float | None) -> str | None:
     """An epoch time as ISO 8601 UTC, to the second."""
     if epoch is None:
         return None
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    try:
+        moment = datetime.fromtimestamp(epoch, UTC)
+    except (OverflowError, ValueError, OSError):
+        # A time no date can say, stored before enqueue refused them: shown as it is.
+        return f"{epoch:.6g} (epoch seconds)"
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def age(seconds: float | None) -> str:

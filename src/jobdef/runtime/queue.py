@@ -15,6 +15,7 @@ the idempotency key is computed from its recipe, and queue, priority and
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -48,11 +49,26 @@ def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
         )
 
 
-def _shown_priority(value: object) -> str:
-    """A wrong priority as a message shows it: never thousands of digits, nor a repr."""
-    if type(value) is not int:
+# The latest time a job may be postponed to: 9999-12-31T23:59:59Z, the last second a
+# date can show (every page and listing prints run_after as one).
+LATEST_RUN_AFTER = 253_402_300_799
+
+
+def _storable_time(value: object) -> bool:
+    """Whether ``value`` is epoch seconds every page and listing can show as a date."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return 0 <= value <= LATEST_RUN_AFTER  # NaN is neither
+
+
+def _shown(value: object) -> str:
+    """A wrong number (a priority, a run_after) as a message shows it: short, never
+    thousands of digits, never a repr."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return f"of type {type(value).__name__}"
-    return str(value) if abs(value) < 10**18 else "of more than 18 digits"
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**18 else "of more than 18 digits"
+    return "NaN" if math.isnan(value) else f"{value:.6g}"
 
 
 class Queue:
@@ -88,12 +104,18 @@ class Queue:
         validate_args(policy, args)
         if priority is not None and (type(priority) is not int or priority not in PRIORITIES):
             raise ArgsError(
-                f"job {policy.name!r}: priority {_shown_priority(priority)} is not a whole "
+                f"job {policy.name!r}: priority {_shown(priority)} is not a whole "
                 f"number from {PRIORITIES[0]} to {PRIORITIES[-1]}. Nothing was stored; write "
                 "one in that range (higher runs first), as a sheet's priority"
             )
         if delay is not None:
             run_after = self.clock() + delay
+        if run_after is not None and not _storable_time(run_after):
+            raise ArgsError(
+                f"job {policy.name!r}: run_after {_shown(run_after)} is not a time from "
+                f"1970-01-01 to 9999-12-31 (epoch seconds 0 to {LATEST_RUN_AFTER:,}). Nothing "
+                "was stored; give a run_after or a delay that falls in that range"
+            )
         return NewJob(
             job=policy.name,
             args=args,
