@@ -409,6 +409,13 @@ KNOWN_CASES = {
     "tsv-out-folder": ["tsv", "-o", "."],
     "docs-out-proc": ["docs", "--out", "/proc/jobs"],
     "docs-inject-folder": ["docs", "--inject", "."],
+    "jobs-limit-huge": ["jobs", "--limit", HUGE],
+    "jobs-limit-negative": ["jobs", "--limit", "-1"],
+    "prune-batch-zero": ["prune", "--dry-run", "--batch-size", "0"],
+    "prune-batch-huge": ["prune", "--batch-size", HUGE],
+    "dashboard-port-huge": ["dashboard", "--port", "99999"],
+    "worker-prefetch-huge": ["worker", "--burst", "--prefetch", HUGE],
+    "worker-metrics-port-huge": ["worker", "--burst", "--metrics-port", "70000"],
 }
 
 
@@ -417,6 +424,27 @@ def test_the_issues_cases_get_one_line(project: Path, argv: list[str]) -> None:
     code, out, err = run_in_process(argv, project)
     check_outcome(argv, code, out, err)
     assert code == 2, (argv, out, err)
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["--priority", HUGE], "priority of more than 18 digits is not a whole number"),
+        (["--delay", "99999999999999999999d"], "run_after 8.64e+24 is not a time from 1970"),
+    ],
+)
+def test_an_enqueue_value_no_engine_can_hold_is_one_line(
+    project: Path, option: list[str], says: str
+) -> None:
+    """SQLite raised OverflowError on the priority; the delay was stored, and every later
+    `jobs show` of the job was a traceback."""
+    assert run_in_process(["db", "upgrade"], project)[0] == 0
+    argv = ["enqueue", "hostile", "--args", '{"text": "x"}', *option]
+    code, out, err = run_in_process(argv, project)
+    check_outcome(argv, code, out, err)
+    assert code == 2, (out, err)
+    assert says in err, err
     assert len(err.strip().splitlines()) == 1, err
 
 

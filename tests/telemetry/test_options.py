@@ -47,7 +47,11 @@ def test_a_port_out_of_range_is_refused_by_the_parser(
     with pytest.raises(SystemExit) as exited:
         run_worker(db_url, capsys, "--metrics-port", value)
     assert exited.value.code == 2
-    assert "argument --metrics-port: expected a port" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert (
+        f"argument --metrics-port: expected a whole number from 0 to 65,535, got {value!r}" in err
+    )
+    assert len(err.strip().splitlines()) == 1, err
 
 
 def test_a_health_file_that_cannot_be_written_is_one_line(

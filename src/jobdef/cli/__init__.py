@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from jobdef import __version__
 from jobdef.errors import JobdefError
@@ -53,10 +54,19 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a wrong argument is one line, as every other error of the CLI:
+    what is wrong and where the options are listed, without the usage block before it.
+    The commands' parsers are of this class too (subparsers take their parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of ``only`` that one (its module alone is imported,
     so `jobdef validate` does not load the job store's code)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="jobdef",
         description="Job definition sheets that validate, document and run your background jobs.",
     )

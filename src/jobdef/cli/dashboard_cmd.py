@@ -13,7 +13,7 @@ import sys
 
 from jobdef.cli import runtime_options
 from jobdef.cli.lease_option import add_lease, lease_from
-from jobdef.cli.options import plain
+from jobdef.cli.options import plain, whole_number
 from jobdef.errors import UsageError
 from jobdef.policy.leases import DEFAULT_LEASE
 
@@ -74,7 +74,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"address to listen on (default: {DEFAULT_HOST}; any other needs auth)",
     )
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})"
+        "--port",
+        type=whole_number(1, 65535),
+        default=DEFAULT_PORT,
+        help=f"port (default: {DEFAULT_PORT})",
     )
     parser.add_argument(
         "--read-only",

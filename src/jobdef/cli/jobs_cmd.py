@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import JobIds, add_format
+from jobdef.cli.options import JobIds, add_format, whole_number
 from jobdef.cli.runtime_options import JOB_STATES, table
 from jobdef.errors import UsageError
 from jobdef.render.escape import clip, visible
@@ -164,7 +164,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--job", metavar="NAME", help="only jobs of this name (default: every job)")
     parser.add_argument(
-        "--limit", type=int, default=50, help="list at most this many jobs (default: 50)"
+        "--limit",
+        type=whole_number(1, 1_000_000),
+        default=50,
+        help="list at most this many jobs, 1 to 1,000,000 (default: 50)",
     )
     add_format(parser)
     runtime_options.add_db(parser)

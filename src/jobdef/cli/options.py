@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,26 @@ def job_id(text: str) -> int | None:
     except ValueError:
         return None
     return value if 1 <= value <= MAX_JOB_ID else None
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``low`` to ``high``. Anything else is
+    argparse's one line naming the option and the range, before any engine sees a
+    number it cannot hold (SQLite raised OverflowError on a --limit of 10**20, and read
+    a negative LIMIT as none)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low:,} to {high:,}, got {text[:40]!r}"
+            )
+        return value
+
+    return parse
 
 
 class JobIds(argparse.Action):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobdef.cli import runtime_options
-from jobdef.cli.options import plain
+from jobdef.cli.options import plain, whole_number
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,10 +29,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--dry-run", action="store_true", help="only count")
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=whole_number(1, 100_000),
         default=1000,
-        help="rows deleted per transaction, so a large prune never holds a long lock "
-        "(default: 1000)",
+        help="rows deleted per transaction, 1 to 100,000, so a large prune never holds a "
+        "long lock (default: 1000)",
     )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jobdef.cli.options import whole_number
 from jobdef.errors import UsageError
 from jobdef.policy.durations import parse_duration
 from jobdef.telemetry.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS, MAX_ARGS_CHARS
@@ -19,16 +20,6 @@ DEFAULT_METRICS_PORT = 9464  # the port jobdef.telemetry.metrics documents
 log = logging.getLogger("jobdef.worker")
 # The gauges are read from the store at most this often, seconds.
 MIN_GAUGE_INTERVAL = 1.0
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value}")
-    return value
 
 
 def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +47,7 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--metrics-port",
-        type=_port,
+        type=whole_number(0, 65535),
         metavar="PORT",
         help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (default: off; "
         f"{DEFAULT_METRICS_PORT} is the usual port; needs `pip install 'jobdef[metrics]'`)",
@@ -70,7 +61,7 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--health-port",
-        type=_port,
+        type=whole_number(0, 65535),
         metavar="PORT",
         help="serve /livez (the loop turned in the last minute) and /readyz (store "
         "reachable, handlers imported) on http://0.0.0.0:PORT (default: off)",

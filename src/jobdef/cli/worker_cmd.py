@@ -8,6 +8,7 @@ import sys
 
 from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath
+from jobdef.cli.options import whole_number
 from jobdef.cli.telemetry_options import add_telemetry_options, close_telemetry, worker_telemetry
 from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration
@@ -117,10 +118,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--burst", action="store_true", help="exit when nothing is runnable")
     parser.add_argument(
         "--prefetch",
-        type=_positive,
+        type=whole_number(1, 10_000),
         default=32,
-        help="jobs handed ahead to each handler process, which is all a worker claims "
-        "ahead; jobs stuck behind a slow one are taken back after 0.5s (default: 32)",
+        help="jobs handed ahead to each handler process, 1 to 10,000, which is all a "
+        "worker claims ahead; jobs stuck behind a slow one are taken back after 0.5s "
+        "(default: 32)",
     )
     parser.add_argument(
         "--no-migrate",
