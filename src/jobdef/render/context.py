@@ -189,18 +189,19 @@ def recommended_mode(job: JobPolicy, lang: str) -> str | None:
 
 def field_rows(job: JobPolicy, lang: str, base: str | Path | None) -> list[FieldRow]:
     """Every effective field of ``job`` with its value and origin, in sheet order."""
-    rows = []
-    for path in describe.effective_fields(job):
-        origin = job.origin(path)
-        rows.append(
-            FieldRow(
-                path=path,
-                value=describe.field_value(job, path, lang),
-                origin=describe.origin_text(origin, lang, base),
-                source="builtin" if origin is None else origin.source,
-            )
+    paths = describe.effective_fields(job)
+    origins = [job.origin(path) for path in paths]
+    return [
+        FieldRow(
+            path=path,
+            value=describe.field_value(job, path, lang),
+            origin=text,
+            source="builtin" if origin is None else origin.source,
         )
-    return rows
+        for path, origin, text in zip(
+            paths, origins, describe.origin_texts(origins, lang, base), strict=True
+        )
+    ]
 
 
 def job_context(

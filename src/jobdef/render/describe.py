@@ -9,7 +9,7 @@ The API, all pure functions of the frozen policy objects:
 - :data:`ITEMS` and :func:`sheet_rows`: the 13 items of the classic job
   definition sheet (label, what to write, this job's value);
 - :func:`item_value`: one of those values by item key;
-- :func:`effective_fields`, :func:`field_value`, :func:`origin_text`: every
+- :func:`effective_fields`, :func:`field_value`, :func:`origin_text` (:func:`origin_texts`): every
   effective field by its sheet path (``backoff.initial``), as written, and
   where it came from (:func:`display_path` shortens the file name);
 - value formatters reused by the above: :func:`duration`, :func:`wait_range`,
@@ -605,8 +605,11 @@ def display_path(file: str, base: str | Path | None = None) -> str:
     if base is None or not file:
         return Path(file).as_posix() if file else file
     # A relative path is relative to the working directory: it is part of the cache key.
-    relative = not (os.path.isabs(file) and os.path.isabs(base))
-    return _display_path(file, base, os.getcwd() if relative else "")
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory is gone: only absolute paths resolve
+        cwd = ""
+    return _display_path(file, base, cwd)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -622,9 +625,25 @@ def _display_path(file: str, base: str | Path, cwd: str) -> str:
 
 def origin_text(origin: Origin | None, lang: str = "en", base: str | Path | None = None) -> str:
     """Where a value came from: ``sheet jobdefs/x.yaml:12``, ``Defaults ...:3``, built-in."""
-    if origin is None or origin.source == "builtin":
-        return _pick(lang, "built-in default", "組み込みの既定値")
-    where = f"{display_path(origin.file, base)}:{origin.line}"
-    if origin.source == "defaults":
-        return f"Defaults {where}"
-    return _pick(lang, f"sheet {where}", f"シート {where}")
+    return origin_texts([origin], lang, base)[0]
+
+
+def origin_texts(
+    origins: Sequence[Origin | None], lang: str = "en", base: str | Path | None = None
+) -> list[str]:
+    """:func:`origin_text` of each origin (of one job: each file name is shortened once)."""
+    shown: dict[str, str] = {}
+    texts = []
+    for origin in origins:
+        if origin is None or origin.source == "builtin":
+            texts.append(_pick(lang, "built-in default", "組み込みの既定値"))
+            continue
+        file = shown.get(origin.file)
+        if file is None:
+            file = shown[origin.file] = display_path(origin.file, base)
+        where = f"{file}:{origin.line}"
+        if origin.source == "defaults":
+            texts.append(f"Defaults {where}")
+        else:
+            texts.append(_pick(lang, f"sheet {where}", f"シート {where}"))
+    return texts

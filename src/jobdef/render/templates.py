@@ -52,9 +52,11 @@ def _autoescape(name: str | None) -> bool:
     return (name or "").endswith((".html.j2", ".html", ".md.j2"))
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)
 def _markdown_markup(text: str) -> Markup:
-    # Labels, durations and names repeat on every page: escape each text once.
+    # Labels, durations and names repeat on every page: escape each text once. (A few
+    # pages' worth: the texts of one page only, such as its file:line origins, would
+    # otherwise fill the cache and live to the end of the process.)
     return Markup(markdown_cell(text))
 
 
