@@ -416,6 +416,12 @@ KNOWN_CASES = {
     "dashboard-port-huge": ["dashboard", "--port", "99999"],
     "worker-prefetch-huge": ["worker", "--burst", "--prefetch", HUGE],
     "worker-metrics-port-huge": ["worker", "--burst", "--metrics-port", "70000"],
+    # A name of 100,000 characters is named in the error, cut short.
+    "enqueue-huge-name": ["enqueue", "j" * 100_000],
+    "queues-pause-huge-name": ["queues", "pause", "q" * 100_000],
+    "notify-test-huge-name": ["notify", "test", "c" * 100_000],
+    "new-huge-name": ["new", "n" * 100_000],
+    "new-name-too-long": ["new", "n" * 101],
 }
 
 
@@ -425,6 +431,7 @@ def test_the_issues_cases_get_one_line(project: Path, argv: list[str]) -> None:
     check_outcome(argv, code, out, err)
     assert code == 2, (argv, out, err)
     assert len(err.strip().splitlines()) == 1, err
+    assert len(err) < 1_000, err[:300]
 
 
 @pytest.mark.parametrize(

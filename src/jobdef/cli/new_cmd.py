@@ -15,11 +15,12 @@ from jobdef.sheets.schema_check import schema_text
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.review.new_sheet import render_sheet
+    from jobdef.review.new_sheet import check_name, render_sheet
     from jobdef.sheets.build import build_registry
     from jobdef.sheets.local_schema import LOCAL_SCHEMA, local_schema, schema_reference
     from jobdef.sheets.pipeline import load_documents, sheet_files
 
+    check_name(args.name)  # before the name becomes a path
     config = config_from(args)
     sheets = Path(config.sheets)
     to_stdout = args.output == "-"

@@ -13,7 +13,7 @@ import time
 
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
 from jobdef.cli.options import add_sheets
-from jobdef.render.escape import visible
+from jobdef.render.escape import clip, visible
 
 
 def run_test(args: argparse.Namespace) -> int:
@@ -30,7 +30,7 @@ def run_test(args: argparse.Namespace) -> int:
     if args.channel not in registry.channels:
         known = ", ".join(sorted(registry.channels)) or "none"
         raise ChannelError(
-            f"no Channel document named {args.channel!r} under {config.sheets} "
+            f"no Channel document named {clip(args.channel, 60)!r} under {config.sheets} "
             f"(channels: {known}); check the name or pass --sheets"
         )
     channel = build_channels(registry, os.environ, names=[args.channel])[args.channel]

@@ -19,6 +19,7 @@ from jobdef.cli.options import add_format
 from jobdef.cli.runtime_options import human_age, table
 from jobdef.errors import SheetError, UsageError
 from jobdef.policy.registry import Registry
+from jobdef.render.escape import clip
 from jobdef.sheets.pipeline import load_registry
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def run_set_paused(args: argparse.Namespace) -> int:
         known = queue_names(registry) | {info.queue for info in backend.queues()}
         if args.name not in known:
             raise UsageError(
-                f"no queue named {args.name!r} in the sheets or the job store "
+                f"no queue named {clip(args.name, 60)!r} in the sheets or the job store "
                 f"(queues: {', '.join(sorted(known)) or 'none'}); check the spelling, "
                 "or pass --sheets DIR with the sheets that name it"
             )

@@ -23,7 +23,7 @@ class Registry:
         except KeyError:
             known = ", ".join(sorted(self.jobs)) or "none"
             raise UnknownJobError(
-                f"no sheet defines a job named {name!r} (jobs: {known}); "
+                f"no sheet defines a job named {name[:60]!r} (jobs: {known}); "
                 "check the name or point --sheets at the right folder"
             ) from None
 

@@ -22,10 +22,13 @@ from typing import Any
 import yaml
 
 from jobdef.errors import UsageError
+from jobdef.render.escape import clip
 from jobdef.sheets.build import field_paths
 from jobdef.sheets.document import Document
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+# The longest job name the sheet schema allows (its `maxLength`).
+MAX_NAME_LENGTH = 100
 SCHEMA_LINE = re.compile(r"^#\s*yaml-language-server:\s*\$schema=\S+")
 _WIDTH = 92
 
@@ -474,6 +477,15 @@ def _args_note() -> str:
     return "An example arg: replace it with the job's own args."
 
 
+def check_name(name: str) -> None:
+    """Raise :class:`UsageError` unless ``name`` is a job name the schema accepts."""
+    if not NAME_PATTERN.match(name) or len(name) > MAX_NAME_LENGTH:
+        raise UsageError(
+            f"{clip(name, 60)!r} is not a job name; write up to {MAX_NAME_LENGTH} lower-case "
+            "letters, digits and _ starting with a letter, such as send_invoice_mail"
+        )
+
+
 def render_sheet(
     name: str,
     *,
@@ -494,11 +506,7 @@ def render_sheet(
     schema's ``$id``); ``folder`` where the sheet goes; ``root`` the project root, which
     the paths in comments are relative to.
     """
-    if not NAME_PATTERN.match(name):
-        raise UsageError(
-            f"{name!r} is not a job name; write lower-case letters, digits and _ "
-            "starting with a letter, such as send_invoice_mail"
-        )
+    check_name(name)
     inherited = defaults_values(documents)
     fields = list(_fields(name, lang))
     if ("notify", "channel") not in inherited:
