@@ -25,9 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
-from jinja2.compiler import CodeGenerator, Frame
-from jinja2.nodes import Expr
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from jobdef.errors import ConfigError
 from jobdef.render import describe
@@ -65,44 +63,6 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> Any:
     if isinstance(value, Markup) or not (context.name or "").endswith(".md.j2"):
         return value
     return _markdown_markup(str(value))
-
-
-def _markdown_output(context: jinja2.runtime.Context, value: Any) -> Markup:
-    """``escape(_finalize(context, value))`` in one call: what a ``{{ expression }}`` of
-    a ``*.md.j2`` template writes (:class:`_CodeGenerator`)."""
-    if type(value) is Markup:
-        return value
-    if not isinstance(value, Markup) and (context.name or "").endswith(".md.j2"):
-        return _markdown_markup(str(value))
-    return escape(_finalize(context, value))
-
-
-class _CodeGenerator(CodeGenerator):
-    """Jinja2's code generator, but an expression of a ``*.md.j2`` template is written
-    through :func:`_markdown_output`, one call instead of ``escape`` around the
-    finalize call: the same text, with less work for each of the hundreds of values
-    on a page. Any other template, and a ``{% autoescape %}`` block, is compiled as usual."""
-
-    def _fused(self, frame: Frame) -> bool:
-        ctx = frame.eval_ctx
-        return (self.name or "").endswith(".md.j2") and ctx.autoescape and not ctx.volatile
-
-    def _output_child_pre(self, node: Expr, frame: Frame, finalize: Any) -> None:
-        if self._fused(frame):
-            self.write("environment.markdown_output(context, ")
-        else:
-            super()._output_child_pre(node, frame, finalize)
-
-    def _output_child_post(self, node: Expr, frame: Frame, finalize: Any) -> None:
-        if self._fused(frame):
-            self.write(")")
-        else:
-            super()._output_child_post(node, frame, finalize)
-
-
-class _Environment(jinja2.Environment):
-    code_generator_class = _CodeGenerator
-    markdown_output = staticmethod(_markdown_output)
 
 
 def _display_width(text: str) -> int:
@@ -157,7 +117,7 @@ def environment(lang: str = "en", overrides: str | Path | None = None) -> jinja2
                 "--templates / [tool.jobdef] templates"
             )
         folders.insert(0, override)
-    env = _Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(f) for f in folders], encoding="utf-8"),
         undefined=jinja2.StrictUndefined,
         autoescape=_autoescape,
