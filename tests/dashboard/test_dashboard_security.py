@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from dashboard_steps import SHEETS, SRC, Client, make_dead
@@ -31,18 +32,24 @@ def basic(user: str, password: str) -> dict[str, str]:
     return {"Authorization": f"Basic {token}"}
 
 
-def test_a_public_host_without_auth_refuses_to_start(sqlite_url, tmp_path):
+def _refused(url: str, cwd: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``jobdef dashboard`` with ``options``, without any credentials in its
+    environment, expected to refuse to start (a server that started is killed at 60 s)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBDEF_DASHBOARD_")}
     env["PYTHONPATH"] = str(SRC)
-    result = subprocess.run(
-        [*DASHBOARD, "--host", "0.0.0.0", "--db", sqlite_url, "--sheets", str(SHEETS)],
+    return subprocess.run(
+        [*DASHBOARD, "--db", url, "--sheets", str(SHEETS), *options],
         check=False,
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=tmp_path,
+        cwd=cwd,
     )
+
+
+def test_a_public_host_without_auth_refuses_to_start(sqlite_url, tmp_path):
+    result = _refused(sqlite_url, tmp_path, "--host", "0.0.0.0")
     assert result.returncode == 2
     assert result.stderr.startswith(
         "jobdef dashboard: error: refusing to serve the dashboard on 0.0.0.0 without "
@@ -60,17 +67,7 @@ def test_a_public_host_without_auth_refuses_to_start(sqlite_url, tmp_path):
     ],
 )
 def test_a_bad_lease_is_one_line_before_anything_starts(sqlite_url, tmp_path, lease, says):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBDEF_DASHBOARD_")}
-    env["PYTHONPATH"] = str(SRC)
-    result = subprocess.run(
-        [*DASHBOARD, "--db", sqlite_url, "--sheets", str(SHEETS), "--lease", lease],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    result = _refused(sqlite_url, tmp_path, "--lease", lease)
     assert result.returncode == 2
     assert result.stderr.startswith(f"jobdef dashboard: error: {says}")
     assert len(result.stderr.strip().splitlines()) == 1
@@ -319,7 +316,6 @@ def test_a_store_corrupted_under_the_dashboard_is_one_line_not_a_server_error(
     """A disk that fails under a running dashboard: each page answers 503 with the one
     line the CLI gives (the file is corrupted, how to recover)."""
     import random
-    from pathlib import Path
 
     from dashboard_steps import Client
 
