@@ -113,17 +113,23 @@ WHERE id IN (
 )
 RETURNING *;
 
--- name: queues_with_queued
--- The queues that have queued jobs: a skip scan of jobdef_jobs_claim_queue, one index
--- probe per queue however many jobs each holds.
-WITH RECURSIVE present(queue) AS (
+-- fragment: queued_queues
+-- `present`, the queues that have queued jobs (and a last NULL row that ends the
+-- recursion): a skip scan of jobdef_jobs_claim_queue, one index probe per queue
+-- however many jobs each holds. A recursive CTE: the query says WITH RECURSIVE.
+present AS (
     SELECT (SELECT queue FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
-            WHERE state = 'queued' ORDER BY queue LIMIT 1)
+            WHERE state = 'queued' ORDER BY queue LIMIT 1) AS queue
     UNION ALL
     SELECT (SELECT j.queue FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
             WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
     FROM present WHERE present.queue IS NOT NULL
 )
+
+-- name: queues_with_queued
+-- The queues that have queued jobs.
+WITH RECURSIVE
+-- include: queued_queues
 SELECT queue FROM present WHERE queue IS NOT NULL;
 
 -- name: queue_candidates
@@ -432,14 +438,8 @@ ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
 -- probe, as PostgreSQL's does): two probes per distinct priority in the queue,
 -- however many jobs it holds. INDEXED BY holds every read to the partial index.
 -- The dashboard's overview reads this same text (dashboard/store.py SHARED_QUERIES).
-WITH RECURSIVE present(queue) AS (
-    SELECT (SELECT queue FROM jobdef_jobs INDEXED BY jobdef_jobs_claim_queue
-            WHERE state = 'queued' ORDER BY queue LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.queue FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
-            WHERE j.state = 'queued' AND j.queue > present.queue ORDER BY j.queue LIMIT 1)
-    FROM present WHERE present.queue IS NOT NULL
-),
+WITH RECURSIVE
+-- include: queued_queues,
 levels(queue, priority) AS (
     SELECT present.queue,
            (SELECT j.priority FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_claim_queue
