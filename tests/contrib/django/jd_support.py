@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,3 +87,15 @@ def finish(process: subprocess.Popen[str], timeout: float = 60) -> tuple[int, st
 def stop(process: subprocess.Popen[str]) -> tuple[int, str, str]:
     process.send_signal(signal.SIGTERM)
     return finish(process, 30)
+
+
+def unique() -> int:
+    """A reservation id (or item) no other test used: the sheets dedupe on it."""
+    return uuid.uuid4().int % 2**31 + 1
+
+
+def drain(project: Project, alias: str, **env: str) -> str:
+    """Run a burst worker for ``alias`` until nothing is runnable; its stderr."""
+    code, _out, err = finish(worker(project, alias, "--burst", env=env), timeout=90)
+    assert code == 0, err
+    return err

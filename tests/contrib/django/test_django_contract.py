@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from jd_support import Project
+from jd_support import Project, unique
 
 from jobdef.backends.records import ClaimOptions, ErrorInfo
 from jobdef.contrib.django.compat import (
@@ -26,10 +25,6 @@ from jobdef.contrib.django.compat import (
     TaskResultStatus,
     task_enqueued,
 )
-
-
-def unique() -> int:
-    return uuid.uuid4().int % 2**31 + 1
 
 
 def test_the_backend_declares_what_it_supports(project: Project) -> None:

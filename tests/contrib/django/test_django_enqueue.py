@@ -8,13 +8,12 @@ sheet is refused naming both.
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.db import transaction
-from jd_support import Project
+from jd_support import Project, unique
 
 from jobdef.contrib.django.compat import InvalidTask
 from jobdef.errors import ArgsError
@@ -22,11 +21,6 @@ from jobdef.errors import ArgsError
 
 def jobs_of(project: Project, alias: str, job: str) -> list[Any]:
     return project.backend(alias).engine().list_jobs(job=job, limit=1000)
-
-
-def unique() -> int:
-    """A reservation id no other test used: the sheets dedupe on it."""
-    return uuid.uuid4().int % 2**31 + 1
 
 
 def confirm(alias: str) -> Any:

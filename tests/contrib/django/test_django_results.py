@@ -7,26 +7,13 @@ one warning in the worker's log naming the job and the limit.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from jd_support import Project, finish, worker
+from jd_support import Project, drain, unique
 
 from jobdef.contrib.django.compat import TaskResultStatus
 from jobdef.runtime.payloads import MAX_RESULT_BYTES
 
 pytestmark = pytest.mark.slow
-
-
-def unique() -> int:
-    return uuid.uuid4().int % 2**31 + 1
-
-
-def drain(project: Project, alias: str, **env: str) -> str:
-    """Run a burst worker for ``alias`` until nothing is runnable; its stderr."""
-    code, _out, err = finish(worker(project, alias, "--burst", env=env), timeout=90)
-    assert code == 0, err
-    return err
 
 
 def test_a_returned_dict_is_the_return_value_and_a_too_large_one_is_none(

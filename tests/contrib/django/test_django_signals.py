@@ -10,27 +10,15 @@ jobdef_jobs_enqueued_total, in the process that makes it.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 import pytest
-from jd_support import Project, finish, stop, worker
+from jd_support import Project, drain, stop, unique, worker
 
 from jobdef.contrib.django.compat import TaskResultStatus
 from support import eventually
 
 pytestmark = pytest.mark.slow
-
-
-def unique() -> int:
-    return uuid.uuid4().int % 2**31 + 1
-
-
-def drain(project: Project, alias: str, **env: str) -> str:
-    """Run a burst worker for ``alias`` until nothing is runnable; its stderr."""
-    code, _out, err = finish(worker(project, alias, "--burst", env=env), timeout=90)
-    assert code == 0, err
-    return err
 
 
 def signal_lines(project: Project, result: Any) -> list[str]:

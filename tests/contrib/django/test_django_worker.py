@@ -10,22 +10,17 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import uuid
 from typing import Any
 
 import pytest
 from django.db import connections, transaction
-from jd_support import Project, stop, worker
+from jd_support import Project, stop, unique, worker
 from notify_servers import WebhookServer
 
 from jobdef.contrib.django.compat import TaskResultStatus
 from support import eventually
 
 pytestmark = pytest.mark.slow
-
-
-def unique() -> int:
-    return uuid.uuid4().int % 2**31 + 1
 
 
 def using(task: Any, alias: str) -> Any:
