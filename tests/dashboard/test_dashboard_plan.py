@@ -241,3 +241,17 @@ def test_the_job_page_of_a_dashboard_told_the_lease_plans_with_it(tmp_path, serv
         assert status == 200
         want = "2m" if told else "30s"
         assert f'<span id="plan-lease">{want}</span>' in html
+
+
+def test_a_lease_no_worker_can_hold_is_refused_when_the_app_is_made(tmp_path):
+    """Not at the first job page, as a server error: retry_timeline refuses it there."""
+    import pytest
+
+    from jobdef.dashboard import create_app
+    from jobdef.errors import UsageError
+
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(url).close()
+    for lease in (0, -5.0, 0.5, float("nan"), float("inf"), True, "30"):
+        with pytest.raises(UsageError, match="the workers' lease is seconds, 1 or more"):
+            create_app(url, SHEETS, lease=lease)

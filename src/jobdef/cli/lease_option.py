@@ -8,7 +8,7 @@ import math
 
 from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration_or_none
-from jobdef.policy.leases import DEFAULT_LEASE
+from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 from jobdef.render.escape import clip
 
 
@@ -29,8 +29,6 @@ def lease_from(args: argparse.Namespace) -> float | None:
     text: str | None = args.lease
     if text is None:
         return None
-    from jobdef.runtime.worker import MIN_LEASE  # the runtime only for this option
-
     seconds = parse_duration_or_none(text)
     if seconds is None or not math.isfinite(seconds):
         raise UsageError(

@@ -14,6 +14,7 @@ links start from the mount point (the request's ``root_path``).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from jobdef.dashboard.security import Auth
 from jobdef.dashboard.site import HERE, Dashboard
 from jobdef.dashboard.store import Store
 from jobdef.errors import JobdefError, UsageError
-from jobdef.policy.leases import DEFAULT_LEASE
+from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 from jobdef.policy.registry import Registry
 from jobdef.sheets.pipeline import load_registry
 
@@ -65,6 +66,13 @@ def create_app(
 
     The store must exist and be current (``jobdef db upgrade``).
     """
+    if isinstance(lease, bool) or not (
+        isinstance(lease, int | float) and MIN_LEASE <= lease < math.inf
+    ):
+        raise UsageError(
+            f"lease={str(lease)[:40]}: the workers' lease is seconds, {MIN_LEASE:g} or more, "
+            f"as given to jobdef worker --lease (default {DEFAULT_LEASE:g})"
+        )
     if isinstance(sheets, Registry):
         registry, base = sheets, None
     else:

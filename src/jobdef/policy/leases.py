@@ -12,5 +12,9 @@ from __future__ import annotations
 
 # The lease a worker holds on each job it runs, unless started with another (--lease).
 DEFAULT_LEASE = 30.0
+# The shortest lease: the worker heartbeats every lease/3, once per turn of its loop,
+# and a turn lasts up to 0.1 s while it holds running jobs (plus a store call), so a
+# lease of 1 s holds three heartbeats of several turns each.
+MIN_LEASE = 1.0
 # How often every worker looks for expired leases and reclaims their jobs.
 RECLAIM_INTERVAL = 2.0

@@ -62,7 +62,7 @@ from jobdef.backends.protocol import (
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
 from jobdef.errors import BackendError, UnknownJobError, UsageError
 from jobdef.notify.events import notifications_for
-from jobdef.policy.leases import DEFAULT_LEASE
+from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
@@ -88,10 +88,6 @@ log = logging.getLogger("jobdef.worker")
 
 # Handler processes per worker: past this, start more worker processes instead.
 MAX_CONCURRENCY = 256
-# The shortest lease: the worker heartbeats every lease/3, once per turn of its loop,
-# and a turn lasts up to 0.1 s while it holds running jobs (plus a store call), so a
-# lease of 1 s holds three heartbeats of several turns each.
-MIN_LEASE = 1.0
 # After a wake-up from the store (a notification), an idle worker claims again every
 # RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it goes back to the poll
 # interval: the job that caused the notification may be due a few milliseconds after
