@@ -113,6 +113,19 @@ def use_pythonpath(config: Config) -> tuple[str, ...]:
     return config.pythonpath
 
 
+def declared_lang(environ: Mapping[str, str] | None = None) -> str | None:
+    """The language the project declares (``JOBDEF_LANG``, else ``[tool.jobdef] lang``);
+    None when it declares none and English is only the default."""
+    env = os.environ if environ is None else environ
+    if env.get("JOBDEF_LANG"):
+        return env["JOBDEF_LANG"]
+    pyproject = find_pyproject()
+    if pyproject is None:
+        return None
+    lang = _from_pyproject(pyproject).get("lang")
+    return lang if isinstance(lang, str) else None
+
+
 def load_config(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,

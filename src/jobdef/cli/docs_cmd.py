@@ -6,6 +6,7 @@ import argparse
 import gc
 import os
 import sys
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,8 +78,37 @@ def _day(text: str) -> date:
         ) from None
 
 
+def _folder_lang(config: Config) -> str:
+    """The language plain `jobdef docs` writes in: the project's (``JOBDEF_LANG``,
+    ``[tool.jobdef] lang``), else the one the pages already there record (the index
+    says it), else English. So `jobdef docs --lang ja` once, then `jobdef docs` and
+    `jobdef docs --check`, keep Japanese pages."""
+    from jobdef.project import declared_lang
+    from jobdef.render.docs import recorded_lang
+
+    declared = declared_lang()
+    if declared is not None:
+        return declared
+    try:
+        recorded = recorded_lang(Path(config.docs))
+    except OSError:
+        recorded = None  # writing or checking reports the unreadable page
+    return recorded if recorded in ("en", "ja") else config.lang
+
+
+def _regenerate_hint(lang: str, default: str) -> str:
+    """The command that writes the pages ``--check`` checked, their language named when
+    plain `jobdef docs` would write another."""
+    if lang == default:
+        return "`jobdef docs`"
+    return f'`jobdef docs --lang {lang}` (or set [tool.jobdef] lang = "{lang}")'
+
+
 def run(args: argparse.Namespace) -> int:
     config = config_from(args, docs=args.output)
+    default = _folder_lang(config)
+    if args.lang is None:
+        config = replace(config, lang=default)
     registry = registry_from(config)
     # The registry lives until the end: the garbage collector need not walk it again
     # and again while the pages are rendered (the objects are handed back after).
@@ -86,13 +116,13 @@ def run(args: argparse.Namespace) -> int:
     if frozen:
         gc.freeze()
     try:
-        return _write(args, config, registry)
+        return _write(args, config, registry, default)
     finally:
         if frozen:
             gc.unfreeze()
 
 
-def _write(args: argparse.Namespace, config: Config, registry: Registry) -> int:
+def _write(args: argparse.Namespace, config: Config, registry: Registry, default_lang: str) -> int:
     # Imported here: building the parser for another command must not load Jinja2.
     from jobdef.render.docs import (
         Change,
@@ -149,7 +179,7 @@ def _write(args: argparse.Namespace, config: Config, registry: Registry) -> int:
         if changes:
             print(
                 f"jobdef docs: {len(changes)} generated file(s) missing or stale; "
-                "run `jobdef docs` and commit the result",
+                f"run {_regenerate_hint(config.lang, default_lang)} and commit the result",
                 file=sys.stderr,
             )
             return 1

@@ -38,6 +38,10 @@ GENERATED_MARK = (
 # Second line of a batch job's page: the day its next runs are listed after.
 RUNS_MARK = "<!-- jobdef:next-runs-after {day} -->"
 _RUNS_MARK = re.compile(r"<!-- jobdef:next-runs-after (\d{4}-\d{2}-\d{2}) -->")
+# Second line of the index: the language the pages were written in, so that
+# `jobdef docs --check` checks what was generated (see :func:`recorded_lang`).
+LANG_MARK = "<!-- jobdef:lang {lang} -->"
+_LANG_MARK = re.compile(r"<!-- jobdef:lang ([a-z]{2}) -->")
 INDEX_PAGE = "index.md"
 BEGIN_MARK = "<!-- jobdef:begin -->"
 END_MARK = "<!-- jobdef:end -->"
@@ -211,16 +215,30 @@ def render_docs(
     pages[INDEX_PAGE] = _stamp(
         render(
             env, "index.md.j2", entries=entries, groups=_groups(registry, entries), link_prefix=""
-        )
+        ),
+        mark=LANG_MARK.format(lang=lang),
     )
     return pages
 
 
-def _stamp(text: str, runs_after: date | None = None) -> str:
+def _stamp(text: str, runs_after: date | None = None, mark: str | None = None) -> str:
     head = GENERATED_MARK
     if runs_after is not None:
         head += "\n" + RUNS_MARK.format(day=runs_after.isoformat())
+    if mark is not None:
+        head += "\n" + mark
     return f"{head}\n\n{text.rstrip()}\n"
+
+
+def recorded_lang(out: Path) -> str | None:
+    """The language the generated index in ``out`` says its pages are in; None when
+    there is no generated index, or it predates the record."""
+    text = _read(out / INDEX_PAGE)
+    if text is None or not text.startswith(GENERATED_MARK):
+        return None
+    lines = text.split("\n", 2)
+    found = _LANG_MARK.fullmatch(lines[1]) if len(lines) > 1 else None
+    return found[1] if found else None
 
 
 def _is_generated(path: Path) -> bool:
