@@ -11,11 +11,38 @@ an attempt and to deliver the next one after the wait it is told.
 The decisions are the very functions jobdef's own worker calls
 (:mod:`jobdef.runtime.decisions`), fed a :class:`~jobdef.backends.records.JobRecord`
 made from the run's state, so a sheet means the same on every runtime.
+
+What an adapter calls, and what it does with what comes back:
+
+- ``prepare`` then ``open_run(prepared, wait=<countdown or eta, s>)`` at enqueue;
+  False: a run with that task id is active, send nothing. If the send fails,
+  ``store.close(task_id)`` frees the key.
+- ``begin(policy, task_id, args)`` at each delivery, before the handler.
+  :class:`AlreadyEnded` (:class:`AlreadyBuried` for a dead run): the message is
+  a redelivery of a run that is over; drop it, run nothing. A run that died
+  while jobdef's database was down is buried here, from its pending burial,
+  then :class:`AlreadyBuried`. ``Begun.lost``: decide about the lost attempt
+  (retry, or ``bury``) before running anything.
+- ``failed(...)`` after a failed attempt: retry after ``decision.delay``, or
+  ``bury(...)``; ``succeeded(...)`` after a success.
+- Any of these may raise :class:`~jobdef.adapters.store.BookkeepingUnavailable`
+  (import it from :mod:`jobdef.adapters.store`): the run store
+  (:class:`~jobdef.adapters.store.RunStoreUnavailable`, nothing of the call was
+  written) or jobdef's database (:class:`DatabaseUnavailable`, raised by
+  ``bury`` and ``begin`` once the run is marked dead in the run store, so its
+  next delivery buries it). The adapter must then keep the message for a
+  later delivery (Celery: a retry with a short countdown, else reject with
+  requeue; RQ: leave the job retryable), never ack and drop it.
+- Lifetimes (:func:`state_ttl`, :func:`ended_ttl`) follow the job and the
+  runtime: ``SheetRuntime(redelivery=...)`` is the longest the runtime may take
+  to deliver an unacknowledged message again (a Redis or SQS broker's
+  visibility timeout), ``wait`` the countdown before the first delivery.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import time
@@ -25,12 +52,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jobdef.adapters.store import RunState, RunStore
+from jobdef.adapters.store import BookkeepingUnavailable, RunState, RunStore
 from jobdef.backends import open_backend
 from jobdef.backends.elsewhere import AttemptElsewhere, DeadElsewhere, record_dead_elsewhere
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import ErrorInfo, JobRecord, Outcome
-from jobdef.errors import ChannelError, JobdefError
+from jobdef.errors import BackendError, ChannelError, JobdefError
 from jobdef.notify.checks import build_channels
 from jobdef.notify.events import notifications_for
 from jobdef.notify.sender import OutboxSender
@@ -49,9 +76,12 @@ LOGGER = logging.getLogger("jobdef.adapters")
 # Task ids derived from idempotency keys live in this namespace (uuid5), so the same
 # job and key give the same id on every producer.
 TASK_ID_NAMESPACE = uuid.UUID("8d2f3c1e-6b7a-5d4e-9f10-2a3b4c5d6e7f")
-# A run's state in Redis outlives the slowest timeline by this much, then expires:
-# a run whose message the broker lost does not block its key forever.
+# A run's state and its ended marker outlive the longest time the runtime may still
+# deliver one of its messages by this much, for a queue slow to drain; then they
+# expire, so a run whose message the broker lost does not block its key forever.
 STATE_MARGIN = 3600.0
+# No lifetime is longer than this (a sheet with a timeline of years).
+LONGEST_TTL = 366 * 86400.0
 # The one event an adapter notifies: the terminal one. Attempts that do not end a
 # run leave no row in jobdef's database for a message to point at.
 TERMINAL_EVENT = "dead"
@@ -67,10 +97,28 @@ def task_id_for(policy: JobPolicy, key: str | None) -> str:
     return str(uuid.uuid5(TASK_ID_NAMESPACE, f"{policy.name}\x00{key}"))
 
 
-def state_ttl(policy: JobPolicy) -> int:
-    """How long a run's state lives in Redis after its last write, in seconds."""
+def state_ttl(policy: JobPolicy, *, wait: float = 0.0, redelivery: float = 0.0) -> int:
+    """How long a run's state lives in Redis after a write, in seconds: as long as the
+    runtime may still deliver one of the run's messages.
+
+    That is ``wait`` (the countdown or eta before the next delivery), then the slowest
+    timeline of the job (every wait at its longest, every attempt timed out; with a
+    deadline, no retry starts after it), each attempt's delivery possibly coming again
+    ``redelivery`` seconds later (a broker's visibility timeout after a lost worker),
+    plus :data:`STATE_MARGIN`.
+    """
     worst = retry_timeline(policy).worst_case
-    return int(min(worst, 366 * 86400.0) + STATE_MARGIN)
+    if policy.deadline is not None:
+        worst = min(worst, policy.deadline + policy.timeout)
+    total = max(0.0, wait) + worst + redelivery * policy.max_attempts + STATE_MARGIN
+    return math.ceil(min(total, LONGEST_TTL))
+
+
+def ended_ttl(policy: JobPolicy, *, redelivery: float = 0.0) -> int:
+    """How long an ended run's marker lives: the message of its last attempt may be
+    delivered again (the worker lost after the end, before the ack) ``redelivery``
+    seconds after that attempt began, which lasted up to the sheet's timeout."""
+    return math.ceil(min(redelivery + policy.timeout + STATE_MARGIN, LONGEST_TTL))
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +150,18 @@ def error_info(exc: BaseException) -> ErrorInfo:
     return ErrorInfo(names[0], str(exc), text)
 
 
-class AlreadyBuried(JobdefError):
-    """A message of a run that is already dead came back (the worker died between the
-    burial and the ack): nothing runs, the message is dropped."""
+class AlreadyEnded(JobdefError):
+    """A message of a run that is over came back (the worker was lost between the end
+    and the ack): nothing runs, the message is dropped."""
+
+
+class AlreadyBuried(AlreadyEnded):
+    """A message of a run that is already dead came back: nothing runs, it is dropped."""
+
+
+class DatabaseUnavailable(BookkeepingUnavailable):
+    """jobdef's database cannot take a dead record now; the run is marked dead in the
+    run store, and the next delivery of its message stores the record."""
 
 
 class SheetRuntime:
@@ -124,8 +181,13 @@ class SheetRuntime:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         environ: Mapping[str, str] | None = None,
+        redelivery: float = 0.0,
     ) -> None:
         self.runtime = runtime
+        self.redelivery = redelivery
+        """How late the runtime may deliver an unacknowledged message again, in seconds
+        (a Redis or SQS broker's visibility timeout; 0 when a lost worker's message
+        comes back at once): every lifetime of the run store covers it."""
         self.registry = registry
         self.database_url = database_url
         self.store = store
@@ -150,24 +212,52 @@ class SheetRuntime:
         deadline_at = None if policy.deadline is None else now + policy.deadline
         return Prepared(policy, args, task_id_for(policy, key), key, now, deadline_at)
 
-    def open_run(self, prepared: Prepared) -> bool:
-        """Register the run; False when one with its task id is active (send nothing)."""
+    def state_ttl(self, policy: JobPolicy, wait: float = 0.0) -> int:
+        """:func:`state_ttl` on this runtime."""
+        return state_ttl(policy, wait=wait, redelivery=self.redelivery)
+
+    def open_run(self, prepared: Prepared, *, wait: float = 0.0) -> bool:
+        """Register the run, to be delivered in ``wait`` seconds (a countdown or eta);
+        False when one with its task id is active (send nothing)."""
         return self.store.open(
             prepared.task_id,
             prepared.policy.name,
             prepared.created_at,
             prepared.deadline_at,
-            state_ttl(prepared.policy),
+            self.state_ttl(prepared.policy, wait),
         )
 
     # -- consuming ----------------------------------------------------------------------
 
-    def begin(self, policy: JobPolicy, task_id: str) -> Begun:
-        """The start of a delivery: count the attempt, or find the previous one lost."""
-        ttl = state_ttl(policy)
+    def current(
+        self, policy: JobPolicy, task_id: str, args: Mapping[str, Any] | None = None
+    ) -> RunState | None:
+        """The run's state at a delivery of its message, if it is still going.
+
+        Raises :class:`AlreadyEnded` (:class:`AlreadyBuried`) when the run is over. A
+        run marked dead whose record jobdef's database could not take is buried now
+        (``args``: the message's, for its record), then :class:`AlreadyBuried`.
+        """
         state = self.store.load(task_id)
-        if state is None and self.store.buried(task_id):
-            raise AlreadyBuried(f"task {task_id} is dead already; its redelivery is dropped")
+        if state is None:
+            ended = self.store.ended(task_id)
+            if ended == "dead":
+                raise AlreadyBuried(f"task {task_id} is dead already; its redelivery is dropped")
+            if ended == "done":
+                raise AlreadyEnded(f"task {task_id} is done already; its redelivery is dropped")
+            return None
+        if state.burial is not None:
+            self._store_dead(policy, state, args or {}, state.burial)
+            raise AlreadyBuried(f"task {task_id} is buried now; its message is dropped")
+        return state
+
+    def begin(
+        self, policy: JobPolicy, task_id: str, args: Mapping[str, Any] | None = None
+    ) -> Begun:
+        """The start of a delivery: count the attempt, or find the previous one lost
+        (see :meth:`current` for a run that is over, and ``args``)."""
+        ttl = self.state_ttl(policy)
+        state = self.current(policy, task_id, args)
         if state is None:
             # Sent without the adapter (send_task, an old message) or expired: a new run.
             now = self.clock()
@@ -211,7 +301,8 @@ class SheetRuntime:
             now=now,
             started_at=state.started_at,
         )
-        self.store.end(state.task_id, entry, decision.delay, state_ttl(policy))
+        ttl = self.state_ttl(policy, decision.delay or 0.0)
+        self.store.end(state.task_id, entry, decision.delay, ttl)
         return decision
 
     @staticmethod
@@ -264,20 +355,29 @@ class SheetRuntime:
             started_at=started_at,
             worker=worker,
         )
-        self.store.end(task_id, entry, decision.delay, state_ttl(policy))
+        self.store.end(
+            task_id, entry, decision.delay, self.state_ttl(policy, decision.delay or 0.0)
+        )
         return decision
 
     def succeeded(self, policy: JobPolicy, task_id: str) -> None:
-        """The run is done: its task id is free again (after the dedupe window)."""
-        self.store.close(task_id, policy.idempotency.dedupe_window)
+        """The run is done: its task id is free again (after the dedupe window), and a
+        redelivery of its message runs nothing."""
+        ttl = ended_ttl(policy, redelivery=self.redelivery)
+        self.store.close(task_id, policy.idempotency.dedupe_window, ended="done", ttl=ttl)
 
     # -- death --------------------------------------------------------------------------
 
     def backend(self) -> Backend:
-        """jobdef's database, opened once per process (a forked child opens its own)."""
+        """jobdef's database, opened once per process (a forked child opens its own).
+        A server that went away is reported at once (:class:`DatabaseUnavailable` from
+        :meth:`bury`), not waited for: the message waits in the broker instead."""
         if self._backend is None or self._backend_pid != os.getpid():
-            self._backend = open_backend(self.database_url)
-            self._backend_pid = os.getpid()
+            backend = open_backend(self.database_url)
+            fail_fast = getattr(backend, "fail_fast", None)
+            if callable(fail_fast):
+                fail_fast()
+            self._backend, self._backend_pid = backend, os.getpid()
         return self._backend
 
     def bury(
@@ -289,15 +389,34 @@ class SheetRuntime:
         error: ErrorInfo | None,
     ) -> JobRecord:
         """Store the dead run in jobdef's database with its attempts and its one
-        notification, deliver the outbox once, and free the task id."""
+        notification, deliver the outbox once, and end the run.
+
+        The run is marked dead in the run store first: when jobdef's database cannot
+        take the record (:class:`DatabaseUnavailable`), the next delivery of the
+        message stores it (:meth:`current`) instead of running the handler again.
+        """
         state = self.store.load(task_id)
         if state is None:
             raise JobdefError(f"task {task_id} has no run state to bury")
         last = error or ErrorInfo("jobdef.adapters.Dead", "")
-        final = ErrorInfo(last.type, f"{last.message}; dead: {decision.reason}", last.traceback)
+        burial = {"reason": decision.reason, "error": [last.type, last.message, last.traceback]}
+        self.store.pend_burial(task_id, burial, self.state_ttl(policy))
+        return self._store_dead(policy, state, args, burial)
+
+    def _store_dead(
+        self,
+        policy: JobPolicy,
+        state: RunState,
+        args: Mapping[str, Any],
+        burial: Mapping[str, Any],
+    ) -> JobRecord:
+        """The dead record of a run marked dead (``burial``: its reason and last error),
+        stored once however often this is called (the record names the run)."""
+        kind, message, trace = burial["error"]
+        final = ErrorInfo(kind, f"{message}; dead: {burial['reason']}", trace)
         dead = DeadElsewhere(
             runtime=self.runtime,
-            task_id=task_id,
+            task_id=state.task_id,
             job=policy.name,
             queue=policy.queue,
             args=args,
@@ -314,10 +433,30 @@ class SheetRuntime:
             at = record.finished_at or record.updated_at
             return notifications_for(policy, TERMINAL_EVENT, record, final, at)
 
-        record = record_dead_elsewhere(self.backend(), dead, notes)
-        self.store.close(task_id, buried=True)
-        self.deliver()
+        try:
+            record = record_dead_elsewhere(self.backend(), dead, notes)
+        except BackendError as exc:
+            self._drop_backend()
+            raise DatabaseUnavailable(
+                f"task {state.task_id} is dead; jobdef's database cannot take its record "
+                f"yet ({redact(str(exc))}); the next delivery of its message stores it"
+            ) from None
+        ttl = ended_ttl(policy, redelivery=self.redelivery)
+        self.store.close(state.task_id, ended="dead", ttl=ttl)
+        try:
+            self.deliver()
+        except BackendError as exc:
+            LOGGER.warning("the outbox waits for its next round: %s", redact(str(exc)))
         return record
+
+    def _drop_backend(self) -> None:
+        """Forget a database connection that failed; the next use opens a new one."""
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            try:
+                backend.close()
+            except Exception:  # a connection already broken
+                LOGGER.debug("closing a failed database connection", exc_info=True)
 
     def deliver(self) -> None:
         """One round of the outbox sender: what a death just queued goes out now; a

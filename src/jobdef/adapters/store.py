@@ -18,36 +18,84 @@ broker, Celery's usual broker or result backend).
 "Started > ended" at the start of an attempt means the previous attempt's
 process was lost mid-attempt (a kill -9, an OOM kill, a hard time limit): that
 attempt is counted, as jobdef's own reclaimer counts it, and never run forever.
+
+A run the sheet declared dead keeps its hash until its dead record is in
+jobdef's database: the hash's ``burial`` field holds what the record needs, so
+a redelivery of its message buries it (once jobdef's database answers) instead
+of running it again. An ended run leaves an *ended* marker (``done`` or
+``dead``) for as long as the runtime may still deliver its last message.
+
+Each write is one transaction (``MULTI``/``EXEC``, or a script for the opening
+check), so a connection lost halfway never leaves a run without its expiry.
+A store that cannot be reached is :class:`RunStoreUnavailable`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ReadOnlyError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from jobdef.errors import JobdefError
+
+Ended = Literal["done", "dead"]
+
+# KEYS: the run's hash, its ended marker, its done (dedupe window) marker.
+# ARGV: created_at, job, deadline_at ('' for none), ttl. 1 when the run was opened.
+_OPEN = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if redis.call('HSETNX', KEYS[1], 'created_at', ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'job', ARGV[2], 'started', 0, 'ended', 0)
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'deadline_at', ARGV[3]) end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+
+class BookkeepingUnavailable(JobdefError):
+    """jobdef's own bookkeeping (the run store in Redis, or jobdef's database) cannot be
+    reached: the adapter keeps the message for a later delivery and never drops it."""
+
+
+class RunStoreUnavailable(BookkeepingUnavailable):
+    """The run store (Redis) cannot be reached; nothing of the run was changed by the
+    call that failed (each write is one transaction)."""
+
+
+@contextmanager
+def _reaching(what: str) -> Iterator[None]:
+    """Redis gone (refused, reset, timed out, a read-only replica after a failover)
+    is one :class:`RunStoreUnavailable` naming what could not be done."""
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError) as exc:
+        raise RunStoreUnavailable(
+            f"the run store cannot be reached to {what}: {type(exc).__name__}"
+        ) from None
 
 
 class RedisLike(Protocol):
     """The few Redis commands the store uses (``redis.Redis`` has them)."""
 
-    def hsetnx(self, name: str, key: str, value: str) -> Any: ...
-    def hset(
-        self, name: str, key: str | None = None, value: Any = None, mapping: Any = None
-    ) -> Any: ...
     def hgetall(self, name: str) -> Any: ...
-    def hincrby(self, name: str, key: str, amount: int = 1) -> Any: ...
-    def expire(self, name: str, time: int) -> Any: ...
     def exists(self, *names: str) -> Any: ...
-    def delete(self, *names: str) -> Any: ...
-    def set(self, name: str, value: str, ex: int | None = None) -> Any: ...
-    def rpush(self, name: str, *values: str) -> Any: ...
+    def get(self, name: str) -> Any: ...
     def lrange(self, name: str, start: int, end: int) -> Any: ...
+    def eval(self, script: str, numkeys: int, *keys_and_args: Any) -> Any: ...
+    def pipeline(self, transaction: bool = True) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
 class RunState:
-    """One run as the store holds it. ``history``: each ended attempt, oldest first."""
+    """One run as the store holds it. ``history``: each ended attempt, oldest first.
+    ``burial``: set once the run is dead and its dead record is not yet stored."""
 
     task_id: str
     job: str
@@ -58,6 +106,7 @@ class RunState:
     last_delay: float | None
     started_at: float | None = None  # when the newest attempt started
     history: tuple[Mapping[str, Any], ...] = field(default=())
+    burial: Mapping[str, Any] | None = None
 
     @property
     def lost(self) -> bool:
@@ -85,13 +134,17 @@ class RunStore:
     def _done(self, task_id: str) -> str:
         return f"{self.prefix}:done:{task_id}"
 
-    def _buried(self, task_id: str) -> str:
-        return f"{self.prefix}:buried:{task_id}"
+    def _ended(self, task_id: str) -> str:
+        return f"{self.prefix}:ended:{task_id}"
 
-    def buried(self, task_id: str) -> bool:
-        """The run under ``task_id`` was buried within the last hour (a redelivery of its
-        last message, after a crash between the burial and the ack, must not run it)."""
-        return bool(self.redis.exists(self._buried(task_id)))
+    def ended(self, task_id: str) -> Ended | None:
+        """How the last run under ``task_id`` ended, while the runtime may still deliver
+        its last message again (a worker lost between the end and the ack): that
+        redelivery must not run it."""
+        with _reaching(f"read how task {task_id} ended"):
+            value = self.redis.get(self._ended(task_id))
+        text = None if value is None else _text(value)
+        return "dead" if text == "dead" else "done" if text == "done" else None
 
     def open(
         self,
@@ -103,27 +156,19 @@ class RunStore:
     ) -> bool:
         """Start a run; False when one with this task id is active (or done within its
         ``dedupe_window``): the caller sends nothing."""
-        key = self._run(task_id)
-        if self.redis.exists(self._done(task_id)):
-            return False
-        if not self.redis.hsetnx(key, "created_at", repr(created_at)):
-            return False
-        self.redis.delete(self._buried(task_id))
-        fields = {"job": job, "started": 0, "ended": 0}
-        if deadline_at is not None:
-            fields["deadline_at"] = repr(deadline_at)
-        self.redis.hset(key, mapping=fields)
-        self.redis.expire(key, ttl)
-        return True
+        deadline = "" if deadline_at is None else repr(deadline_at)
+        keys = (self._run(task_id), self._ended(task_id), self._done(task_id))
+        with _reaching(f"open the run of task {task_id}"):
+            opened = self.redis.eval(_OPEN, 3, *keys, repr(created_at), job, deadline, ttl)
+        return bool(opened)
 
     def load(self, task_id: str) -> RunState | None:
-        raw = self.redis.hgetall(self._run(task_id))
-        if not raw or (b"created_at" not in raw and "created_at" not in raw):
-            return None
+        with _reaching(f"read the run of task {task_id}"):
+            raw = self.redis.hgetall(self._run(task_id))
+            if not raw or (b"created_at" not in raw and "created_at" not in raw):
+                return None
+            items = self.redis.lrange(self._attempts(task_id), 0, -1)
         data = {_text(k): _text(v) for k, v in raw.items()}
-        history = tuple(
-            json.loads(_text(item)) for item in self.redis.lrange(self._attempts(task_id), 0, -1)
-        )
         return RunState(
             task_id=task_id,
             job=data.get("job", ""),
@@ -133,15 +178,19 @@ class RunStore:
             ended=int(data.get("ended", 0)),
             last_delay=float(data["last_delay"]) if "last_delay" in data else None,
             started_at=float(data["started_at"]) if "started_at" in data else None,
-            history=history,
+            history=tuple(json.loads(_text(item)) for item in items),
+            burial=json.loads(data["burial"]) if "burial" in data else None,
         )
 
     def start(self, task_id: str, at: float, ttl: int) -> int:
         """Count one more attempt started (at ``at``); its number."""
-        number = int(self.redis.hincrby(self._run(task_id), "started", 1))
-        self.redis.hset(self._run(task_id), "started_at", repr(at))
-        self.redis.expire(self._run(task_id), ttl)
-        return number
+        with _reaching(f"count an attempt of task {task_id}"):
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.hincrby(self._run(task_id), "started", 1)
+            pipe.hset(self._run(task_id), "started_at", repr(at))
+            pipe.expire(self._run(task_id), ttl)
+            number = pipe.execute()[0]
+        return int(number)
 
     def end(
         self, task_id: str, entry: Mapping[str, Any], last_delay: float | None, ttl: int
@@ -150,18 +199,41 @@ class RunStore:
         fields: dict[str, Any] = {"ended": int(entry["attempt"])}
         if last_delay is not None:
             fields["last_delay"] = repr(last_delay)
-        self.redis.rpush(self._attempts(task_id), json.dumps(dict(entry), default=str))
-        self.redis.hset(self._run(task_id), mapping=fields)
-        for key in (self._run(task_id), self._attempts(task_id)):
-            self.redis.expire(key, ttl)
+        with _reaching(f"record how an attempt of task {task_id} ended"):
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.rpush(self._attempts(task_id), json.dumps(dict(entry), default=str))
+            pipe.hset(self._run(task_id), mapping=fields)
+            for key in (self._run(task_id), self._attempts(task_id)):
+                pipe.expire(key, ttl)
+            pipe.execute()
+
+    def pend_burial(self, task_id: str, burial: Mapping[str, Any], ttl: int) -> None:
+        """The run is dead; its dead record is not stored yet. Until :meth:`close`, each
+        delivery of its message buries it instead of running it."""
+        with _reaching(f"mark task {task_id} dead"):
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.hset(self._run(task_id), "burial", json.dumps(dict(burial), default=str))
+            for key in (self._run(task_id), self._attempts(task_id)):
+                pipe.expire(key, ttl)
+            pipe.execute()
 
     def close(
-        self, task_id: str, dedupe_window: float | None = None, *, buried: bool = False
+        self,
+        task_id: str,
+        dedupe_window: float | None = None,
+        *,
+        ended: Ended | None = None,
+        ttl: int = 0,
     ) -> None:
-        """The run is over (done or dead): a new enqueue with its task id is a new run,
-        except within ``dedupe_window`` seconds of a success."""
-        if dedupe_window:
-            self.redis.set(self._done(task_id), "1", ex=max(1, round(dedupe_window)))
-        if buried:
-            self.redis.set(self._buried(task_id), "1", ex=3600)
-        self.redis.delete(self._run(task_id), self._attempts(task_id))
+        """The run is over: a new enqueue with its task id is a new run, except within
+        ``dedupe_window`` seconds of a success. With ``ended``, a redelivery of its last
+        message within ``ttl`` seconds finds it ended and runs nothing. Without, the run
+        never went out (its message was not sent): nothing is left of it."""
+        with _reaching(f"close the run of task {task_id}"):
+            pipe = self.redis.pipeline(transaction=True)
+            if dedupe_window:
+                pipe.set(self._done(task_id), "1", ex=max(1, round(dedupe_window)))
+            if ended is not None and ttl > 0:
+                pipe.set(self._ended(task_id), ended, ex=ttl)
+            pipe.delete(self._run(task_id), self._attempts(task_id))
+            pipe.execute()
