@@ -161,3 +161,53 @@ def test_new_does_not_copy_a_schema_line_that_serves_nothing(
     assert text.splitlines()[0] == (
         "# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json"
     )
+
+
+def test_init_ignores_the_sqlite_job_database_in_git(fresh: Path) -> None:
+    assert main(["init"]) == 0
+    patterns = (fresh / ".gitignore").read_text("utf-8").splitlines()
+    for name in ("jobdef.db", "jobdef.db-*", "jobdef.sarif"):
+        assert name in patterns
+
+
+def test_init_appends_to_a_gitignore_and_keeps_its_lines(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (fresh / ".gitignore").write_text("node_modules/\njobdef.sarif", "utf-8")
+    assert main(["init"]) == 0
+    assert "updated .gitignore" in capsys.readouterr().out
+    lines = (fresh / ".gitignore").read_text("utf-8").splitlines()
+    assert lines == ["node_modules/", "jobdef.sarif", "jobdef.db", "jobdef.db-*"]
+    assert main(["init"]) == 0
+    assert "kept .gitignore" in capsys.readouterr().out
+
+
+def test_the_workflow_installs_a_jobdef_that_pip_can_find(fresh: Path) -> None:
+    """An unreleased jobdef is on no package index: the workflow must not say plain
+    `pip install jobdef`, and what it says must be a requirement pip parses."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    assert main(["init"]) == 0
+    workflow = yaml.safe_load((fresh / ".github/workflows/jobdef.yml").read_text("utf-8"))
+    runs = [step["run"] for step in workflow["jobs"]["sheets"]["steps"] if "run" in step]
+    install = next(run for run in runs if run.startswith("pip install "))
+    quoted = install.removeprefix("pip install ")
+    assert quoted.startswith('"') and quoted.endswith('"'), install
+    requirement = Requirement(quoted.strip('"'))
+    assert requirement.name == "jobdef"
+    version = metadata.version("jobdef")
+    if "dev" in version or "+" in version:
+        assert requirement.url is not None and requirement.url.startswith("git+https://")
+    else:
+        assert str(requirement.specifier) == f"=={version}"
+
+
+def test_init_points_at_a_guide_the_user_can_open(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "see docs/quickstart.md" not in last
+    assert "https://github.com/jobdef/jobdef/blob/main/docs/quickstart.md" in last

@@ -135,3 +135,22 @@ def test_the_hooks_pass_a_good_project_and_fail_a_bad_sheet_or_stale_docs(
     bad_defaults = _pre_commit_run(root, env)
     assert bad_defaults.returncode == 1
     assert "did you mean 'max_attempts'?" in bad_defaults.stdout
+
+
+def test_the_readmes_hooks_rev_is_a_commit_that_defines_its_hooks() -> None:
+    """The README's `rev:` must name something pre-commit can check out: a commit (or a
+    tag) of this repository whose .pre-commit-hooks.yaml has every hook id it lists."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    block = readme[readme.index("  - repo: https://github.com/jobdef/jobdef") :]
+    block = block[: block.index("```")]
+    (entry,) = yaml.safe_load("repos:\n" + block)["repos"]
+    rev = str(entry["rev"])
+    shown = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{rev}:.pre-commit-hooks.yaml"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 0, f"README rev {rev} is not in this repository: {shown.stderr}"
+    defined = {hook["id"] for hook in yaml.safe_load(shown.stdout)}
+    assert {hook["id"] for hook in entry["hooks"]} <= defined

@@ -127,7 +127,11 @@ repos:
 """
 
 
-CI_WORKFLOW = """\
+def _ci_workflow(install: str) -> str:
+    pin = (
+        " (no release yet: put a commit id in place of @main)" if install.endswith('@main"') else ""
+    )
+    return f"""\
 # Checks the sheets and the generated docs on every push and pull request; findings
 # show as annotations on the changed lines, and in code scanning from the SARIF file.
 name: jobdef
@@ -143,7 +147,8 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.11"
-      - run: pip install jobdef  # or your project itself, when it depends on jobdef
+      # The jobdef that wrote this file{pin}; or `pip install .` when your project depends on it.
+      - run: pip install {install}
       - run: jobdef validate --strict --format github
       - run: jobdef docs --check
       - run: jobdef validate --format sarif > jobdef.sarif || true
@@ -153,6 +158,68 @@ jobs:
         with:
           sarif_file: jobdef.sarif
 """
+
+
+# Where jobdef's source is published, for an install before (or between) releases.
+SOURCE = "https://github.com/jobdef/jobdef"
+
+
+def install_requirement() -> str:
+    """What `pip install` takes to get the jobdef running now, quoted for a shell: the
+    release (``jobdef==X.Y.Z``), the commit of a git install, else the source's main
+    branch: an unreleased version is on no package index, so ``jobdef`` alone fails."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("jobdef")
+    except metadata.PackageNotFoundError:
+        return f'"jobdef @ git+{SOURCE}@main"'
+    version = dist.version
+    if re.fullmatch(r"\d+(\.\d+)*", version):
+        return f'"jobdef=={version}"'
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        direct = {}
+    vcs = direct.get("vcs_info") if isinstance(direct, dict) else None
+    url = direct.get("url") if isinstance(direct, dict) else None
+    if (
+        isinstance(vcs, dict)
+        and vcs.get("vcs") == "git"
+        and isinstance(url, str)
+        and re.fullmatch(r"https://[\w.-]+/[\w./-]+", url)
+        and re.fullmatch(r"[0-9a-f]{40}", str(vcs.get("commit_id", "")))
+    ):
+        return f'"jobdef @ git+{url}@{vcs["commit_id"]}"'
+    return f'"jobdef @ git+{SOURCE}@main"'
+
+
+# The files a job database on SQLite is made of (the file, its WAL and shared memory),
+# and the SARIF report the workflow writes: never committed.
+GITIGNORE = ("jobdef.db", "jobdef.db-*", "jobdef.sarif")
+
+
+def _gitignore(writer: _Writer) -> None:
+    """``.gitignore``: written, or the missing patterns appended to the one there."""
+    path = writer.root / ".gitignore"
+    try:
+        existing = read_regular(path).decode("utf-8")
+    except FileNotFoundError:
+        writer.write(
+            ".gitignore",
+            "# jobdef's SQLite job database and reports\n" + "\n".join(GITIGNORE) + "\n",
+        )
+        return
+    except (OSError, UnicodeDecodeError):
+        writer.lines.append(f"kept .gitignore (not a plain text file): add {' '.join(GITIGNORE)}")
+        return
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [pattern for pattern in GITIGNORE if pattern not in present]
+    if not missing:
+        writer.lines.append("kept .gitignore (it ignores the job database already)")
+        return
+    text = existing + ("" if existing.endswith("\n") or not existing else "\n")
+    writer.write(".gitignore", text + "\n".join(missing) + "\n", replace=True)
 
 
 def _vscode(sheets: str, existing: str | None) -> str | None:
@@ -250,7 +317,8 @@ def run(args: argparse.Namespace) -> int:
     writer.write(f"{folder}/channels.yaml", _channels(folder, lang))
     writer.write(LOCAL_SCHEMA, schema_text(), replace=True)
     writer.write(".pre-commit-config.yaml", _precommit(folder))
-    writer.write(".github/workflows/jobdef.yml", CI_WORKFLOW)
+    writer.write(".github/workflows/jobdef.yml", _ci_workflow(install_requirement()))
+    _gitignore(writer)
     settings = root / ".vscode" / "settings.json"
     try:
         existing: str | None = read_regular(settings).decode("utf-8")
@@ -271,7 +339,7 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(writer.lines))
     print(
         "next: jobdef new my_first_job (a sheet with every field explained), "
-        "jobdef validate, jobdef docs; see docs/quickstart.md"
+        f"jobdef validate, jobdef docs; the guide: {SOURCE}/blob/main/docs/quickstart.md"
     )
     return EXIT_OK
 
