@@ -23,12 +23,8 @@ tests share.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import selectors
 import signal
-import socket
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -43,6 +39,7 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.proxy import CuttableProxy
 from support.stores import engine_db_url
 
 pytestmark = pytest.mark.slow
@@ -336,76 +333,6 @@ def test_a_worker_frozen_past_its_lease_is_reclaimed_and_its_late_results_refuse
     assert time.monotonic() - began < 60
 
 
-class _CuttableProxy:
-    """A TCP proxy on loopback to the PostgreSQL server: :meth:`cut` closes every
-    connection through it and refuses new ones until :meth:`restore`, as a server that
-    restarts does."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self._lock = threading.Lock()
-        self._pairs: list[tuple[socket.socket, socket.socket]] = []
-        self._open = True
-        self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                if not self._open:
-                    client.close()
-                    continue
-                try:
-                    server = socket.create_connection(self.target)
-                except OSError:
-                    client.close()
-                    continue
-                self._pairs.append((client, server))
-            threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
-
-    def _pump(self, client: socket.socket, server: socket.socket) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(client, selectors.EVENT_READ, server)
-        selector.register(server, selectors.EVENT_READ, client)
-        try:
-            while True:
-                for key, _ in selector.select():
-                    data = key.fileobj.recv(65536)  # type: ignore[union-attr]
-                    if not data:
-                        return
-                    key.data.sendall(data)
-        except OSError:
-            return
-        finally:
-            selector.close()
-            client.close()
-            server.close()
-
-    def cut(self) -> None:
-        with self._lock:
-            self._open = False
-            pairs, self._pairs = self._pairs, []
-        for client, server in pairs:
-            for end in (client, server):
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
-
-    def restore(self) -> None:
-        with self._lock:
-            self._open = True
-
-    def close(self) -> None:
-        self._closed = True
-        self.cut()
-        self.listener.close()
-
-
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
 def test_a_postgresql_restart_mid_drain_leaves_one_attempt_row_per_run(
     db_url, backend, registry, workers, ledger
@@ -414,7 +341,7 @@ def test_a_postgresql_restart_mid_drain_leaves_one_attempt_row_per_run(
     mid-drain (every connection closed, new ones refused) and restored."""
     host_port = db_url.split("@", 1)[-1].split("/", 1)[0]
     host, _, port = host_port.partition(":")
-    proxy = _CuttableProxy((host or "127.0.0.1", int(port or 5432)))
+    proxy = CuttableProxy((host or "127.0.0.1", int(port or 5432)))
     try:
         began = time.monotonic()
         queue = Queue(backend, registry)
