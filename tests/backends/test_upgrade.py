@@ -22,6 +22,7 @@ TABLES = {
     "jobdef_queues",
     "jobdef_schema_version",
     "jobdef_slots",
+    "jobdef_store",
     "jobdef_workers",
 }
 

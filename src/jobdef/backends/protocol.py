@@ -137,6 +137,9 @@ class Backend(Protocol):
     def stats(self) -> list[StateCount]:
         """Counts per job and state."""
 
+    def store_id(self) -> str:
+        """The id this store holds, the same through every URL that reaches it."""
+
     def get(self, job_id: int) -> JobRecord | None:
         """One job, or None."""
 

@@ -128,6 +128,12 @@ class SharedVerbs(WorkerVerbs, ABC):
             for row in self._read("stats", {"now": self.clock()})
         ]
 
+    def store_id(self) -> str:
+        """The id the store holds (drawn when its tables were made): two URLs reach one
+        store when they read the same id, however they spell its host or path."""
+        [row] = self._read("store_id", {})
+        return str(row["id"])
+
     def get(self, job_id: int) -> JobRecord | None:
         rows = self._read("get_job", {"job_id": job_id})
         return self._job(rows[0]) if rows else None

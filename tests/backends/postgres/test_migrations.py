@@ -27,6 +27,7 @@ TABLES = {
     "jobdef_queues",
     "jobdef_schema_version",
     "jobdef_slots",
+    "jobdef_store",
     "jobdef_workers",
 }
 
@@ -167,6 +168,7 @@ COLUMNS = {
     "jobdef_queues": {"queue", "paused", "updated_at", "tokens", "tokens_at"},
     "jobdef_schema_version": {"version", "name", "applied_at"},
     "jobdef_slots": {"job", "slot", "job_id"},
+    "jobdef_store": {"id", "created_at"},
     "jobdef_workers": {
         "id",
         "host",

@@ -717,6 +717,10 @@ CREATE TABLE IF NOT EXISTS {schema}.jobdef_schema_version (
 -- The newest migration applied; fails when the table is missing.
 SELECT coalesce(max(version), 0) FROM {schema}.jobdef_schema_version;
 
+-- name: store_id
+-- The store's own id (migration 0008): the same whatever URL reaches the schema.
+SELECT id FROM {schema}.jobdef_store ORDER BY created_at, id LIMIT 1;
+
 -- name: record_migration
 -- applied_at is the server's timestamptz default (SQLite stores the engine's :now).
 INSERT INTO {schema}.jobdef_schema_version (version, name) VALUES (%(version)s, %(name)s);

@@ -37,6 +37,10 @@ WHERE type = 'table' AND name IN ('jobdef_schema_version', 'schema_version');
 -- The newest migration applied.
 SELECT coalesce(max(version), 0) FROM jobdef_schema_version;
 
+-- name: store_id
+-- The store's own id (migration 0008): the same whatever URL reaches the file.
+SELECT id FROM jobdef_store ORDER BY created_at, id LIMIT 1;
+
 -- name: legacy_schema_shape
 -- 3 when a bare schema_version table has the columns of jobdef's before version
 -- 4; an application's own table of that name has others.
