@@ -13,7 +13,6 @@ loads this file, so every test folder imports the shared helpers of
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,17 +38,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             where, _, reason = longrepr if isinstance(longrepr, tuple) else ("", 0, "")
             print(f"\nCI=true allows no skip: {report.nodeid or where}: {reason}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-@pytest.fixture(autouse=True)
-def _first_run_engines_closed() -> Iterator[None]:
-    """After each test, close the engines ``first_run`` opened for its store (one per URL,
-    kept for the process's life, as a worker's children want): the test's store goes
-    with the test, and a connection left to the garbage collector warns in a later one."""
-    yield
-    idempotency = sys.modules.get("jobdef.runtime.idempotency")
-    if idempotency is not None:
-        idempotency.close_engines()
 
 
 @pytest.fixture

@@ -70,22 +70,10 @@ def test_a_job_without_a_key_is_told_to_declare_one(backend, db_url, tmp_path):
     conn.close()
 
 
-def test_close_engines_closes_every_engine_first_run_opened(tmp_path):
-    """One engine per store URL stays open for the process; close_engines closes them all
-    (a test process outlives its stores) and the next first_run opens its engine again."""
-
-    from jobdef.backends import open_backend
-    from jobdef.runtime import idempotency
-
-    urls = [f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db")]
-    for number, url in enumerate(urls):
-        open_backend(url).close()
-        assert _award(_ctx(url, 1, key=f"k{number}"), tmp_path / f"app{number}.db", 1)
-    connections = [idempotency._ENGINES[url]._conn for url in urls]
-    idempotency.close_engines()
-    assert idempotency._ENGINES == {}
-    for connection in connections:  # a closed sqlite3 connection refuses work
-        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
-            connection.execute("SELECT 1")
-    assert not _award(_ctx(urls[0], 2, key="k0"), tmp_path / "app0.db", 1)
-    assert list(idempotency._ENGINES) == [urls[0]]
+def test_first_run_opens_no_connection_to_the_job_store(tmp_path):
+    """The key goes on the handler's connection with that connection's SQL: a job store
+    that cannot be reached (port 1) is never connected to."""
+    store = "postgresql://postgres@127.0.0.1:1/test?connect_timeout=1"
+    assert _award(_ctx(store, 1), tmp_path / "app.db", 5)
+    assert not _award(_ctx(store, 2), tmp_path / "app.db", 5)
+    assert _points(tmp_path / "app.db") == 5

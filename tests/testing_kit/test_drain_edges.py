@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from jobdef.backends.records import NewJob
-from jobdef.runtime import idempotency
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 
@@ -77,14 +76,6 @@ def test_send_notifications_delivers_through_the_sheets_channels(jobdef_queue, c
     assert report.delivered == 1
     assert jobdef_queue.outbox == []
     assert "resize_image" in caplog.text
-
-
-def test_closing_the_queue_closes_the_connection_first_run_opened(jobdef_queue):
-    jobdef_queue.enqueue("award_member_points", {"order_id": 1, "member_id": 2, "points": 3})
-    jobdef_queue.drain()
-    assert len(idempotency._ENGINES) == 1
-    jobdef_queue.close()
-    assert idempotency._ENGINES == {}
 
 
 def test_a_handler_stuck_in_a_blocking_call_is_abandoned_at_its_timeout(jobdef_queue, monkeypatch):

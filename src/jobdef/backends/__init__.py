@@ -16,12 +16,13 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 from urllib.parse import urlsplit
 
 from jobdef.backends.protocol import Backend
 from jobdef.backends.schema import Versioned, require_current
 from jobdef.backends.sql import migration_files
-from jobdef.errors import BackendError
+from jobdef.errors import BackendError, UsageError
 from jobdef.redact import redact
 
 # URL scheme -> "module:class" of the engine, imported only when used.
@@ -59,6 +60,33 @@ def engine_module(url: str) -> ModuleType:
             f"the {scheme} engine needs {exc.name}, which is not installed; "
             "run: pip install 'jobdef[postgres]'"
         ) from None
+
+
+# The DB-API modules whose connections a handler may pass to first_run(), and the engine
+# module that writes processed keys on each: chosen by the connection, not by the job
+# store, since the handler's database need not be the job database.
+HANDLER_CONNECTIONS: dict[str, str] = {
+    "sqlite3": "jobdef.backends.sqlite.engine",
+    "psycopg": "jobdef.backends.postgres.engine",
+    "psycopg2": "jobdef.backends.postgres.engine",
+}
+
+
+def record_processed_key(
+    connection: Any, key: str, job_id: int, *, now: float, store_url: str
+) -> bool:
+    """Record ``key`` on the handler's own DB-API ``connection``, in its transaction, with
+    the SQL of that connection's database; False when it was recorded before."""
+    library = type(connection).__module__.partition(".")[0]
+    if library not in HANDLER_CONNECTIONS:
+        raise UsageError(
+            f"first_run() got a {type(connection).__name__} from {library}; pass the "
+            "connection the handler writes with: sqlite3, psycopg (3, or psycopg2 under "
+            "Django), or Django's `connection`"
+        )
+    module = importlib.import_module(HANDLER_CONNECTIONS[library])
+    recorded: bool = module.record_processed_key_on(connection, key, job_id, now, store_url)
+    return recorded
 
 
 def engine_class(url: str) -> type:

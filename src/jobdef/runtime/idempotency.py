@@ -11,9 +11,10 @@ side effect, on the same connection as the side effect::
 The key is recorded in a ``processed_keys`` table on that connection, so it
 commits (or rolls back) together with the work it guards.
 
-``connection`` is a DB-API connection (``sqlite3``, psycopg 3) or Django's
-connection object (``django.db.connection``, ``connections["alias"]``), inside
-the handler's ``transaction.atomic()``::
+``connection`` is a DB-API connection (``sqlite3``, psycopg 3, psycopg2) or
+Django's connection object (``django.db.connection``, ``connections["alias"]``),
+inside the handler's ``transaction.atomic()``; the SQL is chosen by that
+connection, not by the job store, which first_run never connects to::
 
     with transaction.atomic():
         if not first_run(ctx, connection):
@@ -23,40 +24,12 @@ the handler's ``transaction.atomic()``::
 
 from __future__ import annotations
 
-import threading
+import time
 from typing import Any
 
-from jobdef.backends import open_backend
-from jobdef.backends.protocol import Backend
+from jobdef.backends import record_processed_key
 from jobdef.errors import UsageError
 from jobdef.runtime.context import Context
-
-# The job store's engines first_run opened, one per URL, kept for the process's life
-# (a worker's children call first_run for every job) until close_engines().
-_ENGINES: dict[str, Backend] = {}
-_ENGINES_LOCK = threading.Lock()
-
-
-def _engine(database_url: str) -> Backend:
-    """The job store's engine, opened once per process: it knows its dialect's SQL."""
-    with _ENGINES_LOCK:
-        engine = _ENGINES.get(database_url)
-        if engine is None:
-            engine = _ENGINES[database_url] = open_backend(
-                database_url, create=False, migrate=False
-            )
-        return engine
-
-
-def close_engines() -> None:
-    """Close every engine :func:`first_run` opened in this process, and forget them: a
-    later call opens its engine again. For a process that outlives its stores (a test
-    session); a worker never needs it."""
-    with _ENGINES_LOCK:
-        engines = list(_ENGINES.values())
-        _ENGINES.clear()
-    for engine in engines:
-        engine.close()
 
 
 def first_run(ctx: Context, connection: Any) -> bool:
@@ -90,5 +63,7 @@ def dbapi_connection(connection: Any) -> Any:
 
 
 def record_key(database_url: str, connection: Any, key: str, job_id: int) -> bool:
-    """Record ``key`` on ``connection`` with the SQL of ``database_url``'s engine."""
-    return bool(_engine(database_url).record_processed_key(connection, key, job_id))
+    """Record ``key`` on ``connection`` with the SQL of the database it is connected to
+    (``database_url``, the job store's, only places the table on PostgreSQL): a psycopg
+    handler under a SQLite store, and a sqlite3 one under PostgreSQL, work alike."""
+    return record_processed_key(connection, key, job_id, now=time.time(), store_url=database_url)

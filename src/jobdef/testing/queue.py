@@ -505,7 +505,6 @@ class VirtualQueue:
         self._closed = True
         try:
             self.backend.close()
-            _close_first_run_engines()
         finally:
             if self._on_close is not None:
                 self._on_close()
@@ -518,17 +517,6 @@ class VirtualQueue:
 
     def __repr__(self) -> str:
         return f"VirtualQueue({len(self.registry.jobs)} jobs, {self.clock!r})"
-
-
-def _close_first_run_engines() -> None:
-    """Close the connections :func:`~jobdef.runtime.idempotency.first_run` opened (one
-    engine per process and URL, kept for a worker's children): a test's store is
-    removed at its end, and an unclosed connection is a ResourceWarning, which a suite
-    run with ``filterwarnings = error`` reports as a failure. All of them, not only this
-    queue's: an engine forgotten without being closed is the same warning later."""
-    from jobdef.runtime import idempotency
-
-    idempotency.close_engines()
 
 
 def _by_id(record: JobRecord) -> int:

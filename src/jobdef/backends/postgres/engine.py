@@ -43,10 +43,12 @@ from jobdef.backends.postgres.changes import ChangeNotifier, changes_channel
 from jobdef.backends.postgres.clock import ServerClock
 from jobdef.backends.postgres.listener import Listener
 from jobdef.backends.postgres.session import (
+    DEFAULT_SCHEMA,
     QUICK_CONNECT_TIMEOUT,
     Connection,
     SessionManager,
     describe,
+    query_error,
     require_psycopg,
     split_url,
 )
@@ -747,22 +749,40 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         """Insert on the handler's psycopg connection, inside its transaction."""
-        if psycopg is None or not isinstance(connection, psycopg.Connection):
-            raise BackendError(
-                "record_processed_key on PostgreSQL needs the handler's psycopg 3 connection, "
-                f"got {type(connection).__name__}"
-            )
-        params = {"key": key, "job_id": job_id, "now": self.clock()}
-        try:
+        return record_processed_key_on(connection, key, job_id, self.clock(), self.url)
+
+
+def record_processed_key_on(
+    connection: Any, key: str, job_id: int, now: float, store_url: str
+) -> bool:
+    """Record ``key`` on the handler's own PostgreSQL ``connection`` (psycopg 3, or
+    psycopg2 as Django may use), in its transaction, whatever engine holds the job
+    store. The table sits in the store's schema when the store is this database's
+    kind, else in ``public``: a handler's database is the application's."""
+    scheme = store_url.partition("://")[0]
+    schema = split_url(store_url)[1] if scheme in ("postgresql", "postgres") else DEFAULT_SCHEMA
+    quoted = '"' + schema + '"'
+
+    def q(name: str) -> str:
+        return _QUERIES[name].replace("{schema}", quoted)
+
+    params = {"key": key, "job_id": job_id, "now": now}
+    try:
+        with connection.cursor() as cur:
             # The handler's database need not be the job database: create the table
             # there when it is missing, looked up first so no error aborts the
             # handler's transaction.
-            exists = connection.execute(self._q("processed_keys_exist")).fetchone()
+            cur.execute(q("processed_keys_exist"))
+            exists = cur.fetchone()
             if exists is None or not exists[0]:
-                connection.execute(self._q("create_processed_keys"))
-            return connection.execute(self._q("record_processed_key"), params).rowcount == 1
-        except psycopg.Error as exc:
-            raise self.sessions.translate(exc) from None
+                cur.execute(q("create_processed_keys"))
+            cur.execute(q("record_processed_key"), params)
+            return bool(cur.rowcount == 1)
+    except Exception as exc:
+        if psycopg is None or not isinstance(exc, psycopg.Error):
+            raise
+        user = getattr(getattr(connection, "info", None), "user", None)
+        raise (query_error(exc, schema, user) or exc) from None
 
 
 # Row mapping ---------------------------------------------------------------------------------

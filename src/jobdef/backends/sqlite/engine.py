@@ -546,14 +546,7 @@ class SQLiteBackend(SharedVerbs):
     # -- processed keys -------------------------------------------------------
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
-        if not connection.execute(Q["processed_keys_exist"]).fetchone()[0]:
-            # The handler's database need not be the job database: the table is made
-            # there on first use, with the keys an older jobdef wrote to it.
-            connection.execute(Q["create_processed_keys"])
-            if connection.execute(Q["legacy_processed_keys"]).fetchone()[0] == 3:
-                connection.execute(Q["adopt_processed_keys"])
-        params = {"key": key, "job_id": job_id, "now": self.clock()}
-        return bool(connection.execute(Q["record_processed_key"], params).rowcount == 1)
+        return record_processed_key_on(connection, key, job_id, self.clock(), self.url)
 
     # -- outbox messages of a transition --------------------------------------
 
@@ -572,6 +565,21 @@ class SQLiteBackend(SharedVerbs):
                     "now": now,
                 },
             )
+
+
+def record_processed_key_on(
+    connection: sqlite3.Connection, key: str, job_id: int, now: float, store_url: str
+) -> bool:
+    """Record ``key`` on the handler's own sqlite3 ``connection``, in its transaction,
+    whatever engine holds the job store (``store_url`` names no table here)."""
+    if not connection.execute(Q["processed_keys_exist"]).fetchone()[0]:
+        # The handler's database need not be the job database: the table is made
+        # there on first use, with the keys an older jobdef wrote to it.
+        connection.execute(Q["create_processed_keys"])
+        if connection.execute(Q["legacy_processed_keys"]).fetchone()[0] == 3:
+            connection.execute(Q["adopt_processed_keys"])
+    params = {"key": key, "job_id": job_id, "now": now}
+    return bool(connection.execute(Q["record_processed_key"], params).rowcount == 1)
 
 
 class _Step(NamedTuple):
