@@ -17,6 +17,11 @@ sheet's job name. Celery's own retry settings are not used: the task decides
 each retry from the sheet and tells Celery exactly when
 (``self.retry(countdown=..., max_retries=max_attempts - 1)``); see
 docs/runtimes.md for what this fixes and what Celery still cannot honour.
+
+When jobdef's own bookkeeping fails (the run store or jobdef's database cannot be
+reached), the message is never acked and dropped: the task sends it again after a
+short, growing countdown (carrying how the attempt ended, when the run store could
+not take it), or rejects it with requeue when the broker refuses that too.
 """
 
 from __future__ import annotations
@@ -26,14 +31,22 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from datetime import UTC, datetime
+from typing import Any, NoReturn, TypeVar
 from weakref import WeakKeyDictionary
 
 from celery import Celery, Task
-from celery.exceptions import Retry, SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.exceptions import Reject, Retry, SoftTimeLimitExceeded, TimeLimitExceeded
 
 from jobdef.adapters.config import Settings, runtime_for
-from jobdef.adapters.core import TIMEOUT_NAMES, AlreadyBuried, SheetRuntime, error_info
+from jobdef.adapters.core import (
+    TIMEOUT_NAMES,
+    AlreadyEnded,
+    SheetRuntime,
+    error_info,
+    recorded,
+)
+from jobdef.adapters.store import BookkeepingUnavailable
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.model import JobPolicy
@@ -46,6 +59,14 @@ RUNTIME = "celery"
 _SETTINGS: WeakKeyDictionary[Celery, Settings] = WeakKeyDictionary()
 _resending = threading.local()
 
+# Message headers of a delivery sent again because jobdef's bookkeeping failed: how
+# the attempt ended (when the run store could not take it), and how many times the
+# message was sent again so (the countdown doubles from LATER_FIRST to LATER_LONGEST).
+OUTCOME = "jobdef_outcome"
+LATER = "jobdef_later"
+LATER_FIRST = 1.0
+LATER_LONGEST = 60.0
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -57,14 +78,25 @@ def configure(
     app: Celery, *, sheets: str, database: str, redis: str | None = None, prefix: str = "jobdef"
 ) -> None:
     """Point ``app``'s sheet tasks at their sheets, jobdef's database and the run store
-    (``redis``; default: the app's broker URL when it is Redis)."""
+    (``redis``; default: the app's broker URL when it is Redis).
+
+    Call it after the app's broker settings: the run store's lifetimes cover the
+    broker's ``visibility_timeout`` (a Redis or SQS broker redelivers an unacked
+    message that late).
+    """
     url = redis or str(app.conf.broker_url or "")
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise UsageError(
             "the Celery adapter keeps attempt counts and idempotency keys in Redis; pass "
             "configure(app, ..., redis='redis://host:6379/0')"
         )
-    _SETTINGS[app] = Settings(sheets=str(sheets), database=database, redis=url, prefix=prefix)
+    _SETTINGS[app] = Settings(
+        sheets=str(sheets),
+        database=database,
+        redis=url,
+        prefix=prefix,
+        redelivery=visibility_timeout(app) or 0.0,
+    )
 
 
 def settings_of(app: Celery) -> Settings:
@@ -125,12 +157,17 @@ class SheetTask(Task):  # type: ignore[misc]
     ) -> Any:
         """Validate the call against the sheet, derive the task id from the idempotency
         key, and send it with the sheet's time limits, unless a run with that id is
-        active (then the active run's result is returned and nothing is sent)."""
-        if getattr(_resending, "on", False) or self.app.conf.task_always_eager:
+        active (then the active run's result is returned and nothing is sent).
+
+        With ``task_always_eager`` the same checks hold and the run is counted in the
+        run store as a worker counts it; it then runs at once, in this process.
+        """
+        if getattr(_resending, "on", False):
             return super().apply_async(args, kwargs, task_id=task_id, **options)
         runtime = self.jobdef
         prepared = runtime.prepare(self.jobdef_job or self.name, self._call_args(args, kwargs))
-        if not runtime.open_run(prepared):
+        wait = delivery_wait(options, runtime.clock())
+        if not runtime.open_run(prepared, wait=wait):
             LOGGER.info("%s: task %s is active; not sent", self.name, prepared.task_id)
             return self.AsyncResult(prepared.task_id)
         soft, hard = time_limits(prepared.policy)
@@ -149,8 +186,15 @@ class SheetTask(Task):  # type: ignore[misc]
                 **options,
             )
         except Exception:
-            runtime.store.close(prepared.task_id)  # nothing was sent: the key is free
+            self._free(prepared.task_id)
             raise
+
+    def _free(self, task_id: str) -> None:
+        """Nothing was sent for the run: its key is free again."""
+        try:
+            self.jobdef.store.close(task_id)
+        except BookkeepingUnavailable as exc:
+            LOGGER.error("%s: %s; the key stays taken until it expires", self.name, exc)
 
     # -- consuming ----------------------------------------------------------------------
 
@@ -158,17 +202,35 @@ class SheetTask(Task):  # type: ignore[misc]
         if self.request.called_directly:
             return self.run(*args, **kwargs)
         runtime, policy, task_id = self.jobdef, self.sheet, str(self.request.id)
+        call = self._call_args(args, kwargs)
+        carried = _header(self.request, OUTCOME)
         try:
-            begun = runtime.begin(policy, task_id)
-        except AlreadyBuried as exc:
+            if isinstance(carried, Mapping):
+                return self._settle(policy, carried, call)
+            begun = runtime.begin(policy, task_id, call)
+            if begun.lost is not None:
+                lost = ErrorInfo(
+                    "jobdef.runtime.errors.LeaseExpired",
+                    f"the worker was lost during attempt {begun.attempt} (a crash redelivery)",
+                )
+                return self._after(policy, begun.lost, call, lost, None)
+        except AlreadyEnded as exc:
             LOGGER.warning("%s", exc)
             return None
-        if begun.lost is not None:
-            lost = ErrorInfo(
-                "jobdef.runtime.errors.LeaseExpired",
-                f"the worker was lost during attempt {begun.attempt} (a crash redelivery)",
-            )
-            return self._after(policy, begun.lost, kwargs, lost, None)
+        except BookkeepingUnavailable as exc:
+            self._later(policy, call, exc, carried)
+        return self._attempt(policy, begun.attempt, args, kwargs, call)
+
+    def _attempt(
+        self,
+        policy: JobPolicy,
+        attempt: int,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        call: Mapping[str, Any],
+    ) -> Any:
+        """Run attempt ``attempt`` of the handler, once, and record how it ended."""
+        runtime, task_id = self.jobdef, str(self.request.id)
         started = runtime.clock()
         try:
             return_value = self.run(*args, **kwargs)
@@ -179,23 +241,93 @@ class SheetTask(Task):  # type: ignore[misc]
         except Exception as exc:
             names, timed_out, raised = exception_names(exc), False, exc
         else:
-            runtime.succeeded(policy, task_id)
+            try:
+                runtime.succeeded(policy, task_id)
+            except BookkeepingUnavailable as exc:
+                self._later(policy, call, exc, {"attempt": attempt, "ok": True})
             return return_value
         error = error_info(raised)
         if timed_out:
             why = f"ran past its timeout of {policy.timeout:g}s"
             error = ErrorInfo(names[0], why, error.traceback)
-        decision = runtime.failed(
-            policy,
-            task_id,
-            begun.attempt,
-            names,
-            error,
-            started_at=started,
-            worker=str(self.request.hostname or ""),
-            timed_out=timed_out,
+        outcome = {
+            "attempt": attempt,
+            "names": list(names),
+            "error": [error.type, error.message, error.traceback],
+            "started_at": started,
+            "worker": str(self.request.hostname or ""),
+            "timed_out": timed_out,
+        }
+        try:
+            return self._settle(policy, outcome, call, raised)
+        except AlreadyEnded as exc:
+            LOGGER.warning("%s", exc)
+            return None
+        except BookkeepingUnavailable as exc:
+            self._later(policy, call, exc, outcome)
+
+    def _settle(
+        self,
+        policy: JobPolicy,
+        outcome: Mapping[str, Any],
+        call: Mapping[str, Any],
+        raised: BaseException | None = None,
+    ) -> Any:
+        """Record how attempt ``outcome['attempt']`` ended (once, however often this
+        delivery comes), then retry or bury as the sheet says."""
+        runtime, task_id = self.jobdef, str(self.request.id)
+        attempt = int(outcome["attempt"])
+        state = runtime.current(policy, task_id, call)
+        if outcome.get("ok"):
+            if state is not None:
+                runtime.succeeded(policy, task_id)
+            return None
+        error = ErrorInfo(*outcome["error"])
+        before = None if state is None else recorded(state, attempt)
+        if before is not None:
+            decision = before[0]  # recorded by an earlier delivery, not acted on
+        else:
+            decision = runtime.failed(
+                policy,
+                task_id,
+                attempt,
+                tuple(outcome["names"]),
+                error,
+                started_at=float(outcome["started_at"]),
+                worker=str(outcome.get("worker") or ""),
+                timed_out=bool(outcome.get("timed_out")),
+            )
+        return self._after(policy, decision, call, error, raised)
+
+    def _later(
+        self,
+        policy: JobPolicy,
+        call: Mapping[str, Any],
+        exc: BookkeepingUnavailable,
+        outcome: Mapping[str, Any] | None,
+    ) -> NoReturn:
+        """jobdef's bookkeeping failed: send the message again after a short countdown,
+        with ``outcome`` (how the attempt ended, when the run store could not take it),
+        so nothing is lost and the handler does not run again for it; when the broker
+        refuses that too, reject the message with requeue (never an ack)."""
+        if self.request.is_eager:
+            raise exc  # no broker to keep the message: the caller sees the outage
+        tries = int(_header(self.request, LATER) or 0)
+        countdown = min(LATER_LONGEST, LATER_FIRST * 2**tries)
+        task_id = str(self.request.id)
+        LOGGER.warning(
+            "%s[%s]: %s; the message comes back in %gs", self.name, task_id, exc, countdown
         )
-        return self._after(policy, decision, self._call_args(args, kwargs), error, raised)
+        headers = {OUTCOME: None if outcome is None else dict(outcome), LATER: tries + 1}
+        try:
+            retries = int(self.request.retries or 0)
+            self._resend(
+                policy, task_id, call, countdown=countdown, retries=retries, headers=headers
+            )
+        except Exception as failed:
+            LOGGER.error("%s[%s]: cannot send it again (%s); requeued", self.name, task_id, failed)
+            raise Reject(exc, requeue=True) from None
+        raise Retry(str(exc), exc, when=countdown)
 
     def _after(
         self,
@@ -214,7 +346,12 @@ class SheetTask(Task):  # type: ignore[misc]
                     exc=raised,
                     countdown=decision.delay or 0.0,
                     max_retries=policy.max_attempts - 1,
+                    headers={OUTCOME: None, LATER: 0},  # a new attempt, not a settlement
                 )
+            except Reject as refused:
+                # The broker refused the retry: Celery would drop the message; keep it
+                # (its redelivery starts the next attempt, the failure is recorded).
+                raise Reject(refused.reason, requeue=True) from None
             finally:
                 _resending.on = False
         self.jobdef.bury(policy, str(self.request.id), kwargs, decision, error)
@@ -224,10 +361,22 @@ class SheetTask(Task):  # type: ignore[misc]
 
     def on_failure(self, exc: Any, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         """The hard time limit killed the attempt (Celery reports it here, in the worker's
-        main process, and never retries it): decide per the sheet as for a timeout."""
+        main process, acks the message and never retries it): decide per the sheet as
+        for a timeout. When jobdef's bookkeeping fails here, the message is sent again:
+        its delivery counts the killed attempt as lost, or buries the run."""
         if not isinstance(exc, TimeLimitExceeded):
             return
-        runtime, policy = self.jobdef, self.sheet
+        policy, call = self.sheet, dict(kwargs or {})
+        try:
+            self._killed(policy, task_id, call, exc)
+        except BookkeepingUnavailable as failed:
+            LOGGER.warning("%s[%s]: %s; the message is sent again", self.name, task_id, failed)
+            self._resend(policy, task_id, call, countdown=LATER_FIRST, retries=0)
+
+    def _killed(
+        self, policy: JobPolicy, task_id: str, call: dict[str, Any], exc: TimeLimitExceeded
+    ) -> None:
+        runtime = self.jobdef
         state = runtime.store.load(task_id)
         if state is None or not state.lost:
             return
@@ -242,23 +391,37 @@ class SheetTask(Task):  # type: ignore[misc]
             worker="",
             timed_out=True,
         )
-        call = dict(kwargs or {})
         if decision.action == "dead":
             runtime.bury(policy, task_id, call, decision, error)
             return
+        # No request context here to call self.retry from: the same message it would
+        # send, with the same task id and the retry counted.
+        self._resend(policy, task_id, call, countdown=decision.delay or 0.0, retries=state.started)
+
+    def _resend(
+        self,
+        policy: JobPolicy,
+        task_id: str,
+        call: Mapping[str, Any],
+        *,
+        countdown: float,
+        retries: int,
+        headers: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Send the run's message again, as it is, after ``countdown`` seconds."""
         soft, hard = time_limits(policy)
         _resending.on = True
         try:
-            # No request context here to call self.retry from: the same message it
-            # would send, with the same task id and the retry counted.
             self.apply_async(
                 (),
-                call,
+                dict(call),
                 task_id=task_id,
-                countdown=decision.delay or 0.0,
-                retries=state.started,
+                countdown=countdown,
+                retries=retries,
+                queue=policy.queue,
                 soft_time_limit=soft,
                 time_limit=hard,
+                headers=dict(headers or {}),
             )
         finally:
             _resending.on = False
@@ -282,6 +445,28 @@ def sheet_task(app: Celery, job: str, **options: Any) -> Callable[[F], Any]:
     }
     decorator: Callable[[F], Any] = app.task(**(defaults | options))
     return decorator
+
+
+def _header(request: Any, name: str) -> Any:
+    """A header jobdef put on the message (Celery makes each one an attribute of the
+    request; an eager run keeps them under ``headers``)."""
+    value = getattr(request, name, None)
+    if value is None:
+        value = (getattr(request, "headers", None) or {}).get(name)
+    return value
+
+
+def delivery_wait(options: Mapping[str, Any], now: float) -> float:
+    """How long after ``now`` the broker holds a message sent with ``options``
+    (``countdown``, or ``eta``: an aware datetime, a naive one in UTC, or ISO 8601)."""
+    wait = float(options.get("countdown") or 0.0)
+    eta = options.get("eta")
+    if isinstance(eta, str):
+        eta = datetime.fromisoformat(eta)
+    if isinstance(eta, datetime):
+        moment = eta if eta.tzinfo is not None else eta.replace(tzinfo=UTC)
+        wait = max(wait, moment.timestamp() - now)
+    return max(0.0, wait)
 
 
 def worst_countdown(policy: JobPolicy) -> float:

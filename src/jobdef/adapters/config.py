@@ -26,6 +26,9 @@ class Settings:
     database: str
     redis: str
     prefix: str = "jobdef"
+    redelivery: float = 0.0
+    """How late the runtime may deliver an unacknowledged message again, in seconds
+    (:attr:`~jobdef.adapters.core.SheetRuntime.redelivery`)."""
 
 
 def redis_client(url: str) -> object:
@@ -37,11 +40,20 @@ def redis_client(url: str) -> object:
     return redis.Redis.from_url(url)
 
 
+def sheet_runtime(
+    runtime: str, sheets: str, database: str, store: RunStore, *, redelivery: float = 0.0
+) -> SheetRuntime:
+    """A :class:`SheetRuntime` of the sheets under ``sheets`` over ``store``."""
+    if not Path(sheets).exists():
+        raise UsageError(f"{sheets}: no such folder of sheets (the adapter's `sheets`)")
+    registry = load_registry([sheets])
+    return SheetRuntime(runtime, registry, database, store, redelivery=redelivery)
+
+
 @cache
 def runtime_for(runtime: str, settings: Settings) -> SheetRuntime:
     """The one :class:`SheetRuntime` of ``settings`` in this process."""
-    if not Path(settings.sheets).exists():
-        raise UsageError(f"{settings.sheets}: no such folder of sheets (the adapter's `sheets`)")
-    registry = load_registry([settings.sheets])
     store = RunStore(redis_client(settings.redis), settings.prefix)  # type: ignore[arg-type]
-    return SheetRuntime(runtime, registry, settings.database, store)
+    return sheet_runtime(
+        runtime, settings.sheets, settings.database, store, redelivery=settings.redelivery
+    )

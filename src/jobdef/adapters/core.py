@@ -322,6 +322,7 @@ class SheetRuntime:
             "started_at": started_at,
             "finished_at": now,
             "worker": worker,
+            "action": decision.action if decision else "",
             "reason": decision.reason if decision else "",
             "delay": decision.delay if decision else None,
             "error": None if error is None else [error.type, error.message, error.traceback],
@@ -476,6 +477,23 @@ class SheetRuntime:
             sender.flush()
         finally:
             sender.close()
+
+
+def recorded(state: RunState, attempt: int) -> tuple[Decision, ErrorInfo | None] | None:
+    """What the store holds of how attempt ``attempt`` ended: the decision taken after it
+    and its error; ``None`` when its end was never recorded."""
+    for entry in reversed(state.history):
+        action = entry.get("action")
+        if int(entry["attempt"]) == attempt and action in ("retry", "dead"):
+            delay = entry.get("delay")
+            decision = Decision(
+                action,
+                str(entry.get("reason") or ""),
+                delay=None if delay is None else float(delay),
+            )
+            error = entry.get("error")
+            return decision, (ErrorInfo(*error) if error else None)
+    return None
 
 
 def _attempt(entry: Mapping[str, Any]) -> AttemptElsewhere:
