@@ -47,7 +47,7 @@ class Worker(WorkerProcess):
 
     def port(self, option: str) -> int:
         """The port the worker said it listens on for ``option`` (it was given 0)."""
-        pattern = re.compile(rf"{re.escape(option)}: listening on port (\d+)")
+        pattern = re.compile(rf"{re.escape(option)}: listening on \S+ port (\d+)")
         found = eventually(lambda: pattern.search(self.log()), 30, f"{option} listening")
         return int(found.group(1))
 

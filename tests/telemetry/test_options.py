@@ -25,8 +25,8 @@ def test_a_port_in_use_is_one_line(db_url: str, capsys: pytest.CaptureFixture[st
         code, err = run_worker(db_url, capsys, "--health-port", port)
     assert code == 2
     assert err.splitlines()[-1] == (
-        f"jobdef worker: error: --health-port {port}: cannot listen (Address already in use); "
-        "choose a free port"
+        f"jobdef worker: error: --health-port {port}: cannot listen on 127.0.0.1 "
+        "(Address already in use); choose a free port"
     )
     assert "Traceback" not in err
 

@@ -4,6 +4,7 @@ line per finished attempt, no secret of the environment in any of them."""
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 from telemetry_handlers import SECRET_VARIABLE
@@ -23,9 +24,13 @@ def test_json_lines_of_a_failing_and_a_succeeding_job(queue: Queue, workers) -> 
     assert worker.process.wait(60) == 0
     text = worker.log()
     assert SECRET not in text
-    *lines, summary = text.splitlines()
-    assert summary.startswith("worker ")  # the exit summary, on stdout, is not a log line
-    parsed = [json.loads(line) for line in lines]
+    # Every line is a JSON object, the exit summary (on stdout) the last of them.
+    *parsed, summary = [json.loads(line) for line in text.splitlines()]
+    assert list(summary)[: len(FIELDS)] == list(FIELDS)
+    assert summary["message"].startswith(f"worker {summary['worker']}: 1 done, 0 retried, ")
+    counts = {"done": 1, "retried": 0, "dead": 1, "released": 0, "late_writes_refused": 0}
+    assert {name: summary[name] for name in counts} == counts
+    assert (summary["logger"], summary["level"]) == ("jobdef.worker", "info")
     for line in parsed:
         assert list(line)[: len(FIELDS)] == list(FIELDS)
     attempts = {line["job_id"]: line for line in parsed if line["outcome"] is not None}
@@ -64,3 +69,19 @@ def test_text_lines_say_each_attempt_and_args_only_with_log_args(queue: Queue, w
     assert "(ConnectionError); next attempt in 0.0s" in lines[0]
     assert " INFO job 1 flaky attempt 2 done in " in lines[1]
     assert lines[1].endswith(' queue=default job_args={"i":3}')
+
+
+def test_json_lines_hold_the_error_that_stops_the_worker_at_start(workers, tmp_path) -> None:
+    """A worker that cannot start (its health port taken) says why in a JSON line too."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        worker = workers.start("--burst", "--log-format", "json", "--health-port", port)
+        assert worker.process.wait(60) == 2
+    [line] = [json.loads(line) for line in worker.log().splitlines()]
+    assert line["level"] == "error"
+    assert line["message"] == (
+        f"jobdef worker: error: --health-port {port}: cannot listen on 127.0.0.1 "
+        "(Address already in use); choose a free port"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from jobdef.telemetry.observer import WorkerTelemetry
 
 DEFAULT_METRICS_PORT = 9464  # the port jobdef.telemetry.metrics documents
+# Where the probes and the metrics listen unless told (jobdef.telemetry.http_server):
+# loopback, so that only this host reaches them; a pod sets 0.0.0.0 for its kubelet.
+DEFAULT_HOST = "127.0.0.1"
 log = logging.getLogger("jobdef.worker")
 # The gauges are read from the store at most this often, seconds.
 MIN_GAUGE_INTERVAL = 1.0
@@ -49,8 +53,15 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
         "--metrics-port",
         type=whole_number(0, 65535),
         metavar="PORT",
-        help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (default: off; "
+        help="serve Prometheus metrics on http://HOST:PORT/metrics (default: off; "
         f"{DEFAULT_METRICS_PORT} is the usual port; needs `pip install 'jobdef[metrics]'`)",
+    )
+    group.add_argument(
+        "--metrics-host",
+        default=DEFAULT_HOST,
+        metavar="HOST",
+        help=f"the address --metrics-port listens on (default {DEFAULT_HOST}: this host "
+        "only; 0.0.0.0 for every interface, as a scraper in another pod needs)",
     )
     group.add_argument(
         "--metrics-interval",
@@ -64,7 +75,14 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
         type=whole_number(0, 65535),
         metavar="PORT",
         help="serve /livez (the loop turned in the last minute) and /readyz (store "
-        "reachable, handlers imported) on http://0.0.0.0:PORT (default: off)",
+        "reachable, handlers imported) on http://HOST:PORT (default: off)",
+    )
+    group.add_argument(
+        "--health-host",
+        default=DEFAULT_HOST,
+        metavar="HOST",
+        help=f"the address --health-port listens on (default {DEFAULT_HOST}: this host "
+        "only; 0.0.0.0 for every interface, as a kubelet's probes need)",
     )
     group.add_argument(
         "--health-file",
@@ -97,7 +115,7 @@ def worker_telemetry(args: argparse.Namespace, worker_id: str, url: str) -> Work
                     "--metrics-port needs prometheus_client: pip install 'jobdef[metrics]'"
                 ) from None
             telemetry.metrics = Metrics()
-            _listen("--metrics-port", args.metrics_port, telemetry.metrics.serve)
+            _listen("--metrics", args.metrics_host, args.metrics_port, telemetry.metrics.serve)
         if args.health_port is not None or args.health_file:
             from jobdef.telemetry.health import Health, store_probe
 
@@ -105,21 +123,29 @@ def worker_telemetry(args: argparse.Namespace, worker_id: str, url: str) -> Work
                 _touch("--health-file", args.health_file)
             telemetry.health = Health(store_probe(url), health_file=args.health_file)
             if args.health_port is not None:
-                _listen("--health-port", args.health_port, telemetry.health.serve)
+                _listen("--health", args.health_host, args.health_port, telemetry.health.serve)
     except BaseException:
         close_telemetry(telemetry)
         raise
     return telemetry
 
 
-def _listen(option: str, port: int, serve: Callable[[int], int]) -> None:
+def _listen(option: str, host: str, port: int, serve: Callable[[int, str], int]) -> None:
+    """Start one server of ``option`` (``--health``, ``--metrics``): one line when the
+    address cannot be had, saying which of its two options to change."""
     try:
-        bound = serve(port)
+        bound = serve(port, host)
     except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            raise UsageError(
+                f"{option}-port {port}: cannot listen on {host} ({reason}); choose a free port"
+            ) from None
         raise UsageError(
-            f"{option} {port}: cannot listen ({exc.strerror or exc}); choose a free port"
+            f"{option}-host {host}: cannot listen there ({reason}); give an address of this "
+            f"host ({DEFAULT_HOST} by default, 0.0.0.0 for every interface)"
         ) from None
-    log.info("%s: listening on port %d", option, bound)
+    log.info("%s-port: listening on %s port %d", option, host, bound)
 
 
 def _touch(option: str, path: str) -> None:

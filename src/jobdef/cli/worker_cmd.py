@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -10,17 +11,17 @@ from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath
 from jobdef.cli.options import whole_number
 from jobdef.cli.telemetry_options import add_telemetry_options, close_telemetry, worker_telemetry
-from jobdef.errors import UsageError
+from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.durations import format_duration, parse_duration
 from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.project import use_pythonpath
 from jobdef.redact import url_secrets
-from jobdef.telemetry.logs import LogSettings, level_number
+from jobdef.telemetry.logs import LogSettings, command_line, level_number
 from jobdef.telemetry.logs import configure as configure_logs
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.runtime.worker import Worker, check_options, worker_id
+    from jobdef.runtime.worker import check_options, worker_id
 
     lease, poll = parse_duration(args.lease), parse_duration(args.poll)
     # Before anything starts: a lease shorter than the heartbeats would let the worker
@@ -33,7 +34,30 @@ def run(args: argparse.Namespace) -> int:
     child_setup = _django(args) if os.environ.get("DJANGO_SETTINGS_MODULE") else None
     wid = worker_id()
     secrets = tuple(url_secrets(runtime_options.config(args).database))
-    configure_logs(LogSettings(level_number(args.log_level), args.log_format, wid, secrets))
+    settings = LogSettings(level_number(args.log_level), args.log_format, wid, secrets)
+    configure_logs(settings)
+    try:
+        return _work(args, settings, wid, (lease, poll), child_setup)
+    except JobdefError as exc:
+        if settings.format != "json":
+            raise
+        # With JSON lines, every line is one: the error too (it may span several).
+        line = f"jobdef worker: error: {exc.message}"
+        print(command_line(settings, line, level=logging.ERROR), file=sys.stderr)
+        return 2
+
+
+def _work(
+    args: argparse.Namespace,
+    settings: LogSettings,
+    wid: str,
+    timing: tuple[float, float],
+    child_setup: str | None,
+) -> int:
+    """The worker of ``args`` run to its end; ``timing``: its lease and poll, seconds."""
+    from jobdef.runtime.worker import Worker
+
+    lease, poll = timing
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
     telemetry = worker_telemetry(args, wid, url)
@@ -65,13 +89,22 @@ def run(args: argparse.Namespace) -> int:
     finally:
         backend.close()
         close_telemetry(telemetry)
-    print(
+    counts = {
+        "done": stats.done,
+        "retried": stats.retried,
+        "dead": stats.dead,
+        "released": stats.released,
+        "late_writes_refused": stats.refused,
+    }
+    summary = (
         f"worker {worker.id}: {stats.done} done, {stats.retried} retried, {stats.dead} dead, "
         f"{stats.released} released, {stats.refused} late writes refused"
     )
+    print(command_line(settings, summary, **counts), flush=True)
     if worker.failure is not None:
         # The drain went well, but the deployment did not: say so, as a failed command.
-        print(f"jobdef worker: error: {worker.failure}", file=sys.stderr)
+        line = f"jobdef worker: error: {worker.failure}"
+        print(command_line(settings, line, level=logging.ERROR), file=sys.stderr)
         return 1
     return 0
 

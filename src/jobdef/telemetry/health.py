@@ -11,10 +11,13 @@ probe, on a connection of its own opened for the probe (a SQLite file moved
 away or a PostgreSQL server cut off makes it fail at once, where the worker's
 open connection might not notice until its next write), at most once per
 ``probe_every`` seconds however often the probe is called; a worker riding
-out a store outage is unready too.
+out a store outage is unready too. What ``/readyz`` answers is a few fixed
+words (``not ready: store unreachable``), never the driver's message, which
+names the store's user, host and database: the worker's log has that.
 
-The server is a :class:`http.server.ThreadingHTTPServer` in a daemon thread of
-the worker: no dependency, and a slow probe never holds up the loop. With
+The server (:mod:`jobdef.telemetry.http_server`) listens on 127.0.0.1 unless
+told otherwise, and holds a bounded number of connections and descriptors
+whatever its clients do; a slow probe never holds up the loop. With
 ``--health-file`` the worker touches the file each turn instead (or as well),
 for an exec probe: ``test $(( $(date +%s) - $(stat -c %Y FILE) )) -lt 60``.
 """
@@ -22,12 +25,11 @@ for an exec probe: ``test $(( $(date +%s) - $(stat -c %Y FILE) )) -lt 60``.
 from __future__ import annotations
 
 import contextlib
-import json
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +37,13 @@ from jobdef.backends import engine_class
 from jobdef.backends.protocol import fail_fast
 from jobdef.backends.schema import Versioned
 from jobdef.redact import redact
+from jobdef.telemetry.http_server import DEFAULT_HOST, GuardedHTTPServer, Reply, Route, json_reply
 
 # A loop that has not turned for this long is not alive (it turns at least every
 # poll interval, 250 ms by default, and every store call fails within seconds).
 DEFAULT_STALE_AFTER = 60.0
 DEFAULT_PROBE_EVERY = 1.0
+log = logging.getLogger("jobdef.worker")
 
 
 class Health:
@@ -65,7 +69,7 @@ class Health:
         self.store_outage = False
         self._probed_at: float | None = None
         self._store_error: str | None = None
-        self._server: ThreadingHTTPServer | None = None
+        self._server: GuardedHTTPServer | None = None
 
     # -- the worker's side ---------------------------------------------------------
 
@@ -94,70 +98,71 @@ class Health:
         return ok, {"status": "ok" if ok else "stale", "last_turn_age_seconds": age}
 
     def ready(self) -> tuple[bool, dict[str, Any]]:
-        store_error = self._probe_store()
-        if self.store_outage and store_error is None:
-            store_error = "the worker cannot write to its store (an outage it is riding out)"
-        ok = self.handlers_ready and store_error is None and self.live()[0]
-        body: dict[str, Any] = {
-            "status": "ok" if ok else "unready",
-            "handlers_imported": self.handlers_ready,
-            "store": "ok" if store_error is None else store_error,
+        """Whether the worker can take jobs, and why not in a few fixed words: what a
+        probe answers names no user, host or database of the store (whoever can reach
+        the port reads it); the worker's log says what the store's driver said."""
+        reachable = self._probe_store() is None
+        store = "ok" if reachable else "unreachable"
+        if reachable and self.store_outage:
+            store = "outage"
+        live = self.live()[0]
+        reasons = {
+            "store unreachable": store == "unreachable",
+            "the worker cannot write to its store": store == "outage",
+            "the worker's loop is not turning": not live,
+            "handlers not imported yet": not self.handlers_ready,
         }
-        return ok, body
+        why = [reason for reason, holds in reasons.items() if holds]
+        body: dict[str, Any] = {
+            "status": "ok" if not why else "not ready: " + "; ".join(why),
+            "handlers_imported": self.handlers_ready,
+            "store": store,
+        }
+        return not why, body
 
     def _probe_store(self) -> str | None:
-        """The store's answer, asked at most once per ``probe_every``."""
+        """The store's answer (None: it answered), asked at most once per
+        ``probe_every``; a new failure, and the recovery, are logged once."""
         with self._lock:
             now = self._monotonic()
             if self._probed_at is None or now - self._probed_at >= self.probe_every:
+                before = self._store_error
                 try:
                     self._check_store()
                     self._store_error = None
                 except Exception as exc:  # any failure means "not reachable"
                     self._store_error = _one_line(exc)
                 self._probed_at = self._monotonic()
+                if self._store_error != before:
+                    if self._store_error is not None:
+                        log.warning("/readyz: the store does not answer: %s", self._store_error)
+                    elif before is not None:
+                        log.info("/readyz: the store answers again")
             return self._store_error
 
     # -- the server --------------------------------------------------------------------
 
-    def serve(self, port: int, address: str = "0.0.0.0") -> int:
-        """Serve the probes on ``port`` (0: any free one) in a daemon thread; the port."""
-        health = self
-
-        class Probe(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path.split("?")[0] == "/livez":
-                    ok, body = health.live()
-                elif self.path.split("?")[0] == "/readyz":
-                    ok, body = health.ready()
-                else:
-                    self._answer(404, {"status": "not found", "paths": ["/livez", "/readyz"]})
-                    return
-                self._answer(200 if ok else 503, body)
-
-            def _answer(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # a probe every few seconds is not worth a log line
-
-        server = ThreadingHTTPServer((address, port), Probe)
-        server.daemon_threads = True
+    def serve(self, port: int, address: str = DEFAULT_HOST) -> int:
+        """Serve the probes on ``address``:``port`` (0: any free port) in a daemon thread;
+        the port. ``/livez`` is answered by the server's reading thread, ``/readyz`` (which
+        may wait for the store) by its pool (:mod:`jobdef.telemetry.http_server`)."""
+        routes = {
+            "/livez": Route(lambda _request: _probe_reply(*self.live())),
+            "/readyz": Route(lambda _request: _probe_reply(*self.ready()), slow=True),
+        }
+        server = GuardedHTTPServer(routes, "jobdef-health")
+        bound = server.start(address, port)
         self._server = server
-        thread = threading.Thread(target=server.serve_forever, name="jobdef-health", daemon=True)
-        thread.start()
-        return int(server.server_address[1])
+        return bound
 
     def close(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.close()
             self._server = None
+
+
+def _probe_reply(ok: bool, body: dict[str, Any]) -> Reply:
+    return json_reply(200 if ok else 503, body)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -118,9 +118,9 @@ class _Redacting(logging.Formatter):
         found: dict[str, Any] = {name: getattr(record, name, None) for name in CONTEXT_FIELDS}
         if found["worker"] is None:
             found["worker"] = self.settings.worker
-        for name in vars(record).keys() - _RECORD_ATTRIBUTES - found.keys():
-            if not name.startswith("_"):
-                found[name] = getattr(record, name)
+        for name, value in vars(record).items():  # in the order they were set
+            if name not in _RECORD_ATTRIBUTES and name not in found and name[0] != "_":
+                found[name] = value
         return {
             name: value if name in _TRUSTED or value == self.settings.worker else self._value(value)
             for name, value in found.items()
@@ -226,6 +226,21 @@ def configure(settings: LogSettings, filename: str | None = None) -> None:
         old.close()
     root.addHandler(handler)
     root.setLevel(settings.level)
+
+
+def command_line(
+    settings: LogSettings, message: str, *, level: int = logging.INFO, **fields: Any
+) -> str:
+    """A line a command prints itself, not through logging (the worker's summary at exit,
+    its last error), in the log format of ``settings``: with ``json`` one object like
+    every log line, ``fields`` among its extras, so that a reader of JSON lines meets
+    nothing else; with ``text`` the message as it is."""
+    if settings.format != "json":
+        return message
+    record = logging.LogRecord("jobdef.worker", level, __file__, 0, message, (), None)
+    for name, value in fields.items():
+        setattr(record, name, value)
+    return formatter(settings).format(record)
 
 
 def level_number(name: str) -> int:

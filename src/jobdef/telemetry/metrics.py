@@ -29,14 +29,14 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import choose_encoder
 
 from jobdef.telemetry.gauges import GAUGES, StoreGauges, read, samples
+from jobdef.telemetry.http_server import DEFAULT_HOST, GuardedHTTPServer, Reply, Request, Route
 
 if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
-
     from jobdef.backends.protocol import Backend
 
 # Outcomes of an attempt, as the attempts table records them.
@@ -148,7 +148,7 @@ class Metrics:
             registry=r,
         )
         self._lock = threading.Lock()
-        self._server: WSGIServer | None = None
+        self._server: GuardedHTTPServer | None = None
         # Labels are bounded (the sheets' names), so is this.
         self._series: dict[tuple[str, str], Series] = {}
         r.register(_AttemptCollector(self._series))
@@ -160,16 +160,25 @@ class Metrics:
             found = self._series[(job, queue)] = Series()
         return found
 
-    def serve(self, port: int, address: str = "0.0.0.0") -> int:
-        """Serve ``/metrics`` on ``port`` (0: any free one) in a daemon thread; the port."""
-        self._server, _thread = start_http_server(port, address, registry=self.registry)
-        return int(self._server.server_address[1])
+    def serve(self, port: int, address: str = DEFAULT_HOST) -> int:
+        """Serve ``/metrics`` on ``address``:``port`` (0: any free port) in a daemon thread;
+        the port. The server is the probes' (:mod:`jobdef.telemetry.http_server`), not
+        prometheus_client's, which takes a thread per connection and never times one out."""
+        server = GuardedHTTPServer({"/metrics": Route(self.scrape, slow=True)}, "jobdef-metrics")
+        bound = server.start(address, port)
+        self._server = server
+        return bound
+
+    def scrape(self, request: Request) -> Reply:
+        """``/metrics`` in the format the scraper's Accept asks for (Prometheus text, or
+        OpenMetrics), as prometheus_client's own server chooses it."""
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Reply(200, encode(self.registry), content_type)
 
     def close(self) -> None:
         """Stop serving ``/metrics``."""
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.close()
             self._server = None
 
     def read_gauges(self, backend: Backend, now: float) -> None:
