@@ -2,12 +2,14 @@
 
 On a host other than loopback it refuses to start unless authentication is set
 in the environment: ``JOBDEF_DASHBOARD_USER`` with ``JOBDEF_DASHBOARD_PASSWORD_FILE``
-(HTTP basic), or ``JOBDEF_DASHBOARD_TOKEN`` (bearer).
+(HTTP basic), or ``JOBDEF_DASHBOARD_TOKEN`` (bearer). It answers only requests
+whose Host is a loopback name, the --host it listens on, or an --allowed-host.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import sys
 
@@ -19,6 +21,11 @@ from jobdef.policy.leases import DEFAULT_LEASE
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8484
+# The most of a request's headers the server reads. A page on another port of the same
+# host can fill the browser's cookie jar for it (Chromium keeps about 170 cookies of
+# 4 KB), which the browser then sends with every request: about 680 KB. uvicorn's
+# default (16 KB) would answer each of the operator's requests "Invalid HTTP request".
+MAX_HEADER_BYTES = 1 << 20
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     lease = lease_from(args)
     auth = auth_from_env()
-    check_exposure(args.host, auth)
+    host = args.host or DEFAULT_HOST
+    check_exposure(host, auth)
     try:
         import uvicorn
 
@@ -37,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
             "run: pip install 'jobdef[dashboard]'"
         ) from None
     config = runtime_options.config(args)
+    allowed = list(args.allowed_host)
+    if args.host is not None and not _unspecified(host):
+        allowed.append(host)  # the address it was told to listen on is a name it answers
     app = create_app(
         config.database,
         config.sheets,
@@ -45,19 +56,35 @@ def run(args: argparse.Namespace) -> int:
         docs_url=args.docs_url,
         sheet_link=args.sheet_link,
         lease=DEFAULT_LEASE if lease is None else lease,
+        allowed_hosts=allowed,
     )
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
     mode = " (read-only)" if args.read_only else ""
     who = "anyone on this machine" if auth is None else repr(auth)
-    print(f"jobdef dashboard{mode} on http://{args.host}:{args.port}/ for {who}", file=sys.stderr)
+    print(f"jobdef dashboard{mode} on http://{host}:{args.port}/ for {who}", file=sys.stderr)
+    if _unspecified(host) and not args.allowed_host:
+        print(
+            f"jobdef dashboard: it answers only http://localhost:{args.port}/ and the loopback "
+            "addresses; add --allowed-host NAME for each name it is reached by",
+            file=sys.stderr,
+        )
     uvicorn.run(
         app,
-        host=args.host,
+        host=host,
         port=args.port,
         log_level="warning",
         timeout_graceful_shutdown=2,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
     return 0
+
+
+def _unspecified(host: str) -> bool:
+    """Whether ``host`` is every address (``0.0.0.0``, ``::``): no name a client sends."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,8 +97,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runtime_options.add_sheets(parser)
     parser.add_argument(
         "--host",
-        default=DEFAULT_HOST,
         help=f"address to listen on (default: {DEFAULT_HOST}; any other needs auth)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="a name the dashboard is reached by (repeatable): requests whose Host is not "
+        "a loopback name, the --host or one of these are refused, against DNS rebinding; "
+        ".example.com for a domain and its subdomains (default: none)",
     )
     parser.add_argument(
         "--port",

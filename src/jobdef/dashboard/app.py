@@ -30,7 +30,7 @@ from jobdef.dashboard import views, workers
 from jobdef.dashboard.guard import Guard
 from jobdef.dashboard.live import events_endpoint
 from jobdef.dashboard.posts import action_endpoint, job_action, outbox_action, queue_action
-from jobdef.dashboard.security import Auth
+from jobdef.dashboard.security import MIN_SECRET_BYTES, Auth, HostCheck, new_secret
 from jobdef.dashboard.site import HERE, Dashboard
 from jobdef.dashboard.store import Store
 from jobdef.errors import JobdefError, UsageError
@@ -53,6 +53,8 @@ def create_app(
     clock: Callable[[], float] | None = None,
     poll_seconds: float = POLL_SECONDS,
     lease: float = DEFAULT_LEASE,
+    allowed_hosts: Iterable[str] = (),
+    secret: bytes | str | None = None,
 ) -> Starlette:
     """The dashboard of the job store at ``db_url`` for the jobs of ``sheets``.
 
@@ -80,6 +82,8 @@ def create_app(
         registry = load_registry([Path(p) for p in paths])
         first = Path(paths[0]) if paths else None
         base = (first if first.is_dir() else first.parent).parent if first else None
+    hosts = HostCheck([allowed_hosts] if isinstance(allowed_hosts, str) else allowed_hosts)
+    key = _secret(secret)
     store = Store(db_url, clock=clock)
     state = Dashboard(
         store,
@@ -90,6 +94,7 @@ def create_app(
         sheet_link=sheet_link,
         poll_seconds=poll_seconds,
         lease=lease,
+        secret=key,
     )
     routes = _routes(state)
 
@@ -100,8 +105,20 @@ def create_app(
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.dashboard = state
-    app.add_middleware(Guard, auth=auth)
+    app.add_middleware(Guard, auth=auth, hosts=hosts)
     return app
+
+
+def _secret(secret: bytes | str | None) -> bytes:
+    if secret is None:
+        return new_secret()
+    key = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+    if len(key) < MIN_SECRET_BYTES:
+        raise UsageError(
+            f"secret= has {len(key)} bytes; use at least {MIN_SECRET_BYTES} random ones, "
+            "e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    return key
 
 
 def _routes(d: Dashboard) -> list[Route | Mount]:

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from jobdef.dashboard import actions, views
-from jobdef.dashboard.security import CSRF_COOKIE, CSRF_FIELD, csrf_matches
+from jobdef.dashboard.security import CSRF_FIELD, csrf_valid
 from jobdef.dashboard.site import Dashboard
 from jobdef.errors import JobdefError, UsageError
 
@@ -37,7 +37,8 @@ def action_endpoint(d: Dashboard, handler: Handler) -> Callable[[Request], Await
         if pairs is None:
             return d.fail(request, 400, "post a form (application/x-www-form-urlencoded)", False)
         form = dict(pairs)
-        if not csrf_matches(request.cookies.get(CSRF_COOKIE), form.get(CSRF_FIELD)):
+        who = str(request.scope.get("jobdef_who", ""))
+        if not csrf_valid(d.secret, who, form.get(CSRF_FIELD)):
             return d.fail(
                 request,
                 403,
@@ -55,7 +56,6 @@ def action_endpoint(d: Dashboard, handler: Handler) -> Callable[[Request], Await
                 ids=ids,
                 question=_question(fields, ids),
             )
-        who = str(request.scope.get("jobdef_who", ""))
         if handler is job_action and fields.get("scope") == "filter":
             return _bulk(d, request, fields, who)
         try:
@@ -93,13 +93,10 @@ async def _form_pairs(request: Request) -> list[tuple[str, str]] | None:
 def _int_ids(ids: list[str]) -> list[int]:
     if len(ids) > MAX_FORM_IDS:
         raise UsageError(f"at most {MAX_FORM_IDS} ids at once; use 'all matching the filter'")
-    try:
-        numbers = [int(i) for i in ids]
-    except ValueError:
-        raise UsageError("ids: whole numbers only") from None
-    if any(not 0 < n < views.MAX_ID for n in numbers):
-        raise UsageError("ids: job and message ids are whole numbers from 1 to 2^63 - 1")
-    return numbers
+    numbers = [views.parse_id(i) for i in ids]
+    if None in numbers:
+        raise UsageError("ids: job and message ids are whole numbers from 1 to 2^63 - 1 (0-9)")
+    return [n for n in numbers if n is not None]
 
 
 def _question(fields: Mapping[str, str], ids: list[str]) -> str:

@@ -1,7 +1,8 @@
 """The dashboard's state: the store, the sheets, the options, and how a page is rendered.
 
 Every template is autoescaped (args and error messages are attacker-controlled
-text); every page hands out the CSRF token its forms carry.
+text); every page hands out the CSRF token its forms carry, bound to the caller
+(:func:`~jobdef.dashboard.security.csrf_token`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from jobdef.dashboard import views
-from jobdef.dashboard.security import CSRF_COOKIE, new_csrf_token
+from jobdef.dashboard.security import csrf_token
 from jobdef.dashboard.store import Store
 from jobdef.errors import JobdefError
 from jobdef.policy.registry import Registry
@@ -36,6 +37,7 @@ class Dashboard:
         sheet_link: str | None,
         poll_seconds: float,
         lease: float,
+        secret: bytes,
     ) -> None:
         self.store = store
         self.registry = registry
@@ -45,6 +47,7 @@ class Dashboard:
         self.sheet_link = sheet_link
         self.poll_seconds = poll_seconds
         self.lease = lease
+        self.secret = secret
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,  # every template, whatever its name
@@ -54,7 +57,6 @@ class Dashboard:
     # -- rendering -------------------------------------------------------------
 
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
-        token = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
         root = request.scope.get("root_path", "")
         path = request.url.path
         here = path[len(root) :] if root and path.startswith(root) else path
@@ -67,23 +69,17 @@ class Dashboard:
             root=root,
             since=since,
             here=here or "/",
-            csrf=token,
+            csrf=self.csrf(request),
             read_only=self.read_only,
             who=request.scope.get("jobdef_who", ""),
             engine=self.store.engine,
             **context,
         )
-        response = HTMLResponse(html, status_code=status)
-        if request.cookies.get(CSRF_COOKIE) != token:
-            response.set_cookie(
-                CSRF_COOKIE,
-                token,
-                httponly=True,
-                samesite="strict",
-                secure=request.url.scheme == "https",
-                path=root or "/",
-            )
-        return response
+        return HTMLResponse(html, status_code=status)
+
+    def csrf(self, request: Request) -> str:
+        """The CSRF token of the caller the Guard named (the forms carry it)."""
+        return csrf_token(self.secret, str(request.scope.get("jobdef_who", "")))
 
     def since(self) -> str:
         """The token of the store's state now, for a page's event stream; take it before

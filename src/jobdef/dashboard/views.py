@@ -53,9 +53,19 @@ CELL_CHARS = 120
 DETAIL_CHARS = 100_000
 # A qualifier of the search box: args.reservation_id:42
 _ARG = re.compile(r"^args\.([A-Za-z0-9_][A-Za-z0-9_.-]*):(.*)$")
-_ID = re.compile(r"^#?(\d{1,18})$")
 NO_CURSOR = 2**62
 MAX_ID = 2**63  # a job id is a signed 64-bit integer in both engines
+# ASCII digits only: str.isdigit(), int() and a regex's \d also take "²" or "٤٢".
+_DIGITS = re.compile(r"[0-9]{1,19}")
+
+
+def parse_id(text: str) -> int | None:
+    """The job or message id ``text`` writes in ASCII digits, from 1 to MAX_ID - 1; None
+    for anything else. Every number of a query string or a form is read by this."""
+    if not _DIGITS.fullmatch(text):
+        return None
+    number = int(text)
+    return number if 0 < number < MAX_ID else None
 
 
 def counted(value: int, cap: int = COUNT_CAP) -> dict[str, Any]:
@@ -298,8 +308,8 @@ def parse_filter(params: Mapping[str, str], now: float) -> JobFilter:
     job_id = arg_key = arg_value = None
     words: list[str] = []
     for token in q.split():
-        if (found := _ID.match(token)) and job_id is None and not words:
-            job_id = int(found.group(1))
+        if job_id is None and not words and (number := parse_id(token.removeprefix("#"))):
+            job_id = number
         elif found := _ARG.match(token):
             if arg_key is not None:
                 raise UsageError("search: one args.KEY:VALUE qualifier at a time")
@@ -311,9 +321,11 @@ def parse_filter(params: Mapping[str, str], now: float) -> JobFilter:
             )
         else:
             words.append(token)
-    before = params.get("before") or None
-    if before is not None and not (before.isdigit() and len(before) <= 18):
-        raise UsageError("before: a job id, the cursor of the page")
+    before = None
+    if params.get("before"):
+        before = parse_id(params["before"])
+        if before is None:
+            raise UsageError("before: a job id (digits 0-9), the cursor of the page")
     return JobFilter(
         state=state,
         job=(params.get("job") or None),
@@ -325,7 +337,7 @@ def parse_filter(params: Mapping[str, str], now: float) -> JobFilter:
         error=" ".join(words) if words else None,
         arg_key=arg_key,
         arg_value=arg_value,
-        before=int(before) if before else None,
+        before=before,
     )
 
 

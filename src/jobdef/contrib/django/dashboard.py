@@ -10,14 +10,16 @@ In ``asgi.py``::
 Requests under ``prefix`` go to the dashboard (``jobdef.dashboard.create_app``) of the
 project's ``JobdefBackend``: its database and its sheets. Only a logged-in, active staff
 user of Django's session gets in (others are sent to the admin's login page); the
-dashboard's actions are logged with that user's name. Everything else goes to Django.
+dashboard's actions are logged with that user's name. A request whose Host Django
+would refuse (not in the project's ``ALLOWED_HOSTS``, nor in ``allowed_hosts``) is
+refused before any of that. Everything else goes to Django.
 Needs ``jobdef[dashboard]`` and an ASGI server (``uvicorn project.asgi:application``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from http.cookies import SimpleCookie
 from types import SimpleNamespace
 from typing import Any
@@ -54,12 +56,15 @@ def with_dashboard(
     read_only: bool = False,
     backend: str | None = None,
     lease: float = DEFAULT_LEASE,
+    allowed_hosts: Iterable[str] = (),
 ) -> ASGI:
     """``django_app`` with the dashboard of the ``JobdefBackend`` ``backend`` (the first
     one of ``TASKS`` by default) under ``prefix``, for Django's staff. ``lease``: the
     workers' lease in seconds (``manage.py jobdef_worker --lease``), which a lost
-    attempt's planned bounds allow for."""
+    attempt's planned bounds allow for. ``allowed_hosts``: host names the dashboard
+    answers beside the project's ``ALLOWED_HOSTS``, written the same way."""
     prefix = "/" + prefix.strip("/")
+    extra = [allowed_hosts] if isinstance(allowed_hosts, str) else list(allowed_hosts)
     made: list[Any] = []
     lock = asyncio.Lock()
 
@@ -85,6 +90,12 @@ def with_dashboard(
         if scope["type"] != "http":
             await _respond(send, 404, b"not found\n")
             return
+        refused = _host_refusal(_header(scope, b"host"), extra)
+        if refused is not None:
+            # Before the session is looked up: a page that rebound its name here learns
+            # nothing, not even where the login is.
+            await _respond(send, 400, (refused + "\n").encode())
+            return
         from asgiref.sync import sync_to_async
 
         who = await sync_to_async(staff_name)(_session_key(scope))
@@ -97,6 +108,32 @@ def with_dashboard(
     return app
 
 
+def _host_refusal(host: str | None, extra: list[str]) -> str | None:
+    """Why Django would refuse ``host`` (by its own rules: the project's ALLOWED_HOSTS,
+    or what it allows with DEBUG and none set), or None when it is allowed."""
+    from django.conf import settings
+    from django.http.request import split_domain_port, validate_host
+
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    domain, _ = split_domain_port(host or "")
+    if domain and validate_host(domain, [*allowed, *extra]):
+        return None
+    shown = repr(domain[:60] or (host or "")[:60])
+    return (
+        f"host {shown} is not in the project's ALLOWED_HOSTS; if it is this site's name, "
+        "add it there (or to allowed_hosts= of with_dashboard)"
+    )
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
 def _create(alias: str | None, read_only: bool, lease: float) -> Any:
     from jobdef.contrib.django.worker import project_backend
     from jobdef.dashboard import create_app
@@ -106,7 +143,11 @@ def _create(alias: str | None, read_only: bool, lease: float) -> Any:
         from django.core.exceptions import ImproperlyConfigured
 
         raise ImproperlyConfigured("TASKS has no jobdef.contrib.django.JobdefBackend")
-    return create_app(found.database_url, found.sheets, read_only=read_only, lease=lease)
+    # Every request's Host was checked by Django's rules before it got here (settings
+    # read at each request, as Django reads them): the app checks none of its own.
+    return create_app(
+        found.database_url, found.sheets, read_only=read_only, lease=lease, allowed_hosts="*"
+    )
 
 
 def _session_key(scope: Scope) -> str | None:
@@ -149,13 +190,16 @@ async def _to_login(scope: Scope, send: Send) -> None:
 
 
 async def _respond(send: Send, status: int, body: bytes) -> None:
+    from jobdef.dashboard.security import SECURITY_HEADERS
+
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"text/plain"),
+                (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
+                *((k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()),
             ],
         }
     )
