@@ -13,7 +13,9 @@ never one that holds the store for a million rows.
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -128,17 +130,35 @@ def _batches(store: Store, flt: JobFilter) -> Iterator[list[int]]:
             return
 
 
+# Held from the look at a queue or message to the verb that changes it, so two posts of
+# this dashboard never both count the same change.
+_LOOK_THEN_CHANGE = threading.Lock()
+
+
 def set_paused(store: Store, queue: str, paused: bool, who: str) -> Outcome:
-    store.call(store.verbs.set_paused, queue, paused)
+    """Pause or resume ``queue``; a queue already so is left alone and counted unchanged."""
     word = "pause" if paused else "resume"
-    log.info("%s: %s queue %s", who, word, queue)
-    return Outcome(word, 1, 1)
+    with _LOOK_THEN_CHANGE:
+        rows = store.rows("queue_paused", queue=queue)
+        changed = paused != bool(rows and rows[0]["paused"])  # no row: not paused
+        if changed:
+            store.call(store.verbs.set_paused, queue, paused)
+    outcome = Outcome(word, int(changed), 1)
+    log.info("%s: %s on queue %s", who, outcome.text, queue)
+    return outcome
 
 
 def retry_outbox(store: Store, ids: Sequence[int], who: str) -> Outcome:
-    changed = int(store.call(store.verbs.outbox_retry, list(ids)))
-    outcome = Outcome("retry delivery", changed, len(ids))
-    log.info("%s: %s on outbox messages %s", who, outcome.text, _ids_text(list(ids)))
+    """Make undelivered messages due now; one already due, with no sender holding it, is
+    left alone and counted unchanged (the verb would only stamp it again)."""
+    unique = list(dict.fromkeys(ids))
+    param: object = json.dumps(unique) if store.engine == "sqlite" else unique
+    with _LOOK_THEN_CHANGE:
+        rows = store.rows("outbox_retryable", ids=param, now=store.clock())
+        retryable = [int(row["id"]) for row in rows]
+        changed = int(store.call(store.verbs.outbox_retry, retryable)) if retryable else 0
+    outcome = Outcome("retry delivery", changed, len(unique))
+    log.info("%s: %s on outbox messages %s", who, outcome.text, _ids_text(unique))
     return outcome
 
 

@@ -118,3 +118,11 @@ FROM {schema}.jobdef_slots AS s LEFT JOIN {schema}.jobdef_jobs AS j ON j.id = s.
 WHERE s.job = %(job)s
 ORDER BY s.slot DESC
 LIMIT %(limit)s;
+
+-- name: queue_paused
+SELECT paused FROM {schema}.jobdef_queues WHERE queue = %(queue)s;
+
+-- name: outbox_retryable
+SELECT id FROM {schema}.jobdef_outbox
+WHERE id = ANY (%(ids)s::bigint[]) AND delivered_at IS NULL
+  AND (next_at > %(now)s OR lease_until > %(now)s);

@@ -126,3 +126,14 @@ FROM jobdef_slots AS s LEFT JOIN jobdef_jobs AS j ON j.id = s.job_id
 WHERE s.job = :job
 ORDER BY s.slot DESC
 LIMIT :limit;
+
+-- name: queue_paused
+-- Whether a pause or resume would change the queue (a probe of the primary key).
+SELECT paused FROM jobdef_queues WHERE queue = :queue;
+
+-- name: outbox_retryable
+-- Which of :ids (a JSON array) a "retry now" would change: undelivered, and not
+-- already due with no sender holding it (primary-key probes).
+SELECT id FROM jobdef_outbox
+WHERE id IN (SELECT value FROM json_each(:ids)) AND delivered_at IS NULL
+  AND (next_at > :now OR lease_until > :now);
