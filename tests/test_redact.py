@@ -10,7 +10,18 @@ import time
 
 import pytest
 
-from jobdef.redact import redact, url_secrets
+from jobdef.policy.model import JobPolicy, freeze
+from jobdef.redact import (
+    MASK,
+    redact,
+    secret_name,
+    sensitive_arg,
+    shown_args,
+    url_origin,
+    url_path_secrets,
+    url_secrets,
+)
+from jobdef.sheets.build import args_schema
 
 PASSWORD = "Hunter2pw"
 
@@ -65,3 +76,116 @@ def test_redact_takes_linear_time_on_a_64_kib_error_message(text: str) -> None:
     started = time.monotonic()
     redact(text)
     assert time.monotonic() - started < 1.0  # was minutes on a run of letters
+
+
+# -- args as every display shows them ------------------------------------------------
+
+
+def _policy(args: dict[str, dict[str, object]]) -> JobPolicy:
+    return JobPolicy("signup", "app.jobs:signup", args_schema=freeze(args_schema(args)))
+
+
+def test_shown_args_hides_what_the_sheet_marks_and_what_says_nothing_but_is_named_secret() -> None:
+    policy = _policy(
+        {
+            "user": {"type": "string"},
+            "pin": {"type": "string", "sensitive": True},  # a name that says nothing
+            "password": {"type": "string"},  # says nothing: its name decides
+            "page_token": {"type": "string", "sensitive": False},  # the sheet decided
+        }
+    )
+    args = {"user": "ann", "pin": PASSWORD, "password": PASSWORD, "page_token": "p2"}
+    assert shown_args(policy, args) == {
+        "user": "ann",
+        "pin": MASK,
+        "password": MASK,
+        "page_token": "p2",
+    }
+    assert args["pin"] == PASSWORD  # the caller's mapping (the stored row) is left as it is
+
+
+def test_shown_args_without_a_sheet_hides_by_name_and_inside_values_too() -> None:
+    args = {
+        "order_id": 42,
+        "db_password": PASSWORD,
+        "smtp": {"host": "mail", "clientSecret": PASSWORD, "hosts": [{"api_key": PASSWORD}]},
+        "callback": f"https://u:{PASSWORD}@example.test/cb",
+    }
+    shown = shown_args(None, args)
+    assert PASSWORD not in repr(shown)
+    assert shown["order_id"] == 42
+    assert shown["smtp"]["host"] == "mail"
+    assert shown["smtp"]["clientSecret"] == shown["db_password"] == MASK
+
+
+def test_shown_args_cuts_data_nested_past_any_stored_depth() -> None:
+    deep: dict[str, object] = {"leaf": 1}
+    for _ in range(200):
+        deep = {"d": deep}
+    assert "…" in repr(shown_args(None, {"tree": deep}))  # no RecursionError
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("password", True),
+        ("db_password", True),
+        ("passwd", True),
+        ("api_key", True),
+        ("apikey", True),
+        ("X-Api-Key", True),
+        ("access_token", True),
+        ("clientSecret", True),
+        ("private_key", True),
+        ("credentials", True),
+        ("secret_key", True),
+        ("token_count", False),
+        ("password_policy", False),
+        ("author", False),
+        ("oauth_provider", False),
+        ("keyword", False),
+    ],
+)
+def test_secret_name_reads_the_last_word_of_a_name(name: str, secret: bool) -> None:
+    assert secret_name(name) is secret
+
+
+def test_sensitive_arg_prefers_what_the_schema_says_to_the_name() -> None:
+    assert sensitive_arg("note", {"type": "string", "sensitive": True})
+    assert not sensitive_arg("token", {"type": "string", "sensitive": False})
+    assert sensitive_arg("token", {"type": "string"})
+    assert sensitive_arg("token", None)  # no schema at all: the name decides
+
+
+# -- channel URLs: their origin alone ------------------------------------------------
+
+HOOK = "https://hooks.slack.com/services/T0A1B2C3D/B0E4F5G6H/Xy7SecretToken9abc"
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        (HOOK, "https://hooks.slack.com"),
+        ("http://127.0.0.1:8080/hook?token=x", "http://127.0.0.1:8080"),
+        ("https://user:pw@example.test/x", "https://example.test"),
+        ("http://[::1]:9000/a/b", "http://[::1]:9000"),
+        ("not a url", "<url>"),
+        ("http://[::1/a", "<url>"),
+    ],
+)
+def test_url_origin_is_scheme_host_and_port_only(url: str, origin: str) -> None:
+    assert url_origin(url) == origin
+
+
+def test_url_path_secrets_hide_every_quote_of_the_path_a_receiver_can_make() -> None:
+    secrets = url_path_secrets(HOOK + "?sig=Abc123Def&x=1")
+    for quoted in (
+        "no such hook /services/T0A1B2C3D/B0E4F5G6H/Xy7SecretToken9abc",
+        "unknown token Xy7SecretToken9abc",
+        "team T0A1B2C3D channel B0E4F5G6H",
+        "path %2Fservices%2FT0A1B2C3D%2FB0E4F5G6H%2FXy7SecretToken9abc",
+        "bad signature Abc123Def",
+    ):
+        shown = redact(quoted, secrets)
+        for piece in ("Xy7SecretToken9abc", "T0A1B2C3D", "B0E4F5G6H", "Abc123Def"):
+            assert piece not in shown, (quoted, shown)

@@ -10,12 +10,29 @@ much), and so do query or keyword parameters whose name says they are secret
 knows (a header value, a webhook URL, the password of a database URL and the
 pieces a parser may quote after splitting it at a reserved character) are
 passed as ``secrets`` and replaced wherever they appear.
+
+Job args are hidden by :func:`shown_args`, the one place that decides which args a
+page, a log line, an export, a notification or a listing may show: an arg whose
+schema says ``sensitive: true``, or that says nothing and whose name says secret
+(:func:`secret_name`), is shown as :data:`MASK`; inside the others, a key whose
+name says secret is masked too. The stored row keeps every value: the handler
+reads it.
+
+A channel URL is shown as :func:`url_origin` alone (``https://hooks.example``):
+chat webhooks hold their secret in the path, and a receiver that quotes its path
+back (``no such hook /services/T/B/XXXX``) gets it replaced by
+:func:`url_path_secrets`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 MASK = "***"
 
@@ -60,3 +77,97 @@ def url_secrets(url: str) -> list[str]:
     found.extend(m.group("value") for m in _SECRET_PARAM.finditer(url))
     pieces = [p for s in found for p in re.split(r"[/?#@:&;=\s\"']", s)]
     return [s for s in dict.fromkeys(found + pieces) if len(s) >= _MIN_PIECE]
+
+
+# A name that says it holds a secret: the whole name or its last word (after '_', '-',
+# '.' or a camelCase step). The last word only: ``token_count``, ``author`` and
+# ``password_policy`` are not secrets, ``db_password`` and ``clientSecret`` are.
+_SECRET_NAME = re.compile(
+    r"(?:^|[_.\-]|(?<=[a-z0-9])(?=[A-Z]))(?i:password|passwd|pwd|passphrase|secret|token|"
+    r"(?:api|access|secret|private|signing|encryption|session)[_\-]?key|apikey|"
+    r"credentials?|auth|cookie)$"
+)
+# Containers shown inside an arg before the rest is cut (args are stored at most
+# 32 levels deep; an older row or a foreign runtime's may be deeper).
+_MAX_SHOWN_DEPTH = 64
+
+
+def secret_name(name: str) -> bool:
+    """Whether a field or arg called ``name`` says it holds a secret (``password``,
+    ``api_key``, ``client_secret``, ``access_token``, ``privateKey``, ...)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def sensitive_arg(name: str, schema: Any) -> bool:
+    """Whether the arg ``name`` with the JSON Schema ``schema`` is hidden wherever args are
+    shown: its ``sensitive: true|false`` when it says one, else whether its name says secret."""
+    flag = schema.get("sensitive") if isinstance(schema, Mapping) else None
+    return flag if isinstance(flag, bool) else secret_name(name)
+
+
+def sensitive_names(policy: JobPolicy | None, names: Iterable[str]) -> set[str]:
+    """Those of ``names`` that :func:`shown_args` hides for the job of ``policy``."""
+    schemas = policy.args_schema.get("properties", {}) if policy is not None else {}
+    return {name for name in names if sensitive_arg(name, schemas.get(name))}
+
+
+def _shown_value(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if depth >= _MAX_SHOWN_DEPTH:
+        return "…" if isinstance(value, Mapping | list | tuple) else value
+    if isinstance(value, Mapping):
+        hidden = {key for key in value if isinstance(key, str) and secret_name(key)}
+        return {
+            key: MASK if key in hidden else _shown_value(item, depth + 1)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_shown_value(item, depth + 1) for item in value]
+    return value
+
+
+def shown_args(policy: JobPolicy | None, args: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` as every display shows them: sensitive args (:func:`sensitive_arg`) as
+    :data:`MASK`, keys that say secret inside the others too, URL passwords redacted.
+
+    ``policy`` is the job's sheet, or None for a job no loaded sheet defines (then
+    only names decide). Only displays call this: the stored row keeps the values.
+    """
+    hidden = sensitive_names(policy, args)
+    return {
+        name: MASK if name in hidden else _shown_value(value, 1) for name, value in args.items()
+    }
+
+
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, the only part of a channel URL ever shown
+    (``https://hooks.slack.com`` for a Slack webhook); ``<url>`` when it has no host."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return "<url>"
+    if not parts.scheme or not host:
+        return "<url>"
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}" + (f":{port}" if port is not None else "")
+
+
+def url_path_secrets(url: str) -> list[str]:
+    """What of ``url`` lies past its origin, to pass to :func:`redact` as ``secrets`` for
+    text a receiver wrote: the path with its query, the path, the query, each path segment
+    and query value (decoded too), and :func:`url_secrets`. Pieces shorter than three
+    characters are left: they would hide ordinary words."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    path, query = parts.path, parts.query
+    found = [f"{path}?{query}" if query else path, path, query, parts.fragment]
+    found += path.split("/")
+    found += [value for pair in query.split("&") for value in pair.split("=")[1:]]
+    found += [unquote(piece) for piece in found]
+    found += url_secrets(url)
+    return [s for s in dict.fromkeys(found) if len(s.strip("/")) >= _MIN_PIECE]

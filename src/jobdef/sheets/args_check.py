@@ -12,6 +12,8 @@ Each root gets a fast yes/no check (:mod:`jobdef.sheets.schema_fast`) when it
 compiles; ``jsonschema`` runs for the others, and to word what is wrong. Refs
 are never fetched over the network: only the arg's own schema and the
 standard meta-schemas are known (``jobdef validate`` refuses any other ref).
+What is wrong with a sensitive arg (:func:`jobdef.redact.sensitive_arg`) is said
+by the keyword it breaks, never by quoting the value.
 :func:`args_check` builds the check of a policy once; validation builds it for
 every job, so enqueue never meets a schema it cannot check.
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from jobdef.policy.model import JobPolicy, thaw
+from jobdef.redact import secret_name, sensitive_arg
 from jobdef.sheets.schema_fast import Check, UnsupportedSchema, compile_schema
 
 
@@ -74,10 +77,12 @@ def draft7_validator(schema: Any) -> Any:
 
 
 class _Root:
-    """One schema checked as a document of its own."""
+    """One schema checked as a document of its own; a ``sensitive`` one words what is wrong
+    without quoting the value (jsonschema's messages do: ``'hunter2' is too short``)."""
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, sensitive: bool = False) -> None:
         self.schema = schema
+        self.sensitive = sensitive
         try:
             self.fast: Check | None = compile_schema(schema) if isinstance(schema, dict) else None
         except UnsupportedSchema:
@@ -97,7 +102,7 @@ class _Root:
 
         try:
             return [
-                ArgError((*prefix, *e.absolute_path), e.message)
+                ArgError((*prefix, *e.absolute_path), _blind(e) if self._hide(e) else e.message)
                 for e in self.validator.iter_errors(value)
             ]
         except (Unresolvable, RecursionError, re.error) as exc:  # `jobdef validate` refuses all
@@ -105,6 +110,36 @@ class _Root:
                 type(exc), f"$ref {exc} is unknown"
             )
             return [ArgError(prefix, f"the sheet's schema cannot be checked ({what})")]
+
+    def _hide(self, error: Any) -> bool:
+        """Whether the message of ``error`` would quote a secret: the arg is sensitive, or
+        the value it quotes is under a key, or holds a key, whose name says secret (as
+        :func:`jobdef.redact.shown_args` hides inside the args it shows)."""
+        if self.sensitive:
+            return True
+        if any(isinstance(part, str) and secret_name(part) for part in error.absolute_path):
+            return True
+        return _holds_secret_key(error.instance)
+
+
+def _holds_secret_key(value: Any, depth: int = 0) -> bool:
+    if depth > 64:
+        return True  # deeper than any stored args: not worth quoting anyway
+    if isinstance(value, dict):
+        return any(
+            (isinstance(key, str) and secret_name(key)) or _holds_secret_key(item, depth + 1)
+            for key, item in value.items()
+        )
+    if isinstance(value, list):
+        return any(_holds_secret_key(item, depth + 1) for item in value)
+    return False
+
+
+def _blind(error: Any) -> str:
+    """What a value breaks, named by the sheet's keyword and its value, never the call's."""
+    rule = json.dumps(error.validator_value, ensure_ascii=False, default=str)
+    rule = rule if len(rule) <= 60 else rule[:59] + "…"
+    return f"breaks `{error.validator}: {rule}` (a sensitive value: it is not shown)"
 
 
 class ArgsCheck:
@@ -116,7 +151,9 @@ class ArgsCheck:
         properties = plain.get("properties", {})
         # The wrapper without the args' schemas: which names exist, which are required.
         self._object = _Root({**plain, "properties": dict.fromkeys(properties, True)})
-        self._args = {name: _Root(sub) for name, sub in properties.items()}
+        self._args = {
+            name: _Root(sub, sensitive_arg(name, sub)) for name, sub in properties.items()
+        }
 
     def errors(self, args: Mapping[str, Any]) -> list[ArgError]:
         """What is wrong with ``args`` (``[]`` when they are valid), sorted by path."""

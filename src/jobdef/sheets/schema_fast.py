@@ -38,6 +38,7 @@ _ANNOTATIONS = frozenset(
         "writeOnly",
         "contentMediaType",
         "contentEncoding",
+        "sensitive",  # jobdef's: the displays hide the arg (jobdef.redact.sensitive_arg)
     }
 )
 

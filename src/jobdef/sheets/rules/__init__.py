@@ -29,6 +29,7 @@ MODULES = (
     "schema",
     "args",
     "limits",
+    "sensitive",
     "values",
     "durations",
     "backoff",

@@ -1,5 +1,6 @@
 """Args schemas (JD106-JD108, JD111): each arg's schema is valid draft-07 that enqueue can
-check, with no keyword it would ignore.
+check, with no keyword it would ignore (jobdef's ``sensitive`` at the top of an arg is read
+by the displays, :func:`jobdef.redact.sensitive_arg`).
 
 The shipped schema only says that an arg's schema is a mapping; these rules read
 it as the JSON Schema it is, the way enqueue will (:mod:`jobdef.sheets.args_check`):
@@ -266,14 +267,23 @@ def _unknown_keywords(
     if not isinstance(schema, Mapping):
         return
     known = draft7_meta_schema()["properties"]
+    top = len(path) == 2  # ("args", name): jobdef's own keywords are read there
     for keyword in schema:
+        if keyword == "sensitive" and top:
+            continue
         if isinstance(keyword, str) and keyword not in known and keyword != "writeOnly":
             at = (*path, keyword)
             line, column = _where(doc, at, key=True)
-            close = near_miss(keyword, set(known))
-            hint = (
-                f"; did you mean {close!r}?" if close else "; remove it, or say it in description"
-            )
+            close = near_miss(keyword, set(known) | ({"sensitive"} if top else set()))
+            if keyword == "sensitive":
+                hint = (
+                    f"; it is read at the top of an arg only: write it in {dotted(path[:2])} "
+                    "to hide that whole arg"
+                )
+            elif close:
+                hint = f"; did you mean {close!r}?"
+            else:
+                hint = "; remove it, or say it in description"
             yield (
                 at,
                 UNKNOWN_KEYWORD.at(

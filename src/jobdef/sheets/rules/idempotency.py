@@ -1,4 +1,4 @@
-"""Idempotency key recipes (JD241-JD244): one key per piece of work, built from its args.
+"""Idempotency key recipes (JD241-JD245): one key per piece of work, built from its args.
 
 A recipe is read by :func:`jobdef.policy.keys.key_placeholders`, the way the
 queue fills it in at enqueue.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from jobdef.policy.keys import key_placeholders
+from jobdef.redact import sensitive_arg
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
@@ -38,7 +39,14 @@ UNREADABLE = Rule(
     "error",
     "A recipe with a lone brace cannot be filled in: every enqueue of the job fails.",
 )
-RULES = (UNKNOWN_ARG, NO_PLACEHOLDER, USES_JOB_ID, UNREADABLE)
+USES_SENSITIVE = Rule(
+    "JD245",
+    "key-uses-sensitive-arg",
+    "error",
+    "A key is stored, shown on every page and listing and used as a task id: a sensitive "
+    "arg in it would be shown in clear.",
+)
+RULES = (UNKNOWN_ARG, NO_PLACEHOLDER, USES_JOB_ID, UNREADABLE, USES_SENSITIVE)
 
 _JOB_ID_NAMES = frozenset({"id", "job_id", "jobid", "job.id", "uuid", "attempt"})
 
@@ -68,7 +76,19 @@ def check(context: Context) -> Iterator[Diagnostic]:
                 f'"{example}:{recipe}"',
             )
             continue
+        schemas = policy.args_schema.get("properties", {})
         for name in placeholders:
+            if name in args and sensitive_arg(name, schemas[name]):
+                others = [a for a in args if not sensitive_arg(a, schemas[a])]
+                instead = f" such as {{{others[0]}}}" if others else ""
+                yield USES_SENSITIVE.at_origin(
+                    where,
+                    f"idempotency.key uses {{{name}}}, a sensitive arg, and keys are stored "
+                    "and shown in clear; build the key from args that identify the work "
+                    f"without a secret{instead} (or write `sensitive: false` in "
+                    f"args.{name} if it is not a secret)",
+                )
+                continue
             if name in args:
                 continue
             if name.lower() in _JOB_ID_NAMES:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
+from jobdef.redact import secret_name
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
@@ -20,11 +21,6 @@ CREDENTIAL = Rule(
 )
 RULES = (CREDENTIAL,)
 
-_SECRET_KEY = re.compile(
-    r"(?:^|[_-])(?:password|passwd|pwd|secret|token|api[_-]?key|private[_-]?key|"
-    r"credentials?|auth)$",
-    re.IGNORECASE,
-)
 _LOOKS_SECRET = (
     (re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.I), "a URL with user:password"),
     (
@@ -74,7 +70,7 @@ def looks_secret(value: Any) -> str | None:
 @cache
 def _secret_key(key: str) -> bool:
     """Whether a field named ``key`` holds a secret (``*_env`` names a variable instead)."""
-    return _SECRET_KEY.search(key) is not None and not key.lower().endswith("_env")
+    return secret_name(key) and not key.lower().endswith("_env")
 
 
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
