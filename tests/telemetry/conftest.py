@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -14,6 +15,7 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.proxy import CuttableProxy
 from support.workers import Processes, WorkerProcess, worker_command
 
 HERE = Path(__file__).resolve().parent
@@ -85,3 +87,12 @@ def workers_on(tmp_path: Path) -> Iterator[Callable[[str], Workers]]:
     yield make
     for started in made:
         started.stop_all()
+
+
+@pytest.fixture
+def proxy(postgres_url: str) -> Iterator[CuttableProxy]:
+    """A proxy to the test's PostgreSQL server, to cut and restore."""
+    parts = urlsplit(postgres_url)
+    running = CuttableProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+    yield running
+    running.close()

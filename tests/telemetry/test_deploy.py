@@ -54,6 +54,9 @@ def test_systemd_waits_longer_than_the_grace_and_sends_sigterm_to_the_worker() -
     assert keys["KillSignal"] == "SIGTERM"
     assert keys["KillMode"] == "mixed"  # the handler processes are the worker's to stop
     assert parse_duration(keys["TimeoutStopSec"]) >= grace + 10
+    # On a host, the probes and metrics are for that host only unless the unit says.
+    options = worker_options(command[2:])
+    assert (options["health_host"], options["metrics_host"]) == ("127.0.0.1", "127.0.0.1")
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
@@ -78,6 +81,8 @@ def test_kubernetes_waits_longer_than_the_grace_and_probes_the_health_port() -> 
     assert pod["terminationGracePeriodSeconds"] >= parse_duration(str(options["grace"])) + 10
     ports = {port["name"]: port["containerPort"] for port in container["ports"]}
     assert ports == {"health": options["health_port"], "metrics": options["metrics_port"]}
+    # The kubelet and Prometheus reach the pod's address, not its loopback.
+    assert (options["health_host"], options["metrics_host"]) == ("0.0.0.0", "0.0.0.0")
     assert container["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -101,6 +106,12 @@ def test_the_dockerfile_runs_the_worker_as_a_user_with_a_healthcheck() -> None:
     assert "STOPSIGNAL SIGTERM" in text
     [check] = [line for line in text.splitlines() if line.lstrip().startswith('CMD ["python"')]
     assert f"127.0.0.1:{options['health_port']}/livez" in check
+    # The HEALTHCHECK runs in the container: the probes stay on its loopback, and only
+    # the metrics, scraped from outside, are exposed.
+    assert options["health_host"] == "127.0.0.1"
+    assert options["metrics_host"] == "0.0.0.0"
+    [exposed] = re.findall(r"^EXPOSE (.+)$", text, re.MULTILINE)
+    assert exposed.split() == [str(options["metrics_port"])]
 
 
 @pytest.mark.skipif(shutil.which("hadolint") is None, reason="hadolint is not installed")

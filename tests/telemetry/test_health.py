@@ -3,19 +3,16 @@ answers and its handlers imported, unready when the database goes away; the heal
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from support import eventually
+from support.proxy import CuttableProxy
 
 pytestmark = pytest.mark.slow
 
@@ -61,70 +58,9 @@ def test_ready_while_the_sqlite_file_is_there_unready_once_it_is_moved(
     assert not health_file.exists()  # a stopped worker is not alive
 
 
-class Proxy:
-    """A loopback TCP proxy to PostgreSQL that a test can cut and restore."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.port = 0
-        self._server: socket.socket | None = None
-        self._conns: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self.restore()
-
-    def restore(self) -> None:
-        server = socket.socket()
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", self.port))
-        server.listen(16)
-        self.port = server.getsockname()[1]
-        self._server = server
-        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
-
-    def _accept(self, server: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            with self._lock:
-                self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                sink.sendall(data)
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        """Refuse new connections and drop the open ones, as a server that went away."""
-        assert self._server is not None
-        self._server.close()
-        with self._lock:
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-            conn.close()
-
-
-@pytest.fixture
-def proxy(postgres_url: str) -> Iterator[Proxy]:
-    parts = urlsplit(postgres_url)
-    running = Proxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-    yield running
-    with contextlib.suppress(OSError, AssertionError):
-        running.cut()
-
-
 @pytest.mark.postgres
 def test_unready_when_postgresql_is_cut_off(
-    postgres_url: str, postgres_schema: str, proxy: Proxy, workers_on
+    postgres_url: str, postgres_schema: str, proxy: CuttableProxy, workers_on
 ) -> None:
     parts = urlsplit(postgres_url)
     through = parts._replace(netloc=f"{parts.username or 'postgres'}@127.0.0.1:{proxy.port}")

@@ -15,11 +15,12 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from test_health import Proxy, probe
+from test_health import probe
 
 from jobdef.backends.protocol import Backend
 from jobdef.runtime.queue import Queue
 from support import eventually
+from support.proxy import CuttableProxy
 
 pytestmark = pytest.mark.slow
 
@@ -150,29 +151,24 @@ def test_a_host_that_is_not_this_one_is_one_line(workers) -> None:
 
 @pytest.mark.postgres
 def test_readyz_names_no_user_host_or_database_while_the_store_is_down(
-    postgres_url: str, postgres_schema: str, workers_on
+    postgres_url: str, postgres_schema: str, proxy: CuttableProxy, workers_on
 ) -> None:
-    proxy = Proxy(("127.0.0.1", urlsplit(postgres_url).port or 5432))
     parts = urlsplit(postgres_url)
     user = parts.username or "postgres"
     through = parts._replace(netloc=f"{user}@127.0.0.1:{proxy.port}")
     url = urlunsplit(through._replace(query=f"schema={postgres_schema}"))
     worker = workers_on(url).start("--health-port", "0")
     port = worker.port("--health-port")
-    try:
-        eventually(lambda: probe(port, "/readyz")[0] == 200, 30, "the worker to be ready")
-        proxy.cut()
-        wanted = {"status": "not ready: store unreachable", "store": "unreachable"}
-        _status, body = eventually(
-            lambda: wanted.items() <= (r := probe(port, "/readyz"))[1].items() and r, 20
-        )
-        text = json.dumps(body)
-        database = parts.path.lstrip("/")
-        for secret in (user, "127.0.0.1", str(proxy.port), database, postgres_schema):
-            assert secret not in text
-        # The worker's own log says what the driver said.
-        eventually(lambda: "/readyz: the store does not answer: " in worker.log(), 10)
-    finally:
-        with contextlib.suppress(OSError, AssertionError):
-            proxy.cut()
+    eventually(lambda: probe(port, "/readyz")[0] == 200, 30, "the worker to be ready")
+    proxy.cut()
+    wanted = {"status": "not ready: store unreachable", "store": "unreachable"}
+    _status, body = eventually(
+        lambda: wanted.items() <= (r := probe(port, "/readyz"))[1].items() and r, 20
+    )
+    text = json.dumps(body)
+    database = parts.path.lstrip("/")
+    for secret in (user, "127.0.0.1", str(proxy.port), database, postgres_schema):
+        assert secret not in text
+    # The worker's own log says what the driver said.
+    eventually(lambda: "/readyz: the store does not answer: " in worker.log(), 10)
     assert worker.stop() == 0
