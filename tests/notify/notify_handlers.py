@@ -7,3 +7,7 @@ from typing import Any
 
 def refuse(ctx: Any, n: int) -> None:
     raise PermissionError(f"job {n}: access denied by the test")
+
+
+def refuse_sign_in(ctx: Any, user: str, password: str) -> None:
+    raise PermissionError(f"sign-in of {user} refused by the test")

@@ -37,12 +37,16 @@ class WebhookServer:
     gate: threading.Event | None = None
     # Serve HTTPS with this context.
     tls: ssl.SSLContext | None = None
+    # The path (and query) of the URL: a chat webhook holds its secret there.
+    path: str = "/hook"
+    # Answer a refusal with a body that quotes the path, as some receivers do.
+    quote_path: bool = False
     _server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
         scheme = "https" if self.tls else "http"
-        return f"{scheme}://127.0.0.1:{self.port}/hook"
+        return f"{scheme}://127.0.0.1:{self.port}{self.path}"
 
     def start(self) -> WebhookServer:
         outer = self
@@ -54,10 +58,13 @@ class WebhookServer:
                 outer.received.append(Received(self.path, dict(self.headers), body))
                 if outer.gate is not None:
                     outer.gate.wait(30)
+                answer = b"ok"
+                if outer.quote_path and outer.status >= 300:
+                    answer = f"no such hook {self.path}".encode()
                 self.send_response(outer.status)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(answer)
 
             def log_message(self, *args: Any) -> None:
                 pass

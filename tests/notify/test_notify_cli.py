@@ -36,9 +36,12 @@ def test_notify_test_sends_a_sample_message_to_the_webhook(
 def test_notify_test_reports_a_failed_delivery_with_exit_1(
     example_sheets: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("OPS_CHAT_WEBHOOK_URL", f"http://127.0.0.1:{free_port()}/hook")
+    port = free_port()
+    monkeypatch.setenv("OPS_CHAT_WEBHOOK_URL", f"http://127.0.0.1:{port}/hook")
     assert main(["notify", "test", "ops-chat", "--sheets", str(example_sheets)]) == 1
-    assert "delivery to ops-chat failed: webhook unreachable" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"delivery to ops-chat failed: webhook http://127.0.0.1:{port} unreachable" in err
+    assert "/hook" not in err  # the URL past its origin is never printed
 
 
 def test_notify_test_with_a_missing_variable_is_one_line_without_traceback(

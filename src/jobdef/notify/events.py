@@ -16,15 +16,18 @@ from typing import Any
 from jobdef.backends.records import ErrorInfo, JobRecord, Notification
 from jobdef.policy.keys import key_placeholders
 from jobdef.policy.model import JobPolicy
+from jobdef.redact import shown_args
 
 # The longest error message a notification carries; tracebacks stay in the attempts table.
 MAX_ERROR_CHARS = 2000
 
 
 def key_args(policy: JobPolicy, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The args a message shows: ``notify.key_args``, else those the idempotency recipe uses."""
+    """The args a message shows: ``notify.key_args``, else those the idempotency recipe uses;
+    as every display shows them (:func:`jobdef.redact.shown_args`: a sensitive one is
+    ``***``). The outbox stores the payload as shown: no channel needs the values."""
     names = list(policy.notify.key_args) or key_placeholders(policy.idempotency.key or "")
-    return {name: args[name] for name in names if name in args}
+    return shown_args(policy, {name: args[name] for name in names if name in args})
 
 
 def iso_time(at: float) -> str:

@@ -15,6 +15,7 @@ import logging
 import queue
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -100,6 +101,12 @@ class ChannelLane:
         except DeliveryError as exc:
             return Outcome(name, records, exc.message, digest=digest)
         except Exception as exc:  # a sender bug must not stop the lane or the other channels
-            LOGGER.exception("channel %s: unexpected error while sending", name)
-            return Outcome(name, records, redact(f"{type(exc).__name__}: {exc}"), digest=digest)
+            # Scrubbed by the channel as its own errors are (a webhook's URL is a secret).
+            scrub = getattr(self.channel.sender, "scrub", redact)
+            LOGGER.error(
+                "channel %s: unexpected error while sending\n%s",
+                name,
+                scrub(traceback.format_exc()).rstrip(),
+            )
+            return Outcome(name, records, scrub(f"{type(exc).__name__}: {exc}"), digest=digest)
         return Outcome(name, records, digest=digest)

@@ -230,6 +230,7 @@ class Worker:
         self.stats = WorkerStats()
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
         self.telemetry = telemetry or WorkerTelemetry(self.id)
+        self.telemetry.registry = registry  # --log-args hides the args it marks sensitive
         self._presence = Presence(
             backend,
             self.id,

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobdef.backends.records import JobRecord
+from jobdef.policy.registry import Registry
+from jobdef.redact import shown_args
 from jobdef.telemetry.logs import args_text
 from jobdef.telemetry.traces import ended_attempt_span
 
@@ -45,8 +47,10 @@ class WorkerTelemetry:
     worker_id: str
     metrics: Metrics | None = None
     health: Health | None = None
-    # Log each attempt's args too (--log-args), cut to logs.MAX_ARGS_CHARS.
+    # Log each attempt's args too (--log-args), cut to logs.MAX_ARGS_CHARS, the sensitive
+    # ones of the sheets (the worker's registry, which it sets here) as ***.
     log_args: bool = False
+    registry: Registry | None = None
     # The handler processes' log format (the worker's own is configured by its caller).
     log_format: str = "text"
     # How often the metrics gauges are read from the store, seconds.
@@ -121,7 +125,8 @@ class WorkerTelemetry:
             "_attempt_line": True,
         }
         if self.log_args:
-            extra["job_args"] = args_text(record.args)
+            policy = self.registry.jobs.get(record.job) if self.registry else None
+            extra["job_args"] = args_text(shown_args(policy, record.args))
         log.log(level, text, extra=extra)
 
     def refused(self, record: JobRecord) -> None:

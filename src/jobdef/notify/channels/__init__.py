@@ -20,7 +20,12 @@ _MODULES = {"log": "log", "webhook": "webhook", "email": "mail", "command": "com
 
 
 class Sender(Protocol):
-    """Delivers messages to one channel; raises :class:`~jobdef.errors.DeliveryError`."""
+    """Delivers messages to one channel; raises :class:`~jobdef.errors.DeliveryError`.
+
+    A sender whose settings hold a secret that :func:`jobdef.redact.redact` cannot know
+    (a webhook's URL) also has ``scrub(text) -> str``, which the lanes apply to an
+    unexpected error before it is stored or logged.
+    """
 
     def send(self, message: Message) -> None:
         """Deliver ``message`` within the channel's timeout, or raise DeliveryError."""

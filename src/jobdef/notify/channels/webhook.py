@@ -8,7 +8,11 @@ followed (a redirected POST would silently become a GET); only ``http`` and
 ``https`` URLs are used. The channel's ``timeout`` is a total deadline for the
 delivery (connect, send and read), so a receiver that trickles its answer cannot
 hold the channel longer. The URL is a secret (chat webhook URLs grant posting
-rights), so no error text ever contains it.
+rights and hold their secret in the path, ``/services/T000/B000/XXXX``), so an
+error names it by its origin alone (:func:`jobdef.redact.url_origin`,
+``https://hooks.slack.com``), and any piece of its path or query in the text a
+receiver or a library wrote (``no such hook /services/T000/B000/XXXX``) is masked:
+what the outbox stores, the worker logs and the dashboard shows never holds it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from jobdef.errors import DeliveryError
 from jobdef.notify.deadline import Deadline
 from jobdef.notify.message import Message
 from jobdef.policy.channels import WebhookSettings
-from jobdef.redact import redact, url_secrets
+from jobdef.redact import redact, url_origin, url_path_secrets
 
 FORMATS = ("json", "slack", "chat")
 _BODY_EXCERPT = 200
@@ -102,7 +106,9 @@ class WebhookSender:
         self.headers = headers or {}
         self.timeout = timeout
         self._context = ssl.create_default_context()
-        self._secrets = [url, *url_secrets(url), *self.headers.values()]
+        # The one part of the URL any text holds: scheme://host[:port].
+        self.origin = url_origin(url)
+        self._secrets = [*url_path_secrets(url), *self.headers.values()]
 
     def body(self, message: Message) -> dict[str, Any]:
         if self.format == "json":
@@ -120,12 +126,14 @@ class WebhookSender:
             **self.headers,
             "X-Jobdef-Message-Id": message.message_id,
         }
-        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         with Deadline(self.timeout) as deadline:
-            opener = urllib.request.build_opener(
-                _NoRedirect(), _HTTPHandler(deadline), _HTTPSHandler(deadline, self._context)
-            )
             try:
+                request = urllib.request.Request(
+                    self.url, data=data, headers=headers, method="POST"
+                )
+                opener = urllib.request.build_opener(
+                    _NoRedirect(), _HTTPHandler(deadline), _HTTPSHandler(deadline, self._context)
+                )
                 with opener.open(request, timeout=self.timeout) as response:
                     response.read(_BODY_EXCERPT)
                 if deadline.expired:  # cut short: the answer read may be a truncated one
@@ -136,24 +144,27 @@ class WebhookSender:
                 except Exception:  # the receiver's answer is not ours to trust
                     answer = ""
                 raise DeliveryError(
-                    f"webhook answered HTTP {exc.code} {self._redact(str(exc.reason))}"
-                    + (f": {self._redact(answer)}" if answer else "")
+                    f"webhook {self.origin} answered HTTP {exc.code} {self.scrub(str(exc.reason))}"
+                    + (f": {self.scrub(answer)}" if answer else "")
                 ) from None
             except Exception as exc:
                 if deadline.expired:
                     raise DeliveryError(
-                        f"webhook did not answer within the channel timeout of {self.timeout:g}s "
-                        "(connect, send and read together)"
+                        f"webhook {self.origin} did not answer within the channel timeout of "
+                        f"{self.timeout:g}s (connect, send and read together)"
                     ) from None
                 if isinstance(exc, urllib.error.URLError):
-                    text = f"webhook unreachable: {exc.reason}"
+                    text = f"unreachable: {self.scrub(str(exc.reason))}"
                 else:
-                    text = f"webhook request failed: {type(exc).__name__}: {exc}"
-                raise DeliveryError(self._redact(text)) from None
+                    text = f"request failed: {type(exc).__name__}: {self.scrub(str(exc))}"
+                raise DeliveryError(f"webhook {self.origin} {text}") from None
 
-    def _redact(self, text: str) -> str:
-        # The URL and the header values are secrets: never echoed, even in pieces.
-        return redact(text.replace(self.url, "<webhook url>"), self._secrets)
+    def scrub(self, text: str) -> str:
+        """``text`` (a receiver's answer, a library's message, a traceback) without the URL
+        past its origin, any piece of its path or query, or a header value."""
+        marker = "\x00\x01\x00"  # in no piece of a URL (no control character passes)
+        text = text.replace(self.url, marker)
+        return redact(text, self._secrets).replace(marker, self.origin)
 
 
 def build(settings: WebhookSettings) -> WebhookSender:
