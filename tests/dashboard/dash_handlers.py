@@ -9,3 +9,7 @@ def ship_order(ctx, order_id: int, note: str = "") -> None:
 
 def build_report(ctx, report_id: int) -> None:
     pass
+
+
+def refuse_sign_in(ctx, user: str, password: str, profile: dict) -> None:
+    raise PermissionError(f"sign-in of {user} refused by the test")

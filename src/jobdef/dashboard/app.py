@@ -157,7 +157,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
         (
             "/jobs",
             lambda r: {
-                **views.jobs(store, views.parse_filter(r.query_params, store.clock())),
+                **views.jobs(store, views.parse_filter(r.query_params, store.clock()), registry),
                 "job_names": sorted(registry.jobs),
                 "states": views.STATES,
             },

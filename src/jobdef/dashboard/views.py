@@ -27,7 +27,7 @@ from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration_or_none
 from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.registry import Registry
-from jobdef.redact import redact
+from jobdef.redact import redact, sensitive_names, shown_args
 from jobdef.render import describe
 from jobdef.render.context import next_run_times
 from jobdef.render.explain import explain_data
@@ -341,8 +341,10 @@ def parse_filter(params: Mapping[str, str], now: float) -> JobFilter:
     )
 
 
-def job_row(record: JobRecord) -> dict[str, Any]:
-    """A job as a list row: short, escaped by the template, secrets masked."""
+def job_row(record: JobRecord, registry: Registry | None = None) -> dict[str, Any]:
+    """A job as a list row: short, escaped by the template, secrets masked (sensitive
+    args too, as the job's sheet in ``registry`` says)."""
+    policy = registry.jobs.get(record.job) if registry is not None else None
     error = record.last_error
     return {
         "id": record.id,
@@ -351,11 +353,19 @@ def job_row(record: JobRecord) -> dict[str, Any]:
         "state": record.state,
         "attempt": record.attempt,
         "max_attempts": record.max_attempts,
-        "args": shown(dict(record.args), CELL_CHARS),
+        "args": shown(shown_args(policy, record.args), CELL_CHARS),
         "error": None if error is None else shown(f"{error.type}: {error.message}", CELL_CHARS),
         "created_at": when(record.created_at),
         "updated_at": when(record.updated_at),
     }
+
+
+def _refuse_sensitive_search(flt: JobFilter, registry: Registry) -> None:
+    """A search by a sensitive arg would tell its value one guess at a time: refused."""
+    name = (flt.arg_key or "").split(".")[0]
+    policies = [registry.jobs.get(flt.job)] if flt.job else [*registry, None]
+    if any(sensitive_names(policy, [name]) for policy in policies):
+        raise UsageError(f"search: args.{name} is sensitive, so jobs are not searched by it")
 
 
 def by_args_index(store: Store, flt: JobFilter) -> bool:
@@ -430,14 +440,16 @@ def queue_depths(store: Store) -> list[dict[str, Any]]:
     return store.rows("queue_depths", now=store.clock(), cap=COUNT_CAP)
 
 
-def jobs(store: Store, flt: JobFilter) -> dict[str, Any]:
+def jobs(store: Store, flt: JobFilter, registry: Registry | None = None) -> dict[str, Any]:
     """One page of the job list, newest first, with the cursor of the next."""
+    if flt.arg_key is not None and registry is not None:
+        _refuse_sensitive_search(flt, registry)
     if flt.job_id is not None:
         record = store.call(store.verbs.get, flt.job_id)
         records = [record] if record is not None else []
         return {
             "filter": flt.query(),
-            "jobs": [job_row(r) for r in records],
+            "jobs": [job_row(r, registry) for r in records],
             "searched": f"job #{flt.job_id}",
             "older": None,
         }
@@ -449,7 +461,7 @@ def jobs(store: Store, flt: JobFilter) -> dict[str, Any]:
         below = f" below #{before}" if flt.before else ""
         return {
             "filter": flt.query(),
-            "jobs": [job_row(r) for r in records],
+            "jobs": [job_row(r, registry) for r in records],
             "searched": f"every job{below}, through the args index",
             "older": flt.query(before=records[-1].id) if full else None,
         }
@@ -462,7 +474,7 @@ def jobs(store: Store, flt: JobFilter) -> dict[str, Any]:
         searched = f"jobs from {start} down to #{floor}" if floor else f"every job from {start}"
     return {
         "filter": flt.query(),
-        "jobs": [job_row(r) for r in records],
+        "jobs": [job_row(r, registry) for r in records],
         "searched": searched,
         "older": None if older is None else flt.query(before=older),
     }
@@ -512,7 +524,7 @@ def job_detail(
         "attempt": record.attempt,
         "max_attempts": record.max_attempts,
         "idempotency_key": record.idempotency_key,
-        "args": shown(json.dumps(dict(record.args), ensure_ascii=False, indent=2)),
+        "args": shown(json.dumps(shown_args(policy, record.args), ensure_ascii=False, indent=2)),
         "progress": None if record.progress is None else shown(dict(record.progress)),
         "note": record.note,
         "worker_id": record.worker_id,
