@@ -1,11 +1,19 @@
-"""``jobdef jobs``: list jobs; ``jobdef jobs show ID``: one job with every attempt."""
+"""``jobdef jobs``: list jobs; ``jobdef jobs show ID``: one job with every attempt.
+
+Args are shown as :func:`jobdef.redact.shown_args` shows them, in the table and in
+``--format json`` alike: the sensitive ones of the sheets (when the sheets folder
+loads; else those whose names say secret) as ``***``. The handler reads the stored
+row, never this output, so nothing needs the values here.
+"""
 
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
+import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobdef.cli import runtime_options
@@ -16,6 +24,7 @@ from jobdef.render.escape import clip, visible
 
 if TYPE_CHECKING:
     from jobdef.backends.records import JobRecord
+    from jobdef.policy.registry import Registry
 
 
 def _when(ts: float | None) -> str:
@@ -28,8 +37,38 @@ def _when(ts: float | None) -> str:
         return f"{ts:.6g} (epoch seconds)"
 
 
-def _args(record: JobRecord) -> str:
-    return json.dumps(dict(record.args), ensure_ascii=False, separators=(",", ":"))
+def _sheets(args: argparse.Namespace) -> Registry | None:
+    """The sheets that say which args are sensitive; None (names alone decide) when there
+    is no sheets folder, or it does not load (then a note says so)."""
+    from jobdef.errors import SheetError
+    from jobdef.sheets.pipeline import load_registry
+
+    folder = Path(runtime_options.config(args).sheets)
+    if not folder.is_dir():
+        return None
+    try:
+        return load_registry([folder])
+    except SheetError:
+        print(
+            f"note: the sheets in {folder} do not load (jobdef validate {folder} says why); "
+            "args are hidden by their names alone",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _shown(record: JobRecord, sheets: Registry | None) -> dict[str, Any]:
+    from jobdef.redact import shown_args
+
+    return shown_args(sheets.jobs.get(record.job) if sheets else None, record.args)
+
+
+def _args(record: JobRecord, sheets: Registry | None) -> str:
+    return json.dumps(_shown(record, sheets), ensure_ascii=False, separators=(",", ":"))
+
+
+def _as_json(record: JobRecord, sheets: Registry | None) -> dict[str, Any]:
+    return {**asdict(record), "args": _shown(record, sheets)}
 
 
 # Columns of a job's result shown by `jobs show` (a result may be 64 KiB; the whole of it
@@ -54,8 +93,10 @@ def _list(args: argparse.Namespace) -> int:
         records = backend.list_jobs(state=args.state, job=args.job, limit=args.limit)
     finally:
         backend.close()
+    sheets = _sheets(args) if records else None
     if args.format == "json":
-        print(json.dumps([asdict(r) for r in records], ensure_ascii=False, default=_plain))
+        listed = [_as_json(r, sheets) for r in records]
+        print(json.dumps(listed, ensure_ascii=False, default=_plain))
         return 0
     if not records:
         print("no jobs")
@@ -66,7 +107,14 @@ def _list(args: argparse.Namespace) -> int:
         if error and r.state == "done":
             error = f"(earlier attempt) {error}"
         rows.append(
-            [str(r.id), r.job, r.state, f"{r.attempt}/{r.max_attempts}", _args(r), error[:70]]
+            [
+                str(r.id),
+                r.job,
+                r.state,
+                f"{r.attempt}/{r.max_attempts}",
+                _args(r, sheets),
+                error[:70],
+            ]
         )
     print(table(rows))
     return 0
@@ -87,11 +135,12 @@ def _show(args: argparse.Namespace) -> int:
         backend.close()
     if record is None:
         raise UsageError(f"no job with id {args.id}; list them with `jobdef jobs`")
+    sheets = _sheets(args)
     if args.format == "json":
-        payload = {"job": asdict(record), "attempts": [asdict(a) for a in attempts]}
+        payload = {"job": _as_json(record, sheets), "attempts": [asdict(a) for a in attempts]}
         print(json.dumps(payload, ensure_ascii=False, default=_plain))
         return 0
-    lines = _show_lines(record)
+    lines = _show_lines(record, sheets)
     rows = [["#", "WORKER", "STARTED", "FINISHED", "OUTCOME", "ERROR"]]
     for a in attempts:
         error = f"{a.error.type}: {a.error.message}" if a.error else ""
@@ -110,13 +159,13 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_lines(record: JobRecord) -> list[str]:
+def _show_lines(record: JobRecord, sheets: Registry | None) -> list[str]:
     """The job's fields, whole (no column to fit) but with control characters escaped."""
     lines = [
         f"job {record.id}: {record.job}",
         f"  state        {record.state}",
         f"  queue        {record.queue} (priority {record.priority})",
-        f"  args         {_args(record)}",
+        f"  args         {_args(record, sheets)}",
         f"  key          {record.idempotency_key or '-'}",
         f"  attempts     {record.attempt} of {record.max_attempts}",
         f"  created      {_when(record.created_at)}",
