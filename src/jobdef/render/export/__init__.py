@@ -44,6 +44,14 @@ _CONVERTERS: dict[str, Converter] = {
 }
 
 
+# The formats whose resource names are not the jobs' own (DNS labels: no "_"): each
+# refuses an export in which two jobs would share one.
+_NAMED_APART: dict[str, Callable[[Registry], None]] = {
+    "kubernetes": kubernetes.check_names,
+    "cloud-tasks": cloud_tasks.check_names,
+}
+
+
 @dataclass(frozen=True)
 class Export:
     """An export's text and the notes of every field it could not express."""
@@ -72,6 +80,8 @@ def export(
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     jobs = [registry.job(name) for name in dict.fromkeys(names)] if names else list(registry)
+    if fmt in _NAMED_APART:
+        _NAMED_APART[fmt](registry)
     if fmt == "json":
         return Export(_dumps(resolved_document(jobs, registry, base)), ())
     collected: list[Note] = []

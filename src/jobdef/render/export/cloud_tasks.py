@@ -28,6 +28,7 @@ from jobdef.render.export.common import (
     Notes,
     bounded_name,
     clamp_count,
+    distinct_names,
     effective_cap,
     note_fatal_timeout,
     queue_policy,
@@ -102,9 +103,18 @@ def _backoff(job: JobPolicy, notes: Notes) -> tuple[int, int, int]:
     return low, high, doublings
 
 
+def _queue_id(job: JobPolicy, notes: Notes) -> str:
+    return bounded_name(job.name, NAME_MAX, notes, "a Cloud Tasks queue id", dns=True)
+
+
+def check_names(registry: Registry) -> None:
+    """Refuse an export in which two jobs of ``registry`` would be one queue."""
+    distinct_names(registry, lambda job: _queue_id(job, Notes(job.name)), "the Cloud Tasks queue")
+
+
 def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
     """The Queue resource of ``job`` and the dispatch deadline for its tasks."""
-    queue_id = bounded_name(job.name, NAME_MAX, notes, "a Cloud Tasks queue id", dns=True)
+    queue_id = _queue_id(job, notes)
     attempts = clamp_count(
         job.max_attempts, 1, ATTEMPTS_MAX, notes, "max_attempts", target="maxAttempts"
     )

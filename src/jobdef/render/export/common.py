@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from jobdef.errors import UsageError
 from jobdef.policy.backoff import base_delay, delay_range
 from jobdef.policy.model import ErrorAction, ErrorPolicy, JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
@@ -200,16 +201,56 @@ def queue_shared(job: JobPolicy, registry: Registry) -> bool:
     return any(other.queue == job.queue and other.name != job.name for other in registry)
 
 
-_NOT_DNS = re.compile(r"[^a-z0-9-]+")
+# One "-" for each character a DNS label cannot hold (a sheet's name holds only "_"),
+# so that send_mail and send__mail stay apart as send-mail and send--mail.
+_NOT_DNS = re.compile(r"[^a-z0-9-]")
 
 
 def bounded_name(name: str, limit: int, notes: Notes, target: str, *, dns: bool = False) -> str:
     """``name`` as a target's resource name: at most ``limit`` characters (a hash keeps it
-    unique when cut), ``_`` as ``-`` when ``dns``; a note when it was cut."""
-    out = _NOT_DNS.sub("-", name.lower()).strip("-") if dns else name
+    unique when cut), and with ``dns`` each ``_`` written ``-``; a note when it was cut
+    or could not be written as it is.
+
+    A DNS label cannot end in ``-``, so a name ending in ``_`` (``send_mail_``) gets the
+    hash of the whole name in its place (``send-mail-3f2a9c1b``): without it, it would be
+    ``send_mail``'s name too, and one export would overwrite the other's resource.
+    """
+    out = name
+    if dns:
+        out = _NOT_DNS.sub("-", name.lower())
+        if out != out.strip("-"):
+            out = out.strip("-") + "-" + _digest(name)
+            notes.add(
+                "name",
+                f"{target} cannot begin or end with '-' (here an '_'); named {out}, the "
+                f"hash of the whole name keeping it apart from {out.rsplit('-', 1)[0]}",
+            )
     if len(out) <= limit:
         return out
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-    cut = out[: limit - 9].rstrip("-") + "-" + digest
+    cut = out[: limit - 9].rstrip("-") + "-" + _digest(name)
     notes.add("name", f"longer than {target} allows ({limit} characters); named {cut}")
     return cut
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+
+
+def distinct_names(
+    jobs: Iterable[JobPolicy], name_of: Callable[[JobPolicy], str], target: str
+) -> None:
+    """Refuse, in one line, jobs that would share one resource name in a target.
+
+    The names are made one job at a time (an export of one job names it as an export of
+    all does), so this is the check that two never meet; with :func:`bounded_name` only
+    a hash's coincidence could make them. ``jobs``: all of the registry's, not only the
+    exported ones, whose resources may exist already."""
+    seen: dict[str, str] = {}
+    for job in jobs:
+        name = name_of(job)
+        other = seen.setdefault(name, job.name)
+        if other != job.name:
+            raise UsageError(
+                f"jobs {other!r} and {job.name!r} would both be {target} {name!r}, and one "
+                "would replace the other; rename one of them in its sheet"
+            )

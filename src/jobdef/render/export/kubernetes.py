@@ -26,6 +26,7 @@ from jobdef.render.export.common import (
     Notes,
     bounded_name,
     clamp_count,
+    distinct_names,
     note_fatal_timeout,
     queue_policy,
     retries,
@@ -45,6 +46,13 @@ _KEY_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 def _manifest_name(job: JobPolicy, notes: Notes) -> str:
     limit = CRONJOB_NAME_MAX if job.mode == "batch" else JOB_NAME_MAX
     return bounded_name(job.name, limit, notes, "a Kubernetes name", dns=True)
+
+
+def check_names(registry: Registry) -> None:
+    """Refuse an export in which two jobs of ``registry`` would be one manifest's name."""
+    distinct_names(
+        registry, lambda job: _manifest_name(job, Notes(job.name)), "the Kubernetes name"
+    )
 
 
 def _job_spec(job: JobPolicy, notes: Notes, name: str) -> dict[str, Any]:
