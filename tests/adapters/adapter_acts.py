@@ -3,7 +3,10 @@
 Every attempt first appends its start time to a Redis list (the ledger), so the
 test reads how many attempts ran and when each began; the list's length is the
 attempt's number. ``script[n - 1]`` says what attempt ``n`` does, the last act
-repeating.
+repeating. ``held-<act>`` touches ``<marker>.<n>`` and waits for ``<marker>.go``
+before it does ``<act>``: the test cuts a store meanwhile. The ledger is in the
+Redis at ``JOBDEF_TEST_LEDGER_REDIS`` (default ``JOBDEF_TEST_REDIS``), so a test
+may cut the run store's connection and still read it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 import redis
 
 ACTS = ("ok", "retry", "fatal", "hang", "stubborn", "die")
+HELD = "held-"
 
 
 def ledger_key(prefix: str, cell: str) -> str:
@@ -23,11 +27,19 @@ def ledger_key(prefix: str, cell: str) -> str:
 
 
 def act(cell: str, script: list[str], marker: str = "") -> None:
-    client = redis.Redis.from_url(os.environ["JOBDEF_TEST_REDIS"])
+    url = os.environ.get("JOBDEF_TEST_LEDGER_REDIS") or os.environ["JOBDEF_TEST_REDIS"]
+    client = redis.Redis.from_url(url)
     attempt = int(
         client.rpush(ledger_key(os.environ["JOBDEF_TEST_PREFIX"], cell), repr(time.time()))
     )
     what = script[min(attempt, len(script)) - 1]
+    if what.startswith(HELD):
+        what = what.removeprefix(HELD)
+        Path(f"{marker}.{attempt}").touch()
+        go = Path(f"{marker}.go")
+        deadline = time.monotonic() + 60
+        while not go.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     if what == "retry":
         raise ConnectionError(f"attempt {attempt}: the server is down")
     if what == "fatal":

@@ -17,7 +17,15 @@ from jobdef.sheets.pipeline import load_registry
 
 
 def make_app(
-    *, sheets: str, database: str, broker: str, redis: str, prefix: str, queue: str
+    *,
+    sheets: str,
+    database: str,
+    broker: str,
+    redis: str,
+    prefix: str,
+    queue: str,
+    visibility_timeout: float = 3600,
+    **conf: Any,
 ) -> Celery:
     app = Celery(f"cells-{prefix}", broker=broker)
     app.conf.update(
@@ -25,7 +33,8 @@ def make_app(
         task_ignore_result=True,
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": 3600},
+        broker_transport_options={"visibility_timeout": visibility_timeout},
+        **conf,
     )
     configure(app, sheets=sheets, database=database, redis=redis, prefix=prefix)
     for name in load_registry([sheets]).jobs:
@@ -53,6 +62,7 @@ def _from_environment() -> Celery | None:
         redis=env["JOBDEF_TEST_REDIS"],
         prefix=env["JOBDEF_TEST_PREFIX"],
         queue=env["JOBDEF_TEST_QUEUE"],
+        visibility_timeout=float(env.get("JOBDEF_TEST_VISIBILITY", "3600")),
     )
 
 

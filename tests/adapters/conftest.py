@@ -71,3 +71,13 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
         yield started
     finally:
         started.close()
+
+
+@pytest.fixture
+def webhook() -> Iterator[object]:
+    """A webhook receiver on loopback (``notify_servers.WebhookServer``), stopped after."""
+    from notify_servers import WebhookServer
+
+    server = WebhookServer().start()
+    yield server
+    server.stop()

@@ -3,20 +3,19 @@ timeline matrix, RabbitMQ for the kill -9 of a worker mid-task."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import redis
-from celery_cells import make_app
+from celery import Celery
+from celery_runs import celery_worker, cells_app, cells_env
 from conformance import Cell, dead_rows, hooks, ledger, run_matrix, write_sheets
 from notify_servers import WebhookServer
 
-from jobdef.backends import open_backend
 from jobdef.errors import ArgsError
 from support import eventually
-from support.workers import Processes, WorkerProcess
+from support.workers import Processes
 
 CELLS = (
     Cell("c_fixed_dead", "strategy: fixed, initial: 200ms, jitter: none", ("retry",)),
@@ -51,54 +50,10 @@ TOLERANCE = 1.0
 HARD_GRACE = 1.0
 
 
-def _worker(processes: Processes, name: str, app_env: dict[str, str], queue: str) -> WorkerProcess:
-    command = [
-        sys.executable, "-m", "celery", "-A", "celery_cells:app", "worker",
-        "--pool", "prefork", "--concurrency", "4", "--queues", queue,
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
-        "--hostname", f"{name}@%h",
-    ]  # fmt: skip
-    processes.env = app_env
-    return processes.start(name, command)
-
-
-def _env(
-    *, sheets: Path, db: Path, broker: str, redis_url: str, prefix: str, hook: str
-) -> dict[str, str]:
-    return {
-        "JOBDEF_TEST_SHEETS": str(sheets),
-        "JOBDEF_TEST_DATABASE": f"sqlite:///{db}",
-        "JOBDEF_TEST_BROKER": broker,
-        "JOBDEF_TEST_REDIS": redis_url,
-        "JOBDEF_TEST_PREFIX": prefix,
-        "JOBDEF_TEST_QUEUE": prefix,
-        "JOBDEF_TEST_HOOK": hook,
-    }
-
-
-@pytest.fixture
-def webhook() -> object:
-    server = WebhookServer().start()
-    yield server
-    server.stop()
-
-
-def _app(env: dict[str, str]) -> object:
-    open_backend(env["JOBDEF_TEST_DATABASE"]).close()  # created before any worker writes
-    return make_app(
-        sheets=env["JOBDEF_TEST_SHEETS"],
-        database=env["JOBDEF_TEST_DATABASE"],
-        broker=env["JOBDEF_TEST_BROKER"],
-        redis=env["JOBDEF_TEST_REDIS"],
-        prefix=env["JOBDEF_TEST_PREFIX"],
-        queue=env["JOBDEF_TEST_QUEUE"],
-    )
-
-
-def _unserved_app(sheets: Path, tmp_path: Path, redis_url: str, prefix: str) -> object:
+def _unserved_app(sheets: Path, tmp_path: Path, redis_url: str, prefix: str) -> Celery:
     """The app on Redis with no worker and a webhook nobody listens on: for what
     ``delay`` itself does."""
-    env = _env(
+    env = cells_env(
         sheets=sheets,
         db=tmp_path / "jobdef.db",
         broker=redis_url,
@@ -106,7 +61,7 @@ def _unserved_app(sheets: Path, tmp_path: Path, redis_url: str, prefix: str) -> 
         prefix=prefix,
         hook="http://127.0.0.1:9/",
     )
-    return _app(env)
+    return cells_app(env)
 
 
 @pytest.mark.slow
@@ -121,13 +76,13 @@ def test_every_cell_runs_on_celery_as_its_explain_json_predicts(
 ) -> None:
     sheets = write_sheets(tmp_path / "jobdefs", CELLS, prefix)
     db = tmp_path / "jobdef.db"
-    env = _env(
+    env = cells_env(
         sheets=sheets, db=db, broker=redis_url, redis_url=redis_url, prefix=prefix, hook=webhook.url
     )
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    app = _app(env)
-    _worker(processes, "worker", env, prefix)
+    app = cells_app(env)
+    celery_worker(processes, "worker", env, prefix)
     run = run_matrix(
         CELLS,
         send=lambda job, cell, script: app.tasks[f"{prefix}.{job}"].delay(cell=cell, script=script),
@@ -164,18 +119,18 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
     )
     sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
     db = tmp_path / "jobdef.db"
-    env = _env(
+    env = cells_env(
         sheets=sheets, db=db, broker=amqp_url, redis_url=redis_url, prefix=prefix, hook=webhook.url
     )
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    app = _app(env)
+    app = cells_app(env)
     client = redis.Redis.from_url(redis_url)
     marker = str(tmp_path / "began")
     app.tasks[f"{prefix}.c_killed"].delay(cell=cell.name, script=["die"], marker=marker)
 
     for attempt in range(1, cell.max_attempts + 1):
-        worker = _worker(processes, f"worker{attempt}", env, prefix)
+        worker = celery_worker(processes, f"worker{attempt}", env, prefix)
         eventually(
             lambda n=attempt: Path(f"{marker}.{n}").exists(),
             timeout=30,
@@ -185,7 +140,7 @@ def test_a_worker_killed_mid_task_counts_the_redelivery_and_stops_at_max_attempt
 
     # The next worker receives the redelivery of the third attempt's message: it counts
     # that attempt as lost, finds the attempts used up and buries the job, unrun.
-    last = _worker(processes, "worker-last", env, prefix)
+    last = celery_worker(processes, "worker-last", env, prefix)
     eventually(lambda: "c_killed" in dead_rows(db), timeout=30, what="the burial")
     eventually(lambda: hooks(webhook).get("c_killed") == 1, what="the dead notification")
     time.sleep(1.0)

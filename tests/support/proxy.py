@@ -1,6 +1,9 @@
-"""A TCP proxy on loopback that a test cuts and restores: what a restart of a server
-(PostgreSQL, Redis) looks like from a process that reaches it through the proxy,
-without restarting the server that other tests share."""
+"""A TCP proxy on loopback that a test cuts and restores, as a server that restarts.
+
+Point a client at ``127.0.0.1:<proxy.port>`` instead of the server; :meth:`cut`
+closes every connection through the proxy and refuses new ones until
+:meth:`restore`.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +14,25 @@ import threading
 
 
 class CuttableProxy:
-    """A TCP proxy on loopback to the PostgreSQL server: :meth:`cut` closes every
-    connection through it and refuses new ones until :meth:`restore`, as a server that
-    restarts does."""
+    """A proxy to the server at ``target``; :meth:`close` at the end of the test."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
+        self.port: int = self.listener.getsockname()[1]
         self._lock = threading.Lock()
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._open = True
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, url: str) -> str:
+        """``url`` (of the target) with its host and port replaced by the proxy's."""
+        host, port = self.target
+        for old in (f"{host}:{port}", host):
+            if old in url:
+                return url.replace(old, f"127.0.0.1:{self.port}", 1)
+        raise ValueError(f"{url} does not name {host}:{port}")
 
     def _accept(self) -> None:
         while not self._closed:

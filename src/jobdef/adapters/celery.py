@@ -338,6 +338,11 @@ class SheetTask(Task):  # type: ignore[misc]
         raised: BaseException | None,
     ) -> Any:
         """Retry after the sheet's wait (``self.retry`` with explicit values), or bury."""
+        if decision.action == "retry" and self.request.is_eager:
+            # Eager: the next attempt runs here and now (no wait), as its delivery
+            # would; Celery's eager retry raises Retry at the caller when
+            # task_eager_propagates is on.
+            return self.__call__(**dict(kwargs))
         if decision.action == "retry":
             _resending.on = True
             try:

@@ -1,0 +1,226 @@
+"""The Celery adapter when its own bookkeeping fails, on real Celery workers: jobdef's
+database (PostgreSQL) or the run store (Redis) is cut at a TCP proxy mid-run and
+restored; the broker (Redis) stays up. Nothing is acked and dropped: the handler
+runs once, the dead record is written once the store is back, and the run's key
+is free again afterwards."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+from celery import Celery
+from celery_runs import celery_worker, cells_app, cells_env
+from conformance import Cell, hooks, ledger, write_sheets
+from notify_servers import WebhookServer
+
+from jobdef.backends import open_backend
+from jobdef.backends.records import JobRecord
+from support import eventually
+from support.proxy import CuttableProxy
+from support.workers import Processes
+
+pytestmark = pytest.mark.slow
+
+# The handler is held (``held-<act>``) until the test cut the store: the cut falls
+# between the start of the attempt and its end.
+BACKOFF = "strategy: fixed, initial: 100ms, jitter: none"
+# How long a store stays cut: long enough for the message to come back a few times.
+OUTAGE = 3.0
+
+
+def _proxy(url: str, default_port: int) -> CuttableProxy:
+    parts = urlsplit(url)
+    return CuttableProxy((parts.hostname or "127.0.0.1", parts.port or default_port))
+
+
+@pytest.fixture
+def redis_proxy(redis_url: str) -> Iterator[CuttableProxy]:
+    proxy = _proxy(redis_url, 6379)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def postgres_proxy(postgres_url: str) -> Iterator[CuttableProxy]:
+    proxy = _proxy(postgres_url, 5432)
+    yield proxy
+    proxy.close()
+
+
+def _dead(database: str) -> list[JobRecord]:
+    backend = open_backend(database, create=False)
+    try:
+        return backend.list_jobs(state="dead")
+    finally:
+        backend.close()
+
+
+def _keyed(sheets: Path, name: str) -> None:
+    sheet = sheets / f"{name}.yaml"
+    sheet.write_text(sheet.read_text() + "idempotency: {key: '{cell}'}\n", encoding="utf-8")
+
+
+def _held_attempt(
+    app: Celery, task: str, cell: Cell, *, marker: Path, proxy: CuttableProxy, script: str
+) -> str:
+    """Send ``cell`` with ``script``, cut ``proxy`` once its first attempt is running,
+    then let the handler finish; the task id."""
+    result = app.tasks[task].delay(cell=cell.name, script=[script], marker=str(marker))
+    eventually(lambda: Path(f"{marker}.1").exists(), timeout=30, what="the attempt to begin")
+    proxy.cut()
+    Path(f"{marker}.go").touch()
+    return str(result.id)
+
+
+def test_a_death_while_jobdefs_database_is_down_is_stored_once_it_is_back(
+    *,
+    tmp_path: Path,
+    redis_url: str,
+    postgres_url: str,
+    postgres_schema: str,
+    postgres_proxy: CuttableProxy,
+    prefix: str,
+    processes: Processes,
+    webhook: WebhookServer,
+) -> None:
+    cell = Cell("c_db_down", BACKOFF, ("fatal",), timeout="60s")
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
+    database = f"{postgres_url}?schema={postgres_schema}"
+    env = cells_env(
+        sheets=sheets,
+        db=postgres_proxy.url(database),
+        broker=redis_url,
+        redis_url=redis_url,
+        prefix=prefix,
+        hook=webhook.url,
+    )
+    app = cells_app(env)
+    celery_worker(processes, "worker", env, prefix)
+    marker = tmp_path / "began"
+    task_id = _held_attempt(
+        app, f"{prefix}.{cell.name}", cell, marker=marker, proxy=postgres_proxy, script="held-fatal"
+    )
+
+    time.sleep(OUTAGE)  # the death is decided while the database is unreachable
+    assert _dead(database) == []
+    postgres_proxy.restore()
+
+    eventually(lambda: _dead(database), timeout=60, what="the dead record, with the database back")
+    eventually(lambda: hooks(webhook).get(cell.name) == 1, what="the dead notification")
+    time.sleep(1.5)  # room for a second record, notification or attempt to show
+    client = redis.Redis.from_url(redis_url)
+    assert len(ledger(client, prefix, cell.name)) == 1, processes.log("worker")
+    [row] = _dead(database)
+    assert row.worker_id == f"celery/{task_id}"
+    assert row.attempt == 1
+    assert hooks(webhook) == {cell.name: 1}
+    assert not client.exists(f"{prefix}:run:{task_id}")  # the run is over, its key free
+    log = processes.log("worker")
+    assert "jobdef's database cannot take its record yet" in log
+    assert "Traceback" not in log
+
+
+def test_a_failure_while_the_run_store_is_down_is_recorded_and_buried_once_it_is_back(
+    *,
+    tmp_path: Path,
+    redis_url: str,
+    redis_proxy: CuttableProxy,
+    prefix: str,
+    processes: Processes,
+    webhook: WebhookServer,
+) -> None:
+    cell = Cell("c_store_down_dead", BACKOFF, ("fatal",), timeout="60s")
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
+    db = tmp_path / "jobdef.db"
+    env = cells_env(
+        sheets=sheets,
+        db=db,
+        broker=redis_url,
+        redis_url=redis_proxy.url(redis_url),
+        ledger=redis_url,
+        prefix=prefix,
+        hook=webhook.url,
+    )
+    app = cells_app(env)
+    celery_worker(processes, "worker", env, prefix)
+    task_id = _held_attempt(
+        app,
+        f"{prefix}.{cell.name}",
+        cell,
+        marker=tmp_path / "began",
+        proxy=redis_proxy,
+        script="held-fatal",
+    )
+
+    time.sleep(OUTAGE)  # the attempt ends while the run store is unreachable
+    database = f"sqlite:///{db}"
+    assert _dead(database) == []
+    redis_proxy.restore()
+
+    eventually(lambda: _dead(database), timeout=60, what="the dead record, once Redis is back")
+    eventually(lambda: hooks(webhook).get(cell.name) == 1, what="the dead notification")
+    time.sleep(1.5)
+    client = redis.Redis.from_url(redis_url)
+    assert len(ledger(client, prefix, cell.name)) == 1, processes.log("worker")
+    [row] = _dead(database)
+    assert row.attempt == 1
+    assert row.last_error is not None
+    assert "the input is wrong" in row.last_error.message  # classified: fatal, not retried
+    assert hooks(webhook) == {cell.name: 1}
+    assert not client.exists(f"{prefix}:run:{task_id}")
+    assert "the run store cannot be reached" in processes.log("worker")
+
+
+def test_a_success_while_the_run_store_is_down_frees_the_key_once_it_is_back(
+    *,
+    tmp_path: Path,
+    redis_url: str,
+    redis_proxy: CuttableProxy,
+    prefix: str,
+    processes: Processes,
+) -> None:
+    cell = Cell("c_store_down_done", BACKOFF, ("ok",), timeout="60s")
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
+    _keyed(sheets, cell.name)
+    env = cells_env(
+        sheets=sheets,
+        db=tmp_path / "jobdef.db",
+        broker=redis_url,
+        redis_url=redis_proxy.url(redis_url),
+        ledger=redis_url,
+        prefix=prefix,
+        hook="http://127.0.0.1:9/",
+    )
+    app = cells_app(env)
+    celery_worker(processes, "worker", env, prefix)
+    task = f"{prefix}.{cell.name}"
+    task_id = _held_attempt(
+        app, task, cell, marker=tmp_path / "began", proxy=redis_proxy, script="held-ok"
+    )
+
+    time.sleep(OUTAGE)  # the attempt ends while the run store is unreachable
+    redis_proxy.restore()
+    client = redis.Redis.from_url(redis_url)
+    eventually(
+        lambda: not client.exists(f"{prefix}:run:{task_id}"),
+        timeout=60,
+        what="the run to be closed once Redis is back",
+    )
+    assert len(ledger(client, prefix, cell.name)) == 1  # the success is not run again
+
+    # The key is free: the same call is sent again, and runs.
+    again = app.tasks[task].delay(cell=cell.name, script=["ok"])
+    assert str(again.id) == task_id
+    eventually(
+        lambda: len(ledger(client, prefix, cell.name)) == 2,
+        timeout=30,
+        what="the second run of the key",
+    )
+    log = processes.log("worker")
+    assert "the run store cannot be reached" in log
+    assert "Traceback" not in log
