@@ -120,7 +120,7 @@ def test_rq_queues_without_a_worker_or_a_scheduler_are_findings(
             from jobdef.adapters.rq import SheetQueue
 
             sheets = SheetQueue(Redis.from_url({redis_url!r}), sheets={str(sheets)!r},
-                                database="sqlite:///{tmp_path}/j.db", prefix={prefix!r})
+                                prefix={prefix!r})
             """),
         encoding="utf-8",
     )

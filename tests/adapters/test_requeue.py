@@ -52,7 +52,7 @@ def test_a_job_dead_in_rq_goes_back_through_rq(
             from jobdef.adapters.rq import SheetQueue
 
             sheets = SheetQueue(Redis.from_url({redis_url!r}), sheets={str(sheets)!r},
-                                database={url!r}, prefix={prefix!r})
+                                prefix={prefix!r})
             """),
         encoding="utf-8",
     )

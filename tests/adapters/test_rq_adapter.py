@@ -42,10 +42,7 @@ def _queue(tmp_path: Path, redis_url: str, prefix: str, cells: tuple[Cell, ...])
     sheets = write_sheets(tmp_path / "jobdefs", cells, prefix)
     database = f"sqlite:///{tmp_path / 'jobdef.db'}"
     open_backend(database).close()
-    connection = redis.Redis.from_url(redis_url)
-    return SheetQueue(
-        connection, sheets=str(sheets), database=database, redis=redis_url, prefix=prefix
-    )
+    return SheetQueue(redis.Redis.from_url(redis_url), sheets=str(sheets), prefix=prefix)
 
 
 @pytest.mark.slow
@@ -64,6 +61,7 @@ def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
         monkeypatch.setenv("JOBDEF_TEST_HOOK", server.url)
         sheets = _queue(tmp_path, redis_url, prefix, CELLS)
         processes.env = {
+            "JOBDEF_DATABASE_URL": f"sqlite:///{tmp_path / 'jobdef.db'}",
             "JOBDEF_TEST_REDIS": redis_url,
             "JOBDEF_TEST_PREFIX": prefix,
             "JOBDEF_TEST_HOOK": server.url,
@@ -80,7 +78,7 @@ def test_every_cell_runs_on_rq_as_its_explain_json_predicts(
             CELLS,
             send=lambda job, cell, script: sheets.enqueue(job, cell=cell, script=script),
             probe="r_linear_success",
-            sheets=Path(sheets.settings.sheets),
+            sheets=Path(sheets.sheets),
             client=redis.Redis.from_url(redis_url),
             prefix=prefix,
             database=tmp_path / "jobdef.db",
@@ -103,13 +101,13 @@ def test_enqueue_checks_args_and_draws_every_wait_within_explains_range(
     with pytest.raises(ArgsError, match="script"):
         sheets.enqueue("r_fixed_dead", cell="x", script=3)
     job = sheets.enqueue("r_exponential_fatal", cell="x", script=["ok"])
-    policy = load_registry([sheets.settings.sheets]).job("r_exponential_fatal")
+    policy = load_registry([sheets.sheets]).job("r_exponential_fatal")
     waits = job.meta["jobdef"]["waits"]
     assert len(waits) == policy.max_attempts - 1
     assert job.retries_left == policy.max_attempts - 1
     assert job.retry_intervals == waits
     assert job.timeout == 2
-    rows = explain("r_exponential_fatal", Path(sheets.settings.sheets))["timeline"]["rows"]
+    rows = explain("r_exponential_fatal", Path(sheets.sheets))["timeline"]["rows"]
     for wait, row in zip(waits, rows[1:], strict=True):
         assert row["wait_min"] <= wait <= row["wait_max"] + 1  # rounded up to a second
     assert all(isinstance(w, int) for w in sampled_waits(policy))

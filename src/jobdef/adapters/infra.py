@@ -6,8 +6,8 @@
 - Celery: is the app configured for jobdef, does the run store answer, and does
   the broker's ``visibility_timeout`` (Redis, SQS) outlast the worst timeout
   plus the longest countdown of the sheets (else a held retry is delivered twice)?
-- RQ: does Redis answer, does every sheet's queue have a worker, and does one
-  of them run the scheduler (retries with a wait need it)?
+- RQ: does the SheetQueue's own Redis connection answer, does every sheet's queue
+  have a worker, and does one of them run the scheduler (retries with a wait need it)?
 
 Each problem is one line saying what to change.
 """
@@ -104,10 +104,12 @@ def rq_problems(target: Any, jobs: Sequence[JobPolicy]) -> list[str]:
 
     if not isinstance(target, SheetQueue):
         return [f"--app must name a jobdef.adapters.rq.SheetQueue, not {type(target).__name__}"]
-    if (problem := _ping(target.settings.redis)) is not None:
-        return [problem]
-    problems: list[str] = []
     connection = target.connection
+    try:
+        connection.ping()
+    except Exception as exc:  # any failure to reach it is the finding
+        return [f"the SheetQueue's Redis does not answer: {redact(str(exc))}"]
+    problems: list[str] = []
     for name in sorted({job.queue for job in jobs}):
         queue = Queue(name, connection=connection)
         if not Worker.all(connection=connection, queue=queue):

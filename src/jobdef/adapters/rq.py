@@ -3,12 +3,20 @@
     from redis import Redis
     from jobdef.adapters.rq import SheetQueue
 
-    sheets = SheetQueue(Redis(), sheets="jobdefs", database="sqlite:///jobdef.db")
+    sheets = SheetQueue(Redis(), sheets="jobdefs")
     sheets.enqueue("send_reservation_mail", reservation_id=42)   # on the sheet's queue
 
 and the workers run with the scheduler and jobdef's worker class::
 
-    rq worker --with-scheduler -w jobdef.adapters.rq.SheetWorker default
+    JOBDEF_DATABASE_URL=postgresql://... \
+        rq worker --with-scheduler -w jobdef.adapters.rq.SheetWorker default
+
+The run store is the Redis connection the application gives (the producer's) and
+the worker's own (the worker's), never a URL rebuilt from it: a password, TLS or a
+unix socket of that connection holds for the run state too. A job carries no
+credential: its ``meta`` names the sheets folder, the key prefix and its times;
+the worker finds jobdef's database as every jobdef command does
+(``JOBDEF_DATABASE_URL``, else ``[tool.jobdef] database``).
 
 Each job is enqueued with the sheet's retries as RQ intervals, every jitter drawn
 at enqueue (``Retry(max=max_attempts - 1, interval=[...])``) and ``job_timeout``
@@ -22,23 +30,38 @@ retries away, stores the dead job in jobdef's database and notifies once.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import math
 import random
 from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from redis import Redis
 from rq import Queue, Retry, Worker, get_current_job
-from rq.job import Job
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 from rq.timeouts import JobTimeoutException
 
-from jobdef.adapters.config import Settings, runtime_for
-from jobdef.adapters.core import TIMEOUT_NAMES, AlreadyBuried, SheetRuntime, error_info
+from jobdef.adapters.config import sheet_runtime
+from jobdef.adapters.core import (
+    TIMEOUT_NAMES,
+    AlreadyBuried,
+    AlreadyEnded,
+    Prepared,
+    SheetRuntime,
+    error_info,
+)
+from jobdef.adapters.store import BookkeepingUnavailable, RunStore
+from jobdef.backends import describe_store
 from jobdef.backends.records import ErrorInfo
-from jobdef.errors import UsageError
+from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.backoff import next_delay
 from jobdef.policy.model import JobPolicy
+from jobdef.project import load_config
+from jobdef.redact import redact
 from jobdef.runtime.classify import exception_names
 from jobdef.runtime.decisions import Decision
 
@@ -47,6 +70,13 @@ RUNTIME = "rq"
 META = "jobdef"
 # What RQ keeps of a finished job, for `rq info` and the result; jobdef keeps the dead.
 FAILURE_TTL = 7 * 86400
+# Seconds before RQ delivers again a job whose bookkeeping met an outage (jobdef's
+# database or the run store unreachable): doubling from the first, up to the longest.
+OUTAGE_FIRST_WAIT = 1
+OUTAGE_LONGEST_WAIT = 60
+# Seconds before RQ delivers again a job whose worker was lost mid-attempt, once its
+# cleanup of abandoned jobs finds it: none, it goes to its queue (no scheduler needed).
+LOST_WAIT = 0
 
 
 def sampled_waits(policy: JobPolicy, rng: random.Random | None = None) -> list[int]:
@@ -74,60 +104,71 @@ def _resolve(handler: str) -> Callable[..., Any]:
 
 class SheetQueue:
     """Enqueue the jobs of the sheets under ``sheets`` on RQ over ``connection``, each on
-    the RQ queue named by its sheet's ``queue``.
-
-    ``redis`` (the URL of the run store) defaults to ``connection``'s server.
-    """
+    the RQ queue named by its sheet's ``queue``; the run state goes to ``connection``
+    too, under ``prefix``."""
 
     def __init__(
         self,
         connection: Redis,
         *,
-        sheets: str,
-        database: str,
-        redis: str | None = None,
+        sheets: str | Path,
         prefix: str = "jobdef",
         rng: random.Random | None = None,
     ) -> None:
-        if redis is None:
-            kwargs = connection.connection_pool.connection_kwargs
-            redis = "redis://{}:{}/{}".format(
-                kwargs.get("host", "127.0.0.1"), kwargs.get("port", 6379), kwargs.get("db", 0)
-            )
         self.connection = connection
-        self.settings = Settings(sheets=str(sheets), database=database, redis=redis, prefix=prefix)
+        self.sheets = str(sheets)
+        self.prefix = prefix
         self.rng = rng
+        self._runtime: SheetRuntime | None = None
 
     @property
     def jobdef(self) -> SheetRuntime:
-        return runtime_for(RUNTIME, self.settings)
+        if self._runtime is None:
+            store = RunStore(self.connection, self.prefix)
+            self._runtime = sheet_runtime(RUNTIME, self.sheets, worker_database(), store)
+        return self._runtime
 
     def enqueue(self, job: str, /, **args: Any) -> Job:
         """Validate ``args`` against the sheet of ``job`` and enqueue it, unless a run with
         the same idempotency key is active (then that run's RQ job is returned)."""
         runtime = self.jobdef
         prepared = runtime.prepare(job, args)
-        if not runtime.open_run(prepared):
-            LOGGER.info("%s: a run with job id %s is active; not enqueued", job, prepared.task_id)
-            return Job.fetch(prepared.task_id, connection=self.connection)
+        for _ in range(2):
+            if runtime.open_run(prepared):
+                return self._send(runtime, prepared)
+            active = self._active(runtime, prepared.task_id)
+            if active is not None:
+                LOGGER.info("%s: run %s is active; not enqueued", job, prepared.task_id)
+                return active
+        raise JobdefError(
+            f"{job}: the run of task {prepared.task_id} was opened by another producer "
+            "while this one freed it; enqueue it again"
+        )
+
+    def _pointer(self, task_id: str) -> str:
+        return f"{self.prefix}:rq-job:{task_id}"
+
+    def _send(self, runtime: SheetRuntime, prepared: Prepared) -> Job:
         policy = prepared.policy
         waits = sampled_waits(policy, self.rng)
         meta = {
-            "sheets": self.settings.sheets,
-            "database": self.settings.database,
-            "redis": self.settings.redis,
-            "prefix": self.settings.prefix,
+            "sheets": self.sheets,
+            "prefix": self.prefix,
             "job": policy.name,
+            "task_id": prepared.task_id,
             "created_at": prepared.created_at,
             "deadline_at": prepared.deadline_at,
             "waits": waits,
         }
+        job_id = rq_job_id(prepared.task_id, prepared.created_at)
         try:
+            lifetime = runtime.state_ttl(policy) + math.ceil(policy.idempotency.dedupe_window or 0)
+            self.connection.set(self._pointer(prepared.task_id), job_id, ex=lifetime)
             queue = Queue(policy.queue, connection=self.connection)
             return queue.enqueue(
                 perform,
                 args=(policy.name, policy.handler, dict(prepared.args)),
-                job_id=prepared.task_id,
+                job_id=job_id,
                 job_timeout=job_timeout(policy),
                 retry=Retry(max=len(waits), interval=waits) if waits else None,
                 failure_ttl=FAILURE_TTL,
@@ -137,14 +178,96 @@ class SheetQueue:
             runtime.store.close(prepared.task_id)  # nothing was enqueued: the key is free
             raise
 
+    def _active(self, runtime: SheetRuntime, task_id: str) -> Job | None:
+        """The RQ job of the run that holds ``task_id``, or None once a run that can no
+        longer go on (its RQ job gone, or ended in RQ with no burial pending: deleted,
+        cancelled, stopped, or failed outside the adapter) is freed."""
+        state = runtime.store.load(task_id)
+        if state is None:  # done within its dedupe_window: the job that did it
+            pointer = self.connection.get(self._pointer(task_id))
+            named = pointer.decode() if isinstance(pointer, bytes) else pointer or task_id
+            found = _fetch(str(named), self.connection)
+            if found is None:
+                raise JobdefError(
+                    f"task {task_id} ran within its dedupe_window; RQ no longer keeps its job"
+                )
+            return found
+        found = _fetch(rq_job_id(task_id, state.created_at), self.connection)
+        if found is not None and (
+            state.burial is not None or found.get_status(refresh=False) not in _OVER
+        ):
+            return found
+        LOGGER.warning(
+            "run %s was active with its RQ job %s; it can no longer go on and is freed",
+            task_id,
+            "gone" if found is None else found.get_status(refresh=False),
+        )
+        runtime.store.close(task_id)
+        return None
 
-def _settings(job: Job) -> Settings:
-    meta = job.meta.get(META)
+
+def rq_job_id(task_id: str, created_at: float) -> str:
+    """The RQ job id of the run ``task_id`` enqueued at ``created_at``: one per run, so a
+    new run under the same key never shares an RQ job with an older one RQ may still be
+    closing (RQ writes a job back after it ran)."""
+    return f"{task_id}-{round(created_at * 1_000_000)}"
+
+
+# RQ states in which a job runs no more.
+_OVER = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)
+
+
+def _fetch(job_id: str, connection: Redis) -> Job | None:
+    try:
+        return Job.fetch(job_id, connection=connection)
+    except NoSuchJobError:
+        return None
+
+
+@cache
+def worker_database() -> str:
+    """jobdef's database, where this process stores the jobs that die: found as every
+    jobdef command finds it (``JOBDEF_DATABASE_URL``, else ``[tool.jobdef] database``)."""
+    return load_config().database
+
+
+# The runtime of each (sheets, prefix) over a worker's connection, built once per process.
+_RUNTIMES: dict[tuple[str, str], tuple[Redis, SheetRuntime]] = {}
+
+
+def _meta(job: Job) -> Mapping[str, Any]:
+    meta = job.meta.get(META) if isinstance(job.meta, Mapping) else None
     if not isinstance(meta, Mapping):
         raise UsageError(f"RQ job {job.id} was not enqueued through jobdef.adapters.rq.SheetQueue")
-    return Settings(
-        sheets=meta["sheets"], database=meta["database"], redis=meta["redis"], prefix=meta["prefix"]
-    )
+    return meta
+
+
+def _task_id(job: Job) -> str:
+    """The run's task id (the RQ job id is the task id and the run's enqueue time)."""
+    return str(_meta(job).get("task_id") or job.id)
+
+
+def _same_run(runtime: SheetRuntime, job: Job, task_id: str) -> None:
+    """:class:`AlreadyEnded` when the run now under ``task_id`` is another RQ job's: a
+    late delivery of an earlier run's job (that run over, the key's next run open)."""
+    state = runtime.store.load(task_id)
+    if state is None:
+        return
+    owner = rq_job_id(task_id, state.created_at)
+    if owner != job.id and Job.exists(owner, connection=job.connection):
+        raise AlreadyEnded(f"RQ job {job.id} is of an earlier run of task {task_id}; dropped")
+
+
+def _runtime_of(job: Job) -> SheetRuntime:
+    """The runtime of ``job``'s sheets, its run state on the worker's own connection."""
+    meta = _meta(job)
+    key = (str(meta["sheets"]), str(meta["prefix"]))
+    found = _RUNTIMES.get(key)
+    if found is None or found[0] is not job.connection:
+        store = RunStore(job.connection, key[1])
+        found = job.connection, sheet_runtime(RUNTIME, key[0], worker_database(), store)
+        _RUNTIMES[key] = found
+    return found[1]
 
 
 def _wait_after(job: Job, attempt: int) -> float | None:
@@ -173,19 +296,81 @@ def _stop_retrying(job: Job) -> None:
     job.retries_left = 0
 
 
+def _next_delivery(job: Job, wait: float) -> None:
+    """RQ delivers the job once more, ``wait`` seconds after this delivery fails; what
+    follows that one is decided then. The sheet decides every retry, so RQ is never
+    left a count of its own to run out of while a run can still go on."""
+    job.retry_intervals = [max(0, math.ceil(wait))]
+    job.retries_left = 1
+
+
+def _held_for_loss(job: Job) -> None:
+    """While an attempt runs, the job in Redis keeps one more delivery: if the whole
+    worker is lost (kill -9, a lost host), RQ's cleanup of abandoned jobs delivers it
+    again, and that delivery counts the lost attempt and decides by the sheet, instead
+    of RQ moving the job to its failed registry with the run's key left active."""
+    _next_delivery(job, LOST_WAIT)
+    job.connection.hset(
+        job.key,
+        mapping={"retries_left": 1, "retry_intervals": json.dumps(job.retry_intervals)},
+    )
+
+
+def _deliver_again(job: Job, exc: BaseException) -> None:
+    """jobdef's own bookkeeping could not be done (``exc``): RQ is to deliver the job again
+    after a wait that doubles with each delivery meeting the outage, up to
+    :data:`OUTAGE_LONGEST_WAIT`. That delivery finds what this one left (a dead run's
+    burial pending, a lost attempt) and goes on from there: the job is neither dropped
+    nor run twice for it."""
+    meta = job.meta[META]
+    outages = int(meta.get("outages", 0)) + 1
+    meta["outages"] = outages
+    wait = min(OUTAGE_LONGEST_WAIT, OUTAGE_FIRST_WAIT * 2 ** (outages - 1))
+    _next_delivery(job, wait)
+    why = exc.message if isinstance(exc, JobdefError) else "bookkeeping ran past the job timeout"
+    LOGGER.warning("RQ job %s: %s; RQ delivers it again in %ds", job.id, redact(why), wait)
+
+
 def perform(name: str, handler: str, args: dict[str, Any]) -> Any:
-    """What RQ runs: one attempt of job ``name`` under its sheet."""
+    """What RQ runs: one attempt of job ``name`` under its sheet.
+
+    When jobdef's database or the run store cannot be reached for the bookkeeping
+    (:class:`~jobdef.adapters.store.BookkeepingUnavailable`), the job stays retryable
+    in RQ (:func:`_deliver_again`); RQ's timeout cutting that bookkeeping short is
+    the same (the handler's own timeout is caught inside :func:`_attempt`).
+    """
     job = get_current_job()
     if job is None:
         raise UsageError("jobdef.adapters.rq.perform runs inside an RQ worker")
-    runtime = runtime_for(RUNTIME, _settings(job))
+    runtime = _runtime_of(job)
     policy = runtime.job(name)
     try:
-        begun = runtime.begin(policy, job.id)
-    except AlreadyBuried as exc:
+        return_value, raised = _attempt(runtime, job, policy, handler, args)
+    except (BookkeepingUnavailable, JobTimeoutException) as exc:
+        _deliver_again(job, exc)
+        raise
+    if raised is not None:
+        raise raised  # the handler's error, as RQ records it
+    return return_value
+
+
+def _attempt(
+    runtime: SheetRuntime, job: Job, policy: JobPolicy, handler: str, args: dict[str, Any]
+) -> tuple[Any, BaseException | None]:
+    """One attempt and its bookkeeping: the handler's return value, or what it raised."""
+    task_id = _task_id(job)
+    try:
+        _same_run(runtime, job, task_id)
+        begun = runtime.begin(policy, task_id, args)
+    except AlreadyBuried as exc:  # a run over, or its pending burial just stored
         LOGGER.warning("%s", exc)
         _stop_retrying(job)
-        return None
+        raise
+    except AlreadyEnded as exc:
+        LOGGER.warning("%s", exc)
+        _stop_retrying(job)
+        return None, None
+    job.meta[META]["outages"] = 0
     if begun.lost is not None:
         decision = _decide(runtime, job, policy, begun.lost, begun.attempt)
         if decision.action == "dead":
@@ -194,9 +379,10 @@ def perform(name: str, handler: str, args: dict[str, Any]) -> Any:
                 f"the worker was lost during attempt {begun.attempt}",
             )
             _stop_retrying(job)
-            runtime.bury(policy, job.id, args, decision, lost)
-            raise RuntimeError(f"{name}: dead: {decision.reason}")
-        begun = runtime.begin(policy, job.id)
+            runtime.bury(policy, task_id, args, decision, lost)
+            raise RuntimeError(f"{policy.name}: dead: {decision.reason}")
+        begun = runtime.begin(policy, task_id, args)
+    _held_for_loss(job)
     started = runtime.clock()
     raised: BaseException
     try:
@@ -206,15 +392,15 @@ def perform(name: str, handler: str, args: dict[str, Any]) -> Any:
     except Exception as exc:
         names, timed_out, raised = exception_names(exc), False, exc
     else:
-        runtime.succeeded(policy, job.id)
-        return return_value
+        runtime.succeeded(policy, task_id)
+        return return_value, None
     error = error_info(raised)
     if timed_out:
         why = f"ran past its timeout of {policy.timeout:g}s"
         error = ErrorInfo(names[0], why, error.traceback)
     decision = runtime.failed(
         policy,
-        job.id,
+        task_id,
         begun.attempt,
         names,
         error,
@@ -223,24 +409,45 @@ def perform(name: str, handler: str, args: dict[str, Any]) -> Any:
         timed_out=timed_out,
     )
     decision = _decide(runtime, job, policy, decision, begun.attempt)
-    if decision.action == "dead":
+    if decision.action == "retry":
+        _next_delivery(job, decision.delay or 0.0)
+    else:
         _stop_retrying(job)
-        runtime.bury(policy, job.id, args, decision, error)
-    raise raised
+        runtime.bury(policy, task_id, args, decision, error)
+    return None, raised
 
 
 class SheetWorker(Worker):
     """An RQ worker that counts an attempt whose work horse was killed (kill -9, OOM)
-    as a failed attempt of the sheet: the job retries per the sheet or dies, once."""
+    as a failed attempt of the sheet: the job retries per the sheet or dies, once.
+
+    It says at start where the jobs that die go (``JOBDEF_DATABASE_URL``, else
+    ``[tool.jobdef] database``), and stops with one line when that is no database URL.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        try:
+            where = describe_store(worker_database())
+        except JobdefError as exc:
+            raise SystemExit(f"jobdef: {exc.message}") from None
+        self.log.info("jobs that die under their sheets are stored in %s", where)
 
     def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
         meta = job.meta.get(META) if isinstance(job.meta, Mapping) else None
         if not isinstance(meta, Mapping):
             return
-        runtime = runtime_for(RUNTIME, _settings(job))
-        policy = runtime.job(str(meta["job"]))
-        state = runtime.store.load(job.id)
+        try:
+            self._count_killed(job, str(meta["job"]), ret_val)
+        except BookkeepingUnavailable as exc:
+            _deliver_again(job, exc)  # the next delivery counts the lost attempt
+
+    def _count_killed(self, job: Job, name: str, ret_val: int) -> None:
+        runtime = _runtime_of(job)
+        policy = runtime.job(name)
+        task_id = _task_id(job)
+        state = runtime.store.load(task_id)
         if state is None or not state.lost:
             return
         error = ErrorInfo(
@@ -250,7 +457,7 @@ class SheetWorker(Worker):
         names = exception_names(_crashed())
         decision = runtime.failed(
             policy,
-            job.id,
+            task_id,
             state.started,
             names,
             error,
@@ -258,10 +465,12 @@ class SheetWorker(Worker):
             worker=self.name,
         )
         decision = _decide(runtime, job, policy, decision, state.started)
-        if decision.action == "dead":
+        if decision.action == "retry":
+            _next_delivery(job, decision.delay or 0.0)
+        else:
             _stop_retrying(job)
             args = job.args[2] if len(job.args) > 2 else {}
-            runtime.bury(policy, job.id, args, decision, error)
+            runtime.bury(policy, task_id, args, decision, error)
 
 
 def _crashed() -> BaseException:
