@@ -72,7 +72,15 @@ def test_a_rebound_name_reads_nothing_and_changes_nothing(sqlite_url, serve, dea
         status, _, body = Client(served.url, {"Host": host}).request("/api/jobs")
         assert status == 200, host
         assert "424242" in body
-    for host in ("127.0.0.1.nip.io", "localhost.attacker.example", "0.0.0.0", ""):
+    for host in (
+        "127.0.0.1.nip.io",
+        "localhost.attacker.example",
+        "0.0.0.0",
+        "",
+        f"localhost:{port}@rebind.attacker.example",
+        "[::1]rebind.attacker.example",
+        f"localhost:{port}x",
+    ):
         assert Client(served.url, {"Host": host}).request("/api/jobs")[0] == 400, host
 
 

@@ -190,15 +190,22 @@ def csrf_valid(secret: bytes, who: str, field: str | None) -> bool:
 
 def split_host(value: str) -> tuple[str, str]:
     """A ``Host`` header (or an origin's netloc) as its name, lowercase and without a
-    trailing dot, and its port (``""`` when it names none); IPv6 keeps its brackets."""
+    trailing dot, and its port (``""`` when it names none); IPv6 keeps its brackets.
+    ``("", "")`` when a port is anything but ASCII digits, or text follows the brackets.
+    """
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
-        if end < 0:
-            return "", ""
         name, rest = value[: end + 1], value[end + 1 :]
-        return name, rest[1:] if rest.startswith(":") else ""
-    name, _, port = value.rpartition(":") if value.count(":") == 1 else (value, "", "")
+        if end < 0 or (rest and not rest.startswith(":")):
+            return "", ""
+        port = rest[1:]
+    elif value.count(":") == 1:
+        name, _, port = value.partition(":")
+    else:
+        name, port = value, ""
+    if port and not (port.isascii() and port.isdigit()):
+        return "", ""
     return name.rstrip("."), port
 
 
@@ -258,8 +265,8 @@ def _pattern(value: str) -> str:
     if text == "*":
         return text
     dot = "." if text.startswith(".") else ""
-    name, port = split_host(text.removeprefix("."))
-    if not _ALLOWED_NAME.fullmatch(name) or not (port == "" or (port.isascii() and port.isdigit())):
+    name, _ = split_host(text.removeprefix("."))
+    if not _ALLOWED_NAME.fullmatch(name):
         raise UsageError(
             f"allowed host {value[:60]!r}: write a host name as the Host header sends it, "
             "e.g. jobs.example.com, .example.com (the domain and its subdomains) or * "
