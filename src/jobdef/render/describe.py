@@ -48,6 +48,7 @@ from jobdef.policy.model import (
     Origin,
     RetentionPolicy,
 )
+from jobdef.redact import sensitive_arg
 
 
 def _pick(lang: str, en: str, ja: str) -> str:
@@ -270,7 +271,9 @@ _TYPES_JA = {
 
 
 def args(schema: Mapping[str, Any], lang: str = "en") -> str:
-    """Each arg with its description (or its type), ``optional`` when not required."""
+    """Each arg with its description (or its type), ``sensitive`` when pages, logs and
+    messages hide its value (:func:`jobdef.redact.sensitive_arg`), ``optional`` when not
+    required."""
     required = set(schema.get("required", ()))
     parts = []
     for name, arg in schema.get("properties", {}).items():
@@ -279,6 +282,8 @@ def args(schema: Mapping[str, Any], lang: str = "en") -> str:
             notes.append(str(arg["description"]))
         elif isinstance(arg.get("type"), str):
             notes.append(_TYPES_JA.get(arg["type"], arg["type"]) if lang == "ja" else arg["type"])
+        if sensitive_arg(name, arg):
+            notes.append(_pick(lang, "sensitive", "秘匿"))
         if name not in required:
             notes.append(_pick(lang, "optional", "任意"))
         parts.append(_paren(name, _join(notes, lang), lang) if notes else name)
