@@ -12,6 +12,7 @@ import yaml
 
 from jobdef.cli import main
 from jobdef.sheets.schema_check import schema_text
+from support.sheet_repo import fill_placeholders
 
 SCAFFOLD = (
     "pyproject.toml",
@@ -61,6 +62,8 @@ def test_init_scaffolds_a_project_that_validates(
     assert text.startswith("# yaml-language-server: $schema=../.jobdef/jobdef-v1.schema.json\n")
     assert "Inherited from Defaults in jobdefs/defaults.yaml" in text
     assert str(fresh) not in text
+    assert main(["validate", "--strict"]) == 1  # the TODOs new leaves for the author
+    fill_placeholders(fresh / "jobdefs/send_invoice.yaml")
     assert main(["validate", "--strict"]) == 0
 
 
@@ -194,12 +197,14 @@ def test_the_workflow_installs_a_jobdef_that_pip_can_find(fresh: Path) -> None:
     runs = [step["run"] for step in workflow["jobs"]["sheets"]["steps"] if "run" in step]
     install = next(run for run in runs if run.startswith("pip install "))
     quoted = install.removeprefix("pip install ")
-    assert quoted.startswith('"') and quoted.endswith('"'), install
+    assert quoted.startswith('"'), install
+    assert quoted.endswith('"'), install
     requirement = Requirement(quoted.strip('"'))
     assert requirement.name == "jobdef"
     version = metadata.version("jobdef")
     if "dev" in version or "+" in version:
-        assert requirement.url is not None and requirement.url.startswith("git+https://")
+        assert requirement.url is not None
+        assert requirement.url.startswith("git+https://")
     else:
         assert str(requirement.specifier) == f"=={version}"
 

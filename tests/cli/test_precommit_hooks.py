@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support.sheet_repo import fill_placeholders
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
@@ -59,10 +61,12 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         ["git", "init", "-q"],
         [*jobdef, "init"],
         [*jobdef, "new", "send_invoice"],
-        [*jobdef, "docs"],
     ):
         done = _run(argv, root, env)
         assert done.returncode == 0, done.stdout + done.stderr
+    fill_placeholders(root / "jobdefs" / "send_invoice.yaml")
+    done = _run([*jobdef, "docs"], root, env)
+    assert done.returncode == 0, done.stdout + done.stderr
     (root / "app").mkdir()
     (root / "app" / "__init__.py").write_text("", encoding="utf-8")
     (root / "app" / "jobs.py").write_text(

@@ -91,3 +91,15 @@ def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text("utf-8")
     assert old in text, f"{old!r} not in {path}"
     path.write_text(text.replace(old, new, 1), "utf-8")
+
+
+def fill_placeholders(path: Path) -> int:
+    """Replace each ``TODO: ...`` that `jobdef new` left in ``path`` with text of the
+    author's, as a user does before review; how many there were (at least one)."""
+    import re
+
+    text = path.read_text("utf-8")
+    filled, count = re.subn(r"'TODO: ([^'\n]*)'", r"'Filled in: \1'", text)
+    assert count, f"no TODO left in {path}"
+    path.write_text(filled, "utf-8")
+    return count

@@ -44,6 +44,7 @@ MODULES = (
     "retention",
     "handler",
     "decision",
+    "placeholders",
 )
 
 

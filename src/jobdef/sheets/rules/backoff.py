@@ -58,6 +58,14 @@ DELAYS_UNUSED = Rule(
 # An uncapped exponential schedule is worth a warning once a wait exceeds this.
 _UNCAPPED_LIMIT = 3600.0
 
+NO_WAIT = Rule(
+    "JD218",
+    "backoff-no-wait",
+    "warning",
+    "Retries with no wait, left to the default, run back to back against a dependency "
+    "that just failed; a wait of 0s is kept when a sheet or Defaults document writes it.",
+)
+
 RULES = (
     MAX_BELOW_INITIAL,
     ZERO_INITIAL,
@@ -66,6 +74,7 @@ RULES = (
     UNCAPPED,
     ABOVE_MAX,
     DELAYS_UNUSED,
+    NO_WAIT,
 )
 
 
@@ -144,6 +153,19 @@ def check(context: Context) -> Iterator[Diagnostic]:
                 f"backoff.max ({fmt(b.max)}) is below backoff.initial ({fmt(b.initial)}), so "
                 f"every wait is cut to {fmt(b.max)}; raise max to at least {fmt(b.initial)} "
                 "or lower initial",
+            )
+        if (
+            b.strategy == "fixed"
+            and b.initial == 0
+            and policy.max_attempts > 1
+            and "backoff.initial" not in policy.origins
+        ):
+            yield NO_WAIT.at_origin(
+                context.where(doc, policy, "backoff", "max_attempts"),
+                f"job {policy.name!r}: max_attempts is {policy.max_attempts} and no backoff "
+                "is written, so each retry runs at once after the failure; set a wait, "
+                "such as backoff: {strategy: exponential, initial: 10s, max: 10m}, or "
+                "write backoff: {initial: 0s} to retry at once on purpose",
             )
         if b.strategy in ("linear", "exponential") and b.initial == 0:
             written = "backoff.initial" in policy.origins
