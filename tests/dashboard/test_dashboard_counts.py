@@ -50,3 +50,29 @@ def test_retry_delivery_now_twice_makes_the_message_due_once(dashboard, backend)
     assert "retry delivery: 0 of 1 changed" in post(client, "/actions/outbox", form)
     backend.outbox_delivered([message.id])
     assert "retry delivery: 0 of 1 changed" in post(client, "/actions/outbox", form)
+
+
+def test_the_same_pause_posted_at_once_from_many_tabs_is_counted_once(dashboard, backend):
+    """Sixteen posts at the same moment (threads, each its own connection to the real
+    server): one finds the queue running and pauses it, the others find it paused."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    clients = [Client(dashboard.url) for _ in range(16)]
+    tokens = [client.csrf() for client in clients]
+    start = Barrier(len(clients))
+    form = [("queue", "reports"), ("paused", "yes"), ("confirm", "yes")]
+
+    def post_at_once(index: int) -> str:
+        start.wait()
+        status, _, body = clients[index].request(
+            "/actions/queues", [*form, ("csrf", tokens[index])]
+        )
+        assert status == 200, body
+        return body
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        bodies = list(pool.map(post_at_once, range(len(clients))))
+    assert sum("pause: 1 of 1 changed" in body for body in bodies) == 1
+    assert sum("pause: 0 of 1 changed" in body for body in bodies) == len(clients) - 1
+    assert [q.queue for q in backend.queues() if q.paused] == ["reports"]
