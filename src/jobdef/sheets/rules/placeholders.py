@@ -47,7 +47,7 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
         if found is None:
             continue
         line, column = doc.positions.get(path, (doc.line, 1))
-        field = ".".join(path)
+        field = ".".join(map(str, path))
         yield (
             path,
             PLACEHOLDER.at(
