@@ -32,9 +32,7 @@ _MARK = re.compile(r"\s*(TODO|TBD|FIXME|XXX)\b")
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
     if not isinstance(doc.data, Mapping):
         return
-    places: list[tuple[Path_, object]] = [
-        (("" + name,), doc.data.get(name)) for name in TEXT_FIELDS
-    ]
+    places: list[tuple[Path_, object]] = [((name,), doc.data.get(name)) for name in TEXT_FIELDS]
     args = doc.data.get("args")
     if isinstance(args, Mapping):
         for name, schema in args.items():
