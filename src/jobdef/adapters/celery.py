@@ -66,6 +66,8 @@ OUTCOME = "jobdef_outcome"
 LATER = "jobdef_later"
 LATER_FIRST = 1.0
 LATER_LONGEST = 60.0
+# The end of a traceback carried in a header (a broker limits a header's size).
+CARRIED_TRACEBACK = 8000
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -217,8 +219,8 @@ class SheetTask(Task):  # type: ignore[misc]
         except AlreadyEnded as exc:
             LOGGER.warning("%s", exc)
             return None
-        except BookkeepingUnavailable as exc:
-            self._later(policy, call, exc, carried)
+        except (BookkeepingUnavailable, SoftTimeLimitExceeded) as exc:
+            self._later(policy, call, _unavailable(exc), carried)
         return self._attempt(policy, begun.attempt, args, kwargs, call)
 
     def _attempt(
@@ -243,8 +245,8 @@ class SheetTask(Task):  # type: ignore[misc]
         else:
             try:
                 runtime.succeeded(policy, task_id)
-            except BookkeepingUnavailable as exc:
-                self._later(policy, call, exc, {"attempt": attempt, "ok": True})
+            except (BookkeepingUnavailable, SoftTimeLimitExceeded) as exc:
+                self._later(policy, call, _unavailable(exc), {"attempt": attempt, "ok": True})
             return return_value
         error = error_info(raised)
         if timed_out:
@@ -253,7 +255,7 @@ class SheetTask(Task):  # type: ignore[misc]
         outcome = {
             "attempt": attempt,
             "names": list(names),
-            "error": [error.type, error.message, error.traceback],
+            "error": [error.type, error.message, error.traceback[-CARRIED_TRACEBACK:]],
             "started_at": started,
             "worker": str(self.request.hostname or ""),
             "timed_out": timed_out,
@@ -265,6 +267,10 @@ class SheetTask(Task):  # type: ignore[misc]
             return None
         except BookkeepingUnavailable as exc:
             self._later(policy, call, exc, outcome)
+        except SoftTimeLimitExceeded as exc:
+            if exc is raised:
+                raise  # the handler's own timeout, re-raised once the run is buried
+            self._later(policy, call, _unavailable(exc), outcome)
 
     def _settle(
         self,
@@ -450,6 +456,14 @@ def sheet_task(app: Celery, job: str, **options: Any) -> Callable[[F], Any]:
     }
     decorator: Callable[[F], Any] = app.task(**(defaults | options))
     return decorator
+
+
+def _unavailable(exc: BaseException) -> BookkeepingUnavailable:
+    """A bookkeeping call that failed, or that the soft time limit cut short (a store
+    that hangs rather than refuses): either way the message is kept."""
+    if isinstance(exc, BookkeepingUnavailable):
+        return exc
+    return BookkeepingUnavailable("jobdef's bookkeeping did not answer within the time limit")
 
 
 def _header(request: Any, name: str) -> Any:

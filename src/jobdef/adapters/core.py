@@ -247,7 +247,12 @@ class SheetRuntime:
                 raise AlreadyEnded(f"task {task_id} is done already; its redelivery is dropped")
             return None
         if state.burial is not None:
-            self._store_dead(policy, state, args or {}, state.burial)
+            try:
+                self._store_dead(policy, state, args or {}, state.burial)
+            except DatabaseUnavailable:
+                # Still waiting: the mark lives on for as long as the message may.
+                self.store.pend_burial(task_id, state.burial, self.state_ttl(policy))
+                raise
             raise AlreadyBuried(f"task {task_id} is buried now; its message is dropped")
         return state
 

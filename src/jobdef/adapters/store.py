@@ -86,7 +86,6 @@ class RedisLike(Protocol):
 
     def hgetall(self, name: str) -> Any: ...
     def exists(self, *names: str) -> Any: ...
-    def get(self, name: str) -> Any: ...
     def lrange(self, name: str, start: int, end: int) -> Any: ...
     def eval(self, script: str, numkeys: int, *keys_and_args: Any) -> Any: ...
     def pipeline(self, transaction: bool = True) -> Any: ...
@@ -142,9 +141,14 @@ class RunStore:
         its last message again (a worker lost between the end and the ack): that
         redelivery must not run it."""
         with _reaching(f"read how task {task_id} ended"):
-            value = self.redis.get(self._ended(task_id))
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.get(self._ended(task_id))
+            pipe.exists(self._done(task_id))
+            value, done = pipe.execute()
         text = None if value is None else _text(value)
-        return "dead" if text == "dead" else "done" if text == "done" else None
+        if text in ("dead", "done"):
+            return "dead" if text == "dead" else "done"
+        return "done" if done else None  # done within its dedupe window
 
     def open(
         self,
