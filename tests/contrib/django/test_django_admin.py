@@ -97,3 +97,27 @@ def test_the_admin_is_read_only(project: Project, admin_client: Any) -> None:
     assert admin_client.get("/admin/jobdef/outboxmessage/").status_code == 200
     index = admin_client.get("/admin/").content.decode()
     assert "/admin/jobdef/job/" in index
+
+
+def test_a_jobs_page_shows_its_secret_args_as_stars(project: Project, admin_client: Any) -> None:
+    from jobdef.backends.records import NewJob
+
+    secret = "Hunter2-correct-horse"
+    engine = project.backend("default").engine()
+    # Stored as a foreign runtime or an old release might have: the admin reads the row.
+    [made] = engine.enqueue(
+        [
+            NewJob(
+                "forbidden",
+                {"account": 7, "password": secret, "smtp": {"api_key": secret}},
+                "default",
+            )
+        ]
+    )
+    page = admin_client.get(f"/admin/jobdef/job/{made.id}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert secret not in html
+    assert "&quot;password&quot;: &quot;***&quot;" in html
+    assert "&quot;account&quot;: 7" in html
+    assert engine.get(made.id).args["password"] == secret  # the row keeps it

@@ -8,6 +8,7 @@ workers, exactly as the command line does.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -16,6 +17,8 @@ from django.contrib import admin, messages
 
 from jobdef.contrib.django.models import Attempt, Job, OutboxMessage, when
 from jobdef.contrib.django.worker import project_backend
+from jobdef.errors import JobdefError
+from jobdef.redact import shown_args
 
 REQUEUABLE = ("dead", "cancelled", "resolved", "done")
 
@@ -61,6 +64,18 @@ class JobAdmin(ReadOnly):
     list_filter = ("state", "queue", "job")
     search_fields = ("job", "idempotency_key", "=id")
     actions = ("requeue", "resolve", "cancel")
+    # The stored args are the handler's; a page shows them as every display does.
+    exclude = ("args",)
+    readonly_fields = ("shown_args",)
+
+    @display(description="args")
+    def shown_args(self, obj: Job) -> str:
+        try:
+            policy = _backend().registry.jobs.get(obj.job)
+        except JobdefError:  # sheets that do not load: names alone decide
+            policy = None
+        args = obj.args if isinstance(obj.args, dict) else {}
+        return json.dumps(shown_args(policy, args), ensure_ascii=False)
 
     @display(description="attempts")
     def attempts(self, obj: Job) -> str:
