@@ -1,4 +1,5 @@
-"""A hostile page on another port of the dashboard's host, in real Chromium.
+"""Hostile pages in real Chromium: one on another port of the dashboard's host, and
+one whose name was rebound to 127.0.0.1.
 
 Cookies are scoped to a host, not a port, and ``127.0.0.1:9999`` is the same
 *site* as ``127.0.0.1:8484``: a page there can set any cookie the dashboard
@@ -6,6 +7,8 @@ receives, and its form posts carry ``SameSite=Strict`` cookies along. So it can
 plant a CSRF cookie of its choosing, or flood the cookie jar until the
 dashboard's own are evicted and every request carries hundreds of kilobytes of
 cookies. Neither may move a job, and neither may stop the operator's next action.
+A rebound name reaches the dashboard's port with its own name as Host, and reads
+nothing.
 """
 
 from __future__ import annotations
@@ -143,3 +146,49 @@ def test_a_flooded_cookie_jar_neither_stops_the_operator_nor_lets_a_planted_toke
             assert backend.get(theirs).state == "dead"
         finally:
             context.close()
+
+
+def test_a_name_rebound_to_loopback_reads_nothing_in_chromium(serve, sqlite_url, registry):
+    """Chromium told that rebind.attacker.test is 127.0.0.1 (what a DNS rebinding
+    achieves once the attacker's page is loaded): what it then reads from the
+    dashboard's port under that name is the one refusal line, never a job."""
+    from playwright.sync_api import sync_playwright
+
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+    from jobdef.backends import open_backend
+    from jobdef.runtime.queue import connect
+
+    backend = open_backend(sqlite_url)
+    queue = connect(sqlite_url, registry)
+    try:
+        [job_id] = make_dead(backend, queue, "ship_order", [{"order_id": 515151}], CONNECTION)
+    finally:
+        queue.close()
+        backend.close()
+    dashboard = serve(create_app(sqlite_url, SHEETS))
+    port = dashboard.url.rsplit(":", 1)[1]
+    rules = "--host-resolver-rules=MAP rebind.attacker.test 127.0.0.1"
+    with sync_playwright() as playwright:
+        rebound = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, rules])
+        try:
+            page = rebound.new_page()
+            response = page.goto(f"http://rebind.attacker.test:{port}/api/jobs/{job_id}")
+            assert response is not None
+            assert response.status == 400
+            text = page.locator("body").inner_text()
+            assert text.startswith("host 'rebind.attacker.test' is not one this dashboard serves")
+            # The page's own script, same origin as the rebound name, reads no more.
+            seen = page.evaluate(
+                """async () => {
+                    const read = await fetch("/api/jobs");
+                    const post = await fetch("/actions/jobs", {method: "POST",
+                        headers: {"content-type": "application/x-www-form-urlencoded"},
+                        body: "action=requeue&ids=1&confirm=yes&csrf=x"});
+                    return [read.status, await read.text(), post.status];
+                }"""
+            )
+            assert seen[0] == 400
+            assert "515151" not in seen[1]
+            assert seen[2] == 400
+        finally:
+            rebound.close()
