@@ -155,6 +155,49 @@ def test_a_handler_that_does_not_import_is_one_clear_error(jobdef_queue, monkeyp
     assert jobdef_queue.get(job.id).attempt == 0
 
 
+CALLS: list[str] = []
+
+
+def no_args(ctx):  # the sheet's reservation_id has nowhere to go
+    CALLS.append("no_args")
+
+
+def unfilled(ctx, reservation_id, locale):  # no arg fills locale
+    CALLS.append("unfilled")
+
+
+def no_ctx(reservation_id=None):  # nothing takes ctx
+    CALLS.append("no_ctx")
+
+
+@pytest.mark.parametrize("wrong", [no_args, unfilled, no_ctx])
+def test_a_handler_the_worker_refuses_at_start_is_refused_the_same_way(
+    jobdef_queue, monkeypatch, wrong
+):
+    from jobdef.errors import HandlerError
+    from jobdef.examples import mail
+    from jobdef.runtime.handlers import check_handlers
+
+    monkeypatch.setattr(mail, "send_reservation_mail", wrong)
+    with pytest.raises(HandlerError) as worker:
+        check_handlers(jobdef_queue.registry, ["mail"])
+    [line] = [line for line in str(worker.value).splitlines() if ": job " in line]
+    job = jobdef_queue.enqueue("send_reservation_mail", {"reservation_id": 1})
+    with pytest.raises(HandlerError) as kit:
+        jobdef_queue.drain()
+    # The worker's line (after the sheet's file), and why the kit stops at it.
+    assert str(kit.value) == (
+        line.partition(": ")[2] + "; a worker refuses to start with this handler, so the kit "
+        "does not run it either (`jobdef validate --check-imports` finds it too)"
+    )
+    assert "its parameters do not fit: " in str(kit.value)
+    # Never run: the claim is given back, attempt not counted.
+    assert CALLS == []
+    assert jobdef_queue.get(job.id).state == "queued"
+    assert jobdef_queue.get(job.id).attempt == 0
+    assert [a.outcome for a in jobdef_queue.attempts(job.id)] == ["released"]
+
+
 def test_a_drain_that_never_ends_stops_at_its_limit(jobdef_queue, monkeypatch):
     def again(ctx, reservation_id):
         jobdef_queue.enqueue("send_reservation_mail", {"reservation_id": reservation_id + 1})

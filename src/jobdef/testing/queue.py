@@ -62,6 +62,7 @@ from jobdef.runtime.payloads import (
 from jobdef.runtime.queue import Queue
 from jobdef.schedule.cron import zone
 from jobdef.schedule.slots import schedule_of
+from jobdef.sheets.handlers import handler_problems
 from jobdef.testing import messages
 from jobdef.testing.attempt import run_attempt
 from jobdef.testing.clock import VirtualClock, seconds
@@ -454,9 +455,14 @@ class VirtualQueue:
                 f"{policy.file or 'its sheet'}, or put its folder on the pythonpath "
                 "([tool.jobdef] pythonpath)"
             ) from None
-        if not callable(target):
+        # The worker's own check at start, so a handler it would refuse never runs here.
+        problems = handler_problems([policy])
+        if problems:
             self.backend.release(record.lease)
-            raise HandlerError(f"job {record.job!r}: handler {policy.handler} is not callable")
+            raise HandlerError(
+                f"{problems[0]}; a worker refuses to start with this handler, so the kit "
+                "does not run it either (`jobdef validate --check-imports` finds it too)"
+            )
         handler: Callable[..., Any] = target
         return handler
 
