@@ -1,4 +1,5 @@
-"""Sending a job that died in Celery or RQ back through its runtime (``jobdef requeue``).
+"""Sending a job that died in Celery or RQ back through its runtime (``jobdef requeue
+--app``, the dashboard started with ``--app``).
 
 jobdef's own requeue leaves such a row alone: jobdef's worker must not run a task
 written for another runtime. Instead the job is enqueued again through the
@@ -8,12 +9,15 @@ its dead row is resolved with a note naming the new run, so the history stays.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from jobdef.backends.elsewhere import elsewhere
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import JobRecord
 from jobdef.errors import UsageError
+
+APP_HINT = "module:obj (the Celery app, or the jobdef.adapters.rq.SheetQueue)"
 
 
 def resubmit(target: Any, record: JobRecord) -> str:
@@ -42,12 +46,29 @@ def resubmit(target: Any, record: JobRecord) -> str:
     raise UsageError(f"job {record.id} died in {runtime!r}, which jobdef has no adapter for")
 
 
+def requeue_through(
+    target: Any, record: JobRecord, resolve: Callable[[int, str], object], by: str = ""
+) -> str:
+    """Resubmit ``record`` through ``target``, then resolve its dead row (``resolve``, the
+    backend's verb) with a note naming the new run and ``by`` whom; the new id."""
+    runtime = (elsewhere(record) or ("?", ""))[0]
+    new_id = resubmit(target, record)
+    resolve(record.id, f"requeued to {runtime} as {new_id}{f' by {by}' if by else ''}")
+    return new_id
+
+
+def needs_app(record: JobRecord, where: str) -> str:
+    """Why ``record`` (a job that died in another runtime) was not requeued: no
+    application object to send it through; ``where`` says how to give one."""
+    runtime, _, task_id = (record.worker_id or "").partition("/")
+    return (
+        f"job {record.id} died in {runtime} (task {task_id}) and goes back only through "
+        f"{runtime}: {where} --app {APP_HINT}"
+    )
+
+
 def requeue_elsewhere(backend: Backend, target: Any, records: list[JobRecord]) -> int:
     """Resubmit each record and resolve its dead row; how many went back."""
-    count = 0
     for record in records:
-        runtime = (elsewhere(record) or ("?", ""))[0]
-        new_id = resubmit(target, record)
-        backend.resolve(record.id, f"requeued to {runtime} as {new_id}")
-        count += 1
-    return count
+        requeue_through(target, record, backend.resolve)
+    return len(records)

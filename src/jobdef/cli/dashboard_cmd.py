@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         sheet_link=args.sheet_link,
         lease=DEFAULT_LEASE if lease is None else lease,
         allowed_hosts=allowed,
+        runtime_app=_runtime_app(args.app),
     )
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
     mode = " (read-only)" if args.read_only else ""
@@ -77,6 +78,16 @@ def run(args: argparse.Namespace) -> int:
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
     return 0
+
+
+def _runtime_app(spec: str | None) -> object | None:
+    """The application object of ``--app`` (imported as ``jobdef requeue --app`` does)."""
+    if spec is None:
+        return None
+    from jobdef.adapters.infra import load_object
+
+    found: object = load_object(spec)
+    return found
 
 
 def _unspecified(host: str) -> bool:
@@ -130,6 +141,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="TEMPLATE",
         help="link for a sheet value, with {file} and {line}, e.g. "
         "https://git.example.com/app/blob/main/{file}#L{line} (default: no link)",
+    )
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:OBJ",
+        help="requeue jobs that died in Celery or RQ back through it: the Celery app, or the "
+        "jobdef.adapters.rq.SheetQueue (default: such jobs are not requeued; the result says so)",
     )
     add_lease(parser, "a lost attempt's planned bounds on a job's page allow for it")
     parser.set_defaults(handler=run)

@@ -21,11 +21,14 @@ from dataclasses import dataclass, replace
 
 from jobdef.dashboard.store import Store
 from jobdef.dashboard.views import NO_CURSOR, JobFilter, matching
-from jobdef.errors import UsageError
+from jobdef.errors import JobdefError, UsageError
+from jobdef.redact import redact
 
 log = logging.getLogger("jobdef.dashboard")
 
 BATCH_SIZE = 500
+# Lines of why-not an outcome shows; the rest are counted.
+MAX_NOTES = 5
 JOB_ACTIONS = ("requeue", "resolve", "cancel")
 # The state each action takes jobs from: the filter of a bulk action is narrowed to it.
 FROM_STATE = {"requeue": "dead", "resolve": "dead", "cancel": "queued"}
@@ -39,19 +42,33 @@ class Outcome:
     changed: int
     asked: int
     batches: int = 1
+    notes: tuple[str, ...] = ()
+    """Why a job asked about was not changed, one line each (a job that died in Celery
+    or RQ and cannot go back through it from here)."""
 
     @property
     def text(self) -> str:
-        unchanged = self.asked - self.changed
+        unchanged = self.asked - self.changed - len(self.notes)
         tail = f"; {unchanged} already moved or not in a state it applies to" if unchanged else ""
         batches = f" in {self.batches} batches" if self.batches > 1 else ""
-        return f"{self.action}: {self.changed} of {self.asked} changed{batches}{tail}"
+        shown = "".join(f"; {line}" for line in self.notes[:MAX_NOTES])
+        if len(self.notes) > MAX_NOTES:
+            shown += f"; and {len(self.notes) - MAX_NOTES} more not changed for such a reason"
+        return f"{self.action}: {self.changed} of {self.asked} changed{batches}{tail}{shown}"
 
 
-def _verb(store: Store, action: str, note: str, who: str) -> Callable[[Sequence[int]], int]:
+def _verb(
+    store: Store,
+    action: str,
+    note: str,
+    who: str,
+    *,
+    through: object | None = None,
+    notes: list[str] | None = None,
+) -> Callable[[Sequence[int]], int]:
     verbs = store.verbs
     if action == "requeue":
-        return lambda ids: int(store.call(verbs.requeue, list(ids)))
+        return lambda ids: _requeue(store, ids, who, through, [] if notes is None else notes)
     if action == "resolve":
         text = f"{note} (resolved by {who} in the dashboard)" if note else f"resolved by {who}"
         return lambda ids: sum(bool(store.call(verbs.resolve, i, text)) for i in ids)
@@ -60,15 +77,71 @@ def _verb(store: Store, action: str, note: str, who: str) -> Callable[[Sequence[
     raise UsageError(f"unknown action {action!r}; use one of {', '.join(JOB_ACTIONS)}")
 
 
-def on_jobs(store: Store, action: str, ids: Sequence[int], who: str, note: str = "") -> Outcome:
-    """``action`` on the jobs ``ids`` (one, or a selection), in batches."""
-    verb = _verb(store, action, note, who)
+# One requeue through another runtime at a time in this process: the same form posted
+# twice at once sends the job once (the second finds its dead row resolved).
+_ELSEWHERE = threading.Lock()
+
+
+def _requeue(
+    store: Store, ids: Sequence[int], who: str, through: object | None, notes: list[str]
+) -> int:
+    """jobdef's requeue of ``ids``; a job among them that died in Celery or RQ goes back
+    through ``through`` (the application's Celery app or SheetQueue, ``--app``), or
+    gets a line in ``notes`` saying why it cannot."""
+    from jobdef.adapters.requeue import needs_app, requeue_through
+    from jobdef.backends.elsewhere import elsewhere
+
+    verbs = store.verbs
+    changed = int(store.call(verbs.requeue, list(ids)))
+    if changed == len(ids):
+        return changed
+    for job_id in ids:
+        with _ELSEWHERE:
+            record = store.call(verbs.get, job_id)
+            found = None if record is None or record.state != "dead" else elsewhere(record)
+            if record is None or found is None:
+                continue
+            if through is None:
+                notes.append(needs_app(record, "start the dashboard with"))
+                continue
+            try:
+                requeue_through(
+                    through,
+                    record,
+                    lambda i, text: store.call(verbs.resolve, i, text),
+                    by=f"{who} in the dashboard",
+                )
+            except JobdefError as exc:
+                notes.append(exc.message)
+            except Exception as exc:  # the runtime's own failure (its broker down...)
+                notes.append(
+                    f"job {job_id} could not go back through {found[0]}: "
+                    f"{type(exc).__name__}: {redact(str(exc))[:200]}"
+                )
+            else:
+                changed += 1
+    return changed
+
+
+def on_jobs(
+    store: Store,
+    action: str,
+    ids: Sequence[int],
+    who: str,
+    note: str = "",
+    *,
+    through: object | None = None,
+) -> Outcome:
+    """``action`` on the jobs ``ids`` (one, or a selection), in batches; ``through``: the
+    Celery app or SheetQueue that jobs which died there are requeued through."""
+    notes: list[str] = []
+    verb = _verb(store, action, note, who, through=through, notes=notes)
     unique = list(dict.fromkeys(ids))
     changed = batches = 0
     for start in range(0, len(unique), BATCH_SIZE):
         changed += verb(unique[start : start + BATCH_SIZE])
         batches += 1
-    outcome = Outcome(action, changed, len(unique), max(1, batches))
+    outcome = Outcome(action, changed, len(unique), max(1, batches), tuple(notes))
     log.info("%s: %s on jobs %s", who, outcome.text, _ids_text(unique))
     return outcome
 
@@ -91,22 +164,29 @@ def on_filter(
 
 
 def filter_steps(
-    store: Store, action: str, flt: JobFilter, who: str, note: str = ""
+    store: Store,
+    action: str,
+    flt: JobFilter,
+    who: str,
+    note: str = "",
+    *,
+    through: object | None = None,
 ) -> Iterator[Outcome]:
     """:func:`on_filter` one batch at a time: the running total after each batch."""
     wanted = FROM_STATE.get(action)
     if wanted is None:
         raise UsageError(f"unknown action {action!r}; use one of {', '.join(JOB_ACTIONS)}")
     changed = asked = batches = 0
+    notes: list[str] = []
     if flt.state in (None, wanted):
         narrowed = replace(flt, state=wanted, before=None)
-        verb = _verb(store, action, note, who)
+        verb = _verb(store, action, note, who, through=through, notes=notes)
         for batch in _batches(store, narrowed):
             asked += len(batch)
             changed += verb(batch)
             batches += 1
-            yield Outcome(action, changed, asked, batches)
-    outcome = Outcome(action, changed, asked, max(1, batches))
+            yield Outcome(action, changed, asked, batches, tuple(notes))
+    outcome = Outcome(action, changed, asked, max(1, batches), tuple(notes))
     log.info("%s: %s on every job matching %s", who, outcome.text, flt.query() or "(no filter)")
     if batches == 0:
         yield outcome

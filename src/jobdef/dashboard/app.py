@@ -55,6 +55,7 @@ def create_app(
     lease: float = DEFAULT_LEASE,
     allowed_hosts: Iterable[str] = (),
     secret: bytes | str | None = None,
+    runtime_app: object | None = None,
 ) -> Starlette:
     """The dashboard of the job store at ``db_url`` for the jobs of ``sheets``.
 
@@ -65,6 +66,9 @@ def create_app(
     (``{docs_url}/{job}.md``). ``sheet_link``: a link for a sheet value, with
     ``{file}`` and ``{line}`` (e.g. a repository's blob URL). ``lease``: the workers'
     lease (``jobdef worker --lease``), which a lost attempt's planned bounds allow for.
+    ``runtime_app``: the Celery app or :class:`~jobdef.adapters.rq.SheetQueue` that
+    a requeue sends a job which died in Celery or RQ back through (else the result
+    says, for each such job, how to give one).
 
     The store must exist and be current (``jobdef db upgrade``).
     """
@@ -96,6 +100,7 @@ def create_app(
         lease=lease,
         secret=key,
     )
+    state.app = runtime_app
     routes = _routes(state)
 
     @contextlib.asynccontextmanager

@@ -139,7 +139,7 @@ def _bulk(d: Dashboard, request: Request, fields: Mapping[str, str], who: str) -
         yield head
         last = None
         try:
-            for last in actions.filter_steps(d.store, action, flt, who, note):
+            for last in actions.filter_steps(d.store, action, flt, who, note, through=d.app):
                 so_far = f"{last.changed} of {last.asked} changed so far"
                 yield f"<li>batch {last.batches}: {so_far}</li>\n"
         except JobdefError as exc:
@@ -160,7 +160,7 @@ def job_action(d: Dashboard, fields: Form, ids: list[str], who: str) -> tuple[st
     numbers = _int_ids(ids)
     if not numbers:
         raise UsageError("no job selected; tick the jobs first")
-    return back, actions.on_jobs(d.store, action, numbers, who, note)
+    return back, actions.on_jobs(d.store, action, numbers, who, note, through=d.app)
 
 
 def queue_action(

@@ -26,6 +26,11 @@ HERE = Path(__file__).resolve().parent
 class Dashboard:
     """The state behind the routes: the store, the sheets and the options."""
 
+    app: object | None = None
+    """The Celery app or :class:`~jobdef.adapters.rq.SheetQueue` that a requeue sends the
+    jobs which died there back through (``jobdef dashboard --app``); None: such a job
+    is not requeued, and the result says how to give one."""
+
     def __init__(
         self,
         store: Store,

@@ -1,0 +1,185 @@
+"""Requeue from the dashboard of a job that died in RQ or Celery: sent back through the
+runtime given with ``--app`` (``create_app(runtime_app=...)``) and really run there by
+a real worker, or, without one, a line saying why not and how to give one."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from dashboard_process import free_port
+from dashboard_steps import Client
+
+from jobdef.backends import open_backend, upgrade
+from jobdef.backends.elsewhere import AttemptElsewhere, DeadElsewhere, record_dead_elsewhere
+from jobdef.backends.records import ErrorInfo
+from jobdef.dashboard import create_app
+from support import eventually
+from support.workers import Processes
+
+TESTS = Path(__file__).resolve().parents[1]
+ADAPTERS = TESTS / "adapters"
+sys.path[:0] = [str(ADAPTERS), str(TESTS / "notify")]  # the adapters' acts and apps
+
+REDIS_URL = os.environ.get("JOBDEF_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+SHEET = """\
+apiVersion: jobdef/v1
+kind: Job
+name: {name}
+handler: adapter_acts:act
+queue: {queue}
+args:
+  cell: {{type: string}}
+  script: {{type: array, items: {{type: string}}}}
+  marker: {{type: string, required: false}}
+max_attempts: 2
+backoff: {{strategy: fixed, initial: 1s, jitter: none}}
+timeout: 5s
+errors: {{default: retry}}
+"""
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """A key prefix and queue name of the test's own on the test Redis, cleaned after."""
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=2).close()
+    except OSError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true requires Redis: {exc}")
+        pytest.skip(f"no Redis at 127.0.0.1:6379: {exc}")
+    name = f"jdtest-{uuid.uuid4().hex[:10]}"
+    yield name
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(f"*{name}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def _dead_in(runtime: str, url: str, job: str, queue: str) -> int:
+    """A job that died in ``runtime``, stored as its adapter stores one; its id."""
+    backend = open_backend(url)
+    try:
+        dead = DeadElsewhere(
+            runtime=runtime,
+            task_id=f"{uuid.uuid4()}",
+            job=job,
+            queue=queue,
+            args={"cell": job, "script": ["ok"]},
+            max_attempts=2,
+            created_at=1_800_000_000.0,
+            error=ErrorInfo("ConnectionError", "the carrier was down"),
+            attempts=[AttemptElsewhere(1, "w", 1_800_000_000.0, 1_800_000_001.0, "dead")],
+        )
+        return record_dead_elsewhere(backend, dead, lambda r: []).id
+    finally:
+        backend.close()
+
+
+def _requeue(base: str, job_id: int) -> str:
+    """Requeue ``job_id`` from its page, confirmed: the outcome line."""
+    client = Client(base)
+    form = [("action", "requeue"), ("ids", str(job_id)), ("confirm", "yes")]
+    status, _, body = client.request("/actions/jobs", [*form, ("csrf", client.csrf())])
+    assert status == 200, body
+    found = re.search(r'id="outcome">([^<]*)<', body)
+    assert found, body
+    return found.group(1).replace("&#39;", "'")
+
+
+def _row(url: str, job_id: int) -> Any:
+    backend = open_backend(url)
+    try:
+        return backend.get(job_id)
+    finally:
+        backend.close()
+
+
+def test_a_job_dead_in_rq_goes_back_through_the_dashboards_app_and_runs_again(
+    tmp_path: Path, prefix: str, serve: Any
+) -> None:
+    """Before, the requeue left the row alone and said "0 of 1 changed; 1 already
+    moved"; no option gave the dashboard a runtime to send it through."""
+    sheets = tmp_path / "jobdefs"
+    sheets.mkdir()
+    (sheets / "dr_rq.yaml").write_text(SHEET.format(name="dr_rq", queue=prefix))
+    url = f"sqlite:///{tmp_path / 'jobdef.db'}"
+    upgrade(url)
+    job_id = _dead_in("rq", url, "dr_rq", prefix)
+
+    # Without --app: nothing moves, and the line says why and what to do.
+    text = _requeue(serve(create_app(url, sheets)).url, job_id)
+    assert "already moved" not in text
+    assert text.startswith("requeue: 0 of 1 changed; ")
+    assert f"job {job_id} died in rq (task " in text
+    assert "start the dashboard with --app module:obj" in text
+    assert _row(url, job_id).state == "dead"
+
+    # With --app naming the application's SheetQueue: `jobdef dashboard --app`.
+    module = f"{prefix.replace('-', '_')}_jobs"
+    (tmp_path / f"{module}.py").write_text(
+        textwrap.dedent(f"""\
+            from redis import Redis
+            from jobdef.adapters.rq import SheetQueue
+
+            sheets = SheetQueue(Redis.from_url({REDIS_URL!r}), sheets={str(sheets)!r},
+                                prefix={prefix!r})
+            """),
+        encoding="utf-8",
+    )
+    processes = Processes(tmp_path, importable=(ADAPTERS, tmp_path), group=True)
+    try:
+        processes.env = {
+            "JOBDEF_DATABASE_URL": url,
+            "JOBDEF_TEST_REDIS": REDIS_URL,
+            "JOBDEF_TEST_PREFIX": prefix,
+        }
+        command = [
+            sys.executable, "-m", "rq.cli", "worker", "--url", REDIS_URL,
+            "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-w", prefix,
+        ]  # fmt: skip
+        processes.start("worker", command)
+        port = free_port()
+        dashboard = [
+            sys.executable, "-m", "jobdef", "dashboard", "--db", url, "--sheets", str(sheets),
+            "--port", str(port), "--app", f"{module}:sheets",
+        ]  # fmt: skip
+        started = processes.start("dashboard", dashboard)  # in tmp_path, where the module is
+        base = f"http://127.0.0.1:{port}"
+
+        def answers() -> bool:
+            assert started.process.poll() is None, processes.log("dashboard")
+            try:
+                return Client(base).request("/api/overview")[0] == 200
+            except OSError:
+                return False
+
+        eventually(answers, 60, "jobdef dashboard --app to answer")
+        text = _requeue(base, job_id)
+        assert text == "requeue: 1 of 1 changed", text
+        row = _row(url, job_id)
+        assert row.state == "resolved"
+        assert re.fullmatch(
+            r"requeued to rq as \S+ by anonymous@127\.0\.0\.1 in the dashboard", row.note or ""
+        ), row.note
+        client = redis.Redis.from_url(REDIS_URL)
+        eventually(
+            lambda: len(client.lrange(f"{prefix}:ledger:dr_rq", 0, -1)) == 1,
+            30,
+            "the RQ worker to run the requeued job",
+        )
+        # The same form again: the row is resolved, nothing is sent a second time.
+        assert _requeue(base, job_id).startswith("requeue: 0 of 1 changed; 1 already moved")
+        client.close()
+    finally:
+        processes.close()
