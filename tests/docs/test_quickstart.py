@@ -4,7 +4,9 @@ in order, in a fresh temporary folder, each step's outcome checked.
 A block whose info string names a path (```` ```python app/invoices.py ````) is written
 there; a ```` ```sh ```` block is run line by line; ```` ```sh install ```` (pip) is not.
 Each command must have a check below: a command added to the page fails this test
-until it says what the step must achieve.
+until it says what the step must achieve. A ```` ```text output ```` block shows what
+the ``sh`` block before it prints: each of its lines is a line of that output, in
+any order, where ``...`` stands for text that differs from run to run (times, ids).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def _new(root: Path, done: Done) -> None:
 
 def _validate(root: Path, done: Done) -> None:
     assert "3 files checked, no findings" in done.stdout
-    assert "handler app.invoices:send_invoice: sync" in done.stdout
+    assert "handler app.invoices:send_invoice imports and takes its args" in done.stdout
 
 
 def _upgrade(root: Path, done: Done) -> None:
@@ -116,8 +118,8 @@ CHECKS: dict[str, Callable[[Path, Done], None]] = {
 
 
 def steps(text: str) -> list[tuple[str, str]]:
-    """``("run", command)`` and ``("write", path)`` in the order of the page (a write's
-    content follows its path after a NUL)."""
+    """``("run", command)``, ``("write", path)`` and ``("expect", lines)`` in the order of
+    the page (a write's content follows its path after a NUL)."""
     out = []
     for language, info, body in BLOCK.findall(text):
         words = info.split()
@@ -125,13 +127,28 @@ def steps(text: str) -> list[tuple[str, str]]:
             if "install" in words:
                 continue
             out += [("run", line.strip()) for line in body.splitlines() if line.strip()]
+        elif language == "text" and words == ["output"]:
+            out.append(("expect", body))
         elif words:
             out.append(("write", f"{words[0]}\0{body}"))
     return out
 
 
+def shown_in(expected: str, printed: str) -> None:
+    """Each line of ``expected`` is a line of ``printed`` (``...``: any text). Not in
+    order: a command's log lines on stderr and its result on stdout interleave on a
+    terminal, not in a capture."""
+    lines = printed.splitlines()
+    for want in expected.splitlines():
+        pattern = re.compile(".*?".join(re.escape(part) for part in want.split("...")))
+        assert any(pattern.fullmatch(line) for line in lines), (
+            f"the page shows {want!r}, which the commands did not print:\n{printed}"
+        )
+
+
 def test_every_command_of_the_page_has_a_check() -> None:
-    commands = [value for kind, value in steps(PAGE.read_text("utf-8")) if kind == "run"]
+    page = steps(PAGE.read_text("utf-8"))
+    commands = [value for kind, value in page if kind == "run"]
     assert commands == list(CHECKS), "every command of the page has a check, in this order"
     written = [v.split("\0")[0] for k, v in steps(PAGE.read_text("utf-8")) if k == "write"]
     assert written == ["jobdefs/send_invoice.yaml", "app/invoices.py", "place_order.py"]
@@ -143,7 +160,16 @@ def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBDEF_")}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("GITHUB_STEP_SUMMARY", None)
+    printed = ""
+    shown = 0
     for kind, value in steps(PAGE.read_text("utf-8")):
+        if kind == "expect":  # what the commands since the last block of another kind printed
+            shown_in(value, printed)
+            shown += 1
+        if kind != "run":
+            printed = ""
+        if kind == "expect":
+            continue
         if kind == "write":
             path, body = value.split("\0", 1)
             target = root / path
@@ -162,4 +188,6 @@ def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
         assert done.returncode == 0, f"{value}: exit {done.returncode}\n{done.stdout}{done.stderr}"
         assert "Traceback" not in done.stderr, f"{value}\n{done.stderr}"
         CHECKS[value](root, done)
+        printed += done.stdout + done.stderr
     assert str(root) not in (root / "docs/jobs/send_invoice.md").read_text("utf-8")
+    assert shown >= 6, "the page shows what its commands print"

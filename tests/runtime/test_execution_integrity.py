@@ -199,8 +199,14 @@ def test_check_imports_says_which_handlers_are_async():
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "handler integrity_handlers:async_ledger: async" in result.stdout
-    assert "handler integrity_handlers:ledger: sync" in result.stdout
+    assert (
+        "handler integrity_handlers:async_ledger imports and takes its args: a coroutine "
+        "function, awaited on an event loop in a handler process"
+    ) in result.stdout
+    assert (
+        "handler integrity_handlers:ledger imports and takes its args: a plain function, "
+        "called in a handler process"
+    ) in result.stdout
 
 
 # -- item 8: bounds, and a lost lease ---------------------------------------------------

@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "github", "sarif", "junit")
 
 
+# What --check-imports says of each handler that imports: how the worker will call it.
+HOW_RUN = {
+    "sync": "a plain function, called in a handler process",
+    "async": "a coroutine function, awaited on an event loop in a handler process",
+}
+
+
 def exit_code(diagnostics: Sequence[Diagnostic], strict: bool) -> int:
     """0 when nothing fails the run, 1 when an error (or, with ``strict``, a warning) does."""
     for diagnostic in diagnostics:
@@ -70,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         from jobdef.sheets.rules.imports import handler_kinds
 
         for handler, kind in handler_kinds(job.handler for job in result.jobs):
-            sys.stdout.write(f"handler {handler}: {kind}\n")
+            sys.stdout.write(f"handler {handler} imports and takes its args: {HOW_RUN[kind]}\n")
     if args.format == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from jobdef.reporters.github_report import summary
 
