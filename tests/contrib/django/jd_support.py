@@ -42,6 +42,16 @@ class Project:
     def log_lines(self) -> list[str]:
         return self.log.read_text("utf-8").splitlines() if self.log.exists() else []
 
+    def signal_lines(self, result: Any) -> list[str]:
+        """What the receivers of the test project logged for the job of ``result``, in
+        order (the SQLite and PostgreSQL stores number their jobs each from 1)."""
+        job = f" job={result.backend}:{result.id} "
+        return [
+            line.removeprefix("signal ").replace(job, " ")
+            for line in self.log_lines()
+            if line.startswith("signal ") and job in line
+        ]
+
     def backend(self, alias: str) -> Any:
         from jobdef.contrib.django.compat import task_backends
 

@@ -21,17 +21,6 @@ from support import eventually
 pytestmark = pytest.mark.slow
 
 
-def signal_lines(project: Project, result: Any) -> list[str]:
-    """What the receivers of the test project logged for the job of ``result``, in order
-    (the SQLite and PostgreSQL stores number their jobs each from 1)."""
-    job = f" job={result.backend}:{result.id} "
-    return [
-        line.removeprefix("signal ").replace(job, " ")
-        for line in project.log_lines()
-        if line.startswith("signal ") and job in line
-    ]
-
-
 def test_signals_reach_receivers_in_the_worker_in_order_with_the_attempts_result(
     project: Project, engine_alias: str
 ) -> None:
@@ -48,7 +37,7 @@ def test_signals_reach_receivers_in_the_worker_in_order_with_the_attempts_result
     process = worker(project, engine_alias, env={"JDPROJECT_SIGNALS": "1"})
     try:
         eventually(
-            lambda: len(signal_lines(project, flaky)) == 6,
+            lambda: len(project.signal_lines(flaky)) == 6,
             timeout=60,
             what="the third attempt of flaky",
         )
@@ -58,21 +47,21 @@ def test_signals_reach_receivers_in_the_worker_in_order_with_the_attempts_result
 
     # What the task returned, as JSON: the tuple is a list.
     value = json.dumps({"item": item, "counts": [1, 2], "text": "x", "note": "é"}, sort_keys=True)
-    assert signal_lines(project, reported) == [
+    assert project.signal_lines(reported) == [
         "started report status=RUNNING attempts=1 sender=JobdefBackend return=null errors=",
         f"finished report status=SUCCESSFUL attempts=1 sender=JobdefBackend return={value} errors=",
     ]
-    assert signal_lines(project, pinged) == [
+    assert project.signal_lines(pinged) == [
         "started ping status=RUNNING attempts=1 sender=JobdefBackend return=null errors=",
         "finished ping status=SUCCESSFUL attempts=1 sender=JobdefBackend return=null errors=",
     ]
-    assert signal_lines(project, forbidden) == [
+    assert project.signal_lines(forbidden) == [
         "started forbidden status=RUNNING attempts=1 sender=JobdefBackend return=null errors=",
         "finished forbidden status=FAILED attempts=1 sender=JobdefBackend return=null "
         "errors=builtins.PermissionError",
     ]
     error = "builtins.ConnectionError"
-    assert signal_lines(project, flaky) == [
+    assert project.signal_lines(flaky) == [
         "started flaky status=RUNNING attempts=1 sender=JobdefBackend return=null errors=",
         # Retried: ready to be executed again.
         f"finished flaky status=READY attempts=1 sender=JobdefBackend return=null errors={error}",
@@ -98,7 +87,7 @@ def test_a_receiver_that_raises_is_logged_and_changes_nothing(
     reported.refresh()
     assert reported.status == TaskResultStatus.SUCCESSFUL
     assert reported.attempts == 1
-    assert [line.split(" ", 1)[0] for line in signal_lines(project, reported)] == [
+    assert [line.split(" ", 1)[0] for line in project.signal_lines(reported)] == [
         "started",
         "finished",
     ]

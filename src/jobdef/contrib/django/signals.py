@@ -19,9 +19,14 @@ dies, sends no ``task_finished``. A receiver that raises is logged (its tracebac
 Django's ``django.dispatch`` logger, one line naming the job by ``jobdef.worker``) and
 changes nothing: the attempt's outcome is the task's, not the receiver's.
 
-Nothing is read from the store when no receiver is connected to either signal, and
-nothing is sent when the job's store is none of ``TASKS`` (a ``jobdef.testing`` run's
-own store, where no backend could read the job back).
+Nothing is read from the store when no receiver is connected to either signal (the
+framework connects its own, which log each task, so there usually is one). The
+job's backend is the one whose store is the worker's (:mod:`.serving`: the same URL,
+or another spelling of it that leads to a store holding the same id). When no backend
+of ``TASKS`` stores its jobs there (a worker whose ``--db`` names another database, a
+``jobdef.testing`` run's own store), nothing can be sent: a receiver would be given a
+result no backend can read back. The process logs one WARNING saying so, per store,
+with what each backend stores and what to configure.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from jobdef.runtime.context import Context
 from jobdef.runtime.payloads import MAX_RESULT_BYTES, MAX_RESULT_DEPTH, json_text, truncated
 
 log = logging.getLogger("jobdef.worker")
+# The worker stores this process has said it sends no signals for.
+_warned: set[str] = set()
 
 
 class Attempt:
@@ -48,20 +55,24 @@ class Attempt:
     def __init__(self, task: Any, ctx: Context) -> None:
         self.task = task
         self.ctx = ctx
-        from jobdef.contrib.django.serving import backend_for
-
-        # The store the job is in: the worker's, which the task's own alias may not name
-        # (None: a store no backend of TASKS names, as jobdef.testing's; no signals then).
-        self.backend = backend_for(ctx.database_url, task.backend)
-        self.sender = type(self.backend)
+        self.backend: Any = None  # the backend of the worker's store, found at started()
+        self.sender: Any = None
         self.result: Any = None
         self._names = {task_started: "task_started", task_finished: "task_finished"}
 
     def started(self) -> None:
         """Read the task's result and send ``task_started`` (if anyone listens)."""
-        if self.backend is None or not (
-            task_started.has_listeners(self.sender) or task_finished.has_listeners(self.sender)
-        ):
+        if not (task_started.receivers or task_finished.receivers):
+            return  # nobody listens to anyone: the store is not read
+        from jobdef.contrib.django.serving import backend_for
+
+        # The store the job is in: the worker's, which the task's own alias may not name.
+        self.backend = backend_for(self.ctx.database_url, self.task.backend)
+        if self.backend is None:
+            self._unsent()
+            return
+        self.sender = type(self.backend)
+        if not _listened(self.sender):
             return
         try:
             self.result = self.backend.get_result(str(self.ctx.job_id))
@@ -97,6 +108,28 @@ class Attempt:
             _set(self.result, status=TaskResultStatus.FAILED, finished_at=_now())
         self._send(task_finished)
 
+    def _unsent(self) -> None:
+        """Say once per store, when anyone listens, that its jobs send no signals."""
+        from jobdef.backends import describe_store
+        from jobdef.contrib.django.compat import task_backends
+        from jobdef.contrib.django.serving import why_unserved
+
+        url = self.ctx.database_url
+        if url in _warned or not _listened(type(task_backends()[self.task.backend])):
+            return
+        _warned.add(url)
+        log.warning(
+            "job %s (%s): task_started and task_finished are not sent in this process for "
+            "the jobs of %s: no JobdefBackend of TASKS stores its jobs there (%s); run the "
+            "worker on a backend's database (`manage.py jobdef_worker` without --db takes "
+            "the first JobdefBackend's) or set OPTIONS['database'] of the backend to the "
+            "DATABASES alias of this one",
+            self.ctx.job_id,
+            self.ctx.job,
+            describe_store(url),
+            "; ".join(why_unserved(url)) or "TASKS has none",
+        )
+
     def _retried(self, exc: BaseException) -> bool:
         """Whether the sheet retries this attempt's error (its deadline aside)."""
         if self.ctx.attempt >= self.ctx.max_attempts:
@@ -121,6 +154,10 @@ class Attempt:
                     class_name(type(outcome)),
                     _message(outcome),
                 )
+
+
+def _listened(sender: Any) -> bool:
+    return bool(task_started.has_listeners(sender) or task_finished.has_listeners(sender))
 
 
 def _set(result: Any, **values: Any) -> None:
