@@ -1,4 +1,5 @@
-"""The Django app: the admin's models, ``jobdef_worker``, the checks and the migrate hook."""
+"""The Django app: the admin's models, ``jobdef_worker``, the checks, the migrate hook,
+and jobdef's own connections closed before Django creates or drops a database."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from typing import Any
 
 from django.apps import AppConfig, apps
 from django.core import checks
+from django.db.backends.base.base import NO_DB_ALIAS
+from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
 
@@ -19,6 +22,7 @@ class JobdefConfig(AppConfig):  # type: ignore[misc]  # Django ships no types
         from jobdef.contrib.django.compat import PACKAGE
 
         post_migrate.connect(migrate_stores, sender=self)
+        connection_created.connect(close_before_create_or_drop)
         # The framework runs each backend's check() from its own registered check: built
         # in on Django 6.0, from the backport's app on 5.2. Without that app, run them here.
         if PACKAGE == "django_tasks" and not apps.is_installed("django_tasks"):
@@ -43,3 +47,18 @@ def migrate_stores(using: str = "default", **kwargs: Any) -> None:
     for backend in jobdef_backends():
         if backend.database == using:
             backend.migrate()
+
+
+def close_before_create_or_drop(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """Close jobdef's engines when Django connects to no database (``NO_DB_ALIAS``).
+
+    Django does so only to create or drop a database: its test runner, before the tests
+    and after them. jobdef's engine keeps a connection of its own to the store for the
+    life of the process, and PostgreSQL refuses to drop a database that a session is
+    still connected to ("being accessed by other users"); closed here, an engine opens
+    again on its next use.
+    """
+    if connection.alias == NO_DB_ALIAS:
+        from jobdef.contrib.django.backend import close_engines
+
+        close_engines()

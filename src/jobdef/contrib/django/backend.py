@@ -238,3 +238,18 @@ def engine_now(engine: Backend) -> float:
 
     clock = getattr(engine, "clock", time.time)
     return float(clock())
+
+
+def close_engines() -> None:
+    """Close the engines this process opened, and so their connections; the next use of a
+    backend opens its engine again.
+
+    PostgreSQL drops no database another session is connected to: Django's test runner,
+    which drops its test database after the tests, needs jobdef's own connections to it
+    closed first (:func:`jobdef.contrib.django.apps.close_before_create_or_drop`).
+    """
+    with _lock:
+        opened = list(_engines.values())
+        _engines.clear()
+    for engine in opened:
+        engine.close()
