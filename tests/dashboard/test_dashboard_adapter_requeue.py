@@ -183,3 +183,41 @@ def test_a_job_dead_in_rq_goes_back_through_the_dashboards_app_and_runs_again(
         client.close()
     finally:
         processes.close()
+
+
+def test_a_job_dead_in_celery_goes_back_through_the_celery_app_and_runs_again(
+    tmp_path: Path, prefix: str, serve: Any
+) -> None:
+    """Before, the dashboard had no Celery app to send it through: "already moved"."""
+    from celery_runs import celery_worker, cells_app, cells_env
+
+    sheets = tmp_path / "jobdefs"
+    sheets.mkdir()
+    (sheets / "dr_celery.yaml").write_text(SHEET.format(name="dr_celery", queue=prefix))
+    url = f"sqlite:///{tmp_path / 'jobdef.db'}"
+    upgrade(url)
+    job_id = _dead_in("celery", url, "dr_celery", prefix)
+    env = cells_env(
+        sheets=sheets, db=url, broker=REDIS_URL, redis_url=REDIS_URL, prefix=prefix, hook=""
+    )
+    text = _requeue(serve(create_app(url, sheets)).url, job_id)
+    assert f"job {job_id} died in celery (task " in text
+    assert "already moved" not in text
+
+    processes = Processes(tmp_path, importable=(ADAPTERS,), group=True)
+    try:
+        celery_worker(processes, "w", env, prefix, children=1)
+        base = serve(create_app(url, sheets, runtime_app=cells_app(env))).url
+        assert _requeue(base, job_id) == "requeue: 1 of 1 changed"
+        row = _row(url, job_id)
+        assert row.state == "resolved"
+        assert (row.note or "").startswith("requeued to celery as ")
+        client = redis.Redis.from_url(REDIS_URL)
+        eventually(
+            lambda: len(client.lrange(f"{prefix}:ledger:dr_celery", 0, -1)) == 1,
+            60,
+            "the Celery worker to run the requeued task",
+        )
+        client.close()
+    finally:
+        processes.close()
