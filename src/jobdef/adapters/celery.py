@@ -50,8 +50,10 @@ from jobdef.adapters.store import BookkeepingUnavailable
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.model import JobPolicy
+from jobdef.redact import shown_args
 from jobdef.runtime.classify import exception_names
 from jobdef.runtime.decisions import Decision
+from jobdef.telemetry.logs import args_text
 
 LOGGER = logging.getLogger("jobdef.adapters.celery")
 RUNTIME = "celery"
@@ -177,6 +179,8 @@ class SheetTask(Task):  # type: ignore[misc]
         headers = dict(options.pop("headers", None) or {})
         headers["jobdef_created_at"] = prepared.created_at
         headers["jobdef_deadline_at"] = prepared.deadline_at
+        # What Celery's logs, events and monitors show of the call (default: its repr).
+        options.setdefault("kwargsrepr", args_text(shown_args(prepared.policy, prepared.args)))
         try:
             return super().apply_async(
                 (),

@@ -61,9 +61,10 @@ from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.backoff import next_delay
 from jobdef.policy.model import JobPolicy
 from jobdef.project import load_config
-from jobdef.redact import redact
+from jobdef.redact import redact, shown_args
 from jobdef.runtime.classify import exception_names
 from jobdef.runtime.decisions import Decision
+from jobdef.telemetry.logs import args_text
 
 LOGGER = logging.getLogger("jobdef.adapters.rq")
 RUNTIME = "rq"
@@ -168,6 +169,8 @@ class SheetQueue:
             return queue.enqueue(
                 perform,
                 args=(policy.name, policy.handler, dict(prepared.args)),
+                # RQ logs and shows the description (by default the call, args and all).
+                description=f"{policy.name} {args_text(shown_args(policy, prepared.args))}",
                 job_id=job_id,
                 job_timeout=job_timeout(policy),
                 retry=Retry(max=len(waits), interval=waits) if waits else None,

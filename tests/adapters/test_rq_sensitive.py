@@ -1,0 +1,61 @@
+"""RQ's worker logs each job's description (by default the call, args and all) when it
+starts and ends it: a job enqueued through jobdef is described with its args as every
+display shows them, sensitive ones as ***; the handler still gets them whole.
+
+A real ``rq worker --burst`` with jobdef's worker class runs on Redis.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import redis
+
+from jobdef.adapters.rq import SheetQueue
+from jobdef.backends import open_backend
+from support.workers import Processes
+
+PASSWORD = "Hunter2-correct-horse"
+
+
+def test_the_rq_worker_log_and_the_job_description_hide_a_sensitive_arg(
+    tmp_path: Path, redis_url: str, prefix: str, processes: Processes
+) -> None:
+    sheets = tmp_path / "jobdefs"
+    sheets.mkdir()
+    (sheets / "sign_in.yaml").write_text(
+        "apiVersion: jobdef/v1\n"
+        "kind: Job\n"
+        "name: sign_in\n"
+        "handler: sensitive_acts:sign_in\n"
+        f"queue: {prefix}\n"
+        "args:\n"
+        "  user: {type: string}\n"
+        "  password: {type: string, sensitive: true}\n"
+        "max_attempts: 1\n"
+        "timeout: 30s\n"
+        "errors: {default: fatal}\n",
+        encoding="utf-8",
+    )
+    database = f"sqlite:///{tmp_path / 'jobdef.db'}"
+    open_backend(database).close()
+    seen = tmp_path / "seen.txt"
+    processes.env = {"JOBDEF_DATABASE_URL": database, "JOBDEF_TEST_SEEN": str(seen)}
+    client = redis.Redis.from_url(redis_url)
+    queue = SheetQueue(client, sheets=str(sheets), prefix=prefix)
+    job = queue.enqueue("sign_in", user="ann", password=PASSWORD)
+    assert PASSWORD not in job.description
+    assert job.description == 'sign_in {"user":"ann","password":"***"}'
+
+    command = [
+        sys.executable, "-m", "rq.cli", "worker", "--burst", "--url", redis_url,
+        "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-worker", prefix,
+    ]  # fmt: skip
+    worker = processes.start("worker", command)
+    assert worker.process.wait(60) == 0, worker.log()
+    assert seen.read_text(encoding="utf-8") == f"ann:{PASSWORD}"  # the handler's, whole
+    log = worker.log()
+    assert 'sign_in {"user":"ann","password":"***"}' in log
+    assert PASSWORD not in log
+    client.close()
