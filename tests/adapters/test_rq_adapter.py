@@ -111,3 +111,30 @@ def test_enqueue_checks_args_and_draws_every_wait_within_explains_range(
     for wait, row in zip(waits, rows[1:], strict=True):
         assert row["wait_min"] <= wait <= row["wait_max"] + 1  # rounded up to a second
     assert all(isinstance(w, int) for w in sampled_waits(policy))
+
+
+def test_enqueue_frees_a_run_whose_rq_job_can_no_longer_run(
+    tmp_path: Path, redis_url: str, prefix: str
+) -> None:
+    """A key stays active only while its RQ job can still run: before, a run whose RQ
+    job was deleted or cancelled kept its key until the state expired, and every
+    enqueue with that key returned the dead job (or raised NoSuchJobError)."""
+    sheets = write_sheets(tmp_path / "jobdefs", (), prefix)
+    sheet = CELLS[0].sheet(prefix).replace(CELLS[0].name, "r_keyed")
+    (sheets / "r_keyed.yaml").write_text(sheet + 'idempotency: {key: "{cell}"}\n')
+    queue = SheetQueue(redis.Redis.from_url(redis_url), sheets=sheets, prefix=prefix)
+    client = redis.Redis.from_url(redis_url)
+
+    first = queue.enqueue("r_keyed", cell="a", script=["ok"])
+    assert queue.enqueue("r_keyed", cell="a", script=["ok"]).id == first.id  # active
+    first.delete()
+    second = queue.enqueue("r_keyed", cell="a", script=["ok"])
+    assert second.id != first.id
+    assert second.meta["jobdef"]["task_id"] == first.meta["jobdef"]["task_id"]
+    assert client.lrange(f"rq:queue:{prefix}", 0, -1) == [second.id.encode()]
+
+    second.cancel()
+    third = queue.enqueue("r_keyed", cell="a", script=["ok"])
+    assert third.id not in (first.id, second.id)
+    assert third.get_status() == "queued"
+    client.close()
