@@ -148,12 +148,10 @@ def test_a_flooded_cookie_jar_neither_stops_the_operator_nor_lets_a_planted_toke
             context.close()
 
 
-def test_a_name_rebound_to_loopback_reads_nothing_in_chromium(serve, sqlite_url, registry):
+def test_a_name_rebound_to_loopback_reads_nothing_in_chromium(browser, serve, sqlite_url, registry):
     """Chromium told that rebind.attacker.test is 127.0.0.1 (what a DNS rebinding
     achieves once the attacker's page is loaded): what it then reads from the
     dashboard's port under that name is the one refusal line, never a job."""
-    from playwright.sync_api import sync_playwright
-
     from conftest import CHROMIUM, CHROMIUM_ARGS
     from jobdef.backends import open_backend
     from jobdef.runtime.queue import connect
@@ -168,27 +166,27 @@ def test_a_name_rebound_to_loopback_reads_nothing_in_chromium(serve, sqlite_url,
     dashboard = serve(create_app(sqlite_url, SHEETS))
     port = dashboard.url.rsplit(":", 1)[1]
     rules = "--host-resolver-rules=MAP rebind.attacker.test 127.0.0.1"
-    with sync_playwright() as playwright:
-        rebound = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, rules])
-        try:
-            page = rebound.new_page()
-            response = page.goto(f"http://rebind.attacker.test:{port}/api/jobs/{job_id}")
-            assert response is not None
-            assert response.status == 400
-            text = page.locator("body").inner_text()
-            assert text.startswith("host 'rebind.attacker.test' is not one this dashboard serves")
-            # The page's own script, same origin as the rebound name, reads no more.
-            seen = page.evaluate(
-                """async () => {
-                    const read = await fetch("/api/jobs");
-                    const post = await fetch("/actions/jobs", {method: "POST",
-                        headers: {"content-type": "application/x-www-form-urlencoded"},
-                        body: "action=requeue&ids=1&confirm=yes&csrf=x"});
-                    return [read.status, await read.text(), post.status];
-                }"""
-            )
-            assert seen[0] == 400
-            assert "515151" not in seen[1]
-            assert seen[2] == 400
-        finally:
-            rebound.close()
+    # A Chromium of its own (the rule is a launch flag), from the module's Playwright.
+    rebound = browser.browser_type.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, rules])
+    try:
+        page = rebound.new_page()
+        response = page.goto(f"http://rebind.attacker.test:{port}/api/jobs/{job_id}")
+        assert response is not None
+        assert response.status == 400
+        text = page.locator("body").inner_text()
+        assert text.startswith("host 'rebind.attacker.test' is not one this dashboard serves")
+        # The page's own script, same origin as the rebound name, reads no more.
+        seen = page.evaluate(
+            """async () => {
+                const read = await fetch("/api/jobs");
+                const post = await fetch("/actions/jobs", {method: "POST",
+                    headers: {"content-type": "application/x-www-form-urlencoded"},
+                    body: "action=requeue&ids=1&confirm=yes&csrf=x"});
+                return [read.status, await read.text(), post.status];
+            }"""
+        )
+        assert seen[0] == 400
+        assert "515151" not in seen[1]
+        assert seen[2] == 400
+    finally:
+        rebound.close()
