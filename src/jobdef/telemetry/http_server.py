@@ -18,6 +18,9 @@ at a time, never read the answer) may hold a descriptor for long:
   silence), and a head longer than :attr:`Limits.head_bytes` is refused;
 - the paths that may block (a store probe, a scrape) are answered by a small
   fixed pool of threads, each answer written with :attr:`Limits.write_timeout`;
+  they hold at most half the connections (more get a 503 at once), so a store
+  that answers slowly, asked again and again, cannot take the slots of the
+  quick paths;
 - every answer closes its connection (no keep-alive to hold a slot).
 
 So a server holds at most ``connections + 3`` descriptors (the listening
@@ -119,11 +122,19 @@ class GuardedHTTPServer:
         self._selector: selectors.BaseSelector | None = None
         self._reading: dict[socket.socket, _Connection] = {}
         self._answering = 0
+        # The connections handed to the pool, until their answer is written.
+        self._handed: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._accept_paused_until: float | None = None
+
+    @property
+    def answering(self) -> int:
+        """Connections handed to the pool, whose answer is not written yet."""
+        with self._lock:
+            return self._answering
 
     @property
     def port(self) -> int:
@@ -156,6 +167,10 @@ class GuardedHTTPServer:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+        with self._lock:
+            handed, self._handed = self._handed, set()
+        for sock in handed:  # an answer still being made finds its socket closed
+            _close(sock)
         for connection in list(self._reading.values()):
             _close(connection.sock)
         self._reading.clear()
@@ -262,6 +277,11 @@ class GuardedHTTPServer:
             self._answer_now(connection, json_reply(404, body), head_only=request.method == "HEAD")
             return
         if route.slow:
+            with self._lock:
+                busy = self._answering >= self.limits.connections // 2
+            if busy:  # half the slots stay for the quick paths: /livez answers meanwhile
+                self._answer_now(connection, json_reply(503, {"status": "busy, try again"}))
+                return
             self._hand_over(connection, route, request)
             return
         self._answer_now(connection, _answered(route, request), head_only=request.method == "HEAD")
@@ -298,11 +318,12 @@ class GuardedHTTPServer:
         self._forget(connection)
         with self._lock:
             self._answering += 1
+            self._handed.add(connection.sock)
         assert self._pool is not None
         try:
             self._pool.submit(self._answer_slow, connection.sock, route, request)
         except RuntimeError:  # the pool was shut down: the server is closing
-            self._answered_one()
+            self._answered_one(connection.sock)
             _close(connection.sock)
 
     def _answer_slow(self, sock: socket.socket, route: Route, request: Request) -> None:
@@ -313,11 +334,12 @@ class GuardedHTTPServer:
                 sock.sendall(_encoded(reply, request.method == "HEAD"))
         finally:
             _close(sock)
-            self._answered_one()
+            self._answered_one(sock)
 
-    def _answered_one(self) -> None:
+    def _answered_one(self, sock: socket.socket) -> None:
         with self._lock:
             self._answering -= 1
+            self._handed.discard(sock)
 
 
 def _answered(route: Route, request: Request) -> Reply:
