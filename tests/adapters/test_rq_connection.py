@@ -133,3 +133,22 @@ def test_a_unix_socket_connection_keeps_the_run_state_on_that_server(
     finally:
         hook.stop()
         default.close()
+
+
+def test_a_worker_whose_database_url_is_wrong_stops_with_one_line(
+    *, tmp_path: Path, redis_url: str, prefix: str, processes: Processes
+) -> None:
+    """The worker reads jobdef's database from its own configuration: a wrong URL is
+    found at start, in one line without its password, not at the first death."""
+    command = [
+        sys.executable, "-m", "rq.cli", "worker", "--url", redis_url,
+        "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-w", prefix,
+    ]  # fmt: skip
+    env = {"JOBDEF_DATABASE_URL": f"mysql://app:{DB_PASSWORD}@db/shop"}
+    worker = processes.start("worker", command, env=env)
+    assert worker.process.wait(30) == 1
+    log = processes.log("worker").strip()
+    assert log.splitlines()[-1].startswith("jobdef: database URL 'mysql://app:***@db/shop'")
+    assert "unknown scheme 'mysql'" in log
+    assert DB_PASSWORD not in log
+    assert "Traceback" not in log

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import redis
 from conformance import CHANNEL, hooks, ledger
 from notify_servers import WebhookServer
+from redis_servers import RedisServer
 from rq.job import Job, JobStatus
 
 from jobdef.adapters.rq import SheetQueue
@@ -18,6 +19,7 @@ from support import eventually
 from support.proxy import CuttableProxy
 from support.workers import Processes
 
+PASSWORD = "pg-pw-5e0b13"
 SHEET = """\
 apiVersion: jobdef/v1
 kind: Job
@@ -57,6 +59,7 @@ def test_a_job_that_dies_while_the_database_is_down_is_stored_once_it_is_back(
     server = urlsplit(postgres_url)
     proxy = CuttableProxy((server.hostname or "127.0.0.1", server.port or 5432))
     through = direct.replace(server.netloc.rpartition("@")[2], f"127.0.0.1:{proxy.port}", 1)
+    through = through.replace("://postgres@", f"://postgres:{PASSWORD}@", 1)  # trust: unchecked
     hook = WebhookServer().start()
     client = redis.Redis.from_url(redis_url)
     backend = open_backend(direct)
@@ -121,6 +124,10 @@ def test_a_job_that_dies_while_the_database_is_down_is_stored_once_it_is_back(
         eventually(lambda: hooks(hook).get("rs_down") == 2, 20, "its own notification")
         log = processes.log("worker")
         assert "jobdef's database cannot take its record" in log, log
+        assert PASSWORD not in log
+        where = urlsplit(redis_url)
+        held = RedisServer({"host": where.hostname, "port": where.port or 6379}, redis_url).dump()
+        assert PASSWORD.encode() not in held  # not in the jobs, their errors, the run store
     finally:
         backend.close()
         client.close()

@@ -55,7 +55,7 @@ from jobdef.adapters.core import (
     error_info,
 )
 from jobdef.adapters.store import BookkeepingUnavailable, RunStore
-from jobdef.backends import describe_store
+from jobdef.backends import describe_store, engine_module
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.backoff import next_delay
@@ -431,6 +431,7 @@ class SheetWorker(Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         try:
+            engine_module(worker_database())  # a scheme jobdef has no engine for is named
             where = describe_store(worker_database())
         except JobdefError as exc:
             raise SystemExit(f"jobdef: {exc.message}") from None
