@@ -59,3 +59,26 @@ def test_tsv_explain_and_docs_carry_the_note(
     out = tmp_path / "docs"
     assert main(["docs", "--sheets", str(sheets), "-o", str(out)]) == 0
     assert "password (the account's password, sensitive)" in (out / "sign_in.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "where"),
+    [
+        ("sqs", "reads their bodies"),
+        ("cloud-tasks", "show a task's body"),
+        ("step-functions", "input and history show it"),
+        ("temporal", "history shows activity inputs"),
+        ("kubernetes", "take it from a Secret (env valueFrom.secretKeyRef)"),
+    ],
+)
+def test_each_runtime_export_notes_that_its_runtime_shows_a_sensitive_arg(
+    sheets: Path, fmt: str, where: str
+) -> None:
+    from jobdef.render.export import export
+
+    done = export(load_registry([sheets]), fmt)
+    notes = {note.field: note.text for note in done.notes if note.field.startswith("args.")}
+    assert set(notes) == {"args.password", "args.api_token"}  # page_token says false
+    assert notes["args.password"].startswith("sensitive in the sheet, but ")
+    assert where in notes["args.password"]
+    assert "sensitive in the sheet" in done.text  # in the output too, where it has room

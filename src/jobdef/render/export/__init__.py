@@ -28,6 +28,7 @@ from typing import Any
 from jobdef.errors import UsageError
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.redact import sensitive_names
 from jobdef.render.escape import visible
 from jobdef.render.export import cloud_tasks, kubernetes, sqs, step_functions, temporal
 from jobdef.render.export.common import Note, Notes
@@ -50,6 +51,28 @@ _NAMED_APART: dict[str, Callable[[Registry], None]] = {
     "kubernetes": kubernetes.check_names,
     "cloud-tasks": cloud_tasks.check_names,
 }
+
+
+# Where each runtime shows what a job carries, and what to pass instead, for the note on
+# a sensitive arg (the JSON export keeps `sensitive: true` in each arg's schema instead).
+_BY_REFERENCE = "pass a reference to the secret (its name in a secret store), not the value"
+_SHOWN_BY = {
+    "sqs": f"anyone who may receive the queue's messages reads their bodies; {_BY_REFERENCE}",
+    "cloud-tasks": "the Cloud Console and the target's request logs show a task's body; "
+    + _BY_REFERENCE,
+    "step-functions": f"an execution's input and history show it; {_BY_REFERENCE}",
+    "temporal": "the workflow history shows activity inputs (unless a codec encrypts them); "
+    + _BY_REFERENCE,
+    "kubernetes": "a manifest's env values are plain text; take it from a Secret "
+    "(env valueFrom.secretKeyRef), never write it in the manifest",
+}
+
+
+def _note_sensitive(job: JobPolicy, fmt: str, notes: Notes) -> None:
+    """A note per sensitive arg: jobdef's displays hide it, the runtime's do not."""
+    names = job.args_schema.get("properties", {})
+    for name in sorted(sensitive_names(job, names)):
+        notes.add(f"args.{name}", f"sensitive in the sheet, but {_SHOWN_BY[fmt]}")
 
 
 @dataclass(frozen=True)
@@ -89,6 +112,7 @@ def export(
         manifests = []
         for job in jobs:
             notes = Notes(job.name)
+            _note_sensitive(job, fmt, notes)
             manifest = kubernetes.convert(job, registry, notes)
             kubernetes.annotate(manifest, notes)
             manifests.append((manifest, _visible(notes)))
@@ -97,6 +121,7 @@ def export(
     out: dict[str, Any] = {"format": fmt, "jobs": {}}
     for job in jobs:
         notes = Notes(job.name)
+        _note_sensitive(job, fmt, notes)
         entry = _CONVERTERS[fmt](job, registry, notes)
         entry["notes"] = notes.texts()
         out["jobs"][job.name] = entry
