@@ -221,3 +221,31 @@ def test_a_job_dead_in_celery_goes_back_through_the_celery_app_and_runs_again(
         client.close()
     finally:
         processes.close()
+
+
+def test_a_runtime_that_cannot_take_the_job_is_one_line_and_the_row_stays_dead(
+    tmp_path: Path, serve: Any
+) -> None:
+    """The application's Redis does not answer: every job matching the filter is tried,
+    each says why in one line, and none is resolved as if it had gone back."""
+    from jobdef.adapters.rq import SheetQueue
+
+    sheets = tmp_path / "jobdefs"
+    sheets.mkdir()
+    (sheets / "dr_rq.yaml").write_text(SHEET.format(name="dr_rq", queue="q"))
+    url = f"sqlite:///{tmp_path / 'jobdef.db'}"
+    upgrade(url)
+    ids = [_dead_in("rq", url, "dr_rq", "q") for _ in range(2)]
+    nobody = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)
+    app = create_app(url, sheets, runtime_app=SheetQueue(nobody, sheets=sheets, prefix="p"))
+    client = Client(serve(app).url)
+    form = [("action", "requeue"), ("scope", "filter"), ("job", "dr_rq"), ("confirm", "yes")]
+    status, _, body = client.request("/actions/jobs", [*form, ("csrf", client.csrf())])
+    assert status == 200, body
+    found = re.search(r'id="outcome">([^<]*)<', body)
+    assert found, body
+    text = found.group(1)
+    assert text.startswith("requeue: 0 of 2 changed; "), text
+    assert "already moved" not in text
+    assert text.count("the run store cannot be reached to open the run of task") == 2, text
+    assert [_row(url, i).state for i in ids] == ["dead", "dead"]
