@@ -27,7 +27,7 @@ from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration_or_none
 from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.registry import Registry
-from jobdef.redact import redact, sensitive_names, shown_args
+from jobdef.redact import redact, secret_name, sensitive_names, shown_args
 from jobdef.render import describe
 from jobdef.render.context import next_run_times
 from jobdef.render.explain import explain_data
@@ -361,11 +361,12 @@ def job_row(record: JobRecord, registry: Registry | None = None) -> dict[str, An
 
 
 def _refuse_sensitive_search(flt: JobFilter, registry: Registry) -> None:
-    """A search by a sensitive arg would tell its value one guess at a time: refused."""
-    name = (flt.arg_key or "").split(".")[0]
+    """A search by a sensitive arg, or by a key inside an arg that the pages hide, would
+    tell its value one guess at a time: refused."""
+    name, *inside = (flt.arg_key or "").split(".")
     policies = [registry.jobs.get(flt.job)] if flt.job else [*registry, None]
-    if any(sensitive_names(policy, [name]) for policy in policies):
-        raise UsageError(f"search: args.{name} is sensitive, so jobs are not searched by it")
+    if any(map(secret_name, inside)) or any(sensitive_names(p, [name]) for p in policies):
+        raise UsageError(f"search: args.{flt.arg_key} is sensitive, so jobs are not searched by it")
 
 
 def by_args_index(store: Store, flt: JobFilter) -> bool:
