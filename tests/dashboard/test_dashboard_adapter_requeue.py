@@ -206,7 +206,7 @@ def test_a_job_dead_in_celery_goes_back_through_the_celery_app_and_runs_again(
 
     processes = Processes(tmp_path, importable=(ADAPTERS,), group=True)
     try:
-        celery_worker(processes, "w", env, prefix, children=1)
+        celery_worker(processes, "w", env, prefix)
         base = serve(create_app(url, sheets, runtime_app=cells_app(env))).url
         assert _requeue(base, job_id) == "requeue: 1 of 1 changed"
         row = _row(url, job_id)

@@ -41,6 +41,7 @@ from typing import Any
 
 from redis import Redis
 from rq import Queue, Retry, Worker, get_current_job
+from rq.defaults import DEFAULT_JOB_MONITORING_INTERVAL, DEFAULT_MAINTENANCE_TASK_INTERVAL
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.timeouts import JobTimeoutException
@@ -78,6 +79,11 @@ OUTAGE_LONGEST_WAIT = 60
 # Seconds before RQ delivers again a job whose worker was lost mid-attempt, once its
 # cleanup of abandoned jobs finds it: none, it goes to its queue (no scheduler needed).
 LOST_WAIT = 0
+# How late RQ may deliver again the job of a worker lost mid-attempt, in seconds: its
+# execution's heartbeat expires (the monitoring interval plus RQ's 60 s), then the next
+# maintenance of some worker (every 10 minutes by default) finds it abandoned. Every
+# lifetime of the run store covers it (``SheetRuntime.redelivery``).
+REDELIVERY = float(DEFAULT_JOB_MONITORING_INTERVAL + 60 + DEFAULT_MAINTENANCE_TASK_INTERVAL)
 
 
 def sampled_waits(policy: JobPolicy, rng: random.Random | None = None) -> list[int]:
@@ -126,7 +132,9 @@ class SheetQueue:
     def jobdef(self) -> SheetRuntime:
         if self._runtime is None:
             store = RunStore(self.connection, self.prefix)
-            self._runtime = sheet_runtime(RUNTIME, self.sheets, worker_database(), store)
+            self._runtime = sheet_runtime(
+                RUNTIME, self.sheets, worker_database(), store, redelivery=REDELIVERY
+            )
         return self._runtime
 
     def enqueue(self, job: str, /, **args: Any) -> Job:
@@ -268,7 +276,8 @@ def _runtime_of(job: Job) -> SheetRuntime:
     found = _RUNTIMES.get(key)
     if found is None or found[0] is not job.connection:
         store = RunStore(job.connection, key[1])
-        found = job.connection, sheet_runtime(RUNTIME, key[0], worker_database(), store)
+        runtime = sheet_runtime(RUNTIME, key[0], worker_database(), store, redelivery=REDELIVERY)
+        found = job.connection, runtime
         _RUNTIMES[key] = found
     return found[1]
 
