@@ -16,6 +16,7 @@ from jobdef.redact import (
     redact,
     secret_name,
     sensitive_arg,
+    sensitive_values,
     shown_args,
     url_origin,
     url_path_secrets,
@@ -189,3 +190,13 @@ def test_url_path_secrets_hide_every_quote_of_the_path_a_receiver_can_make() -> 
         shown = redact(quoted, secrets)
         for piece in ("Xy7SecretToken9abc", "T0A1B2C3D", "B0E4F5G6H", "Abc123Def"):
             assert piece not in shown, (quoted, shown)
+
+
+def test_sensitive_values_are_what_shown_args_hides_for_text_a_handler_wrote() -> None:
+    policy = _policy({"pin": {"type": "integer", "sensitive": True}, "smtp": {"type": "object"}})
+    args = {"pin": 4711, "smtp": {"host": "mail", "password": PASSWORD, "tags": ["x"]}}
+    hidden = sensitive_values(policy, args)
+    assert sorted(hidden) == sorted(["4711", PASSWORD])
+    assert redact(f"login {PASSWORD} with pin 4711 to mail refused", hidden) == (
+        "login *** with pin *** to mail refused"
+    )

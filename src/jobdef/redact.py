@@ -140,6 +140,41 @@ def shown_args(policy: JobPolicy | None, args: Mapping[str, Any]) -> dict[str, A
     }
 
 
+def sensitive_values(policy: JobPolicy | None, args: Mapping[str, Any]) -> list[str]:
+    """The text of every value :func:`shown_args` hides in ``args``, to pass to
+    :func:`redact` as ``secrets`` for text a handler wrote (an exception that quotes its
+    password). Values shorter than three characters are left, as in
+    :func:`url_path_secrets`."""
+    found: list[str] = []
+
+    def leaves(value: Any, depth: int) -> None:
+        if isinstance(value, Mapping):
+            for item in value.values():
+                if depth < _MAX_SHOWN_DEPTH:
+                    leaves(item, depth + 1)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                if depth < _MAX_SHOWN_DEPTH:
+                    leaves(item, depth + 1)
+        elif value is not None and not isinstance(value, bool):
+            found.append(str(value))
+
+    def inside(value: Any, depth: int) -> None:
+        if depth >= _MAX_SHOWN_DEPTH:
+            return
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                (leaves if isinstance(key, str) and secret_name(key) else inside)(item, depth + 1)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                inside(item, depth + 1)
+
+    hidden = sensitive_names(policy, args)
+    for name, value in args.items():
+        (leaves if name in hidden else inside)(value, 1)
+    return [s for s in dict.fromkeys(found) if len(s) >= _MIN_PIECE]
+
+
 def url_origin(url: str) -> str:
     """``scheme://host[:port]`` of ``url``, the only part of a channel URL ever shown
     (``https://hooks.slack.com`` for a Slack webhook); ``<url>`` when it has no host."""

@@ -10,4 +10,5 @@ def refuse(ctx: Any, n: int) -> None:
 
 
 def refuse_sign_in(ctx: Any, user: str, password: str) -> None:
-    raise PermissionError(f"sign-in of {user} refused by the test")
+    # A handler that quotes what it was given, as handlers do.
+    raise PermissionError(f"sign-in of {user} with {password} refused by the test")

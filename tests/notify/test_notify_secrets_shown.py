@@ -1,6 +1,6 @@
 """What a worker stores and logs about a job with a sensitive arg and a webhook whose
-secret is its path: no password, no piece of the path, in the outbox row, the message
-sent or the worker's log.
+secret is its path: no password, no piece of the path, in the outbox row, the job's
+stored error (whose handler quoted the password), the message sent or the worker's log.
 
 A real ``jobdef worker --burst --log-args`` process runs the job (its handler refuses
 it, so it dies and its notification is written), then delivers the message to a
@@ -118,6 +118,7 @@ def test_a_worker_stores_and_logs_neither_a_sensitive_arg_nor_the_webhook_path(
     try:
         [pending] = backend.outbox_pending()
         record = backend.get(job_id)
+        attempts = backend.attempts(job_id)
     finally:
         backend.close()
     assert pending.last_error is not None
@@ -130,6 +131,14 @@ def test_a_worker_stores_and_logs_neither_a_sensitive_arg_nor_the_webhook_path(
     assert record is not None
     assert record.state == "dead"
     assert record.args == {"user": "ann", "password": PASSWORD}  # the handler's, whole
+    # The handler quoted the password in its exception: stored without it, as notified.
+    assert record.last_error is not None
+    assert record.last_error.message.startswith("sign-in of ann with *** refused by the test")
+    [attempt] = attempts
+    assert attempt.error is not None
+    assert attempt.error.message.startswith("sign-in of ann with *** refused")
+    assert_no_secret(record.last_error.traceback, "the stored traceback")
+    assert received.body["error_message"].startswith("sign-in of ann with *** refused")
     # Nothing else in the database file holds the path either.
     with sqlite3.connect(tmp_path / "jobs.db") as conn:
         dumped = "\n".join(conn.iterdump())

@@ -18,6 +18,7 @@ from jobdef.backends.protocol import Backend
 from jobdef.backends.records import ErrorInfo, JobRecord, Outcome
 from jobdef.notify.events import notifications_for
 from jobdef.policy.model import JobPolicy
+from jobdef.redact import redact, sensitive_values
 from jobdef.runtime.decisions import Decision, after_error, after_reclaim
 
 
@@ -65,6 +66,12 @@ def record_failure(
     """Decide what ``failed`` leads to, then retry or bury the job in one fenced transition,
     with the sheet's notifications for how the attempt ended and what was decided."""
     record, policy, error = failed.record, failed.policy, failed.error
+    # The handler's words, without the values the displays hide (an exception that
+    # quotes the password it was given): stored, notified and shown from here on.
+    hidden = sensitive_values(policy, record.args)
+    if hidden:
+        message, trace = redact(error.message, hidden), redact(error.traceback, hidden)
+        error = ErrorInfo(error.type, message, trace)
     decision = decide(failed, now, rng)
     if decision.action == "dead":
         error = ErrorInfo(error.type, f"{error.message}; dead: {decision.reason}", error.traceback)
