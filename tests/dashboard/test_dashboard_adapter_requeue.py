@@ -249,3 +249,22 @@ def test_a_runtime_that_cannot_take_the_job_is_one_line_and_the_row_stays_dead(
     assert "already moved" not in text
     assert text.count("the run store cannot be reached to open the run of task") == 2, text
     assert [_row(url, i).state for i in ids] == ["dead", "dead"]
+
+
+def test_an_app_that_is_neither_a_celery_app_nor_a_sheetqueue_is_refused_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jobdef.cli import main
+
+    url = f"sqlite:///{tmp_path / 'jobdef.db'}"
+    upgrade(url)
+    code = main(
+        ["dashboard", "--db", url, "--sheets", str(TESTS.parent / "jobdefs"), "--app", "os:sep"]
+    )
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "--app 'os:sep' is a str; name module:obj (the Celery app, or the "
+        "jobdef.adapters.rq.SheetQueue)"
+    ), err
+    assert len(err.splitlines()) == 1

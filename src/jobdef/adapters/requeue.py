@@ -46,6 +46,25 @@ def resubmit(target: Any, record: JobRecord) -> str:
     raise UsageError(f"job {record.id} died in {runtime!r}, which jobdef has no adapter for")
 
 
+def check_target(target: Any, spec: str) -> None:
+    """Refuse, in one line, an ``--app`` object no job can be requeued through."""
+    try:
+        from jobdef.adapters.rq import SheetQueue
+
+        if isinstance(target, SheetQueue):
+            return
+    except ImportError:  # RQ not installed: the object is not a SheetQueue
+        pass
+    try:
+        from celery import Celery
+
+        if isinstance(target, Celery):
+            return
+    except ImportError:  # Celery not installed: the object is not a Celery app
+        pass
+    raise UsageError(f"--app {spec!r} is a {type(target).__name__}; name {APP_HINT}")
+
+
 def requeue_through(
     target: Any, record: JobRecord, resolve: Callable[[int, str], object], by: str = ""
 ) -> str:

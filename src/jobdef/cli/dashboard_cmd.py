@@ -85,8 +85,10 @@ def _runtime_app(spec: str | None) -> object | None:
     if spec is None:
         return None
     from jobdef.adapters.infra import load_object
+    from jobdef.adapters.requeue import check_target
 
     found: object = load_object(spec)
+    check_target(found, spec)
     return found
 
 
