@@ -78,6 +78,11 @@ class RunDead(JobdefError):
     """The run is dead by its sheet (stored in jobdef's database); Celery records FAILURE."""
 
 
+class _NextAttempt(Exception):
+    """Eager mode: the sheet says retry; the next attempt runs at once, in a loop (not a
+    recursion, however many attempts the sheet allows)."""
+
+
 def configure(
     app: Celery, *, sheets: str, database: str, redis: str | None = None, prefix: str = "jobdef"
 ) -> None:
@@ -207,6 +212,14 @@ class SheetTask(Task):  # type: ignore[misc]
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.request.called_directly:
             return self.run(*args, **kwargs)
+        while True:
+            try:
+                return self._deliver(args, kwargs)
+            except _NextAttempt:
+                continue
+
+    def _deliver(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One delivery of the message: settle, bury, or run one attempt."""
         runtime, policy, task_id = self.jobdef, self.sheet, str(self.request.id)
         call = self._call_args(args, kwargs)
         carried = _header(self.request, OUTCOME)
@@ -352,7 +365,7 @@ class SheetTask(Task):  # type: ignore[misc]
             # Eager: the next attempt runs here and now (no wait), as its delivery
             # would; Celery's eager retry raises Retry at the caller when
             # task_eager_propagates is on.
-            return self.__call__(**dict(kwargs))
+            raise _NextAttempt
         if decision.action == "retry":
             _resending.on = True
             try:
