@@ -317,10 +317,11 @@ def _next_delivery(job: Job, wait: float) -> None:
 
 
 def _held_for_loss(job: Job) -> None:
-    """While an attempt runs, the job in Redis keeps one more delivery: if the whole
-    worker is lost (kill -9, a lost host), RQ's cleanup of abandoned jobs delivers it
-    again, and that delivery counts the lost attempt and decides by the sheet, instead
-    of RQ moving the job to its failed registry with the run's key left active."""
+    """While a delivery runs, the job in Redis keeps one more: if the whole worker is
+    lost (kill -9, a lost host), RQ's cleanup of abandoned jobs delivers it again, and
+    that delivery counts the lost attempt and decides by the sheet (or stores a pending
+    burial), instead of RQ moving the job to its failed registry with the run's key
+    left active."""
     _next_delivery(job, LOST_WAIT)
     job.connection.hset(
         job.key,
@@ -371,6 +372,7 @@ def _attempt(
 ) -> tuple[Any, BaseException | None]:
     """One attempt and its bookkeeping: the handler's return value, or what it raised."""
     task_id = _task_id(job)
+    _held_for_loss(job)
     try:
         _same_run(runtime, job, task_id)
         begun = runtime.begin(policy, task_id, args)
@@ -394,7 +396,6 @@ def _attempt(
             runtime.bury(policy, task_id, args, decision, lost)
             raise RuntimeError(f"{policy.name}: dead: {decision.reason}")
         begun = runtime.begin(policy, task_id, args)
-    _held_for_loss(job)
     started = runtime.clock()
     raised: BaseException
     try:
