@@ -195,17 +195,22 @@ class GuardedHTTPServer:
                 events = self._selector.select(wait)
             except OSError:  # closed under us
                 return
+            # Reads first: a request that arrived is answered before a burst of new
+            # connections could push its connection out.
+            listener_ready = False
             for key, _mask in events:
                 if key.data is None:
-                    self._accept()
+                    listener_ready = True
                 elif key.data.sock in self._reading:  # not dropped earlier in this turn
                     self._read(key.data)
+            if listener_ready:
+                self._accept()
             self._expire()
             self._resume_accepting()
 
     def _accept(self) -> None:
         assert self._listener is not None
-        for _ in range(64):  # then the connections read get their turn
+        for _ in range(self.limits.connections):  # then the reads get their turn again
             try:
                 sock, _peer = self._listener.accept()
             except BlockingIOError:
