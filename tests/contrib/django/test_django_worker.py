@@ -31,7 +31,14 @@ def test_one_worker_runs_retries_and_buries_per_the_sheets(
     project: Project, engine_alias: str
 ) -> None:
     """On SQLite through ``manage.py jobdef_worker``, on PostgreSQL through ``jobdef
-    worker`` with DJANGO_SETTINGS_MODULE: the same worker, Django set up in its children."""
+    worker`` with DJANGO_SETTINGS_MODULE: the same worker, Django set up in its children.
+
+    Each handler process takes one job at a time (``--prefetch 1``), so every attempt row
+    of a job is a run of its handler. With jobs handed ahead, one waiting behind a task
+    that runs past the 0.5s recall (a child's first Django task can, on a loaded host) is
+    taken back and, when every child is that busy, given back to the queue: a
+    ``released`` row that uses no attempt, then the run, claimed anew.
+    """
     from jdproject import tasks
 
     reservation, item, ping = unique(), unique(), unique()
@@ -51,6 +58,8 @@ def test_one_worker_runs_retries_and_buries_per_the_sheets(
             engine_alias,
             "--concurrency",
             "2",
+            "--prefetch",
+            "1",
             env={"JDPROJECT_HOOK_URL": hook.url},
             manage=engine_alias == "default",
         )
@@ -94,6 +103,7 @@ def test_one_worker_runs_retries_and_buries_per_the_sheets(
     runs = [line for line in lines if line.startswith(f"flaky {item} ")]
     assert runs == [f"flaky {item} attempt={n}" for n in (1, 2, 3)]
     attempts = project.backend(engine_alias).engine().attempts(int(flaky.id))
+    assert [(a.attempt, a.outcome) for a in attempts] == [(1, "retry"), (2, "retry"), (3, "dead")]
     # Each retry waited the sheet's 1s (the worker records the wait it drew), so it
     # started at least 1s after the attempt before it had started.
     assert project.backend(engine_alias).engine().get(int(flaky.id)).last_delay == 1.0
