@@ -25,16 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobdef.contrib.django.backend import JobdefBackend
-    from jobdef.contrib.django.task import JobContext, JobdefTask, current_context
+    from jobdef.contrib.django.task import JobContext, JobdefTask, TaskArgsError, current_context
 
 _HOMES = {
     "JobdefBackend": "jobdef.contrib.django.backend",
     "JobdefTask": "jobdef.contrib.django.task",
     "JobContext": "jobdef.contrib.django.task",
+    "TaskArgsError": "jobdef.contrib.django.task",
     "current_context": "jobdef.contrib.django.task",
 }
 
-__all__ = ["JobContext", "JobdefBackend", "JobdefTask", "current_context"]
+__all__ = ["JobContext", "JobdefBackend", "JobdefTask", "TaskArgsError", "current_context"]
 
 
 def __getattr__(name: str) -> Any:

@@ -30,6 +30,7 @@ from django.db import connections, transaction
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.contrib.django.compat import (
+    DEFAULT_TASK_QUEUE_NAME,
     BaseTaskBackend,
     InvalidTask,
     TaskResultDoesNotExist,
@@ -38,8 +39,8 @@ from jobdef.contrib.django.compat import (
 from jobdef.contrib.django.matching import find_policy, job_options, missing_sheet
 from jobdef.contrib.django.results import task_result
 from jobdef.contrib.django.store import store_url
-from jobdef.contrib.django.task import JobdefTask, named_args
-from jobdef.errors import BackendError
+from jobdef.contrib.django.task import JobdefTask, TaskArgsError, job_args
+from jobdef.errors import ArgsError, BackendError
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
@@ -78,8 +79,12 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
-        if "QUEUES" not in params:
-            self.queues: set[str] = set()  # the sheets decide the queues; enqueue checks them
+        # Without QUEUES, the queues a task may name are those of the sheets, which are
+        # read when a task is first checked (validate_task), not here: a sheet's error
+        # must not break the import of every module that defines a task.
+        self.queues_given = "QUEUES" in params
+        if not self.queues_given:
+            self.queues: set[str] = set()
         options = self.options
         self.sheets = _paths(options.get("sheets"))
         self.database = str(options.get("database", "default"))
@@ -125,6 +130,11 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         """Create or upgrade jobdef's tables in the database (``manage.py migrate`` does)."""
         open_backend(self.database_url, create=True, migrate=True).close()
 
+    def queues_named(self) -> set[str]:
+        """The queues the sheets name, and the framework's default queue name (a task's
+        ``queue_name`` when it gives none: the sheet's queue, then)."""
+        return {DEFAULT_TASK_QUEUE_NAME, *(policy.queue for policy in self.registry)}
+
     def policy(self, task: Any) -> JobPolicy:
         """The sheet's policy for ``task``; ``InvalidTask`` saying what to write if none."""
         found = find_policy(self.registry, task, self.names)
@@ -134,17 +144,48 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
 
     # -- the framework's verbs ----------------------------------------------------------
 
+    def check_queue(self, task: Any) -> None:
+        """Refuse a ``queue_name`` the sheets do not allow (``.using()`` and ``enqueue()``
+        ask; ``@task`` does not, so a module with a wrong task still imports and
+        ``manage.py check`` names it): without ``QUEUES``, one of the queues the sheets
+        name, with the framework's message; and any but the task's own sheet's queue."""
+        if task.queue_name == DEFAULT_TASK_QUEUE_NAME:
+            return
+        policy = find_policy(self.registry, task, self.names)
+        refused: str | None = None
+        if policy is not None:
+            try:
+                job_options(task, policy)  # names both queues, and the sheet's line
+            except InvalidTask as exc:
+                refused = str(exc)
+        if not self.queues_given:
+            named = self.queues_named()
+            if task.queue_name not in named:
+                refused = refused or (
+                    f"the sheets of TASKS[{self.alias!r}] name the queues "
+                    f"{', '.join(sorted(named))}; a task runs on its sheet's queue"
+                )
+                refused = f"Queue {task.queue_name!r} is not valid for backend. {refused}"
+        if refused is not None:
+            raise InvalidTask(refused)
+
     def enqueue(self, task: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         self.validate_task(task)
         policy = self.policy(task)
+        self.check_queue(task)
         options = job_options(task, policy)
         engine = self.engine()
-        new = Queue(engine, self.registry).new_job(
-            policy.name,
-            named_args(task, args, kwargs),
-            run_after=options.run_after,
-            priority=options.priority,
-        )
+        try:
+            new = Queue(engine, self.registry).new_job(
+                policy.name,
+                job_args(task, args, kwargs),
+                run_after=options.run_after,
+                priority=options.priority,
+            )
+        except TaskArgsError:
+            raise
+        except ArgsError as exc:  # a TypeError too, as the framework raises for bad args
+            raise TaskArgsError(str(exc)) from None
         connection = connections[self.database]
         if connection.in_atomic_block:
             [stored] = self._write(engine, connection, new)
@@ -225,11 +266,17 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
 
 
 def configured_backends() -> list[JobdefBackend]:
-    """The backends of ``TASKS`` that are jobdef's, in the order they are configured."""
-    from jobdef.contrib.django.compat import task_backends
+    """The backends of ``TASKS`` that are jobdef's, in the order they are configured (one
+    that cannot be loaded is none of jobdef's: the framework raises where it is used)."""
+    from jobdef.contrib.django.compat import InvalidTaskBackend, task_backends
 
     handler = task_backends()
-    found = (handler[alias] for alias in handler.settings)
+    found = []
+    for alias in handler.settings:
+        try:
+            found.append(handler[alias])
+        except InvalidTaskBackend:
+            continue
     return [backend for backend in found if isinstance(backend, JobdefBackend)]
 
 

@@ -31,6 +31,9 @@ DEFAULT_TASK_QUEUE_NAME: str = getattr(_base, "DEFAULT_TASK_QUEUE_NAME", "defaul
 # Django 6.0 names it InvalidTask; the backport InvalidTaskError.
 InvalidTask: Any = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 TaskResultDoesNotExist: Any = _exceptions.TaskResultDoesNotExist
+InvalidTaskBackend: Any = (
+    getattr(_exceptions, "InvalidTaskBackend", None) or _exceptions.InvalidTaskBackendError
+)
 _signals = import_module(f"{PACKAGE}.signals")
 task_enqueued: Any = _signals.task_enqueued
 task_started: Any = _signals.task_started

@@ -9,12 +9,14 @@ done                       SUCCESSFUL (``return_value``: what the task returned)
 dead, cancelled, resolved  FAILED
 =========================  ==========================================================
 
-``errors`` holds one ``TaskError`` per failed attempt, oldest first;
+``args`` and ``kwargs`` are the job's args as the task's function takes them
+(:func:`~jobdef.contrib.django.task.call_of`); ``task.run_after`` the time a deferred
+job may run. ``errors`` holds one ``TaskError`` per failed attempt, oldest first;
 ``worker_ids`` one worker id per attempt that counted, so ``attempts`` is jobdef's
 attempt count. ``return_value`` is what the task of the attempt that finished the job
-returned, as JSON (the job's ``result``, checked in the worker's child): ``None`` when
-it returned ``None``, or a value that is not JSON or is larger than 64 KiB (the job is
-done all the same, and the worker's log has a warning naming the job).
+returned, as JSON (the job's ``result``): ``None`` when it returned ``None``, or a value
+larger than 64 KiB (the job is done all the same, and the worker's log has a warning
+naming the job). A value that is not JSON fails the attempt with a ``TypeError``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ def _when(epoch: float | None) -> datetime | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, tz=UTC)
 
 
+def _run_after(record: JobRecord) -> datetime | None:
+    """The task's ``run_after``: None for a job due when it was made (its ``run_after``
+    is its ``created_at``), else the time it may run (after a retry, the retry's)."""
+    if record.run_after == record.created_at:
+        return None
+    return _when(record.run_after)
+
+
 def task_error(error: ErrorInfo) -> Any:
     """jobdef's error as Django's: the class by dotted path (builtins spelled out)."""
     path = error.type if "." in error.type else f"builtins.{error.type}"
@@ -55,12 +65,23 @@ def task_error(error: ErrorInfo) -> Any:
 
 def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord], alias: str) -> Any:
     """The ``TaskResult`` of ``record`` (with its ``attempts``) for ``task``."""
+    from jobdef.contrib.django.task import call_of
+
     counted = [a for a in attempts if a.outcome != "released"]
-    if record.queue != task.queue_name or record.priority != task.priority:
-        changes: dict[str, Any] = {"queue_name": record.queue}
-        if TASK_MIN_PRIORITY <= record.priority <= TASK_MAX_PRIORITY:
-            changes["priority"] = record.priority
+    changes: dict[str, Any] = {}
+    if task.backend != alias:  # the module's task, read back through another alias
+        changes["backend"] = alias
+    if record.queue != task.queue_name:
+        changes["queue_name"] = record.queue
+    in_range = TASK_MIN_PRIORITY <= record.priority <= TASK_MAX_PRIORITY
+    if record.priority != task.priority and in_range:
+        changes["priority"] = record.priority
+    run_after = _run_after(record)
+    if run_after != task.run_after:
+        changes["run_after"] = run_after
+    if changes:
         task = dataclasses.replace(task, **changes)
+    args, kwargs = call_of(task, record.args)
     made = TaskResult(
         task=task,
         id=str(record.id),
@@ -69,8 +90,8 @@ def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord],
         started_at=_when(counted[0].started_at) if counted else None,
         finished_at=_when(record.finished_at) if record.state != "queued" else None,
         last_attempted_at=_when(counted[-1].started_at) if counted else None,
-        args=[],
-        kwargs=dict(record.args),
+        args=args,
+        kwargs=kwargs,
         backend=alias,
         errors=[task_error(a.error) for a in counted if a.error is not None],
         worker_ids=[a.worker_id for a in counted],

@@ -3,9 +3,14 @@
 A sheet's ``handler`` names the ``@task`` (``reservations.tasks:send_confirmation``), so
 the worker imports the task object itself. jobdef calls a handler as
 ``handler(ctx, **args)``; :class:`JobdefTask` takes that call and runs the task's
-function as Django defines it: ``func(**args)``, or ``func(context, **args)`` for a task
-with ``takes_context=True``, whose ``context`` is :class:`JobContext`, jobdef's
-:class:`~jobdef.runtime.context.Context` that also answers Django's ``task_result``.
+function as Django defines it: ``func(*args, **kwargs)``, or ``func(context, *args,
+**kwargs)`` for a task with ``takes_context=True``, whose ``context`` is
+:class:`JobContext`, jobdef's :class:`~jobdef.runtime.context.Context` that is also
+Django's ``TaskContext``. A job's args are named, as its sheet declares them;
+:func:`job_args` turns an ``enqueue()`` call into them, :func:`call_of` back.
+
+A return value that is not JSON fails the attempt with a ``TypeError``, which the
+sheet's ``errors`` classify as any other.
 
 A task without ``takes_context`` reads the running attempt with :func:`current_context`.
 
@@ -17,16 +22,18 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import sys
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import fields
 from typing import Any
 
 from django.db import close_old_connections
 
-from jobdef.contrib.django.compat import Task
+from jobdef.contrib.django.compat import Task, TaskContext
 from jobdef.contrib.django.signals import Attempt
 from jobdef.errors import ArgsError, UsageError
 from jobdef.runtime.context import Context
+from jobdef.runtime.payloads import MAX_RESULT_DEPTH, RefusedPayload, json_text
 
 _current: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
     "jobdef_django_context", default=None
@@ -44,13 +51,17 @@ def current_context() -> Context:
     return ctx
 
 
-class JobContext(Context):
+class JobContext(Context, TaskContext):  # type: ignore[misc]  # Django ships no types
     """jobdef's context, given as ``context`` to a ``@task(takes_context=True)``.
 
-    It has what Django's ``TaskContext`` has (``attempt``, ``task_result``) and what a
-    jobdef handler has (``job_id``, ``idempotency_key``, ``heartbeat``, ``logger``...),
-    so ``first_run(context, connection)`` works on it.
+    It is a Django ``TaskContext`` (``attempt``, ``task_result``) and what a jobdef
+    handler has (``job_id``, ``idempotency_key``, ``heartbeat``, ``logger``...), so
+    ``first_run(context, connection)`` works on it.
     """
+
+    # TaskContext is a frozen dataclass; this one is jobdef's mutable Context.
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
 
     _backend: str = "default"
 
@@ -59,6 +70,16 @@ class JobContext(Context):
         made = cls(**{f.name: getattr(ctx, f.name) for f in fields(ctx) if f.init})
         made._backend = backend
         return made
+
+    @property  # TaskContext's reads task_result.attempts
+    def attempt(self) -> int:
+        """This attempt's number (1 for the first): the job's attempt count, this one in."""
+        value: int = self.__dict__["attempt"]
+        return value
+
+    @attempt.setter
+    def attempt(self, value: int) -> None:
+        self.__dict__["attempt"] = value
 
     @property
     def task_result(self) -> Any:
@@ -75,6 +96,15 @@ class JobContext(Context):
 def _own_parameters(func: Callable[..., Any], takes_context: bool) -> list[inspect.Parameter]:
     params = list(inspect.signature(func).parameters.values())
     return params[1:] if takes_context and params else params
+
+
+def _as_named(param: inspect.Parameter) -> inspect.Parameter:
+    """A parameter as the worker fills it, by name (``*args`` from a list, optional)."""
+    if param.kind is inspect.Parameter.VAR_POSITIONAL:
+        return param.replace(kind=inspect.Parameter.KEYWORD_ONLY, default=())
+    if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+        return param.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return param
 
 
 # Every task made on a jobdef backend in this process, by (module, name, backend alias):
@@ -94,22 +124,34 @@ class JobdefTask(Task):  # type: ignore[misc]  # Django ships no types
     @property
     def __signature__(self) -> inspect.Signature:
         """``(ctx, <the function's parameters>)``: what the worker's start check and
-        ``jobdef validate --check-imports`` compare with the sheet's args."""
+        ``jobdef validate --check-imports`` compare with the sheet's args. The worker
+        passes every arg by name, a ``*args`` parameter's list too (:func:`job_args`), so
+        here ``*args`` is the keyword ``args`` and a positional-only one takes its name."""
         ctx = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY)
-        return inspect.Signature([ctx, *_own_parameters(self.func, self.takes_context)])
+        params = _own_parameters(self.func, self.takes_context)
+        return inspect.Signature([ctx, *map(_as_named, params)])
+
+    def using(self, **changes: Any) -> Any:
+        """The framework's ``using()``, and a ``queue_name`` the sheets do not allow
+        refused here, where it is written (:meth:`JobdefBackend.check_queue`)."""
+        made = super().using(**changes)
+        check = getattr(made.get_backend(), "check_queue", None)
+        if "queue_name" in changes and check is not None:
+            check(made)
+        return made
 
     def __call__(self, ctx: Context, /, **args: Any) -> Any:
         target = _target(self, ctx)
         signals = Attempt(self, ctx)
         if inspect.iscoroutinefunction(self.func):
             signals.started()  # here, not in the coroutine: it reads the store
-            return _async_call(target, ctx, args, signals)
+            return _async_call(self, target, ctx, args, signals)
         token = _current.set(ctx)
         close_old_connections()  # as a request does: drop connections gone bad or too old
         try:
             signals.started()
             try:
-                value = target(**args)
+                value = _returned(self, target(args))
             except BaseException as exc:
                 signals.raised(exc)
                 raise
@@ -120,20 +162,41 @@ class JobdefTask(Task):  # type: ignore[misc]  # Django ships no types
             close_old_connections()
 
 
-def _target(task: Any, ctx: Context) -> Callable[..., Any]:
+def _target(task: Any, ctx: Context) -> Callable[[Mapping[str, Any]], Any]:
+    """The task's function, called with a job's args as :func:`call_of` spells them."""
     func: Callable[..., Any] = task.func
-    if not task.takes_context:
-        return func
-    context = JobContext.of(ctx, task.backend)
+    first = [JobContext.of(ctx, task.backend)] if task.takes_context else []
 
-    def with_context(**args: Any) -> Any:
-        return func(context, **args)
+    def call(named: Mapping[str, Any]) -> Any:
+        positional, keywords = call_of(task, named)
+        return func(*first, *positional, **keywords)
 
-    return with_context
+    return call
+
+
+def _returned(task: Any, value: Any) -> Any:
+    """``value``, when the job can store it as JSON; else the ``TypeError`` that fails the
+    attempt, as the framework's backends record a task whose return value is not JSON
+    FAILED. (One larger than a job's result may be is stored as no result, as any
+    handler's: :mod:`jobdef.runtime.payloads`.)"""
+    if value is None:
+        return value
+    try:
+        json_text(value, max_bytes=sys.maxsize, max_depth=MAX_RESULT_DEPTH)
+    except RefusedPayload as exc:
+        raise TypeError(
+            f"{task.module_path} returned a {type(value).__name__} and {exc}; return plain "
+            "JSON (dict, list, str, int, float, bool or None)"
+        ) from None
+    return value
 
 
 def _async_call(
-    target: Callable[..., Any], ctx: Context, args: Mapping[str, Any], signals: Attempt
+    task: Any,
+    target: Callable[[Mapping[str, Any]], Any],
+    ctx: Context,
+    args: Mapping[str, Any],
+    signals: Attempt,
 ) -> Coroutine[Any, Any, Any]:
     from asgiref.sync import sync_to_async
 
@@ -141,7 +204,7 @@ def _async_call(
         token = _current.set(ctx)  # set inside the coroutine: it runs in its own context
         try:
             try:
-                value = await target(**args)
+                value = _returned(task, await target(args))
             except BaseException as exc:
                 # Receivers run outside the event loop, where the ORM may be used.
                 await sync_to_async(signals.raised)(exc)
@@ -154,29 +217,67 @@ def _async_call(
     return run()
 
 
-def named_args(task: Any, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+class TaskArgsError(ArgsError, TypeError):
+    """Args a task cannot be enqueued with: an :class:`~jobdef.errors.ArgsError`, and
+    the ``TypeError`` the framework raises for args that are not JSON (as Python does
+    for a call that does not fit the function)."""
+
+
+def job_args(task: Any, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The call ``task.enqueue(*args, **kwargs)`` as the args of a job: by name, as a
-    sheet declares them (positional ones take the names of the function's parameters)."""
+    sheet declares them. The call is bound to the function's parameters: each takes its
+    name, ``*args`` is one arg holding the list of the extra positional values, and each
+    ``**kwargs`` entry is an arg of its own; :func:`call_of` makes the call back."""
     params = _own_parameters(task.func, task.takes_context)
     signature = inspect.Signature(params)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
-        raise ArgsError(
+        raise TaskArgsError(
             f"{task.module_path}.enqueue(): {exc}; call it as the function is defined. "
             "Nothing was stored"
         ) from None
     named: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
             if value:
-                raise ArgsError(
-                    f"{task.module_path}.enqueue(): *{name} cannot be stored as a job's args, "
-                    "which have names; pass them by keyword. Nothing was stored"
-                )
+                named[name] = list(value)
         elif kind is inspect.Parameter.VAR_KEYWORD:
-            named.update(value)
+            extra = dict(value)
         else:
             named[name] = value
-    return named
+    clash = sorted(extra.keys() & {p.name for p in params})
+    if clash:  # only a **kwargs entry named as the *args parameter can meet one
+        raise TaskArgsError(
+            f"{task.module_path}.enqueue(): the keyword {clash[0]!r} is the name of its "
+            f"*{clash[0]} parameter, so it could not be told apart from it in the job's args; "
+            "pass that value under another name. Nothing was stored"
+        )
+    return named | extra
+
+
+def call_of(task: Any, named: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The positional and keyword args of a call of ``task``'s function with the job's
+    ``named`` args (:func:`job_args`): positional-only parameters and ``*args``
+    positionally (with the parameters before a non-empty ``*args``), the rest by name."""
+    params = _own_parameters(task.func, task.takes_context)
+    star = next((p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+    extra = list(named.get(star, ())) if star is not None else []
+    positional: list[Any] = []
+    keywords: dict[str, Any] = {}
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            positional += extra
+        elif p.kind is inspect.Parameter.VAR_KEYWORD or p.name not in named:
+            continue
+        elif p.kind is inspect.Parameter.POSITIONAL_ONLY or (
+            extra and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ):
+            positional.append(named[p.name])
+        else:
+            keywords[p.name] = named[p.name]
+    own = {p.name for p in params}
+    keywords.update((name, value) for name, value in named.items() if name not in own)
+    return positional, keywords

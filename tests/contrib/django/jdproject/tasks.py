@@ -15,6 +15,7 @@ from jobdef.contrib.django import JobContext, current_context
 from jobdef.contrib.django.compat import PACKAGE
 
 task = __import__(PACKAGE, fromlist=["task"]).task
+TaskContext = __import__(PACKAGE, fromlist=["TaskContext"]).TaskContext
 
 
 def _log(line: str) -> None:
@@ -71,6 +72,28 @@ async def ping(item: int) -> None:
 def report(item: int, size: int) -> dict[str, object]:
     """Returns a dict: its ``text`` is ``size`` characters long."""
     return {"item": item, "counts": (1, 2), "text": "x" * size, "note": "é"}
+
+
+@task()
+def tally(*counts: int, label: str = "") -> dict[str, object]:
+    """Takes ``*args``: its sheet declares them as the one arg ``counts``, a list."""
+    return {"label": label, "total": sum(counts)}
+
+
+@task(takes_context=True)
+def introspect(context: TaskContext) -> dict[str, object]:
+    """What its context is, as Django's tasks framework defines it."""
+    return {
+        "task_context": isinstance(context, TaskContext),
+        "attempt": context.attempt,
+        "result_id": context.task_result.id,
+    }
+
+
+@task()
+def unstorable(item: int) -> object:
+    """Returns a set, which is not JSON."""
+    return {item}
 
 
 def _signalled(name: str) -> object:
