@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,37 @@ def test_a_dead_runs_message_redelivered_twelve_hours_after_a_lost_ack_runs_noth
         backend.close()
     assert row.attempt == 1
     assert len(webhook.received) == 1
+
+
+@pytest.mark.slow
+def test_a_message_that_expires_unrun_frees_its_key_at_once(
+    tmp_path: Path, redis_url: str, prefix: str, processes: Processes
+) -> None:
+    cell = Cell("c_expires", BACKOFF, ("ok",))
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
+    sheet = sheets / "c_expires.yaml"
+    sheet.write_text(sheet.read_text() + "idempotency: {key: '{cell}'}\n", encoding="utf-8")
+    env = cells_env(
+        sheets=sheets,
+        db=tmp_path / "jobdef.db",
+        broker=redis_url,
+        redis_url=redis_url,
+        prefix=prefix,
+        hook="http://127.0.0.1:9/",
+    )
+    task = cells_app(env).tasks[f"{prefix}.c_expires"]
+    client = redis.Redis.from_url(redis_url)
+    call = {"cell": "order-9", "script": ["ok"]}
+    first = task.apply_async(kwargs=call, expires=0.5)
+    time.sleep(1.0)  # expired before any worker takes it
+    celery_worker(processes, "worker", env, prefix)
+    eventually(
+        lambda: not client.exists(f"{prefix}:run:{first.id}"),
+        timeout=30,
+        what="the expired run's key to be freed",
+    )
+    assert ledger(client, prefix, "order-9") == []
+
+    second = task.apply_async(kwargs=call)  # sent, not refused as a duplicate
+    assert second.id == first.id
+    eventually(lambda: ledger(client, prefix, "order-9"), timeout=30, what="the new run")

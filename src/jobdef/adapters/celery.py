@@ -37,6 +37,7 @@ from weakref import WeakKeyDictionary
 
 from celery import Celery, Task
 from celery.exceptions import Reject, Retry, SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.signals import task_revoked
 
 from jobdef.adapters.config import Settings, runtime_for
 from jobdef.adapters.core import (
@@ -453,6 +454,33 @@ class SheetTask(Task):  # type: ignore[misc]
             )
         finally:
             _resending.on = False
+
+
+def _revoked(sender: Any = None, request: Any = None, expired: bool = False, **_: Any) -> None:
+    """A sheet task's message revoked or expired (the worker drops it unrun, or stops
+    it mid-attempt): the run can no longer go on, so its key is free at once.
+
+    An expired message also puts its task id in the worker's set of revoked ids, which
+    would drop the key's next run (the same task id) unrun for hours: the expiry was
+    the message's, so the id leaves the set. A revoke asked for by id stays (Celery
+    then drops every run of that key on the worker for as long as it remembers it).
+    """
+    if not isinstance(sender, SheetTask) or request is None:
+        return
+    task_id = str(request.id)
+    if expired:
+        from celery.worker import state
+
+        state.revoked.discard(task_id)
+    try:
+        sender.jobdef.store.close(task_id)
+    except BookkeepingUnavailable as exc:
+        LOGGER.error("%s[%s] revoked: %s; its key expires later", sender.name, task_id, exc)
+        return
+    LOGGER.info("%s[%s] revoked: its key is free", sender.name, task_id)
+
+
+task_revoked.connect(_revoked, weak=False)
 
 
 def sheet_task(app: Celery, job: str, **options: Any) -> Callable[[F], Any]:
