@@ -16,6 +16,7 @@ from jobdef.redact import secret_name
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
+from jobdef.sheets.words import near_miss
 
 UNMARKED_SECRET = Rule(
     "JD113",
@@ -54,14 +55,20 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
 
 def _suggestion(name: str, schema: Mapping[object, object]) -> str:
     """The arg as it would read marked: one flow line when it is made of short scalars."""
+    # A misspelt `sensitive` (JD111 names it) is what the suggestion writes right.
+    kept = {k: v for k, v in schema.items() if not (isinstance(k, str) and _misspelt(k))}
     entries = [
         f"{key}: {str(value).lower() if isinstance(value, bool) else value}"
-        for key, value in schema.items()
+        for key, value in kept.items()
         if _short(value)
     ]
-    if len(entries) == len(schema) and len(entries) <= 4:
+    if len(entries) == len(kept) and len(entries) <= 4:
         return f"`{name}: {{{', '.join([*entries, 'sensitive: true'])}}}`"
     return f"`sensitive: true` in args.{name}"
+
+
+def _misspelt(key: str) -> bool:
+    return near_miss(key, {"sensitive"}) == "sensitive"
 
 
 def _short(value: object) -> bool:
