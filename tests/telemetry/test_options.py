@@ -62,3 +62,19 @@ def test_a_health_file_that_cannot_be_written_is_one_line(
     assert code == 2
     assert err.splitlines()[-1].startswith(f"jobdef worker: error: --health-file {missing}: ")
     assert "give a path in a folder the worker can write to" in err
+
+
+@pytest.mark.parametrize("value", ["a" * 64, "x" * 300, "ex ample", "\udcff", "a\x1bb", ""])
+@pytest.mark.parametrize("option", ["--health-host", "--metrics-host"])
+def test_a_host_that_names_nothing_is_refused_by_the_parser(
+    db_url: str, capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    """Before any resolver sees it: the resolver raises UnicodeError on a label too long
+    or a byte that is not text, which would be a traceback."""
+    with pytest.raises(SystemExit) as exited:
+        run_worker(db_url, capsys, option, value, "--health-port", "0")
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: expected an address or a host name to listen on" in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +26,28 @@ DEFAULT_HOST = "127.0.0.1"
 log = logging.getLogger("jobdef.worker")
 # The gauges are read from the store at most this often, seconds.
 MIN_GAUGE_INTERVAL = 1.0
+# A host name to listen on: DNS labels of at most 63 characters, 253 in all.
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?")
+
+
+def listen_host(text: str) -> str:
+    """An argparse ``type``: an IP address (an IPv6 one with or without brackets) or a
+    host name, checked before anything resolves it (the resolver raises on a label too
+    long or a byte that is not text, which would be a traceback)."""
+    value = text.strip()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    if _HOST_NAME.fullmatch(value):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"expected an address or a host name to listen on (127.0.0.1, 0.0.0.0, ::1), "
+        f"got {text[:60]!r}"
+    )
 
 
 def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +83,7 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--metrics-host",
         default=DEFAULT_HOST,
+        type=listen_host,
         metavar="HOST",
         help=f"the address --metrics-port listens on (default {DEFAULT_HOST}: this host "
         "only; 0.0.0.0 for every interface, as a scraper in another pod needs)",
@@ -80,6 +105,7 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--health-host",
         default=DEFAULT_HOST,
+        type=listen_host,
         metavar="HOST",
         help=f"the address --health-port listens on (default {DEFAULT_HOST}: this host "
         "only; 0.0.0.0 for every interface, as a kubelet's probes need)",
