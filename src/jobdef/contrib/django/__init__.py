@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobdef.contrib.django.backend import JobdefBackend
-    from jobdef.contrib.django.task import JobContext, JobdefTask, TaskArgsError, current_context
+    from jobdef.contrib.django.calls import TaskArgsError
+    from jobdef.contrib.django.task import JobContext, JobdefTask, current_context
 
 _HOMES = {
     "JobdefBackend": "jobdef.contrib.django.backend",
     "JobdefTask": "jobdef.contrib.django.task",
     "JobContext": "jobdef.contrib.django.task",
-    "TaskArgsError": "jobdef.contrib.django.task",
+    "TaskArgsError": "jobdef.contrib.django.calls",
     "current_context": "jobdef.contrib.django.task",
 }
 

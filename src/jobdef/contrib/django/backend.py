@@ -29,6 +29,7 @@ from django.db import connections, transaction
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
+from jobdef.contrib.django.calls import TaskArgsError, job_args
 from jobdef.contrib.django.compat import (
     DEFAULT_TASK_QUEUE_NAME,
     BaseTaskBackend,
@@ -39,7 +40,7 @@ from jobdef.contrib.django.compat import (
 from jobdef.contrib.django.matching import find_policy, job_options, missing_sheet
 from jobdef.contrib.django.results import task_result
 from jobdef.contrib.django.store import store_url
-from jobdef.contrib.django.task import JobdefTask, TaskArgsError, job_args
+from jobdef.contrib.django.task import JobdefTask
 from jobdef.errors import ArgsError, BackendError
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry

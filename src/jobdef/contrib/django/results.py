@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobdef.backends.records import AttemptRecord, ErrorInfo, JobRecord
+from jobdef.contrib.django.calls import call_of
 from jobdef.contrib.django.compat import (
     TASK_MAX_PRIORITY,
     TASK_MIN_PRIORITY,
@@ -65,8 +66,6 @@ def task_error(error: ErrorInfo) -> Any:
 
 def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord], alias: str) -> Any:
     """The ``TaskResult`` of ``record`` (with its ``attempts``) for ``task``."""
-    from jobdef.contrib.django.task import call_of
-
     counted = [a for a in attempts if a.outcome != "released"]
     changes: dict[str, Any] = {}
     if task.backend != alias:  # the module's task, read back through another alias

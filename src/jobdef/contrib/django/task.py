@@ -6,8 +6,8 @@ the worker imports the task object itself. jobdef calls a handler as
 function as Django defines it: ``func(*args, **kwargs)``, or ``func(context, *args,
 **kwargs)`` for a task with ``takes_context=True``, whose ``context`` is
 :class:`JobContext`, jobdef's :class:`~jobdef.runtime.context.Context` that is also
-Django's ``TaskContext``. A job's args are named, as its sheet declares them;
-:func:`job_args` turns an ``enqueue()`` call into them, :func:`call_of` back.
+Django's ``TaskContext``. A job's args are named, as its sheet declares them
+(:mod:`jobdef.contrib.django.calls`).
 
 A return value that is not JSON fails the attempt with a ``TypeError``, which the
 sheet's ``errors`` classify as any other.
@@ -29,9 +29,10 @@ from typing import Any
 
 from django.db import close_old_connections
 
+from jobdef.contrib.django.calls import as_named, call_of, own_parameters
 from jobdef.contrib.django.compat import Task, TaskContext
 from jobdef.contrib.django.signals import Attempt
-from jobdef.errors import ArgsError, UsageError
+from jobdef.errors import UsageError
 from jobdef.runtime.context import Context
 from jobdef.runtime.payloads import MAX_RESULT_DEPTH, RefusedPayload, json_text
 
@@ -93,20 +94,6 @@ class JobContext(Context, TaskContext):  # type: ignore[misc]  # Django ships no
         return backend.get_result(str(self.job_id))
 
 
-def _own_parameters(func: Callable[..., Any], takes_context: bool) -> list[inspect.Parameter]:
-    params = list(inspect.signature(func).parameters.values())
-    return params[1:] if takes_context and params else params
-
-
-def _as_named(param: inspect.Parameter) -> inspect.Parameter:
-    """A parameter as the worker fills it, by name (``*args`` from a list, optional)."""
-    if param.kind is inspect.Parameter.VAR_POSITIONAL:
-        return param.replace(kind=inspect.Parameter.KEYWORD_ONLY, default=())
-    if param.kind is inspect.Parameter.POSITIONAL_ONLY:
-        return param.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return param
-
-
 # Every task made on a jobdef backend in this process, by (module, name, backend alias):
 # what `manage.py check` matches against the sheets.
 made: dict[tuple[str, str, str], Any] = {}
@@ -128,8 +115,8 @@ class JobdefTask(Task):  # type: ignore[misc]  # Django ships no types
         passes every arg by name, a ``*args`` parameter's list too (:func:`job_args`), so
         here ``*args`` is the keyword ``args`` and a positional-only one takes its name."""
         ctx = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY)
-        params = _own_parameters(self.func, self.takes_context)
-        return inspect.Signature([ctx, *map(_as_named, params)])
+        params = own_parameters(self.func, self.takes_context)
+        return inspect.Signature([ctx, *map(as_named, params)])
 
     def using(self, **changes: Any) -> Any:
         """The framework's ``using()``, and a ``queue_name`` the sheets do not allow
@@ -215,69 +202,3 @@ def _async_call(
             _current.reset(token)
 
     return run()
-
-
-class TaskArgsError(ArgsError, TypeError):
-    """Args a task cannot be enqueued with: an :class:`~jobdef.errors.ArgsError`, and
-    the ``TypeError`` the framework raises for args that are not JSON (as Python does
-    for a call that does not fit the function)."""
-
-
-def job_args(task: Any, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The call ``task.enqueue(*args, **kwargs)`` as the args of a job: by name, as a
-    sheet declares them. The call is bound to the function's parameters: each takes its
-    name, ``*args`` is one arg holding the list of the extra positional values, and each
-    ``**kwargs`` entry is an arg of its own; :func:`call_of` makes the call back."""
-    params = _own_parameters(task.func, task.takes_context)
-    signature = inspect.Signature(params)
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise TaskArgsError(
-            f"{task.module_path}.enqueue(): {exc}; call it as the function is defined. "
-            "Nothing was stored"
-        ) from None
-    named: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for name, value in bound.arguments.items():
-        kind = signature.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            if value:
-                named[name] = list(value)
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            extra = dict(value)
-        else:
-            named[name] = value
-    clash = sorted(extra.keys() & {p.name for p in params})
-    if clash:  # only a **kwargs entry named as the *args parameter can meet one
-        raise TaskArgsError(
-            f"{task.module_path}.enqueue(): the keyword {clash[0]!r} is the name of its "
-            f"*{clash[0]} parameter, so it could not be told apart from it in the job's args; "
-            "pass that value under another name. Nothing was stored"
-        )
-    return named | extra
-
-
-def call_of(task: Any, named: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """The positional and keyword args of a call of ``task``'s function with the job's
-    ``named`` args (:func:`job_args`): positional-only parameters and ``*args``
-    positionally (with the parameters before a non-empty ``*args``), the rest by name."""
-    params = _own_parameters(task.func, task.takes_context)
-    star = next((p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
-    extra = list(named.get(star, ())) if star is not None else []
-    positional: list[Any] = []
-    keywords: dict[str, Any] = {}
-    for p in params:
-        if p.kind is inspect.Parameter.VAR_POSITIONAL:
-            positional += extra
-        elif p.kind is inspect.Parameter.VAR_KEYWORD or p.name not in named:
-            continue
-        elif p.kind is inspect.Parameter.POSITIONAL_ONLY or (
-            extra and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-        ):
-            positional.append(named[p.name])
-        else:
-            keywords[p.name] = named[p.name]
-    own = {p.name for p in params}
-    keywords.update((name, value) for name, value in named.items() if name not in own)
-    return positional, keywords
