@@ -1,9 +1,6 @@
-"""A TCP proxy on loopback that a test cuts and restores, as a server that restarts.
-
-Point a client at ``127.0.0.1:<proxy.port>`` instead of the server; :meth:`cut`
-closes every connection through the proxy and refuses new ones until
-:meth:`restore`.
-"""
+"""A TCP proxy on loopback that a test cuts and restores: what a restart of a server
+(PostgreSQL, Redis) looks like from a process that reaches it through the proxy,
+without restarting the server that other tests share."""
 
 from __future__ import annotations
 
@@ -14,7 +11,9 @@ import threading
 
 
 class CuttableProxy:
-    """A proxy to the server at ``target``; :meth:`close` at the end of the test."""
+    """A TCP proxy on loopback to the server at ``target``: :meth:`cut` closes every
+    connection through it and refuses new ones until :meth:`restore`, as a server that
+    restarts does; :meth:`close` at the end of the test."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
