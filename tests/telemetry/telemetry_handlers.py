@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 # The secret a test puts in the worker's environment; handlers quote it, no line may.
 SECRET_VARIABLE = "TELEMETRY_TEST_API_TOKEN"
+# Set: importing this module warns, as a library a handler imports may.
+WARN_VARIABLE = "TELEMETRY_TEST_WARN_AT_IMPORT"
+
+if os.environ.get(WARN_VARIABLE):
+    warnings.warn("this module is imported with a warning", UserWarning, stacklevel=1)
 
 
 def quick(ctx, i: int) -> None:

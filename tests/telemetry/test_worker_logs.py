@@ -7,7 +7,7 @@ import json
 import socket
 
 import pytest
-from telemetry_handlers import SECRET_VARIABLE
+from telemetry_handlers import SECRET_VARIABLE, WARN_VARIABLE
 
 from jobdef.runtime.queue import Queue
 from jobdef.telemetry.logs import FIELDS
@@ -85,3 +85,18 @@ def test_json_lines_hold_the_error_that_stops_the_worker_at_start(workers, tmp_p
         f"jobdef worker: error: --health-port {port}: cannot listen on 127.0.0.1 "
         "(Address already in use); choose a free port"
     )
+
+
+def test_json_lines_hold_the_warnings_of_the_handlers_modules(queue: Queue, workers) -> None:
+    """A module a handler imports may warn: in the worker (its check at start imports
+    the handlers) and in each handler process, the warning is a JSON line too."""
+    queue.enqueue("quick", {"i": 1})
+    worker = workers.start("--burst", "--log-format", "json", env={WARN_VARIABLE: "1"})
+    assert worker.process.wait(60) == 0
+    parsed = [json.loads(line) for line in worker.log().splitlines()]
+    warned = [line for line in parsed if line["logger"] == "py.warnings"]
+    assert warned, worker.log()
+    assert all(
+        "UserWarning: this module is imported with a warning" in w["message"] for w in warned
+    )
+    assert {w["level"] for w in warned} == {"warning"}

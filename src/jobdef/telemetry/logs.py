@@ -226,6 +226,10 @@ def configure(settings: LogSettings, filename: str | None = None) -> None:
         old.close()
     root.addHandler(handler)
     root.setLevel(settings.level)
+    if settings.format == "json":
+        # Python's warnings (a library's, imported by a handler) print text of their
+        # own to stderr: as log records, they are JSON lines like the rest.
+        logging.captureWarnings(True)
 
 
 def command_line(
