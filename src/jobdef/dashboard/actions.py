@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from jobdef.dashboard.store import Store
-from jobdef.dashboard.views import NO_CURSOR, JobFilter, matching
+from jobdef.dashboard.views import FROM_STATE, JOB_ACTIONS, NO_CURSOR, JobFilter, matching
 from jobdef.errors import JobdefError, UsageError
 from jobdef.redact import redact
 
@@ -29,9 +29,8 @@ log = logging.getLogger("jobdef.dashboard")
 BATCH_SIZE = 500
 # Lines of why-not an outcome shows; the rest are counted.
 MAX_NOTES = 5
-JOB_ACTIONS = ("requeue", "resolve", "cancel")
-# The state each action takes jobs from: the filter of a bulk action is narrowed to it.
-FROM_STATE = {"requeue": "dead", "resolve": "dead", "cancel": "queued"}
+# What a dead letter group can be given (its jobs are dead).
+GROUP_ACTIONS = ("requeue", "resolve")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +207,53 @@ def _batches(store: Store, flt: JobFilter) -> Iterator[list[int]]:
             before = floor
         else:
             return
+
+
+def on_groups(
+    store: Store,
+    action: str,
+    groups: Sequence[tuple[str, str]],
+    who: str,
+    note: str = "",
+    *,
+    through: object | None = None,
+) -> Outcome:
+    """``action`` (requeue or resolve) on every dead job of each ``(job, error type)``
+    group of the dead letter, BATCH_SIZE ids per call, newest first."""
+    if action not in GROUP_ACTIONS:
+        raise UsageError(f"action: a dead letter group takes {' or '.join(GROUP_ACTIONS)}")
+    notes: list[str] = []
+    verb = _verb(store, action, note, who, through=through, notes=notes)
+    changed = asked = batches = 0
+    for batch in _group_batches(store, groups):
+        asked += len(batch)
+        changed += verb(batch)
+        batches += 1
+    outcome = Outcome(action, changed, asked, max(1, batches), tuple(notes))
+    shown = "; ".join(f"{job} {error_type}" for job, error_type in groups[:20])
+    log.info("%s: %s on the dead letter groups %s", who, outcome.text, shown)
+    return outcome
+
+
+def _group_batches(store: Store, groups: Sequence[tuple[str, str]]) -> Iterator[list[int]]:
+    """The dead ids of ``groups``, BATCH_SIZE at a time (a batch may span groups), each
+    group walked newest first by id, so a row the verb left dead is not read again."""
+    pending: list[int] = []
+    for job, error_type in dict.fromkeys(groups):
+        before = NO_CURSOR
+        while True:
+            rows = store.rows(
+                "dead_group_ids", job=job, error_type=error_type, before=before, limit=BATCH_SIZE
+            )
+            pending += [int(row["id"]) for row in rows]
+            while len(pending) >= BATCH_SIZE:
+                yield pending[:BATCH_SIZE]
+                pending = pending[BATCH_SIZE:]
+            if len(rows) < BATCH_SIZE:
+                break
+            before = int(rows[-1]["id"])
+    if pending:
+        yield pending
 
 
 # Held from the look at a queue or message to the verb that changes it, so two posts of

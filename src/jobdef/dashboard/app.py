@@ -29,7 +29,13 @@ from starlette.staticfiles import StaticFiles
 from jobdef.dashboard import views, workers
 from jobdef.dashboard.guard import Guard
 from jobdef.dashboard.live import events_endpoint
-from jobdef.dashboard.posts import action_endpoint, job_action, outbox_action, queue_action
+from jobdef.dashboard.posts import (
+    action_endpoint,
+    dead_action,
+    job_action,
+    outbox_action,
+    queue_action,
+)
 from jobdef.dashboard.security import MIN_SECRET_BYTES, Auth, HostCheck, new_secret
 from jobdef.dashboard.site import HERE, Dashboard
 from jobdef.dashboard.store import Store
@@ -200,6 +206,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
         Route("/actions/jobs", action_endpoint(d, job_action), methods=["POST"]),
         Route("/actions/queues", action_endpoint(d, queue_action), methods=["POST"]),
         Route("/actions/outbox", action_endpoint(d, outbox_action), methods=["POST"]),
+        Route("/actions/dead", action_endpoint(d, dead_action, "groups"), methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return routes

@@ -98,6 +98,13 @@ FROM (SELECT id, last_error, finished_at FROM {schema}.jobdef_jobs
 GROUP BY 1
 ORDER BY count DESC;
 
+-- name: dead_group_ids
+SELECT id FROM {schema}.jobdef_jobs
+WHERE job = %(job)s AND state = 'dead' AND finished_at IS NOT NULL AND id < %(before)s
+  AND coalesce(last_error ->> 'type', '(none)') = %(error_type)s
+ORDER BY id DESC
+LIMIT %(limit)s;
+
 -- name: outbox_channels
 SELECT channel, count(*) AS pending, count(*) FILTER (WHERE attempts > 0) AS failing,
        min(created_at) AS oldest_at, max(attempts) AS most_attempts

@@ -103,6 +103,17 @@ FROM (SELECT id, last_error, finished_at FROM jobdef_jobs INDEXED BY jobdef_jobs
 GROUP BY 1
 ORDER BY count DESC;
 
+-- name: dead_group_ids
+-- The ids of one job's dead rows whose error type is :error_type ('(none)': no
+-- error stored), below the cursor :before, newest first, :limit at most: one batch
+-- of a dead letter group's requeue or resolve (the (job, state, finished_at) index).
+SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
+WHERE job = :job AND state = 'dead' AND id < :before
+  AND state IN ('done', 'dead', 'resolved', 'cancelled')
+  AND coalesce(json_extract(last_error, '$.type'), '(none)') = :error_type
+ORDER BY id DESC
+LIMIT :limit;
+
 -- name: outbox_channels
 -- Undelivered messages per channel, among the oldest :cap, with the newest error.
 SELECT channel, count(*) AS pending, sum(attempts > 0) AS failing,

@@ -11,15 +11,17 @@ newest :data:`DEAD_SAMPLE` dead jobs of each job.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from jobdef.backends.elsewhere import elsewhere
 from jobdef.backends.records import JobRecord
 from jobdef.dashboard.plan import place
 from jobdef.dashboard.store import Store, arg_match
@@ -31,6 +33,7 @@ from jobdef.redact import redact, secret_name, sensitive_names, shown_args
 from jobdef.render import describe
 from jobdef.render.context import next_run_times
 from jobdef.render.explain import explain_data
+from jobdef.runtime.classify import class_names, classify
 
 STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
 # A count stops here: above it the page says "more than 10,000", never a full count(*).
@@ -111,6 +114,38 @@ def shown(value: Any, limit: int | None = DETAIL_CHARS) -> str:
     return text
 
 
+# -- what applies ---------------------------------------------------------------------
+
+JOB_ACTIONS = ("requeue", "resolve", "cancel")
+# The state each action takes jobs from: the filter of a bulk action is narrowed to it.
+FROM_STATE = {"requeue": "dead", "resolve": "dead", "cancel": "queued"}
+
+
+def applicable(states: Iterable[str]) -> list[str]:
+    """The actions that apply to jobs in any of ``states``, the usual one first: a dead
+    job is requeued (or resolved, when it should not run again), a queued one cancelled;
+    a running, done, resolved or cancelled job takes none."""
+    present = set(states)
+    return [action for action in JOB_ACTIONS if FROM_STATE[action] in present]
+
+
+def fatal_reason(registry: Registry, job: str, error_type: str | None) -> str | None:
+    """Why the sheet of ``job`` makes an error of ``error_type`` fatal (``ValueError is
+    listed in errors.fatal``); None when it would be retried or no sheet defines the job.
+
+    A stored error keeps its class's name only: a builtin's bases are known
+    (``ConnectionRefusedError`` is an ``OSError``), another class is matched by its
+    own name, as no module named by a stored row is imported here.
+    """
+    policy = registry.jobs.get(job)
+    if policy is None or not error_type:
+        return None
+    found = getattr(builtins, error_type, None) if error_type.isidentifier() else None
+    names = class_names(found) if isinstance(found, type) else (error_type,)
+    classified = classify(policy.errors, names)
+    return classified.reason if classified.action == "fatal" else None
+
+
 # -- overview -------------------------------------------------------------------------
 
 
@@ -157,6 +192,9 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
                 "oldest_wait_text": age(oldest),
                 "done_last_hour": done,
                 "failed_last_hour": failed,
+                "attempts_text": (
+                    f"{done:,} done, {failed:,} failed attempt{'s' if failed != 1 else ''}"
+                ),
                 "failure_rate": None if done + failed == 0 else failed / (done + failed),
                 "chart": chart,
                 "concurrency": concurrency,
@@ -166,10 +204,18 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
             }
         )
     dead = []
+    dead_by_queue: dict[str, tuple[int, bool]] = {}
     for job in registry:
         [row] = store.rows("dead_count", job=job.name, cap=OVERVIEW_DEAD_CAP)
         if row["count"]:
-            dead.append({"job": job.name, **counted(int(row["count"]), OVERVIEW_DEAD_CAP)})
+            count = int(row["count"])
+            dead.append({"job": job.name, **counted(count, OVERVIEW_DEAD_CAP)})
+            total, capped = dead_by_queue.get(job.queue, (0, False))
+            dead_by_queue[job.queue] = (total + count, capped or count >= OVERVIEW_DEAD_CAP)
+    for entry in queues:
+        total, capped = dead_by_queue.get(entry["queue"], (0, False))
+        entry["dead_jobs"] = total
+        entry["dead_jobs_text"] = ("at least " if capped else "") + dead_jobs_text(total)
     return {
         "now": when(now),
         "queues": queues,
@@ -178,6 +224,11 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         "dead": dead,
         "jobs_ever": int(newest["job"] or 0),
     }
+
+
+def dead_jobs_text(count: int) -> str:
+    """``1 dead job``, ``3 dead jobs``: a count of jobs, never of attempts."""
+    return f"{count:,} dead job{'s' if count != 1 else ''}"
 
 
 _RATE_WINDOWS = {"s": (1.0, "s"), "m": (60.0, "min"), "h": (3600.0, "h")}
@@ -442,7 +493,20 @@ def queue_depths(store: Store) -> list[dict[str, Any]]:
 
 
 def jobs(store: Store, flt: JobFilter, registry: Registry | None = None) -> dict[str, Any]:
-    """One page of the job list, newest first, with the cursor of the next."""
+    """One page of the job list, newest first, with the cursor of the next, and the
+    actions that apply to it (:func:`list_actions`)."""
+    page = _jobs(store, flt, registry)
+    page["actions"] = list_actions(flt, page["jobs"])
+    return page
+
+
+def list_actions(flt: JobFilter, rows: list[dict[str, Any]]) -> list[str]:
+    """The actions a list offers: those of the filter's state, or, with no state
+    filtered, of the states its rows are in (a dead-only list offers no cancel)."""
+    return applicable([flt.state] if flt.state else [row["state"] for row in rows])
+
+
+def _jobs(store: Store, flt: JobFilter, registry: Registry | None) -> dict[str, Any]:
     if flt.arg_key is not None and registry is not None:
         _refuse_sensitive_search(flt, registry)
     if flt.job_id is not None:
@@ -545,6 +609,11 @@ def job_detail(
         "sheet": explained["sheet"] if explained else None,
         "docs": f"{docs_url.rstrip('/')}/{record.job}.md" if docs_url and policy else None,
         "rerun": policy.rerun if policy else None,
+        "rerun_this": rerun_command(record),
+        "actions": applicable([record.state]),
+        "fatal": None
+        if error is None or record.state != "dead"
+        else fatal_reason(registry, record.job, error.type),
         "fields": fields,
         "plan": {
             "rows": plan.rows,
@@ -567,6 +636,17 @@ def job_detail(
             ],
         },
     }
+
+
+def rerun_command(record: JobRecord) -> str | None:
+    """The command that requeues this dead job from a shell (the dashboard's Requeue
+    does the same); None for a job in another state. A job that died in Celery or RQ
+    goes back through that runtime's application object."""
+    if record.state != "dead":
+        return None
+    if elsewhere(record) is not None:
+        return f"jobdef requeue {record.id} --app module:app"
+    return f"jobdef requeue {record.id}"
 
 
 # -- dead letter, schedules, outbox, sheets -----------------------------------------------
@@ -593,6 +673,8 @@ def dead_letter(store: Store, registry: Registry) -> dict[str, Any]:
                         "first_at": when(row["first_at"]),
                         "last_at": when(row["last_at"]),
                         "newest_id": row["newest_id"],
+                        "group": json.dumps([job.name, row["error_type"]]),
+                        "fatal": fatal_reason(registry, job.name, row["error_type"]),
                         "sample": None if row["sample"] is None else shown(row["sample"], 300),
                     }
                     for row in rows
