@@ -10,7 +10,10 @@ import re
 
 from dashboard_steps import Client, make_dead
 
-from jobdef.backends.records import ClaimOptions, ErrorInfo
+from jobdef.backends import open_backend, upgrade
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
+from jobdef.dashboard import actions
+from jobdef.dashboard.store import Store
 
 CONNECTION = ErrorInfo("ConnectionError", "carrier timed out", "")
 # As a worker stores it: the sheet lists ValueError in errors.fatal.
@@ -176,3 +179,30 @@ def test_the_overview_counts_failed_attempts_and_dead_jobs_apart(dashboard, queu
     assert re.search(r"\b1 dead job\b", words)
     assert "1 dead job of ship_order" in text(body)
     assert "failed attempts" in text(re.search(r"<thead>.*?</thead>", body, re.S).group(0))
+
+
+def test_a_dead_letter_group_goes_in_batches_of_500_and_leaves_the_other_groups(tmp_path):
+    # synchronous=off: 1,202 burials, each its own commit, without 1,202 flushes.
+    url = f"sqlite:///{tmp_path / 'jobs.db'}?synchronous=off"
+    upgrade(url)
+    backend = open_backend(url)
+    try:
+        backend.enqueue([NewJob("ship_order", {"order_id": i}, "default") for i in range(1, 1203)])
+        claimed = backend.claim(ClaimOptions(worker_id="t", lease_seconds=60, limit=1202))
+        *lost, bad = sorted(claimed, key=lambda r: r.id)
+        for record in lost:
+            assert backend.bury(record.lease, CONNECTION)
+        assert backend.bury(bad.lease, FATAL)
+    finally:
+        backend.close()
+    store = Store(url)
+    try:
+        group = [("ship_order", "ConnectionError")]
+        outcome = actions.on_groups(store, "requeue", group, "ops")
+        assert (outcome.changed, outcome.asked, outcome.batches) == (1201, 1201, 3)
+        assert {store.verbs.get(r.id).state for r in lost} == {"queued"}
+        assert store.verbs.get(bad.id).state == "dead"
+        again = actions.on_groups(store, "requeue", group, "ops")
+        assert (again.changed, again.asked) == (0, 0)
+    finally:
+        store.close()

@@ -309,9 +309,9 @@ def _group_text(d: Dashboard, group: tuple[str, str]) -> str:
     rows = d.store.rows("dead_groups", job=job, cap=views.DEAD_SAMPLE)
     count = sum(int(r["count"]) for r in rows if r["error_type"] == error_type)
     sampled = sum(int(r["count"]) for r in rows) >= views.DEAD_SAMPLE
-    number = f"at least {count:,}" if sampled else f"{count:,}"
+    number = f"at least {count:,}" if sampled else f"the {count:,}"
     raised = "that stored no error" if error_type == "(none)" else f"that raised {error_type}"
-    return f"the {number} dead {job} job{'s' if count != 1 else ''} {raised}"
+    return f"{number} dead {job} job{'s' if count != 1 else ''} {raised}"
 
 
 def dead_action(
