@@ -3,9 +3,12 @@
 For each job: a table of its fields, each ``exact``, ``approximate (how)`` or
 ``unsupported (why)`` on that runtime through jobdef's adapter, and whether the
 sheet accepts it (``runtime: {celery: {accept: [field, ...]}}``). With ``--app``
-the live infrastructure is checked too (see :mod:`jobdef.adapters.infra`).
+the live infrastructure is checked too (see :mod:`jobdef.adapters.infra`): for
+Celery, the app loaded as ``celery -A`` loads it, a task per sheet, no Celery retry
+setting left on a sheet task, and a running worker consuming every sheet's queue.
 Exit 1 when a job uses a field the runtime cannot honour exactly and its sheet
-does not accept it, or when the infrastructure falls short of the sheets.
+does not accept it, or when the infrastructure falls short of the sheets (each
+finding is one ``infrastructure:`` line).
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def _infrastructure(args: argparse.Namespace, jobs: list[Any]) -> list[str]:
 
     target = infra.load_object(args.app)
     if args.runtime == "celery":
-        return infra.celery_problems(target, jobs)
+        return infra.celery_problems(target, jobs, args.app)
     return infra.rq_problems(target, jobs)
 
 
@@ -117,10 +120,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--app",
-        metavar="MODULE:OBJ",
+        metavar="APP",
         help="also check the live infrastructure: a Celery app configured with "
-        "jobdef.adapters.celery.configure, or a jobdef.adapters.rq.SheetQueue "
-        "(default: not checked)",
+        "jobdef.adapters.celery.configure, named as celery -A names it (module:app, "
+        "module.app or module; its include, imports and autodiscovered tasks loaded), "
+        "or a jobdef.adapters.rq.SheetQueue as module:obj (default: not checked)",
     )
     add_sheets(parser)
     parser.add_argument(

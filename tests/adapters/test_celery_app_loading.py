@@ -1,0 +1,269 @@
+"""``--app`` loads a Celery app as ``celery -A`` does (``include=[...]`` tasks too), and
+``jobdef check --runtime celery --app`` checks what really runs: the queues the running
+workers consume, a task per sheet, and no Celery retry setting left on a sheet task.
+
+The application is a package written into the test's folder in the standard layout
+(``shop/celery.py`` with ``Celery(..., include=["shop.tasks"])``); its workers are real
+``celery worker`` processes. Each app has a control exchange of its own, so the workers
+of other tests on the same broker never answer its ``inspect``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jobdef.adapters.infra import load_object
+from jobdef.backends import open_backend
+from jobdef.backends.elsewhere import AttemptElsewhere, DeadElsewhere, record_dead_elsewhere
+from jobdef.backends.records import ErrorInfo
+from jobdef.cli import main
+from support.polling import eventually
+from support.workers import SRC, Processes, WorkerProcess
+
+SHEET = """\
+apiVersion: jobdef/v1
+kind: Job
+name: {name}
+handler: {handler}
+queue: {queue}
+max_attempts: 3
+backoff: {{strategy: fixed, initial: 1s, jitter: none}}
+timeout: 30s
+errors: {{default: retry}}
+args:
+  to: {{type: string, required: true}}
+"""
+
+TASKS = """\
+from pathlib import Path
+
+from jobdef.adapters.celery import SheetTask, sheet_task
+
+from {package}.celery import app
+
+
+@sheet_task(app, "send_mail")
+def send_mail(to: str) -> None:
+    Path({marker!r}).write_text(to, encoding="utf-8")
+"""
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+class Project:
+    """The application package ``package`` in ``folder``: its sheets, database, queue."""
+
+    def __init__(self, folder: Path, prefix: str, broker: str, redis_url: str) -> None:
+        self.folder = folder
+        self.package = f"{prefix.replace('-', '_')}_shop"
+        self.queue = f"{prefix}-mail"
+        self.sheets = folder / "jobdefs"
+        self.db = f"sqlite:///{folder / 'jobdef.db'}"
+        self.marker = folder / "sent.txt"
+        self.sheets.mkdir()
+        self.sheet("send_mail")
+        root = folder / self.package
+        root.mkdir()
+        (root / "__init__.py").write_text("", encoding="utf-8")
+        (root / "celery.py").write_text(
+            textwrap.dedent(f"""\
+                from celery import Celery
+                from jobdef.adapters.celery import configure
+
+                app = Celery("shop", broker={broker!r}, include=["{self.package}.tasks"])
+                app.conf.update(
+                    control_exchange={prefix!r},
+                    broker_connection_retry_on_startup=True,
+                    task_ignore_result=True,
+                )
+                configure(app, sheets={str(self.sheets)!r}, database={self.db!r},
+                          redis={redis_url!r}, prefix={prefix!r})
+                """),
+            encoding="utf-8",
+        )
+        self.tasks(TASKS)
+        open_backend(self.db).close()
+
+    def sheet(self, name: str) -> None:
+        text = SHEET.format(name=name, handler=f"shop.tasks:{name}", queue=self.queue)
+        (self.sheets / f"{name}.yaml").write_text(text, encoding="utf-8")
+
+    def tasks(self, text: str) -> None:
+        code = text.format(package=self.package, marker=str(self.marker))
+        (self.folder / self.package / "tasks.py").write_text(code, encoding="utf-8")
+
+    def jobdef(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        """``jobdef ARGV`` as a user runs it in the project's folder (a process of its
+        own: Celery shares a task among every app of a process)."""
+        command = [sys.executable, "-m", "jobdef", *argv]
+        env = os.environ | {"PYTHONPATH": str(SRC)}
+        return subprocess.run(
+            command,
+            check=False,
+            cwd=self.folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def check(self) -> tuple[int, str]:
+        spec = f"{self.package}.celery:app"
+        done = self.jobdef("check", "--runtime", "celery", "--sheets", "jobdefs", "--app", spec)
+        assert not done.stderr, done.stderr
+        return done.returncode, done.stdout
+
+    def worker(self, processes: Processes, name: str, *options: str) -> WorkerProcess:
+        command = [
+            sys.executable, "-m", "celery", "-A", self.package, "worker", "--pool", "solo",
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "--loglevel", "INFO", "--hostname", f"{name}@%h", *options,
+        ]  # fmt: skip
+        path = os.pathsep.join([str(self.folder), str(SRC)])
+        started = processes.start(name, command, env={"PYTHONPATH": path})
+        eventually(lambda: "ready." in started.log(), 60, f"{name} to be ready")
+        return started
+
+
+@pytest.fixture(params=["redis", "amqp"])
+def broker(request: pytest.FixtureRequest, redis_url: str) -> str:
+    if request.param == "amqp":
+        return str(request.getfixturevalue("amqp_url"))
+    return redis_url
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path, prefix: str, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    monkeypatch.chdir(tmp_path)
+    return Project(tmp_path, prefix, redis_url, redis_url)
+
+
+@pytest.fixture
+def project_on_broker(
+    tmp_path: Path, prefix: str, redis_url: str, broker: str, monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    """The project with its broker on Redis, then on RabbitMQ (its run store on Redis)."""
+    monkeypatch.chdir(tmp_path)
+    return Project(tmp_path, prefix, broker, redis_url)
+
+
+def test_every_form_of_celery_a_loads_the_tasks_the_app_includes(project: Project) -> None:
+    package = project.package
+    for spec in (f"{package}.celery:app", f"{package}.celery.app", f"{package}.celery", package):
+        app = load_object(spec)
+        assert app.main == "shop", spec
+        assert f"{package}.tasks.send_mail" in app.tasks, spec
+    code, _, err = _run(["check", "--runtime", "celery", "--app", f"{package}.celery:nothing"])
+    assert (code, err.strip()) == (
+        2,
+        f"jobdef check: error: --app '{package}.celery:nothing': {package}.celery has no nothing",
+    )
+
+
+def test_a_job_dead_in_celery_goes_back_through_an_app_whose_tasks_it_includes(
+    project: Project, processes: Processes
+) -> None:
+    backend = open_backend(project.db)
+    dead = DeadElsewhere(
+        runtime="celery",
+        task_id="0b1c-dead",
+        job="send_mail",
+        queue=project.queue,
+        args={"to": "ann@example.com"},
+        max_attempts=3,
+        created_at=1_800_000_000.0,
+        error=ErrorInfo("ConnectionError", "down"),
+        attempts=[AttemptElsewhere(1, "w", 1_800_000_000.0, 1_800_000_001.0, "dead")],
+    )
+    record = record_dead_elsewhere(backend, dead, lambda r: [])
+    backend.close()
+    app = f"{project.package}.celery:app"
+    done = project.jobdef("requeue", str(record.id), "--db", project.db, "--app", app)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "requeued 1 job\n", "")
+    project.worker(processes, "mailer", "-Q", project.queue)
+    eventually(project.marker.exists, 60, "the requeued job to run")
+    assert project.marker.read_text(encoding="utf-8") == "ann@example.com"
+
+
+def test_check_names_each_sheet_queue_no_running_worker_consumes(
+    project_on_broker: Project, processes: Processes
+) -> None:
+    project = project_on_broker
+    spec = f"{project.package}.celery:app"
+    code, out = project.check()
+    assert code == 1
+    assert (
+        f"infrastructure: no Celery worker answered within 3s, so no worker consumes "
+        f"queue(s) '{project.queue}': start one with "
+        f"`celery -A {spec} worker -Q {project.queue}`\n"
+    ) in out
+    assert "infrastructure: ok" not in out
+
+    # A worker started without -Q consumes only Celery's default queue.
+    project.worker(processes, "plain")
+    code, out = project.check()
+    assert code == 1
+    assert (
+        f"infrastructure: no running Celery worker consumes queue '{project.queue}' (the 1 "
+        f"that answered consume celery): start one with `celery -A {spec} worker -Q "
+        f"{project.queue}`, or add {project.queue} to a worker's -Q\n"
+    ) in out
+
+    project.worker(processes, "mailer", "-Q", f"{project.queue},celery")
+    code, out = project.check()
+    assert out.endswith(
+        "infrastructure: ok\n1 job(s) checked on celery: 0 with fields not accepted\n"
+    )
+    assert code == 0
+
+
+def test_check_names_a_sheet_without_a_task_and_each_celery_setting_that_fights_a_sheet(
+    project: Project, processes: Processes
+) -> None:
+    project.sheet("send_receipt")
+    project.tasks(
+        TASKS.replace(
+            '@sheet_task(app, "send_mail")',
+            "@app.task("
+            'base=SheetTask, name="send_mail", autoretry_for=(OSError,), retry_backoff=True, '
+            "retry_kwargs={{'max_retries': 5}}, max_retries=9, acks_late=False)",
+        )
+        + '\n\n@app.task(name="send_reciept")\ndef send_reciept() -> None:\n    pass\n'
+    )
+    project.worker(processes, "mailer", "-Q", project.queue)
+    code, out = project.check()
+    assert code == 1
+    found = [line for line in out.splitlines() if line.startswith("infrastructure:")]
+    task = "task send_mail (job send_mail)"
+    assert found == [
+        "infrastructure: job send_receipt (jobdefs/send_receipt.yaml) has no task "
+        f"in the Celery app {project.package}.celery:app: define it with "
+        "@sheet_task(app, 'send_receipt') in a module the app includes; did you mean "
+        "'send_reciept'?",
+        f"infrastructure: {task}: autoretry_for=(<class 'OSError'>,) makes Celery retry on its "
+        "own, beside the sheet's retries: remove autoretry_for (the sheet's errors and "
+        "max_attempts decide)",
+        f"infrastructure: {task}: retry_backoff=True is Celery's retry policy, which the sheet "
+        "replaces: remove retry_backoff (the sheet's backoff decides)",
+        f"infrastructure: {task}: retry_kwargs={{'max_retries': 5}} is Celery's retry policy, "
+        "which the sheet replaces: remove retry_kwargs (the sheet's backoff decides)",
+        f"infrastructure: {task}: max_retries=9 disagrees with the sheet's max_attempts 3: "
+        "remove max_retries (the sheet's max_attempts decides)",
+        f"infrastructure: {task}: acks_late=False loses the message when a worker dies "
+        "mid-attempt, and the sheet's retry with it: remove acks_late=False",
+    ]
