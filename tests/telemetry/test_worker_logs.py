@@ -65,7 +65,7 @@ def test_text_lines_say_each_attempt_and_args_only_with_log_args(queue: Queue, w
     assert worker.process.wait(60) == 0
     lines = [line for line in worker.log().splitlines() if " flaky attempt " in line]
     assert len(lines) == 2
-    assert " INFO job 1 flaky attempt 1 retry in " in lines[0]
+    assert " INFO job 1 flaky attempt 1 failed, retried after " in lines[0]
     assert "(ConnectionError); next attempt in 0.0s" in lines[0]
     assert " INFO job 1 flaky attempt 2 done in " in lines[1]
     assert lines[1].endswith(' queue=default job_args={"i":3}')

@@ -6,13 +6,14 @@ import argparse
 import logging
 import os
 import sys
+import time
 
 from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath
 from jobdef.cli.options import whole_number
 from jobdef.cli.telemetry_options import add_telemetry_options, close_telemetry, worker_telemetry
 from jobdef.errors import JobdefError, UsageError
-from jobdef.policy.durations import format_duration, parse_duration
+from jobdef.policy.durations import format_duration, format_wait, parse_duration
 from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.project import use_pythonpath
 from jobdef.redact import url_secrets
@@ -101,6 +102,14 @@ def _work(
         f"{stats.released} released, {stats.refused} late writes refused"
     )
     print(command_line(settings, summary, **counts), flush=True)
+    if args.burst and stats.waiting and stats.next_due is not None:
+        wait = max(0.0, stats.next_due - time.time())
+        line = (
+            f"{stats.waiting} retried job(s) still queued: the first next attempt is due in "
+            f"{format_wait(wait)}; run the worker again "
+            "then, or without --burst to wait for it"
+        )
+        print(command_line(settings, line, waiting=stats.waiting, next_due=stats.next_due))
     if worker.failure is not None:
         # The drain went well, but the deployment did not: say so, as a failed command.
         line = f"jobdef worker: error: {worker.failure}"

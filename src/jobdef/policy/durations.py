@@ -91,3 +91,11 @@ def format_duration(seconds: float, lang: str = "en") -> str:
     if lang == "ja":
         return "".join(f"{_number(amount)}{_JA_UNITS[unit]}" for unit, amount in parts)
     return "".join(f"{_number(amount)}{unit}" for unit, amount in parts)
+
+
+def format_wait(seconds: float) -> str:
+    """A wait for a log line: tenths of a second below a minute (``4.6s``), else whole
+    seconds as a duration (``59m59s``, ``1h``)."""
+    if seconds < 60:
+        return f"{max(seconds, 0.0):.1f}s"
+    return format_duration(round(seconds))

@@ -62,6 +62,7 @@ from jobdef.backends.protocol import (
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
 from jobdef.errors import BackendError, UnknownJobError, UsageError
 from jobdef.notify.events import notifications_for
+from jobdef.policy.durations import format_wait
 from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
@@ -158,6 +159,17 @@ class WorkerStats:
     crashed: int = 0
     released: int = 0
     refused: int = 0
+    # Jobs this worker retried whose next attempt it did not take (not yet due when a
+    # burst ended, or when it stopped), and when the first of them is due (epoch s).
+    waiting: int = 0
+    next_due: float | None = None
+
+    def __str__(self) -> str:
+        return (
+            f"claimed {self.claimed}: {self.done} done, {self.retried} retried, "
+            f"{self.dead} dead, {self.timed_out} timed out, {self.crashed} crashed, "
+            f"{self.released} released, {self.refused} late writes refused"
+        )
 
 
 @dataclass
@@ -228,6 +240,9 @@ class Worker:
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
+        # Job id -> when its next attempt is due, for the jobs this worker retried and has
+        # not claimed again: what a burst leaves waiting (WorkerStats.waiting).
+        self._retry_due: dict[int, float] = {}
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
         self.telemetry = telemetry or WorkerTelemetry(self.id)
         self.telemetry.registry = registry  # --log-args hides the args it marks sensitive
@@ -336,6 +351,8 @@ class Worker:
                     close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+        self.stats.waiting = len(self._retry_due)
+        self.stats.next_due = min(self._retry_due.values(), default=None)
         log.info("worker %s stopped: %s", self.id, self.stats)
         return self.stats
 
@@ -571,6 +588,7 @@ class Worker:
                 self._refused("complete", held.record)
         mono = time.monotonic()
         for record in records:
+            self._retry_due.pop(record.id, None)
             self._held[record.id] = _Held(record, self._policy(record), mono)
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
@@ -708,7 +726,8 @@ class Worker:
             return
         if decision.action == "retry":
             self.stats.retried += 1
-            detail = f"next attempt in {decision.delay or 0.0:.1f}s"
+            self._retry_due[record.id] = self.clock() + (decision.delay or 0.0)
+            detail = f"next attempt in {format_wait(decision.delay or 0.0)}"
         else:
             self.stats.dead += 1
             detail = f"dead: {decision.reason}"
