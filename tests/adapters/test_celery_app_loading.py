@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -219,8 +220,8 @@ def test_check_names_each_sheet_queue_no_running_worker_consumes(
     code, out = project.check()
     assert code == 1
     assert (
-        f"infrastructure: no running Celery worker consumes queue '{project.queue}' (the 1 "
-        f"that answered consume celery): start one with `celery -A {spec} worker -Q "
+        f"infrastructure: no running Celery worker consumes queue '{project.queue}' (1 worker "
+        f"answered, consuming celery): start one with `celery -A {spec} worker -Q "
         f"{project.queue}`, or add {project.queue} to a worker's -Q\n"
     ) in out
 
@@ -267,3 +268,73 @@ def test_check_names_a_sheet_without_a_task_and_each_celery_setting_that_fights_
         f"infrastructure: {task}: acks_late=False loses the message when a worker dies "
         "mid-attempt, and the sheet's retry with it: remove acks_late=False",
     ]
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "runtimes.md"
+
+
+def _block(text: str, first_line: str) -> str:
+    """The fenced code block of docs/runtimes.md that starts with ``first_line``."""
+    for block in re.findall(r"```\w*\n(.*?)```", text, re.S):
+        if block.startswith(first_line):
+            return str(block)
+    raise AssertionError(f"docs/runtimes.md has no code block starting {first_line!r}")
+
+
+def test_docs_runtimes_shows_what_check_prints_for_its_layout(
+    tmp_path: Path, prefix: str, redis_url: str, processes: Processes
+) -> None:
+    """The docs' shop/celery.py and shop/tasks.py as they are (on the test's broker, with
+    a control exchange of its own), a task left with Celery retry settings, a sheet
+    without a task, a worker without -Q: the check prints the docs' lines."""
+    docs = DOCS.read_text(encoding="utf-8")
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "__init__.py").write_text("", encoding="utf-8")
+    app = _block(docs, "# shop/celery.py\n").replace('"redis://127.0.0.1:6379/0"', repr(redis_url))
+    app += f"app.conf.control_exchange = {prefix!r}\n"
+    (tmp_path / "shop" / "celery.py").write_text(app, encoding="utf-8")
+    tasks = _block(docs, "# shop/tasks.py\n").replace(
+        "import sheet_task", "import SheetTask, sheet_task"
+    )
+    tasks += (
+        '\n\n@app.task(base=SheetTask, name="sync_stock", autoretry_for=(OSError,), '
+        "retry_backoff=True)\ndef sync_stock() -> None: ...\n"
+    )
+    (tmp_path / "shop" / "tasks.py").write_text(tasks, encoding="utf-8")
+    (tmp_path / "jobdefs").mkdir()
+    for name, queue in (
+        ("send_reservation_mail", "mail"),
+        ("sync_stock", "default"),
+        ("send_receipt", "mail"),
+    ):
+        text = SHEET.replace("args:\n  to: {type: string, required: true}\n", "")
+        (tmp_path / "jobdefs" / f"{name}.yaml").write_text(
+            text.format(name=name, handler=f"shop.tasks:{name}", queue=queue), encoding="utf-8"
+        )
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(SRC)])}
+    command = [sys.executable, "-m", "jobdef", "check", "--runtime", "celery", "--app", "shop"]
+
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            command, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    def lines(block: str) -> list[str]:
+        return [line for line in block.splitlines() if line.startswith("infrastructure:")]
+
+    done = check()
+    (alone,) = lines(_block(docs, "infrastructure: no Celery worker answered"))
+    assert alone in done.stdout.splitlines()
+    started = processes.start(
+        "plain",
+        [sys.executable, "-m", "celery", "-A", "shop", "worker", "--pool", "solo",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
+        env={"PYTHONPATH": env["PYTHONPATH"]},
+    )  # fmt: skip
+    eventually(lambda: "ready." in started.log(), 60, "the worker to be ready")
+    done = check()
+    shown = _block(docs, "$ jobdef check --runtime celery --app shop\n")
+    assert lines(done.stdout) == lines(shown)
+    last = shown.split("\n$ echo")[0].splitlines()[-1]
+    assert done.stdout.splitlines()[-1] == last
+    assert done.returncode == 1

@@ -287,11 +287,11 @@ def _unconsumed(app: Any, jobs: Sequence[JobPolicy], spec: str) -> list[str]:
     for worker, answer in sorted(replies.items()):
         for queue in answer or ():
             consumed.setdefault(str(queue.get("name")), []).append(worker)
-    taken = ", ".join(sorted(consumed)) or "none"
+    taken = ", ".join(sorted(consumed)) or "no queue"
+    answered = f"{len(replies)} worker{'s' if len(replies) != 1 else ''} answered"
     return [
-        f"no running Celery worker consumes queue {queue!r} (the {len(replies)} that answered "
-        f"consume {taken}): start one with `celery -A {spec} worker -Q {queue}`, or add "
-        f"{queue} to a worker's -Q"
+        f"no running Celery worker consumes queue {queue!r} ({answered}, consuming {taken}): "
+        f"start one with `celery -A {spec} worker -Q {queue}`, or add {queue} to a worker's -Q"
         for queue in queues
         if queue not in consumed
     ]
