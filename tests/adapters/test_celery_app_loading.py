@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -92,7 +93,14 @@ class Project:
                 )
                 configure(app, sheets={str(self.sheets)!r}, database={self.db!r},
                           redis={redis_url!r}, prefix={prefix!r})
+                app.autodiscover_tasks(["{self.package}.audit"])
                 """),
+            encoding="utf-8",
+        )
+        (root / "audit").mkdir()
+        (root / "audit" / "__init__.py").write_text("", encoding="utf-8")
+        (root / "audit" / "tasks.py").write_text(
+            f"from {self.package}.celery import app\n\n\n@app.task\ndef audit() -> None: ...\n",
             encoding="utf-8",
         )
         self.tasks(TASKS)
@@ -139,6 +147,23 @@ class Project:
         return started
 
 
+def test_check_names_a_broker_that_does_not_answer_without_its_password(
+    tmp_path: Path, prefix: str, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    project = Project(tmp_path, prefix, f"redis://:s3cret@127.0.0.1:{port}/0", redis_url)
+    code, out = project.check()
+    assert code == 1
+    assert (
+        f"infrastructure: the Celery broker at redis://:***@127.0.0.1:{port}/0 does not answer: "
+        in out
+    )
+    assert "s3cret" not in out
+
+
 @pytest.fixture(params=["redis", "amqp"])
 def broker(request: pytest.FixtureRequest, redis_url: str) -> str:
     if request.param == "amqp":
@@ -168,7 +193,8 @@ def test_every_form_of_celery_a_loads_the_tasks_the_app_includes(project: Projec
     for spec in (f"{package}.celery:app", f"{package}.celery.app", f"{package}.celery", package):
         app = load_object(spec)
         assert app.main == "shop", spec
-        assert f"{package}.tasks.send_mail" in app.tasks, spec
+        assert f"{package}.tasks.send_mail" in app.tasks, spec  # include=[...]
+        assert f"{package}.audit.tasks.audit" in app.tasks, spec  # autodiscover_tasks
     code, _, err = _run(["check", "--runtime", "celery", "--app", f"{package}.celery:nothing"])
     assert (code, err.strip()) == (
         2,
