@@ -1,6 +1,6 @@
 """Where JobdefBackend keeps the framework's contract: args as passed, a ``TypeError``
-for args and return values that are not JSON, a real ``TaskContext``, queue names the
-sheets allow refused where they are given, a deferred task's ``run_after``.
+for args and return values that are not JSON, a real ``TaskContext``, a queue no sheet
+names refused by ``using()``, a deferred task's ``run_after``.
 
 On SQLite and on PostgreSQL, with real workers where a task must run.
 """
@@ -99,24 +99,27 @@ def test_a_task_that_takes_context_gets_a_task_context(project: Project, engine_
 
 
 def test_a_queue_no_sheet_names_is_refused_at_using(project: Project, engine_alias: str) -> None:
-    """Without QUEUES the sheets' queues are the valid ones: refused by ``using()``, with
-    the framework's message."""
+    """Without QUEUES the sheets' queues are the valid ones: another is refused by
+    ``using()``, with the framework's message, as a queue QUEUES does not list is."""
     from jdproject import tasks
 
     with pytest.raises(InvalidTask, match=r"^Queue 'nope' is not valid for backend\. ") as refused:
         using(tasks.flaky, engine_alias, queue_name="nope")
-    assert "queue_name='nope'" in str(refused.value)
-    assert "the sheet of job 'flaky' is 'default'" in str(refused.value)
+    assert "has queue_name='nope' but the sheet of job 'flaky' is 'default'" in str(refused.value)
 
 
-def test_a_queue_its_sheet_does_not_write_is_refused_at_using(
+def test_a_queue_of_another_sheet_is_refused_at_enqueue(
     project: Project, engine_alias: str
 ) -> None:
-    """The sheet decides the queue: ``using()`` takes only the sheet's own queue."""
+    """The sheet decides the queue: ``using()`` takes a queue a sheet names, as the
+    framework's backends take one of QUEUES; ``enqueue()`` runs the task only on its own
+    sheet's queue, naming both."""
     from jdproject import tasks
 
+    elsewhere = using(tasks.flaky, engine_alias, queue_name="mail")  # flaky's sheet: default
+    assert elsewhere.queue_name == "mail"
     with pytest.raises(InvalidTask, match="the sheet decides the queue"):
-        using(tasks.flaky, engine_alias, queue_name="mail")  # flaky's sheet: default
+        elsewhere.enqueue(item=unique())
     same = using(tasks.send_confirmation, engine_alias, queue_name="mail")
     result = same.enqueue(unique())
     assert result.task.queue_name == "mail"

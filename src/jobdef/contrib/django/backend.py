@@ -146,29 +146,27 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
     # -- the framework's verbs ----------------------------------------------------------
 
     def check_queue(self, task: Any) -> None:
-        """Refuse a ``queue_name`` the sheets do not allow (``.using()`` and ``enqueue()``
-        ask; ``@task`` does not, so a module with a wrong task still imports and
-        ``manage.py check`` names it): without ``QUEUES``, one of the queues the sheets
-        name, with the framework's message; and any but the task's own sheet's queue."""
-        if task.queue_name == DEFAULT_TASK_QUEUE_NAME:
+        """Without ``QUEUES``, refuse a ``queue_name`` no sheet names, with the
+        framework's message, where it is written (``.using()``) and at ``enqueue()``.
+        ``@task`` does not ask, so a module with a wrong task still imports and
+        ``manage.py check`` names it; a queue another sheet names is refused by
+        ``enqueue()``, naming both (the task's sheet decides its queue)."""
+        if self.queues_given or task.queue_name == DEFAULT_TASK_QUEUE_NAME:
             return
+        named = self.queues_named()
+        if task.queue_name in named:
+            return
+        detail = (
+            f"the sheets of TASKS[{self.alias!r}] name the queues {', '.join(sorted(named))}; "
+            "a task runs on its sheet's queue"
+        )
         policy = find_policy(self.registry, task, self.names)
-        refused: str | None = None
         if policy is not None:
             try:
-                job_options(task, policy)  # names both queues, and the sheet's line
-            except InvalidTask as exc:
-                refused = str(exc)
-        if not self.queues_given:
-            named = self.queues_named()
-            if task.queue_name not in named:
-                refused = refused or (
-                    f"the sheets of TASKS[{self.alias!r}] name the queues "
-                    f"{', '.join(sorted(named))}; a task runs on its sheet's queue"
-                )
-                refused = f"Queue {task.queue_name!r} is not valid for backend. {refused}"
-        if refused is not None:
-            raise InvalidTask(refused)
+                job_options(task, policy)
+            except InvalidTask as exc:  # names both queues, and the sheet's line
+                detail = str(exc)
+        raise InvalidTask(f"Queue {task.queue_name!r} is not valid for backend. {detail}")
 
     def enqueue(self, task: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         self.validate_task(task)

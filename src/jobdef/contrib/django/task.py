@@ -119,8 +119,8 @@ class JobdefTask(Task):  # type: ignore[misc]  # Django ships no types
         return inspect.Signature([ctx, *map(as_named, params)])
 
     def using(self, **changes: Any) -> Any:
-        """The framework's ``using()``, and a ``queue_name`` the sheets do not allow
-        refused here, where it is written (:meth:`JobdefBackend.check_queue`)."""
+        """The framework's ``using()``, and a ``queue_name`` no sheet names refused here,
+        where it is written (:meth:`JobdefBackend.check_queue`)."""
         made = super().using(**changes)
         check = getattr(made.get_backend(), "check_queue", None)
         if "queue_name" in changes and check is not None:
