@@ -271,7 +271,10 @@ def test_check_names_a_sheet_without_a_task_and_each_celery_setting_that_fights_
             "retry_kwargs={{'max_retries': 5}}, max_retries=9, acks_late=False)",
         )
         + '\n\n@app.task(name="send_reciept")\ndef send_reciept() -> None:\n    pass\n'
+        # A sheet task without name=: Celery names it after its module.
+        + "\n\n@app.task(base=SheetTask)\ndef send_refund(to: str) -> None:\n    pass\n"
     )
+    project.sheet("send_refund")
     project.worker(processes, "mailer", "-Q", project.queue)
     code, out = project.check()
     assert code == 1
@@ -282,6 +285,10 @@ def test_check_names_a_sheet_without_a_task_and_each_celery_setting_that_fights_
         f"in the Celery app {project.package}.celery:app: define it with "
         "@sheet_task(app, 'send_receipt') in a module the app includes; did you mean "
         "'send_reciept'?",
+        "infrastructure: job send_refund (jobdefs/send_refund.yaml) has no task in the Celery "
+        f"app {project.package}.celery:app: its task is named {project.package}.tasks."
+        "send_refund, after its module: give it name='send_refund' (or "
+        "jobdef_job='send_refund')",
         f"infrastructure: {task}: autoretry_for=(<class 'OSError'>,) makes Celery retry on its "
         "own, beside the sheet's retries: remove autoretry_for (the sheet's errors and "
         "max_attempts decide)",

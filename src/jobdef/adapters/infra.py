@@ -160,13 +160,7 @@ def celery_problems(app: Any, jobs: Sequence[JobPolicy], spec: str = "APP") -> l
     for task in tasks.values():
         if isinstance(task, SheetTask):
             served.setdefault(task.jobdef_job or task.name, []).append(task)
-    problems = [
-        f"job {job.name} ({job.file}) has no task in the Celery app {spec}: define it with "
-        f"@sheet_task(app, {job.name!r}) in a module the app includes"
-        f"{did_you_mean(job.name, tasks)}"
-        for job in jobs
-        if job.name not in served
-    ]
+    problems = [_no_task(job, spec, tasks, served) for job in jobs if job.name not in served]
     sheets = {job.name: job for job in jobs}
     for name, found in sorted(served.items()):
         for task in found:
@@ -189,6 +183,22 @@ def celery_problems(app: Any, jobs: Sequence[JobPolicy], spec: str = "APP") -> l
                 "broker_transport_options['visibility_timeout'] above it"
             )
     return problems
+
+
+def _no_task(job: JobPolicy, spec: str, tasks: Mapping[str, Any], served: Mapping[str, Any]) -> str:
+    """The line for ``job``, which no sheet task of the app runs."""
+    where = f"job {job.name} ({job.file}) has no task in the Celery app {spec}"
+    for name in served:
+        if name.rpartition(".")[2] == job.name:
+            # @app.task(base=SheetTask) without name=: Celery names it module.function.
+            return (
+                f"{where}: its task is named {name}, after its module: give it "
+                f"name={job.name!r} (or jobdef_job={job.name!r})"
+            )
+    return (
+        f"{where}: define it with @sheet_task(app, {job.name!r}) in a module the app "
+        f"includes{did_you_mean(job.name, tasks)}"
+    )
 
 
 # Celery's own retry settings: the sheet decides every retry, so any of these left on
