@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
 
         from jobdef.dashboard.app import create_app
+        from jobdef.dashboard.serving import Limits, RequestSignals, protocol_class
     except ImportError as exc:
         raise UsageError(
             f"the dashboard needs {exc.name}, which is not installed; "
@@ -69,12 +70,20 @@ def run(args: argparse.Namespace) -> int:
             "addresses; add --allowed-host NAME for each name it is reached by",
             file=sys.stderr,
         )
+    limits = Limits()
+    # Connections are bounded by the protocol class, which closes the longest waiting
+    # one to make room: uvicorn's limit_concurrency would answer the operator's request
+    # 503 while the idle connections that take the slots stay open.
     uvicorn.run(
-        app,
+        RequestSignals(app),
         host=host,
         port=args.port,
+        http=protocol_class(limits),
+        backlog=limits.backlog,
+        ws="none",  # no WebSocket: an upgraded connection would leave the guard
         log_level="warning",
         timeout_graceful_shutdown=2,
+        timeout_keep_alive=int(limits.head_timeout),
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
     return 0
