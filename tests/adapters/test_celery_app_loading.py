@@ -371,3 +371,62 @@ def test_docs_runtimes_shows_what_check_prints_for_its_layout(
     last = shown.split("\n$ echo")[0].splitlines()[-1]
     assert done.stdout.splitlines()[-1] == last
     assert done.returncode == 1
+
+
+def test_a_django_project_s_app_loads_the_tasks_of_its_installed_apps(
+    tmp_path: Path, prefix: str, redis_url: str
+) -> None:
+    """Celery's Django layout: ``proj/celery.py`` reads Django's settings and
+    ``autodiscover_tasks()`` finds ``tasks.py`` in each installed app; ``--app proj``
+    loads them as ``celery -A proj`` does (Django set up first)."""
+    pytest.importorskip("django")
+    for folder in ("proj", "mailapp", "jobdefs"):
+        (tmp_path / folder).mkdir()
+    files = {
+        "proj/__init__.py": "from .celery import app as celery_app\n",
+        "proj/settings.py": (
+            f'SECRET_KEY = "test"\nINSTALLED_APPS = ["mailapp"]\nDATABASES = {{}}\n'
+            f"CELERY_BROKER_URL = {redis_url!r}\nCELERY_CONTROL_EXCHANGE = {prefix!r}\n"
+        ),
+        "proj/celery.py": textwrap.dedent(f"""\
+            import os
+
+            from celery import Celery
+            from jobdef.adapters.celery import configure
+
+            os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proj.settings")
+            app = Celery("proj")
+            app.config_from_object("django.conf:settings", namespace="CELERY")
+            configure(app, sheets="jobdefs", database="sqlite:///jobdef.db", prefix={prefix!r})
+            app.autodiscover_tasks()
+            """),
+        "mailapp/__init__.py": "",
+        "mailapp/tasks.py": textwrap.dedent("""\
+            from celery import shared_task
+            from jobdef.adapters.celery import SheetTask
+
+
+            @shared_task(base=SheetTask, name="send_mail")
+            def send_mail(to: str) -> None: ...
+            """),
+        "jobdefs/send_mail.yaml": SHEET.format(
+            name="send_mail", handler="mailapp.tasks:send_mail", queue=f"{prefix}-mail"
+        ),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "jobdef", "check", "--runtime", "celery", "--app", "proj"],
+        check=False,
+        cwd=tmp_path,
+        env=os.environ | {"PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stderr == ""
+    found = [line for line in done.stdout.splitlines() if line.startswith("infrastructure:")]
+    assert found == [
+        f"infrastructure: no Celery worker answered within 3s, so no worker consumes queue(s) "
+        f"'{prefix}-mail': start one with `celery -A proj worker -Q {prefix}-mail`"
+    ]
