@@ -205,22 +205,11 @@ def test_a_live_stream_outlives_the_deadline_and_the_flood(sqlite_url: str, tmp_
 # -- the protocol uvicorn makes ------------------------------------------------------------
 
 
-def test_uvicorn_makes_the_guarded_protocol_and_hands_each_request_its_connection() -> None:
-    """Fails when uvicorn changes how it makes a ``Config(http=...)`` protocol or stops
-    copying the lifespan state into each request's scope: the guard would then never
-    learn that a request started, and would cut every request at its deadline."""
+@contextlib.contextmanager
+def guarded_server(app: Any, limits: serving.Limits) -> Iterator[int]:
+    """uvicorn in a thread, serving ``app`` as ``jobdef dashboard`` does: its port."""
     import uvicorn
 
-    seen: list[Any] = []
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        seen.append(scope["state"].get(serving.STATE_KEY))
-        # Longer than the deadline: a request being served is never cut.
-        await asyncio.sleep(1.5)
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"ok"})
-
-    limits = serving.Limits(connections=4, head_timeout=1.0)
     config = uvicorn.Config(
         serving.RequestSignals(app),
         http=serving.protocol_class(limits),
@@ -235,7 +224,28 @@ def test_uvicorn_makes_the_guarded_protocol_and_hands_each_request_its_connectio
     thread.start()
     try:
         eventually(lambda: server.started, 30, "the server to start")
-        conn = http.client.HTTPConnection("127.0.0.1", sock.getsockname()[1], timeout=10)
+        yield int(sock.getsockname()[1])
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def test_uvicorn_makes_the_guarded_protocol_and_hands_each_request_its_connection() -> None:
+    """Fails when uvicorn changes how it makes a ``Config(http=...)`` protocol or stops
+    copying the lifespan state into each request's scope: the guard would then never
+    learn that a request started, and would cut every request at its deadline."""
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["state"].get(serving.STATE_KEY))
+        # Longer than the deadline: a request being served is never cut.
+        await asyncio.sleep(1.5)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    with guarded_server(app, serving.Limits(connections=4, head_timeout=1.0)) as port:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         for _ in range(2):  # the second on the kept-alive connection
             conn.request("GET", "/")
             response = conn.getresponse()
@@ -247,7 +257,22 @@ def test_uvicorn_makes_the_guarded_protocol_and_hands_each_request_its_connectio
             "jobdef.dashboard.serving"
         )
         assert seen[0] is seen[1]
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
+
+
+def test_an_answer_the_client_never_reads_is_dropped() -> None:
+    finished = threading.Event()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for _ in range(2000):  # 128 MiB, far more than the sockets' buffers hold
+            await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+        finished.set()
+
+    with (
+        guarded_server(app, serving.Limits(write_timeout=1.0)) as port,
+        socket.create_connection(("127.0.0.1", port), timeout=10) as stuck,
+    ):
+        stuck.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        # Never read: the answer waits on the client until the connection is dropped.
+        eventually(finished.is_set, 30, "the unread answer to be dropped")
