@@ -749,7 +749,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         """Insert on the handler's psycopg connection, inside its transaction."""
-        return record_processed_key_on(connection, key, job_id, self.clock(), self.url)
+        return _record_key(connection, key, job_id, self.clock(), self.schema)
 
 
 def record_processed_key_on(
@@ -761,6 +761,10 @@ def record_processed_key_on(
     kind, else in ``public``: a handler's database is the application's."""
     scheme = store_url.partition("://")[0]
     schema = split_url(store_url)[1] if scheme in ("postgresql", "postgres") else DEFAULT_SCHEMA
+    return _record_key(connection, key, job_id, now, schema)
+
+
+def _record_key(connection: Any, key: str, job_id: int, now: float, schema: str) -> bool:
     quoted = '"' + schema + '"'
 
     def q(name: str) -> str:
