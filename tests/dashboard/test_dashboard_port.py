@@ -98,7 +98,7 @@ def trickle(sock: socket.socket, head: bytes, seconds: float) -> bytes:
         if not data:
             return answer
         answer += data
-    pytest.fail(f"the dashboard kept a trickling request head open for {seconds} s")
+    pytest.fail(f"the dashboard kept a trickling request open for {seconds} s")
 
 
 class Stream:
@@ -200,6 +200,46 @@ def test_a_live_stream_outlives_the_deadline_and_the_flood(sqlite_url: str, tmp_
             assert not stream.ended.is_set()
         finally:
             stream.close()
+
+
+def test_a_request_body_sent_a_byte_at_a_time_is_cut(sqlite_url: str, tmp_path: Path) -> None:
+    with dashboard_process(sqlite_url, tmp_path) as url:
+        origin = f"127.0.0.1:{port_of(url)}"
+        head = (
+            f"POST /actions/jobs HTTP/1.1\r\nHost: {origin}\r\nOrigin: http://{origin}\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", port_of(url)), timeout=10) as slow:
+            # Six times the deadline: a byte of the form every half second.
+            answer = trickle(slow, head, LIMITS.body_timeout * 6)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert Client(url).request("/api/overview")[0] == 200
+
+
+def test_streams_beyond_their_cap_leave_the_pages_their_connections(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    with dashboard_process(sqlite_url, tmp_path) as url:
+        streams: list[Stream] = []
+        try:
+            # Every connection asks for a stream: only some get one.
+            for _ in range(LIMITS.connections):
+                with contextlib.suppress(OSError, http.client.HTTPException, AssertionError):
+                    streams.append(Stream(url))
+            eventually(
+                lambda: sum(not s.ended.is_set() for s in streams) <= LIMITS.streams,
+                30,
+                "the streams beyond the cap to be closed",
+            )
+            open_streams = [s for s in streams if not s.ended.is_set()]
+            assert len(open_streams) == LIMITS.streams
+            # The rest of the connections still serve pages and the API.
+            status, _, body = Client(url).request("/jobs")
+            assert status == 200, body
+            assert all(not s.ended.is_set() for s in open_streams)
+        finally:
+            for stream in streams:
+                stream.close()
 
 
 # -- the protocol uvicorn makes ------------------------------------------------------------

@@ -20,9 +20,16 @@ is *waiting*:
   connections cannot lock the operator out (the newest connection, whose browser
   sends its request at once, is kept). Only when every connection is being served
   (requests under way, the live-update streams) is the new one refused;
-- a connection being served has no deadline (``/events`` streams live as long as
-  the page), but one whose client stops reading altogether is aborted once its
-  answer has waited :attr:`Limits.write_timeout` seconds for the client.
+- a request with a body must send all of it within :attr:`Limits.body_timeout`
+  seconds of its head, or be answered before (408 otherwise): a body trickled a
+  byte at a time holds a connection no longer than a head;
+- at most :attr:`Limits.streams` connections hold a live-update stream (an
+  answer of type ``text/event-stream``); one more is closed as its answer starts
+  (the page's EventSource tries again a few seconds later), so the streams can
+  take only part of the connections and the pages and actions keep the rest;
+- otherwise a connection being served has no deadline (``/events`` streams live
+  as long as the page), but one whose client stops reading altogether is
+  aborted once its answer has waited :attr:`Limits.write_timeout` seconds.
 
 A connection is known by the ``state`` of its requests' scope (the ASGI lifespan
 state, which uvicorn copies into each scope), so the guard needs no address, which
@@ -68,6 +75,10 @@ class Limits:
     backlog: int = 64
     # Seconds a waiting connection has to send a whole request head.
     head_timeout: float = 5.0
+    # Seconds from a request's head to the end of its body, unless answered before.
+    body_timeout: float = 10.0
+    # Connections that hold a live-update stream at once.
+    streams: int = 32
     # Seconds an answer may wait for a client that reads none of it.
     write_timeout: float = 30.0
 
@@ -80,6 +91,7 @@ class Connections:
         self.limits = limits
         self.open: set[GuardedProtocol] = set()
         self.waiting: dict[GuardedProtocol, None] = {}
+        self.streams: set[GuardedProtocol] = set()
 
     def admit(self, newcomer: GuardedProtocol) -> bool:
         """Make room for ``newcomer``: close the longest waiting connections while the
@@ -99,9 +111,17 @@ class Connections:
     def serve(self, connection: GuardedProtocol) -> None:
         self.waiting.pop(connection, None)
 
+    def stream(self, connection: GuardedProtocol) -> bool:
+        """Count ``connection`` as a stream: False when the streams are at their cap."""
+        if connection not in self.streams and len(self.streams) >= self.limits.streams:
+            return False
+        self.streams.add(connection)
+        return True
+
     def forget(self, connection: GuardedProtocol) -> None:
         self.waiting.pop(connection, None)
         self.open.discard(connection)
+        self.streams.discard(connection)
 
 
 class GuardedProtocol(asyncio.Protocol):
@@ -127,6 +147,7 @@ class GuardedProtocol(asyncio.Protocol):
         )
         self.transport: asyncio.Transport | None = None
         self._deadline: asyncio.TimerHandle | None = None
+        self._body_deadline: asyncio.TimerHandle | None = None
         self._stalled: asyncio.TimerHandle | None = None
         # Bytes received since the connection began to wait: a head begun, or silence.
         self._heard = False
@@ -181,15 +202,35 @@ class GuardedProtocol(asyncio.Protocol):
 
     # -- what RequestSignals tells it -------------------------------------------------------
 
-    def request_started(self) -> int:
-        """A request head arrived and its app runs: no deadline while it is served.
-        Returns the request's number, for :meth:`response_complete`."""
+    def request_started(self, has_body: bool) -> int:
+        """A request head arrived and its app runs: no head deadline while it is served,
+        a body deadline if it has a body. Returns the request's number, for the calls
+        below."""
         self._requests += 1
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
         self.connections.serve(self)
+        if has_body:
+            timeout = self.connections.limits.body_timeout
+            self._body_deadline = self._loop.call_later(timeout, self._cut_body)
         return self._requests
+
+    def body_received(self, request: int) -> None:
+        """The whole body of request number ``request`` arrived."""
+        if request == self._requests:
+            self._cancel_body_deadline()
+
+    def response_started(self, request: int, stream: bool) -> bool:
+        """The answer to request ``request`` starts; ``stream``: a live-update stream.
+        False when it must not: the streams are at their cap, and the connection is
+        closed."""
+        if request == self._requests:
+            self._cancel_body_deadline()
+        if not stream or self.connections.stream(self):
+            return True
+        self._abort()
+        return False
 
     def response_complete(self, request: int) -> None:
         """The answer to request number ``request`` is written: the connection waits
@@ -224,18 +265,29 @@ class GuardedProtocol(asyncio.Protocol):
         else:
             transport.close()
 
+    def _cut_body(self) -> None:
+        """A request body not received in time, and no answer begun: 408, closed."""
+        self._body_deadline = None
+        self._heard = True
+        self.close_waiting()
+
+    def _cancel_body_deadline(self) -> None:
+        if self._body_deadline is not None:
+            self._body_deadline.cancel()
+            self._body_deadline = None
+
     def _abort(self) -> None:
-        self._stalled = None
+        self._cancel_timers()
         self._closed = True
         self.connections.forget(self)
         if self.transport is not None:
             self.transport.abort()
 
     def _cancel_timers(self) -> None:
-        for timer in (self._deadline, self._stalled):
+        for timer in (self._deadline, self._body_deadline, self._stalled):
             if timer is not None:
                 timer.cancel()
-        self._deadline = self._stalled = None
+        self._deadline = self._body_deadline = self._stalled = None
 
 
 def protocol_class(limits: Limits) -> type[GuardedProtocol]:
@@ -257,15 +309,45 @@ class RequestSignals:
         if scope["type"] != "http" or not isinstance(connection, GuardedProtocol):
             await self.app(scope, receive, send)
             return
-        request = connection.request_started()
+        request = connection.request_started(_has_body(scope))
+        refused = False
+
+        async def receiving() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                connection.body_received(request)
+            return message
 
         async def sending(message: Message) -> None:
+            nonlocal refused
+            if message["type"] == "http.response.start":
+                refused = not connection.response_started(request, _is_stream(message))
+            if refused:  # closed: the rest of the answer goes nowhere
+                return
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 connection.response_complete(request)
 
         try:
-            await self.app(scope, receive, sending)
+            await self.app(scope, receiving, sending)
         finally:
             # An app that failed: uvicorn answers 500 (and completes) or closes.
             connection.response_complete(request)
+
+
+def _has_body(scope: Scope) -> bool:
+    """Whether the request announces a body (a length above 0, or chunks)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            return value.strip() not in (b"", b"0")
+        if name == b"transfer-encoding":
+            return True
+    return False
+
+
+def _is_stream(start: Message) -> bool:
+    """Whether an answer's start says it is a live-update stream."""
+    for name, value in start.get("headers", ()):
+        if bytes(name).lower() == b"content-type":
+            return bytes(value).lower().startswith(b"text/event-stream")
+    return False
