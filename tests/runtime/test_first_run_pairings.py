@@ -107,9 +107,11 @@ def test_a_psycopg_handler_under_a_sqlite_store_keeps_its_keys_in_public(
 ) -> None:
     with psycopg_handler() as conn:  # psycopg 3 commits and closes here
         assert first_run(_ctx(sqlite_store, key="k-public"), conn)
-    row = psycopg_handler().execute(
-        "SELECT job_id FROM public.jobdef_processed_keys WHERE key = 'k-public'"
-    ).fetchone()
+    row = (
+        psycopg_handler()
+        .execute("SELECT job_id FROM public.jobdef_processed_keys WHERE key = 'k-public'")
+        .fetchone()
+    )
     assert row == (1,)
 
 
