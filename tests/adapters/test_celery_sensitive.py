@@ -13,9 +13,9 @@ from pathlib import Path
 
 import redis
 from celery import Celery
+from sensitive_acts import sign_in_project
 
 from jobdef.adapters.celery import configure, sheet_task
-from jobdef.backends import open_backend
 
 PASSWORD = "Hunter2-correct-horse"
 
@@ -23,24 +23,7 @@ PASSWORD = "Hunter2-correct-horse"
 def test_a_sent_task_describes_its_sensitive_args_as_stars(
     tmp_path: Path, redis_url: str, prefix: str
 ) -> None:
-    sheets = tmp_path / "jobdefs"
-    sheets.mkdir()
-    (sheets / "sign_in.yaml").write_text(
-        "apiVersion: jobdef/v1\n"
-        "kind: Job\n"
-        "name: sign_in\n"
-        "handler: sensitive_acts:sign_in\n"
-        f"queue: {prefix}\n"
-        "args:\n"
-        "  user: {type: string}\n"
-        "  password: {type: string, sensitive: true}\n"
-        "max_attempts: 1\n"
-        "timeout: 30s\n"
-        "errors: {default: fatal}\n",
-        encoding="utf-8",
-    )
-    database = f"sqlite:///{tmp_path / 'jobdef.db'}"
-    open_backend(database).close()
+    sheets, database = sign_in_project(tmp_path, prefix)
     app = Celery(f"sensitive-{prefix}", broker=redis_url)
     app.conf.update(task_ignore_result=True, broker_connection_retry_on_startup=True)
     configure(app, sheets=str(sheets), database=database, redis=redis_url, prefix=prefix)

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import redis
+from sensitive_acts import sign_in_project
 
 from jobdef.adapters.rq import SheetQueue
-from jobdef.backends import open_backend
 from support.workers import Processes
 
 PASSWORD = "Hunter2-correct-horse"
@@ -22,24 +22,7 @@ PASSWORD = "Hunter2-correct-horse"
 def test_the_rq_worker_log_and_the_job_description_hide_a_sensitive_arg(
     tmp_path: Path, redis_url: str, prefix: str, processes: Processes
 ) -> None:
-    sheets = tmp_path / "jobdefs"
-    sheets.mkdir()
-    (sheets / "sign_in.yaml").write_text(
-        "apiVersion: jobdef/v1\n"
-        "kind: Job\n"
-        "name: sign_in\n"
-        "handler: sensitive_acts:sign_in\n"
-        f"queue: {prefix}\n"
-        "args:\n"
-        "  user: {type: string}\n"
-        "  password: {type: string, sensitive: true}\n"
-        "max_attempts: 1\n"
-        "timeout: 30s\n"
-        "errors: {default: fatal}\n",
-        encoding="utf-8",
-    )
-    database = f"sqlite:///{tmp_path / 'jobdef.db'}"
-    open_backend(database).close()
+    sheets, database = sign_in_project(tmp_path, prefix)
     seen = tmp_path / "seen.txt"
     processes.env = {"JOBDEF_DATABASE_URL": database, "JOBDEF_TEST_SEEN": str(seen)}
     client = redis.Redis.from_url(redis_url)

@@ -26,6 +26,7 @@ from jobdef.dashboard import serving
 from jobdef.runtime.queue import connect
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.sockets import idle_connections, open_fds
 
 pytestmark = pytest.mark.slow
 
@@ -58,23 +59,6 @@ def listening_pid(port: int) -> int:
                     if os.readlink(f"/proc/{entry}/fd/{fd}") in inodes:
                         return int(entry)
     raise AssertionError(f"no process listens on port {port}")
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-@contextlib.contextmanager
-def idle_connections(port: int, count: int) -> Iterator[list[socket.socket]]:
-    """``count`` connections to ``port`` that never send a byte, held until the end."""
-    held: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
-        yield held
-    finally:
-        for sock in held:
-            sock.close()
 
 
 def trickle(sock: socket.socket, head: bytes, seconds: float) -> bytes:

@@ -10,7 +10,6 @@ import os
 import resource
 import socket
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -21,6 +20,7 @@ from jobdef.backends.protocol import Backend
 from jobdef.runtime.queue import Queue
 from support import eventually
 from support.proxy import CuttableProxy
+from support.sockets import idle_connections, open_fds
 
 pytestmark = pytest.mark.slow
 
@@ -28,23 +28,6 @@ pytestmark = pytest.mark.slow
 # its handler process, far fewer than the idle connections a test opens.
 HEADROOM = 64
 IDLE = 300
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-@contextlib.contextmanager
-def idle_connections(port: int, count: int) -> Iterator[list[socket.socket]]:
-    """``count`` connections to ``port`` that never send a byte, held until the end."""
-    held: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
-        yield held
-    finally:
-        for sock in held:
-            sock.close()
 
 
 def listening_address(pid: int, port: int) -> str:
