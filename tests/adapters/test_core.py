@@ -146,3 +146,23 @@ def test_duplicates_are_refused_while_active_and_within_the_dedupe_window(
     runtime.begin(first.policy, first.task_id)
     runtime.succeeded(first.policy, first.task_id)
     assert not runtime.open_run(again)  # done a moment ago, within the 1 minute window
+
+
+def test_freeing_a_stale_run_never_deletes_the_run_another_producer_opened(
+    redis_url: str, prefix: str
+) -> None:
+    """Two producers find the same run unable to go on: the first frees it and opens a new
+    one; the second's free, decided on the old run it read, must leave the new one alone
+    (before, it deleted it, and both producers sent a run for one key)."""
+    first = RunStore(redis.Redis.from_url(redis_url), prefix)
+    second = RunStore(redis.Redis.from_url(redis_url), prefix)
+    assert first.open("t1", "job", 100.0, None, 600)
+    stale = second.load("t1")
+    assert stale is not None
+    assert first.forget("t1", 100.0)
+    assert first.open("t1", "job", 200.0, None, 600)
+    assert not second.forget("t1", stale.created_at)
+    kept = first.load("t1")
+    assert kept is not None
+    assert kept.created_at == 200.0
+    assert not second.open("t1", "job", 300.0, None, 600)  # the new run holds the key

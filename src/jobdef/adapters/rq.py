@@ -208,12 +208,13 @@ class SheetQueue:
             state.burial is not None or found.get_status(refresh=False) not in _OVER
         ):
             return found
+        if not runtime.store.forget(task_id, state.created_at):
+            return None  # another producer freed it first: open a run again, or find theirs
         LOGGER.warning(
             "run %s was active with its RQ job %s; it can no longer go on and is freed",
             task_id,
             "gone" if found is None else found.get_status(refresh=False),
         )
-        runtime.store.close(task_id)
         return None
 
 

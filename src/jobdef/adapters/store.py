@@ -59,6 +59,15 @@ return 1
 """
 
 
+# KEYS: the run's hash, its attempts. ARGV: the created_at the caller read.
+# 1 when that run was deleted; 0 when the hash holds another run (or none) by now.
+_FORGET = """
+if redis.call('HGET', KEYS[1], 'created_at') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+"""
+
+
 class BookkeepingUnavailable(JobdefError):
     """jobdef's own bookkeeping (the run store in Redis, or jobdef's database) cannot be
     reached: the adapter keeps the message for a later delivery and never drops it."""
@@ -220,6 +229,14 @@ class RunStore:
             for key in (self._run(task_id), self._attempts(task_id)):
                 pipe.expire(key, ttl)
             pipe.execute()
+
+    def forget(self, task_id: str, created_at: float) -> bool:
+        """Delete the run of ``task_id`` opened at ``created_at`` (one that can no longer
+        go on), and only that one: False when another producer has freed it and opened a
+        new run meanwhile, which is then left as it is."""
+        keys = (self._run(task_id), self._attempts(task_id))
+        with _reaching(f"free the run of task {task_id}"):
+            return bool(self.redis.eval(_FORGET, 2, *keys, repr(created_at)))
 
     def close(
         self,
