@@ -767,7 +767,7 @@ def record_processed_key_on(
 def _record_key(connection: Any, key: str, job_id: int, now: float, schema: str) -> bool:
     quoted = '"' + schema + '"'
 
-    def q(name: str) -> str:
+    def _q(name: str) -> str:
         return _QUERIES[name].replace("{schema}", quoted)
 
     params = {"key": key, "job_id": job_id, "now": now}
@@ -776,11 +776,11 @@ def _record_key(connection: Any, key: str, job_id: int, now: float, schema: str)
             # The handler's database need not be the job database: create the table
             # there when it is missing, looked up first so no error aborts the
             # handler's transaction.
-            cur.execute(q("processed_keys_exist"))
+            cur.execute(_q("processed_keys_exist"))
             exists = cur.fetchone()
             if exists is None or not exists[0]:
-                cur.execute(q("create_processed_keys"))
-            cur.execute(q("record_processed_key"), params)
+                cur.execute(_q("create_processed_keys"))
+            cur.execute(_q("record_processed_key"), params)
             return bool(cur.rowcount == 1)
     except Exception as exc:
         if psycopg is None or not isinstance(exc, psycopg.Error):
