@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dash_browser import CHROMIUM, CHROMIUM_ARGS
 from dashboard_steps import HERE, SHEETS
 
 from jobdef.backends import open_backend, upgrade
@@ -28,16 +29,6 @@ from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
 from support.stores import engine_db_url
 from support.workers import Processes, worker_command
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def _skip_or_fail(reason: str) -> None:
