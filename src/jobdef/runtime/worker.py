@@ -240,8 +240,9 @@ class Worker:
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()
-        # Job id -> when its next attempt is due, for the jobs this worker retried and has
-        # not claimed again: what a burst leaves waiting (WorkerStats.waiting).
+        # Job id -> when its next attempt is due, for the jobs a burst retried and has not
+        # claimed again: what it leaves waiting (WorkerStats.waiting). Kept in a burst
+        # only: another worker may claim the job, and the entry would never be dropped.
         self._retry_due: dict[int, float] = {}
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
         self.telemetry = telemetry or WorkerTelemetry(self.id)
@@ -726,7 +727,8 @@ class Worker:
             return
         if decision.action == "retry":
             self.stats.retried += 1
-            self._retry_due[record.id] = self.clock() + (decision.delay or 0.0)
+            if self.burst:  # only a burst reports them; a long-lived worker keeps none
+                self._retry_due[record.id] = self.clock() + (decision.delay or 0.0)
             detail = f"next attempt in {format_wait(decision.delay or 0.0)}"
         else:
             self.stats.dead += 1
