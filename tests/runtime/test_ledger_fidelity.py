@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -309,7 +311,7 @@ def test_a_worker_frozen_past_its_lease_is_reclaimed_and_its_late_results_refuse
     ids = [queue.enqueue("steady", {"ledger": ledger, "seconds": 0.1}).id for _ in range(24)]
     frozen = workers.start("--concurrency", "1", "--prefetch", "6", name="frozen", lease="1s")
     eventually(lambda: len(ledger_handlers.entries(ledger)) >= 2, 20, "the first runs")
-    frozen.send_signal(signal.SIGSTOP)
+    _freeze_outside_a_write(frozen, backend)
     try:
         other = workers.start("--concurrency", "2", name="other", lease="5s")
         eventually(
@@ -331,6 +333,35 @@ def test_a_worker_frozen_past_its_lease_is_reclaimed_and_its_late_results_refuse
     assert outcomes["done"] == len(ids)
     assert outcomes["reclaimed"] >= 1  # the runs under the frozen worker's lease
     assert time.monotonic() - began < 60
+
+
+def _freeze_outside_a_write(worker: subprocess.Popen[bytes], backend: Backend) -> None:
+    """SIGSTOP ``worker`` at a moment it holds no SQLite write lock.
+
+    A SQLite file has one writer at a time, and a process stopped inside its write
+    transaction keeps the lock until it runs again or dies (docs/troubleshooting.md
+    says so): no other worker can write meanwhile, on any lease. What this suite
+    claims of a frozen worker is about its leases, so on SQLite the worker is
+    stopped again a moment later until the file takes a write."""
+    for _ in range(50):
+        worker.send_signal(signal.SIGSTOP)
+        if not backend.url.startswith("sqlite:") or _sqlite_writable(backend.url):
+            return
+        worker.send_signal(signal.SIGCONT)
+        time.sleep(0.003)
+    raise AssertionError("the worker held the SQLite write lock at every one of 50 stops")
+
+
+def _sqlite_writable(url: str) -> bool:
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0.2, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
