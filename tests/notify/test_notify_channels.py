@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email
 import json
 import logging
@@ -197,16 +198,50 @@ def test_command_past_its_timeout_is_killed(tmp_path: Path) -> None:
     assert not Path(f"/proc/{pid}").exists()
 
 
-def test_log_channel_writes_one_json_line(caplog: pytest.LogCaptureFixture) -> None:
+def test_log_channel_says_a_dead_job_in_words_on_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from jobdef.telemetry.logs import JsonFormatter, LogSettings, TextFormatter
+
     sender = build_sender(channel("log"), {})
     sent = message()
     with caplog.at_level(logging.INFO, logger="jobdef.notify"):
         sender.send(sent)
     [record] = caplog.records
     assert record.levelno == logging.WARNING
-    document = json.loads(record.getMessage())
-    assert document["message_id"] == sent.message_id
-    assert document["event"] == "dead"
+    text = TextFormatter(LogSettings(), ()).format(record)
+    assert "\n" not in text
+    assert "{" not in text  # words, not a JSON document
+    assert " jobdef.notify WARNING [jobdef] dead: jobdef_notify_test (Test message from " in text
+    assert " | attempts: 3 of 3 | last error: ConnectionError: " in text
+    assert " | re-run: jobdef requeue 0 (procedure: " in text
+    assert text.endswith(f" | message id: {sent.message_id} queue=default channel=ops")
+    assert len(text) < 500
+    # As a JSON line, the event's fields are the line's, for a pipeline to alert on.
+    line = json.loads(JsonFormatter(LogSettings(), ()).format(record))
+    assert line["message"] == text.split(" WARNING ", 1)[1].split(" queue=")[0]
+    assert (line["event"], line["job"], line["job_id"]) == ("dead", "jobdef_notify_test", 0)
+    assert (line["message_id"], line["channel"]) == (sent.message_id, "ops")
+    assert (line["error_type"], line["attempts_used"], line["max_attempts"]) == (
+        "ConnectionError",
+        3,
+        3,
+    )
+
+
+def test_log_channel_logs_a_digest_one_line_per_event(caplog: pytest.LogCaptureFixture) -> None:
+    notifications = [sample_notification("ops", AT + i) for i in range(3)]
+    notifications = [
+        dataclasses.replace(n, message_id=f"{n.message_id}-{i}")
+        for i, n in enumerate(notifications)
+    ]
+    sent = digest_message("ops", notifications, Renderer())
+    with caplog.at_level(logging.INFO, logger="jobdef.notify"):
+        build_sender(channel("log"), {}).send(sent)
+    assert [r.message_id for r in caplog.records] == [n.message_id for n in notifications]
+    for record in caplog.records:
+        assert record.getMessage().startswith("dead jobdef_notify_test job 0 (order_id=12345): ")
+        assert record.getMessage().endswith("re-run: jobdef requeue 0")
 
 
 def test_channel_template_reshapes_the_text() -> None:

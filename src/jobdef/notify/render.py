@@ -32,9 +32,9 @@ DEFAULT_TEMPLATE = """\
 re-run: {{ requeue_command }}{% if rerun %} (procedure: {{ rerun }}){% endif %}
 message id: {{ message_id }}"""
 
-# One line per event inside a digest.
+# One line per event inside a digest (after "- "), and on the log channel.
 DIGEST_LINE_TEMPLATE = """\
-- {{ event }} {{ job }} job {{ job_id }}\
+{{ event }} {{ job }} job {{ job_id }}\
 {% if key_args %} ({% for name, value in key_args.items() %}{{ name }}={{ value }}\
 {% if not loop.last %}, {% endif %}{% endfor %}){% endif %}\
 {% if error_type %}: {{ error_type }}: {{ error_message | truncate(160, true) }}{% endif %}\
@@ -123,5 +123,10 @@ class Renderer:
             digest_subject(channel, items),
             "More events than the channel's digest_after per minute; grouped here:",
         ]
-        lines.extend(str(_DIGEST_LINE.render(item)) for item in items)
+        lines.extend(f"- {event_line(item)}" for item in items)
         return "\n".join(lines)
+
+
+def event_line(item: Mapping[str, Any]) -> str:
+    """One event on one line: what happened to which job, its error, how to re-run it."""
+    return str(_DIGEST_LINE.render(item))

@@ -180,7 +180,10 @@ class TextFormatter(_Redacting):
 
 
 def _in_message(name: str, record: logging.LogRecord) -> bool:
-    """The worker's attempt lines say the job, id and attempt already."""
+    """The worker's attempt lines say the job, id and attempt already; a record may name
+    the extras its words say in ``_in_text`` (a JSON line keeps them as fields)."""
+    if name in getattr(record, "_in_text", ()):
+        return True
     return name in ("job", "job_id", "attempt", "outcome", "duration_ms", "error_type") and bool(
         getattr(record, "_attempt_line", False)
     )
