@@ -24,6 +24,7 @@ from jobdef.sheets.rules import check, check_document
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.durations import DURATION_FORMAT
 from jobdef.sheets.rules.loading import NO_SHEETS, YAML11_AMBIGUOUS
+from jobdef.sheets.salvage import KINDS, mentions, salvage, within
 from jobdef.sheets.schema_check import check_document as check_schema
 from jobdef.sheets.strict_yaml import read_file
 
@@ -109,6 +110,7 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
     diagnostics: list[Diagnostic] = _empty_folders(paths, files)
     documents: list[Document] = []
     buildable: dict[int, bool] = {}
+    errors_of: dict[int, list[Diagnostic]] = {}
     unreadable: list[str] = []
     for path in files:
         try:
@@ -127,6 +129,7 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
             found.extend(check_schema(doc, owned))
             diagnostics.extend(found)
             buildable[id(doc)] = not any(d.severity == "error" for d in found)
+            errors_of[id(doc)] = found
             documents.append(doc)
     if unreadable:  # one line per file
         raise UnreadableInputError("\n".join(unreadable))
@@ -137,12 +140,63 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
         jobs = [(doc, build_job(doc, defaults)) for doc in valid if doc.kind == "Job"]
     context = Context(documents=documents, valid=valid, jobs=jobs, check_imports=check_imports)
     diagnostics.extend(check(context))
+    diagnostics.extend(_set_aside(documents, valid, errors_of, check_imports))
     return Validation(
         documents,
         sort_diagnostics(_drop_superseded(diagnostics)),
         [str(f) for f in files],
         [policy for _, policy in jobs],
     )
+
+
+def _set_aside(
+    documents: list[Document],
+    valid: list[Document],
+    errors_of: dict[int, list[Diagnostic]],
+    check_imports: bool,
+) -> list[Diagnostic]:
+    """The findings of the effective policies' rules about the jobs the run above could
+    not build: each Job and Defaults document with errors read again without its fields
+    in error (:mod:`jobdef.sheets.salvage`), so one run reports every finding it can."""
+    valid_ids = {id(doc) for doc in valid}
+    salvaged = {
+        id(doc): found
+        for doc in documents
+        if doc.kind in KINDS and id(doc) not in valid_ids
+        if (found := salvage(doc, errors_of[id(doc)])) is not None
+    }
+    broken_defaults = [
+        doc for doc in documents if doc.kind == "Defaults" and id(doc) not in valid_ids
+    ]
+    if not salvaged or any(id(doc) not in salvaged for doc in broken_defaults):
+        return []  # nothing read again, or a Defaults document unreadable still
+    # What every job lacks: the fields set aside in the Defaults.
+    lacking = frozenset().union(*(salvaged[id(doc)].unknown for doc in broken_defaults))
+    readable = [salvaged[id(doc)].document if id(doc) in salvaged else doc for doc in documents]
+    now_valid = [
+        read
+        for doc, read in zip(documents, readable, strict=True)
+        if id(doc) in valid_ids or id(doc) in salvaged
+    ]
+    # The Job documents whose policy the run above did not build, and what each lacks.
+    pending = [
+        (doc, lacking | (salvaged[id(doc)].unknown if id(doc) in salvaged else frozenset()))
+        for doc in documents
+        if doc.kind == "Job" and (id(doc) in salvaged or (broken_defaults and id(doc) in valid_ids))
+    ]
+    if not pending:
+        return []
+    defaults = [doc for doc in now_valid if doc.kind == "Defaults"]
+    jobs = [(doc, build_job(doc, defaults)) for doc in now_valid if doc.kind == "Job"]
+    context = Context(documents=readable, valid=now_valid, jobs=jobs, check_imports=check_imports)
+    return [
+        diagnostic
+        for diagnostic in check(context)
+        if any(
+            within(diagnostic, doc, documents) and not mentions(diagnostic, unknown)
+            for doc, unknown in pending
+        )
+    ]
 
 
 def _drop_superseded(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
