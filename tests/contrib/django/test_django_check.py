@@ -125,3 +125,42 @@ def test_a_task_that_contradicts_its_sheet_is_an_error(project: Project, tmp_pat
     assert misfit.startswith(f"{sheets / 'misfit.yaml'}:6:")
     assert "unexpected (args it does not take): order" in misfit
     assert "write def misfit(order)" in misfit  # no ctx: the task does not take it
+
+
+def test_a_sheet_meant_for_a_task_with_another_handler_is_named_at_its_line(
+    project: Project, tmp_path: Path
+) -> None:
+    """The sheet exists and its handler path is wrong: check names that sheet's line and
+    the handler to write there, not a sheet to write."""
+    from jobdef.contrib.django import task as task_module
+    from jobdef.contrib.django.checks import backend_messages
+
+    sheets = tmp_path / "jobdefs"
+    shutil.copytree(SHEETS, sheets)
+    sheet = sheets / "rebuild_search_index.yaml"
+    sheet.write_text(
+        MISFITS.format(name="rebuild_search_index", arg="shard").replace(
+            "jdproject.misfits:", "jdproject.orphan:"
+        ),
+        "utf-8",
+    )
+    backend = project.backend("default")
+    saved = backend.sheets, backend.options.get("task_modules")
+    backend.sheets, backend.options["task_modules"] = [sheets], ["jdproject.orphans"]
+    try:
+        found = [m for m in backend_messages(backend, [backend]) if m.id == "jobdef.E001"]
+    finally:
+        backend.sheets, backend.options["task_modules"] = saved
+        for key in [k for k in task_module.made if k[0] == "jdproject.orphans"]:
+            del task_module.made[key]
+    [error] = found
+    assert error.obj == "jdproject.orphans.rebuild_search_index"
+    assert error.msg == (
+        "task jdproject.orphans.rebuild_search_index has no sheet whose handler names it; "
+        f"job 'rebuild_search_index' at {sheet}:6 has "
+        "`handler: jdproject.orphan:rebuild_search_index`, which is not this task: write "
+        "`handler: jdproject.orphans:rebuild_search_index` there, or, if that handler is this "
+        "task by another path, map it: OPTIONS['jobs'] = "
+        "{'jdproject.orphans.rebuild_search_index': 'rebuild_search_index'}"
+    )
+    assert "write " + str(sheet) not in error.msg

@@ -44,8 +44,12 @@ def find_policy(registry: Registry, task: Any, names: Mapping[str, str]) -> JobP
     return matches[0] if matches else None
 
 
-def missing_sheet(task: Any, sheets: list[Path], names: Mapping[str, str]) -> str:
-    """What to write when ``task`` has no sheet: the file, its name and its handler line."""
+def missing_sheet(
+    task: Any, sheets: list[Path], names: Mapping[str, str], registry: Registry | None = None
+) -> str:
+    """What to write when ``task`` has no sheet: the file, its name and its handler line;
+    or, when a sheet of the ``registry`` looks meant for it (its job, file or function
+    has the task's name), that sheet's handler line and what to write there instead."""
     name = mapped_name(task, names)
     folder = sheets[0] if sheets else Path("jobdefs")
     if name is not None:
@@ -54,12 +58,36 @@ def missing_sheet(task: Any, sheets: list[Path], names: Mapping[str, str]) -> st
             f"sheet under {folder} defines it; write {folder / (name + '.yaml')} with "
             f"`name: {name}` and `handler: {handler_path(task)}`"
         )
+    near = None if registry is None else meant_sheet(registry, task)
+    if near is not None:
+        where = near.origin("handler") or near.file
+        return (
+            f"task {dotted_path(task)} has no sheet whose handler names it; job {near.name!r} "
+            f"at {where} has `handler: {near.handler}`, which is not this task: write "
+            f"`handler: {handler_path(task)}` there, or, if that handler is this task by "
+            f"another path, map it: OPTIONS['jobs'] = {{{dotted_path(task)!r}: {near.name!r}}}"
+        )
     job = task.func.__name__
     return (
         f"task {dotted_path(task)} has no sheet; write {folder / (job + '.yaml')} with "
         f"`handler: {handler_path(task)}` (`jobdef new {job} --sheets {folder}` writes one to "
         "fill in), or map the task to an existing sheet in OPTIONS['jobs']"
     )
+
+
+def meant_sheet(registry: Registry, task: Any) -> JobPolicy | None:
+    """The sheet that looks written for ``task`` though its handler names another object:
+    its job has the task's name, else its file does, else its handler's function does."""
+    function = str(task.func.__name__)
+    for names in (
+        lambda policy: policy.name,
+        lambda policy: Path(policy.file).stem,
+        lambda policy: policy.handler.rpartition(":")[2],
+    ):
+        found = sorted((p for p in registry if names(p) == function), key=lambda p: p.name)
+        if found:
+            return found[0]
+    return None
 
 
 class JobOptions(NamedTuple):
