@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobdef.backends.records import ClaimOptions, ErrorInfo
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 
@@ -109,3 +111,20 @@ def drain(project: Project, alias: str, **env: str) -> str:
     code, _out, err = finish(worker(project, alias, "--burst", env=env), timeout=90)
     assert code == 0, err
     return err
+
+
+def dead_job(project: Project) -> int:
+    """A forbidden job taken and buried through the engine, as a worker would."""
+    from jdproject import tasks
+
+    job_id = int(tasks.forbidden.enqueue(uuid.uuid4().int % 2**31).id)
+    engine = project.backend("default").engine()
+    claimed = engine.claim(ClaimOptions(worker_id="admin-test", lease_seconds=30, limit=1000))
+    for record in claimed:
+        if record.id == job_id:
+            error = ErrorInfo("PermissionError", "the account is closed")
+            assert engine.bury(record.lease, error)
+        else:  # another test's job: give it back untouched
+            engine.release(record.lease)
+    assert engine.get(job_id).state == "dead"
+    return job_id

@@ -10,9 +10,7 @@ import uuid
 from typing import Any
 
 import pytest
-from jd_support import Project
-
-from jobdef.backends.records import ClaimOptions, ErrorInfo
+from jd_support import Project, dead_job
 
 
 @pytest.fixture
@@ -24,23 +22,6 @@ def admin_client(project: Project) -> Any:
     client = Client()
     client.force_login(user)
     return client
-
-
-def dead_job(project: Project) -> int:
-    """A forbidden job taken and buried through the engine, as a worker would."""
-    from jdproject import tasks
-
-    job_id = int(tasks.forbidden.enqueue(uuid.uuid4().int % 2**31).id)
-    engine = project.backend("default").engine()
-    claimed = engine.claim(ClaimOptions(worker_id="admin-test", lease_seconds=30, limit=1000))
-    for record in claimed:
-        if record.id == job_id:
-            error = ErrorInfo("PermissionError", "the account is closed")
-            assert engine.bury(record.lease, error)
-        else:  # another test's job: give it back untouched
-            engine.release(record.lease)
-    assert engine.get(job_id).state == "dead"
-    return job_id
 
 
 def act(client: Any, action: str, *ids: int) -> str:
