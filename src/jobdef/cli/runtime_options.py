@@ -7,6 +7,7 @@ same parser and must start without them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 
 from jobdef.cli.options import add_sheets
 from jobdef.errors import UsageError
-from jobdef.project import Config, load_config
+from jobdef.project import Config, load_config, use_pythonpath
 from jobdef.render.escape import clip, display_width, visible
 
 if TYPE_CHECKING:
@@ -46,7 +47,13 @@ def add_db(parser: argparse.ArgumentParser) -> None:
 
 def config(args: argparse.Namespace) -> Config:
     """The configuration with --db, --sheets and --pythonpath applied; a database URL
-    that does not parse is one line (which never quotes it: it may hold a password)."""
+    that does not parse is one line (which never quotes it: it may hold a password).
+
+    In a Django project (``DJANGO_SETTINGS_MODULE`` set, as ``manage.py jobdef`` sets
+    it), a command that talks to the job database takes --db and --sheets from the
+    project's ``JobdefBackend`` unless they are given, as the worker does."""
+    if hasattr(args, "db") and os.environ.get("DJANGO_SETTINGS_MODULE"):
+        django_project(args)
     found = load_config(
         {
             "database": getattr(args, "db", None),
@@ -66,6 +73,25 @@ def config(args: argparse.Namespace) -> Config:
     return found
 
 
+def django_project(args: argparse.Namespace) -> str:
+    """A Django project's command: Django set up here, ``args.db`` and ``args.sheets``
+    from its ``JobdefBackend`` unless given; the setup function of a worker's children.
+    Done once per command, however often the configuration is read."""
+    try:
+        from jobdef.contrib.django import worker
+    except ImportError as exc:
+        raise UsageError(
+            f"DJANGO_SETTINGS_MODULE is set, but Django cannot be imported ({exc}); "
+            "install jobdef[django], or unset DJANGO_SETTINGS_MODULE"
+        ) from None
+    if not getattr(args, "_django_done", False):
+        # The settings module and the apps are imported from where the handlers are.
+        use_pythonpath(load_config({"pythonpath": getattr(args, "pythonpath", None)}))
+        args.db, args.sheets = worker.prepare(args.db, getattr(args, "sheets", None))
+        args._django_done = True
+    return worker.CHILD_SETUP
+
+
 def backend(args: argparse.Namespace, *, create: bool = False, migrate: bool = True) -> Backend:
     """The job store named by --db/config.
 
@@ -74,8 +100,29 @@ def backend(args: argparse.Namespace, *, create: bool = False, migrate: bool = T
     saying to run `jobdef db upgrade`. ``create=True`` creates or migrates them.
     """
     from jobdef.backends import open_backend
+    from jobdef.errors import BackendError
 
-    return open_backend(config(args).database, create=create, migrate=migrate)
+    url = config(args).database
+    try:
+        return open_backend(url, create=create, migrate=migrate)
+    except BackendError as exc:
+        hint = _django_hint(args, url)
+        if hint is None:
+            raise
+        raise BackendError(f"{exc.message}; {hint}") from None
+
+
+def _django_hint(args: argparse.Namespace, url: str) -> str | None:
+    """What to run instead in a Django project's folder, when a command looked for the
+    default SQLite file there: the project's jobs are in its own database."""
+    if os.environ.get("DJANGO_SETTINGS_MODULE") or not Path("manage.py").is_file():
+        return None
+    if getattr(args, "db", None) or not url.startswith("sqlite:") or Path("jobdef.db").exists():
+        return None
+    return (
+        f"this is a Django project (manage.py): run `python manage.py jobdef {args.command}`, "
+        "which reads the database of its JobdefBackend"
+    )
 
 
 def registry(args: argparse.Namespace) -> Registry:

@@ -12,7 +12,7 @@ from jobdef.cli import runtime_options
 from jobdef.cli.config import add_pythonpath
 from jobdef.cli.options import whole_number
 from jobdef.cli.telemetry_options import add_telemetry_options, close_telemetry, worker_telemetry
-from jobdef.errors import JobdefError, UsageError
+from jobdef.errors import JobdefError
 from jobdef.policy.durations import format_duration, format_wait, parse_duration
 from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.project import use_pythonpath
@@ -32,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
     use_pythonpath(runtime_options.config(args))
     # A Django project's --db comes from its DATABASES: read it before the log settings,
     # so that its password is among the secrets no log line prints.
-    child_setup = _django(args) if os.environ.get("DJANGO_SETTINGS_MODULE") else None
+    child_setup = (
+        runtime_options.django_project(args) if os.environ.get("DJANGO_SETTINGS_MODULE") else None
+    )
     wid = worker_id()
     secrets = tuple(url_secrets(runtime_options.config(args).database))
     settings = LogSettings(level_number(args.log_level), args.log_format, wid, secrets)
@@ -116,20 +118,6 @@ def _work(
         print(command_line(settings, line, level=logging.ERROR), file=sys.stderr)
         return 1
     return 0
-
-
-def _django(args: argparse.Namespace) -> str:
-    """A Django project's worker: Django set up here and in each child, --db and --sheets
-    from its JobdefBackend unless given; the children's setup function."""
-    try:
-        from jobdef.contrib.django import worker
-    except ImportError as exc:
-        raise UsageError(
-            f"DJANGO_SETTINGS_MODULE is set, but Django cannot be imported ({exc}); "
-            "install jobdef[django], or unset DJANGO_SETTINGS_MODULE"
-        ) from None
-    args.db, args.sheets = worker.prepare(args.db, args.sheets)
-    return worker.CHILD_SETUP
 
 
 def _positive(text: str) -> int:

@@ -53,7 +53,7 @@ def prepare(db: str | None, sheets: str | None, alias: str | None = None) -> tup
         if len(backend.sheets) > 1:
             raise UsageError(
                 f"TASKS[{backend.alias!r}] names {len(backend.sheets)} sheets folders; "
-                "the worker runs one: pass --sheets"
+                "jobdef reads one: pass --sheets"
             )
         sheets = str(backend.sheets[0])
     return db, sheets

@@ -33,22 +33,33 @@ def _without_settings(argv: list[str]) -> list[str]:
     return kept
 
 
-def worker_command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment of the worker for ``argv`` (after the command)."""
+def jobdef_command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of ``jobdef ARGV`` for this project."""
     env = dict(os.environ, DJANGO_SETTINGS_MODULE=settings.SETTINGS_MODULE)
     project = sys.path[0] or os.getcwd()  # manage.py's folder, where the settings are
     env["PYTHONPATH"] = os.pathsep.join(p for p in (project, env.get("PYTHONPATH")) if p)
-    return [sys.executable, "-m", "jobdef", "worker", *_without_settings(argv)], env
+    return [sys.executable, "-m", "jobdef", *_without_settings(argv)], env
+
+
+def worker_command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of the worker for ``argv`` (after the command)."""
+    return jobdef_command(["worker", *argv])
+
+
+def exec_jobdef(argv: list[str]) -> None:
+    """Run ``jobdef ARGV`` in this process's place: its signals and exit code are the
+    command's."""
+    command, env = jobdef_command(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, command, env)
 
 
 class Command(BaseCommand):  # type: ignore[misc]  # Django ships no types
     help = HELP
 
     def run_from_argv(self, argv: list[str]) -> None:
-        command, env = worker_command(argv[2:])
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execve(sys.executable, command, env)
+        exec_jobdef(["worker", *argv[2:]])
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("args", nargs="*", help="options of `jobdef worker`")
