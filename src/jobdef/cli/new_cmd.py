@@ -6,12 +6,16 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jobdef.cli import EXIT_OK
 from jobdef.cli.options import add_lang, add_output, add_sheets, config_from
 from jobdef.errors import UsageError
 from jobdef.sheets.files import project_root, write_atomic
 from jobdef.sheets.schema_check import schema_text
+
+if TYPE_CHECKING:
+    from jobdef.review.task_signature import Found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
             "choose another name"
         )
     root = project_root()
+    found = _the_function(args.name, config.pythonpath, root)
     text = render_sheet(
         args.name,
         folder=target.parent,
@@ -45,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         documents=documents,
         channels=sorted(registry.channels),
         copy_defaults=args.copy_defaults,
+        found=found,
     )
     if to_stdout:
         sys.stdout.write(text)
@@ -65,8 +71,33 @@ def run(args: argparse.Namespace) -> int:
         write_atomic(copy, schema_text().encode("utf-8"), replace=False)
         print(f"wrote {LOCAL_SCHEMA} (the schema editors check sheets against)")
     shown = os.path.relpath(target) if target.is_absolute() else str(target)
+    if found is not None:
+        source = f"{_relative(found.file, root)}:{found.line}"
+        shown += f" with the handler and args of {found.handler} ({source})"
     print(f"wrote {shown}; fill in the TODO lines, then run: jobdef explain {args.name}")
     return EXIT_OK
+
+
+def _the_function(name: str, folders: tuple[str, ...], root: Path) -> Found | None:
+    """The one function named ``name`` where handlers are imported from; with several,
+    a note naming them (the sheet then names none of them)."""
+    from jobdef.review.task_signature import find_functions
+
+    found = find_functions(name, folders)
+    if len(found) > 1:
+        places = ", ".join(f"{f.handler} ({_relative(f.file, root)}:{f.line})" for f in found)
+        print(
+            f"note: several functions are named {name}: {places}; write the sheet's handler",
+            file=sys.stderr,
+        )
+    return found[0] if len(found) == 1 else None
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _exists(target: Path) -> UsageError:

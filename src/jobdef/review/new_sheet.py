@@ -23,6 +23,7 @@ import yaml
 
 from jobdef.errors import UsageError
 from jobdef.render.escape import clip
+from jobdef.review.task_signature import Found
 from jobdef.sheets.build import field_paths
 from jobdef.sheets.document import Document
 
@@ -47,10 +48,38 @@ class Field:
     ja: str = ""
     optional: bool = False
     children: tuple[Field, ...] = ()
+    # The English comment, where the schema's description is not the one to show.
+    en: str = ""
 
 
-def _fields(name: str, lang: str) -> tuple[Field, ...]:
+def _args(name: str, lang: str, found: Found | None) -> Field:
+    """``args``: the found function's parameters, else one example to replace."""
+    ja = "引数: 引数ごとに JSON Schema を1つ。`required: false` と書かない限り必須。"
+    if found is None:
+        what = "ID of the record to process" if lang == "en" else "処理するレコードのID"
+        example = {"type": "integer", "minimum": 1, "description": what}
+        note = "例: 自分の引数に置き換える。"
+        return Field("args", None, ja, children=(Field("record_id", example, note),))
+    if not found.params:
+        return Field("args", {}, ja)
+    where = found.handler
+    children = tuple(
+        Field(
+            param.name,
+            param.schema if param.required else {**param.schema, "required": False},
+            f"{where} の引数（型は注釈から）。最小値や説明を書き足す。",
+            en=f"A parameter of {where} (its type from the annotation); add what it "
+            "accepts (minimum, enum) and a description.",
+        )
+        for param in found.params
+    )
+    return Field("args", None, ja, children=children)
+
+
+def _fields(name: str, lang: str, found: Found | None = None) -> tuple[Field, ...]:
     todo = "TODO: "
+    first = found.params[0].name if found is not None and found.params else None
+    key_arg = "record_id" if found is None else first
     return (
         Field("apiVersion", "jobdef/v1", "常に jobdef/v1。"),
         Field("kind", "Job", "Job: ジョブ定義シート1枚。"),
@@ -98,29 +127,12 @@ def _fields(name: str, lang: str) -> tuple[Field, ...]:
         ),
         Field(
             "handler",
-            f"app.jobs:{name}",
+            found.handler if found is not None else f"app.jobs:{name}",
             "ジョブを実行する関数 `module:function`。自分のコードの場所に書き換える。",
         ),
         Field("queue", "default", "登録先のキュー名。ワーカーは処理するキューを選ぶ。"),
         Field("priority", 0, "同じキューの中で大きいほど先に実行する（-1000〜1000）。"),
-        Field(
-            "args",
-            None,
-            "引数: 引数ごとに JSON Schema を1つ。`required: false` と書かない限り必須。",
-            children=(
-                Field(
-                    "record_id",
-                    {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "ID of the record to process"
-                        if lang == "en"
-                        else "処理するレコードのID",
-                    },
-                    "例: 自分の引数に置き換える。",
-                ),
-            ),
-        ),
+        _args(name, lang, found),
         Field(
             "max_attempts",
             5,
@@ -165,10 +177,11 @@ def _fields(name: str, lang: str) -> tuple[Field, ...]:
             "idempotency",
             None,
             "冪等キー: 同じ処理の二重登録を見分ける方法。",
+            optional=key_arg is None,
             children=(
                 Field(
                     "key",
-                    f"{{record_id}}:{name}",
+                    f"{{{key_arg or 'record_id'}}}:{name}",
                     "引数から作るキーのレシピ。`{名前}` は引数名。",
                 ),
                 Field(
@@ -220,7 +233,7 @@ def _fields(name: str, lang: str) -> tuple[Field, ...]:
                 ),
                 Field(
                     "key_args",
-                    ["record_id"],
+                    [key_arg or "record_id"],
                     "任意: 通知に載せる引数。書かなければ冪等キーに使う引数。",
                     optional=True,
                 ),
@@ -454,7 +467,7 @@ def _render_field(
         lines += _comment(text, indent)
         lines.append(f"{indent}{fld.key}:")
         for child in fld.children:
-            lines += _comment(child.ja if lang == "ja" else _args_note(), indent + "  ")
+            lines += _comment(child.ja if lang == "ja" else child.en or _args_note(), indent + "  ")
             lines.append(f"{indent}  {child.key}: {_yaml(child.value)}")
         return lines
     found = inherited.get(path)
@@ -496,6 +509,7 @@ def render_sheet(
     folder: Path | None = None,
     root: Path | None = None,
     copy_defaults: bool = False,
+    found: Found | None = None,
 ) -> str:
     """The text of a new sheet for job ``name``.
 
@@ -504,11 +518,12 @@ def render_sheet(
     ``notify.channel`` when Defaults names none; ``schema`` the URL for the
     ``yaml-language-server`` line when no existing sheet has one (default: the
     schema's ``$id``); ``folder`` where the sheet goes; ``root`` the project root, which
-    the paths in comments are relative to.
+    the paths in comments are relative to; ``found`` the function the job runs, whose
+    path is the ``handler`` and whose parameters are the ``args``.
     """
     check_name(name)
     inherited = defaults_values(documents)
-    fields = list(_fields(name, lang))
+    fields = list(_fields(name, lang, found))
     if ("notify", "channel") not in inherited:
         fields = [_with_channel(f, channels[0] if channels else None) for f in fields]
     head = (
