@@ -137,3 +137,79 @@ def test_a_connection_of_another_library_is_one_line_saying_what_to_pass(
 
     with pytest.raises(UsageError, match=r"pass the connection the handler writes with"):
         first_run(_ctx(sqlite_store), Cursorless())
+
+
+SHEET = """\
+apiVersion: jobdef/v1
+kind: Job
+name: award
+handler: first_run_handlers:{handler}
+args:
+  order_id: {{type: integer}}
+max_attempts: 3
+backoff: {{strategy: fixed, initial: 1s, jitter: none}}
+timeout: 30s
+idempotency: {{key: "award-{{order_id}}"}}
+errors: {{retry: [ConnectionError], default: fatal}}
+"""
+
+
+def _kit_run(tmp_path: Path, handler: str, db: str | None) -> list[str]:
+    """One job of ``handler`` drained by the testing kit on ``db`` (default: its SQLite
+    store): the outcomes of its attempts."""
+    from jobdef.testing import open_queue
+
+    sheets = tmp_path / "sheets"
+    sheets.mkdir()
+    (sheets / "award.yaml").write_text(SHEET.format(handler=handler), "utf-8")
+    with open_queue(sheets, db=db, folder=tmp_path) as queue:
+        job = queue.enqueue("award", {"order_id": 7})
+        outcomes = [attempt.outcome for attempt in queue.drain()]
+        queue.assert_state(job.id, "done")
+    return outcomes
+
+
+def test_the_kit_runs_a_psycopg_handler_under_its_sqlite_store(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kit's default store is SQLite; a handler that writes with psycopg records its
+    key on PostgreSQL, and the retry after the commit changes nothing."""
+    import uuid
+
+    import psycopg
+    from first_run_handlers import PG_SCHEMA, PG_URL
+
+    schema = f"app_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        admin.execute(f'CREATE TABLE "{schema}".awards (order_id integer)')
+    monkeypatch.setenv(PG_URL, postgres_url)
+    monkeypatch.setenv(PG_SCHEMA, schema)
+    try:
+        assert _kit_run(tmp_path, "award_on_postgres", None) == ["retry", "done"]
+        with psycopg.connect(postgres_url) as conn:
+            rows = conn.execute(f'SELECT order_id FROM "{schema}".awards').fetchall()
+        assert rows == [(7,)]
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            admin.execute("DROP TABLE IF EXISTS public.jobdef_processed_keys")
+
+
+def test_the_kit_on_postgresql_runs_a_sqlite3_handler(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from first_run_handlers import SQLITE_FILE
+
+    app = tmp_path / "app.db"
+    with sqlite3.connect(app) as conn:
+        conn.execute("CREATE TABLE awards (order_id INTEGER)")
+    conn.close()
+    monkeypatch.setenv(SQLITE_FILE, str(app))
+    assert _kit_run(tmp_path, "award_on_sqlite", f"{postgres_url}?schema=public") == [
+        "retry",
+        "done",
+    ]
+    with sqlite3.connect(app) as conn:
+        assert conn.execute("SELECT order_id FROM awards").fetchall() == [(7,)]
+    conn.close()
