@@ -12,3 +12,7 @@ def refuse(ctx: Any, n: int) -> None:
 def refuse_sign_in(ctx: Any, user: str, password: str) -> None:
     # A handler that quotes what it was given, as handlers do.
     raise PermissionError(f"sign-in of {user} with {password} refused by the test")
+
+
+def no_address(ctx: Any, invoice_id: int) -> None:
+    raise LookupError(f"invoice {invoice_id} has no customer address")
