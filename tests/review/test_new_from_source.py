@@ -149,3 +149,18 @@ def test_a_fifo_or_a_link_among_the_sources_is_not_read(
     sheet, _, err = _new("send_confirmation", capsys)
     assert sheet["handler"] == "reservations.tasks:send_confirmation"
     assert err == ""
+
+
+def test_a_package_under_src_is_named_by_its_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = tmp_path / "src" / "shop"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", "utf-8")
+    (package / "jobs.py").write_text("def send_receipt(ctx, order_id: int): ...\n", "utf-8")
+    (tmp_path / "jobdefs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JOBDEF_PYTHONPATH", raising=False)
+    sheet, _, _ = _new("send_receipt", capsys)
+    assert sheet["handler"] == "shop.jobs:send_receipt"
+    assert sheet["args"] == {"order_id": {"type": "integer"}}

@@ -27,7 +27,7 @@ _SKIPPED = frozenset(
 # At most this many Python files are read; a folder with more is not a project's.
 MAX_FILES = 5000
 # A larger Python file is generated, not a module of handlers: it is not read.
-MAX_BYTES = 1 << 20
+MAX_BYTES = 256 * 1024
 # The JSON Schema type of each annotation that names one.
 _TYPES = {
     "int": "integer",
@@ -112,11 +112,16 @@ def _python_files(folders: Iterable[str]) -> Iterator[tuple[Path, Path]]:
 
 
 def _module(folder: Path, path: Path) -> str | None:
-    """The dotted module name of ``path`` imported from ``folder``; None when a part is
-    not a name Python can import."""
-    parts = list(path.relative_to(folder).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
+    """The dotted module name of ``path``: its packages up to the first folder without an
+    ``__init__.py`` (``src/shop/tasks.py`` is ``shop.tasks``), a module outside any package
+    as imported from ``folder``; None when a part is not a name Python can import."""
+    parts = [path.stem] if path.name != "__init__.py" else []
+    package = path.parent
+    while (package / "__init__.py").is_file() and package != folder:
+        parts.insert(0, package.name)
+        package = package.parent
+    if package == path.parent and path.name != "__init__.py":  # not in a package
+        parts = list(path.relative_to(folder).with_suffix("").parts)
     if not parts or not all(part.isidentifier() for part in parts):
         return None
     return ".".join(parts)
