@@ -118,6 +118,8 @@ def test_the_cli_fails_and_points_at_the_handler_line(project) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "sheet.yaml:4:10: error JD303 handler " in result.stdout
     assert "Traceback" not in result.stderr
+    # The handler that does not fit is not also said to take its args.
+    assert "imports and takes its args" not in result.stdout
 
 
 def test_the_worker_start_check_lists_every_job_that_would_fail(project) -> None:

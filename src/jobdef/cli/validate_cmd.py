@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "github", "sarif", "junit")
 
 
+# The rules about a handler itself (its shape, its import, its parameters).
+HANDLER_RULES = frozenset({"JD301", "JD302", "JD303"})
 # What --check-imports says of each handler that imports: how the worker will call it.
 HOW_RUN = {
     "sync": "a plain function, called in a handler process",
@@ -76,7 +78,15 @@ def run(args: argparse.Namespace) -> int:
     if args.check_imports and args.format == "text":
         from jobdef.sheets.rules.imports import handler_kinds
 
-        for handler, kind in handler_kinds(job.handler for job in result.jobs):
+        # A handler with a finding at its line is not said to import and fit.
+        flagged = {(d.file, d.line) for d in diagnostics if d.code in HANDLER_RULES}
+        fine = [
+            job.handler
+            for job in result.jobs
+            if (origin := job.origin("handler")) is None
+            or (origin.file, origin.line) not in flagged
+        ]
+        for handler, kind in handler_kinds(fine):
             sys.stdout.write(f"handler {handler} imports and takes its args: {HOW_RUN[kind]}\n")
     if args.format == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         from jobdef.reporters.github_report import summary
