@@ -30,6 +30,10 @@ def award_points(context, order_id: int, points: "int" = 10, *, note: str | None
 
 
 def send_invoice(ctx, invoice_id: int, copies: list[str], extra) -> None: ...
+
+
+@app.task(bind=True, base=SheetTask, name="sync_stock")
+def sync_stock(self, sku: str) -> None: ...
 """
 
 
@@ -97,6 +101,13 @@ def test_a_jobdef_handler_leaves_ctx_out_and_an_unannotated_arg_says_what_to_wri
         "copies": {"type": "array"},
         "extra": {"description": "TODO: what extra is, and its type (type: integer, ...)"},
     }
+
+
+def test_a_bound_celery_task_leaves_self_out(
+    django_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sheet, _, _ = _new("sync_stock", capsys)
+    assert sheet["args"] == {"sku": {"type": "string"}}
 
 
 def test_two_functions_of_the_name_are_named_and_the_sheet_keeps_its_placeholder(

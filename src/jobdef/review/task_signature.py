@@ -6,7 +6,8 @@ so that the sheet names its real ``handler`` and declares its real args instead 
 placeholders. The source is read, never imported: writing a sheet must not run the
 project's code (a Django task module needs its settings to import). Each parameter
 becomes an arg, its JSON Schema type read from the annotation; a context parameter is
-not an arg (a jobdef handler's first ``ctx``, a Django task's ``takes_context=True``).
+not an arg (a jobdef handler's first ``ctx``, a Django task's ``takes_context=True``,
+a bound Celery task's ``self``).
 """
 
 from __future__ import annotations
@@ -146,8 +147,14 @@ def _params(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Param, ...]:
 
 def _takes_context(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether the first parameter is the job's context, not an arg: a Django task says
-    so with ``takes_context=True``; a jobdef handler's is its first, ``ctx``."""
+    so with ``takes_context=True``, a bound Celery task with ``bind=True`` (``self``); a
+    jobdef handler's is its first, ``ctx``."""
     for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and any(
+            k.arg == "bind" and isinstance(k.value, ast.Constant) and k.value.value
+            for k in decorator.keywords
+        ):
+            return True
         if isinstance(decorator, ast.Call) and _name(decorator.func) == "task":
             return any(
                 k.arg == "takes_context" and isinstance(k.value, ast.Constant) and k.value.value
