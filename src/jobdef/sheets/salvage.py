@@ -100,7 +100,8 @@ def within(diagnostic: Diagnostic, doc: Document, documents: Sequence[Document])
 
 def mentions(diagnostic: Diagnostic, fields: Collection[str]) -> bool:
     """Whether ``diagnostic`` names one of ``fields`` (as a field: ``backoff.max`` names
-    ``backoff``)."""
+    ``backoff``), or one item of a list field (``args`` by "no arg")."""
+    words = {*fields, *(name[:-1] for name in fields if name.endswith("s"))}
     return any(
-        re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", diagnostic.message) for name in fields
+        re.search(rf"(?<![\w]){re.escape(word)}(?![\w])", diagnostic.message) for word in words
     )
