@@ -16,7 +16,10 @@ What an adapter calls, and what it does with what comes back:
 
 - ``prepare`` then ``open_run(prepared, wait=<countdown or eta, s>)`` at enqueue;
   False: a run with that task id is active, send nothing. If the send fails,
-  ``store.close(task_id)`` frees the key.
+  ``store.close(task_id)`` frees the key. With ``send_grace``, the adapter says
+  ``store.sent(task_id, created_at)`` once the send went through; a run never
+  confirmed (its send failed while the run store was down too) is taken as never
+  sent after the grace, so its key is not held for the run's whole lifetime.
 - ``begin(policy, task_id, args)`` at each delivery, before the handler.
   :class:`AlreadyEnded` (:class:`AlreadyBuried` for a dead run): the message is
   a redelivery of a run that is over; drop it, run nothing. A run that died
@@ -80,6 +83,9 @@ TASK_ID_NAMESPACE = uuid.UUID("8d2f3c1e-6b7a-5d4e-9f10-2a3b4c5d6e7f")
 # deliver one of its messages by this much, for a queue slow to drain; then they
 # expire, so a run whose message the broker lost does not block its key forever.
 STATE_MARGIN = 3600.0
+# How often a producer looks again at a run of its key that another producer opened
+# and has not confirmed sent yet (seconds).
+UNSENT_POLL = 0.05
 # No lifetime is longer than this (a sheet with a timeline of years).
 LONGEST_TTL = 366 * 86400.0
 # The one event an adapter notifies: the terminal one. Attempts that do not end a
@@ -216,16 +222,28 @@ class SheetRuntime:
         """:func:`state_ttl` on this runtime."""
         return state_ttl(policy, wait=wait, redelivery=self.redelivery)
 
-    def open_run(self, prepared: Prepared, *, wait: float = 0.0) -> bool:
+    def open_run(self, prepared: Prepared, *, wait: float = 0.0, send_grace: float = 0.0) -> bool:
         """Register the run, to be delivered in ``wait`` seconds (a countdown or eta);
-        False when one with its task id is active (send nothing)."""
-        return self.store.open(
-            prepared.task_id,
-            prepared.policy.name,
-            prepared.created_at,
-            prepared.deadline_at,
-            self.state_ttl(prepared.policy, wait),
-        )
+        False when one with its task id is active (send nothing).
+
+        ``send_grace``: the run is unsent until ``store.sent`` (the caller confirms its
+        send) and taken as never sent after that many seconds. A run of another
+        producer found unsent is waited for, up to what is left of its grace: it is
+        sent (False), or its send failed and it is opened anew here (True), never
+        refused while its message may not exist.
+        """
+        while True:
+            opening = self.store.open(
+                prepared.task_id,
+                prepared.policy.name,
+                prepared.created_at,
+                prepared.deadline_at,
+                self.state_ttl(prepared.policy, wait),
+                send_grace=send_grace,
+            )
+            if opening.opened or opening.unsent_for is None:
+                return opening.opened
+            time.sleep(min(UNSENT_POLL, max(opening.unsent_for, 0.001)))
 
     # -- consuming ----------------------------------------------------------------------
 
