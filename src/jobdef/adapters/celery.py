@@ -299,7 +299,7 @@ class SheetTask(Task):  # type: ignore[misc]
             except (BookkeepingUnavailable, SoftTimeLimitExceeded) as exc:
                 self._later(policy, call, _unavailable(exc), {"attempt": attempt, "ok": True})
             return return_value
-        error = error_info(raised)
+        error = error_info(raised, policy, call)
         if timed_out:
             why = f"ran past its timeout of {policy.timeout:g}s"
             error = ErrorInfo(names[0], why, error.traceback)

@@ -68,7 +68,7 @@ from jobdef.policy.backoff import retry_timeline
 from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
-from jobdef.redact import redact
+from jobdef.redact import redact, sensitive_values
 from jobdef.runtime.classify import class_names, exception_names
 from jobdef.runtime.decisions import Decision, after_error, after_reclaim
 from jobdef.runtime.errors import AttemptTimedOut
@@ -149,11 +149,16 @@ class Begun:
     lost: Decision | None = None
 
 
-def error_info(exc: BaseException) -> ErrorInfo:
-    """The error an attempt raised, as jobdef stores it (redacted by ErrorInfo)."""
+def error_info(exc: BaseException, policy: JobPolicy, args: Mapping[str, Any]) -> ErrorInfo:
+    """The error an attempt of ``policy`` given ``args`` raised, as jobdef stores it:
+    redacted by ErrorInfo, and without the values the displays hide (an exception that
+    quotes the password it was given), as jobdef's own worker stores it. Everything
+    the adapter keeps of it (the run store, a message's headers, the dead record, the
+    notification) holds this; the runtime's own log and result keep the exception."""
     names = exception_names(exc)
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return ErrorInfo(names[0], str(exc), text)
+    hidden = sensitive_values(policy, args)
+    return ErrorInfo(names[0], redact(str(exc), hidden), redact(text, hidden))
 
 
 class AlreadyEnded(JobdefError):
