@@ -178,6 +178,66 @@ def test_a_failure_while_the_run_store_is_down_is_recorded_and_buried_once_it_is
     assert "the run store cannot be reached" in processes.log("worker")
 
 
+def test_a_failure_outlasting_the_run_state_in_an_outage_is_still_recorded_and_buried(
+    *,
+    tmp_path: Path,
+    redis_url: str,
+    redis_proxy: CuttableProxy,
+    prefix: str,
+    processes: Processes,
+    webhook: WebhookServer,
+) -> None:
+    """The run store is out of reach longer than the run's state lives (its keys expire
+    meanwhile, here deleted as Redis would expire them): the attempt the message
+    carries is recorded on a run opened again, counted, and the run goes on to its
+    last attempt and is buried. Before, the delivery found no run state, raised, and
+    Celery acked the message: no dead row, no further attempt."""
+    cell = Cell("c_store_down_expired", BACKOFF, ("retry",), timeout="60s")
+    sheets = write_sheets(tmp_path / "jobdefs", (cell,), prefix)
+    db = tmp_path / "jobdef.db"
+    env = cells_env(
+        sheets=sheets,
+        db=db,
+        broker=redis_url,
+        redis_url=redis_proxy.url(redis_url),
+        ledger=redis_url,
+        prefix=prefix,
+        hook=webhook.url,
+    )
+    app = cells_app(env)
+    celery_worker(processes, "worker", env, prefix)
+    task_id = _held_attempt(
+        app,
+        f"{prefix}.{cell.name}",
+        cell,
+        marker=tmp_path / "began",
+        proxy=redis_proxy,
+        script="held-retry",
+    )
+    eventually(
+        lambda: "the run store cannot be reached" in processes.log("worker"),
+        timeout=30,
+        what="the attempt's end to meet the outage",
+    )
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(f"{prefix}:run:{task_id}*"))
+    assert keys  # the run's state, as the outage began
+    client.delete(*keys)  # its lifetime ran out during the outage
+    redis_proxy.restore()
+
+    database = f"sqlite:///{db}"
+    eventually(lambda: _dead(database), timeout=60, what="the dead record, once Redis is back")
+    eventually(lambda: hooks(webhook).get(cell.name) == 1, what="the dead notification")
+    time.sleep(1.5)
+    # Attempt 1 (in the outage), then 2 and 3: the sheet's three, none more.
+    assert len(ledger(client, prefix, cell.name)) == 3, processes.log("worker")
+    [row] = _dead(database)
+    assert row.attempt == 3
+    assert row.last_error is not None
+    assert "attempt 3: the server is down" in row.last_error.message
+    assert not client.exists(f"{prefix}:run:{task_id}")
+
+
 def test_a_success_while_the_run_store_is_down_frees_the_key_once_it_is_back(
     *,
     tmp_path: Path,

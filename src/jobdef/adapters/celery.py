@@ -336,9 +336,12 @@ class SheetTask(Task):  # type: ignore[misc]
         attempt = int(outcome["attempt"])
         state = runtime.current(policy, task_id, call)
         if outcome.get("ok"):
-            if state is not None:
-                runtime.succeeded(policy, task_id)
+            runtime.succeeded(policy, task_id)
             return None
+        if state is None:
+            # Its state expired while the store was out of reach longer than it lives:
+            # the attempt this message carries is recorded on the run opened again.
+            state = runtime.reopen(policy, task_id, started=attempt)
         error = ErrorInfo(*outcome["error"])
         before = None if state is None else recorded(state, attempt)
         if before is not None:

@@ -288,17 +288,25 @@ class SheetRuntime:
         state = self.current(policy, task_id, args)
         if state is None:
             # Sent without the adapter (send_task, an old message) or expired: a new run.
-            now = self.clock()
-            deadline_at = None if policy.deadline is None else now + policy.deadline
-            self.store.open(task_id, policy.name, now, deadline_at, ttl)
-            state = self.store.load(task_id)
-            if state is None:
-                raise JobdefError(f"the run state of task {task_id} could not be stored")
+            state = self.reopen(policy, task_id)
         if state.lost:
             decision = self._decide_lost(policy, state)
             return Begun(state.started, state, decision)
         attempt = self.store.start(task_id, self.clock(), ttl)
         return Begun(attempt, state)
+
+    def reopen(self, policy: JobPolicy, task_id: str, started: int = 0) -> RunState:
+        """A run for a message whose run state is gone (sent without the adapter, or its
+        state expired while the store was out of reach longer than it lives), from now;
+        ``started``: the attempts the message says were made, so none is made twice."""
+        now = self.clock()
+        deadline_at = None if policy.deadline is None else now + policy.deadline
+        ttl = self.state_ttl(policy)
+        self.store.open(task_id, policy.name, now, deadline_at, ttl, started=started)
+        state = self.store.load(task_id)
+        if state is None:
+            raise JobdefError(f"the run state of task {task_id} could not be stored")
+        return state
 
     def _record(self, policy: JobPolicy, state: RunState, attempt: int) -> JobRecord:
         """The run as the row jobdef's decisions read (attempt ``attempt`` just ended)."""

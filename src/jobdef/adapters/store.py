@@ -55,7 +55,8 @@ from jobdef.errors import JobdefError
 Ended = Literal["done", "dead"]
 
 # KEYS: the run's hash, its ended marker, its done (dedupe window) marker, its attempts.
-# ARGV: created_at, job, deadline_at ('' for none), ttl, send grace in ms (0: none).
+# ARGV: created_at, job, deadline_at ('' for none), ttl, send grace in ms (0: none),
+# attempts already started.
 # 1 when the run was opened; 0 when one holds the task id (or it is done within its
 # dedupe window); -1 - ms when the run holding it is unsent, taken as never sent in ms.
 _OPEN = """
@@ -68,7 +69,7 @@ if unsent then
   redis.call('DEL', KEYS[1], KEYS[4])
 end
 if redis.call('HSETNX', KEYS[1], 'created_at', ARGV[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'job', ARGV[2], 'started', 0, 'ended', 0)
+redis.call('HSET', KEYS[1], 'job', ARGV[2], 'started', ARGV[6], 'ended', 0)
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'deadline_at', ARGV[3]) end
 if tonumber(ARGV[5]) > 0 then redis.call('HSET', KEYS[1], 'unsent_until', now + ARGV[5]) end
 redis.call('EXPIRE', KEYS[1], ARGV[4])
@@ -207,11 +208,14 @@ class RunStore:
         ttl: int,
         *,
         send_grace: float = 0.0,
+        started: int = 0,
     ) -> Opening:
         """Start a run; not opened when one with this task id is active (or done within
         its ``dedupe_window``): the caller sends nothing. With ``send_grace``, the run is
         unsent until :meth:`sent` (or its first attempt), and taken as never sent after
-        that many seconds of Redis's clock: the next open then frees it."""
+        that many seconds of Redis's clock: the next open then frees it. ``started``:
+        attempts counted as started already (a run opened again for a message whose
+        state expired)."""
         deadline = "" if deadline_at is None else repr(deadline_at)
         keys = (
             self._run(task_id),
@@ -219,7 +223,8 @@ class RunStore:
             self._done(task_id),
             self._attempts(task_id),
         )
-        argv = (repr(created_at), job, deadline, ttl, max(0, round(send_grace * 1000)))
+        grace = max(0, round(send_grace * 1000))
+        argv = (repr(created_at), job, deadline, ttl, grace, started)
         with _reaching(f"open the run of task {task_id}"):
             code = int(self.redis.eval(_OPEN, 4, *keys, *argv))
         if code < 0:
