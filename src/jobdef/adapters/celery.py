@@ -43,6 +43,7 @@ from jobdef.adapters.config import Settings, runtime_for
 from jobdef.adapters.core import (
     TIMEOUT_NAMES,
     AlreadyEnded,
+    Prepared,
     SheetRuntime,
     error_info,
     recorded,
@@ -61,6 +62,17 @@ RUNTIME = "celery"
 
 _SETTINGS: WeakKeyDictionary[Celery, Settings] = WeakKeyDictionary()
 _resending = threading.local()
+
+# Seconds a run opened by .delay() stays unconfirmed before its send is taken as failed
+# (the broker and the run store gone at once, the producer killed mid-send): longer
+# than Celery's publish takes with its default retries (4 tries, each within the
+# broker's 4 s connection timeout). Another producer's call with the key waits for
+# the confirmation meanwhile, so it is neither refused for a message that does not
+# exist nor sent twice.
+SEND_GRACE = 30.0
+# Runs whose send failed in this process while the run store could not be told (task
+# id: created_at): this process's next call with the key frees the run at once.
+_unfreed: dict[str, float] = {}
 
 # Message headers of a delivery sent again because jobdef's bookkeeping failed: how
 # the attempt ended (when the run store could not take it), and how many times the
@@ -177,7 +189,11 @@ class SheetTask(Task):  # type: ignore[misc]
         runtime = self.jobdef
         prepared = runtime.prepare(self.jobdef_job or self.name, self._call_args(args, kwargs))
         wait = delivery_wait(options, runtime.clock())
-        if not runtime.open_run(prepared, wait=wait):
+        unfreed = _unfreed.get(prepared.task_id)
+        if unfreed is not None:  # this process's send of it failed, the store down too
+            runtime.store.forget(prepared.task_id, unfreed)
+            _unfreed.pop(prepared.task_id, None)
+        if not runtime.open_run(prepared, wait=wait, send_grace=SEND_GRACE):
             LOGGER.info("%s: task %s is active; not sent", self.name, prepared.task_id)
             return self.AsyncResult(prepared.task_id)
         soft, hard = time_limits(prepared.policy)
@@ -188,7 +204,7 @@ class SheetTask(Task):  # type: ignore[misc]
         # What Celery's logs, events and monitors show of the call (default: its repr).
         options.setdefault("kwargsrepr", args_text(shown_args(prepared.policy, prepared.args)))
         try:
-            return super().apply_async(
+            result = super().apply_async(
                 (),
                 prepared.args,
                 task_id=prepared.task_id,
@@ -198,15 +214,32 @@ class SheetTask(Task):  # type: ignore[misc]
                 **options,
             )
         except Exception:
-            self._free(prepared.task_id)
+            self._free(prepared)
             raise
-
-    def _free(self, task_id: str) -> None:
-        """Nothing was sent for the run: its key is free again."""
         try:
-            self.jobdef.store.close(task_id)
+            runtime.store.sent(prepared.task_id, prepared.created_at)
         except BookkeepingUnavailable as exc:
-            LOGGER.error("%s: %s; the key stays taken until it expires", self.name, exc)
+            LOGGER.warning(
+                "%s: task %s was sent; %s, so a call with its key %gs from now may send it "
+                "again before its first attempt starts",
+                self.name,
+                prepared.task_id,
+                exc,
+                SEND_GRACE,
+            )
+        return result
+
+    def _free(self, prepared: Prepared) -> None:
+        """Nothing was sent for the run: its key is free again. When the run store cannot
+        be told, the run is taken as never sent after :data:`SEND_GRACE` (this process's
+        next call with the key frees it at once)."""
+        try:
+            self.jobdef.store.forget(prepared.task_id, prepared.created_at)
+        except BookkeepingUnavailable as exc:
+            _unfreed[prepared.task_id] = prepared.created_at
+            LOGGER.error(
+                "%s: %s; the key is taken as free %gs after the call", self.name, exc, SEND_GRACE
+            )
 
     # -- consuming ----------------------------------------------------------------------
 
@@ -266,7 +299,7 @@ class SheetTask(Task):  # type: ignore[misc]
             except (BookkeepingUnavailable, SoftTimeLimitExceeded) as exc:
                 self._later(policy, call, _unavailable(exc), {"attempt": attempt, "ok": True})
             return return_value
-        error = error_info(raised)
+        error = error_info(raised, policy, call)
         if timed_out:
             why = f"ran past its timeout of {policy.timeout:g}s"
             error = ErrorInfo(names[0], why, error.traceback)
@@ -303,9 +336,12 @@ class SheetTask(Task):  # type: ignore[misc]
         attempt = int(outcome["attempt"])
         state = runtime.current(policy, task_id, call)
         if outcome.get("ok"):
-            if state is not None:
-                runtime.succeeded(policy, task_id)
+            runtime.succeeded(policy, task_id)
             return None
+        if state is None:
+            # Its state expired while the store was out of reach longer than it lives:
+            # the attempt this message carries is recorded on the run opened again.
+            state = runtime.reopen(policy, task_id, started=attempt)
         error = ErrorInfo(*outcome["error"])
         before = None if state is None else recorded(state, attempt)
         if before is not None:

@@ -16,7 +16,10 @@ What an adapter calls, and what it does with what comes back:
 
 - ``prepare`` then ``open_run(prepared, wait=<countdown or eta, s>)`` at enqueue;
   False: a run with that task id is active, send nothing. If the send fails,
-  ``store.close(task_id)`` frees the key.
+  ``store.close(task_id)`` frees the key. With ``send_grace``, the adapter says
+  ``store.sent(task_id, created_at)`` once the send went through; a run never
+  confirmed (its send failed while the run store was down too) is taken as never
+  sent after the grace, so its key is not held for the run's whole lifetime.
 - ``begin(policy, task_id, args)`` at each delivery, before the handler.
   :class:`AlreadyEnded` (:class:`AlreadyBuried` for a dead run): the message is
   a redelivery of a run that is over; drop it, run nothing. A run that died
@@ -65,7 +68,7 @@ from jobdef.policy.backoff import retry_timeline
 from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
-from jobdef.redact import redact
+from jobdef.redact import redact, sensitive_values
 from jobdef.runtime.classify import class_names, exception_names
 from jobdef.runtime.decisions import Decision, after_error, after_reclaim
 from jobdef.runtime.errors import AttemptTimedOut
@@ -80,6 +83,9 @@ TASK_ID_NAMESPACE = uuid.UUID("8d2f3c1e-6b7a-5d4e-9f10-2a3b4c5d6e7f")
 # deliver one of its messages by this much, for a queue slow to drain; then they
 # expire, so a run whose message the broker lost does not block its key forever.
 STATE_MARGIN = 3600.0
+# How often a producer looks again at a run of its key that another producer opened
+# and has not confirmed sent yet (seconds).
+UNSENT_POLL = 0.05
 # No lifetime is longer than this (a sheet with a timeline of years).
 LONGEST_TTL = 366 * 86400.0
 # The one event an adapter notifies: the terminal one. Attempts that do not end a
@@ -143,11 +149,16 @@ class Begun:
     lost: Decision | None = None
 
 
-def error_info(exc: BaseException) -> ErrorInfo:
-    """The error an attempt raised, as jobdef stores it (redacted by ErrorInfo)."""
+def error_info(exc: BaseException, policy: JobPolicy, args: Mapping[str, Any]) -> ErrorInfo:
+    """The error an attempt of ``policy`` given ``args`` raised, as jobdef stores it:
+    redacted by ErrorInfo, and without the values the displays hide (an exception that
+    quotes the password it was given), as jobdef's own worker stores it. Everything
+    the adapter keeps of it (the run store, a message's headers, the dead record, the
+    notification) holds this; the runtime's own log and result keep the exception."""
     names = exception_names(exc)
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return ErrorInfo(names[0], str(exc), text)
+    hidden = sensitive_values(policy, args)
+    return ErrorInfo(names[0], redact(str(exc), hidden), redact(text, hidden))
 
 
 class AlreadyEnded(JobdefError):
@@ -216,16 +227,28 @@ class SheetRuntime:
         """:func:`state_ttl` on this runtime."""
         return state_ttl(policy, wait=wait, redelivery=self.redelivery)
 
-    def open_run(self, prepared: Prepared, *, wait: float = 0.0) -> bool:
+    def open_run(self, prepared: Prepared, *, wait: float = 0.0, send_grace: float = 0.0) -> bool:
         """Register the run, to be delivered in ``wait`` seconds (a countdown or eta);
-        False when one with its task id is active (send nothing)."""
-        return self.store.open(
-            prepared.task_id,
-            prepared.policy.name,
-            prepared.created_at,
-            prepared.deadline_at,
-            self.state_ttl(prepared.policy, wait),
-        )
+        False when one with its task id is active (send nothing).
+
+        ``send_grace``: the run is unsent until ``store.sent`` (the caller confirms its
+        send) and taken as never sent after that many seconds. A run of another
+        producer found unsent is waited for, up to what is left of its grace: it is
+        sent (False), or its send failed and it is opened anew here (True), never
+        refused while its message may not exist.
+        """
+        while True:
+            opening = self.store.open(
+                prepared.task_id,
+                prepared.policy.name,
+                prepared.created_at,
+                prepared.deadline_at,
+                self.state_ttl(prepared.policy, wait),
+                send_grace=send_grace,
+            )
+            if opening.opened or opening.unsent_for is None:
+                return opening.opened
+            time.sleep(min(UNSENT_POLL, max(opening.unsent_for, 0.001)))
 
     # -- consuming ----------------------------------------------------------------------
 
@@ -265,17 +288,25 @@ class SheetRuntime:
         state = self.current(policy, task_id, args)
         if state is None:
             # Sent without the adapter (send_task, an old message) or expired: a new run.
-            now = self.clock()
-            deadline_at = None if policy.deadline is None else now + policy.deadline
-            self.store.open(task_id, policy.name, now, deadline_at, ttl)
-            state = self.store.load(task_id)
-            if state is None:
-                raise JobdefError(f"the run state of task {task_id} could not be stored")
+            state = self.reopen(policy, task_id)
         if state.lost:
             decision = self._decide_lost(policy, state)
             return Begun(state.started, state, decision)
         attempt = self.store.start(task_id, self.clock(), ttl)
         return Begun(attempt, state)
+
+    def reopen(self, policy: JobPolicy, task_id: str, started: int = 0) -> RunState:
+        """A run for a message whose run state is gone (sent without the adapter, or its
+        state expired while the store was out of reach longer than it lives), from now;
+        ``started``: the attempts the message says were made, so none is made twice."""
+        now = self.clock()
+        deadline_at = None if policy.deadline is None else now + policy.deadline
+        ttl = self.state_ttl(policy)
+        self.store.open(task_id, policy.name, now, deadline_at, ttl, started=started)
+        state = self.store.load(task_id)
+        if state is None:
+            raise JobdefError(f"the run state of task {task_id} could not be stored")
+        return state
 
     def _record(self, policy: JobPolicy, state: RunState, attempt: int) -> JobRecord:
         """The run as the row jobdef's decisions read (attempt ``attempt`` just ended)."""

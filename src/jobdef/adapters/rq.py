@@ -408,7 +408,7 @@ def _attempt(
     else:
         runtime.succeeded(policy, task_id)
         return return_value, None
-    error = error_info(raised)
+    error = error_info(raised, policy, args)
     if timed_out:
         why = f"ran past its timeout of {policy.timeout:g}s"
         error = ErrorInfo(names[0], why, error.traceback)

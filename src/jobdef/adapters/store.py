@@ -25,6 +25,14 @@ a redelivery of its message buries it (once jobdef's database answers) instead
 of running it again. An ended run leaves an *ended* marker (``done`` or
 ``dead``) for as long as the runtime may still deliver its last message.
 
+A run opened before its message is sent (Celery's ``.delay()``) is *unsent*
+until the producer says the send went through (:meth:`RunStore.sent`) or an
+attempt starts: a send that failed while the store could not be told (the
+broker and the run store gone at once, the producer killed mid-send) must not
+hold the key for the run's whole lifetime. Another producer that finds the run
+unsent waits for it to be confirmed; after ``send_grace`` seconds of Redis's
+clock it is taken as never sent, freed and opened anew (:class:`Opening`).
+
 Each write is one transaction (``MULTI``/``EXEC``, or a script for the opening
 check), so a connection lost halfway never leaves a run without its expiry.
 A store that cannot be reached is :class:`RunStoreUnavailable`.
@@ -46,16 +54,35 @@ from jobdef.errors import JobdefError
 
 Ended = Literal["done", "dead"]
 
-# KEYS: the run's hash, its ended marker, its done (dedupe window) marker.
-# ARGV: created_at, job, deadline_at ('' for none), ttl. 1 when the run was opened.
+# KEYS: the run's hash, its ended marker, its done (dedupe window) marker, its attempts.
+# ARGV: created_at, job, deadline_at ('' for none), ttl, send grace in ms (0: none),
+# attempts already started.
+# 1 when the run was opened; 0 when one holds the task id (or it is done within its
+# dedupe window); -1 - ms when the run holding it is unsent, taken as never sent in ms.
 _OPEN = """
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local unsent = redis.call('HGET', KEYS[1], 'unsent_until')
+if unsent then
+  if now < tonumber(unsent) then return -1 - (tonumber(unsent) - now) end
+  redis.call('DEL', KEYS[1], KEYS[4])
+end
 if redis.call('HSETNX', KEYS[1], 'created_at', ARGV[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'job', ARGV[2], 'started', 0, 'ended', 0)
+redis.call('HSET', KEYS[1], 'job', ARGV[2], 'started', ARGV[6], 'ended', 0)
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'deadline_at', ARGV[3]) end
+if tonumber(ARGV[5]) > 0 then redis.call('HSET', KEYS[1], 'unsent_until', now + ARGV[5]) end
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('DEL', KEYS[2])
 return 1
+"""
+
+# KEYS: the run's hash. ARGV: the created_at of the run whose message was sent.
+_SENT = """
+if redis.call('HGET', KEYS[1], 'created_at') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'unsent_until')
+end
+return 0
 """
 
 
@@ -88,6 +115,19 @@ def _reaching(what: str) -> Iterator[None]:
         raise RunStoreUnavailable(
             f"the run store cannot be reached to {what}: {type(exc).__name__}"
         ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """What :meth:`RunStore.open` did: ``opened`` the run (true as a bool), or found one
+    holding the task id; ``unsent_for``: that run's message is not known to be sent
+    yet, and it is taken as never sent in this many seconds (None: it was sent)."""
+
+    opened: bool
+    unsent_for: float | None = None
+
+    def __bool__(self) -> bool:
+        return self.opened
 
 
 class RedisLike(Protocol):
@@ -166,14 +206,36 @@ class RunStore:
         created_at: float,
         deadline_at: float | None,
         ttl: int,
-    ) -> bool:
-        """Start a run; False when one with this task id is active (or done within its
-        ``dedupe_window``): the caller sends nothing."""
+        *,
+        send_grace: float = 0.0,
+        started: int = 0,
+    ) -> Opening:
+        """Start a run; not opened when one with this task id is active (or done within
+        its ``dedupe_window``): the caller sends nothing. With ``send_grace``, the run is
+        unsent until :meth:`sent` (or its first attempt), and taken as never sent after
+        that many seconds of Redis's clock: the next open then frees it. ``started``:
+        attempts counted as started already (a run opened again for a message whose
+        state expired)."""
         deadline = "" if deadline_at is None else repr(deadline_at)
-        keys = (self._run(task_id), self._ended(task_id), self._done(task_id))
+        keys = (
+            self._run(task_id),
+            self._ended(task_id),
+            self._done(task_id),
+            self._attempts(task_id),
+        )
+        grace = max(0, round(send_grace * 1000))
+        argv = (repr(created_at), job, deadline, ttl, grace, started)
         with _reaching(f"open the run of task {task_id}"):
-            opened = self.redis.eval(_OPEN, 3, *keys, repr(created_at), job, deadline, ttl)
-        return bool(opened)
+            code = int(self.redis.eval(_OPEN, 4, *keys, *argv))
+        if code < 0:
+            return Opening(False, (-1 - code) / 1000)
+        return Opening(code == 1)
+
+    def sent(self, task_id: str, created_at: float) -> None:
+        """The message of the run of ``task_id`` opened at ``created_at`` was sent: it is
+        active for its whole lifetime now (a later run under the key is left alone)."""
+        with _reaching(f"mark the run of task {task_id} sent"):
+            self.redis.eval(_SENT, 1, self._run(task_id), repr(created_at))
 
     def load(self, task_id: str) -> RunState | None:
         with _reaching(f"read the run of task {task_id}"):
@@ -201,6 +263,7 @@ class RunStore:
             pipe = self.redis.pipeline(transaction=True)
             pipe.hincrby(self._run(task_id), "started", 1)
             pipe.hset(self._run(task_id), "started_at", repr(at))
+            pipe.hdel(self._run(task_id), "unsent_until")  # delivered, so it was sent
             pipe.expire(self._run(task_id), ttl)
             number = pipe.execute()[0]
         return int(number)

@@ -103,3 +103,23 @@ def test_a_staff_post_from_another_origin_is_refused(project: Project) -> None:
     assert own.status_code == 200, own.text
     assert "cancel: 1 of 1 changed" in own.text
     assert project.backend("default").engine().get(int(job_id)).state == "cancelled"
+
+
+def test_a_form_served_by_one_process_of_the_project_posts_to_another(project: Project) -> None:
+    """Each process of the project (a server's workers, replicas) mounts a dashboard of
+    its own; their CSRF tokens are keyed by the project's SECRET_KEY, so a staff user's
+    form posts wherever the balancer sends it. Before, each process drew its own key
+    and a post that reached another process than the page's was refused."""
+    from jdproject import tasks
+
+    job_id = tasks.send_confirmation.enqueue(uuid.uuid4().int % 2**31 + 1).id
+    staff = session_cookie(staff=True)
+    one, two = mounted(), mounted()
+    page = fetch(f"/jobs/jobs/{job_id}", app=one, cookie=staff)
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert token is not None
+    form = {"action": "cancel", "ids": str(job_id), "confirm": "yes", "csrf": token.group(1)}
+    mine = {"Origin": "http://testserver"}
+    own = fetch("/jobs/actions/jobs", app=two, cookie=staff, form=form, headers=mine)
+    assert own.status_code == 200, own.text
+    assert "cancel: 1 of 1 changed" in own.text

@@ -146,8 +146,24 @@ def _create(alias: str | None, read_only: bool, lease: float) -> Any:
     # Every request's Host was checked by Django's rules before it got here (settings
     # read at each request, as Django reads them): the app checks none of its own.
     return create_app(
-        found.database_url, found.sheets, read_only=read_only, lease=lease, allowed_hosts="*"
+        found.database_url,
+        found.sheets,
+        read_only=read_only,
+        lease=lease,
+        allowed_hosts="*",
+        secret=csrf_secret(),
     )
+
+
+def csrf_secret() -> bytes:
+    """The key of the dashboard's CSRF tokens: derived from the project's ``SECRET_KEY``,
+    so every process of the project (gunicorn's or uvicorn's workers, replicas) takes
+    the forms another one served, and a new ``SECRET_KEY`` voids them as it voids the
+    sessions."""
+    from django.utils.crypto import salted_hmac
+
+    key: bytes = salted_hmac("jobdef.contrib.django.dashboard", "csrf", algorithm="sha256").digest()
+    return key
 
 
 def _session_key(scope: Scope) -> str | None:
