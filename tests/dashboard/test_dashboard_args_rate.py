@@ -16,11 +16,12 @@ from dashboard_steps import Client
 
 from jobdef.backends import open_backend
 from jobdef.backends.postgres import engine as postgres_engine
+from jobdef.backends.postgres.reader import ARGS_INDEX_VERSION, PostgresReader
 from jobdef.backends.protocol import Backend
+from jobdef.backends.reads import arg_match, arg_number
 from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.backends.sql import migration_files
 from jobdef.dashboard import create_app
-from jobdef.dashboard.store import ARGS_INDEX_VERSION, PostgresReader, arg_match, arg_number
 from jobdef.dashboard.views import WINDOW
 from support import ManualClock
 
@@ -340,12 +341,12 @@ def _error() -> Any:
 def test_the_rate_use_costs_one_small_query_of_the_running_rows_index(
     store_url: str, tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jobdef.dashboard import store as store_module
+    from jobdef.backends.sqlite.reader import SQLiteReader
 
     _fill(store_url, 2_000, {"order_id": 1})
     client = _rate_dashboard(store_url, tmp_path, serve)
     names: list[str] = []
-    for reader in (store_module.SQLiteReader, store_module.PostgresReader):
+    for reader in (SQLiteReader, PostgresReader):
 
         def counting(self: Any, name: str, params: Any, original: Any = reader.rows) -> Any:
             names.append(name)
@@ -362,7 +363,7 @@ def test_the_rate_use_costs_one_small_query_of_the_running_rows_index(
         conn = sqlite3.connect(store_url.removeprefix("sqlite:///"))
         from jobdef.backends.sql import load_queries
 
-        sql = load_queries("jobdef.dashboard", "sqlite.sql")["running_starts"]
+        sql = load_queries("jobdef.backends.sqlite", "reader.sql")["running_starts"]
         plan = " ".join(
             row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, {"since": since, "cap": 1})
         )

@@ -286,3 +286,15 @@ def complete_and_claim(
         return backend.complete_and_claim(leases, notifications, options, results)
     accepted = backend.complete(leases, notifications, results) if leases else []
     return accepted, backend.claim(options) if options is not None else []
+
+
+class Reader(Protocol):
+    """Runs one named dashboard query and returns its rows as dicts."""
+
+    engine: str
+
+    def rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]: ...
+
+    def decode(self, value: Any) -> Any: ...
+
+    def close(self) -> None: ...

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.backends.elsewhere import elsewhere
+from jobdef.backends.reads import arg_match
 from jobdef.backends.records import JobRecord
 from jobdef.dashboard.plan import place
-from jobdef.dashboard.store import Store, arg_match
+from jobdef.dashboard.store import Store
 from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration_or_none
 from jobdef.policy.leases import DEFAULT_LEASE
