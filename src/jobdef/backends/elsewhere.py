@@ -23,7 +23,8 @@ from typing import Any
 
 from jobdef.backends.records import ErrorInfo, JobRecord, Notification, Outcome
 from jobdef.backends.rows import error_json
-from jobdef.backends.verbs import SharedVerbs, Statement
+from jobdef.backends.sql import Statement
+from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
 
 SEPARATOR = "/"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from jobdef.backends.records import (
     AttemptRecord,
@@ -36,6 +36,7 @@ from jobdef.backends.records import (
     StateCount,
 )
 from jobdef.backends.rows import Row, attempt_history, job_record, outbox_record
+from jobdef.backends.sql import Statement
 from jobdef.backends.workers import WorkerVerbs
 
 # A queue's queued jobs are counted up to this many (``queue_depths``): the count
@@ -43,13 +44,6 @@ from jobdef.backends.workers import WorkerVerbs
 # backlog of millions costs no more to read. A count that reaches it means "at
 # least this many".
 QUEUED_COUNT_CAP = 100_000
-
-
-class Statement(NamedTuple):
-    """One named query of the engine's ``queries.sql`` and its parameters."""
-
-    name: str
-    params: Mapping[str, Any]
 
 
 class SharedVerbs(WorkerVerbs, ABC):
