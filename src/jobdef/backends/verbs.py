@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jobdef.backends.elsewhere import ElsewhereVerbs
 from jobdef.backends.records import (
     AttemptRecord,
     JobRecord,
@@ -46,7 +47,7 @@ from jobdef.backends.workers import WorkerVerbs
 QUEUED_COUNT_CAP = 100_000
 
 
-class SharedVerbs(WorkerVerbs, ABC):
+class SharedVerbs(WorkerVerbs, ElsewhereVerbs, ABC):
     """The dialect-neutral verbs of :class:`~jobdef.backends.protocol.Backend`."""
 
     clock: Callable[[], float]
