@@ -20,7 +20,7 @@ same query names in every engine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from jobdef.backends.records import (
@@ -39,10 +39,19 @@ from jobdef.backends.records import (
     State,
     StateCount,
 )
+from jobdef.backends.schema import Versioned
 
 
-class Backend(Protocol):
+class Backend(Versioned, Protocol):
     """A job store. Each verb is one transaction; fenced verbs return False when refused."""
+
+    url: str
+    """The URL it was opened at: a process or thread of its own (a worker's outbox
+    sender, an embedded worker) opens the same store from it."""
+
+    clock: Callable[[], float]
+    """The store's clock, epoch seconds: the one its rows' times are on (PostgreSQL:
+    the server's, which every host shares)."""
 
     def migrate(self) -> None:
         """Create or upgrade the schema to the newest numbered migration (idempotent)."""
