@@ -1,8 +1,9 @@
 """The dashboard's view of the job store: bounded reads of its own, writes through the verbs.
 
-Reads run the named queries of ``sqlite.sql`` / ``postgres.sql`` beside this
-module (and the few the engine shares, :data:`SHARED_QUERIES`) on a connection
-of their own (SQLite: opened read-only), so a page can never change a row.
+Reads run the named queries of the engine's reader
+(:class:`~jobdef.backends.protocol.Reader`, opened by
+:func:`~jobdef.backends.open_reader`) on a read-only session of their own, so a
+page can never change a row.
 Every change an operator makes goes through the same
 :class:`~jobdef.backends.protocol.Backend` verbs as the CLI (``requeue``,
 ``resolve``, ``cancel``, ``set_paused``, ``outbox_retry``), each of which only
@@ -13,26 +14,15 @@ job already moved and does nothing.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
-from jobdef.backends import open_backend
-from jobdef.backends.postgres.reader import PostgresReader
+from jobdef.backends import open_backend, open_reader
 from jobdef.backends.protocol import Backend, Reader
-from jobdef.backends.rows import job_record
-from jobdef.backends.sqlite.reader import SQLiteReader
+from jobdef.backends.records import JobRecord
 from jobdef.errors import BackendError
 
 Row = Mapping[str, Any]
-
-
-def open_reader(url: str) -> Reader:
-    """The reader for ``url``'s engine."""
-    if urlsplit(url).scheme == "sqlite":
-        return SQLiteReader(url)
-    return PostgresReader(url)
 
 
 class Store:
@@ -47,11 +37,11 @@ class Store:
         self.url = url
         self.verbs: Backend = open_backend(url, create=False, clock=clock)
         try:
-            self.reader = open_reader(url)
+            self.reader: Reader = open_reader(url)
         except BaseException:
             self.verbs.close()
             raise
-        self.clock: Callable[[], float] = getattr(self.verbs, "clock", time.time)
+        self.clock: Callable[[], float] = self.verbs.clock
         self._lock = threading.RLock()
         self._closed = False
 
@@ -75,8 +65,8 @@ class Store:
         if self._closed:
             raise BackendError("the dashboard is shutting down")
 
-    def job_row(self, row: Row) -> Any:
-        return job_record(row, self.reader.decode)
+    def job_row(self, row: Row) -> JobRecord:
+        return self.reader.job(row)
 
     def close(self) -> None:
         with self._lock:

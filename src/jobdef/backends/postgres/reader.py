@@ -1,12 +1,15 @@
-"""The PostgreSQL engine's reader: bounded reads for pages, on a session of their own."""
+"""The PostgreSQL engine's reader: the bounded reads of pages, on a session of their own."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobdef.backends.reads import dashboard_queries
-from jobdef.backends.rows import decoded
+from jobdef.backends.postgres.session import SessionManager, split_url
+from jobdef.backends.reads import arg_literal, arg_number, reader_queries
+from jobdef.backends.records import JobRecord
+from jobdef.backends.rows import job_record
 
 # The migration that adds PostgreSQL's index on args (jobdef_jobs_args), which the
 # args search reads; SQLite's 0006 widens its running-rows index instead.
@@ -16,17 +19,35 @@ ARGS_INDEX_VERSION = 6
 BITMAP_QUERIES = frozenset({"jobs_by_args"})
 
 
+def arg_match(key: str | None, value: str) -> dict[str, Any]:
+    """The parameters of the qualifier ``args.KEY:VALUE`` (see :mod:`jobdef.backends.reads`)
+    for ``jobs_by_args``: two jsonb documents for ``args @>`` (containment, which the GIN
+    index jsonb_path_ops answers), the value as a JSON string and as the number or
+    literal it spells (the same document when it spells none)."""
+    if key is None:
+        return {}
+    # The number keeps the digits as written (jsonb's numeric is exact).
+    spelled = arg_number(value) is not None or arg_literal(value) is not None
+    typed = value if spelled else json.dumps(value)
+    as_text, as_typed = json.dumps(value), typed
+    for part in reversed(key.split(".")):
+        as_text = "{" + json.dumps(part) + ": " + as_text + "}"
+        as_typed = "{" + json.dumps(part) + ": " + as_typed + "}"
+    return {"arg_text": as_text, "arg_typed": as_typed}
+
+
 class PostgresReader:
-    """The dashboard's queries on a session of their own, in the store's schema."""
+    """The queries of ``reader.sql`` on a read-only session of their own, in the store's
+    schema."""
 
     engine = "postgres"
+    # The args search reads the GIN index on args (jobs_by_args): every job, no window.
+    args_index = True
 
     def __init__(self, url: str) -> None:
-        from jobdef.backends.postgres.session import SessionManager, split_url
-
         conninfo, schema = split_url(url)
         quoted = '"' + schema + '"'
-        queries = dashboard_queries(self.engine)
+        queries = reader_queries("jobdef.backends.postgres")
         self._queries = {name: sql.replace("{schema}", quoted) for name, sql in queries.items()}
         # Read-only, and planned as the queries are written: index walks that stop
         # early, no bitmap scans, no parallel workers and no JIT (whose start-up costs
@@ -65,8 +86,11 @@ class PostgresReader:
         result: list[dict[str, Any]] = self.sessions.run(work)
         return result
 
-    def decode(self, value: Any) -> Any:
-        return decoded(value)
+    def args_params(self, key: str | None, value: str) -> dict[str, Any]:
+        return arg_match(key, value)
+
+    def job(self, row: Mapping[str, Any]) -> JobRecord:
+        return job_record(row)
 
     def close(self) -> None:
         self.sessions.close()
