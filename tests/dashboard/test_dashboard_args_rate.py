@@ -16,11 +16,14 @@ from dashboard_steps import Client
 
 from jobdef.backends import open_backend
 from jobdef.backends.postgres import engine as postgres_engine
+from jobdef.backends.postgres.reader import ARGS_INDEX_VERSION, PostgresReader
+from jobdef.backends.postgres.reader import arg_match as postgres_arg_match
 from jobdef.backends.protocol import Backend
+from jobdef.backends.reads import arg_number
 from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.backends.sql import migration_files
+from jobdef.backends.sqlite.reader import arg_match as sqlite_arg_match
 from jobdef.dashboard import create_app
-from jobdef.dashboard.store import ARGS_INDEX_VERSION, PostgresReader, arg_match, arg_number
 from jobdef.dashboard.views import WINDOW
 from support import ManualClock
 
@@ -182,12 +185,12 @@ def test_a_value_spells_a_number_only_as_json_writes_one_and_pg_gets_its_digits(
     values = ("42", "-1.5", "1e3", "042", "NaN", "Infinity", "1e999", "0x2a", "true", "")
     assert [arg_number(v) for v in values] == [42, -1.5, 1000.0, *[None] * 7]
     big = "123456789012345678901234567890"
-    assert arg_match("postgres", "a.b", big) == {
+    assert postgres_arg_match("a.b", big) == {
         "arg_text": '{"a": {"b": "123456789012345678901234567890"}}',
         "arg_typed": '{"a": {"b": 123456789012345678901234567890}}',
     }
-    assert arg_match("sqlite", "a.b", big)["arg_number"] == float(big)
-    assert arg_match("postgres", "note", 'say "hi"') == {
+    assert sqlite_arg_match("a.b", big)["arg_number"] == float(big)
+    assert postgres_arg_match("note", 'say "hi"') == {
         "arg_text": '{"note": "say \\"hi\\""}',
         "arg_typed": '{"note": "say \\"hi\\""}',
     }
@@ -205,7 +208,7 @@ def test_the_postgresql_args_search_reads_the_gin_index(
         filters = dict.fromkeys(("state", "job", "queue", "since", "until", "error"))
         for value in ("7", "seven", "true"):  # a number, a string, a literal
             params = {"before": 2**62, "limit": 50, **filters}
-            params |= arg_match("postgres", "order_id", value)
+            params |= postgres_arg_match("order_id", value)
             plan = reader.explain("jobs_by_args", params)
             assert "Bitmap Index Scan on jobdef_jobs_args" in plan, plan
             assert "Seq Scan" not in plan, plan
@@ -340,12 +343,12 @@ def _error() -> Any:
 def test_the_rate_use_costs_one_small_query_of_the_running_rows_index(
     store_url: str, tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jobdef.dashboard import store as store_module
+    from jobdef.backends.sqlite.reader import SQLiteReader
 
     _fill(store_url, 2_000, {"order_id": 1})
     client = _rate_dashboard(store_url, tmp_path, serve)
     names: list[str] = []
-    for reader in (store_module.SQLiteReader, store_module.PostgresReader):
+    for reader in (SQLiteReader, PostgresReader):
 
         def counting(self: Any, name: str, params: Any, original: Any = reader.rows) -> Any:
             names.append(name)
@@ -362,7 +365,7 @@ def test_the_rate_use_costs_one_small_query_of_the_running_rows_index(
         conn = sqlite3.connect(store_url.removeprefix("sqlite:///"))
         from jobdef.backends.sql import load_queries
 
-        sql = load_queries("jobdef.dashboard", "sqlite.sql")["running_starts"]
+        sql = load_queries("jobdef.backends.sqlite", "reader.sql")["running_starts"]
         plan = " ".join(
             row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, {"since": since, "cap": 1})
         )

@@ -58,7 +58,7 @@ from typing import Any
 from jobdef.adapters.store import BookkeepingUnavailable, RunState, RunStore
 from jobdef.backends import open_backend
 from jobdef.backends.elsewhere import AttemptElsewhere, DeadElsewhere, record_dead_elsewhere
-from jobdef.backends.protocol import Backend
+from jobdef.backends.protocol import Backend, fail_fast
 from jobdef.backends.records import ErrorInfo, JobRecord, Outcome
 from jobdef.errors import BackendError, ChannelError, JobdefError
 from jobdef.notify.checks import build_channels
@@ -411,9 +411,7 @@ class SheetRuntime:
         :meth:`bury`), not waited for: the message waits in the broker instead."""
         if self._backend is None or self._backend_pid != os.getpid():
             backend = open_backend(self.database_url)
-            fail_fast = getattr(backend, "fail_fast", None)
-            if callable(fail_fast):
-                fail_fast()
+            fail_fast(backend)
             self._backend, self._backend_pid = backend, os.getpid()
         return self._backend
 

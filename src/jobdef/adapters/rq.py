@@ -56,7 +56,7 @@ from jobdef.adapters.core import (
     error_info,
 )
 from jobdef.adapters.store import BookkeepingUnavailable, RunStore
-from jobdef.backends import describe_store, engine_module
+from jobdef.backends import describe_store
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.backoff import next_delay
@@ -442,8 +442,7 @@ class SheetWorker(Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         try:
-            engine_module(worker_database())  # a scheme jobdef has no engine for is named
-            where = describe_store(worker_database())
+            where = describe_store(worker_database())  # a scheme of no engine is named
         except JobdefError as exc:
             raise SystemExit(f"jobdef: {exc.message}") from None
         self.log.info("jobs that die under their sheets are stored in %s", where)

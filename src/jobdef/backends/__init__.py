@@ -1,7 +1,9 @@
 """Job storage backends: the :class:`~jobdef.backends.protocol.Backend` protocol and its engines.
 
 ``open_backend(url)`` picks the engine from the URL scheme: ``sqlite:///path.db``
-(the embedded default) or ``postgresql://...``.
+(the embedded default) or ``postgresql://...``, each registered in
+:mod:`jobdef.backends.engines`. The functions here are how the rest of jobdef
+reaches a store, through its engine's :class:`~jobdef.backends.protocol.Driver`.
 
 Only ``jobdef db upgrade`` (:func:`upgrade`), a starting worker and
 ``connect()`` create or migrate tables. The operator commands open the store
@@ -12,87 +14,43 @@ upgrade``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from jobdef.backends.protocol import Backend
-from jobdef.backends.schema import Versioned, require_current
+from jobdef.backends.engines import (
+    ENGINES,
+    connection_modules,
+    default_driver,
+    driver,
+    driver_for_connection,
+)
+from jobdef.backends.protocol import Backend, ListensForChanges, Reader, Watcher
+from jobdef.backends.schema import require_current
 from jobdef.backends.sql import migration_files
-from jobdef.errors import BackendError, UsageError
+from jobdef.errors import UsageError
 from jobdef.redact import redact
-
-# URL scheme -> "module:class" of the engine, imported only when used.
-ENGINES: dict[str, str] = {
-    "sqlite": "jobdef.backends.sqlite.engine:SQLiteBackend",
-    "postgresql": "jobdef.backends.postgres.engine:PostgresBackend",
-    "postgres": "jobdef.backends.postgres.engine:PostgresBackend",
-}
-
-
-def engine_module(url: str) -> ModuleType:
-    """The module of the engine for ``url``'s scheme (it names its ``MIGRATIONS``)."""
-    scheme = urlsplit(url).scheme
-    if scheme not in ENGINES and "://" not in url:
-        # Not a URL: shown it could be a password (``user:pw@host`` parses as scheme 'user').
-        raise BackendError(
-            "the database URL is not a URL (no '://'); write "
-            "sqlite:///path/to/jobdef.db or postgresql://user@host/dbname"
-        )
-    if scheme not in ENGINES:
-        raise BackendError(
-            f"database URL {redact(url)!r} has an unknown scheme {scheme or '(none)'!r}; write "
-            "sqlite:///path/to/jobdef.db or postgresql://user@host/dbname"
-        )
-    module_name = ENGINES[scheme].partition(":")[0]
-    try:
-        return importlib.import_module(module_name)
-    except ImportError as exc:
-        if exc.name == module_name:
-            raise BackendError(
-                f"this jobdef has no {scheme} engine ({module_name} is missing); "
-                "install a jobdef release that includes it"
-            ) from None
-        raise BackendError(
-            f"the {scheme} engine needs {exc.name}, which is not installed; "
-            "run: pip install 'jobdef[postgres]'"
-        ) from None
-
-
-# The DB-API modules whose connections a handler may pass to first_run(), and the engine
-# module that writes processed keys on each: chosen by the connection, not by the job
-# store, since the handler's database need not be the job database.
-HANDLER_CONNECTIONS: dict[str, str] = {
-    "sqlite3": "jobdef.backends.sqlite.engine",
-    "psycopg": "jobdef.backends.postgres.engine",
-    "psycopg2": "jobdef.backends.postgres.engine",
-}
 
 
 def record_processed_key(
     connection: Any, key: str, job_id: int, *, now: float, store_url: str
 ) -> bool:
     """Record ``key`` on the handler's own DB-API ``connection``, in its transaction, with
-    the SQL of that connection's database; False when it was recorded before."""
+    the SQL of that connection's database; False when it was recorded before.
+
+    The engine is chosen by the connection's module, not by the job store: the
+    handler's database need not be the job database.
+    """
     library = type(connection).__module__.partition(".")[0]
-    if library not in HANDLER_CONNECTIONS:
+    found = driver_for_connection(library)
+    if found is None:
         raise UsageError(
             f"first_run() got a {type(connection).__name__} from {library}; pass the "
-            "connection the handler writes with: sqlite3, psycopg (3, or psycopg2 under "
-            "Django), or Django's `connection`"
+            f"connection the handler writes with (of {', '.join(connection_modules())}), "
+            "or Django's `connection`"
         )
-    module = importlib.import_module(HANDLER_CONNECTIONS[library])
-    recorded: bool = module.record_processed_key_on(connection, key, job_id, now, store_url)
-    return recorded
-
-
-def engine_class(url: str) -> type:
-    """The engine class for ``url``'s scheme."""
-    cls: type = getattr(engine_module(url), ENGINES[urlsplit(url).scheme].partition(":")[2])
-    return cls
+    return found.record_processed_key(connection, key, job_id, now, store_url)
 
 
 def open_backend(
@@ -112,7 +70,7 @@ def open_backend(
     ``migrate=False``: no schema step at all (the caller knows the store is
     current, or needs only the engine's dialect).
     """
-    backend = engine_class(url)(url, clock=clock, create=create)
+    backend = driver(url).open(url, clock=clock, create=create)
     if migrate:
         try:
             if create:
@@ -122,8 +80,7 @@ def open_backend(
         except BaseException:
             backend.close()  # a refused or failed migration leaves no connection open
             raise
-    opened: Backend = backend
-    return opened
+    return backend
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,10 +102,9 @@ class SchemaStatus:
 
 def schema_status(url: str) -> SchemaStatus:
     """The schema version of the store at ``url``, read without changing anything."""
-    migrations = tuple(
-        (number, name) for number, name, _ in migration_files(engine_module(url).MIGRATIONS)
-    )
-    backend: Versioned = engine_class(url)(url, create=False)
+    found = driver(url)
+    migrations = tuple((number, name) for number, name, _ in migration_files(found.migrations))
+    backend = found.open(url, create=False)
     try:
         return SchemaStatus(backend.schema_version(), migrations)
     finally:
@@ -157,7 +113,7 @@ def schema_status(url: str) -> SchemaStatus:
 
 def upgrade(url: str, *, clock: Callable[[], float] | None = None) -> tuple[int, int]:
     """Create the store's tables or migrate them; the versions before and after."""
-    backend: Versioned = engine_class(url)(url, clock=clock, create=True)
+    backend = driver(url).open(url, clock=clock, create=True)
     try:
         before = backend.schema_version()
         backend.migrate()
@@ -168,14 +124,29 @@ def upgrade(url: str, *, clock: Callable[[], float] | None = None) -> tuple[int,
 
 def describe_store(url: str) -> str:
     """Where the store is, for messages: ``app.db`` or ``schema 'x' at user@host:5432/db``."""
-    if urlsplit(url).scheme == "sqlite":
-        from jobdef.backends.sqlite.engine import sqlite_path
+    return driver(url).describe(url)
 
-        return str(sqlite_path(url)[0])
-    from jobdef.backends.postgres.session import describe, split_url
 
-    conninfo, schema = split_url(url)
-    return f"schema {schema!r} at {describe(conninfo)}"
+def open_reader(url: str) -> Reader:
+    """A read-only session on the store at ``url`` for the pages that show it."""
+    return driver(url).open_reader(url)
+
+
+def listen_for_changes(url: str, on_change: Callable[[], None]) -> Watcher | None:
+    """A watcher that calls ``on_change`` when the store at ``url`` changes (not started),
+    or None when its engine tells no one: the caller polls."""
+    found = driver(url)
+    if isinstance(found, ListensForChanges):
+        return found.listen_for_changes(url, on_change)
+    return None
+
+
+def scratch_store(url: str | None, folder: Path | None = None) -> tuple[str, Callable[[], None]]:
+    """``(url, cleanup)`` of a new, empty store for one test: beside ``url`` (the same
+    server, a schema of its own), or with ``url`` None one of the default engine in
+    ``folder`` (default a new temporary folder). ``cleanup`` removes it."""
+    found = default_driver() if url is None else driver(url)
+    return found.scratch_store(url, folder)
 
 
 __all__ = [
@@ -183,10 +154,12 @@ __all__ = [
     "Backend",
     "SchemaStatus",
     "describe_store",
-    "engine_class",
+    "listen_for_changes",
     "open_backend",
+    "open_reader",
     "redact",
     "require_current",
     "schema_status",
+    "scratch_store",
     "upgrade",
 ]

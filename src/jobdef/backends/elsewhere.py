@@ -17,13 +17,14 @@ attempts and the outbox message are written so that a repeat adds nothing.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jobdef.backends.records import ErrorInfo, JobRecord, Notification, Outcome
-from jobdef.backends.rows import error_json
-from jobdef.backends.verbs import SharedVerbs, Statement
+from jobdef.backends.rows import Row, error_json, job_record
+from jobdef.backends.sql import Statement
 from jobdef.errors import BackendError
 
 SEPARATOR = "/"
@@ -74,77 +75,101 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+class ElsewhereVerbs(ABC):
+    """The verb that stores another runtime's dead job, over the shared primitives of each
+    engine (:class:`~jobdef.backends.verbs.SharedVerbs` gives them)."""
+
+    clock: Callable[[], float]
+
+    @abstractmethod
+    def _read(self, name: str, params: Mapping[str, Any]) -> Sequence[Row]: ...
+
+    @abstractmethod
+    def _write_all(self, statements: Sequence[Statement]) -> Sequence[Sequence[Row]]: ...
+
+    @abstractmethod
+    def _decode(self, value: Any) -> Any: ...
+
+    def record_dead_elsewhere(
+        self,
+        dead: DeadElsewhere,
+        notifications: Callable[[JobRecord], Sequence[Notification]],
+    ) -> JobRecord:
+        """Store ``dead`` as a dead job with its attempts, and the notifications that
+        ``notifications`` computes from the stored row into the outbox; return the row.
+
+        Two transactions: the row, then its attempts and messages. A repeat (the same
+        death reported again, e.g. after a crash between the two) finds the row and adds
+        only what is missing, so the outbox holds each message once.
+        """
+        worker_id = worker_name(dead.runtime, dead.task_id)
+        now = self.clock()
+        last = dead.attempts[-1] if dead.attempts else None
+        self._write_all(
+            [
+                Statement(
+                    "insert_dead_elsewhere",
+                    {
+                        "job": dead.job,
+                        "queue": dead.queue,
+                        "priority": dead.priority,
+                        "args": _json(dict(dead.args)),
+                        "attempt": len(dead.attempts),
+                        "max_attempts": dead.max_attempts,
+                        "key": dead.idempotency_key,
+                        "created_at": dead.created_at,
+                        "started_at": last.started_at if last else None,
+                        "now": now,
+                        "worker_id": worker_id,
+                        "error": _json(error_json(dead.error)),
+                        "last_delay": dead.last_delay,
+                    },
+                )
+            ]
+        )
+        find = {"job": dead.job, "worker_id": worker_id, "created_at": dead.created_at}
+        [row] = self._read("find_dead_elsewhere", find)
+        record = job_record(row, self._decode)
+        statements = [
+            Statement(
+                "insert_attempt_elsewhere",
+                {
+                    "job_id": record.id,
+                    "attempt": a.attempt,
+                    "worker_id": a.worker,
+                    "started_at": a.started_at,
+                    "finished_at": a.finished_at,
+                    "outcome": a.outcome,
+                    "error": None if a.error is None else _json(error_json(a.error)),
+                },
+            )
+            for a in dead.attempts
+        ]
+        statements += [
+            Statement(
+                "insert_outbox_elsewhere",
+                {
+                    "message_id": n.message_id,
+                    "channel_name": n.channel,
+                    "event": n.event,
+                    "job": n.job,
+                    "payload": _json(dict(n.payload)),
+                    "now": now,
+                },
+            )
+            for n in notifications(record)
+        ]
+        if statements:
+            self._write_all(statements)
+        return record
+
+
 def record_dead_elsewhere(
     backend: object,
     dead: DeadElsewhere,
     notifications: Callable[[JobRecord], Sequence[Notification]],
 ) -> JobRecord:
-    """Store ``dead`` as a dead job with its attempts, and the notifications that
-    ``notifications`` computes from the stored row into the outbox; return the row.
-
-    Two transactions: the row, then its attempts and messages. A repeat (the same
-    death reported again, e.g. after a crash between the two) finds the row and adds
-    only what is missing, so the outbox holds each message once.
-    """
-    if not isinstance(backend, SharedVerbs):
+    """Store ``dead`` in ``backend`` (see :meth:`ElsewhereVerbs.record_dead_elsewhere`)."""
+    if not isinstance(backend, ElsewhereVerbs):
         raise BackendError(f"{type(backend).__name__} cannot store jobs of other runtimes")
-    worker_id = worker_name(dead.runtime, dead.task_id)
-    now = backend.clock()
-    last = dead.attempts[-1] if dead.attempts else None
-    backend._write_all(
-        [
-            Statement(
-                "insert_dead_elsewhere",
-                {
-                    "job": dead.job,
-                    "queue": dead.queue,
-                    "priority": dead.priority,
-                    "args": _json(dict(dead.args)),
-                    "attempt": len(dead.attempts),
-                    "max_attempts": dead.max_attempts,
-                    "key": dead.idempotency_key,
-                    "created_at": dead.created_at,
-                    "started_at": last.started_at if last else None,
-                    "now": now,
-                    "worker_id": worker_id,
-                    "error": _json(error_json(dead.error)),
-                    "last_delay": dead.last_delay,
-                },
-            )
-        ]
-    )
-    find = {"job": dead.job, "worker_id": worker_id, "created_at": dead.created_at}
-    [row] = backend._read("find_dead_elsewhere", find)
-    record = backend._job(row)
-    statements = [
-        Statement(
-            "insert_attempt_elsewhere",
-            {
-                "job_id": record.id,
-                "attempt": a.attempt,
-                "worker_id": a.worker,
-                "started_at": a.started_at,
-                "finished_at": a.finished_at,
-                "outcome": a.outcome,
-                "error": None if a.error is None else _json(error_json(a.error)),
-            },
-        )
-        for a in dead.attempts
-    ]
-    statements += [
-        Statement(
-            "insert_outbox_elsewhere",
-            {
-                "message_id": n.message_id,
-                "channel_name": n.channel,
-                "event": n.event,
-                "job": n.job,
-                "payload": _json(dict(n.payload)),
-                "now": now,
-            },
-        )
-        for n in notifications(record)
-    ]
-    if statements:
-        backend._write_all(statements)
-    return record
+    return backend.record_dead_elsewhere(dead, notifications)

@@ -11,16 +11,24 @@ All timestamps are ``float`` seconds since the epoch, taken from the backend's
 injectable ``clock`` so tests can steer time. Rows keep their history: every
 attempt is recorded in an attempts table.
 
-Engines are classes constructed as ``Engine(url, *, clock=None)`` (``clock``
-defaults to :func:`time.time`); :func:`jobdef.backends.open_backend` builds one
-from a URL and runs :meth:`Backend.migrate`. Each engine keeps its SQL in named
-blocks beside it (``<engine>.sql``, read by :mod:`jobdef.backends.sql`), with the
-same query names in every engine.
+Everything else the rest of jobdef asks of an engine goes through its
+:class:`Driver`, found by the store URL's scheme in :mod:`jobdef.backends.engines`:
+opening a store (:func:`jobdef.backends.open_backend` builds one from a URL and
+runs :meth:`Backend.migrate`), naming it in messages, a read-only
+:class:`Reader` for pages, a :class:`Watcher` of changes where the engine can
+tell one, a scratch store for a test, and the URL of a database an application's
+settings name. No module outside :mod:`jobdef.backends` names an engine
+(``tests/test_engine_names.py``).
+
+Each engine keeps its SQL in named blocks beside it (``queries.sql`` for the
+verbs, ``reader.sql`` for the reader, read by :mod:`jobdef.backends.sql`), with
+the same query names in every engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from jobdef.backends.records import (
@@ -38,11 +46,21 @@ from jobdef.backends.records import (
     RetentionRule,
     State,
     StateCount,
+    StoreSettings,
 )
+from jobdef.backends.schema import Versioned
 
 
-class Backend(Protocol):
+class Backend(Versioned, Protocol):
     """A job store. Each verb is one transaction; fenced verbs return False when refused."""
+
+    url: str
+    """The URL it was opened at: a process or thread of its own (a worker's outbox
+    sender, an embedded worker) opens the same store from it."""
+
+    clock: Callable[[], float]
+    """The store's clock, epoch seconds: the one its rows' times are on (PostgreSQL:
+    the server's, which every host shares)."""
 
     def migrate(self) -> None:
         """Create or upgrade the schema to the newest numbered migration (idempotent)."""
@@ -286,3 +304,103 @@ def complete_and_claim(
         return backend.complete_and_claim(leases, notifications, options, results)
     accepted = backend.complete(leases, notifications, results) if leases else []
     return accepted, backend.claim(options) if options is not None else []
+
+
+class Reader(Protocol):
+    """A read-only session on a store for the pages that show it (the dashboard), opened
+    by :func:`jobdef.backends.open_reader`: a page can never change a row.
+
+    It runs the named queries of its engine's ``reader.sql``, which has the same
+    names and parameters in every engine, each bounded (a window of the primary key,
+    one partial index, or a cap). A list parameter is given as a Python list; the
+    reader passes it as its dialect does.
+    """
+
+    engine: str
+    """The engine's name, to show an operator which kind of store this is."""
+
+    args_index: bool
+    """Whether an args qualifier searches every job through an index (the query
+    ``jobs_by_args``); else it filters the window that ``jobs_window`` walks."""
+
+    def rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The rows of the named query, each a dict by column name."""
+
+    def args_params(self, key: str | None, value: str) -> dict[str, Any]:
+        """The query parameters of the qualifier ``args.KEY:VALUE`` (see
+        :mod:`jobdef.backends.reads`); with ``key`` None, those of no qualifier."""
+
+    def job(self, row: Mapping[str, Any]) -> JobRecord:
+        """A row of the jobs table, as its record."""
+
+    def close(self) -> None:
+        """Release the session."""
+
+
+class Watcher(Protocol):
+    """Tells a watcher (the dashboard's live updates) that the store may have changed.
+
+    It calls the ``on_change`` it was made with, in a thread of its own, after each
+    burst of changes and whenever :attr:`listening` flips, so the watcher looks at the
+    store again when it may have missed something.
+    """
+
+    listening: bool
+    """True while changes are being heard; False while they cannot be (poll instead)."""
+
+    def start(self) -> None:
+        """Begin watching, in a thread of its own."""
+
+    def stop(self) -> None:
+        """Ask the thread to end; returns at once."""
+
+
+class Driver(Protocol):
+    """One engine as the rest of jobdef reaches it (as River's driver is): all that is
+    not a verb on an open store. Each engine's package has one, registered by URL
+    scheme in :mod:`jobdef.backends.engines`."""
+
+    name: str
+    """The engine's name, to show an operator (the dashboard's header)."""
+
+    migrations: str
+    """The package of its numbered migrations (``NNNN_*.sql``)."""
+
+    def open(
+        self, url: str, *, clock: Callable[[], float] | None = None, create: bool = True
+    ) -> Backend:
+        """The store at ``url``, its schema untouched (see :func:`jobdef.backends.open_backend`)."""
+
+    def describe(self, url: str) -> str:
+        """Where the store is, for messages, without a password: a file's path, or a
+        schema at a server."""
+
+    def open_reader(self, url: str) -> Reader:
+        """A read-only session on the store at ``url`` for pages."""
+
+    def scratch_store(self, url: str | None, folder: Path | None) -> tuple[str, Callable[[], None]]:
+        """``(url, cleanup)`` of a new, empty store for one test, beside ``url`` (the
+        same server; None: anywhere this engine can make one, e.g. a file in ``folder``);
+        ``cleanup`` removes it."""
+
+    def url_from_settings(self, settings: StoreSettings) -> str:
+        """The URL of the database an application's settings name (Django's
+        ``DATABASES``). A database no worker process can share raises a
+        :class:`~jobdef.errors.BackendError` whose message follows the database's name
+        ("is an in-memory SQLite database, ...")."""
+
+    def record_processed_key(
+        self, connection: Any, key: str, job_id: int, now: float, store_url: str
+    ) -> bool:
+        """Record ``key`` on a handler's own DB-API ``connection`` of a module this engine
+        is registered for, in its transaction; False when it was recorded before.
+        ``store_url`` is the job store's, whatever its engine."""
+
+
+@runtime_checkable
+class ListensForChanges(Protocol):
+    """A driver whose stores tell watchers when they change (PostgreSQL's NOTIFY); the
+    others are polled."""
+
+    def listen_for_changes(self, url: str, on_change: Callable[[], None]) -> Watcher:
+        """A watcher of the store at ``url`` (not started)."""

@@ -200,3 +200,18 @@ class ClaimOptions:
     queues: Sequence[str] | None = None
     queue_limits: Mapping[str, int] = field(default_factory=dict)
     queue_rates: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """A database as an application's settings name it (Django's ``DATABASES``), from
+    which its engine's driver builds the store's URL. ``name`` is the database's name,
+    or a file's path; ``schema`` is where jobdef's tables go, on an engine that has
+    schemas (None: its default)."""
+
+    name: str
+    user: str = ""
+    password: str = field(default="", repr=False)
+    host: str = ""
+    port: str = ""
+    schema: str | None = None

@@ -15,7 +15,8 @@ from jobdef.redact import redact
 
 
 class Versioned(Protocol):
-    """What every engine answers about its schema (not part of the job verbs)."""
+    """What every engine answers about its schema (the
+    :class:`~jobdef.backends.protocol.Backend` protocol includes it)."""
 
     def migrate(self) -> None: ...
     def schema_version(self) -> int: ...

@@ -13,11 +13,20 @@ once; ``-- include: NAME,`` adds the comma that separates a CTE from the next.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
+from typing import Any, NamedTuple
 
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$")
 _INCLUDE = re.compile(r"^\s*-- include: ([a-z_][a-z0-9_]*)(,?)\s*$", re.MULTILINE)
+
+
+class Statement(NamedTuple):
+    """One named query of the engine's ``queries.sql`` and its parameters."""
+
+    name: str
+    params: Mapping[str, Any]
 
 
 def parse_queries(text: str, source: str = "<sql>") -> dict[str, str]:

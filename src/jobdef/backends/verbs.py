@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from jobdef.backends.elsewhere import ElsewhereVerbs
 from jobdef.backends.records import (
     AttemptRecord,
     JobRecord,
@@ -36,6 +37,7 @@ from jobdef.backends.records import (
     StateCount,
 )
 from jobdef.backends.rows import Row, attempt_history, job_record, outbox_record
+from jobdef.backends.sql import Statement
 from jobdef.backends.workers import WorkerVerbs
 
 # A queue's queued jobs are counted up to this many (``queue_depths``): the count
@@ -45,14 +47,7 @@ from jobdef.backends.workers import WorkerVerbs
 QUEUED_COUNT_CAP = 100_000
 
 
-class Statement(NamedTuple):
-    """One named query of the engine's ``queries.sql`` and its parameters."""
-
-    name: str
-    params: Mapping[str, Any]
-
-
-class SharedVerbs(WorkerVerbs, ABC):
+class SharedVerbs(WorkerVerbs, ElsewhereVerbs, ABC):
     """The dialect-neutral verbs of :class:`~jobdef.backends.protocol.Backend`."""
 
     clock: Callable[[], float]

@@ -13,7 +13,6 @@ never one that holds the store for a million rows.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -278,9 +277,8 @@ def retry_outbox(store: Store, ids: Sequence[int], who: str) -> Outcome:
     """Make undelivered messages due now; one already due, with no sender holding it, is
     left alone and counted unchanged (the verb would only stamp it again)."""
     unique = list(dict.fromkeys(ids))
-    param: object = json.dumps(unique) if store.engine == "sqlite" else unique
     with _LOOK_THEN_CHANGE:
-        rows = store.rows("outbox_retryable", ids=param, now=store.clock())
+        rows = store.rows("outbox_retryable", ids=unique, now=store.clock())
         retryable = [int(row["id"]) for row in rows]
         changed = int(store.call(store.verbs.outbox_retry, retryable)) if retryable else 0
     outcome = Outcome("retry delivery", changed, len(unique))

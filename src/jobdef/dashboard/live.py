@@ -4,21 +4,22 @@ The stream sends ``change`` when the store's fingerprint moved; the page's
 script then fetches the page again. When to look at the fingerprint depends
 on the engine:
 
-- PostgreSQL: on notification. The engines notify a channel of their own at
-  most once per quarter second when they moved something (see
-  :mod:`jobdef.backends.postgres.changes`), and enqueues notify the workers'
-  channel; one session per dashboard (:class:`Hub`), opened with the first
-  open stream and closed with the last, LISTENs on both for every stream.
+- An engine that tells of changes
+  (:class:`~jobdef.backends.protocol.ListensForChanges`; PostgreSQL, whose
+  engines notify a channel of their own at most once per quarter second when
+  they moved something, and whose enqueues notify the workers' channel): on
+  notification. One watcher per dashboard (:class:`Hub`), opened with the first
+  open stream and closed with the last, hears them for every stream.
   Each stream looks at most once per :data:`DEBOUNCE_SECONDS`, so a burst of
   transitions comes out as one ``change`` per half second, and once per
   :data:`SAFETY_SECONDS` anyway (a process of an older jobdef notifies
-  nothing). While the listening session is lost, the streams poll every
-  ``poll_seconds`` until it listens again, and look once when it does.
-- SQLite: on a change seen by polling (there is no notification between
-  processes). One thread per dashboard (:class:`Poller`), started with the first
-  open stream and stopped with the last, looks every ``poll_seconds`` and wakes
-  every stream when the fingerprint moved, so the store is read once per poll
-  however many tabs are open; each stream also looks once per
+  nothing). While the watcher does not hear (its session is lost), the streams
+  poll every ``poll_seconds`` until it listens again, and look once when it does.
+- Any other engine (SQLite, which has no notification between processes): on a
+  change seen by polling. One thread per dashboard (:class:`Poller`), started with
+  the first open stream and stopped with the last, looks every ``poll_seconds``
+  and wakes every stream when the fingerprint moved, so the store is read once per
+  poll however many tabs are open; each stream also looks once per
   :data:`SAFETY_SECONDS`, and polls itself while the poller cannot read the store.
 
 A comment line keeps a quiet stream open.
@@ -32,12 +33,14 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from jobdef.backends import listen_for_changes
+from jobdef.backends.protocol import Watcher
 from jobdef.dashboard import views
 from jobdef.dashboard.site import Dashboard
 from jobdef.errors import JobdefError
@@ -163,21 +166,12 @@ class Subscription:
             _unsubscribe(self._d, self)
 
 
-class Source(Protocol):
-    """What wakes a hub's streams: a LISTENing session, or a poller."""
-
-    listening: bool
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-
 class Poller:
-    """SQLite's source: looks at the store every ``poll_seconds`` in a thread of its own
+    """The :class:`~jobdef.backends.protocol.Watcher` of a store whose engine tells no one
+    of changes (SQLite): looks at the store every ``poll_seconds`` in a thread of its own
     and calls ``on_change()`` when the fingerprint moved, and when :attr:`listening`
-    flips (the store became readable, or stopped being so), as the PostgreSQL
-    listener does."""
+    flips (the store became readable, or stopped being so), as an engine's listener
+    does."""
 
     def __init__(self, d: Dashboard, on_change: Callable[[], None]) -> None:
         self._d = d
@@ -210,21 +204,14 @@ class Poller:
 
 
 class Hub:
-    """What wakes the streams of one dashboard, shared by them: on PostgreSQL one
-    listening session, on SQLite one poller."""
+    """What wakes the streams of one dashboard, shared by them: the engine's watcher of
+    changes (PostgreSQL: one listening session), else one poller (SQLite)."""
 
     def __init__(self, d: Dashboard) -> None:
         self.subscribers: set[Subscription] = set()
         self._lock = threading.Lock()
-        self.listener: Source
-        if d.store.engine == "postgres":
-            from jobdef.backends.postgres.changes import ChangeListener
-            from jobdef.backends.postgres.session import split_url
-
-            conninfo, schema = split_url(d.store.url)
-            self.listener = ChangeListener(conninfo, schema, self._wake_all)
-        else:
-            self.listener = Poller(d, self._wake_all)
+        listener = listen_for_changes(d.store.url, self._wake_all)
+        self.listener: Watcher = Poller(d, self._wake_all) if listener is None else listener
 
     @property
     def listening(self) -> bool:

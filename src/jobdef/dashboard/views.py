@@ -2,9 +2,9 @@
 
 Each function here is one page: the HTML template renders its dict and the
 ``/api/...`` twin returns it as JSON, so the two never disagree. Every read is
-bounded (see ``sqlite.sql``): counts stop at :data:`COUNT_CAP` (the overview's
-dead counts at :data:`OVERVIEW_DEAD_CAP`) and say so, a filtered job list searches
-a window of :data:`WINDOW` jobs per page, the throughput
+bounded (see the engines' ``reader.sql``): counts stop at :data:`COUNT_CAP` (the
+overview's dead counts at :data:`OVERVIEW_DEAD_CAP`) and say so, a filtered job
+list searches a window of :data:`WINDOW` jobs per page, the throughput
 chart reads at most :data:`RECENT_CAP` attempts, the dead letter groups the
 newest :data:`DEAD_SAMPLE` dead jobs of each job.
 """
@@ -24,7 +24,7 @@ from typing import Any
 from jobdef.backends.elsewhere import elsewhere
 from jobdef.backends.records import JobRecord
 from jobdef.dashboard.plan import place
-from jobdef.dashboard.store import Store, arg_match
+from jobdef.dashboard.store import Store
 from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration_or_none
 from jobdef.policy.leases import DEFAULT_LEASE
@@ -421,17 +421,18 @@ def _refuse_sensitive_search(flt: JobFilter, registry: Registry) -> None:
 
 
 def by_args_index(store: Store, flt: JobFilter) -> bool:
-    """Whether ``flt``'s list is read through PostgreSQL's args index, not a window."""
-    return flt.arg_key is not None and store.engine == "postgres"
+    """Whether ``flt``'s list is read through the engine's index on args, not a window."""
+    return flt.arg_key is not None and store.reader.args_index
 
 
 def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[list[JobRecord], int]:
     """Jobs matching ``flt`` among the WINDOW jobs below ``before``, newest first; and
     the window's lowest id (0: the window reaches the first job).
 
-    An args qualifier on PostgreSQL searches every job below ``before`` through the
-    GIN index on args (``jobs_by_args``): no window, so the lowest id is 0. With no
-    filter at all the page is the ``limit`` jobs below ``before``: no window either.
+    An args qualifier on an engine with an index on args (PostgreSQL's GIN index)
+    searches every job below ``before`` through it (``jobs_by_args``): no window, so
+    the lowest id is 0. With no filter at all the page is the ``limit`` jobs below
+    ``before``: no window either.
 
     Finding the window's floor walks WINDOW entries of the primary key, so the page
     is first searched in the ids from the newest one below ``before`` down WINDOW
@@ -449,11 +450,7 @@ def matching(store: Store, flt: JobFilter, before: int, limit: int) -> tuple[lis
         "until": flt.until,
         "error": flt.error,
     }
-    args: dict[str, Any] = dict.fromkeys(
-        ("arg_path", "arg_text", "arg_number", "arg_literal", "arg_truth")
-    )
-    if flt.arg_key is not None:
-        args = arg_match(store.engine, flt.arg_key, flt.arg_value or "")
+    args = store.reader.args_params(flt.arg_key, flt.arg_value or "")
     if by_args_index(store, flt):
         rows = store.rows("jobs_by_args", **filters, **args)
         return [store.job_row(row) for row in rows], 0

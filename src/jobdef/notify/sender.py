@@ -251,7 +251,7 @@ class SenderThread:
     """Runs an :class:`OutboxSender` in a thread of its own, with its own backend connection.
 
     ``open_backend`` is called inside the thread, so the sender has a
-    connection of its own; ``owns_backend=False`` leaves a shared one open.
+    connection of its own, which it closes.
     :meth:`wake` makes the next round start at once; :meth:`stop` runs one last
     round (so a short-lived worker still delivers what it wrote), sends held
     digests, closes the connection and joins.
@@ -264,11 +264,9 @@ class SenderThread:
         *,
         poll_interval: float = 1.0,
         name: str = "jobdef-outbox-sender",
-        owns_backend: bool = True,
         **options: Any,  # OutboxSender's keyword options, checked when it is built
     ) -> None:
         self.open_backend = open_backend
-        self.owns_backend = owns_backend
         self.channels = channels
         self.poll_interval = poll_interval
         self.options = options
@@ -340,5 +338,4 @@ class SenderThread:
                 LOGGER.exception("outbox sender could not finish its last round; messages wait")
         finally:
             sender.close()
-            if self.owns_backend:
-                backend.close()
+            backend.close()

@@ -16,7 +16,6 @@ the idempotency key is computed from its recipe, and queue, priority and
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -85,8 +84,7 @@ class Queue:
         self.registry = registry
         # The store's clock unless one is given: a ``delay`` becomes a ``run_after`` on
         # the clock the store compares with (on PostgreSQL the server's, not this host's).
-        store_clock: Callable[[], float] = getattr(backend, "clock", time.time)
-        self.clock = store_clock if clock is None else clock
+        self.clock = backend.clock if clock is None else clock
 
     def new_job(
         self,

@@ -235,8 +235,7 @@ class Worker:
         self.child_setup = child_setup
         # The store's clock unless one is given: on PostgreSQL the server's, which all
         # hosts share, so retries, reclaim and cron slots do not follow a skewed host.
-        store_clock: Callable[[], float] = getattr(backend, "clock", time.time)
-        self.clock = store_clock if clock is None else clock
+        self.clock = backend.clock if clock is None else clock
         self.rng = rng or random.Random()
         self.id = worker_id_ or worker_id()
         self.stats = WorkerStats()

@@ -95,7 +95,7 @@ def read(backend: Backend, registry: Registry | None = None) -> StoreGauges:
         now = backend.clock()
         stale = sum(1 for worker in workers if worker.stale(now))
         alive = len(workers) - stale
-    read_at = float(getattr(backend, "clock", lambda: 0.0)())
+    read_at = float(backend.clock())
     return StoreGauges(queues, dead, backlog, alive, stale, read_at)
 
 

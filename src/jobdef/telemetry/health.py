@@ -33,9 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jobdef.backends import engine_class
+from jobdef.backends import open_backend
 from jobdef.backends.protocol import fail_fast
-from jobdef.backends.schema import Versioned
 from jobdef.redact import redact
 from jobdef.telemetry.http_server import DEFAULT_HOST, GuardedHTTPServer, Reply, Route, json_reply
 
@@ -175,7 +174,7 @@ def store_probe(url: str) -> Callable[[], None]:
     asked its schema version, closed. Raises when it cannot."""
 
     def check() -> None:
-        backend: Versioned = engine_class(url)(url, create=False)
+        backend = open_backend(url, create=False, migrate=False)
         try:
             fail_fast(backend)
             backend.schema_version()

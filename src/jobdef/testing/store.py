@@ -1,15 +1,13 @@
-"""A job store of its own for one test: a temporary SQLite file, or a fresh PostgreSQL schema."""
+"""A job store of its own for one test: a temporary file of the default engine, or a
+fresh schema beside the store a URL names (see :func:`jobdef.backends.scratch_store`)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from jobdef.errors import UsageError
+from jobdef.backends import scratch_store
+from jobdef.errors import BackendError, UsageError
 
 
 def fresh_store(db: str | None, folder: Path | None = None) -> tuple[str, Callable[[], None]]:
@@ -21,32 +19,7 @@ def fresh_store(db: str | None, folder: Path | None = None) -> tuple[str, Callab
     drops (a ``?schema=`` of the URL is replaced: a test never writes to the
     application's own schema).
     """
-    scheme = urlsplit(db).scheme if db else "sqlite"
-    if scheme == "sqlite":
-        made = folder is None
-        where = Path(tempfile.mkdtemp(prefix="jobdef-test-")) if folder is None else folder
-        url = f"sqlite:///{where.resolve() / f'jobdef-{uuid.uuid4().hex[:8]}.db'}"
-
-        def remove() -> None:
-            if made:
-                shutil.rmtree(where, ignore_errors=True)
-
-        return url, remove
-    if scheme not in ("postgresql", "postgres"):
-        raise UsageError(
-            "--jobdef-db takes a sqlite:///path.db or postgresql://user@host/dbname URL"
-        )
-    assert db is not None
-    schema = f"jobdef_test_{uuid.uuid4().hex[:12]}"
-    parts = urlsplit(db)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "schema"]
-    url = urlunsplit(parts._replace(query=urlencode([*query, ("schema", schema)])))
-    conninfo = urlunsplit(parts._replace(query=urlencode(query)))
-
-    def drop() -> None:
-        import psycopg
-
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-    return url, drop
+    try:
+        return scratch_store(db or None, folder)
+    except BackendError as exc:
+        raise UsageError(f"--jobdef-db: {exc.message}") from None

@@ -152,7 +152,7 @@ def test_the_engine_and_the_dashboard_plan_without_jit_or_bitmap_scans(
 ) -> None:
     """Their statements are short index walks: a JIT compile (tens of milliseconds, when
     stale statistics make one look costly) or a bitmap scan would only slow them."""
-    from jobdef.dashboard.store import PostgresReader
+    from jobdef.backends.postgres.reader import PostgresReader
 
     def settings(conn: Any) -> tuple[str, str]:
         jit = conn.execute("SHOW jit").fetchone()[0]

@@ -87,3 +87,27 @@ def test_a_worker_with_settings_that_do_not_import_is_one_line(project: Project)
     assert "Traceback" not in done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "DJANGO_SETTINGS_MODULE=jdproject.no_such_settings" in line
+
+
+def test_a_backend_that_wraps_a_shareable_one_is_read_by_its_db_api_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database backend of the application's own (as django-prometheus wraps Django's):
+    the engine is the one of the DB-API module it connects through."""
+    package = tmp_path / "wrapped_sqlite"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(
+        "from django.db.backends.sqlite3 import base\n\n\n"
+        "class DatabaseWrapper(base.DatabaseWrapper):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    url = store_url("default", {"ENGINE": "wrapped_sqlite", "NAME": tmp_path / "a.db"})
+    assert url == f"sqlite:///{tmp_path / 'a.db'}"
+
+
+def test_a_backend_django_cannot_load_is_refused_with_its_reason() -> None:
+    with pytest.raises(
+        ImproperlyConfigured, match=r"uses no_such\.backend; .*Django cannot load it: 'no_such"
+    ):
+        store_url("default", {"ENGINE": "no_such.backend", "NAME": "x"})

@@ -72,8 +72,8 @@ from jobdef.backends.rows import (
 from jobdef.backends.rows import job_record as _record
 from jobdef.backends.rows import lease_params as _lease_params
 from jobdef.backends.schema import require_current
-from jobdef.backends.sql import load_queries, migration_files
-from jobdef.backends.verbs import SharedVerbs, Statement
+from jobdef.backends.sql import Statement, load_queries, migration_files
+from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
 from jobdef.policy.model import thaw
 from jobdef.policy.queue_controls import Bucket, QueueControl

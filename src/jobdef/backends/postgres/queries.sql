@@ -637,7 +637,8 @@ ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = exclude
 -- (`>=` lets the btree go on to the priority's bound). Counting for `present`
 -- only, not for every name, keeps the plan's estimated cost, so its JIT
 -- compiling, small.
--- The dashboard's overview reads this same text (dashboard/store.py SHARED_QUERIES).
+-- The engine's reader (the dashboard's overview) reads this same text (backends/reads.py
+-- SHARED_QUERIES).
 WITH RECURSIVE present(queue) AS (
     (SELECT j.queue FROM {schema}.jobdef_jobs AS j
      WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)

@@ -53,8 +53,8 @@ from jobdef.backends.rows import (
     retention_periods,
 )
 from jobdef.backends.schema import require_current
-from jobdef.backends.sql import load_queries, migration_files
-from jobdef.backends.verbs import SharedVerbs, Statement
+from jobdef.backends.sql import Statement, load_queries, migration_files
+from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
 

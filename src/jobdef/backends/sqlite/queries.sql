@@ -441,7 +441,8 @@ ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused;
 -- subquery gives one column, and SQLite has no LATERAL to take both from one
 -- probe, as PostgreSQL's does): two probes per distinct priority in the queue,
 -- however many jobs it holds. INDEXED BY holds every read to the partial index.
--- The dashboard's overview reads this same text (dashboard/store.py SHARED_QUERIES).
+-- The engine's reader (the dashboard's overview) reads this same text (backends/reads.py
+-- SHARED_QUERIES).
 WITH RECURSIVE
 -- include: queued_queues,
 levels(queue, priority) AS (

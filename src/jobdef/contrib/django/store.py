@@ -3,65 +3,62 @@
 Jobs are written on Django's connection for that database (inside the caller's
 ``transaction.atomic()``), and read, claimed and finished by jobdef's own engine
 on a connection of its own to the same database, so both must name one store.
+The engine is the one registered for the DB-API module Django's database backend
+connects through (:mod:`jobdef.backends.engines`), as ``first_run()`` chooses it for
+a handler's connection; that engine's driver writes the URL.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db.utils import load_backend
 
-SQLITE_ENGINE = "django.db.backends.sqlite3"
-POSTGRES_ENGINES = ("django.db.backends.postgresql", "django.contrib.gis.db.backends.postgis")
+from jobdef.backends.engines import connection_modules, driver_for_connection, titles
+from jobdef.backends.records import StoreSettings
+from jobdef.errors import BackendError
 
 
 def store_url(alias: str, settings_dict: dict[str, Any], schema: str | None = None) -> str:
     """jobdef's URL for the database ``alias`` of ``DATABASES`` (``settings_dict``).
 
-    ``schema`` (PostgreSQL) is where jobdef's tables live; the default is ``public``.
-    Raises :class:`ImproperlyConfigured` for a database jobdef cannot share.
+    ``schema`` (on an engine with schemas) is where jobdef's tables live; the default
+    is the engine's (``public``). Raises :class:`ImproperlyConfigured` for a database
+    jobdef cannot share.
     """
-    engine = settings_dict.get("ENGINE", "")
-    if engine == SQLITE_ENGINE:
-        name = str(settings_dict.get("NAME") or "")
-        if not name or name == ":memory:" or "mode=memory" in name:
-            raise ImproperlyConfigured(
-                f"DATABASES[{alias!r}] is an in-memory SQLite database, which a worker "
-                "process cannot open; give it a file NAME (e.g. BASE_DIR / 'db.sqlite3')"
-            )
-        if name.startswith("file:"):
-            raise ImproperlyConfigured(
-                f"DATABASES[{alias!r}] names a SQLite URI ({name.partition('?')[0]}); jobdef "
-                "needs a plain file path as NAME"
-            )
-        return f"sqlite:///{Path(name).resolve()}"
-    if engine in POSTGRES_ENGINES:
-        return _postgres_url(settings_dict, schema)
-    raise ImproperlyConfigured(
-        f"DATABASES[{alias!r}] uses {engine or 'no ENGINE'}; jobdef stores jobs on SQLite "
-        f"({SQLITE_ENGINE}) or PostgreSQL (django.db.backends.postgresql)"
+    engine = str(settings_dict.get("ENGINE") or "")
+    module, why = _dbapi_module(engine)
+    driver = driver_for_connection(module) if module else None
+    if driver is None:
+        raise ImproperlyConfigured(
+            f"DATABASES[{alias!r}] uses {engine or 'no ENGINE'}; jobdef stores jobs on "
+            f"{titles()} (a Django database backend that connects through "
+            f"{', '.join(connection_modules())}){why}"
+        )
+    settings = StoreSettings(
+        name=str(settings_dict.get("NAME") or ""),
+        user=str(settings_dict.get("USER") or ""),
+        password=str(settings_dict.get("PASSWORD") or ""),
+        host=str(settings_dict.get("HOST") or ""),
+        port=str(settings_dict.get("PORT") or ""),
+        schema=schema,
     )
+    try:
+        return driver.url_from_settings(settings)
+    except BackendError as exc:
+        raise ImproperlyConfigured(f"DATABASES[{alias!r}] {exc.message}") from None
 
 
-def _postgres_url(settings_dict: dict[str, Any], schema: str | None) -> str:
-    user = quote(str(settings_dict.get("USER") or ""), safe="")
-    password = quote(str(settings_dict.get("PASSWORD") or ""), safe="")
-    host = str(settings_dict.get("HOST") or "")
-    port = str(settings_dict.get("PORT") or "")
-    name = quote(str(settings_dict.get("NAME") or ""), safe="")
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    query: dict[str, str] = {}
-    if host.startswith("/"):  # a Unix socket folder: libpq takes it as ?host=
-        query["host"], host = host, ""
-    elif ":" in host:  # an IPv6 address
-        host = f"[{host}]"
-    if port:
-        host = f"{host}:{port}" if host else host
-        if not host:
-            query["port"] = port
-    if schema:
-        query["schema"] = schema
-    suffix = f"?{urlencode(query, quote_via=quote)}" if query else ""
-    return f"postgresql://{auth}{host}/{name}{suffix}"
+def _dbapi_module(engine: str) -> tuple[str | None, str]:
+    """The name of the DB-API module the database backend ``engine`` connects through,
+    or None and why Django cannot load it."""
+    if not engine:
+        return None, ""
+    try:
+        database = load_backend(engine).DatabaseWrapper.Database
+    except (ImproperlyConfigured, ImportError, AttributeError) as exc:
+        # Its first sentence: Django goes on to list its own backends.
+        said = str(exc).strip().partition(". ")[0].splitlines()
+        return None, f"; Django cannot load it: {said[0] if said else type(exc).__name__}"
+    return str(database.__name__), ""

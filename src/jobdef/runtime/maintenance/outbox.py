@@ -37,12 +37,10 @@ class OutboxService:
         self.options = options
         self._thread: SenderThread | None = None
 
-    def _opener(self) -> tuple[Callable[[], Backend], bool]:
-        # A connection of its own when the store says where it lives; else share the worker's.
-        url = getattr(self.ctx.backend, "url", None)
-        if isinstance(url, str):
-            return (lambda: _own_backend(url, self.ctx.clock)), True
-        return (lambda: self.ctx.backend), False
+    def _opener(self) -> Callable[[], Backend]:
+        # A connection of its own, to the store the worker's is open at.
+        url = self.ctx.backend.url
+        return lambda: _own_backend(url, self.ctx.clock)
 
     @property
     def held(self) -> int:
@@ -55,12 +53,12 @@ class OutboxService:
             return
         if self._thread is not None:
             LOGGER.error("the outbox sender thread stopped; starting it again")
-        opener, owns = self._opener()
+        opener = self._opener()
         rng = random.Random(self.ctx.rng.random())  # the thread draws from its own source
         options: dict[str, Any] = {"clock": self.ctx.clock, "rng": rng, **self.options}
         if self.ctx.telemetry is not None and "observe" not in options:
             options["observe"] = self.ctx.telemetry.outbox_outcome
-        self._thread = SenderThread(opener, self.channels, owns_backend=owns, **options)
+        self._thread = SenderThread(opener, self.channels, **options)
         self._thread.start()
 
     def close(self, timeout: float = 30.0) -> None:

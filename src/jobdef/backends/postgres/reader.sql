@@ -1,7 +1,7 @@
--- The dashboard's reads on PostgreSQL, with the names and parameters of
--- sqlite.sql beside it (see there for what each query is for). Every query is
--- bounded the same way: a window of the primary key, one partial index, or :cap
--- rows. `{schema}` is the store's quoted schema.
+-- The reader's queries on PostgreSQL: the reads of the dashboard's pages, with the
+-- names and parameters of SQLite's reader.sql (see there for what each query is
+-- for). Every query is bounded the same way: a window of the primary key, one
+-- partial index, or :cap rows. `{schema}` is the store's quoted schema.
 
 -- name: window_floor
 SELECT id FROM {schema}.jobdef_jobs WHERE id < %(before)s ORDER BY id DESC LIMIT 1 OFFSET %(skip)s;

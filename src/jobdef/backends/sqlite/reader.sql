@@ -1,7 +1,9 @@
--- The dashboard's reads on SQLite, with the names and parameters of
--- postgres.sql beside it. Every query is bounded: it walks the primary key from
--- a cursor over at most :window rows, or one partial index, or stops at :cap
--- rows, so a page costs the same with a thousand jobs or a million.
+-- The reader's queries on SQLite: the reads of the dashboard's pages, with the
+-- names and parameters of PostgreSQL's reader.sql (tests/backends/test_drivers.py
+-- holds them to it). Every query is bounded: it walks the primary key from a
+-- cursor over at most :window rows, or one partial index, or stops at :cap rows,
+-- so a page costs the same with a thousand jobs or a million. A list parameter
+-- (:ids) comes as JSON text, read with json_each.
 
 -- name: window_floor
 -- The id :skip rows below the cursor :before (an index-only walk of the primary
