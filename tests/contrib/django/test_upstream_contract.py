@@ -34,8 +34,9 @@ import pytest
 from jd_support import HERE, REPO, Project, finish
 
 from jobdef.contrib.django.backend import JobdefBackend
+from support.external import EXTERNAL
 
-UPSTREAM = REPO.parent / "shared" / "external" / "django-tasks"
+UPSTREAM = EXTERNAL / "django-tasks"
 SUITE = UPSTREAM / "tests" / "tests"
 SHEETS = HERE / "upstream_jobdefs"
 
