@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from jd_support import Project, drain, unique
 
-from jobdef.contrib.django.compat import InvalidTask, TaskContext, TaskResultStatus
+from jobdef.contrib.django.compat import PACKAGE, InvalidTask, TaskContext, TaskResultStatus
 from jobdef.errors import ArgsError
 
 
@@ -63,6 +63,14 @@ def test_args_that_are_not_json_raise_a_type_error(project: Project, engine_alia
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith("job 'ping': args.item is a datetime, which is not JSON")
+    # and the framework's words, as its own backends raise them
+    assert message.endswith(f"({PACKAGE}: Unsupported type: <class 'datetime.datetime'>)")
+    with pytest.raises(TypeError) as raised:
+        using(tasks.tally, engine_alias).enqueue(1, {2})
+    assert str(raised.value).endswith(f"({PACKAGE}: Unsupported type: <class 'set'>)")
+    with pytest.raises(TypeError) as raised:  # JSON, but not the sheet's: jobdef's words only
+        using(tasks.tally, engine_alias).enqueue(1, "two")
+    assert "Unsupported" not in str(raised.value)
     with pytest.raises(TypeError, match=r"missing a required argument: 'item'"):
         using(tasks.ping, engine_alias).enqueue(items=1)
 

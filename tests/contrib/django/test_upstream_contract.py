@@ -94,26 +94,15 @@ NOT_APPLICABLE: dict[str, str] = {
 }
 
 _WORKER_LOGS = (
-    "the task runs in a worker process, which logs each attempt on jobdef.worker; the "
-    "enqueuing process logs nothing on django_tasks"
+    "the task runs in a worker process, which writes the framework's django_tasks lines of "
+    "its start and end (test_db_the_worker_writes_the_framework_log_lines); the enqueuing "
+    "process logs the enqueue only"
 )
 
-_ARGS_MESSAGE = (
-    "args that are not JSON raise a TypeError, as the framework's; its message is jobdef's "
-    "one line naming the job and the arg and saying what to pass instead"
-)
 _NOT_LOGGED = "no logs of level ERROR or higher triggered on django_tasks"
 
 # name: (why, a line of the failure that shows it is that difference and no other)
 DIFFERS: dict[str, tuple[str, str]] = {
-    "TaskTestCase.test_enqueue_with_invalid_argument": (
-        _ARGS_MESSAGE,
-        "not found in \"job 'noop_task': args.args[0] is a datetime, which is not JSON",
-    ),
-    "TaskTestCase.test_aenqueue_with_invalid_argument": (
-        _ARGS_MESSAGE,
-        "not found in \"job 'noop_task': args.args[0] is a datetime, which is not JSON",
-    ),
     "TaskTestCase.test_task_error_invalid_exception": (
         _WORKER_LOGS,
         "no logs of level INFO or higher triggered on django_tasks",
@@ -176,8 +165,8 @@ class WorkedBackend(JobdefBackend):
         return self.get_result(result.id)
 
 
-def run_worker(project: Project, backend: JobdefBackend, *flags: str) -> None:
-    """A ``jobdef worker --burst`` for the suite's tasks in ``backend``'s store."""
+def run_worker(project: Project, backend: JobdefBackend, *flags: str) -> str:
+    """A ``jobdef worker --burst`` for the suite's tasks in ``backend``'s store; its log."""
     command = [sys.executable, "-m", "jobdef", "worker", "--db", backend.database_url]
     process = subprocess.Popen(
         [*command, "--burst", "--poll", "50ms", "--log-level", "warning", *flags],
@@ -190,6 +179,7 @@ def run_worker(project: Project, backend: JobdefBackend, *flags: str) -> None:
     )
     code, _out, err = finish(process, timeout=120)
     assert code == 0, err
+    return err
 
 
 def _env() -> dict[str, str]:
@@ -466,3 +456,38 @@ def test_db_an_unknown_result_does_not_exist(suite: Any) -> None:
     for missing in (str(uuid.uuid4()), "123abc"):
         with pytest.raises(TaskResultDoesNotExist):
             backend.get_result(missing)
+
+
+def test_db_enqueue_logs_the_enqueue_in_the_enqueuing_process(
+    suite: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    tasks, _backend = suite
+    with caplog.at_level(logging.DEBUG, logger="django_tasks"):
+        result = tasks.noop_task.enqueue()
+    [line] = [r.getMessage() for r in caplog.records if r.name.startswith("django_tasks")]
+    assert "enqueued" in line
+    assert f"id={result.id} " in line
+
+
+def test_db_the_worker_writes_the_framework_log_lines(suite: Any, project: Project) -> None:
+    """What the database backend's worker printed of each task, at ``--verbosity 3``: the
+    framework's ``django_tasks`` lines of its start and end, by the worker's process."""
+    tasks, backend = suite
+    ok = tasks.noop_task.enqueue()
+    failed = tasks.failing_task_value_error.enqueue()
+    log = run_worker(project, backend, "--concurrency", "1", "--log-level", "info")
+    ids = (f" id={ok.id} ", f" id={failed.id} ")
+    framework = [
+        line.split(" ", 1)[1]
+        for line in log.splitlines()
+        if " django_tasks " in line and any(i in line for i in ids)
+    ]
+    noop, failing = "tests.tasks.noop_task", "tests.tasks.failing_task_value_error"
+    assert framework == [
+        f"django_tasks INFO Task id={ok.id} path={noop} state=RUNNING",
+        f"django_tasks INFO Task id={ok.id} path={noop} state=SUCCESSFUL",
+        f"django_tasks INFO Task id={failed.id} path={failing} state=RUNNING",
+        f"django_tasks ERROR Task id={failed.id} path={failing} state=FAILED",
+    ], log

@@ -29,7 +29,7 @@ from django.db import connections, transaction
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
-from jobdef.contrib.django.calls import TaskArgsError, job_args
+from jobdef.contrib.django.calls import TaskArgsError, job_args, refused
 from jobdef.contrib.django.compat import (
     DEFAULT_TASK_QUEUE_NAME,
     BaseTaskBackend,
@@ -184,7 +184,7 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         except TaskArgsError:
             raise
         except ArgsError as exc:  # a TypeError too, as the framework raises for bad args
-            raise TaskArgsError(str(exc)) from None
+            raise refused(exc, args, kwargs) from None
         connection = connections[self.database]
         if connection.in_atomic_block:
             [stored] = self._write(engine, connection, new)

@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jobdef.contrib.django.compat import PACKAGE, normalize_json
 from jobdef.errors import ArgsError
 
 
@@ -34,6 +35,20 @@ class TaskArgsError(ArgsError, TypeError):
     """Args a task cannot be enqueued with: an :class:`~jobdef.errors.ArgsError`, and
     the ``TypeError`` the framework raises for args that are not JSON (as Python does
     for a call that does not fit the function)."""
+
+
+def refused(problem: ArgsError, args: Any, kwargs: Mapping[str, Any]) -> TaskArgsError:
+    """jobdef's refusal of a call's args as a :class:`TaskArgsError`. Where the framework's
+    own check refuses the call too (a value of a type JSON does not have), its words
+    follow, as the reference backends raise them (``Unsupported type: <class ...>``), so
+    code that matches the framework's message matches this one."""
+    message = str(problem)
+    try:
+        normalize_json(list(args))
+        normalize_json(dict(kwargs))
+    except (TypeError, ValueError) as exc:
+        message = f"{message} ({PACKAGE}: {exc})"
+    return TaskArgsError(message)
 
 
 def job_args(task: Any, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
