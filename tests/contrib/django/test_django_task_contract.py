@@ -53,6 +53,41 @@ def test_positional_args_are_given_back_and_star_args_checked_by_the_sheet(
     assert result.return_value == {"label": label, "total": 7}
 
 
+def test_the_call_is_given_back_as_it_was_made(project: Project, engine_alias: str) -> None:
+    """The job's args are by name, as the sheet declares them; the result gives back the
+    args passed by position by position, from ``enqueue()`` (inside and outside a
+    transaction), ``get_result()`` and ``refresh()`` after the worker ran it."""
+    from django.db import transaction
+    from jdproject import tasks
+
+    report = using(tasks.report, engine_alias)
+    made = []
+    for by_position, by_name in (([2], {"size": 3}), ([2, 3], {}), ([], {"item": 2, "size": 3})):
+        item = unique()
+        args = [item, *by_position[1:]] if by_position else []
+        kwargs = by_name if by_position else {**by_name, "item": item}
+        expected = (args, kwargs)
+        result = report.enqueue(*args, **kwargs)
+        assert (result.args, result.kwargs) == expected
+        record = project.backend(engine_alias).engine().get(int(result.id))
+        assert dict(record.args) == {"item": item, "size": 3}
+        fetched = report.get_result(result.id)
+        assert (fetched.args, fetched.kwargs) == expected
+        assert fetched == result
+        made.append((result, expected))
+    with transaction.atomic(using=engine_alias):
+        inside = report.enqueue(unique(), 3)
+        assert inside.args == [int(inside.args[0]), 3]
+        assert inside.kwargs == {}
+    fetched = report.get_result(inside.id)
+    assert (fetched.args, fetched.kwargs) == (inside.args, inside.kwargs)
+    drain(project, engine_alias)
+    for result, expected in made:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        assert (result.args, result.kwargs) == expected
+
+
 def test_args_that_are_not_json_raise_a_type_error(project: Project, engine_alias: str) -> None:
     from jdproject import tasks
 

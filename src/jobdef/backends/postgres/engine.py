@@ -416,6 +416,17 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                         "contexts": [jobs[i].trace_context for i in traced],
                     },
                 )
+            spelled = [
+                i for i in todo if ids[i] in inserted and jobs[i].positional_args is not None
+            ]
+            if spelled:
+                conn.execute(
+                    self._q("set_positional_args"),
+                    {
+                        "ids": [ids[i] for i in spelled],
+                        "counts": [jobs[i].positional_args for i in spelled],
+                    },
+                )
             merged = [i for i in todo if ids[i] not in inserted]
             for i in todo:
                 if ids[i] in inserted:
@@ -810,12 +821,14 @@ def _dedupe_since(job: NewJob, now: float) -> float | None:
 
 
 def _is_plain(job: NewJob) -> bool:
-    """A job insert_job stores in one statement: no key, slot, window or trace context."""
+    """A job insert_job stores in one statement: no key, slot, window, trace context or
+    count of positional args."""
     return (
         job.idempotency_key is None
         and job.slot is None
         and job.dedupe_window is None
         and job.trace_context is None
+        and job.positional_args is None
     )
 
 

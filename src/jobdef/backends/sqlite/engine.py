@@ -296,6 +296,9 @@ class SQLiteBackend(SharedVerbs):
             if new.trace_context is not None:
                 params = {"job_id": job_id, "trace_context": new.trace_context}
                 conn.execute(Q["set_trace_context"], params)
+            if new.positional_args is not None:
+                params = {"job_id": job_id, "positional_args": new.positional_args}
+                conn.execute(Q["set_positional_args"], params)
             results.append(EnqueueResult(job_id, created=True))
         return results
 

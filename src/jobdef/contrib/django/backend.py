@@ -19,6 +19,7 @@ sheet's, run by ``manage.py jobdef_worker``.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ from django.db import connections, transaction
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
-from jobdef.contrib.django.calls import TaskArgsError, job_args, refused
+from jobdef.contrib.django.calls import TaskArgsError, job_args, passed_by_position, refused
 from jobdef.contrib.django.compat import (
     DEFAULT_TASK_QUEUE_NAME,
     BaseTaskBackend,
@@ -185,6 +186,8 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
             raise
         except ArgsError as exc:  # a TypeError too, as the framework raises for bad args
             raise refused(exc, args, kwargs) from None
+        # How the call was spelled, so the result gives it back as it was made.
+        new = dataclasses.replace(new, positional_args=passed_by_position(task, args))
         connection = connections[self.database]
         if connection.in_atomic_block:
             [stored] = self._write(engine, connection, new)
@@ -226,6 +229,7 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
                 run_after=now if new.run_after is None else new.run_after,
                 created_at=now,
                 updated_at=now,
+                positional_args=new.positional_args,
             )
             return task_result(task, record, [], self.alias)
         return task_result(task, record, self.engine().attempts(job_id), self.alias)
