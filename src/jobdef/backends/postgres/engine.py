@@ -339,7 +339,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 "channel": self.channel,
             },
         ).fetchone()
-        return EnqueueResult(row[0], True)
+        return EnqueueResult(row[0], True, now)
 
     def _enqueue_batch(
         self, conn: Connection, jobs: Sequence[NewJob], now: float
@@ -430,7 +430,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             merged = [i for i in todo if ids[i] not in inserted]
             for i in todo:
                 if ids[i] in inserted:
-                    results[i] = EnqueueResult(ids[i], True)
+                    results[i] = EnqueueResult(ids[i], True, now)
             if merged:
                 for ordinal, job_id in self._find_existing(conn, jobs, merged, now):
                     results[ordinal] = EnqueueResult(job_id, False)

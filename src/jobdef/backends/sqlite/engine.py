@@ -299,7 +299,7 @@ class SQLiteBackend(SharedVerbs):
             if new.positional_args is not None:
                 params = {"job_id": job_id, "positional_args": new.positional_args}
                 conn.execute(Q["set_positional_args"], params)
-            results.append(EnqueueResult(job_id, created=True))
+            results.append(EnqueueResult(job_id, created=True, created_at=now))
         return results
 
     # -- claim and the fenced transitions ---------------------------------------

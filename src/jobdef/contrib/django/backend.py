@@ -30,6 +30,7 @@ from django.db import connections, transaction
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
+from jobdef.backends.records import EnqueueResult
 from jobdef.contrib.django.calls import TaskArgsError, job_args, passed_by_position, refused
 from jobdef.contrib.django.compat import (
     DEFAULT_TASK_QUEUE_NAME,
@@ -201,7 +202,7 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         # A job made inside the caller's open transaction is not visible to the engine's
         # connection until it commits; a duplicate merged into an older job may be.
         record = None if stored.created and connection.in_atomic_block else engine.get(stored.id)
-        result = self._result(task, stored.id, record, new)
+        result = self._result(task, stored, record, new)
         task_enqueued.send(type(self), task_result=result)
         return result
 
@@ -209,15 +210,17 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         connection.ensure_connection()
         return engine.enqueue([new], connection=connection.connection)
 
-    def _result(self, task: Any, job_id: int, record: Any, new: Any) -> Any:
+    def _result(self, task: Any, stored: EnqueueResult, record: Any, new: Any) -> Any:
         if record is None:
             # Inside the caller's transaction the row is not visible to the engine's
-            # connection yet: the result is what was just written.
+            # connection yet: the result is what was just written, at the time stamped.
             from jobdef.backends.records import JobRecord
 
-            now = engine_now(self.engine())
+            now = stored.created_at
+            if now is None:  # pragma: no cover - an engine that does not say
+                now = engine_now(self.engine())
             record = JobRecord(
-                id=job_id,
+                id=stored.id,
                 job=new.job,
                 queue=new.queue,
                 priority=new.priority,
@@ -232,7 +235,7 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
                 positional_args=new.positional_args,
             )
             return task_result(task, record, [], self.alias)
-        return task_result(task, record, self.engine().attempts(job_id), self.alias)
+        return task_result(task, record, self.engine().attempts(stored.id), self.alias)
 
     def get_result(self, result_id: str) -> Any:
         try:
