@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from jd_support import HERE, REPO, Project, finish
@@ -51,19 +51,26 @@ class WorkedBackend(JobdefBackend):
         return self.get_result(result.id)
 
 
-def run_worker(project: Project, backend: JobdefBackend, *flags: str) -> str:
-    """A ``jobdef worker --burst`` for the suite's tasks in ``backend``'s store; its log."""
+def start_worker(
+    project: Project, backend: JobdefBackend, *flags: str, log: IO[str] | None = None
+) -> subprocess.Popen[str]:
+    """A ``jobdef worker`` process for the suite's tasks in ``backend``'s store; its log
+    to ``log`` when given, else to a pipe."""
     command = [sys.executable, "-m", "jobdef", "worker", "--db", backend.database_url]
-    process = subprocess.Popen(
-        [*command, "--burst", "--poll", "50ms", "--log-level", "warning", *flags],
+    return subprocess.Popen(
+        [*command, "--poll", "50ms", "--log-level", "warning", *flags],
         env=project.worker_env(**_env(), JDPROJECT_DB=backend.database),
         cwd=project.root,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.PIPE if log is None else log,
         text=True,
         start_new_session=True,
     )
-    code, _out, err = finish(process, timeout=120)
+
+
+def run_worker(project: Project, backend: JobdefBackend, *flags: str) -> str:
+    """A ``jobdef worker --burst`` for the suite's tasks in ``backend``'s store; its log."""
+    code, _out, err = finish(start_worker(project, backend, "--burst", *flags), timeout=120)
     assert code == 0, err
     return err
 
