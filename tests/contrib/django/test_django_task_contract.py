@@ -125,6 +125,8 @@ def test_a_return_value_that_is_not_json_fails_the_attempt_with_a_type_error(
     [error] = result.errors
     assert error.exception_class is TypeError
     assert "jdproject.tasks.unstorable returned a set and it is not JSON" in error.traceback
+    # and the framework's words, as its own backends record them
+    assert f"({PACKAGE}: Unsupported type: <class 'set'>)" in error.traceback
     with pytest.raises(ValueError, match="failed"):
         _ = result.return_value
 

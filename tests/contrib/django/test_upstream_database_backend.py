@@ -290,6 +290,8 @@ def test_db_failures_are_failed_with_the_exception(suite: Any, project: Project)
         [error] = result.errors
         assert error.exception_class is exception, task
         assert shown in error.traceback, error.traceback
+    # What ImmediateBackendTestCase.test_complex_return_value reads after its logs.
+    assert "Unsupported type" in results[tasks.complex_return_value].errors[0].traceback
 
 
 def test_db_a_deferred_task_waits_for_its_time(suite: Any, project: Project) -> None:

@@ -40,18 +40,23 @@ class TaskArgsError(ArgsError, TypeError):
     for a call that does not fit the function)."""
 
 
-def refused(problem: ArgsError, args: Any, kwargs: Mapping[str, Any]) -> TaskArgsError:
-    """jobdef's refusal of a call's args as a :class:`TaskArgsError`. Where the framework's
-    own check refuses the call too (a value of a type JSON does not have), its words
-    follow, as the reference backends raise them (``Unsupported type: <class ...>``), so
-    code that matches the framework's message matches this one."""
-    message = str(problem)
+def framework_words(*values: Any) -> str:
+    """What the framework's own check of ``values`` says of a value of a type JSON does
+    not have, as its backends raise it (`` (django_tasks: Unsupported type: <class
+    ...>)``), to follow jobdef's words, so code that matches the framework's message
+    matches this one; empty when the framework takes them."""
     try:
-        normalize_json(list(args))
-        normalize_json(dict(kwargs))
+        for value in values:
+            normalize_json(value)
     except (TypeError, ValueError) as exc:
-        message = f"{message} ({PACKAGE}: {exc})"
-    return TaskArgsError(message)
+        return f" ({PACKAGE}: {exc})"
+    return ""
+
+
+def refused(problem: ArgsError, args: Any, kwargs: Mapping[str, Any]) -> TaskArgsError:
+    """jobdef's refusal of a call's args as a :class:`TaskArgsError`, and the framework's
+    words where its own check refuses them too (:func:`framework_words`)."""
+    return TaskArgsError(f"{problem}{framework_words(list(args), dict(kwargs))}")
 
 
 def job_args(task: Any, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
