@@ -142,7 +142,7 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         """The sheet's policy for ``task``; ``InvalidTask`` saying what to write if none."""
         found = find_policy(self.registry, task, self.names)
         if found is None:
-            raise InvalidTask(missing_sheet(task, self.sheets, self.names))
+            raise InvalidTask(missing_sheet(task, self.sheets, self.names, self.registry))
         return found
 
     # -- the framework's verbs ----------------------------------------------------------

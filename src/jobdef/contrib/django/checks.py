@@ -114,7 +114,7 @@ def _task_messages(backend: JobdefBackend) -> Iterator[Any]:
         policy = find_policy(registry, task, backend.names)
         if policy is None:
             yield checks.Error(
-                missing_sheet(task, backend.sheets, backend.names),
+                missing_sheet(task, backend.sheets, backend.names, registry),
                 obj=dotted_path(task),
                 id="jobdef.E001",
             )

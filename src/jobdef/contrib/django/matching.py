@@ -44,8 +44,12 @@ def find_policy(registry: Registry, task: Any, names: Mapping[str, str]) -> JobP
     return matches[0] if matches else None
 
 
-def missing_sheet(task: Any, sheets: list[Path], names: Mapping[str, str]) -> str:
-    """What to write when ``task`` has no sheet: the file, its name and its handler line."""
+def missing_sheet(
+    task: Any, sheets: list[Path], names: Mapping[str, str], registry: Registry
+) -> str:
+    """What to write when ``task`` has no sheet: the file, its name and its handler line;
+    or, when a sheet of the task's name runs another handler (a sheet just written by
+    ``jobdef new``, whose handler is a placeholder), the line to change there."""
     name = mapped_name(task, names)
     folder = sheets[0] if sheets else Path("jobdefs")
     if name is not None:
@@ -55,6 +59,14 @@ def missing_sheet(task: Any, sheets: list[Path], names: Mapping[str, str]) -> st
             f"`name: {name}` and `handler: {handler_path(task)}`"
         )
     job = task.func.__name__
+    namesake = registry.jobs.get(job)
+    if namesake is not None:
+        where = namesake.origin("handler") or namesake.file
+        return (
+            f"task {dotted_path(task)} has no sheet: job {job!r} at {where} runs handler "
+            f"{namesake.handler}; write `handler: {handler_path(task)}` there if it is this "
+            "task's sheet, or map the task to its sheet in OPTIONS['jobs']"
+        )
     return (
         f"task {dotted_path(task)} has no sheet; write {folder / (job + '.yaml')} with "
         f"`handler: {handler_path(task)}` (`jobdef new {job} --sheets {folder}` writes one to "
