@@ -154,3 +154,4 @@ def test_a_task_that_contradicts_its_sheet_is_an_error(project: Project, tmp_pat
     assert misfit.startswith(f"{sheets / 'misfit.yaml'}:6:")
     assert "unexpected (args it does not take): order" in misfit
     assert "write def misfit(order)" in misfit  # no ctx: the task does not take it
+    assert misfit.endswith(f"; or change the sheet's args at {sheets / 'misfit.yaml'}:9")
