@@ -61,13 +61,10 @@ class NewJob:
 
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
-    """The stored job's id, and whether this call created it (False: a duplicate was
-    merged); ``created_at``, the time the store stamped on the job it created (None for
-    a merged one), as it reads back once the caller's transaction commits."""
+    """The stored job's id, and whether this call created it (False: a duplicate was merged)."""
 
     id: int
     created: bool
-    created_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,7 @@ from jobdef.policy.queue_controls import Bucket, QueueControl
 try:
     import psycopg
     from psycopg.rows import dict_row
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Jsonb, JsonbLoader, JsonLoader
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
@@ -206,6 +206,28 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 return [_fetch_on(conn, self._q(s.name), s.params) for s in statements]
 
         return self._run(work)
+
+    def _read_on(
+        self, connection: Any, statements: Sequence[Statement]
+    ) -> list[list[dict[str, Any]]]:
+        """On the caller's psycopg connection, in its transaction."""
+        if psycopg is None or not isinstance(connection, psycopg.Connection):
+            raise BackendError(
+                f"reading on the caller's connection on PostgreSQL needs a psycopg 3 "
+                f"connection, got {type(connection).__name__}"
+            )
+        found = []
+        try:
+            for s in statements:
+                with connection.cursor(row_factory=dict_row) as cur:
+                    # Read JSON as this engine's own connections do: the caller's may load
+                    # it as text (Django's does).
+                    cur.adapters.register_loader("jsonb", JsonbLoader)
+                    cur.adapters.register_loader("json", JsonLoader)
+                    found.append(cur.execute(self._q(s.name), s.params).fetchall())
+        except psycopg.Error as exc:
+            raise self.sessions.translate(exc) from None
+        return found
 
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
         count = self._rowcount(name, params)
@@ -339,7 +361,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 "channel": self.channel,
             },
         ).fetchone()
-        return EnqueueResult(row[0], True, now)
+        return EnqueueResult(row[0], True)
 
     def _enqueue_batch(
         self, conn: Connection, jobs: Sequence[NewJob], now: float
@@ -430,7 +452,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             merged = [i for i in todo if ids[i] not in inserted]
             for i in todo:
                 if ids[i] in inserted:
-                    results[i] = EnqueueResult(ids[i], True, now)
+                    results[i] = EnqueueResult(ids[i], True)
             if merged:
                 for ordinal, job_id in self._find_existing(conn, jobs, merged, now):
                     results[ordinal] = EnqueueResult(job_id, False)

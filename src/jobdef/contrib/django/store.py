@@ -26,6 +26,13 @@ def store_url(alias: str, settings_dict: dict[str, Any], schema: str | None = No
     engine = settings_dict.get("ENGINE", "")
     if engine == SQLITE_ENGINE:
         name = str(settings_dict.get("NAME") or "")
+        if name == f"file:memorydb_{alias}?mode=memory&cache=shared":
+            raise ImproperlyConfigured(
+                f"Django's test database for DATABASES[{alias!r}] is in memory (SQLite's "
+                "default for tests), which jobdef's own connection and a worker cannot "
+                f"open; give it a file: DATABASES[{alias!r}]['TEST'] = "
+                "{'NAME': BASE_DIR / 'test_db.sqlite3'}"
+            )
         if not name or name == ":memory:" or "mode=memory" in name:
             raise ImproperlyConfigured(
                 f"DATABASES[{alias!r}] is an in-memory SQLite database, which a worker "
