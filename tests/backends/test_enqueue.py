@@ -107,3 +107,23 @@ def test_enqueue_on_the_callers_connection_exists_only_if_the_caller_commits(bac
     assert backend.get(kept.id) is not None
     assert backend.get(dropped.id) is None
     assert [r.args for r in backend.list_jobs()] == [{"id": 1}]
+
+
+def test_get_on_the_callers_connection_sees_its_uncommitted_job(backend, store):
+    """What the caller's transaction holds: its new job, before the commit that lets
+    jobdef's own connection see it; nothing after a rollback."""
+    conn = store.connect()
+    try:
+        [new] = backend.enqueue([_job(args={"id": 1})], connection=conn)
+        assert backend.get(new.id) is None  # not committed
+        record, attempts = backend.get_on(conn, new.id)
+        assert record is not None
+        assert (record.id, record.state, dict(record.args)) == (new.id, "queued", {"id": 1})
+        assert attempts == []
+        conn.rollback()
+        assert backend.get_on(conn, new.id) == (None, [])
+        [kept] = backend.enqueue([_job(args={"id": 2})], connection=conn)
+        conn.commit()
+        assert backend.get_on(conn, kept.id) == (backend.get(kept.id), [])
+    finally:
+        conn.close()

@@ -16,7 +16,7 @@ from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
 from jobdef.cli import main
 
-LATEST = 8
+LATEST = 9
 
 
 def _app_database(path: Path) -> Path:
@@ -128,6 +128,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0006_running_started",
         "  0007_job_result",
         "  0008_store_id",
+        "  0009_positional_args",
     ]
     old = f"sqlite:///{legacy_store}"
     assert main(["db", "status", "--db", old]) == 0
@@ -140,6 +141,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0006_running_started",
         "  0007_job_result",
         "  0008_store_id",
+        "  0009_positional_args",
     ]
     assert _files(tmp_path) == before
     main(["db", "upgrade", "--db", app])
@@ -195,6 +197,7 @@ def test_db_commands_on_postgresql_never_print_the_password(
         "  0006_args_index",
         "  0007_job_result",
         "  0008_store_id",
+        "  0009_positional_args",
     ]
     assert main(["db", "upgrade", "--db", url]) == 0
     upgraded = capsys.readouterr().out

@@ -169,6 +169,11 @@ class Backend(Versioned, Protocol):
     def attempts(self, job_id: int) -> list[AttemptRecord]:
         """Every attempt of one job, oldest first."""
 
+    def get_on(self, connection: Any, job_id: int) -> tuple[JobRecord | None, list[AttemptRecord]]:
+        """One job (or None) and its attempts, read on the caller's ``connection`` (as
+        ``enqueue(connection=...)`` takes it) inside its transaction, so a job enqueued
+        there and not committed yet is seen, as the caller's own writes are."""
+
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         """Record ``key`` in the processed-keys table on the handler's own connection.
 

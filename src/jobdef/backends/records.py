@@ -54,6 +54,9 @@ class NewJob:
     slot: float | None = None
     # The enqueuer's trace context (W3C traceparent as JSON, jobdef.telemetry.traces).
     trace_context: str | None = None
+    # How many args the enqueuer passed by position, in the order of the handler's
+    # parameters (a django.tasks call); None when all were named, as a sheet's are.
+    positional_args: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,7 @@ class JobRecord:
     trace_context: str | None = None
     # What the handler of the attempt that finished ``done`` returned (JSON), if anything.
     result: Any = None
+    positional_args: int | None = None
 
     @property
     def lease(self) -> Lease:

@@ -82,6 +82,7 @@ def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
         slot=row["slot"],
         trace_context=_optional(row, "trace_context"),
         result=decode(_optional(row, "result")),
+        positional_args=_optional(row, "positional_args"),
     )
 
 

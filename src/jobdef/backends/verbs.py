@@ -59,6 +59,10 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, ABC):
     def _read_all(self, statements: Sequence[Statement]) -> Sequence[Sequence[Row]]: ...
 
     @abstractmethod
+    def _read_on(self, connection: Any, statements: Sequence[Statement]) -> Sequence[Sequence[Row]]:
+        """Run ``statements`` on the caller's DB-API ``connection``, in its transaction."""
+
+    @abstractmethod
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int: ...
 
     @abstractmethod
@@ -151,6 +155,15 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, ABC):
             [Statement("job_attempts", params), Statement("get_job", params)]
         )
         return attempt_history(rows, job[0] if job else None, self._decode)
+
+    def get_on(self, connection: Any, job_id: int) -> tuple[JobRecord | None, list[AttemptRecord]]:
+        params = {"job_id": job_id}
+        rows, job = self._read_on(
+            connection, [Statement("job_attempts", params), Statement("get_job", params)]
+        )
+        if not job:
+            return None, []
+        return self._job(job[0]), attempt_history(rows, job[0], self._decode)
 
     # -- outbox -----------------------------------------------------------------
 

@@ -147,6 +147,7 @@ COLUMNS = {
         "note",
         "slot",
         "trace_context",
+        "positional_args",
         "result",
     },
     "jobdef_leases": {"name", "holder", "generation", "expires_at"},

@@ -62,6 +62,36 @@ def test_a_task_without_a_sheet_fails_check_naming_the_sheet_to_write(project: P
     assert "`handler: jdproject.orphans:rebuild_search_index`" in error
 
 
+@pytest.mark.slow
+def test_a_sheet_of_the_tasks_name_with_another_handler_is_named_with_the_line_to_change(
+    project: Project, tmp_path: Path
+) -> None:
+    """As ``jobdef new`` leaves a sheet: its handler a placeholder, not the task."""
+    sheets = tmp_path / "jobdefs"
+    shutil.copytree(SHEETS, sheets)
+    sheet = sheets / "rebuild_search_index.yaml"
+    sheet.write_text(
+        "apiVersion: jobdef/v1\nkind: Job\nname: rebuild_search_index\ntitle: Rebuild\n"
+        "owner: test-team\nhandler: app.jobs:rebuild_search_index\n"
+        "args:\n  shard: {type: integer}\nmax_attempts: 1\ntimeout: 30s\n"
+        "errors: {default: fatal}\nrerun: jobdef requeue --job rebuild_search_index\n",
+        "utf-8",
+    )
+    done = manage_check(
+        project, JDPROJECT_TASK_MODULES="jdproject.orphans", JDPROJECT_SHEETS=str(sheets)
+    )
+    assert done.returncode == 1, done.stderr
+    [error] = [line for line in done.stderr.splitlines() if "(jobdef.E001)" in line]
+    assert error == (
+        "jdproject.orphans.rebuild_search_index: (jobdef.E001) task "
+        "jdproject.orphans.rebuild_search_index has no sheet whose handler names it; job "
+        f"'rebuild_search_index' at {sheet}:6 has `handler: app.jobs:rebuild_search_index`, "
+        "which is not this task: write `handler: jdproject.orphans:rebuild_search_index` "
+        "there, or, if that handler is this task by another path, map it: OPTIONS['jobs'] = "
+        "{'jdproject.orphans.rebuild_search_index': 'rebuild_search_index'}"
+    )
+
+
 def test_check_messages_of_a_warning_are_warnings(project: Project, tmp_path: Path) -> None:
     from django.core import checks
 
@@ -125,6 +155,7 @@ def test_a_task_that_contradicts_its_sheet_is_an_error(project: Project, tmp_pat
     assert misfit.startswith(f"{sheets / 'misfit.yaml'}:6:")
     assert "unexpected (args it does not take): order" in misfit
     assert "write def misfit(order)" in misfit  # no ctx: the task does not take it
+    assert misfit.endswith(f"; or change the sheet's args at {sheets / 'misfit.yaml'}:9")
 
 
 def test_a_sheet_meant_for_a_task_with_another_handler_is_named_at_its_line(

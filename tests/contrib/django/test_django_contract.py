@@ -57,8 +57,8 @@ def test_enqueue_returns_a_ready_result(project: Project) -> None:
     assert result.attempts == 0
     assert result.errors == []
     assert result.backend == "default"
-    assert result.args == []
-    assert result.kwargs == {"reservation_id": reservation}
+    assert result.args == [reservation]  # as it was passed
+    assert result.kwargs == {}
     assert result.enqueued_at.tzinfo is not None
     assert result.task.func is tasks.send_confirmation.func
     with pytest.raises(ValueError, match="not finished"):

@@ -60,6 +60,30 @@ def test_rollback_stores_nothing_and_commit_stores_one(project: Project, engine_
     assert record.idempotency_key == f"reservation-{reservation}"
 
 
+def test_inside_atomic_the_result_is_read_back_before_the_commit(
+    project: Project, engine_alias: str
+) -> None:
+    """As in a ``TestCase`` or a view under ATOMIC_REQUESTS: ``get_result()`` and
+    ``refresh()`` read what the transaction holds, so the job enqueued in it is there
+    (READY) before the commit; rolled back, it never was."""
+    from jobdef.contrib.django.compat import TaskResultDoesNotExist, TaskResultStatus
+
+    with transaction.atomic(using=engine_alias):
+        result = confirm(engine_alias).enqueue(unique())
+        assert project.backend(engine_alias).engine().get(int(result.id)) is None
+        assert confirm(engine_alias).get_result(result.id) == result
+        result.refresh()
+        assert result.status == TaskResultStatus.READY
+    assert confirm(engine_alias).get_result(result.id) == result  # the same, committed
+
+    with transaction.atomic(using=engine_alias):
+        dropped = confirm(engine_alias).enqueue(unique())
+        assert confirm(engine_alias).get_result(dropped.id) == dropped
+        transaction.set_rollback(True, using=engine_alias)
+    with pytest.raises(TaskResultDoesNotExist):
+        confirm(engine_alias).get_result(dropped.id)
+
+
 def test_enqueue_outside_atomic_commits_on_its_own(project: Project, engine_alias: str) -> None:
     result = confirm(engine_alias).enqueue(reservation_id=unique())
     record = project.backend(engine_alias).engine().get(int(result.id))

@@ -27,6 +27,17 @@ def test_a_sqlite_database_no_worker_can_open_is_refused(name: str) -> None:
         store_url("default", {"ENGINE": "django.db.backends.sqlite3", "NAME": name})
 
 
+def test_djangos_in_memory_test_database_is_refused_saying_how_to_name_a_file() -> None:
+    name = "file:memorydb_default?mode=memory&cache=shared"  # Django's, without TEST NAME
+    with pytest.raises(ImproperlyConfigured) as refused:
+        store_url("default", {"ENGINE": "django.db.backends.sqlite3", "NAME": name})
+    assert str(refused.value) == (
+        "Django's test database for DATABASES['default'] is in memory (SQLite's default "
+        "for tests), which jobdef's own connection and a worker cannot open; give it a "
+        "file: DATABASES['default']['TEST'] = {'NAME': BASE_DIR / 'test_db.sqlite3'}"
+    )
+
+
 def test_postgresql_settings_become_one_url_with_the_schema() -> None:
     settings = {
         "ENGINE": PG,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from jd_support import Project, drain, unique
 
-from jobdef.contrib.django.compat import InvalidTask, TaskContext, TaskResultStatus
+from jobdef.contrib.django.compat import PACKAGE, InvalidTask, TaskContext, TaskResultStatus
 from jobdef.errors import ArgsError
 
 
@@ -53,6 +53,40 @@ def test_positional_args_are_given_back_and_star_args_checked_by_the_sheet(
     assert result.return_value == {"label": label, "total": 7}
 
 
+def test_the_call_is_given_back_as_it_was_made(project: Project, engine_alias: str) -> None:
+    """The job's args are by name, as the sheet declares them; the result gives back the
+    args passed by position by position, from ``enqueue()`` (inside and outside a
+    transaction), ``get_result()`` and ``refresh()`` after the worker ran it."""
+    from django.db import transaction
+    from jdproject import tasks
+
+    report = using(tasks.report, engine_alias)
+    made = []
+    for by_position, by_name in (([2], {"size": 3}), ([2, 3], {}), ([], {"item": 2, "size": 3})):
+        item = unique()
+        args = [item, *by_position[1:]] if by_position else []
+        kwargs = by_name if by_position else {**by_name, "item": item}
+        expected = (args, kwargs)
+        result = report.enqueue(*args, **kwargs)
+        assert (result.args, result.kwargs) == expected
+        record = project.backend(engine_alias).engine().get(int(result.id))
+        assert dict(record.args) == {"item": item, "size": 3}
+        fetched = report.get_result(result.id)
+        assert (fetched.args, fetched.kwargs) == expected
+        assert fetched == result
+        made.append((result, expected))
+    with transaction.atomic(using=engine_alias):
+        inside = report.enqueue(unique(), 3)
+        assert inside.args == [int(inside.args[0]), 3]
+        assert inside.kwargs == {}
+    assert report.get_result(inside.id) == inside  # enqueued_at too: the time stamped
+    drain(project, engine_alias)
+    for result, expected in made:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        assert (result.args, result.kwargs) == expected
+
+
 def test_args_that_are_not_json_raise_a_type_error(project: Project, engine_alias: str) -> None:
     from jdproject import tasks
 
@@ -63,6 +97,14 @@ def test_args_that_are_not_json_raise_a_type_error(project: Project, engine_alia
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith("job 'ping': args.item is a datetime, which is not JSON")
+    # and the framework's words, as its own backends raise them
+    assert message.endswith(f"({PACKAGE}: Unsupported type: <class 'datetime.datetime'>)")
+    with pytest.raises(TypeError) as raised:
+        using(tasks.tally, engine_alias).enqueue(1, {2})
+    assert str(raised.value).endswith(f"({PACKAGE}: Unsupported type: <class 'set'>)")
+    with pytest.raises(TypeError) as raised:  # JSON, but not the sheet's: jobdef's words only
+        using(tasks.tally, engine_alias).enqueue(1, "two")
+    assert "Unsupported" not in str(raised.value)
     with pytest.raises(TypeError, match=r"missing a required argument: 'item'"):
         using(tasks.ping, engine_alias).enqueue(items=1)
 
@@ -83,6 +125,8 @@ def test_a_return_value_that_is_not_json_fails_the_attempt_with_a_type_error(
     [error] = result.errors
     assert error.exception_class is TypeError
     assert "jdproject.tasks.unstorable returned a set and it is not JSON" in error.traceback
+    # and the framework's words, as its own backends record them
+    assert f"({PACKAGE}: Unsupported type: <class 'set'>)" in error.traceback
     with pytest.raises(ValueError, match="failed"):
         _ = result.return_value
 

@@ -29,7 +29,7 @@ DATABASES["pg"]["TEST"] = {"NAME": os.environ["JDTEST_PG_NAME"], "DEPENDENCIES":
 """
 
 TESTS = """\
-from django.test import TransactionTestCase
+from django.test import TestCase, TransactionTestCase
 
 from jdproject import tasks
 
@@ -42,6 +42,16 @@ class EnqueueOnPostgres(TransactionTestCase):
         result.refresh()
         self.assertEqual(result.status, "READY")
         self.assertEqual(result.kwargs["item"], 7)
+
+
+class EnqueueInTheTestsTransaction(TestCase):
+    databases = {"pg"}
+
+    def test_a_job_enqueued_in_the_tests_transaction_is_read_back(self):
+        result = tasks.report.using(backend="pg").enqueue(8, size=1)
+        result.refresh()
+        self.assertEqual(result.status, "READY")
+        self.assertEqual(result.args, [8])
 """
 
 
@@ -80,7 +90,7 @@ def test_manage_py_test_on_postgresql_exits_0_and_drops_its_test_database(
         )
         output = done.stdout + done.stderr
         assert done.returncode == 0, output
-        assert "Ran 1 test" in output, output
+        assert "Ran 2 tests" in output, output
         assert "\nOK" in output, output
         assert f"Destroying test database for alias 'pg' ('{name}')" in output, output
         assert not _exists(postgres_url, name), output

@@ -7,7 +7,7 @@ The test classes of the ``django-tasks`` 0.12.0 backport (``TaskTestCase``,
 project's databases, and the tasks it enqueues run under the sheets of
 ``upstream_jobdefs/``. Where the class stands for a backend that runs a task when it
 is enqueued (``ImmediateBackend``, the ``immediate`` backend of ``TaskTestCase``), the
-backend is :class:`WorkedBackend`: ``enqueue`` runs a real ``jobdef worker --burst``
+backend is :class:`upstream_suite.WorkedBackend`: ``enqueue`` runs a real ``jobdef worker --burst``
 before it answers. The suite is absent: every test skips (under ``CI=true`` a skip
 fails the run, :mod:`tests.conftest`).
 
@@ -20,31 +20,13 @@ contract table says the same). Every other test must pass.
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
 import unittest
-import uuid
 from collections.abc import Iterator
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from jd_support import HERE, REPO, Project, finish
-
-from jobdef.contrib.django.backend import JobdefBackend
-
-UPSTREAM = REPO.parent / "shared" / "external" / "django-tasks"
-SUITE = UPSTREAM / "tests" / "tests"
-SHEETS = HERE / "upstream_jobdefs"
-
-# (module, class): what the class's TASKS stood for, and so what it is run against.
-CLASSES = {
-    ("test_tasks", "TaskTestCase"): "dummy",
-    ("test_dummy_backend", "DummyBackendTestCase"): "dummy",
-    ("test_immediate_backend", "ImmediateBackendTestCase"): "immediate",
-}
+from jd_support import Project
+from upstream_suite import CLASSES, SUITE, UPSTREAM, imported, running, tasks_setting
 
 _BACKEND_CLASS = "the test asserts the configured backend is the framework's own class"
 _DUMMY_STORE = "it reads or clears DummyBackend's in-memory list (.results, .clear())"
@@ -93,26 +75,15 @@ NOT_APPLICABLE: dict[str, str] = {
 }
 
 _WORKER_LOGS = (
-    "the task runs in a worker process, which logs each attempt on jobdef.worker; the "
-    "enqueuing process logs nothing on django_tasks"
+    "the task runs in a worker process, which writes the framework's django_tasks lines of "
+    "its start and end (test_db_the_worker_writes_the_framework_log_lines); the enqueuing "
+    "process logs the enqueue only"
 )
 
-_ARGS_MESSAGE = (
-    "args that are not JSON raise a TypeError, as the framework's; its message is jobdef's "
-    "one line naming the job and the arg and saying what to pass instead"
-)
 _NOT_LOGGED = "no logs of level ERROR or higher triggered on django_tasks"
 
 # name: (why, a line of the failure that shows it is that difference and no other)
 DIFFERS: dict[str, tuple[str, str]] = {
-    "TaskTestCase.test_enqueue_with_invalid_argument": (
-        _ARGS_MESSAGE,
-        "not found in \"job 'noop_task': args.args[0] is a datetime, which is not JSON",
-    ),
-    "TaskTestCase.test_aenqueue_with_invalid_argument": (
-        _ARGS_MESSAGE,
-        "not found in \"job 'noop_task': args.args[0] is a datetime, which is not JSON",
-    ),
     "TaskTestCase.test_task_error_invalid_exception": (
         _WORKER_LOGS,
         "no logs of level INFO or higher triggered on django_tasks",
@@ -157,90 +128,14 @@ NAMES = [
     if f"{cls}.{method}" not in NOT_APPLICABLE
 ]
 
-# The project and engine the running upstream test uses (WorkedBackend reads them).
-_running: dict[str, Any] = {}
-
-
-class WorkedBackend(JobdefBackend):
-    """JobdefBackend whose ``enqueue`` runs a burst worker before it answers.
-
-    The framework's ImmediateBackend has run the task when ``enqueue`` returns; this is
-    the same promise kept by a real ``jobdef worker`` process, so the tests written for
-    it read the outcome the worker stored.
-    """
-
-    def enqueue(self, task: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-        result = super().enqueue(task, args, kwargs)
-        run_worker(_running["project"], self)
-        return self.get_result(result.id)
-
-
-def run_worker(project: Project, backend: JobdefBackend, *flags: str) -> None:
-    """A ``jobdef worker --burst`` for the suite's tasks in ``backend``'s store."""
-    command = [sys.executable, "-m", "jobdef", "worker", "--db", backend.database_url]
-    process = subprocess.Popen(
-        [*command, "--burst", "--poll", "50ms", "--log-level", "warning", *flags],
-        env=project.worker_env(**_env(), JDPROJECT_DB=backend.database),
-        cwd=project.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    code, _out, err = finish(process, timeout=120)
-    assert code == 0, err
-
-
-def _env() -> dict[str, str]:
-    """The worker's: the suite's ``tests`` package on its path, the sheets of its tasks
-    (``--sheets`` defaults to the project backend's, which JDPROJECT_SHEETS sets)."""
-    paths = [str(UPSTREAM), str(HERE), str(REPO / "src"), os.environ.get("PYTHONPATH", "")]
-    return {"JDPROJECT_SHEETS": str(SHEETS), "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-
-
-def _tasks_setting(kind: str, alias: str, project: Project) -> dict[str, Any]:
-    options: dict[str, Any] = {"sheets": str(SHEETS), "database": alias}
-    if alias == "pg":
-        options["schema"] = project.schema
-    jobdef = {"BACKEND": "jobdef.contrib.django.JobdefBackend", "OPTIONS": options}
-    worked = {**jobdef, "BACKEND": f"{__name__}.WorkedBackend"}
-    if kind == "immediate":
-        return {"default": {**worked, "QUEUES": []}}
-    return {
-        "default": {**jobdef, "QUEUES": ["default", "queue_1"]},
-        "immediate": {**worked, "QUEUES": []},
-        "missing": {"BACKEND": "does.not.exist"},
-    }
-
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[dict[str, Any]]:
-    """The upstream test modules, imported with the suite's ``tests`` package first on
-    the path. While they run, the tasks of the process are theirs only (the test
-    project's, made by other tests, have no sheet here: ``check()`` would name them);
-    afterwards the test project's are back and the suite's forgotten."""
+    """The upstream test modules (:func:`upstream_suite.imported`)."""
     if not NAMES:
         pytest.skip(f"the django-tasks test suite is not at {UPSTREAM}")
-    import importlib
-
-    from django.utils.module_loading import autodiscover_modules
-
-    from jobdef.contrib.django import task as task_module
-
-    autodiscover_modules("tasks")  # the test project's, made now if no test made them yet
-    saved = dict(task_module.made)
-    task_module.made.clear()
-    sys.path.insert(0, str(UPSTREAM))
-    try:
-        modules = {
-            module: importlib.import_module(f"tests.tests.{module}") for module, _ in CLASSES
-        }
-        assert Path(modules["test_tasks"].__file__ or "").is_relative_to(UPSTREAM)
+    with imported() as modules:
         yield modules
-    finally:
-        sys.path.remove(str(UPSTREAM))
-        task_module.made.clear()
-        task_module.made.update(saved)
 
 
 def _run(cls: type[unittest.TestCase], method: str) -> unittest.TestResult:
@@ -271,7 +166,7 @@ def _swapped(upstream: dict[str, Any], name: str, alias: str, project: Project) 
         attrs["setUp"] = lambda self: None
     swapped = type(cls_name, (base,), attrs)
     settings = override_settings(
-        TASKS=_tasks_setting(kind, alias, project), ROOT_URLCONF="tests.urls"
+        TASKS=tasks_setting(kind, alias, project), ROOT_URLCONF="tests.urls"
     )
     return settings(swapped)
 
@@ -279,7 +174,7 @@ def _swapped(upstream: dict[str, Any], name: str, alias: str, project: Project) 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES or ["suite-absent"])
 def test_upstream(name: str, engine_alias: str, project: Project, upstream: dict[str, Any]) -> None:
-    _running.update(project=project, alias=engine_alias)
+    running.update(project=project, alias=engine_alias)
     cls = _swapped(upstream, name, engine_alias, project)
     outcome = _outcome(_run(cls, name.partition(".")[2]))
     if name in DIFFERS:
@@ -299,169 +194,3 @@ def test_every_listed_test_is_in_the_suite(upstream: dict[str, Any]) -> None:
         assert not method or method in SUITE_TESTS[cls], name
     for cls in SUITE_TESTS.keys() - RUN:
         assert cls in NOT_APPLICABLE, f"{cls} is neither run nor listed as not applicable"
-
-
-# -- the database backend's behavioural tests (17bd95f), ported ---------------------------
-#
-# That backend left the package, so its test module does not import; these state what
-# it showed of a backend that stores tasks in a database and runs them with a worker,
-# on JobdefBackend with a real worker. Not ported: its model, admin, id_function, query
-# counts and index plans, the db_worker command's options and output, and metadata,
-# which are that backend's own (docs/django.md).
-
-
-@pytest.fixture
-def suite(
-    upstream: dict[str, Any], project: Project, engine_alias: str
-) -> Iterator[tuple[Any, JobdefBackend]]:
-    """The suite's tasks module, with TASKS's default a JobdefBackend on the engine."""
-    from django.test import override_settings
-
-    from jobdef.contrib.django.compat import task_backends
-
-    with override_settings(TASKS=_tasks_setting("dummy", engine_alias, project)):
-        yield sys.modules["tests.tasks"], task_backends()["default"]
-
-
-def test_db_enqueue_sends_task_enqueued_and_gives_the_args_back(suite: Any) -> None:
-    from jobdef.contrib.django.compat import TaskResultStatus, task_enqueued
-
-    tasks, backend = suite
-    for task in (tasks.noop_task, tasks.noop_task_async):
-        received: list[tuple[Any, Any]] = []
-
-        def capture(sender: Any, task_result: Any, **kwargs: Any) -> None:
-            received.append((sender, task_result))  # noqa: B023  # used at once
-
-        task_enqueued.connect(capture, weak=False)
-        try:
-            result = task.enqueue(1, two=3)
-        finally:
-            task_enqueued.disconnect(capture)
-        assert result.status == TaskResultStatus.READY
-        assert not result.is_finished
-        assert (result.started_at, result.last_attempted_at, result.finished_at) == (None,) * 3
-        with pytest.raises(ValueError, match="Task has not finished yet"):
-            _ = result.return_value
-        assert result.task == task
-        assert (result.args, result.kwargs, result.attempts) == ([1], {"two": 3}, 0)
-        assert received == [(type(backend), result)]
-        assert backend.get_result(result.id) == result
-
-
-def test_db_a_worker_runs_the_task_and_refresh_reads_it(suite: Any, project: Project) -> None:
-    from jobdef.contrib.django.compat import TaskResultStatus
-
-    tasks, backend = suite
-    result = tasks.noop_task.enqueue()
-    run_worker(project, backend)
-    assert result.status == TaskResultStatus.READY  # until refreshed
-    assert result.attempts == 0
-    result.refresh()
-    assert result.status == TaskResultStatus.SUCCESSFUL
-    assert result.enqueued_at <= result.started_at <= result.finished_at
-    assert result.last_attempted_at is not None
-    assert result.attempts == 1
-
-
-def test_db_a_batch_runs_every_task(suite: Any, project: Project) -> None:
-    from jobdef.contrib.django.compat import TaskResultStatus
-
-    tasks, backend = suite
-    results = [tasks.noop_task.enqueue() for _ in range(3)]
-    failing = tasks.failing_task_value_error.enqueue()
-    run_worker(project, backend)
-    for result in [*results, failing]:
-        result.refresh()
-    assert [r.status for r in results] == [TaskResultStatus.SUCCESSFUL] * 3
-    assert failing.status == TaskResultStatus.FAILED
-
-
-def test_db_a_worker_of_other_queues_leaves_the_task(suite: Any, project: Project) -> None:
-    from jobdef.contrib.django.compat import TaskResultStatus
-
-    tasks, backend = suite
-    result = tasks.noop_task.enqueue()
-    run_worker(project, backend, "--queues", "queue_1")
-    result.refresh()
-    assert result.status == TaskResultStatus.READY
-    run_worker(project, backend, "--queues", result.task.queue_name)
-    result.refresh()
-    assert result.status == TaskResultStatus.SUCCESSFUL
-
-
-def test_db_failures_are_failed_with_the_exception(suite: Any, project: Project) -> None:
-    """A raised exception, one holding another, a return value that is not JSON and
-    ``exit()``: each FAILED, its class and traceback in ``errors``, the worker alive."""
-    from jobdef.contrib.django.compat import TaskResultStatus
-
-    tasks, backend = suite
-    expected = {
-        tasks.failing_task_value_error: (
-            ValueError,
-            "ValueError: This task failed due to ValueError",
-        ),
-        tasks.complex_exception: (ValueError, 'ValueError(ValueError("This task failed"))'),
-        tasks.complex_return_value: (TypeError, "is not JSON serializable"),
-        tasks.exit_task: (SystemExit, "SystemExit"),
-    }
-    results = {task: task.enqueue() for task in expected}
-    run_worker(project, backend)
-    for task, (exception, shown) in expected.items():
-        result = results[task]
-        result.refresh()
-        assert result.status == TaskResultStatus.FAILED, task
-        assert result.enqueued_at <= result.started_at <= result.finished_at
-        with pytest.raises(ValueError, match="Task failed"):
-            _ = result.return_value
-        assert result._return_value is None
-        [error] = result.errors
-        assert error.exception_class is exception, task
-        assert shown in error.traceback, error.traceback
-
-
-def test_db_a_deferred_task_waits_for_its_time(suite: Any, project: Project) -> None:
-    from django.utils import timezone
-
-    from jobdef.contrib.django.compat import TaskResultStatus
-
-    tasks, backend = suite
-    later = timezone.now() + timedelta(hours=10)
-    result = tasks.noop_task.using(run_after=later).enqueue()
-    run_worker(project, backend)
-    result.refresh()
-    assert result.status == TaskResultStatus.READY
-    assert result.task.run_after == later
-
-
-def test_db_ready_tasks_run_by_priority_then_run_after(suite: Any, project: Project) -> None:
-    from django.utils import timezone
-
-    from jobdef.contrib.django.compat import TaskResultStatus
-
-    tasks, backend = suite
-    noop, now = tasks.noop_task, timezone.now()
-    old = noop.using(priority=20, run_after=now - timedelta(hours=2)).enqueue()
-    very_old = noop.using(priority=20, run_after=now - timedelta(hours=10)).enqueue()
-    far_future = noop.using(run_after=now + timedelta(hours=10)).enqueue()
-    high_far_future = noop.using(priority=10, run_after=now + timedelta(hours=10)).enqueue()
-    future = noop.using(run_after=now + timedelta(hours=2)).enqueue()
-    high = noop.using(priority=10).enqueue()
-    low = noop.using(priority=2).enqueue()
-    lower = noop.using(priority=-2).enqueue()
-    run_worker(project, backend, "--concurrency", "1", "--prefetch", "1")
-    ran = [very_old, old, high, low, lower]
-    waiting = [far_future, high_far_future, future]
-    for result in [*ran, *waiting]:
-        result.refresh()
-    assert [r.status for r in waiting] == [TaskResultStatus.READY] * 3
-    assert sorted(ran, key=lambda r: r.started_at) == ran
-
-
-def test_db_an_unknown_result_does_not_exist(suite: Any) -> None:
-    from jobdef.contrib.django.compat import TaskResultDoesNotExist
-
-    _tasks, backend = suite
-    for missing in (str(uuid.uuid4()), "123abc"):
-        with pytest.raises(TaskResultDoesNotExist):
-            backend.get_result(missing)

@@ -81,7 +81,7 @@ from jobdef.policy.queue_controls import Bucket, QueueControl
 try:
     import psycopg
     from psycopg.rows import dict_row
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Jsonb, JsonbLoader, JsonLoader
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
@@ -206,6 +206,28 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 return [_fetch_on(conn, self._q(s.name), s.params) for s in statements]
 
         return self._run(work)
+
+    def _read_on(
+        self, connection: Any, statements: Sequence[Statement]
+    ) -> list[list[dict[str, Any]]]:
+        """On the caller's psycopg connection, in its transaction."""
+        if psycopg is None or not isinstance(connection, psycopg.Connection):
+            raise BackendError(
+                f"reading on the caller's connection on PostgreSQL needs a psycopg 3 "
+                f"connection, got {type(connection).__name__}"
+            )
+        found = []
+        try:
+            for s in statements:
+                with connection.cursor(row_factory=dict_row) as cur:
+                    # Read JSON as this engine's own connections do: the caller's may load
+                    # it as text (Django's does).
+                    cur.adapters.register_loader("jsonb", JsonbLoader)
+                    cur.adapters.register_loader("json", JsonLoader)
+                    found.append(cur.execute(self._q(s.name), s.params).fetchall())
+        except psycopg.Error as exc:
+            raise self.sessions.translate(exc) from None
+        return found
 
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
         count = self._rowcount(name, params)
@@ -414,6 +436,17 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                     {
                         "ids": [ids[i] for i in traced],
                         "contexts": [jobs[i].trace_context for i in traced],
+                    },
+                )
+            spelled = [
+                i for i in todo if ids[i] in inserted and jobs[i].positional_args is not None
+            ]
+            if spelled:
+                conn.execute(
+                    self._q("set_positional_args"),
+                    {
+                        "ids": [ids[i] for i in spelled],
+                        "counts": [jobs[i].positional_args for i in spelled],
                     },
                 )
             merged = [i for i in todo if ids[i] not in inserted]
@@ -810,12 +843,14 @@ def _dedupe_since(job: NewJob, now: float) -> float | None:
 
 
 def _is_plain(job: NewJob) -> bool:
-    """A job insert_job stores in one statement: no key, slot, window or trace context."""
+    """A job insert_job stores in one statement: no key, slot, window, trace context or
+    count of positional args."""
     return (
         job.idempotency_key is None
         and job.slot is None
         and job.dedupe_window is None
         and job.trace_context is None
+        and job.positional_args is None
     )
 
 

@@ -775,6 +775,14 @@ UPDATE {schema}.jobdef_jobs AS j SET trace_context = t.context
 FROM unnest(%(ids)s::bigint[], %(contexts)s::text[]) AS t(id, context)
 WHERE j.id = t.id;
 
+-- name: set_positional_args
+-- How many args the enqueuers passed by position, for the new jobs that say (a
+-- django.tasks call), in the enqueue's transaction (such a job always goes through
+-- insert_jobs, in a transaction).
+UPDATE {schema}.jobdef_jobs AS j SET positional_args = p.n
+FROM unnest(%(ids)s::bigint[], %(counts)s::int[]) AS p(id, n)
+WHERE j.id = p.id;
+
 -- name: register_worker
 -- A worker's row at its start (jobdef.backends.workers); a restart under the same id
 -- replaces it.

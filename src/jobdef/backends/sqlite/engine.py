@@ -185,6 +185,17 @@ class SQLiteBackend(SharedVerbs):
             finally:
                 conn.execute("COMMIT")
 
+    def _read_on(
+        self, connection: sqlite3.Connection, statements: Sequence[Statement]
+    ) -> list[list[sqlite3.Row]]:
+        with self._errors():
+            found = []
+            for s in statements:
+                cursor = connection.cursor()
+                cursor.row_factory = sqlite3.Row  # the caller's connection reads tuples
+                found.append(cursor.execute(Q[s.name], s.params).fetchall())
+            return found
+
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
         with self._write() as conn:
             return int(conn.execute(Q[name], params).rowcount)
@@ -296,6 +307,9 @@ class SQLiteBackend(SharedVerbs):
             if new.trace_context is not None:
                 params = {"job_id": job_id, "trace_context": new.trace_context}
                 conn.execute(Q["set_trace_context"], params)
+            if new.positional_args is not None:
+                params = {"job_id": job_id, "positional_args": new.positional_args}
+                conn.execute(Q["set_positional_args"], params)
             results.append(EnqueueResult(job_id, created=True))
         return results
 

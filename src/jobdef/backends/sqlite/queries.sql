@@ -500,6 +500,11 @@ SELECT queue FROM jobdef_queues WHERE paused = 1;
 -- The enqueuer's trace context, in the enqueue's transaction, only for a job that has one.
 UPDATE jobdef_jobs SET trace_context = :trace_context WHERE id = :job_id;
 
+-- name: set_positional_args
+-- How many args the enqueuer passed by position, in the enqueue's transaction, only
+-- for a job that says (a django.tasks call).
+UPDATE jobdef_jobs SET positional_args = :positional_args WHERE id = :job_id;
+
 -- name: register_worker
 -- A worker's row at its start (jobdef.backends.workers); a restart under the same id
 -- replaces it.

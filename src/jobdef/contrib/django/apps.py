@@ -43,10 +43,18 @@ def check_backends(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 
 def migrate_stores(using: str = "default", **kwargs: Any) -> None:
-    """After ``manage.py migrate``: create or upgrade jobdef's tables in that database."""
+    """After ``manage.py migrate`` (and the test runner's, on its test database): create
+    or upgrade jobdef's tables in that database. A database jobdef cannot share is one
+    line, as a command's error (``manage.py migrate``, ``manage.py test``)."""
+    from django.core.exceptions import ImproperlyConfigured
+    from django.core.management.base import CommandError
+
     for backend in jobdef_backends():
         if backend.database == using:
-            backend.migrate()
+            try:
+                backend.migrate()
+            except ImproperlyConfigured as exc:
+                raise CommandError(str(exc)) from None
 
 
 def close_before_create_or_drop(sender: Any, connection: Any, **kwargs: Any) -> None:

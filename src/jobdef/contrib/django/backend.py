@@ -19,6 +19,7 @@ sheet's, run by ``manage.py jobdef_worker``.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -29,7 +30,8 @@ from django.db import connections, transaction
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
-from jobdef.contrib.django.calls import TaskArgsError, job_args
+from jobdef.backends.records import AttemptRecord, JobRecord
+from jobdef.contrib.django.calls import TaskArgsError, job_args, passed_by_position, refused
 from jobdef.contrib.django.compat import (
     DEFAULT_TASK_QUEUE_NAME,
     BaseTaskBackend,
@@ -184,7 +186,9 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         except TaskArgsError:
             raise
         except ArgsError as exc:  # a TypeError too, as the framework raises for bad args
-            raise TaskArgsError(str(exc)) from None
+            raise refused(exc, args, kwargs) from None
+        # How the call was spelled, so the result gives it back as it was made.
+        new = dataclasses.replace(new, positional_args=passed_by_position(task, args))
         connection = connections[self.database]
         if connection.in_atomic_block:
             [stored] = self._write(engine, connection, new)
@@ -195,10 +199,10 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         # deduplicated counter), in this process; inside the caller's transaction, when
         # the job is written, as a Queue.enqueue(connection=...) is.
         enqueues.count(new.job, new.queue, [stored])
-        # A job made inside the caller's open transaction is not visible to the engine's
-        # connection until it commits; a duplicate merged into an older job may be.
-        record = None if stored.created and connection.in_atomic_block else engine.get(stored.id)
-        result = self._result(task, stored.id, record, new)
+        record, attempts = self._read(engine, stored.id)
+        if record is None:  # pragma: no cover - just written, or the job it was merged into
+            raise TaskResultDoesNotExist(str(stored.id))
+        result = task_result(task, record, attempts, self.alias)
         task_enqueued.send(type(self), task_result=result)
         return result
 
@@ -206,29 +210,16 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         connection.ensure_connection()
         return engine.enqueue([new], connection=connection.connection)
 
-    def _result(self, task: Any, job_id: int, record: Any, new: Any) -> Any:
-        if record is None:
-            # Inside the caller's transaction the row is not visible to the engine's
-            # connection yet: the result is what was just written.
-            from jobdef.backends.records import JobRecord
-
-            now = engine_now(self.engine())
-            record = JobRecord(
-                id=job_id,
-                job=new.job,
-                queue=new.queue,
-                priority=new.priority,
-                args=new.args,
-                state="queued",
-                attempt=0,
-                max_attempts=new.max_attempts,
-                idempotency_key=new.idempotency_key,
-                run_after=now if new.run_after is None else new.run_after,
-                created_at=now,
-                updated_at=now,
-            )
-            return task_result(task, record, [], self.alias)
-        return task_result(task, record, self.engine().attempts(job_id), self.alias)
+    def _read(self, engine: Backend, job_id: int) -> tuple[JobRecord | None, list[AttemptRecord]]:
+        """A job and its attempts as the caller sees them: inside ``transaction.atomic()``
+        (a request's, a ``TestCase``'s) on Django's connection, in that transaction, where
+        a job enqueued in it is before it commits (jobdef's own connection sees it only
+        then); else on jobdef's own connection."""
+        connection = connections[self.database]
+        if connection.in_atomic_block:
+            connection.ensure_connection()
+            return engine.get_on(connection.connection, job_id)
+        return engine.get(job_id), engine.attempts(job_id)
 
     def get_result(self, result_id: str) -> Any:
         try:
@@ -237,11 +228,10 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
             raise TaskResultDoesNotExist(result_id) from None
         if not 1 <= job_id < 2**63:
             raise TaskResultDoesNotExist(result_id)
-        engine = self.engine()
-        record = engine.get(job_id)
+        record, attempts = self._read(self.engine(), job_id)
         if record is None:
             raise TaskResultDoesNotExist(result_id)
-        return task_result(self._task_of(record.job), record, engine.attempts(job_id), self.alias)
+        return task_result(self._task_of(record.job), record, attempts, self.alias)
 
     def _task_of(self, job: str) -> Any:
         """The task object a job's sheet names, for ``TaskResult.task``."""
@@ -277,13 +267,6 @@ def configured_backends() -> list[JobdefBackend]:
         except InvalidTaskBackend:
             continue
     return [backend for backend in found if isinstance(backend, JobdefBackend)]
-
-
-def engine_now(engine: Backend) -> float:
-    import time
-
-    clock = getattr(engine, "clock", time.time)
-    return float(clock())
 
 
 def close_engines() -> None:

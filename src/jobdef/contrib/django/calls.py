@@ -3,8 +3,11 @@
 A job's args have names, as its sheet declares them. :func:`job_args` binds
 ``enqueue(*args, **kwargs)`` to the function's parameters: each parameter is the arg
 of its name, a ``*args`` parameter one arg holding the list of the extra positional
-values, each ``**kwargs`` entry an arg of its own. :func:`call_of` makes the call
-back, for the worker and for ``TaskResult.args`` / ``kwargs``.
+values, each ``**kwargs`` entry an arg of its own. :func:`passed_by_position` counts
+the parameters the call gave by position, which the job keeps beside its args
+(``positional_args``), so :func:`call_of` makes the call back as it was made, for
+``TaskResult.args`` / ``kwargs`` (and, without that count, a call the function takes
+the same way, for the worker).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jobdef.contrib.django.compat import PACKAGE, normalize_json
 from jobdef.errors import ArgsError
 
 
@@ -34,6 +38,25 @@ class TaskArgsError(ArgsError, TypeError):
     """Args a task cannot be enqueued with: an :class:`~jobdef.errors.ArgsError`, and
     the ``TypeError`` the framework raises for args that are not JSON (as Python does
     for a call that does not fit the function)."""
+
+
+def framework_words(*values: Any) -> str:
+    """What the framework's own check of ``values`` says of a value of a type JSON does
+    not have, as its backends raise it (`` (django_tasks: Unsupported type: <class
+    ...>)``), to follow jobdef's words, so code that matches the framework's message
+    matches this one; empty when the framework takes them."""
+    try:
+        for value in values:
+            normalize_json(value)
+    except (TypeError, ValueError) as exc:
+        return f" ({PACKAGE}: {exc})"
+    return ""
+
+
+def refused(problem: ArgsError, args: Any, kwargs: Mapping[str, Any]) -> TaskArgsError:
+    """jobdef's refusal of a call's args as a :class:`TaskArgsError`, and the framework's
+    words where its own check refuses them too (:func:`framework_words`)."""
+    return TaskArgsError(f"{problem}{framework_words(list(args), dict(kwargs))}")
 
 
 def job_args(task: Any, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,22 +94,37 @@ def job_args(task: Any, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return named | extra
 
 
-def call_of(task: Any, named: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+_BY_POSITION = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def passed_by_position(task: Any, args: Any) -> int | None:
+    """How many of the function's parameters a call with the positional ``args`` (one
+    :func:`job_args` bound) fills by position, ``*args`` aside; None for none."""
+    params = own_parameters(task.func, task.takes_context)
+    count = min(len(args), sum(1 for p in params if p.kind in _BY_POSITION))
+    return count or None
+
+
+def call_of(
+    task: Any, named: Mapping[str, Any], by_position: int | None = None
+) -> tuple[list[Any], dict[str, Any]]:
     """The positional and keyword args of a call of ``task``'s function with the job's
-    ``named`` args (:func:`job_args`): positional-only parameters and ``*args``
-    positionally (with the parameters before a non-empty ``*args``), the rest by name."""
+    ``named`` args (:func:`job_args`): the first ``by_position`` parameters
+    (:func:`passed_by_position`), positional-only ones and ``*args`` positionally (with
+    the parameters before a non-empty ``*args``), the rest by name."""
     params = own_parameters(task.func, task.takes_context)
     star = next((p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
     extra = list(named.get(star, ())) if star is not None else []
     positional: list[Any] = []
     keywords: dict[str, Any] = {}
-    for p in params:
+    for index, p in enumerate(params):
         if p.kind is inspect.Parameter.VAR_POSITIONAL:
             positional += extra
         elif p.kind is inspect.Parameter.VAR_KEYWORD or p.name not in named:
             continue
         elif p.kind is inspect.Parameter.POSITIONAL_ONLY or (
-            extra and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+            p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+            and (bool(extra) or index < (by_position or 0))
         ):
             positional.append(named[p.name])
         else:

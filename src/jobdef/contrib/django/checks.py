@@ -144,6 +144,9 @@ def _task_messages(backend: JobdefBackend) -> Iterator[Any]:
             first = "context, " if task.takes_context else ""
             problem = problem.replace(f"def {function}(ctx, ", f"def {function}({first}")
             problem = problem.replace(f"def {function}(ctx)", f"def {function}({first[:-2]})")
+            args_at = policy.origin("args")
+            if args_at is not None and args_at.source != "builtin":
+                problem += f"; or change the sheet's args at {args_at}"
             yield checks.Error(
                 f"{where}: task {dotted_path(task)} does not fit the args of job "
                 f"{policy.name!r}: {problem}",

@@ -28,6 +28,9 @@ DEFAULT_TASK_PRIORITY: int = _base.DEFAULT_TASK_PRIORITY
 TASK_MIN_PRIORITY: int = _base.TASK_MIN_PRIORITY
 TASK_MAX_PRIORITY: int = _base.TASK_MAX_PRIORITY
 DEFAULT_TASK_QUEUE_NAME: str = getattr(_base, "DEFAULT_TASK_QUEUE_NAME", "default")
+# The framework's check of a call's args, which its TaskResult runs (django.utils.json
+# on Django 6.0, django_tasks.utils in the backport; base imports it from either).
+normalize_json: Any = _base.normalize_json
 # Django 6.0 names it InvalidTask; the backport InvalidTaskError.
 InvalidTask: Any = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 TaskResultDoesNotExist: Any = _exceptions.TaskResultDoesNotExist

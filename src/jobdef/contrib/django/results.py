@@ -9,8 +9,9 @@ done                       SUCCESSFUL (``return_value``: what the task returned)
 dead, cancelled, resolved  FAILED
 =========================  ==========================================================
 
-``args`` and ``kwargs`` are the job's args as the task's function takes them
-(:func:`~jobdef.contrib.django.task.call_of`); ``task.run_after`` the time a deferred
+``args`` and ``kwargs`` are the call as it was made: the job's args, the ones passed by
+position given back by position (:func:`~jobdef.contrib.django.calls.call_of`);
+``task.run_after`` the time a deferred
 job may run. ``errors`` holds one ``TaskError`` per failed attempt, oldest first;
 ``worker_ids`` one worker id per attempt that counted, so ``attempts`` is jobdef's
 attempt count. ``return_value`` is what the task of the attempt that finished the job
@@ -80,7 +81,7 @@ def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord],
         changes["run_after"] = run_after
     if changes:
         task = dataclasses.replace(task, **changes)
-    args, kwargs = call_of(task, record.args)
+    args, kwargs = call_of(task, record.args, record.positional_args)
     made = TaskResult(
         task=task,
         id=str(record.id),

@@ -44,6 +44,13 @@ def store_url(alias: str, settings_dict: dict[str, Any], schema: str | None = No
         port=str(settings_dict.get("PORT") or ""),
         schema=schema,
     )
+    if settings.name == f"file:memorydb_{alias}?mode=memory&cache=shared":
+        raise ImproperlyConfigured(
+            f"Django's test database for DATABASES[{alias!r}] is in memory (SQLite's "
+            "default for tests), which jobdef's own connection and a worker cannot "
+            f"open; give it a file: DATABASES[{alias!r}]['TEST'] = "
+            "{'NAME': BASE_DIR / 'test_db.sqlite3'}"
+        )
     try:
         return driver.url_from_settings(settings)
     except BackendError as exc:

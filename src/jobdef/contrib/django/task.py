@@ -29,7 +29,7 @@ from typing import Any
 
 from django.db import close_old_connections
 
-from jobdef.contrib.django.calls import as_named, call_of, own_parameters
+from jobdef.contrib.django.calls import as_named, call_of, framework_words, own_parameters
 from jobdef.contrib.django.compat import Task, TaskContext
 from jobdef.contrib.django.signals import Attempt
 from jobdef.errors import UsageError
@@ -173,7 +173,7 @@ def _returned(task: Any, value: Any) -> Any:
     except RefusedPayload as exc:
         raise TypeError(
             f"{task.module_path} returned a {type(value).__name__} and {exc}; return plain "
-            "JSON (dict, list, str, int, float, bool or None)"
+            f"JSON (dict, list, str, int, float, bool or None){framework_words(value)}"
         ) from None
     return value
 

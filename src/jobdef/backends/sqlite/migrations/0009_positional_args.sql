@@ -1,0 +1,5 @@
+-- How many of a job's args its enqueuer passed by position, in the order of the
+-- handler's parameters (a django.tasks call, `send.enqueue(5)`), so the call can be
+-- given back as it was made; NULL when every arg was given by name, as a sheet's
+-- args are. The args themselves stay by name.
+ALTER TABLE jobdef_jobs ADD COLUMN positional_args INTEGER;
