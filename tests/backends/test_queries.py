@@ -21,7 +21,7 @@ ENGINES: dict[str, ModuleType] = {"sqlite": sqlite, "postgres": postgres}
 SHARED: tuple[ModuleType, ...] = (verbs, elsewhere, workers)
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 # The calls that take a query's name as a positional argument.
-_TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount", "_finish"}
+_TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount"}
 _TAKERS |= {"Statement"}
 _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 
@@ -95,17 +95,10 @@ def _balanced(code: str) -> bool:
 
 
 def queries_named_in(module: ModuleType) -> set[str]:
-    """The query names ``module`` passes to the engine: ``Q["x"]``, ``self._q("x")``,
-    ``Statement("x", ...)`` and the other helpers that take a name."""
+    """The query names ``module`` passes to the engine: ``_q("x")``, ``Statement("x", ...)``
+    and the other helpers that take a name."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(inspect.getsource(module))):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "Q"
-            and isinstance(node.slice, ast.Constant)
-        ):
-            found.add(node.slice.value)
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)

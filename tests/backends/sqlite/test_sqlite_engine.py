@@ -8,7 +8,7 @@ import pytest
 
 from jobdef.backends import open_backend
 from jobdef.backends.sql import migration_files
-from jobdef.backends.sqlite.engine import MIGRATIONS, Q, SQLiteBackend, sqlite_path
+from jobdef.backends.sqlite.engine import MIGRATIONS, SQLiteBackend, _q, sqlite_path
 from jobdef.errors import BackendError
 
 
@@ -75,7 +75,7 @@ def test_claim_reads_the_partial_index_of_queued_rows_only(tmp_path):
         "limit": 10,
     }
     plan = " ".join(
-        row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + Q["claim_jobs"], params)
+        row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + _q("claim_jobs"), params)
     )
     conn.close()
     assert "USING INDEX jobdef_jobs_claim" in plan

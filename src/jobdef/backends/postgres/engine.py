@@ -87,7 +87,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 T = TypeVar("T")
 
-_QUERIES = load_queries("jobdef.backends.postgres", "queries.sql")
+QUERIES = load_queries("jobdef.backends.postgres", "queries.sql")
 MIGRATIONS = "jobdef.backends.postgres.migrations"
 # Seconds a maintainer's lease lasts without renewal (it renews about every second):
 # a frozen maintainer is replaced within about this long.
@@ -130,7 +130,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         self.channel = f"jobdef_{self.schema}"
         self.changes_channel = changes_channel(self.schema)
         quoted = '"' + self.schema + '"'
-        self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
+        self._sql = {name: text.replace("{schema}", quoted) for name, text in QUERIES.items()}
         self.sessions = SessionManager(
             self.conninfo,
             self.schema,
@@ -157,6 +157,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         return self.sessions.run(work, retry=retry)
 
     def _q(self, name: str) -> str:
+        """The SQL of the query ``name`` in ``queries.sql``, in this engine's schema."""
         return self._sql[name]
 
     def _server_time(self) -> float:
@@ -672,14 +673,14 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             with conn.transaction():
                 if conn.execute(self._q(query), params).fetchone() is None:
                     return False
-                self._add_to_outbox(conn, notifications, params["now"])
+                self._insert_outbox(conn, notifications, params["now"])
                 return True
 
         moved = self._run(work)
         self._changed(moved)
         return moved
 
-    def _add_to_outbox(
+    def _insert_outbox(
         self, conn: Connection, notifications: Sequence[Notification], now: float
     ) -> None:
         conn.execute(
@@ -768,7 +769,7 @@ def _record_key(connection: Any, key: str, job_id: int, now: float, schema: str)
     quoted = '"' + schema + '"'
 
     def _q(name: str) -> str:
-        return _QUERIES[name].replace("{schema}", quoted)
+        return QUERIES[name].replace("{schema}", quoted)
 
     params = {"key": key, "job_id": job_id, "now": now}
     try:

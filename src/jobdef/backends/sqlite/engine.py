@@ -58,7 +58,7 @@ from jobdef.backends.verbs import SharedVerbs, Statement
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
 
-Q = load_queries("jobdef.backends.sqlite", "queries.sql")
+QUERIES = load_queries("jobdef.backends.sqlite", "queries.sql")
 MIGRATIONS = "jobdef.backends.sqlite.migrations"
 # The migration that prefixed every table jobdef_: older ones record themselves in
 # the bare schema_version table of the stores they were written for.
@@ -87,6 +87,11 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
 def _error_text(error: ErrorInfo | None) -> str | None:
     """An error as the jobs and attempts tables store it (JSON, as PostgreSQL's jsonb)."""
     return None if error is None else json.dumps(error_json(error), ensure_ascii=False)
+
+
+def _q(name: str) -> str:
+    """The SQL of the query ``name`` in ``queries.sql``."""
+    return QUERIES[name]
 
 
 def baseline() -> tuple[int, str]:
@@ -174,24 +179,24 @@ class SQLiteBackend(SharedVerbs):
 
     def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
         with self._lock, self._errors():
-            return self._conn.execute(Q[name], params).fetchall()
+            return self._conn.execute(_q(name), params).fetchall()
 
     def _read_all(self, statements: Sequence[Statement]) -> list[list[sqlite3.Row]]:
         with self._lock, self._errors():
             conn = self._conn
             conn.execute("BEGIN")
             try:
-                return [conn.execute(Q[s.name], s.params).fetchall() for s in statements]
+                return [conn.execute(_q(s.name), s.params).fetchall() for s in statements]
             finally:
                 conn.execute("COMMIT")
 
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
         with self._write() as conn:
-            return int(conn.execute(Q[name], params).rowcount)
+            return int(conn.execute(_q(name), params).rowcount)
 
     def _write_all(self, statements: Sequence[Statement]) -> list[list[sqlite3.Row]]:
         with self._write() as conn:
-            return [conn.execute(Q[s.name], s.params).fetchall() for s in statements]
+            return [conn.execute(_q(s.name), s.params).fetchall() for s in statements]
 
     def _ids_param(self, ids: Sequence[int]) -> str:
         return json.dumps(list(ids))
@@ -259,13 +264,13 @@ class SQLiteBackend(SharedVerbs):
         results = []
         for new in jobs:
             if new.slot is not None:
-                row = conn.execute(Q["find_slot"], {"job": new.job, "slot": new.slot}).fetchone()
+                row = conn.execute(_q("find_slot"), {"job": new.job, "slot": new.slot}).fetchone()
                 if row is not None:
                     results.append(EnqueueResult(row[0], created=False))
                     continue
             if new.idempotency_key is not None:
                 row = conn.execute(
-                    Q["find_duplicate"],
+                    _q("find_duplicate"),
                     {
                         "job": new.job,
                         "key": new.idempotency_key,
@@ -277,7 +282,7 @@ class SQLiteBackend(SharedVerbs):
                     results.append(EnqueueResult(row[0], created=False))
                     continue
             cursor = conn.execute(
-                Q["insert_job"],
+                _q("insert_job"),
                 {
                     "job": new.job,
                     "queue": new.queue,
@@ -292,10 +297,11 @@ class SQLiteBackend(SharedVerbs):
             )
             job_id = int(cursor.lastrowid or 0)
             if new.slot is not None:
-                conn.execute(Q["insert_slot"], {"job": new.job, "slot": new.slot, "job_id": job_id})
+                slot = {"job": new.job, "slot": new.slot, "job_id": job_id}
+                conn.execute(_q("insert_slot"), slot)
             if new.trace_context is not None:
                 params = {"job_id": job_id, "trace_context": new.trace_context}
-                conn.execute(Q["set_trace_context"], params)
+                conn.execute(_q("set_trace_context"), params)
             results.append(EnqueueResult(job_id, created=True))
         return results
 
@@ -331,7 +337,7 @@ class SQLiteBackend(SharedVerbs):
             rows = self._claim_limited(conn, options, params, now)
         else:
             params["limit"] = options.limit
-            rows = conn.execute(Q["claim_jobs"], params).fetchall()
+            rows = conn.execute(_q("claim_jobs"), params).fetchall()
         return in_claim_order(self._job(row) for row in rows)
 
     def _claim_limited(
@@ -346,22 +352,22 @@ class SQLiteBackend(SharedVerbs):
         """
         buckets = self._buckets(conn, options.queue_rates)
         room = self._queue_room(conn, options, buckets, now)
-        paused = {row[0] for row in conn.execute(Q["paused_queues"])}
+        paused = {row[0] for row in conn.execute(_q("paused_queues"))}
         wanted = None if options.queues is None else set(options.queues)
         picks: list[sqlite3.Row] = []
-        for (queue,) in conn.execute(Q["queues_with_queued"]).fetchall():
+        for (queue,) in conn.execute(_q("queues_with_queued")).fetchall():
             take = min(options.limit, room.get(queue, options.limit))
             if queue in paused or (wanted is not None and queue not in wanted) or take <= 0:
                 continue
             step = {"queue": queue, "now": now, "limit": take}
-            picks.extend(conn.execute(Q["queue_candidates"], step).fetchall())
+            picks.extend(conn.execute(_q("queue_candidates"), step).fetchall())
         picks.sort(key=lambda row: (-row["priority"], row["run_after"], row["id"]))
         chosen = picks[: options.limit]
         if not chosen:
             return []
         taken = Counter(row["queue"] for row in chosen)
         conn.executemany(
-            Q["spend_tokens"],
+            _q("spend_tokens"),
             [
                 {"queue": queue, "now": now}
                 | {"tokens": buckets[queue].spend(rate, now, taken[queue]).tokens}
@@ -370,14 +376,14 @@ class SQLiteBackend(SharedVerbs):
             ],
         )
         ids = json.dumps([row["id"] for row in chosen])
-        return conn.execute(Q["claim_ids"], params | {"ids": ids}).fetchall()
+        return conn.execute(_q("claim_ids"), params | {"ids": ids}).fetchall()
 
     @staticmethod
     def _buckets(conn: sqlite3.Connection, rates: Mapping[str, float]) -> dict[str, Bucket]:
         """The stored token bucket of each rate-limited queue (full when never used)."""
         if not rates:
             return {}
-        rows = conn.execute(Q["queue_buckets"], {"queues": json.dumps(list(rates))}).fetchall()
+        rows = conn.execute(_q("queue_buckets"), {"queues": json.dumps(list(rates))}).fetchall()
         stored = {row[0]: Bucket(row[1], row[2]) for row in rows}
         return {queue: stored.get(queue, Bucket()) for queue in rates}
 
@@ -394,7 +400,7 @@ class SQLiteBackend(SharedVerbs):
         running: dict[str, int] = {}
         if limits:  # a claim under rates only has no running count to read
             queues = {"queues": json.dumps(list(limits))}
-            running = dict(conn.execute(Q["running_per_queue"], queues).fetchall())
+            running = dict(conn.execute(_q("running_per_queue"), queues).fetchall())
         room = {queue: cap - running.get(queue, 0) for queue, cap in limits.items()}
         for queue, rate in options.queue_rates.items():
             allowed = buckets[queue].allowance(rate, now)
@@ -405,7 +411,7 @@ class SQLiteBackend(SharedVerbs):
         now = self.clock()
         with self._write() as conn:
             cursor = conn.execute(
-                Q["heartbeat"],
+                _q("heartbeat"),
                 lease_params(lease)
                 | {
                     "now": now,
@@ -436,7 +442,7 @@ class SQLiteBackend(SharedVerbs):
             return []
         got = results or {}
         rows = conn.execute(
-            Q["complete_jobs"],
+            _q("complete_jobs"),
             {
                 "leases": json.dumps(
                     [[x.job_id, x.attempt, x.worker_id, got.get(x.job_id)] for x in leases]
@@ -448,10 +454,10 @@ class SQLiteBackend(SharedVerbs):
         accepted = [lease.job_id in done for lease in leases]
         if rows:
             finished = json.dumps([list(row) for row in rows])
-            conn.execute(Q["record_done_attempts"], {"done": finished, "now": now})
+            conn.execute(_q("record_done_attempts"), {"done": finished, "now": now})
         if notifications:
             for lease in (x for x, yes in zip(leases, accepted, strict=True) if yes):
-                self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
+                self._insert_outbox(conn, notifications.get(lease.job_id, ()), now)
         return accepted
 
     def retry(
@@ -467,11 +473,11 @@ class SQLiteBackend(SharedVerbs):
         with self._write() as conn:
             now = self.clock()
             extra = {"run_after": run_after, "delay": delay}
-            ok = self._finish(
+            ok = self._fenced_move(
                 conn, "retry_job", lease, outcome=outcome, error=error, now=now, extra=extra
             )
             if ok:
-                self._outbox_write(conn, notifications, now)
+                self._insert_outbox(conn, notifications, now)
             return ok
 
     def bury(
@@ -484,17 +490,17 @@ class SQLiteBackend(SharedVerbs):
     ) -> bool:
         with self._write() as conn:
             now = self.clock()
-            ok = self._finish(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
+            ok = self._fenced_move(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
             if ok:
-                self._outbox_write(conn, notifications, now)
+                self._insert_outbox(conn, notifications, now)
             return ok
 
     def release(self, lease: Lease) -> bool:
         with self._write() as conn:
             now = self.clock()
-            return self._finish(conn, "release_job", lease, outcome="released", now=now)
+            return self._fenced_move(conn, "release_job", lease, outcome="released", now=now)
 
-    def _finish(
+    def _fenced_move(
         self,
         conn: sqlite3.Connection,
         query: str,
@@ -507,10 +513,10 @@ class SQLiteBackend(SharedVerbs):
     ) -> bool:
         """Apply a fenced transition; on success write the attempt's row with ``outcome``."""
         params = lease_params(lease) | {"error": _error_text(error), "now": now, "outcome": outcome}
-        moved = conn.execute(Q[query], params | (extra or {})).fetchone()
+        moved = conn.execute(_q(query), params | (extra or {})).fetchone()
         if moved is None:
             return False
-        conn.execute(Q["record_attempt"], params | {"started_at": moved["started_at"]})
+        conn.execute(_q("record_attempt"), params | {"started_at": moved["started_at"]})
         return True
 
     # -- prune ----------------------------------------------------------------
@@ -535,10 +541,10 @@ class SQLiteBackend(SharedVerbs):
         deleted = 0
         while True:
             with self._write() as conn:
-                rows = conn.execute(Q["prune_batch"], params | {"limit": batch_size}).fetchall()
+                rows = conn.execute(_q("prune_batch"), params | {"limit": batch_size}).fetchall()
                 ids = json.dumps([row[0] for row in rows])
-                conn.execute(Q["delete_attempts"], {"ids": ids})
-                conn.execute(Q["delete_jobs"], {"ids": ids})
+                conn.execute(_q("delete_attempts"), {"ids": ids})
+                conn.execute(_q("delete_jobs"), {"ids": ids})
             deleted += len(rows)
             if len(rows) < batch_size:
                 return deleted
@@ -550,12 +556,12 @@ class SQLiteBackend(SharedVerbs):
 
     # -- outbox messages of a transition --------------------------------------
 
-    def _outbox_write(
+    def _insert_outbox(
         self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
     ) -> None:
         for note in notifications:
             conn.execute(
-                Q["insert_outbox"],
+                _q("insert_outbox"),
                 {
                     "message_id": note.message_id,
                     "channel": note.channel,
@@ -572,14 +578,14 @@ def record_processed_key_on(
 ) -> bool:
     """Record ``key`` on the handler's own sqlite3 ``connection``, in its transaction,
     whatever engine holds the job store (``store_url`` names no table here)."""
-    if not connection.execute(Q["processed_keys_exist"]).fetchone()[0]:
+    if not connection.execute(_q("processed_keys_exist")).fetchone()[0]:
         # The handler's database need not be the job database: the table is made
         # there on first use, with the keys an older jobdef wrote to it.
-        connection.execute(Q["create_processed_keys"])
-        if connection.execute(Q["legacy_processed_keys"]).fetchone()[0] == 3:
-            connection.execute(Q["adopt_processed_keys"])
+        connection.execute(_q("create_processed_keys"))
+        if connection.execute(_q("legacy_processed_keys")).fetchone()[0] == 3:
+            connection.execute(_q("adopt_processed_keys"))
     params = {"key": key, "job_id": job_id, "now": now}
-    return bool(connection.execute(Q["record_processed_key"], params).rowcount == 1)
+    return bool(connection.execute(_q("record_processed_key"), params).rowcount == 1)
 
 
 class _Step(NamedTuple):
@@ -599,23 +605,23 @@ def _next_step(current: int, files: Sequence[tuple[int, str, str]]) -> _Step | N
     if current == 0:
         version, sql = baseline()
         done = [(number, name) for number, name, _ in files if number <= version]
-        return _Step(f"baseline_{version:04d}.sql", sql, done, Q["record_migration"])
+        return _Step(f"baseline_{version:04d}.sql", sql, done, _q("record_migration"))
     pending = [(number, name, sql) for number, name, sql in files if number > current]
     if not pending:
         return None
     number, name, sql = pending[0]
-    record = Q["record_migration"] if number >= PREFIXED else Q["record_legacy_migration"]
+    record = _q("record_migration") if number >= PREFIXED else _q("record_legacy_migration")
     return _Step(name, sql, [(number, name)], record)
 
 
 def _version_on(conn: sqlite3.Connection) -> int:
     """The schema version of the database ``conn`` is on, reading only."""
-    tables = {row[0] for row in conn.execute(Q["schema_tables"])}
+    tables = {row[0] for row in conn.execute(_q("schema_tables"))}
     if "jobdef_schema_version" in tables:
-        return int(conn.execute(Q["schema_version"]).fetchone()[0])
-    if "schema_version" in tables and conn.execute(Q["legacy_schema_shape"]).fetchone()[0] == 3:
+        return int(conn.execute(_q("schema_version")).fetchone()[0])
+    if "schema_version" in tables and conn.execute(_q("legacy_schema_shape")).fetchone()[0] == 3:
         # A store made before the jobdef_ prefix, or an application's table of that name.
-        return int(conn.execute(Q["legacy_schema_version"]).fetchone()[0] or 0)
+        return int(conn.execute(_q("legacy_schema_version")).fetchone()[0] or 0)
     return 0
 
 
