@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -27,6 +28,18 @@ class Store:
     def __init__(self, url: str, connect: Callable[[], Any]) -> None:
         self.url = url
         self.connect = connect
+
+    def raw(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        """Rows read past the engine, from the store's own tables: ``sql`` names them
+        ``{prefix}jobs``... and marks its parameters ``{p}``."""
+        schema = parse_qs(urlsplit(self.url).query).get("schema")
+        prefix = f'"{schema[0]}".jobdef_' if schema else "jobdef_"
+        marker = "%s" if schema else "?"
+        conn = self.connect()
+        try:
+            return list(conn.execute(sql.format(prefix=prefix, p=marker), params).fetchall())
+        finally:
+            conn.close()
 
 
 def _sqlite_store(tmp_path: Path, request: pytest.FixtureRequest) -> Store:
