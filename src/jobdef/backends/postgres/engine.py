@@ -35,7 +35,6 @@ applications can share a database, each in its own.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -65,8 +64,10 @@ from jobdef.backends.records import (
     RetentionRule,
 )
 from jobdef.backends.rows import (
-    error_json,
+    dump_json,
+    error_text,
     in_claim_order,
+    outbox_columns,
     retention_periods,
 )
 from jobdef.backends.rows import job_record as _record
@@ -75,13 +76,11 @@ from jobdef.backends.schema import require_current
 from jobdef.backends.sql import load_queries, migration_files
 from jobdef.backends.verbs import SharedVerbs, Statement
 from jobdef.errors import BackendError
-from jobdef.policy.model import thaw
 from jobdef.policy.queue_controls import Bucket, QueueControl
 
 try:
     import psycopg
     from psycopg.rows import dict_row
-    from psycopg.types.json import Jsonb
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
@@ -333,7 +332,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 "job": job.job,
                 "queue": job.queue,
                 "priority": job.priority,
-                "args": _dumps(job.args),
+                "args": dump_json(job.args),
                 "max_attempts": job.max_attempts,
                 "run_after": now if job.run_after is None else job.run_after,
                 "now": now,
@@ -396,7 +395,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                         "jobs": [jobs[i].job for i in todo],
                         "queues": [jobs[i].queue for i in todo],
                         "priorities": [jobs[i].priority for i in todo],
-                        "args": [_dumps(jobs[i].args) for i in todo],
+                        "args": [dump_json(jobs[i].args) for i in todo],
                         "max_attempts": [jobs[i].max_attempts for i in todo],
                         "keys": [jobs[i].idempotency_key for i in todo],
                         "run_after": [
@@ -578,7 +577,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             **_lease_params(lease),
             "now": now,
             "lease_until": now + lease_seconds,
-            "progress": None if progress is None else Jsonb(thaw(progress)),
+            "progress": None if progress is None else dump_json(progress),
         }
         return self._rowcount("heartbeat", params) == 1
 
@@ -614,11 +613,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             "workers": [lease.worker_id for lease in leases],
             "results": [got.get(lease.job_id) for lease in leases],
             "note_job_ids": [job_id for job_id, _ in notes],
-            "message_ids": [n.message_id for _, n in notes],
-            "channels": [n.channel for _, n in notes],
-            "events": [n.event for _, n in notes],
-            "jobs": [n.job for _, n in notes],
-            "payloads": [_dumps(n.payload) for _, n in notes],
+            **_outbox_arrays([n for _, n in notes]),
         }
 
     def retry(
@@ -636,7 +631,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             "now": self.clock(),
             "run_after": run_after,
             "delay": delay,
-            "error": _error_json(error),
+            "error": error_text(error),
             "outcome": outcome,
             "channel": self.channel,
         }
@@ -653,7 +648,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         params = {
             **_lease_params(lease),
             "now": self.clock(),
-            "error": _error_json(error),
+            "error": error_text(error),
             "outcome": outcome,
         }
         return self._fenced_move("bury_job", params, notifications)
@@ -683,17 +678,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
     def _insert_outbox(
         self, conn: Connection, notifications: Sequence[Notification], now: float
     ) -> None:
-        conn.execute(
-            self._q("insert_outbox"),
-            {
-                "now": now,
-                "message_ids": [n.message_id for n in notifications],
-                "channels": [n.channel for n in notifications],
-                "events": [n.event for n in notifications],
-                "jobs": [n.job for n in notifications],
-                "payloads": [_dumps(n.payload) for n in notifications],
-            },
-        )
+        conn.execute(self._q("insert_outbox"), {"now": now, **_outbox_arrays(notifications)})
 
     # Maintenance ----------------------------------------------------------------------------
 
@@ -820,9 +805,10 @@ def _is_plain(job: NewJob) -> bool:
     )
 
 
-def _dumps(value: Mapping[str, Any]) -> str:
-    return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _error_json(error: ErrorInfo) -> Any:
-    return Jsonb(error_json(error))
+def _outbox_arrays(notifications: Sequence[Notification]) -> dict[str, list[Any]]:
+    """Outbox messages as the arrays insert_outbox and complete_jobs read, one per column."""
+    rows = [outbox_columns(note) for note in notifications]
+    return {
+        f"{column}s": [row[column] for row in rows]
+        for column in ("message_id", "channel", "event", "job", "payload")
+    }

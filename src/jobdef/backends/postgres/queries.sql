@@ -10,7 +10,8 @@
 -- - Lists are PostgreSQL arrays (`%(ids)s::bigint[]`, read with `unnest` or
 --   `= ANY`) where SQLite passes a JSON text read with `json_each`; so one
 --   statement serves a whole batch where SQLite runs one per row.
--- - args, progress, errors and payloads are `jsonb` (SQLite: JSON in TEXT).
+-- - args, progress, errors and payloads are `jsonb` (SQLite: JSON in TEXT), cast
+--   from the text both engines write (jobdef.backends.rows.dump_json).
 -- - No `INDEXED BY`: the planner picks the index; this engine's sessions turn
 --   bitmap scans off (session_settings) so it walks the claim indexes as SQLite does.
 -- - `greatest(a, b)` is SQLite's two-argument `max(a, b)`.
@@ -350,7 +351,7 @@ LEFT JOIN claimed ON true;
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'queued', run_after = %(run_after)s, last_delay = %(delay)s,
-        last_error = %(error)s, worker_id = NULL, lease_until = NULL, updated_at = %(now)s
+        last_error = %(error)s::jsonb, worker_id = NULL, lease_until = NULL, updated_at = %(now)s
     WHERE id = %(job_id)s AND state = 'running'
       AND attempt = %(attempt)s AND worker_id = %(worker_id)s
       AND (%(outcome)s::text <> 'reclaimed' OR lease_until < %(now)s)
@@ -359,7 +360,7 @@ WITH moved AS (
 history AS (
     INSERT INTO {schema}.jobdef_attempts
         (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
-    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s
+    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s::jsonb
     FROM moved
 ),
 notified AS (
@@ -372,7 +373,7 @@ SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 -- the lease expired, as retry_job.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
-    SET state = 'dead', finished_at = %(now)s, last_error = %(error)s,
+    SET state = 'dead', finished_at = %(now)s, last_error = %(error)s::jsonb,
         lease_until = NULL, updated_at = %(now)s
     WHERE id = %(job_id)s AND state = 'running'
       AND attempt = %(attempt)s AND worker_id = %(worker_id)s
@@ -382,7 +383,7 @@ WITH moved AS (
 history AS (
     INSERT INTO {schema}.jobdef_attempts
         (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
-    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s
+    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s::jsonb
     FROM moved
 )
 SELECT id FROM moved;

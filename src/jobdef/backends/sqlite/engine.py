@@ -46,10 +46,12 @@ from jobdef.backends.records import (
     RetentionRule,
 )
 from jobdef.backends.rows import (
-    error_json,
+    dump_json,
+    error_text,
     in_claim_order,
     json_text,
     lease_params,
+    outbox_columns,
     retention_periods,
 )
 from jobdef.backends.schema import require_current
@@ -82,11 +84,6 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
         raise BackendError(f"{url!r} names no file; write sqlite:///jobdef.db")
     options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     return Path(path), options
-
-
-def _error_text(error: ErrorInfo | None) -> str | None:
-    """An error as the jobs and attempts tables store it (JSON, as PostgreSQL's jsonb)."""
-    return None if error is None else json.dumps(error_json(error), ensure_ascii=False)
 
 
 def _q(name: str) -> str:
@@ -287,7 +284,7 @@ class SQLiteBackend(SharedVerbs):
                     "job": new.job,
                     "queue": new.queue,
                     "priority": new.priority,
-                    "args": json.dumps(dict(new.args), separators=(",", ":")),
+                    "args": dump_json(new.args),
                     "max_attempts": new.max_attempts,
                     "key": new.idempotency_key,
                     "run_after": now if new.run_after is None else new.run_after,
@@ -416,7 +413,7 @@ class SQLiteBackend(SharedVerbs):
                 | {
                     "now": now,
                     "lease_until": now + lease_seconds,
-                    "progress": None if progress is None else json.dumps(progress),
+                    "progress": None if progress is None else dump_json(progress),
                 },
             )
             return cursor.rowcount == 1
@@ -512,7 +509,7 @@ class SQLiteBackend(SharedVerbs):
         extra: dict[str, Any] | None = None,
     ) -> bool:
         """Apply a fenced transition; on success write the attempt's row with ``outcome``."""
-        params = lease_params(lease) | {"error": _error_text(error), "now": now, "outcome": outcome}
+        params = lease_params(lease) | {"error": error_text(error), "now": now, "outcome": outcome}
         moved = conn.execute(_q(query), params | (extra or {})).fetchone()
         if moved is None:
             return False
@@ -559,18 +556,8 @@ class SQLiteBackend(SharedVerbs):
     def _insert_outbox(
         self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
     ) -> None:
-        for note in notifications:
-            conn.execute(
-                _q("insert_outbox"),
-                {
-                    "message_id": note.message_id,
-                    "channel": note.channel,
-                    "event": note.event,
-                    "job": note.job,
-                    "payload": json.dumps(dict(note.payload), ensure_ascii=False, default=str),
-                    "now": now,
-                },
-            )
+        rows = [outbox_columns(note) | {"now": now} for note in notifications]
+        conn.executemany(_q("insert_outbox"), rows)
 
 
 def record_processed_key_on(

@@ -8,7 +8,8 @@
 -- repeat it:
 -- - Lists are JSON arrays in one text parameter, read with `json_each` (sqlite3
 --   has no array type); PostgreSQL passes arrays and reads them with `unnest`.
--- - args, progress, errors and payloads are JSON in TEXT (PostgreSQL: `jsonb`).
+-- - args, progress, errors and payloads are JSON in TEXT (PostgreSQL: `jsonb`),
+--   the text both engines write (jobdef.backends.rows.dump_json).
 -- - `INDEXED BY` pins the index a query walks (claim, reclaim, prune, outbox),
 --   so its cost does not rest on the planner's choice; PostgreSQL has no such
 --   clause and its sessions turn bitmap scans off instead (session_settings).
