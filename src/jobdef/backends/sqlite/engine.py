@@ -3,14 +3,15 @@
 Every verb is one ``BEGIN IMMEDIATE`` transaction on the backend's own
 connection, so writers queue on SQLite's lock (``busy_timeout``) instead of
 failing. The dialect-neutral verbs (cancel, get, stats, the outbox...) come
-from :class:`~jobdef.backends.verbs.SharedVerbs`, over this engine's
-primitives; this module keeps enqueue, claim, the fenced transitions, prune and
-migrations. The SQL lives in ``queries.sql`` beside this module; migrations in
-``migrations/NNNN_*.sql``, each applied with its version bump in one
-transaction. Every table is prefixed ``jobdef_``, so the store can share the
-application's own database. A database without jobdef tables starts from
-``migrations/baseline_NNNN.sql`` (the schema at that version) rather than from
-0001, whose bare table names would collide with the application's.
+from :class:`~jobdef.backends.verbs.SharedVerbs` and the fenced transitions
+from :mod:`jobdef.backends.transitions`, over this engine's primitives; this
+module keeps enqueue, claim, prune and migrations. The SQL lives in
+``queries.sql`` beside this module; migrations in ``migrations/NNNN_*.sql``,
+each applied with its version bump in one transaction. Every table is prefixed
+``jobdef_``, so the store can share the application's own database. A database
+without jobdef tables starts from ``migrations/baseline_NNNN.sql`` (the schema
+at that version) rather than from 0001, whose bare table names would collide
+with the application's.
 
 URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``. The
 default ``synchronous=full`` flushes every commit to disk, so an enqueued job
@@ -37,25 +38,21 @@ from urllib.parse import parse_qs, urlsplit
 from jobdef.backends.records import (
     ClaimOptions,
     EnqueueResult,
-    ErrorInfo,
     JobRecord,
-    Lease,
     NewJob,
     Notification,
-    Outcome,
     RetentionRule,
 )
 from jobdef.backends.rows import (
     dump_json,
-    error_text,
     in_claim_order,
     json_text,
-    lease_params,
     outbox_columns,
     retention_periods,
 )
 from jobdef.backends.schema import require_current
 from jobdef.backends.sql import load_queries, migration_files
+from jobdef.backends.transitions import Completion
 from jobdef.backends.verbs import SharedVerbs, Statement
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
@@ -302,24 +299,11 @@ class SQLiteBackend(SharedVerbs):
             results.append(EnqueueResult(job_id, created=True))
         return results
 
-    # -- claim and the fenced transitions ---------------------------------------
+    # -- claim ------------------------------------------------------------------
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
         with self._write() as conn:
             return self._claim_on(conn, options, self.clock())
-
-    def complete_and_claim(
-        self,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None,
-        options: ClaimOptions,
-        results: Mapping[int, str] | None = None,
-    ) -> tuple[list[bool], list[JobRecord]]:
-        """``complete`` then ``claim`` in one transaction: one flush to disk per worker turn."""
-        with self._write() as conn:
-            now = self.clock()  # inside the lock: attempt times follow commit order
-            accepted = self._complete_on(conn, leases, notifications, now, results)
-            return accepted, self._claim_on(conn, options, now)
 
     def _claim_on(
         self, conn: sqlite3.Connection, options: ClaimOptions, now: float
@@ -404,117 +388,52 @@ class SQLiteBackend(SharedVerbs):
             room[queue] = min(room.get(queue, allowed), allowed)
         return room
 
-    def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
-        now = self.clock()
-        with self._write() as conn:
-            cursor = conn.execute(
-                _q("heartbeat"),
-                lease_params(lease)
-                | {
-                    "now": now,
-                    "lease_until": now + lease_seconds,
-                    "progress": None if progress is None else dump_json(progress),
-                },
-            )
-            return cursor.rowcount == 1
-
-    def complete(
-        self,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None = None,
-        results: Mapping[int, str] | None = None,
-    ) -> list[bool]:
-        with self._write() as conn:
-            return self._complete_on(conn, leases, notifications, self.clock(), results)
-
-    def _complete_on(
-        self,
-        conn: sqlite3.Connection,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None,
-        now: float,
-        results: Mapping[int, str] | None = None,
-    ) -> list[bool]:
-        if not leases:
-            return []
-        got = results or {}
-        rows = conn.execute(
-            _q("complete_jobs"),
-            {
-                "leases": json.dumps(
-                    [[x.job_id, x.attempt, x.worker_id, got.get(x.job_id)] for x in leases]
-                ),
-                "now": now,
-            },
-        ).fetchall()
-        done = {row[0] for row in rows}
-        accepted = [lease.job_id in done for lease in leases]
-        if rows:
-            finished = json.dumps([list(row) for row in rows])
-            conn.execute(_q("record_done_attempts"), {"done": finished, "now": now})
-        if notifications:
-            for lease in (x for x, yes in zip(leases, accepted, strict=True) if yes):
-                self._insert_outbox(conn, notifications.get(lease.job_id, ()), now)
-        return accepted
-
-    def retry(
-        self,
-        lease: Lease,
-        error: ErrorInfo,
-        run_after: float,
-        delay: float,
-        *,
-        outcome: Outcome = "retry",
-        notifications: Sequence[Notification] = (),
-    ) -> bool:
-        with self._write() as conn:
-            now = self.clock()
-            extra = {"run_after": run_after, "delay": delay}
-            ok = self._fenced_move(
-                conn, "retry_job", lease, outcome=outcome, error=error, now=now, extra=extra
-            )
-            if ok:
-                self._insert_outbox(conn, notifications, now)
-            return ok
-
-    def bury(
-        self,
-        lease: Lease,
-        error: ErrorInfo,
-        *,
-        outcome: Outcome = "dead",
-        notifications: Sequence[Notification] = (),
-    ) -> bool:
-        with self._write() as conn:
-            now = self.clock()
-            ok = self._fenced_move(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
-            if ok:
-                self._insert_outbox(conn, notifications, now)
-            return ok
-
-    def release(self, lease: Lease) -> bool:
-        with self._write() as conn:
-            now = self.clock()
-            return self._fenced_move(conn, "release_job", lease, outcome="released", now=now)
+    # -- the primitives of the fenced transitions (jobdef.backends.transitions) --
 
     def _fenced_move(
-        self,
-        conn: sqlite3.Connection,
-        query: str,
-        lease: Lease,
-        *,
-        outcome: str,
-        error: ErrorInfo | None = None,
-        now: float,
-        extra: dict[str, Any] | None = None,
+        self, name: str, params: Mapping[str, Any], notifications: Sequence[Notification]
     ) -> bool:
-        """Apply a fenced transition; on success write the attempt's row with ``outcome``."""
-        params = lease_params(lease) | {"error": error_text(error), "now": now, "outcome": outcome}
-        moved = conn.execute(_q(query), params | (extra or {})).fetchone()
-        if moved is None:
-            return False
-        conn.execute(_q("record_attempt"), params | {"started_at": moved["started_at"]})
-        return True
+        """The move returns the attempt's started_at, and record_attempt writes its row."""
+        with self._write() as conn:
+            now = self.clock()  # inside the lock: attempt times follow commit order
+            moved = conn.execute(_q(name), {**params, "now": now}).fetchone()
+            if moved is None:
+                return False
+            attempt = {**params, "now": now, "started_at": moved["started_at"]}
+            conn.execute(_q("record_attempt"), attempt)
+            self._insert_outbox(conn, notifications, now)
+            return True
+
+    def _complete(
+        self, done: Completion, claim: ClaimOptions | None
+    ) -> tuple[set[int], list[JobRecord]]:
+        with self._write() as conn:
+            now = self.clock()  # inside the lock: attempt times follow commit order
+            finished = self._finish_done(conn, done, now) if done.leases else set()
+            return finished, [] if claim is None else self._claim_on(conn, claim, now)
+
+    def _finish_done(self, conn: sqlite3.Connection, done: Completion, now: float) -> set[int]:
+        """complete_jobs moves the jobs, record_done_attempts writes their attempts, then
+        the messages of the jobs that finished are stored."""
+        leases = [
+            [x.job_id, x.attempt, x.worker_id, done.results.get(x.job_id)] for x in done.leases
+        ]
+        rows = conn.execute(_q("complete_jobs"), {"leases": json.dumps(leases), "now": now})
+        finished = [list(row) for row in rows.fetchall()]
+        if finished:
+            conn.execute(_q("record_done_attempts"), {"done": json.dumps(finished), "now": now})
+        ids = {row[0] for row in finished}
+        notes = done.notifications
+        accepted = [x.job_id for x in done.leases if x.job_id in ids]
+        self._insert_outbox(conn, [n for i in accepted for n in notes.get(i, ())], now)
+        return ids
+
+    def _insert_outbox(
+        self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
+    ) -> None:
+        if notifications:
+            rows = [outbox_columns(note) | {"now": now} for note in notifications]
+            conn.executemany(_q("insert_outbox"), rows)
 
     # -- prune ----------------------------------------------------------------
 
@@ -550,14 +469,6 @@ class SQLiteBackend(SharedVerbs):
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         return record_processed_key_on(connection, key, job_id, self.clock(), self.url)
-
-    # -- outbox messages of a transition --------------------------------------
-
-    def _insert_outbox(
-        self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
-    ) -> None:
-        rows = [outbox_columns(note) | {"now": now} for note in notifications]
-        conn.executemany(_q("insert_outbox"), rows)
 
 
 def record_processed_key_on(

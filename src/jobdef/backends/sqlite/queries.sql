@@ -8,6 +8,8 @@
 -- repeat it:
 -- - Lists are JSON arrays in one text parameter, read with `json_each` (sqlite3
 --   has no array type); PostgreSQL passes arrays and reads them with `unnest`.
+--   A list of rows is one array of arrays (complete_jobs' :leases), where
+--   PostgreSQL takes one array per column.
 -- - args, progress, errors and payloads are JSON in TEXT (PostgreSQL: `jsonb`),
 --   the text both engines write (jobdef.backends.rows.dump_json).
 -- - `INDEXED BY` pins the index a query walks (claim, reclaim, prune, outbox),
@@ -19,8 +21,11 @@
 --   transaction: in-process statements cost no round trip, the commit does.
 -- - No UPDATE or INSERT inside a CTE: where PostgreSQL writes the attempts row
 --   or the outbox messages in the statement that moves a job, this engine runs
---   a second statement in the same transaction (record_attempt,
---   record_done_attempts, insert_outbox).
+--   a second statement in the same transaction. A fenced move (retry_job,
+--   bury_job, release_job) returns the attempt's started_at for record_attempt,
+--   complete_jobs its finished rows for record_done_attempts; then insert_outbox,
+--   one row per message (the engine's _fenced_move and _complete, under
+--   jobdef.backends.transitions).
 -- - Workers poll: no statement notifies them (PostgreSQL's `pg_notify`).
 --
 -- A fragment is one or more whole CTEs, or a whole statement; a query includes
@@ -167,8 +172,7 @@ INSERT INTO jobdef_queues (queue, tokens, tokens_at) VALUES (:queue, :tokens, :n
 ON CONFLICT (queue) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at;
 
 -- name: record_attempt
--- The one write of an attempt, when it ends (after the fenced move of its job,
--- which returned started_at). PostgreSQL does the same in the move's statement.
+-- The one write of an attempt, when it ends: after the fenced move of its job.
 INSERT INTO jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
 VALUES (:job_id, :attempt, :worker_id, :started_at, :now, :outcome, :error);
 
@@ -181,10 +185,7 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 -- Group commit: every lease of a worker's turn in one statement. Each lease is
 -- [job id, attempt, worker id, result]; the fence is the same as heartbeat's.
 -- result is the handler's return value as JSON text (checked by the worker's
--- child), or null: json_extract gives that text back as it is. It only
--- moves the jobs: the engine then writes their attempts (record_done_attempts)
--- and outbox messages (insert_outbox) in the same transaction, where
--- PostgreSQL's does all three in one statement.
+-- child), or null: json_extract gives that text back as it is.
 UPDATE jobdef_jobs
 SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL,
     result = lease.result
@@ -205,11 +206,9 @@ FROM json_each(:done);
 
 -- name: retry_job
 -- Back to the queue after a failed attempt; last_error and last_delay feed the
--- next backoff. Returns started_at, and the engine writes the attempt's row
--- (record_attempt) in the same transaction; PostgreSQL's writes it in this
--- statement and wakes the workers. A reclaim (outcome `reclaimed`) also needs the
--- lease to have expired, checked in this statement: a heartbeat that renewed it
--- after the reclaimer read it keeps the job.
+-- next backoff. A reclaim (outcome `reclaimed`) also needs the lease to have
+-- expired, checked in this statement: a heartbeat that renewed it after the
+-- reclaimer read it keeps the job.
 UPDATE jobdef_jobs
 SET state = 'queued', run_after = :run_after, last_delay = :delay, updated_at = :now,
     worker_id = NULL, lease_until = NULL, last_error = :error
@@ -218,8 +217,7 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 RETURNING started_at;
 
 -- name: bury_job
--- Returns started_at for record_attempt, as retry_job; a reclaim needs the lease
--- expired, as there.
+-- A reclaim needs the lease expired, as retry_job.
 UPDATE jobdef_jobs
 SET state = 'dead', finished_at = :now, updated_at = :now, lease_until = NULL,
     last_error = :error
@@ -229,7 +227,6 @@ RETURNING started_at;
 
 -- name: release_job
 -- Shutdown: back to the queue at its old place, the attempt not counted.
--- Returns started_at for record_attempt (outcome `released`), as retry_job.
 UPDATE jobdef_jobs
 SET state = 'queued', attempt = attempt - 1, updated_at = :now,
     worker_id = NULL, lease_until = NULL
@@ -378,8 +375,8 @@ INSERT INTO jobdef_processed_keys (key, job_id, processed_at) VALUES (:key, :job
 ON CONFLICT (key) DO NOTHING;
 
 -- name: insert_outbox
--- One message per call, in the transition's transaction; PostgreSQL's stores
--- all of a transition's messages in one statement.
+-- One message per row of the engine's executemany, in the transition's
+-- transaction; a message id already stored is not stored twice.
 INSERT INTO jobdef_outbox (message_id, channel, event, job, payload, next_at, created_at)
 VALUES (:message_id, :channel, :event, :job, :payload, :now, :now)
 ON CONFLICT (message_id) DO NOTHING;
