@@ -106,51 +106,6 @@ class WorkerHandle:
         return record
 
 
-LEGACY_DUMP = Path(__file__).parent / "sqlite" / "data" / "store_v3.sql"
-
-
-def sqlite_store_at(path: Path, version: int) -> Path:
-    """A SQLite file made as the release before the jobdef_ prefix made it: numbered
-    migrations 0001..``version`` (at most 3) with their rows in the bare schema_version."""
-    from jobdef.backends.sql import migration_files
-    from jobdef.backends.sqlite.engine import MIGRATIONS
-
-    assert version <= 3, "0004 and later are not the previous release's"
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute(
-            "CREATE TABLE schema_version "
-            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-        )
-        for number, name, sql in migration_files(MIGRATIONS)[:version]:
-            conn.executescript(sql)
-            conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (number, name))
-        conn.commit()
-    finally:
-        conn.close()
-    return path
-
-
-@pytest.fixture
-def old_sqlite_schema() -> Callable[[Path, int], Path]:
-    """:func:`sqlite_store_at`, for tests that build a store of an older release."""
-    return sqlite_store_at
-
-
-@pytest.fixture
-def legacy_sqlite_store(tmp_path: Path) -> Path:
-    """A store written by the previous release's SQLite engine (versions 0001..0003),
-    with jobs in every state, attempts, outbox rows and a processed key
-    (``sqlite/data/store_v3.sql`` says what it holds)."""
-    path = tmp_path / "app.db"
-    conn = sqlite3.connect(path)
-    try:
-        conn.executescript(LEGACY_DUMP.read_text("utf-8"))
-    finally:
-        conn.close()
-    return path
-
-
 @pytest.fixture
 def worker(backend: Backend) -> WorkerHandle:
     return WorkerHandle(backend)

@@ -28,7 +28,6 @@ _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 # The only query names one engine has and the other not, each with why. Every
 # other name is in both files, and means the same thing in both.
 _LIMITED_STEPS = "a step of the limited claim, which PostgreSQL does in claim_jobs_limited"
-_PREFIXLESS = "a store made before the jobdef_ prefix (PostgreSQL's tables always had it)"
 POSTGRES_ONLY: dict[str, str] = {
     "session_settings": "the verbs' session turns bitmap scans off; SQLite pins with INDEXED BY",
     "one_snapshot": "reads of one transaction share a snapshot; a SQLite transaction's do",
@@ -48,12 +47,7 @@ POSTGRES_ONLY: dict[str, str] = {
     "server_time": "hosts share the store, so the engine's clock is the server's; SQLite is one",
 }
 SQLITE_ONLY: dict[str, str] = {
-    "schema_tables": "which version table a store has: jobdef_schema_version or a bare one",
-    "legacy_schema_version": _PREFIXLESS,
-    "legacy_schema_shape": _PREFIXLESS,
-    "record_legacy_migration": _PREFIXLESS,
-    "legacy_processed_keys": _PREFIXLESS,
-    "adopt_processed_keys": _PREFIXLESS,
+    "schema_tables": "whether the version table exists; PostgreSQL's read catches UndefinedTable",
     "queues_with_queued": _LIMITED_STEPS,
     "queue_candidates": _LIMITED_STEPS,
     "running_per_queue": _LIMITED_STEPS,

@@ -8,10 +8,9 @@ from :mod:`jobdef.backends.transitions`, over this engine's primitives; this
 module keeps enqueue, claim, prune and migrations. The SQL lives in
 ``queries.sql`` beside this module; migrations in ``migrations/NNNN_*.sql``,
 each applied with its version bump in one transaction. Every table is prefixed
-``jobdef_``, so the store can share the application's own database. A database
-without jobdef tables starts from ``migrations/baseline_NNNN.sql`` (the schema
-at that version) rather than from 0001, whose bare table names would collide
-with the application's.
+``jobdef_``, so the store can share the application's own database. The
+numbering starts at 0004 (``0004_initial.sql``, the whole schema at that
+version) and follows PostgreSQL's from there.
 
 URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``. The
 default ``synchronous=full`` flushes every commit to disk, so an enqueued job
@@ -22,7 +21,6 @@ it survives a crash of the process, not of the machine).
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sqlite3
 import threading
@@ -30,9 +28,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from jobdef.backends.records import (
@@ -59,9 +56,6 @@ from jobdef.policy.queue_controls import Bucket
 
 QUERIES = load_queries("jobdef.backends.sqlite", "queries.sql")
 MIGRATIONS = "jobdef.backends.sqlite.migrations"
-# The migration that prefixed every table jobdef_: older ones record themselves in
-# the bare schema_version table of the stores they were written for.
-PREFIXED = 4
 BUSY_TIMEOUT_MS = 30_000
 # Below this much free space on its disk, an error about the database says the disk is full.
 LOW_DISK_BYTES = 1 << 20
@@ -86,15 +80,6 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
 def _q(name: str) -> str:
     """The SQL of the query ``name`` in ``queries.sql``."""
     return QUERIES[name]
-
-
-def baseline() -> tuple[int, str]:
-    """``(version, sql)`` of the schema a database without jobdef tables starts from."""
-    for entry in resources.files(MIGRATIONS).iterdir():
-        match = re.match(r"^baseline_(\d{4})\.sql$", entry.name)
-        if match:
-            return int(match.group(1)), entry.read_text("utf-8")
-    raise ValueError(f"{MIGRATIONS}: no baseline_NNNN.sql")
 
 
 class SQLiteBackend(SharedVerbs):
@@ -201,8 +186,7 @@ class SQLiteBackend(SharedVerbs):
     def migrate(self) -> None:
         """Bring the schema to the newest version, one migration per transaction.
 
-        Each step (the baseline of a database without jobdef tables, or one
-        numbered file) and its version bump commit together, so a failing
+        Each numbered file and its version bump commit together, so a failing
         migration leaves the database at the version before it. The version is
         re-read inside each write lock: another process may have migrated meanwhile.
         """
@@ -212,21 +196,21 @@ class SQLiteBackend(SharedVerbs):
         while True:
             with self._write() as conn:
                 current = _version_on(conn)
-                step = _next_step(current, files)
-                if step is None:
+                pending = [file for file in files if file[0] > current]
+                if not pending:
                     return
+                version, name, sql = pending[0]
                 try:
-                    for statement in _statements(step.sql):
+                    for statement in _statements(sql):
                         conn.execute(statement)
                 except sqlite3.DatabaseError as exc:
                     raise BackendError(
-                        f"migration {step.name} failed on {self.path}: {exc}"
+                        f"migration {name} failed on {self.path}: {exc}"
                         f"{_disk_note(self.path)}; nothing of it was applied, the database "
                         f"stays at version {current}"
                     ) from exc
-                for version, name in step.versions:
-                    params = {"version": version, "name": name, "now": self.clock()}
-                    conn.execute(step.record, params)
+                params = {"version": version, "name": name, "now": self.clock()}
+                conn.execute(_q("record_migration"), params)
 
     def schema_version(self) -> int:
         """The newest migration applied to this database (0: it has no jobdef tables).
@@ -478,49 +462,17 @@ def record_processed_key_on(
     whatever engine holds the job store (``store_url`` names no table here)."""
     if not connection.execute(_q("processed_keys_exist")).fetchone()[0]:
         # The handler's database need not be the job database: the table is made
-        # there on first use, with the keys an older jobdef wrote to it.
+        # there on first use.
         connection.execute(_q("create_processed_keys"))
-        if connection.execute(_q("legacy_processed_keys")).fetchone()[0] == 3:
-            connection.execute(_q("adopt_processed_keys"))
     params = {"key": key, "job_id": job_id, "now": now}
     return bool(connection.execute(_q("record_processed_key"), params).rowcount == 1)
 
 
-class _Step(NamedTuple):
-    """One migration transaction: a numbered file, or the baseline of a new store."""
-
-    name: str
-    sql: str
-    # (version, file name) of the migrations it stands for, recorded by ``record`` (SQL).
-    versions: list[tuple[int, str]]
-    record: str
-
-
-def _next_step(current: int, files: Sequence[tuple[int, str, str]]) -> _Step | None:
-    """What takes a database at version ``current`` one step further (``None``: it is
-    up to date). Migrations before the jobdef_ prefix record themselves in the bare
-    schema_version table of the store they were written for."""
-    if current == 0:
-        version, sql = baseline()
-        done = [(number, name) for number, name, _ in files if number <= version]
-        return _Step(f"baseline_{version:04d}.sql", sql, done, _q("record_migration"))
-    pending = [(number, name, sql) for number, name, sql in files if number > current]
-    if not pending:
-        return None
-    number, name, sql = pending[0]
-    record = _q("record_migration") if number >= PREFIXED else _q("record_legacy_migration")
-    return _Step(name, sql, [(number, name)], record)
-
-
 def _version_on(conn: sqlite3.Connection) -> int:
     """The schema version of the database ``conn`` is on, reading only."""
-    tables = {row[0] for row in conn.execute(_q("schema_tables"))}
-    if "jobdef_schema_version" in tables:
-        return int(conn.execute(_q("schema_version")).fetchone()[0])
-    if "schema_version" in tables and conn.execute(_q("legacy_schema_shape")).fetchone()[0] == 3:
-        # A store made before the jobdef_ prefix, or an application's table of that name.
-        return int(conn.execute(_q("legacy_schema_version")).fetchone()[0] or 0)
-    return 0
+    if not conn.execute(_q("schema_tables")).fetchone()[0]:
+        return 0
+    return int(conn.execute(_q("schema_version")).fetchone()[0])
 
 
 # SQLITE_CORRUPT and SQLITE_NOTADB: a page or the header holds garbage.

@@ -32,12 +32,10 @@
 -- it with `-- include: NAME` (`-- include: NAME,` when another CTE follows).
 
 -- name: schema_tables
--- Which of the version tables this database has: jobdef_schema_version, or the
--- bare schema_version of a store made before version 4 (SQLite only: the
--- PostgreSQL tables were always prefixed). Read without writing anything, so
--- a read command on a database without jobdef tables leaves it as it was.
-SELECT name FROM sqlite_master
-WHERE type = 'table' AND name IN ('jobdef_schema_version', 'schema_version');
+-- Whether this database has jobdef's version table (1) or not (0). Read without
+-- writing anything, so a read command on a database without jobdef tables
+-- leaves it as it was.
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'jobdef_schema_version';
 
 -- name: schema_version
 -- The newest migration applied.
@@ -47,27 +45,10 @@ SELECT coalesce(max(version), 0) FROM jobdef_schema_version;
 -- The store's own id (migration 0008): the same whatever URL reaches the file.
 SELECT id FROM jobdef_store ORDER BY created_at, id LIMIT 1;
 
--- name: legacy_schema_shape
--- 3 when a bare schema_version table has the columns of jobdef's before version
--- 4; an application's own table of that name has others.
-SELECT count(*) FROM pragma_table_info('schema_version')
-WHERE name IN ('version', 'name', 'applied_at');
-
--- name: legacy_schema_version
--- The version of a store made before version 4, whose tables had no prefix;
--- NULL when the table holds no row for jobdef's first migration (not jobdef's).
-SELECT max(version) FROM schema_version
-WHERE EXISTS (SELECT 1 FROM schema_version WHERE version = 1 AND name = '0001_initial.sql');
-
 -- name: record_migration
 -- applied_at is the engine's :now, as every time here (PostgreSQL's is the
 -- server's timestamptz default).
 INSERT INTO jobdef_schema_version (version, name, applied_at) VALUES (:version, :name, :now);
-
--- name: record_legacy_migration
--- Migrations 0002 and 0003 of a store made before version 4 record themselves
--- in its bare schema_version table (0004 renames it).
-INSERT INTO schema_version (version, name, applied_at) VALUES (:version, :name, :now);
 
 -- name: find_duplicate
 -- An active job with the same key, or (with a window) one that finished done recently.
@@ -357,18 +338,6 @@ CREATE TABLE IF NOT EXISTS jobdef_processed_keys (
     job_id INTEGER,
     processed_at REAL NOT NULL
 );
-
--- name: legacy_processed_keys
--- A handler database that a release before version 4 wrote keys to has them in
--- a bare processed_keys table of jobdef's shape (3 means it has).
-SELECT count(*) FROM pragma_table_info('processed_keys')
-WHERE name IN ('key', 'job_id', 'processed_at');
-
--- name: adopt_processed_keys
--- Those keys keep guarding their work after the upgrade; the old table stays.
-INSERT INTO jobdef_processed_keys (key, job_id, processed_at)
-SELECT key, job_id, processed_at FROM processed_keys WHERE true
-ON CONFLICT (key) DO NOTHING;
 
 -- name: record_processed_key
 INSERT INTO jobdef_processed_keys (key, job_id, processed_at) VALUES (:key, :job_id, :now)
