@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -27,6 +28,18 @@ class Store:
     def __init__(self, url: str, connect: Callable[[], Any]) -> None:
         self.url = url
         self.connect = connect
+
+    def raw(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        """Rows read past the engine, from the store's own tables: ``sql`` names them
+        ``{prefix}jobs``... and marks its parameters ``{p}``."""
+        schema = parse_qs(urlsplit(self.url).query).get("schema")
+        prefix = f'"{schema[0]}".jobdef_' if schema else "jobdef_"
+        marker = "%s" if schema else "?"
+        conn = self.connect()
+        try:
+            return list(conn.execute(sql.format(prefix=prefix, p=marker), params).fetchall())
+        finally:
+            conn.close()
 
 
 def _sqlite_store(tmp_path: Path, request: pytest.FixtureRequest) -> Store:
@@ -91,51 +104,6 @@ class WorkerHandle:
     def claim_one(self, **options: Any) -> Any:
         [record] = self.claim(1, **options)
         return record
-
-
-LEGACY_DUMP = Path(__file__).parent / "sqlite" / "data" / "store_v3.sql"
-
-
-def sqlite_store_at(path: Path, version: int) -> Path:
-    """A SQLite file made as the release before the jobdef_ prefix made it: numbered
-    migrations 0001..``version`` (at most 3) with their rows in the bare schema_version."""
-    from jobdef.backends.sql import migration_files
-    from jobdef.backends.sqlite.engine import MIGRATIONS
-
-    assert version <= 3, "0004 and later are not the previous release's"
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute(
-            "CREATE TABLE schema_version "
-            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
-        )
-        for number, name, sql in migration_files(MIGRATIONS)[:version]:
-            conn.executescript(sql)
-            conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (number, name))
-        conn.commit()
-    finally:
-        conn.close()
-    return path
-
-
-@pytest.fixture
-def old_sqlite_schema() -> Callable[[Path, int], Path]:
-    """:func:`sqlite_store_at`, for tests that build a store of an older release."""
-    return sqlite_store_at
-
-
-@pytest.fixture
-def legacy_sqlite_store(tmp_path: Path) -> Path:
-    """A store written by the previous release's SQLite engine (versions 0001..0003),
-    with jobs in every state, attempts, outbox rows and a processed key
-    (``sqlite/data/store_v3.sql`` says what it holds)."""
-    path = tmp_path / "app.db"
-    conn = sqlite3.connect(path)
-    try:
-        conn.executescript(LEGACY_DUMP.read_text("utf-8"))
-    finally:
-        conn.close()
-    return path
 
 
 @pytest.fixture

@@ -5,23 +5,10 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from jobdef.backends.records import ErrorInfo, NewJob
 
 ERROR = ErrorInfo("smtplib.SMTPServerDisconnected", "the server hung up", "Traceback (most...")
-
-
-def _raw(store, sql: str, *params: Any) -> list[tuple]:
-    """Rows read past the engine, from the store's own tables (``{prefix}jobs``...)."""
-    schema = parse_qs(urlsplit(store.url).query).get("schema")
-    prefix = f'"{schema[0]}".jobdef_' if schema else "jobdef_"
-    marker = "%s" if schema else "?"
-    conn = store.connect()
-    try:
-        return list(conn.execute(sql.format(prefix=prefix, p=marker), params).fetchall())
-    finally:
-        conn.close()
 
 
 def _decoded(value: Any) -> Any:
@@ -32,7 +19,7 @@ def test_an_attempt_has_no_row_while_it_runs_and_one_when_it_ends(backend, store
     [job] = backend.enqueue([NewJob("mail", {}, "default", max_attempts=3)])
     first = worker.claim_one()
     attempts_of = "SELECT attempt, outcome FROM {prefix}attempts WHERE job_id = {p} ORDER BY id"
-    assert _raw(store, attempts_of, job.id) == []
+    assert store.raw(attempts_of, job.id) == []
     [running] = backend.attempts(job.id)
     assert (running.attempt, running.worker_id, running.finished_at) == (1, "w1", None)
     assert running.started_at == clock()
@@ -41,10 +28,10 @@ def test_an_attempt_has_no_row_while_it_runs_and_one_when_it_ends(backend, store
     assert backend.retry(first.lease, ERROR, run_after=clock(), delay=0.0)
     clock.advance(1)
     second = worker.claim_one()
-    assert _raw(store, attempts_of, job.id) == [(1, "retry")]
+    assert store.raw(attempts_of, job.id) == [(1, "retry")]
     clock.advance(2)
     assert backend.complete([second.lease]) == [True]
-    assert _raw(store, attempts_of, job.id) == [(1, "retry"), (2, "done")]
+    assert store.raw(attempts_of, job.id) == [(1, "retry"), (2, "done")]
     history = backend.attempts(job.id)
     assert [(a.started_at, a.finished_at) for a in history] == [
         (clock() - 8, clock() - 3),
@@ -58,8 +45,8 @@ def test_an_error_is_one_json_object_in_the_jobs_and_the_attempts_table(
     [job] = backend.enqueue([NewJob("mail", {}, "default", max_attempts=1)])
     assert backend.bury(worker.claim_one().lease, ERROR)
     expected = {"type": ERROR.type, "message": ERROR.message, "traceback": ERROR.traceback}
-    [(stored,)] = _raw(store, "SELECT error FROM {prefix}attempts WHERE job_id = {p}", job.id)
-    [(last,)] = _raw(store, "SELECT last_error FROM {prefix}jobs WHERE id = {p}", job.id)
+    [(stored,)] = store.raw("SELECT error FROM {prefix}attempts WHERE job_id = {p}", job.id)
+    [(last,)] = store.raw("SELECT last_error FROM {prefix}jobs WHERE id = {p}", job.id)
     assert _decoded(stored) == _decoded(last) == expected
     [attempt] = backend.attempts(job.id)
     assert attempt.error == ERROR

@@ -11,24 +11,23 @@ from types import ModuleType
 
 import pytest
 
-from jobdef.backends import elsewhere, verbs, workers
+from jobdef.backends import elsewhere, transitions, verbs, workers
 from jobdef.backends.postgres import engine as postgres
 from jobdef.backends.sql import load_queries
 from jobdef.backends.sqlite import engine as sqlite
 
 ENGINES: dict[str, ModuleType] = {"sqlite": sqlite, "postgres": postgres}
 # Modules written once for both engines over the engines' primitives.
-SHARED: tuple[ModuleType, ...] = (verbs, elsewhere, workers)
+SHARED: tuple[ModuleType, ...] = (verbs, transitions, elsewhere, workers)
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 # The calls that take a query's name as a positional argument.
-_TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount", "_finish"}
+_TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount"}
 _TAKERS |= {"Statement"}
 _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 
 # The only query names one engine has and the other not, each with why. Every
 # other name is in both files, and means the same thing in both.
 _LIMITED_STEPS = "a step of the limited claim, which PostgreSQL does in claim_jobs_limited"
-_PREFIXLESS = "a store made before the jobdef_ prefix (PostgreSQL's tables always had it)"
 POSTGRES_ONLY: dict[str, str] = {
     "session_settings": "the verbs' session turns bitmap scans off; SQLite pins with INDEXED BY",
     "one_snapshot": "reads of one transaction share a snapshot; a SQLite transaction's do",
@@ -48,12 +47,7 @@ POSTGRES_ONLY: dict[str, str] = {
     "server_time": "hosts share the store, so the engine's clock is the server's; SQLite is one",
 }
 SQLITE_ONLY: dict[str, str] = {
-    "schema_tables": "which version table a store has: jobdef_schema_version or a bare one",
-    "legacy_schema_version": _PREFIXLESS,
-    "legacy_schema_shape": _PREFIXLESS,
-    "record_legacy_migration": _PREFIXLESS,
-    "legacy_processed_keys": _PREFIXLESS,
-    "adopt_processed_keys": _PREFIXLESS,
+    "schema_tables": "whether the version table exists; PostgreSQL's read catches UndefinedTable",
     "queues_with_queued": _LIMITED_STEPS,
     "queue_candidates": _LIMITED_STEPS,
     "running_per_queue": _LIMITED_STEPS,
@@ -95,17 +89,10 @@ def _balanced(code: str) -> bool:
 
 
 def queries_named_in(module: ModuleType) -> set[str]:
-    """The query names ``module`` passes to the engine: ``Q["x"]``, ``self._q("x")``,
-    ``Statement("x", ...)`` and the other helpers that take a name."""
+    """The query names ``module`` passes to the engine: ``_q("x")``, ``Statement("x", ...)``
+    and the other helpers that take a name."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(inspect.getsource(module))):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "Q"
-            and isinstance(node.slice, ast.Constant)
-        ):
-            found.add(node.slice.value)
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)

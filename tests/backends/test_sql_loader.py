@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from jobdef.backends.sql import parse_queries
+from jobdef.backends.sql import migration_files, parse_queries
 
 
 def test_blocks_are_split_by_name_and_their_description_is_dropped():
@@ -48,3 +50,23 @@ def test_an_include_with_a_comma_separates_the_fragment_from_the_next_cte() -> N
 def test_including_an_unknown_fragment_names_it() -> None:
     with pytest.raises(ValueError, match="no fragment named 'missing'"):
         parse_queries("-- name: one\nWITH\n-- include: missing\nSELECT 1;\n")
+
+
+def _migrations_package(root: Path, name: str, numbers: list[int]) -> str:
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for number in numbers:
+        (package / f"{number:04d}_step.sql").write_text(f"SELECT {number};\n")
+    return name
+
+
+def test_migrations_are_numbered_one_after_another_from_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    late = _migrations_package(tmp_path, "late_engine_migrations", [4, 5, 6])
+    assert [number for number, _, _ in migration_files(late)] == [4, 5, 6]
+    gap = _migrations_package(tmp_path, "gap_engine_migrations", [1, 2, 4])
+    with pytest.raises(ValueError, match=r"numbered one after another, got \[1, 2, 4\]"):
+        migration_files(gap)

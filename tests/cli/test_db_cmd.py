@@ -14,8 +14,11 @@ import pytest
 
 from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
+from jobdef.backends.sql import migration_files
+from jobdef.backends.sqlite import engine as sqlite_engine
 from jobdef.cli import main
 
+FIRST = 4  # the SQLite engine's first migration
 LATEST = 9
 
 
@@ -64,53 +67,50 @@ def test_read_commands_on_a_database_without_jobdef_tables_say_so_and_change_not
 
 
 def test_read_commands_on_tables_of_an_older_version_say_to_upgrade_and_migrate_nothing(
-    legacy_store: Path, example_sheets: Path, capsys: pytest.CaptureFixture[str]
+    older_store: Path, example_sheets: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = f"sqlite:///{legacy_store}"
-    before = _files(legacy_store.parent)
+    url = f"sqlite:///{older_store}"
+    before = _files(older_store.parent)
     for command in _read_commands(url, example_sheets):
         assert main(command) == 2, command
         assert capsys.readouterr().err == (
-            f"jobdef {command[0]}: error: the jobdef tables in {legacy_store} are at version 3 "
-            f"and this jobdef needs version {LATEST}; run `jobdef db upgrade --db {url}` "
+            f"jobdef {command[0]}: error: the jobdef tables in {older_store} are at version "
+            f"{FIRST} and this jobdef needs version {LATEST}; run `jobdef db upgrade --db {url}` "
             "or start a worker\n"
         )
-    assert _files(legacy_store.parent) == before
+    assert _files(older_store.parent) == before
 
 
 @pytest.fixture
-def legacy_store(tmp_path: Path, legacy_sqlite_dump: str) -> Path:
-    """A store the previous release made (tables without the jobdef_ prefix, version 3)."""
+def older_store(tmp_path: Path) -> Path:
+    """A store an older jobdef made: at the SQLite engine's first migration, with a job
+    of queue ``mail``."""
     path = tmp_path / "old.db"
-    conn = sqlite3.connect(path)
-    conn.executescript(legacy_sqlite_dump)
-    conn.close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite_engine, "migration_files", lambda p: migration_files(p)[:1])
+        backend = open_backend(f"sqlite:///{path}")
+        backend.enqueue([NewJob(job="send_reservation_mail", args={}, queue="mail")])
+        backend.close()
     return path
 
 
-@pytest.fixture
-def legacy_sqlite_dump() -> str:
-    dump = Path(__file__).parent.parent / "backends" / "sqlite" / "data" / "store_v3.sql"
-    return dump.read_text("utf-8")
-
-
 def test_db_upgrade_says_what_it_did(
-    tmp_path: Path, legacy_store: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, older_store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = f"sqlite:///{_app_database(tmp_path / 'app.db')}"
     assert main(["db", "upgrade", "--db", app]) == 0
     assert capsys.readouterr().out == f"job database {app}: created tables at version {LATEST}\n"
     assert main(["db", "upgrade", "--db", app]) == 0
     assert capsys.readouterr().out == f"job database {app}: already at version {LATEST}\n"
-    old = f"sqlite:///{legacy_store}"
+    old = f"sqlite:///{older_store}"
     assert main(["db", "upgrade", "--db", old]) == 0
-    assert capsys.readouterr().out == f"job database {old}: upgraded 3 -> {LATEST}\n"
+    assert capsys.readouterr().out == f"job database {old}: upgraded {FIRST} -> {LATEST}\n"
     assert main(["status", "--db", old]) == 0
     assert "mail" in capsys.readouterr().out
 
 
 def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_nothing(
-    tmp_path: Path, legacy_store: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, older_store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = f"sqlite:///{_app_database(tmp_path / 'app.db')}"
     before = _files(tmp_path)
@@ -120,23 +120,19 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "current version: 0 (no jobdef tables)",
         f"latest version: {LATEST}",
         "pending migrations (`jobdef db upgrade` applies them):",
-        "  0001_initial",
-        "  0002_queue_rate",
-        "  0003_claim_per_queue",
-        "  0004_jobdef_prefix",
+        "  0004_initial",
         "  0005_workers",
         "  0006_running_started",
         "  0007_job_result",
         "  0008_store_id",
         "  0009_positional_args",
     ]
-    old = f"sqlite:///{legacy_store}"
+    old = f"sqlite:///{older_store}"
     assert main(["db", "status", "--db", old]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == [
-        "current version: 3",
+        f"current version: {FIRST}",
         f"latest version: {LATEST}",
         "pending migrations (`jobdef db upgrade` applies them):",
-        "  0004_jobdef_prefix",
         "  0005_workers",
         "  0006_running_started",
         "  0007_job_result",

@@ -1,12 +1,14 @@
-"""Rows to records, for both engines: one mapping of the jobs, attempts and outbox tables.
+"""Rows to records and values to columns, for both engines: one mapping of the jobs,
+attempts and outbox tables.
 
-The two engines store the same columns; they differ only in how a JSON column
-comes back from the driver: PostgreSQL's ``jsonb`` arrives decoded, SQLite's
-``TEXT`` as a string. Each mapper takes the engine's ``decode`` for those
-columns (``args``, ``progress``, ``result``, ``last_error``/``error``, ``payload``).
+The two engines store the same columns. A JSON column (``args``, ``progress``,
+``result``, ``last_error``/``error``, ``payload``) is written as the text of
+:func:`dump_json` by both; they differ only in how it comes back from the
+driver: PostgreSQL's ``jsonb`` arrives decoded, SQLite's ``TEXT`` as a string.
+Each mapper takes the engine's ``decode`` for those columns.
 
 Errors are stored the same way in both engines and both tables: one JSON object
-``{"type", "message", "traceback"}`` (:func:`error_json`).
+``{"type", "message", "traceback"}`` (:func:`error_text`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from jobdef.backends.records import (
     RetentionRule,
     State,
 )
+from jobdef.policy.model import thaw
 
 Decode = Callable[[Any], Any]
 
@@ -45,9 +48,33 @@ def json_text(value: Any) -> Any:
     return None if value is None else json.loads(value)
 
 
+def dump_json(value: Any) -> str:
+    """The text both engines store in a JSON column: compact, other than ASCII kept as
+    it is (not ``\\u`` escapes, so the SQLite file reads as PostgreSQL's ``jsonb``
+    prints), a sheet's frozen mappings and tuples as objects and arrays. A value JSON
+    has no form for (a payload's ``datetime``) is stored as its ``str``."""
+    return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def error_json(error: ErrorInfo) -> dict[str, str]:
-    """How both engines store an error, in the jobs and in the attempts table."""
+    """An error as both engines store it, in the jobs and in the attempts table."""
     return {"type": error.type, "message": error.message, "traceback": error.traceback}
+
+
+def error_text(error: ErrorInfo | None) -> str | None:
+    """:func:`error_json` as the text of its column (``None``: no error)."""
+    return None if error is None else dump_json(error_json(error))
+
+
+def outbox_columns(note: Notification) -> dict[str, Any]:
+    """The columns of one outbox message, as both engines store them."""
+    return {
+        "message_id": note.message_id,
+        "channel": note.channel,
+        "event": note.event,
+        "job": note.job,
+        "payload": dump_json(note.payload),
+    }
 
 
 def error_info(value: Any) -> ErrorInfo | None:

@@ -74,7 +74,11 @@ def load_queries(package: str, filename: str) -> dict[str, str]:
 
 
 def migration_files(package: str) -> list[tuple[int, str, str]]:
-    """``(version, filename, sql)`` of the numbered ``NNNN_*.sql`` files in ``package``."""
+    """``(version, filename, sql)`` of the numbered ``NNNN_*.sql`` files in ``package``.
+
+    They are numbered one after another from the first. An engine that came later
+    starts at the version it joined (SQLite at 0004), its first file holding the
+    whole schema at that version, so one number names one step on every engine."""
     found = []
     for entry in resources.files(package).iterdir():
         match = re.match(r"^(\d{4})_[a-z0-9_]+\.sql$", entry.name)
@@ -82,6 +86,9 @@ def migration_files(package: str) -> list[tuple[int, str, str]]:
             found.append((int(match.group(1)), entry.name, entry.read_text("utf-8")))
     found.sort()
     versions = [version for version, _, _ in found]
-    if versions != list(range(1, len(versions) + 1)):
-        raise ValueError(f"{package}: migrations must be numbered 0001, 0002, ... got {versions}")
+    first = versions[0] if versions else 1
+    if versions != list(range(first, first + len(versions))):
+        raise ValueError(
+            f"{package}: migrations must be numbered one after another, got {versions}"
+        )
     return found

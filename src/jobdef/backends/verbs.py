@@ -2,7 +2,9 @@
 
 A verb here runs queries whose names and parameters are the same in both
 engines' ``queries.sql``: only the dialect of their SQL differs. An engine
-inherits :class:`SharedVerbs` and gives it
+inherits :class:`SharedVerbs` (with the fenced transitions of
+:mod:`jobdef.backends.transitions` and the workers table's verbs of
+:mod:`jobdef.backends.workers`) and gives it
 
 - ``_read(name, params)``: the rows of one query, read by column name;
 - ``_read_all(statements)``: the rows of each, read from one snapshot;
@@ -13,12 +15,13 @@ inherits :class:`SharedVerbs` and gives it
 - ``_decode(value)``: a JSON column as the driver returns it, decoded;
 - ``_wakes()``: the parameters a statement that makes jobs runnable takes to
   wake idle workers (PostgreSQL: its notify channel; SQLite: none);
-- ``clock``: the engine's clock, epoch seconds.
+- ``clock``: the engine's clock, epoch seconds;
+- ``_fenced_move`` and ``_complete``: the transactions of the fenced
+  transitions (see :mod:`jobdef.backends.transitions`).
 
-Each engine keeps what its dialect does differently: enqueue, claim, the fenced
-transitions, prune, migrations, and on PostgreSQL the listener. The engine's
-error translation (and PostgreSQL's reconnect) lives in its primitives, so every
-verb here has it.
+Each engine keeps what its dialect does differently: enqueue, claim, prune,
+migrations, and on PostgreSQL the listener. The engine's error translation (and
+PostgreSQL's reconnect) lives in its primitives, so every verb here has it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from jobdef.backends.records import (
 )
 from jobdef.backends.rows import Row, attempt_history, job_record, outbox_record
 from jobdef.backends.sql import Statement
+from jobdef.backends.transitions import FencedTransitions
 from jobdef.backends.workers import WorkerVerbs
 
 # A queue's queued jobs are counted up to this many (``queue_depths``): the count
@@ -47,7 +51,7 @@ from jobdef.backends.workers import WorkerVerbs
 QUEUED_COUNT_CAP = 100_000
 
 
-class SharedVerbs(WorkerVerbs, ElsewhereVerbs, ABC):
+class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     """The dialect-neutral verbs of :class:`~jobdef.backends.protocol.Backend`."""
 
     clock: Callable[[], float]

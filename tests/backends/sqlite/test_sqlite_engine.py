@@ -8,7 +8,7 @@ import pytest
 
 from jobdef.backends import open_backend
 from jobdef.backends.sql import migration_files
-from jobdef.backends.sqlite.engine import MIGRATIONS, Q, SQLiteBackend, sqlite_path
+from jobdef.backends.sqlite.engine import MIGRATIONS, SQLiteBackend, _q, sqlite_path
 from jobdef.errors import BackendError
 
 
@@ -44,7 +44,7 @@ def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path):
 def test_the_database_is_in_wal_mode_with_a_schema_version(tmp_path):
     backend = open_backend(f"sqlite:///{tmp_path}/jobs.db")
     assert isinstance(backend, SQLiteBackend)
-    assert backend.schema_version() == len(migration_files(MIGRATIONS))
+    assert backend.schema_version() == migration_files(MIGRATIONS)[-1][0]
     backend.close()
     conn = sqlite3.connect(tmp_path / "jobs.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -77,7 +77,7 @@ def test_claim_reads_the_partial_index_of_queued_rows_only(tmp_path):
         "limit": 10,
     }
     plan = " ".join(
-        row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + Q["claim_jobs"], params)
+        row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + _q("claim_jobs"), params)
     )
     conn.close()
     assert "USING INDEX jobdef_jobs_claim" in plan

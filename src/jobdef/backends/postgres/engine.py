@@ -24,9 +24,10 @@ number of jobs moved, sent beside the verbs rather than by a trigger per row
 (see :mod:`jobdef.backends.postgres.changes` for why).
 
 The dialect-neutral verbs (cancel, get, stats, the outbox...) come from
-:class:`~jobdef.backends.verbs.SharedVerbs`, over this engine's primitives;
-this module keeps enqueue, claim, the fenced transitions, prune, migrations
-and what the listener answers (wait_for_jobs, wake, try_maintenance_lock).
+:class:`~jobdef.backends.verbs.SharedVerbs` and the fenced transitions from
+:mod:`jobdef.backends.transitions`, over this engine's primitives; this module
+keeps enqueue, claim, prune, migrations and what the listener answers
+(wait_for_jobs, wake, try_maintenance_lock).
 The statements live in ``queries.sql`` and the schema in numbered files under
 ``migrations/``; all tables sit in one schema (default ``public``), so several
 applications can share a database, each in its own.
@@ -35,7 +36,6 @@ applications can share a database, each in its own.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -56,45 +56,49 @@ from jobdef.backends.protocol import ElectsMaintainer, WaitsForItsServer, WakesW
 from jobdef.backends.records import (
     ClaimOptions,
     EnqueueResult,
-    ErrorInfo,
     JobRecord,
-    Lease,
     NewJob,
     Notification,
-    Outcome,
     RetentionRule,
 )
 from jobdef.backends.rows import (
-    error_json,
+    dump_json,
     in_claim_order,
+    outbox_columns,
     retention_periods,
 )
 from jobdef.backends.rows import job_record as _record
-from jobdef.backends.rows import lease_params as _lease_params
 from jobdef.backends.schema import require_current
 from jobdef.backends.sql import Statement, load_queries, migration_files
+from jobdef.backends.transitions import Completion
 from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
-from jobdef.policy.model import thaw
 from jobdef.policy.queue_controls import Bucket, QueueControl
 
 try:
     import psycopg
     from psycopg.rows import dict_row
-    from psycopg.types.json import Jsonb, JsonbLoader, JsonLoader
+    from psycopg.types.json import JsonbLoader, JsonLoader
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
 T = TypeVar("T")
 
-_QUERIES = load_queries("jobdef.backends.postgres", "queries.sql")
+QUERIES = load_queries("jobdef.backends.postgres", "queries.sql")
 MIGRATIONS = "jobdef.backends.postgres.migrations"
 # Seconds a maintainer's lease lasts without renewal (it renews about every second):
 # a frozen maintainer is replaced within about this long.
 MAINTENANCE_LEASE = 10.0
 # Writes no page of the dashboard shows: they send no change notification.
 QUIET_WRITES = frozenset(
-    {"outbox_claim", "register_worker", "beat_worker", "unregister_worker", "prune_workers"}
+    {
+        "heartbeat",
+        "outbox_claim",
+        "register_worker",
+        "beat_worker",
+        "unregister_worker",
+        "prune_workers",
+    }
 )
 
 
@@ -130,7 +134,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         self.channel = f"jobdef_{self.schema}"
         self.changes_channel = changes_channel(self.schema)
         quoted = '"' + self.schema + '"'
-        self._sql = {name: text.replace("{schema}", quoted) for name, text in _QUERIES.items()}
+        self._sql = {name: text.replace("{schema}", quoted) for name, text in QUERIES.items()}
         self.sessions = SessionManager(
             self.conninfo,
             self.schema,
@@ -157,6 +161,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         return self.sessions.run(work, retry=retry)
 
     def _q(self, name: str) -> str:
+        """The SQL of the query ``name`` in ``queries.sql``, in this engine's schema."""
         return self._sql[name]
 
     def _server_time(self) -> float:
@@ -354,7 +359,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 "job": job.job,
                 "queue": job.queue,
                 "priority": job.priority,
-                "args": _dumps(job.args),
+                "args": dump_json(job.args),
                 "max_attempts": job.max_attempts,
                 "run_after": now if job.run_after is None else job.run_after,
                 "now": now,
@@ -417,7 +422,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                         "jobs": [jobs[i].job for i in todo],
                         "queues": [jobs[i].queue for i in todo],
                         "priorities": [jobs[i].priority for i in todo],
-                        "args": [_dumps(jobs[i].args) for i in todo],
+                        "args": [dump_json(jobs[i].args) for i in todo],
                         "max_attempts": [jobs[i].max_attempts for i in todo],
                         "keys": [jobs[i].idempotency_key for i in todo],
                         "run_after": [
@@ -487,42 +492,13 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         ).fetchall()
         return [(row[0], row[1]) for row in rows]
 
-    # Claim and the fenced transitions -------------------------------------------------------
+    # Claim --------------------------------------------------------------------------------
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
         now = self.clock()
         records = self._run(lambda conn: self._claim_on(conn, options, now))
         self._changed(records)
         return records
-
-    def complete_and_claim(
-        self,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None,
-        options: ClaimOptions,
-        results: Mapping[int, str] | None = None,
-    ) -> tuple[list[bool], list[JobRecord]]:
-        """``complete`` then ``claim`` in one transaction: one commit per worker turn.
-
-        Without queue limits that is one statement, so one round trip too; with
-        them, three (:meth:`_claim_limited`).
-        """
-        now = self.clock()
-        complete = self._complete_params(leases, notifications, now, results)
-
-        def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
-            limits = self._claim_limits(options)
-            if limits:
-                return self._claim_limited(conn, options, limits, now, complete)
-            params = {**complete, **self._claim_params(options, now)}
-            with conn.cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(self._q("complete_and_claim"), params).fetchall()
-            claimed = [row for row in rows if row["id"] is not None]
-            return set(rows[0]["done_ids"]), _records(claimed)
-
-        done, records = self._run(work)
-        self._changed(done or records)
-        return [lease.job_id in done for lease in leases], records
 
     def _claim_limits(self, options: ClaimOptions) -> dict[str, QueueControl]:
         """The queues this claim reads that have a concurrency cap or a start rate."""
@@ -604,128 +580,56 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             conn.execute(self._q("ensure_queue_rows"), {"queues": new})
             self._limited_queues_known.update(new)
 
-    def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
-        now = self.clock()
-        params = {
-            **_lease_params(lease),
-            "now": now,
-            "lease_until": now + lease_seconds,
-            "progress": None if progress is None else Jsonb(thaw(progress)),
-        }
-        return self._rowcount("heartbeat", params) == 1
-
-    def complete(
-        self,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None = None,
-        results: Mapping[int, str] | None = None,
-    ) -> list[bool]:
-        """Group commit: one statement finishes every lease that still holds."""
-        if not leases:
-            return []
-        params = self._complete_params(leases, notifications, self.clock(), results)
-        done = self._run(
-            lambda conn: {row[0] for row in conn.execute(self._q("complete_jobs"), params)}
-        )
-        self._changed(done)
-        return [lease.job_id in done for lease in leases]
-
-    @staticmethod
-    def _complete_params(
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None,
-        now: float,
-        results: Mapping[int, str] | None = None,
-    ) -> dict[str, Any]:
-        notes = [(job_id, n) for job_id, ns in (notifications or {}).items() for n in ns]
-        got = results or {}
-        return {
-            "now": now,
-            "ids": [lease.job_id for lease in leases],
-            "attempts": [lease.attempt for lease in leases],
-            "workers": [lease.worker_id for lease in leases],
-            "results": [got.get(lease.job_id) for lease in leases],
-            "note_job_ids": [job_id for job_id, _ in notes],
-            "message_ids": [n.message_id for _, n in notes],
-            "channels": [n.channel for _, n in notes],
-            "events": [n.event for _, n in notes],
-            "jobs": [n.job for _, n in notes],
-            "payloads": [_dumps(n.payload) for _, n in notes],
-        }
-
-    def retry(
-        self,
-        lease: Lease,
-        error: ErrorInfo,
-        run_after: float,
-        delay: float,
-        *,
-        outcome: Outcome = "retry",
-        notifications: Sequence[Notification] = (),
-    ) -> bool:
-        params = {
-            **_lease_params(lease),
-            "now": self.clock(),
-            "run_after": run_after,
-            "delay": delay,
-            "error": _error_json(error),
-            "outcome": outcome,
-            "channel": self.channel,
-        }
-        return self._fenced_move("retry_job", params, notifications)
-
-    def bury(
-        self,
-        lease: Lease,
-        error: ErrorInfo,
-        *,
-        outcome: Outcome = "dead",
-        notifications: Sequence[Notification] = (),
-    ) -> bool:
-        params = {
-            **_lease_params(lease),
-            "now": self.clock(),
-            "error": _error_json(error),
-            "outcome": outcome,
-        }
-        return self._fenced_move("bury_job", params, notifications)
-
-    def release(self, lease: Lease) -> bool:
-        params = {**_lease_params(lease), "now": self.clock(), "channel": self.channel}
-        return self._fenced_move("release_job", params, ())
+    # Primitives of the fenced transitions (jobdef.backends.transitions) -----------------
 
     def _fenced_move(
-        self, query: str, params: Mapping[str, Any], notifications: Sequence[Notification]
+        self, name: str, params: Mapping[str, Any], notifications: Sequence[Notification]
     ) -> bool:
-        """Run a fenced transition; its outbox messages are stored only if it was not refused."""
+        """The move's statement writes the attempt row; the messages, if any, follow it
+        in its transaction."""
+        move = {**params, "now": self.clock()}
 
         def work(conn: Connection) -> bool:
             if not notifications:
-                return conn.execute(self._q(query), params).fetchone() is not None
+                return conn.execute(self._q(name), move).fetchone() is not None
             with conn.transaction():
-                if conn.execute(self._q(query), params).fetchone() is None:
+                if conn.execute(self._q(name), move).fetchone() is None:
                     return False
-                self._add_to_outbox(conn, notifications, params["now"])
+                self._insert_outbox(conn, notifications, move["now"])
                 return True
 
         moved = self._run(work)
         self._changed(moved)
         return moved
 
-    def _add_to_outbox(
+    def _complete(
+        self, done: Completion, claim: ClaimOptions | None
+    ) -> tuple[set[int], list[JobRecord]]:
+        """One statement (complete_jobs, or complete_and_claim with the claim), so one
+        round trip; a claim under queue limits takes three (:meth:`_claim_limited`)."""
+        now = self.clock()
+        params = _complete_params(done, now)
+
+        def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
+            if claim is None:
+                return {row[0] for row in conn.execute(self._q("complete_jobs"), params)}, []
+            limits = self._claim_limits(claim)
+            if limits:
+                return self._claim_limited(conn, claim, limits, now, params)
+            with conn.cursor(row_factory=dict_row) as cur:
+                both = {**params, **self._claim_params(claim, now)}
+                rows = cur.execute(self._q("complete_and_claim"), both).fetchall()
+            claimed = [row for row in rows if row["id"] is not None]
+            return set(rows[0]["done_ids"]), _records(claimed)
+
+        finished, records = self._run(work)
+        self._changed(finished or records)
+        return finished, records
+
+    def _insert_outbox(
         self, conn: Connection, notifications: Sequence[Notification], now: float
     ) -> None:
-        conn.execute(
-            self._q("insert_outbox"),
-            {
-                "now": now,
-                "message_ids": [n.message_id for n in notifications],
-                "channels": [n.channel for n in notifications],
-                "events": [n.event for n in notifications],
-                "jobs": [n.job for n in notifications],
-                "payloads": [_dumps(n.payload) for n in notifications],
-            },
-        )
+        conn.execute(self._q("insert_outbox"), {"now": now, **_outbox_arrays(notifications)})
 
     # Maintenance ----------------------------------------------------------------------------
 
@@ -801,7 +705,7 @@ def _record_key(connection: Any, key: str, job_id: int, now: float, schema: str)
     quoted = '"' + schema + '"'
 
     def _q(name: str) -> str:
-        return _QUERIES[name].replace("{schema}", quoted)
+        return QUERIES[name].replace("{schema}", quoted)
 
     params = {"key": key, "job_id": job_id, "now": now}
     try:
@@ -854,9 +758,25 @@ def _is_plain(job: NewJob) -> bool:
     )
 
 
-def _dumps(value: Mapping[str, Any]) -> str:
-    return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
+def _complete_params(done: Completion, now: float) -> dict[str, Any]:
+    """complete_jobs' parameters: the leases, their results, and the messages of each
+    job (``note_job_ids``), stored only for the jobs that finish."""
+    notes = [(job_id, n) for job_id, ns in done.notifications.items() for n in ns]
+    return {
+        "now": now,
+        "ids": [lease.job_id for lease in done.leases],
+        "attempts": [lease.attempt for lease in done.leases],
+        "workers": [lease.worker_id for lease in done.leases],
+        "results": [done.results.get(lease.job_id) for lease in done.leases],
+        "note_job_ids": [job_id for job_id, _ in notes],
+        **_outbox_arrays([n for _, n in notes]),
+    }
 
 
-def _error_json(error: ErrorInfo) -> Any:
-    return Jsonb(error_json(error))
+def _outbox_arrays(notifications: Sequence[Notification]) -> dict[str, list[Any]]:
+    """Outbox messages as the arrays insert_outbox and complete_jobs read, one per column."""
+    rows = [outbox_columns(note) for note in notifications]
+    return {
+        f"{column}s": [row[column] for row in rows]
+        for column in ("message_id", "channel", "event", "job", "payload")
+    }

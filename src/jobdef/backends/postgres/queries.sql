@@ -10,7 +10,8 @@
 -- - Lists are PostgreSQL arrays (`%(ids)s::bigint[]`, read with `unnest` or
 --   `= ANY`) where SQLite passes a JSON text read with `json_each`; so one
 --   statement serves a whole batch where SQLite runs one per row.
--- - args, progress, errors and payloads are `jsonb` (SQLite: JSON in TEXT).
+-- - args, progress, errors and payloads are `jsonb` (SQLite: JSON in TEXT), cast
+--   from the text both engines write (jobdef.backends.rows.dump_json).
 -- - No `INDEXED BY`: the planner picks the index; this engine's sessions turn
 --   bitmap scans off (session_settings) so it walks the claim indexes as SQLite does.
 -- - `greatest(a, b)` is SQLite's two-argument `max(a, b)`.
@@ -19,9 +20,10 @@
 --   SQLite has one writer at a time and needs no row locks.
 -- - A statement that makes jobs runnable wakes listening workers with
 --   `pg_notify` (delivered at commit); SQLite workers poll.
--- - A fenced move writes its attempts row in the same statement, through a
---   data-modifying CTE; SQLite's move returns started_at and the engine writes
---   the row with record_attempt.
+-- - A fenced move (retry_job, bury_job, release_job, complete_jobs) writes its
+--   attempts rows in the same statement, through a data-modifying CTE
+--   (`history`), and complete_jobs the messages of the jobs it finished too
+--   (`outbox`); SQLite's engine runs a second statement for each.
 --
 -- A fragment is one or more whole CTEs; a query includes it with
 -- `-- include: NAME` (`-- include: NAME,` when another CTE follows).
@@ -318,9 +320,7 @@ outbox AS (
 -- name: complete_jobs
 -- Group commit: finish every attempt whose lease still holds, in one statement,
 -- record each finished attempt, and store the outbox messages of the finished
--- jobs only (`note_*` arrays, keyed by job id). SQLite's complete_jobs only
--- moves the jobs; its engine then writes the attempts (record_done_attempts)
--- and the messages (insert_outbox) in the same transaction.
+-- jobs only (`note_*` arrays, keyed by job id).
 WITH
 -- include: finish_done
 SELECT id FROM finished;
@@ -342,15 +342,14 @@ LEFT JOIN claimed ON true;
 
 -- name: retry_job
 -- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
--- the next backoff. The worker id is cleared: nobody holds the job now.
--- Unlike SQLite's, it writes the attempt row itself (`history`) and wakes the
--- workers when the retry is due at once. A reclaim (outcome `reclaimed`) also
+-- the next backoff. The worker id is cleared: nobody holds the job now. It wakes
+-- the workers when the retry is due at once. A reclaim (outcome `reclaimed`) also
 -- needs the lease to have expired on the engine's clock, checked in this
 -- statement: a heartbeat that renewed it after the reclaimer read it keeps the job.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'queued', run_after = %(run_after)s, last_delay = %(delay)s,
-        last_error = %(error)s, worker_id = NULL, lease_until = NULL, updated_at = %(now)s
+        last_error = %(error)s::jsonb, worker_id = NULL, lease_until = NULL, updated_at = %(now)s
     WHERE id = %(job_id)s AND state = 'running'
       AND attempt = %(attempt)s AND worker_id = %(worker_id)s
       AND (%(outcome)s::text <> 'reclaimed' OR lease_until < %(now)s)
@@ -359,7 +358,7 @@ WITH moved AS (
 history AS (
     INSERT INTO {schema}.jobdef_attempts
         (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
-    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s
+    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s::jsonb
     FROM moved
 ),
 notified AS (
@@ -368,11 +367,10 @@ notified AS (
 SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: bury_job
--- Unlike SQLite's, it writes the attempt row itself (`history`). A reclaim needs
--- the lease expired, as retry_job.
+-- A reclaim needs the lease expired, as retry_job.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
-    SET state = 'dead', finished_at = %(now)s, last_error = %(error)s,
+    SET state = 'dead', finished_at = %(now)s, last_error = %(error)s::jsonb,
         lease_until = NULL, updated_at = %(now)s
     WHERE id = %(job_id)s AND state = 'running'
       AND attempt = %(attempt)s AND worker_id = %(worker_id)s
@@ -382,15 +380,14 @@ WITH moved AS (
 history AS (
     INSERT INTO {schema}.jobdef_attempts
         (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
-    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s
+    SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s::jsonb
     FROM moved
 )
 SELECT id FROM moved;
 
 -- name: release_job
--- Give the job back without spending the attempt (the worker is shutting down).
--- Unlike SQLite's, it writes the attempt row itself (outcome `released`) and
--- wakes the workers.
+-- Give the job back without spending the attempt (the worker is shutting down);
+-- it wakes the workers.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'queued', attempt = attempt - 1, worker_id = NULL, lease_until = NULL,

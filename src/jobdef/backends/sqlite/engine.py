@@ -3,14 +3,14 @@
 Every verb is one ``BEGIN IMMEDIATE`` transaction on the backend's own
 connection, so writers queue on SQLite's lock (``busy_timeout``) instead of
 failing. The dialect-neutral verbs (cancel, get, stats, the outbox...) come
-from :class:`~jobdef.backends.verbs.SharedVerbs`, over this engine's
-primitives; this module keeps enqueue, claim, the fenced transitions, prune and
-migrations. The SQL lives in ``queries.sql`` beside this module; migrations in
-``migrations/NNNN_*.sql``, each applied with its version bump in one
-transaction. Every table is prefixed ``jobdef_``, so the store can share the
-application's own database. A database without jobdef tables starts from
-``migrations/baseline_NNNN.sql`` (the schema at that version) rather than from
-0001, whose bare table names would collide with the application's.
+from :class:`~jobdef.backends.verbs.SharedVerbs` and the fenced transitions
+from :mod:`jobdef.backends.transitions`, over this engine's primitives; this
+module keeps enqueue, claim, prune and migrations. The SQL lives in
+``queries.sql`` beside this module; migrations in ``migrations/NNNN_*.sql``,
+each applied with its version bump in one transaction. Every table is prefixed
+``jobdef_``, so the store can share the application's own database. The
+numbering starts at 0004 (``0004_initial.sql``, the whole schema at that
+version) and follows PostgreSQL's from there.
 
 URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``. The
 default ``synchronous=full`` flushes every commit to disk, so an enqueued job
@@ -21,7 +21,6 @@ it survives a crash of the process, not of the machine).
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sqlite3
 import threading
@@ -29,40 +28,34 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from jobdef.backends.records import (
     ClaimOptions,
     EnqueueResult,
-    ErrorInfo,
     JobRecord,
-    Lease,
     NewJob,
     Notification,
-    Outcome,
     RetentionRule,
 )
 from jobdef.backends.rows import (
-    error_json,
+    dump_json,
     in_claim_order,
     json_text,
-    lease_params,
+    outbox_columns,
     retention_periods,
 )
 from jobdef.backends.schema import require_current
 from jobdef.backends.sql import Statement, load_queries, migration_files
+from jobdef.backends.transitions import Completion
 from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
 
-Q = load_queries("jobdef.backends.sqlite", "queries.sql")
+QUERIES = load_queries("jobdef.backends.sqlite", "queries.sql")
 MIGRATIONS = "jobdef.backends.sqlite.migrations"
-# The migration that prefixed every table jobdef_: older ones record themselves in
-# the bare schema_version table of the stores they were written for.
-PREFIXED = 4
 BUSY_TIMEOUT_MS = 30_000
 # Below this much free space on its disk, an error about the database says the disk is full.
 LOW_DISK_BYTES = 1 << 20
@@ -84,18 +77,9 @@ def sqlite_path(url: str) -> tuple[Path, dict[str, str]]:
     return Path(path), options
 
 
-def _error_text(error: ErrorInfo | None) -> str | None:
-    """An error as the jobs and attempts tables store it (JSON, as PostgreSQL's jsonb)."""
-    return None if error is None else json.dumps(error_json(error), ensure_ascii=False)
-
-
-def baseline() -> tuple[int, str]:
-    """``(version, sql)`` of the schema a database without jobdef tables starts from."""
-    for entry in resources.files(MIGRATIONS).iterdir():
-        match = re.match(r"^baseline_(\d{4})\.sql$", entry.name)
-        if match:
-            return int(match.group(1)), entry.read_text("utf-8")
-    raise ValueError(f"{MIGRATIONS}: no baseline_NNNN.sql")
+def _q(name: str) -> str:
+    """The SQL of the query ``name`` in ``queries.sql``."""
+    return QUERIES[name]
 
 
 class SQLiteBackend(SharedVerbs):
@@ -174,14 +158,14 @@ class SQLiteBackend(SharedVerbs):
 
     def _read(self, name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
         with self._lock, self._errors():
-            return self._conn.execute(Q[name], params).fetchall()
+            return self._conn.execute(_q(name), params).fetchall()
 
     def _read_all(self, statements: Sequence[Statement]) -> list[list[sqlite3.Row]]:
         with self._lock, self._errors():
             conn = self._conn
             conn.execute("BEGIN")
             try:
-                return [conn.execute(Q[s.name], s.params).fetchall() for s in statements]
+                return [conn.execute(_q(s.name), s.params).fetchall() for s in statements]
             finally:
                 conn.execute("COMMIT")
 
@@ -193,16 +177,16 @@ class SQLiteBackend(SharedVerbs):
             for s in statements:
                 cursor = connection.cursor()
                 cursor.row_factory = sqlite3.Row  # the caller's connection reads tuples
-                found.append(cursor.execute(Q[s.name], s.params).fetchall())
+                found.append(cursor.execute(_q(s.name), s.params).fetchall())
             return found
 
     def _write_one(self, name: str, params: Mapping[str, Any]) -> int:
         with self._write() as conn:
-            return int(conn.execute(Q[name], params).rowcount)
+            return int(conn.execute(_q(name), params).rowcount)
 
     def _write_all(self, statements: Sequence[Statement]) -> list[list[sqlite3.Row]]:
         with self._write() as conn:
-            return [conn.execute(Q[s.name], s.params).fetchall() for s in statements]
+            return [conn.execute(_q(s.name), s.params).fetchall() for s in statements]
 
     def _ids_param(self, ids: Sequence[int]) -> str:
         return json.dumps(list(ids))
@@ -213,8 +197,7 @@ class SQLiteBackend(SharedVerbs):
     def migrate(self) -> None:
         """Bring the schema to the newest version, one migration per transaction.
 
-        Each step (the baseline of a database without jobdef tables, or one
-        numbered file) and its version bump commit together, so a failing
+        Each numbered file and its version bump commit together, so a failing
         migration leaves the database at the version before it. The version is
         re-read inside each write lock: another process may have migrated meanwhile.
         """
@@ -224,21 +207,21 @@ class SQLiteBackend(SharedVerbs):
         while True:
             with self._write() as conn:
                 current = _version_on(conn)
-                step = _next_step(current, files)
-                if step is None:
+                pending = [file for file in files if file[0] > current]
+                if not pending:
                     return
+                version, name, sql = pending[0]
                 try:
-                    for statement in _statements(step.sql):
+                    for statement in _statements(sql):
                         conn.execute(statement)
                 except sqlite3.DatabaseError as exc:
                     raise BackendError(
-                        f"migration {step.name} failed on {self.path}: {exc}"
+                        f"migration {name} failed on {self.path}: {exc}"
                         f"{_disk_note(self.path)}; nothing of it was applied, the database "
                         f"stays at version {current}"
                     ) from exc
-                for version, name in step.versions:
-                    params = {"version": version, "name": name, "now": self.clock()}
-                    conn.execute(step.record, params)
+                params = {"version": version, "name": name, "now": self.clock()}
+                conn.execute(_q("record_migration"), params)
 
     def schema_version(self) -> int:
         """The newest migration applied to this database (0: it has no jobdef tables).
@@ -270,13 +253,13 @@ class SQLiteBackend(SharedVerbs):
         results = []
         for new in jobs:
             if new.slot is not None:
-                row = conn.execute(Q["find_slot"], {"job": new.job, "slot": new.slot}).fetchone()
+                row = conn.execute(_q("find_slot"), {"job": new.job, "slot": new.slot}).fetchone()
                 if row is not None:
                     results.append(EnqueueResult(row[0], created=False))
                     continue
             if new.idempotency_key is not None:
                 row = conn.execute(
-                    Q["find_duplicate"],
+                    _q("find_duplicate"),
                     {
                         "job": new.job,
                         "key": new.idempotency_key,
@@ -288,12 +271,12 @@ class SQLiteBackend(SharedVerbs):
                     results.append(EnqueueResult(row[0], created=False))
                     continue
             cursor = conn.execute(
-                Q["insert_job"],
+                _q("insert_job"),
                 {
                     "job": new.job,
                     "queue": new.queue,
                     "priority": new.priority,
-                    "args": json.dumps(dict(new.args), separators=(",", ":")),
+                    "args": dump_json(new.args),
                     "max_attempts": new.max_attempts,
                     "key": new.idempotency_key,
                     "run_after": now if new.run_after is None else new.run_after,
@@ -303,34 +286,22 @@ class SQLiteBackend(SharedVerbs):
             )
             job_id = int(cursor.lastrowid or 0)
             if new.slot is not None:
-                conn.execute(Q["insert_slot"], {"job": new.job, "slot": new.slot, "job_id": job_id})
+                slot = {"job": new.job, "slot": new.slot, "job_id": job_id}
+                conn.execute(_q("insert_slot"), slot)
             if new.trace_context is not None:
                 params = {"job_id": job_id, "trace_context": new.trace_context}
-                conn.execute(Q["set_trace_context"], params)
+                conn.execute(_q("set_trace_context"), params)
             if new.positional_args is not None:
                 params = {"job_id": job_id, "positional_args": new.positional_args}
-                conn.execute(Q["set_positional_args"], params)
+                conn.execute(_q("set_positional_args"), params)
             results.append(EnqueueResult(job_id, created=True))
         return results
 
-    # -- claim and the fenced transitions ---------------------------------------
+    # -- claim ------------------------------------------------------------------
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
         with self._write() as conn:
             return self._claim_on(conn, options, self.clock())
-
-    def complete_and_claim(
-        self,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None,
-        options: ClaimOptions,
-        results: Mapping[int, str] | None = None,
-    ) -> tuple[list[bool], list[JobRecord]]:
-        """``complete`` then ``claim`` in one transaction: one flush to disk per worker turn."""
-        with self._write() as conn:
-            now = self.clock()  # inside the lock: attempt times follow commit order
-            accepted = self._complete_on(conn, leases, notifications, now, results)
-            return accepted, self._claim_on(conn, options, now)
 
     def _claim_on(
         self, conn: sqlite3.Connection, options: ClaimOptions, now: float
@@ -345,7 +316,7 @@ class SQLiteBackend(SharedVerbs):
             rows = self._claim_limited(conn, options, params, now)
         else:
             params["limit"] = options.limit
-            rows = conn.execute(Q["claim_jobs"], params).fetchall()
+            rows = conn.execute(_q("claim_jobs"), params).fetchall()
         return in_claim_order(self._job(row) for row in rows)
 
     def _claim_limited(
@@ -360,22 +331,22 @@ class SQLiteBackend(SharedVerbs):
         """
         buckets = self._buckets(conn, options.queue_rates)
         room = self._queue_room(conn, options, buckets, now)
-        paused = {row[0] for row in conn.execute(Q["paused_queues"])}
+        paused = {row[0] for row in conn.execute(_q("paused_queues"))}
         wanted = None if options.queues is None else set(options.queues)
         picks: list[sqlite3.Row] = []
-        for (queue,) in conn.execute(Q["queues_with_queued"]).fetchall():
+        for (queue,) in conn.execute(_q("queues_with_queued")).fetchall():
             take = min(options.limit, room.get(queue, options.limit))
             if queue in paused or (wanted is not None and queue not in wanted) or take <= 0:
                 continue
             step = {"queue": queue, "now": now, "limit": take}
-            picks.extend(conn.execute(Q["queue_candidates"], step).fetchall())
+            picks.extend(conn.execute(_q("queue_candidates"), step).fetchall())
         picks.sort(key=lambda row: (-row["priority"], row["run_after"], row["id"]))
         chosen = picks[: options.limit]
         if not chosen:
             return []
         taken = Counter(row["queue"] for row in chosen)
         conn.executemany(
-            Q["spend_tokens"],
+            _q("spend_tokens"),
             [
                 {"queue": queue, "now": now}
                 | {"tokens": buckets[queue].spend(rate, now, taken[queue]).tokens}
@@ -384,14 +355,14 @@ class SQLiteBackend(SharedVerbs):
             ],
         )
         ids = json.dumps([row["id"] for row in chosen])
-        return conn.execute(Q["claim_ids"], params | {"ids": ids}).fetchall()
+        return conn.execute(_q("claim_ids"), params | {"ids": ids}).fetchall()
 
     @staticmethod
     def _buckets(conn: sqlite3.Connection, rates: Mapping[str, float]) -> dict[str, Bucket]:
         """The stored token bucket of each rate-limited queue (full when never used)."""
         if not rates:
             return {}
-        rows = conn.execute(Q["queue_buckets"], {"queues": json.dumps(list(rates))}).fetchall()
+        rows = conn.execute(_q("queue_buckets"), {"queues": json.dumps(list(rates))}).fetchall()
         stored = {row[0]: Bucket(row[1], row[2]) for row in rows}
         return {queue: stored.get(queue, Bucket()) for queue in rates}
 
@@ -408,124 +379,59 @@ class SQLiteBackend(SharedVerbs):
         running: dict[str, int] = {}
         if limits:  # a claim under rates only has no running count to read
             queues = {"queues": json.dumps(list(limits))}
-            running = dict(conn.execute(Q["running_per_queue"], queues).fetchall())
+            running = dict(conn.execute(_q("running_per_queue"), queues).fetchall())
         room = {queue: cap - running.get(queue, 0) for queue, cap in limits.items()}
         for queue, rate in options.queue_rates.items():
             allowed = buckets[queue].allowance(rate, now)
             room[queue] = min(room.get(queue, allowed), allowed)
         return room
 
-    def heartbeat(self, lease: Lease, lease_seconds: float, progress: Any = None) -> bool:
-        now = self.clock()
-        with self._write() as conn:
-            cursor = conn.execute(
-                Q["heartbeat"],
-                lease_params(lease)
-                | {
-                    "now": now,
-                    "lease_until": now + lease_seconds,
-                    "progress": None if progress is None else json.dumps(progress),
-                },
-            )
-            return cursor.rowcount == 1
+    # -- the primitives of the fenced transitions (jobdef.backends.transitions) --
 
-    def complete(
-        self,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None = None,
-        results: Mapping[int, str] | None = None,
-    ) -> list[bool]:
+    def _fenced_move(
+        self, name: str, params: Mapping[str, Any], notifications: Sequence[Notification]
+    ) -> bool:
+        """The move returns the attempt's started_at, and record_attempt writes its row."""
         with self._write() as conn:
-            return self._complete_on(conn, leases, notifications, self.clock(), results)
+            now = self.clock()  # inside the lock: attempt times follow commit order
+            moved = conn.execute(_q(name), {**params, "now": now}).fetchone()
+            if moved is None:
+                return False
+            attempt = {**params, "now": now, "started_at": moved["started_at"]}
+            conn.execute(_q("record_attempt"), attempt)
+            self._insert_outbox(conn, notifications, now)
+            return True
 
-    def _complete_on(
-        self,
-        conn: sqlite3.Connection,
-        leases: Sequence[Lease],
-        notifications: Mapping[int, Sequence[Notification]] | None,
-        now: float,
-        results: Mapping[int, str] | None = None,
-    ) -> list[bool]:
-        if not leases:
-            return []
-        got = results or {}
-        rows = conn.execute(
-            Q["complete_jobs"],
-            {
-                "leases": json.dumps(
-                    [[x.job_id, x.attempt, x.worker_id, got.get(x.job_id)] for x in leases]
-                ),
-                "now": now,
-            },
-        ).fetchall()
-        done = {row[0] for row in rows}
-        accepted = [lease.job_id in done for lease in leases]
-        if rows:
-            finished = json.dumps([list(row) for row in rows])
-            conn.execute(Q["record_done_attempts"], {"done": finished, "now": now})
+    def _complete(
+        self, done: Completion, claim: ClaimOptions | None
+    ) -> tuple[set[int], list[JobRecord]]:
+        with self._write() as conn:
+            now = self.clock()  # inside the lock: attempt times follow commit order
+            finished = self._finish_done(conn, done, now) if done.leases else set()
+            return finished, [] if claim is None else self._claim_on(conn, claim, now)
+
+    def _finish_done(self, conn: sqlite3.Connection, done: Completion, now: float) -> set[int]:
+        """complete_jobs moves the jobs, record_done_attempts writes their attempts, then
+        the messages of the jobs that finished are stored."""
+        leases = [
+            [x.job_id, x.attempt, x.worker_id, done.results.get(x.job_id)] for x in done.leases
+        ]
+        rows = conn.execute(_q("complete_jobs"), {"leases": json.dumps(leases), "now": now})
+        finished = [list(row) for row in rows.fetchall()]
+        if finished:
+            conn.execute(_q("record_done_attempts"), {"done": json.dumps(finished), "now": now})
+        ids = {row[0] for row in finished}
+        notes = done.notifications
+        accepted = [x.job_id for x in done.leases if x.job_id in ids]
+        self._insert_outbox(conn, [n for i in accepted for n in notes.get(i, ())], now)
+        return ids
+
+    def _insert_outbox(
+        self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
+    ) -> None:
         if notifications:
-            for lease in (x for x, yes in zip(leases, accepted, strict=True) if yes):
-                self._outbox_write(conn, notifications.get(lease.job_id, ()), now)
-        return accepted
-
-    def retry(
-        self,
-        lease: Lease,
-        error: ErrorInfo,
-        run_after: float,
-        delay: float,
-        *,
-        outcome: Outcome = "retry",
-        notifications: Sequence[Notification] = (),
-    ) -> bool:
-        with self._write() as conn:
-            now = self.clock()
-            extra = {"run_after": run_after, "delay": delay}
-            ok = self._finish(
-                conn, "retry_job", lease, outcome=outcome, error=error, now=now, extra=extra
-            )
-            if ok:
-                self._outbox_write(conn, notifications, now)
-            return ok
-
-    def bury(
-        self,
-        lease: Lease,
-        error: ErrorInfo,
-        *,
-        outcome: Outcome = "dead",
-        notifications: Sequence[Notification] = (),
-    ) -> bool:
-        with self._write() as conn:
-            now = self.clock()
-            ok = self._finish(conn, "bury_job", lease, outcome=outcome, error=error, now=now)
-            if ok:
-                self._outbox_write(conn, notifications, now)
-            return ok
-
-    def release(self, lease: Lease) -> bool:
-        with self._write() as conn:
-            now = self.clock()
-            return self._finish(conn, "release_job", lease, outcome="released", now=now)
-
-    def _finish(
-        self,
-        conn: sqlite3.Connection,
-        query: str,
-        lease: Lease,
-        *,
-        outcome: str,
-        error: ErrorInfo | None = None,
-        now: float,
-        extra: dict[str, Any] | None = None,
-    ) -> bool:
-        """Apply a fenced transition; on success write the attempt's row with ``outcome``."""
-        params = lease_params(lease) | {"error": _error_text(error), "now": now, "outcome": outcome}
-        moved = conn.execute(Q[query], params | (extra or {})).fetchone()
-        if moved is None:
-            return False
-        conn.execute(Q["record_attempt"], params | {"started_at": moved["started_at"]})
-        return True
+            rows = [outbox_columns(note) | {"now": now} for note in notifications]
+            conn.executemany(_q("insert_outbox"), rows)
 
     # -- prune ----------------------------------------------------------------
 
@@ -549,10 +455,10 @@ class SQLiteBackend(SharedVerbs):
         deleted = 0
         while True:
             with self._write() as conn:
-                rows = conn.execute(Q["prune_batch"], params | {"limit": batch_size}).fetchall()
+                rows = conn.execute(_q("prune_batch"), params | {"limit": batch_size}).fetchall()
                 ids = json.dumps([row[0] for row in rows])
-                conn.execute(Q["delete_attempts"], {"ids": ids})
-                conn.execute(Q["delete_jobs"], {"ids": ids})
+                conn.execute(_q("delete_attempts"), {"ids": ids})
+                conn.execute(_q("delete_jobs"), {"ids": ids})
             deleted += len(rows)
             if len(rows) < batch_size:
                 return deleted
@@ -562,75 +468,25 @@ class SQLiteBackend(SharedVerbs):
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         return record_processed_key_on(connection, key, job_id, self.clock(), self.url)
 
-    # -- outbox messages of a transition --------------------------------------
-
-    def _outbox_write(
-        self, conn: sqlite3.Connection, notifications: Sequence[Notification], now: float
-    ) -> None:
-        for note in notifications:
-            conn.execute(
-                Q["insert_outbox"],
-                {
-                    "message_id": note.message_id,
-                    "channel": note.channel,
-                    "event": note.event,
-                    "job": note.job,
-                    "payload": json.dumps(dict(note.payload), ensure_ascii=False, default=str),
-                    "now": now,
-                },
-            )
-
 
 def record_processed_key_on(
     connection: sqlite3.Connection, key: str, job_id: int, now: float, store_url: str
 ) -> bool:
     """Record ``key`` on the handler's own sqlite3 ``connection``, in its transaction,
     whatever engine holds the job store (``store_url`` names no table here)."""
-    if not connection.execute(Q["processed_keys_exist"]).fetchone()[0]:
+    if not connection.execute(_q("processed_keys_exist")).fetchone()[0]:
         # The handler's database need not be the job database: the table is made
-        # there on first use, with the keys an older jobdef wrote to it.
-        connection.execute(Q["create_processed_keys"])
-        if connection.execute(Q["legacy_processed_keys"]).fetchone()[0] == 3:
-            connection.execute(Q["adopt_processed_keys"])
+        # there on first use.
+        connection.execute(_q("create_processed_keys"))
     params = {"key": key, "job_id": job_id, "now": now}
-    return bool(connection.execute(Q["record_processed_key"], params).rowcount == 1)
-
-
-class _Step(NamedTuple):
-    """One migration transaction: a numbered file, or the baseline of a new store."""
-
-    name: str
-    sql: str
-    # (version, file name) of the migrations it stands for, recorded by ``record`` (SQL).
-    versions: list[tuple[int, str]]
-    record: str
-
-
-def _next_step(current: int, files: Sequence[tuple[int, str, str]]) -> _Step | None:
-    """What takes a database at version ``current`` one step further (``None``: it is
-    up to date). Migrations before the jobdef_ prefix record themselves in the bare
-    schema_version table of the store they were written for."""
-    if current == 0:
-        version, sql = baseline()
-        done = [(number, name) for number, name, _ in files if number <= version]
-        return _Step(f"baseline_{version:04d}.sql", sql, done, Q["record_migration"])
-    pending = [(number, name, sql) for number, name, sql in files if number > current]
-    if not pending:
-        return None
-    number, name, sql = pending[0]
-    record = Q["record_migration"] if number >= PREFIXED else Q["record_legacy_migration"]
-    return _Step(name, sql, [(number, name)], record)
+    return bool(connection.execute(_q("record_processed_key"), params).rowcount == 1)
 
 
 def _version_on(conn: sqlite3.Connection) -> int:
     """The schema version of the database ``conn`` is on, reading only."""
-    tables = {row[0] for row in conn.execute(Q["schema_tables"])}
-    if "jobdef_schema_version" in tables:
-        return int(conn.execute(Q["schema_version"]).fetchone()[0])
-    if "schema_version" in tables and conn.execute(Q["legacy_schema_shape"]).fetchone()[0] == 3:
-        # A store made before the jobdef_ prefix, or an application's table of that name.
-        return int(conn.execute(Q["legacy_schema_version"]).fetchone()[0] or 0)
-    return 0
+    if not conn.execute(_q("schema_tables")).fetchone()[0]:
+        return 0
+    return int(conn.execute(_q("schema_version")).fetchone()[0])
 
 
 # SQLITE_CORRUPT and SQLITE_NOTADB: a page or the header holds garbage.

@@ -8,7 +8,10 @@
 -- repeat it:
 -- - Lists are JSON arrays in one text parameter, read with `json_each` (sqlite3
 --   has no array type); PostgreSQL passes arrays and reads them with `unnest`.
--- - args, progress, errors and payloads are JSON in TEXT (PostgreSQL: `jsonb`).
+--   A list of rows is one array of arrays (complete_jobs' :leases), where
+--   PostgreSQL takes one array per column.
+-- - args, progress, errors and payloads are JSON in TEXT (PostgreSQL: `jsonb`),
+--   the text both engines write (jobdef.backends.rows.dump_json).
 -- - `INDEXED BY` pins the index a query walks (claim, reclaim, prune, outbox),
 --   so its cost does not rest on the planner's choice; PostgreSQL has no such
 --   clause and its sessions turn bitmap scans off instead (session_settings).
@@ -18,20 +21,21 @@
 --   transaction: in-process statements cost no round trip, the commit does.
 -- - No UPDATE or INSERT inside a CTE: where PostgreSQL writes the attempts row
 --   or the outbox messages in the statement that moves a job, this engine runs
---   a second statement in the same transaction (record_attempt,
---   record_done_attempts, insert_outbox).
+--   a second statement in the same transaction. A fenced move (retry_job,
+--   bury_job, release_job) returns the attempt's started_at for record_attempt,
+--   complete_jobs its finished rows for record_done_attempts; then insert_outbox,
+--   one row per message (the engine's _fenced_move and _complete, under
+--   jobdef.backends.transitions).
 -- - Workers poll: no statement notifies them (PostgreSQL's `pg_notify`).
 --
 -- A fragment is one or more whole CTEs, or a whole statement; a query includes
 -- it with `-- include: NAME` (`-- include: NAME,` when another CTE follows).
 
 -- name: schema_tables
--- Which of the version tables this database has: jobdef_schema_version, or the
--- bare schema_version of a store made before version 4 (SQLite only: the
--- PostgreSQL tables were always prefixed). Read without writing anything, so
--- a read command on a database without jobdef tables leaves it as it was.
-SELECT name FROM sqlite_master
-WHERE type = 'table' AND name IN ('jobdef_schema_version', 'schema_version');
+-- Whether this database has jobdef's version table (1) or not (0). Read without
+-- writing anything, so a read command on a database without jobdef tables
+-- leaves it as it was.
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'jobdef_schema_version';
 
 -- name: schema_version
 -- The newest migration applied.
@@ -41,27 +45,10 @@ SELECT coalesce(max(version), 0) FROM jobdef_schema_version;
 -- The store's own id (migration 0008): the same whatever URL reaches the file.
 SELECT id FROM jobdef_store ORDER BY created_at, id LIMIT 1;
 
--- name: legacy_schema_shape
--- 3 when a bare schema_version table has the columns of jobdef's before version
--- 4; an application's own table of that name has others.
-SELECT count(*) FROM pragma_table_info('schema_version')
-WHERE name IN ('version', 'name', 'applied_at');
-
--- name: legacy_schema_version
--- The version of a store made before version 4, whose tables had no prefix;
--- NULL when the table holds no row for jobdef's first migration (not jobdef's).
-SELECT max(version) FROM schema_version
-WHERE EXISTS (SELECT 1 FROM schema_version WHERE version = 1 AND name = '0001_initial.sql');
-
 -- name: record_migration
 -- applied_at is the engine's :now, as every time here (PostgreSQL's is the
 -- server's timestamptz default).
 INSERT INTO jobdef_schema_version (version, name, applied_at) VALUES (:version, :name, :now);
-
--- name: record_legacy_migration
--- Migrations 0002 and 0003 of a store made before version 4 record themselves
--- in its bare schema_version table (0004 renames it).
-INSERT INTO schema_version (version, name, applied_at) VALUES (:version, :name, :now);
 
 -- name: find_duplicate
 -- An active job with the same key, or (with a window) one that finished done recently.
@@ -166,8 +153,7 @@ INSERT INTO jobdef_queues (queue, tokens, tokens_at) VALUES (:queue, :tokens, :n
 ON CONFLICT (queue) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at;
 
 -- name: record_attempt
--- The one write of an attempt, when it ends (after the fenced move of its job,
--- which returned started_at). PostgreSQL does the same in the move's statement.
+-- The one write of an attempt, when it ends: after the fenced move of its job.
 INSERT INTO jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
 VALUES (:job_id, :attempt, :worker_id, :started_at, :now, :outcome, :error);
 
@@ -180,10 +166,7 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 -- Group commit: every lease of a worker's turn in one statement. Each lease is
 -- [job id, attempt, worker id, result]; the fence is the same as heartbeat's.
 -- result is the handler's return value as JSON text (checked by the worker's
--- child), or null: json_extract gives that text back as it is. It only
--- moves the jobs: the engine then writes their attempts (record_done_attempts)
--- and outbox messages (insert_outbox) in the same transaction, where
--- PostgreSQL's does all three in one statement.
+-- child), or null: json_extract gives that text back as it is.
 UPDATE jobdef_jobs
 SET state = 'done', finished_at = :now, updated_at = :now, lease_until = NULL,
     result = lease.result
@@ -204,11 +187,9 @@ FROM json_each(:done);
 
 -- name: retry_job
 -- Back to the queue after a failed attempt; last_error and last_delay feed the
--- next backoff. Returns started_at, and the engine writes the attempt's row
--- (record_attempt) in the same transaction; PostgreSQL's writes it in this
--- statement and wakes the workers. A reclaim (outcome `reclaimed`) also needs the
--- lease to have expired, checked in this statement: a heartbeat that renewed it
--- after the reclaimer read it keeps the job.
+-- next backoff. A reclaim (outcome `reclaimed`) also needs the lease to have
+-- expired, checked in this statement: a heartbeat that renewed it after the
+-- reclaimer read it keeps the job.
 UPDATE jobdef_jobs
 SET state = 'queued', run_after = :run_after, last_delay = :delay, updated_at = :now,
     worker_id = NULL, lease_until = NULL, last_error = :error
@@ -217,8 +198,7 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 RETURNING started_at;
 
 -- name: bury_job
--- Returns started_at for record_attempt, as retry_job; a reclaim needs the lease
--- expired, as there.
+-- A reclaim needs the lease expired, as retry_job.
 UPDATE jobdef_jobs
 SET state = 'dead', finished_at = :now, updated_at = :now, lease_until = NULL,
     last_error = :error
@@ -228,7 +208,6 @@ RETURNING started_at;
 
 -- name: release_job
 -- Shutdown: back to the queue at its old place, the attempt not counted.
--- Returns started_at for record_attempt (outcome `released`), as retry_job.
 UPDATE jobdef_jobs
 SET state = 'queued', attempt = attempt - 1, updated_at = :now,
     worker_id = NULL, lease_until = NULL
@@ -360,25 +339,13 @@ CREATE TABLE IF NOT EXISTS jobdef_processed_keys (
     processed_at REAL NOT NULL
 );
 
--- name: legacy_processed_keys
--- A handler database that a release before version 4 wrote keys to has them in
--- a bare processed_keys table of jobdef's shape (3 means it has).
-SELECT count(*) FROM pragma_table_info('processed_keys')
-WHERE name IN ('key', 'job_id', 'processed_at');
-
--- name: adopt_processed_keys
--- Those keys keep guarding their work after the upgrade; the old table stays.
-INSERT INTO jobdef_processed_keys (key, job_id, processed_at)
-SELECT key, job_id, processed_at FROM processed_keys WHERE true
-ON CONFLICT (key) DO NOTHING;
-
 -- name: record_processed_key
 INSERT INTO jobdef_processed_keys (key, job_id, processed_at) VALUES (:key, :job_id, :now)
 ON CONFLICT (key) DO NOTHING;
 
 -- name: insert_outbox
--- One message per call, in the transition's transaction; PostgreSQL's stores
--- all of a transition's messages in one statement.
+-- One message per row of the engine's executemany, in the transition's
+-- transaction; a message id already stored is not stored twice.
 INSERT INTO jobdef_outbox (message_id, channel, event, job, payload, next_at, created_at)
 VALUES (:message_id, :channel, :event, :job, :payload, :now, :now)
 ON CONFLICT (message_id) DO NOTHING;

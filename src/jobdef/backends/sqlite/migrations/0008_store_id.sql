@@ -1,5 +1,5 @@
 -- The store's own name: one row, its id drawn at random when the tables are made
--- (here, or by a later baseline), so two URLs that reach one database (a relative
+-- (here, or by a later initial file), so two URLs that reach one database (a relative
 -- and an absolute path, a symlink) are known to be one store by what it holds, not
 -- by how they are spelt. A copy of the file is a copy of its id.
 CREATE TABLE jobdef_store (

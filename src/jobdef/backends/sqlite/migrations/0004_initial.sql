@@ -1,10 +1,6 @@
--- The schema at version 4, for a database that has no jobdef tables yet.
---
--- The numbered files 0001..0003 created bare table names (`jobs`, `attempts`...),
--- which collide with an application's own tables; 0004 renames them. A new
--- store therefore starts here, not at 0001: the runner applies this file and
--- records versions 1..4 in one transaction, then any later numbered file. A
--- test checks that this file and 0001..0004 give the same schema.
+-- A SQLite store's first migration: the whole schema at version 4. This
+-- engine's numbering starts here and follows PostgreSQL's from then on, so a
+-- version names the same step on both engines (the workers table is 0005 on each).
 -- Times are REAL seconds since the epoch; errors are JSON {"type", "message",
 -- "traceback"}, as PostgreSQL's jsonb.
 
