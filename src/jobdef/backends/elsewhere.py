@@ -16,14 +16,13 @@ attempts and the outbox message are written so that a repeat adds nothing.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jobdef.backends.records import ErrorInfo, JobRecord, Notification, Outcome
-from jobdef.backends.rows import Row, error_json, job_record
+from jobdef.backends.rows import Row, dump_json, error_text, job_record
 from jobdef.backends.sql import Statement
 from jobdef.errors import BackendError
 
@@ -71,10 +70,6 @@ class DeadElsewhere:
     last_delay: float | None = None
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
 class ElsewhereVerbs(ABC):
     """The verb that stores another runtime's dead job, over the shared primitives of each
     engine (:class:`~jobdef.backends.verbs.SharedVerbs` gives them)."""
@@ -113,7 +108,7 @@ class ElsewhereVerbs(ABC):
                         "job": dead.job,
                         "queue": dead.queue,
                         "priority": dead.priority,
-                        "args": _json(dict(dead.args)),
+                        "args": dump_json(dead.args),
                         "attempt": len(dead.attempts),
                         "max_attempts": dead.max_attempts,
                         "key": dead.idempotency_key,
@@ -121,7 +116,7 @@ class ElsewhereVerbs(ABC):
                         "started_at": last.started_at if last else None,
                         "now": now,
                         "worker_id": worker_id,
-                        "error": _json(error_json(dead.error)),
+                        "error": error_text(dead.error),
                         "last_delay": dead.last_delay,
                     },
                 )
@@ -140,7 +135,7 @@ class ElsewhereVerbs(ABC):
                     "started_at": a.started_at,
                     "finished_at": a.finished_at,
                     "outcome": a.outcome,
-                    "error": None if a.error is None else _json(error_json(a.error)),
+                    "error": error_text(a.error),
                 },
             )
             for a in dead.attempts
@@ -153,7 +148,7 @@ class ElsewhereVerbs(ABC):
                     "channel_name": n.channel,
                     "event": n.event,
                     "job": n.job,
-                    "payload": _json(dict(n.payload)),
+                    "payload": dump_json(n.payload),
                     "now": now,
                 },
             )
