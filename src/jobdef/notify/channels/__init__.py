@@ -16,7 +16,7 @@ from jobdef.policy.channels import ChannelConfig, read_channel
 from jobdef.policy.model import ChannelPolicy
 
 # Channel type -> module under jobdef.notify.channels.
-_MODULES = {"log": "log", "webhook": "webhook", "email": "mail", "command": "command"}
+_MODULES = {"log": "log", "webhook": "webhook", "email": "email", "command": "command"}
 
 
 class Sender(Protocol):
