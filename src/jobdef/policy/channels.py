@@ -256,13 +256,35 @@ def _command(config: ChannelConfig) -> CommandSettings:
     return CommandSettings(tuple(str(a) for a in argv or ()), timeout=config.timeout())
 
 
-# Channel type -> the reader of its settings.
-_READERS: Mapping[str, Callable[[ChannelConfig], ChannelSettings]] = {
-    "log": _log,
-    "webhook": _webhook,
-    "email": _mail,
-    "command": _command,
+@dataclass(frozen=True, slots=True)
+class ChannelType:
+    """One type of channel: its name, what it delivers through, and the reader of its settings.
+
+    Its sender is the module of the same name under :mod:`jobdef.notify.channels`,
+    whose ``build(settings)`` takes what ``read`` returns.
+    """
+
+    name: str
+    delivers: str  # in the words of the schema's description of `type`
+    read: Callable[[ChannelConfig], ChannelSettings]
+
+
+# The channel types: the one list of them. The schema's `type` enum and its description
+# are held to it (tests/policy/test_channel_types.py); the senders are found by its names.
+CHANNEL_TYPES: Mapping[str, ChannelType] = {
+    kind.name: kind
+    for kind in (
+        ChannelType("log", "a structured log line", _log),
+        ChannelType("webhook", "HTTP POST", _webhook),
+        ChannelType("email", "SMTP", _mail),
+        ChannelType("command", "a program reading the event on stdin", _command),
+    )
 }
+
+
+def type_description() -> str:
+    """The schema's description of a Channel's ``type``, as the declaration says it."""
+    return ", ".join(f"`{kind.name}` ({kind.delivers})" for kind in CHANNEL_TYPES.values()) + "."
 
 
 # A channel template is written by whoever writes sheets, and rendered inside the
@@ -379,7 +401,7 @@ def read_channel(
 ) -> tuple[ChannelSettings, ChannelConfig]:
     """The settings of ``channel``'s sender; the config's ``problems`` say what is missing."""
     config = ChannelConfig(channel, environ)
-    settings = _READERS[channel.type](config)
+    settings = CHANNEL_TYPES[channel.type].read(config)
     _check_template(config)
     return settings, config
 
