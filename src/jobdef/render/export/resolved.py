@@ -22,6 +22,11 @@ SCHEMA_ID = "https://raw.githubusercontent.com/jobdef/jobdef/main/src/jobdef/ren
 FORMAT = "jobdef-export/v1"
 
 
+def schema_text() -> str:
+    """The shipped JSON Schema of ``--format json`` (draft-07, as the sheet schema), as written."""
+    return (Path(__file__).parent / "schema" / "jobdef-export-v1.schema.json").read_text("utf-8")
+
+
 def _finite(value: float | None) -> float | None:
     """JSON has no infinity: an unbounded wait (an exponential schedule without a cap that
     overflows) is ``null``, which the schema documents as unbounded."""
