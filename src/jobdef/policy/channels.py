@@ -156,6 +156,12 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SlackSettings:
+    url: str = field(repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
 class MailSettings:
     host: str
     port: int
@@ -173,21 +179,26 @@ class CommandSettings:
     timeout: float = DEFAULT_TIMEOUT
 
 
-ChannelSettings = LogSettings | WebhookSettings | MailSettings | CommandSettings
+ChannelSettings = LogSettings | WebhookSettings | SlackSettings | MailSettings | CommandSettings
 
 
 def _log(config: ChannelConfig) -> LogSettings:
     return LogSettings(config.name)
 
 
-def _webhook(config: ChannelConfig) -> WebhookSettings:
+def _url(config: ChannelConfig) -> str:
+    """The URL that the variable ``url_env`` names; empty, with a problem, when unusable."""
     config.require("url_env", "the environment variable that holds the URL")
     url = config.env("url_env") or ""
-    if url:
-        problem = _url_problem(url)
-        if problem:
-            config.problem("url_env", f"environment variable {config.get('url_env')} {problem}")
-            url = ""
+    problem = _url_problem(url) if url else None
+    if problem:
+        config.problem("url_env", f"environment variable {config.get('url_env')} {problem}")
+        return ""
+    return url
+
+
+def _webhook(config: ChannelConfig) -> WebhookSettings:
+    url = _url(config)
     headers: dict[str, str] = {}
     for header, variable in (config.get("headers_env") or {}).items():
         value = config.env("headers_env", variable)
@@ -228,6 +239,10 @@ def _url_problem(url: str) -> str | None:
             "put the credentials in a header (headers_env: {Authorization: VARIABLE})"
         )
     return None
+
+
+def _slack(config: ChannelConfig) -> SlackSettings:
+    return SlackSettings(_url(config), timeout=config.timeout())
 
 
 def _mail(config: ChannelConfig) -> MailSettings:
@@ -276,6 +291,7 @@ CHANNEL_TYPES: Mapping[str, ChannelType] = {
     for kind in (
         ChannelType("log", "a structured log line", _log),
         ChannelType("webhook", "HTTP POST", _webhook),
+        ChannelType("slack", "a Slack message to an incoming webhook", _slack),
         ChannelType("email", "SMTP", _mail),
         ChannelType("command", "a program reading the event on stdin", _command),
     )
