@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from jobdef.policy.durations import parse_duration
@@ -110,67 +110,77 @@ def args_schema(args: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _prefixes(path: str) -> tuple[tuple[Path_, tuple[str, ...]], ...]:
+    """``a.b.c`` -> ``((a,b,c), ()), ((a,b), (c,)), ((a,), (b,c))``: longest first."""
+    parts = tuple(path.split("."))
+    return tuple((parts[:cut], parts[cut:]) for cut in range(len(parts), 0, -1))
+
+
 def _written(values: Mapping[Path_, Any], path: str) -> Any:
     """The value written at the dotted ``path`` (``runtime.rq.accept``), or ``None``.
 
     A mapping that merges (``backoff``) was opened into its fields; one that does
     not (``runtime``, ``decision``) is looked into here.
     """
-    parts = tuple(path.split("."))
-    for cut in range(len(parts), 0, -1):
-        if parts[:cut] in values:
-            node = values[parts[:cut]]
-            for part in parts[cut:]:
+    for key, below in _prefixes(path):
+        if key in values:
+            node = values[key]
+            for part in below:
                 node = node.get(part) if isinstance(node, Mapping) else None
             return node
     return None
 
 
+# How each kind of field is read from what a sheet writes: a value, or each item of a list.
+_SCALARS: Mapping[str, Callable[[Any], Any]] = {
+    "text": str,
+    "integer": int,
+    "number": float,
+    "duration": parse_duration,
+    "answer": bool,
+}
+_LISTS: Mapping[str, Callable[[Any], Any]] = {"names": str, "durations": parse_duration}
+
+
 def _read(field: PolicyField, written: Any) -> Any:
     """The policy's value of ``field`` from what the sheet or Defaults wrote (or its default)."""
     raw = field.default if written is None else written
-    kind = field.kind
-    if kind == "args":
-        return freeze(args_schema(raw))
-    if kind == "errors":
+    scalar = _SCALARS.get(field.kind)
+    if scalar is not None:
+        return None if raw is None or raw == field.unset else scalar(raw)
+    if field.kind in _LISTS:
+        return tuple(map(_LISTS[field.kind], raw or ()))
+    if field.kind == "errors":
         return _error_classes(raw)
-    if kind in ("names", "durations"):
-        read = parse_duration if kind == "durations" else str
-        return tuple(read(item) for item in raw or ())
-    if raw is None or raw == field.unset:
-        return None
-    if kind == "duration":
-        return parse_duration(raw)
-    if kind == "integer":
-        return int(raw)
-    if kind == "number":
-        return float(raw)
-    return raw if kind == "answer" else str(raw)
+    return freeze(args_schema(raw))  # args
 
 
 @functools.cache
-def _parts(cls: type) -> dict[str, tuple[type, bool]]:
-    """The attributes of dataclass ``cls`` that hold a dataclass: its type, and whether the
-    attribute may be ``None`` instead (``decision``)."""
-    parts: dict[str, tuple[type, bool]] = {}
-    for name, hint in typing.get_type_hints(cls).items():
+def _plan(cls: type, prefix: str) -> tuple[tuple[str, str, type | None, bool], ...]:
+    """For each attribute of dataclass ``cls`` below ``prefix``: its name, its dotted path,
+    the dataclass it holds (``None`` for a plain value) and whether it may be ``None``
+    instead (``decision``)."""
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for attribute in dataclasses.fields(cls):
+        hint = hints[attribute.name]
         options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-        for option in options:
-            if dataclasses.is_dataclass(option) and isinstance(option, type):
-                parts[name] = (option, type(None) in options)
-    return parts
+        part = next(
+            (o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)), None
+        )
+        plan.append((attribute.name, prefix + attribute.name, part, type(None) in options))
+    return tuple(plan)
 
 
 def _assemble(cls: type, values: Mapping[str, Any], written: Collection[str], prefix: str) -> Any:
     """An instance of ``cls`` from ``values`` by dotted attribute path, its parts assembled
     in turn; a part that may be ``None`` is, unless the sheet or Defaults writes it."""
     kwargs: dict[str, Any] = {}
-    for name in (f.name for f in dataclasses.fields(cls)):
-        path = prefix + name
+    for name, path, part, optional in _plan(cls, prefix):
         if path in values:
             kwargs[name] = values[path]
-        elif name in _parts(cls):
-            part, optional = _parts(cls)[name]
+        elif part is not None:
             absent = optional and path not in written
             kwargs[name] = None if absent else _assemble(part, values, written, path + ".")
     return cls(**kwargs)
