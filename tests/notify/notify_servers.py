@@ -41,6 +41,8 @@ class WebhookServer:
     path: str = "/hook"
     # Answer a refusal with a body that quotes the path, as some receivers do.
     quote_path: bool = False
+    # The body of each answer (Slack answers "ok", or the reason of a refusal).
+    answer: str = "ok"
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -58,7 +60,7 @@ class WebhookServer:
                 outer.received.append(Received(self.path, dict(self.headers), body))
                 if outer.gate is not None:
                     outer.gate.wait(30)
-                answer = b"ok"
+                answer = outer.answer.encode()
                 if outer.quote_path and outer.status >= 300:
                     answer = f"no such hook {self.path}".encode()
                 self.send_response(outer.status)

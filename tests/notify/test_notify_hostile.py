@@ -18,7 +18,7 @@ from sqlite_outbox import NEW_YEAR_2026, bury_with, dead, open_store
 from jobdef.backends.protocol import Backend
 from jobdef.cli import main
 from jobdef.errors import DeliveryError
-from jobdef.notify.channels.mail import MailSender
+from jobdef.notify.channels.email import MailSender
 from jobdef.notify.channels.webhook import WebhookSender
 from jobdef.notify.checks import Channel, build_channels, check_channel_env
 from jobdef.notify.message import Message

@@ -1,37 +1,45 @@
-"""Every field of the schema's ``Job`` reaches the five places that list policy fields.
+"""Every field of the schema's ``Job`` reaches every place that lists job fields.
 
-The builder (sheets/build.py), ``jobdef diff``'s comparison (review/diff.py),
-the docs' origin table, ``jobdef explain``'s data and ``jobdef new``'s scaffold
-all list policy fields: the diff, the docs and explain through the one table
-of policy/fields.py, the builder and the scaffold one by one. A field added to
-the schema and forgotten in one of them fails here, with the place to fix named.
+policy/fields.py JOB_FIELDS is the one list of them, with each field's kind and
+default. The builder (sheets/build.py), ``jobdef diff``'s comparison
+(review/diff.py), the docs' origin table, ``jobdef explain``'s data, ``jobdef
+new``'s scaffold, the resolved export (render/export/resolved.py), the duration
+rule (JD201) and the adapters' fidelity table all follow it. A field added to the
+schema and forgotten in one of them fails here, with the place to fix named.
 
 Each check looks at what the place produces, not at its source: the builder
 must turn a change of the field into a change of the policy, the diff must
-report it, the docs and explain must show a row for it, and the scaffold must
-write a line for it.
+report it, the docs and explain must show a row for it, the scaffold must
+write a line for it, and the export must carry the change (or say it leaves
+the field out).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import re
 from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
+import jsonschema
 import pytest
 
-from jobdef.policy.fields import JOB_FIELDS
+from jobdef.adapters.fidelity import RULES, RUNTIMES
+from jobdef.policy.fields import FIELDS, JOB_FIELDS
 from jobdef.policy.model import EMPTY, JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.render.docs import RunsAfter, render_docs
 from jobdef.render.explain import explain_data
+from jobdef.render.export.resolved import LEFT_OUT, resolved_job, schema_text
 from jobdef.review.diff import diff_jobs
-from jobdef.review.new_sheet import render_sheet
+from jobdef.review.new_sheet import _STARTERS, render_sheet
+from jobdef.sheets import build
 from jobdef.sheets.build import build_job
 from jobdef.sheets.document import Document
+from jobdef.sheets.rules import durations
 from jobdef.sheets.schema_check import schema
 
 # Two sheets that set every field, each value unlike the built-in default and
@@ -265,4 +273,118 @@ def test_the_field_table_lists_exactly_the_schema_fields() -> None:
         "policy/fields.py JOB_FIELDS differs from the schema's Job: "
         f"missing {sorted(set(FIELD_PATHS) - set(listed))}, "
         f"extra {sorted(set(listed) - set(FIELD_PATHS))}"
+    )
+
+
+def _groups(paths: list[str]) -> set[str]:
+    """The groups above the fields: ``backoff``, ``runtime`` and ``runtime.celery``..."""
+    return {path.rsplit(".", i)[0] for path in paths for i in range(1, path.count(".") + 1)}
+
+
+def test_the_new_sheet_has_words_for_every_field_and_group() -> None:
+    wanted = {"apiVersion", "kind", *FIELD_PATHS, *_groups(FIELD_PATHS)}
+    assert set(_STARTERS) == wanted, (
+        "review/new_sheet.py _STARTERS differs from the schema's Job: "
+        f"missing {sorted(wanted - set(_STARTERS))}, extra {sorted(set(_STARTERS) - wanted)}"
+    )
+
+
+_MISSING = object()
+
+
+def _exported(data: Mapping[str, Any], path: str) -> Any:
+    value: Any = data
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+@pytest.mark.parametrize("path", FIELD_PATHS)
+def test_the_export_carries_every_field_it_does_not_leave_out(path: str) -> None:
+    before = resolved_job(_job(SHEET_A), _registry(), None)
+    after = resolved_job(_job(_with(SHEET_A, path, _get(SHEET_B, path))), _registry(), None)
+    if path.partition(".")[0] in LEFT_OUT:
+        assert _exported(before, path) is _MISSING, f"{path} is exported and in LEFT_OUT"
+        return
+    assert _exported(before, path) is not _MISSING, (
+        f"render/export/resolved.py does not export {path}; export it (and add it to "
+        "schema/jobdef-export-v1.schema.json) or name it in LEFT_OUT"
+    )
+    assert _exported(before, path) != _exported(after, path), (
+        f"the export of {path} does not follow the sheet"
+    )
+
+
+@pytest.mark.parametrize("sheet", [SHEET_A, SHEET_B], ids=["a", "b"])
+def test_the_export_of_every_field_is_valid_against_the_export_schema(
+    sheet: dict[str, Any],
+) -> None:
+    exported = resolved_job(_job(_with(sheet, "dead_letter.target", "table")), _registry(), None)
+    schema_of_job = json.loads(schema_text())
+    validator = jsonschema.Draft7Validator({**schema_of_job, "$ref": "#/definitions/Job"})
+    errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(exported)]
+    assert errors == [], "render/export/schema/jobdef-export-v1.schema.json does not describe it"
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_the_fidelity_table_has_a_verdict_on_every_field(runtime: str) -> None:
+    wanted = {path for path in FIELD_PATHS if not path.startswith("runtime.")}
+    ruled = set(RULES[runtime])  # type: ignore[index]
+    assert ruled == wanted, (
+        f"adapters/fidelity.py has no {runtime} verdict on {sorted(wanted - ruled)}"
+        f"{f', and one on fields no sheet has: {sorted(ruled - wanted)}' if ruled - wanted else ''}"
+    )
+
+
+def _schema_node(path: str) -> Mapping[str, Any]:
+    node: Mapping[str, Any] = schema()["definitions"]["Job"]
+    for part in path.split("."):
+        node = node["properties"][part]
+    return node
+
+
+def _kinds_of(node: Mapping[str, Any]) -> set[str]:
+    """The kinds a field whose schema is ``node`` may be declared as."""
+    text = json.dumps(node)
+    if node.get("type") == "array":
+        return {"durations"} if "#/definitions/duration" in text else {"names", "errors"}
+    if "#/definitions/duration" in text:
+        return {"duration"}
+    return {
+        "integer": {"integer"},
+        "number": {"number"},
+        "boolean": {"answer"},
+        "object": {"args"},
+    }.get(node.get("type", "string"), {"text"})
+
+
+@pytest.mark.parametrize("path", FIELD_PATHS)
+def test_each_field_is_declared_with_the_kind_its_schema_gives(path: str) -> None:
+    kinds = _kinds_of(_schema_node(path))
+    assert FIELDS[path].kind in kinds, (
+        f"policy/fields.py declares {path} as {FIELDS[path].kind!r}; the schema makes it "
+        f"{' or '.join(sorted(kinds))}, which the builder and the duration rule read it as"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in FIELD_PATHS if FIELDS[p].kind in ("duration", "durations")]
+)
+def test_the_duration_rule_checks_every_duration_field(path: str) -> None:
+    bare = ["30"] if FIELDS[path].kind == "durations" else "30"
+    doc = Document(data=_with(SHEET_A, path, bare), file="a.yaml")
+    flagged = {found for found, _ in durations.check_document(doc)}
+    assert any(".".join(map(str, found)).startswith(path) for found in flagged), (
+        f"JD201 (sheets/rules/durations.py) does not check {path}"
+    )
+
+
+def test_every_group_a_defaults_document_sets_merges_field_by_field() -> None:
+    defaults = schema()["definitions"]["Defaults"]["properties"]
+    groups = {name for name, node in defaults.items() if "properties" in node}
+    assert set(build._MERGED_MAPPINGS) == groups, (
+        "sheets/build.py _MERGED_MAPPINGS should list the groups the schema's Defaults has: "
+        f"{sorted(groups)}"
     )

@@ -156,6 +156,12 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SlackSettings:
+    url: str = field(repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
 class MailSettings:
     host: str
     port: int
@@ -173,21 +179,26 @@ class CommandSettings:
     timeout: float = DEFAULT_TIMEOUT
 
 
-ChannelSettings = LogSettings | WebhookSettings | MailSettings | CommandSettings
+ChannelSettings = LogSettings | WebhookSettings | SlackSettings | MailSettings | CommandSettings
 
 
 def _log(config: ChannelConfig) -> LogSettings:
     return LogSettings(config.name)
 
 
-def _webhook(config: ChannelConfig) -> WebhookSettings:
+def _url(config: ChannelConfig) -> str:
+    """The URL that the variable ``url_env`` names; empty, with a problem, when unusable."""
     config.require("url_env", "the environment variable that holds the URL")
     url = config.env("url_env") or ""
-    if url:
-        problem = _url_problem(url)
-        if problem:
-            config.problem("url_env", f"environment variable {config.get('url_env')} {problem}")
-            url = ""
+    problem = _url_problem(url) if url else None
+    if problem:
+        config.problem("url_env", f"environment variable {config.get('url_env')} {problem}")
+        return ""
+    return url
+
+
+def _webhook(config: ChannelConfig) -> WebhookSettings:
+    url = _url(config)
     headers: dict[str, str] = {}
     for header, variable in (config.get("headers_env") or {}).items():
         value = config.env("headers_env", variable)
@@ -230,6 +241,10 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
+def _slack(config: ChannelConfig) -> SlackSettings:
+    return SlackSettings(_url(config), timeout=config.timeout())
+
+
 def _mail(config: ChannelConfig) -> MailSettings:
     host = config.require("host", "the SMTP server's host name")
     sender = config.require("from", "the sender address")
@@ -256,13 +271,36 @@ def _command(config: ChannelConfig) -> CommandSettings:
     return CommandSettings(tuple(str(a) for a in argv or ()), timeout=config.timeout())
 
 
-# Channel type -> the reader of its settings.
-_READERS: Mapping[str, Callable[[ChannelConfig], ChannelSettings]] = {
-    "log": _log,
-    "webhook": _webhook,
-    "email": _mail,
-    "command": _command,
+@dataclass(frozen=True, slots=True)
+class ChannelType:
+    """One type of channel: its name, what it delivers through, and the reader of its settings.
+
+    Its sender is the module of the same name under :mod:`jobdef.notify.channels`,
+    whose ``build(settings)`` takes what ``read`` returns.
+    """
+
+    name: str
+    delivers: str  # in the words of the schema's description of `type`
+    read: Callable[[ChannelConfig], ChannelSettings]
+
+
+# The channel types: the one list of them. The schema's `type` enum and its description
+# are held to it (tests/policy/test_channel_types.py); the senders are found by its names.
+CHANNEL_TYPES: Mapping[str, ChannelType] = {
+    kind.name: kind
+    for kind in (
+        ChannelType("log", "a structured log line", _log),
+        ChannelType("webhook", "HTTP POST", _webhook),
+        ChannelType("slack", "a Slack message to an incoming webhook", _slack),
+        ChannelType("email", "SMTP", _mail),
+        ChannelType("command", "a program reading the event on stdin", _command),
+    )
 }
+
+
+def type_description() -> str:
+    """The schema's description of a Channel's ``type``, as the declaration says it."""
+    return ", ".join(f"`{kind.name}` ({kind.delivers})" for kind in CHANNEL_TYPES.values()) + "."
 
 
 # A channel template is written by whoever writes sheets, and rendered inside the
@@ -379,7 +417,7 @@ def read_channel(
 ) -> tuple[ChannelSettings, ChannelConfig]:
     """The settings of ``channel``'s sender; the config's ``problems`` say what is missing."""
     config = ChannelConfig(channel, environ)
-    settings = _READERS[channel.type](config)
+    settings = CHANNEL_TYPES[channel.type].read(config)
     _check_template(config)
     return settings, config
 

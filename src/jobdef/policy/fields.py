@@ -1,12 +1,14 @@
-"""The policy fields of a job, in sheet order: the one list the review diff and the docs read.
+"""The fields of a Job sheet, in sheet order: the one list of them.
 
 Each :class:`PolicyField` names a sheet path (``backoff.initial``), what kind of
-value it holds (which decides how it is compared and written), and when it
-shapes a job at all: the docs and ``jobdef explain`` leave out the fields that
-a job's mode or backoff strategy ignores, while ``jobdef diff`` compares every
-field. The builder (:func:`jobdef.sheets.build.build_job`) and ``jobdef new``'s
-scaffold name the fields one by one; ``tests/policy/test_policy_fields.py``
-keeps all of them in step with the schema's ``Job``.
+value it holds (which decides how it is read, compared and written), its
+built-in default, and when it shapes a job at all: the docs and ``jobdef
+explain`` leave out the fields that a job's mode or backoff strategy ignores,
+while ``jobdef diff`` compares every field. The builder
+(:func:`jobdef.sheets.build.build_job`), ``jobdef new``'s scaffold, the resolved
+export, the duration rule and the adapters' fidelity table all follow this list;
+``tests/policy/test_policy_fields.py`` holds each of them, and this list, to the
+schema's ``Job``.
 """
 
 from __future__ import annotations
@@ -16,19 +18,22 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from jobdef.policy.backoff import cut_by_max
-from jobdef.policy.model import JobPolicy
+from jobdef.policy.model import DEFAULT_ARGS_BYTES, JobPolicy
 
-# text and number: as written; duration: float seconds (None: none or forever);
-# durations: a list of them; names: a list of words; errors: error classes;
-# args: the args' JSON Schema; answer: a yes/no answer of the decision block.
-Kind = Literal["text", "number", "duration", "durations", "names", "errors", "args", "answer"]
+# text: as written; integer and number: an int and a float; duration: float seconds
+# (None: none or forever); durations: a list of them; names: a list of words; errors:
+# error classes; args: the args' JSON Schema; answer: a yes/no answer of the decision block.
+Kind = Literal[
+    "text", "integer", "number", "duration", "durations", "names", "errors", "args", "answer"
+]
 
 
 def _always(job: JobPolicy) -> bool:
     return True
 
 
-def _batch(job: JobPolicy) -> bool:
+def batch_only(job: JobPolicy) -> bool:
+    """Whether ``job`` is a batch job: the fields of a schedule shape only those."""
     return job.mode == "batch"
 
 
@@ -68,50 +73,64 @@ def _answered(job: JobPolicy) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PolicyField:
-    """One field of a Job sheet: its path, its kind, and whether it shapes a given job."""
+    """One field of a Job sheet: its path, its kind, its default, and whether it shapes a job.
+
+    ``default`` is the value a job has when neither its sheet nor a Defaults document
+    writes the field, written as a sheet writes it (``"60s"``); ``None`` leaves it
+    unset. ``unset`` is the word a sheet may write for unset (``until_resolved``).
+    ``attribute`` is where :class:`JobPolicy` holds the value, when not at ``path``.
+    """
 
     path: str
     kind: Kind = "text"
     applies: Callable[[JobPolicy], bool] = _always
+    default: Any = None
+    unset: str | None = None
+    attribute: str = ""
+
+    @property
+    def where(self) -> str:
+        """The dotted attribute path of the value in :class:`JobPolicy`."""
+        return self.attribute or self.path
 
 
 JOB_FIELDS: tuple[PolicyField, ...] = (
     PolicyField("name"),
-    PolicyField("title"),
-    PolicyField("description"),
-    PolicyField("owner"),
-    PolicyField("trigger"),
-    PolicyField("mode"),
-    PolicyField("schedule", applies=_batch),
-    PolicyField("timezone", applies=_batch),
-    PolicyField("catch_up", applies=_batch),
-    PolicyField("handler"),
-    PolicyField("queue"),
-    PolicyField("priority", "number"),
-    PolicyField("args", "args"),
-    PolicyField("max_attempts", "number"),
-    PolicyField("backoff.strategy"),
+    PolicyField("title", default=""),
+    PolicyField("description", default=""),
+    PolicyField("owner", default=""),
+    PolicyField("trigger", default=""),
+    PolicyField("mode", default="async"),
+    PolicyField("schedule", applies=batch_only),
+    PolicyField("timezone", applies=batch_only, default="UTC"),
+    PolicyField("catch_up", applies=batch_only, default="latest"),
+    PolicyField("handler", default=""),
+    PolicyField("queue", default="default"),
+    PolicyField("priority", "integer", default=0),
+    PolicyField("args", "args", attribute="args_schema"),
+    PolicyField("max_attempts", "integer", default=1),
+    PolicyField("backoff.strategy", default="fixed"),
     PolicyField("backoff.delays", "durations", _listed_delays),
-    PolicyField("backoff.initial", "duration", _computed_delays),
-    PolicyField("backoff.multiplier", "number", _exponential),
+    PolicyField("backoff.initial", "duration", _computed_delays, default="0s"),
+    PolicyField("backoff.multiplier", "number", _exponential, default=2),
     PolicyField("backoff.max", "duration", _capped),
-    PolicyField("backoff.jitter"),
-    PolicyField("timeout", "duration"),
+    PolicyField("backoff.jitter", default="full"),
+    PolicyField("timeout", "duration", default="60s"),
     PolicyField("deadline", "duration"),
     PolicyField("idempotency.key"),
     PolicyField("idempotency.dedupe_window", "duration"),
     PolicyField("errors.retry", "errors"),
     PolicyField("errors.fatal", "errors"),
-    PolicyField("errors.default"),
-    PolicyField("on_reclaim"),
-    PolicyField("dead_letter.target"),
+    PolicyField("errors.default", default="retry"),
+    PolicyField("on_reclaim", default="retry"),
+    PolicyField("dead_letter.target", default="table", attribute="dead_letter"),
     PolicyField("notify.channel"),
     PolicyField("notify.events", "names"),
     PolicyField("notify.key_args", "names"),
-    PolicyField("rerun"),
+    PolicyField("rerun", default=""),
     PolicyField("retention.done", "duration"),
-    PolicyField("retention.dead", "duration"),
-    PolicyField("limits.args_bytes", "number"),
+    PolicyField("retention.dead", "duration", default="until_resolved", unset="until_resolved"),
+    PolicyField("limits.args_bytes", "integer", default=DEFAULT_ARGS_BYTES),
     PolicyField("runtime.celery.accept", "names", _accepts_celery),
     PolicyField("runtime.rq.accept", "names", _accepts_rq),
     PolicyField("decision.time_triggered", "answer", _answered),
@@ -126,13 +145,9 @@ FIELDS: Mapping[str, PolicyField] = {field.path: field for field in JOB_FIELDS}
 
 def policy_value(job: JobPolicy, path: str) -> Any:
     """The value at sheet path ``path`` as ``job`` holds it (``None``: an unanswered question)."""
-    if path == "args":
-        return job.args_schema
-    if path == "dead_letter.target":  # the policy keeps the target alone
-        return job.dead_letter
-    if path.startswith("decision."):
-        return None if job.decision is None else getattr(job.decision, path.partition(".")[2])
     value: Any = job
-    for part in path.split("."):
+    for part in FIELDS[path].where.split("."):
+        if value is None:  # a decision block the sheet does not have
+            return None
         value = getattr(value, part)
     return value

@@ -219,7 +219,7 @@ class ChannelPolicy:
     """A named notification channel; ``settings`` holds the type-specific fields."""
 
     name: str
-    type: Literal["log", "webhook", "email", "command"]
+    type: str  # a key of jobdef.policy.channels.CHANNEL_TYPES, as the schema's enum holds
     settings: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     origins: Mapping[str, Origin] = field(default_factory=lambda: EMPTY)
     file: str = ""

@@ -582,8 +582,9 @@ def field_value(job: JobPolicy, path: str, lang: str = "en") -> str:
         return args(value, lang)
     if kind == "answer":
         return yes_no(value, lang)
-    if path == "retention.dead" and value is None:
-        return "until_resolved"
+    unset = FIELDS[path].unset
+    if value is None and unset:
+        return unset  # the word a sheet writes for it: until_resolved
     if kind == "duration":
         return duration(value, lang)
     if kind == "durations":

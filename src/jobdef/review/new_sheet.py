@@ -1,27 +1,30 @@
 """A new job definition sheet with every field and a comment on each, in English or Japanese.
 
-The English comments are the descriptions of the shipped JSON Schema (the text
-an editor shows on hover), so the two never drift apart; the Japanese ones are
-written here. A field that a ``Defaults`` document already sets is written as a
-comment holding the Defaults value: the job keeps inheriting it (a later change
-to Defaults still reaches the job) and uncommenting the line overrides it for
-this job alone. ``copy_defaults=True`` writes those values as real lines instead.
-Fields that only some jobs need (``schedule`` of a batch job, ``deadline``,
-``decision``) are written commented out with an example value.
+The fields and their order are :data:`jobdef.policy.fields.JOB_FIELDS`'s. The
+English comments are the descriptions of the shipped JSON Schema (the text an
+editor shows on hover), so the two never drift apart; the Japanese ones and the
+starter values are written here, one entry per field. A field that a
+``Defaults`` document already sets is written as a comment holding the Defaults
+value: the job keeps inheriting it (a later change to Defaults still reaches the
+job) and uncommenting the line overrides it for this job alone.
+``copy_defaults=True`` writes those values as real lines instead. Fields that
+only some jobs need (``schedule`` of a batch job, ``deadline``, ``decision``)
+are written commented out with an example value.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from jobdef.errors import UsageError
+from jobdef.policy.fields import JOB_FIELDS
 from jobdef.render.escape import clip
 from jobdef.review.task_signature import Found
 from jobdef.sheets.build import field_paths
@@ -52,9 +55,8 @@ class Field:
     en: str = ""
 
 
-def _args(name: str, lang: str, found: Found | None) -> Field:
+def _args(name: str, lang: str, found: Found | None, ja: str) -> Field:
     """``args``: the found function's parameters, else one example to replace."""
-    ja = "引数: 引数ごとに JSON Schema を1つ。`required: false` と書かない限り必須。"
     if found is None:
         what = "ID of the record to process" if lang == "en" else "処理するレコードのID"
         example = {"type": "integer", "minimum": 1, "description": what}
@@ -76,231 +78,189 @@ def _args(name: str, lang: str, found: Found | None) -> Field:
     return Field("args", None, ja, children=children)
 
 
-def _fields(name: str, lang: str, found: Found | None = None) -> tuple[Field, ...]:
+@dataclass(frozen=True)
+class Starter:
+    """What a new sheet writes for one field or group: its starter value, its Japanese
+    comment, and whether it starts commented out."""
+
+    value: Any = None
+    ja: str = ""
+    optional: bool = False
+
+
+# For each field of JOB_FIELDS and each group above fields, by dotted path. The English
+# comments are the schema's; tests/policy/test_policy_fields.py holds this to the fields.
+_STARTERS: Mapping[str, Starter] = {
+    "apiVersion": Starter("jobdef/v1", "常に jobdef/v1。"),
+    "kind": Starter("Job", "Job: ジョブ定義シート1枚。"),
+    "name": Starter(None, "ジョブ名: コード上の名前。全シートで一意、英小文字・数字・_。"),
+    "title": Starter(None, "ジョブ名: 人が読む名前（例: 予約確定メール送信）。"),
+    "description": Starter(None, "何をするジョブか、1〜2文で。"),
+    "owner": Starter(None, "ジョブを持ち、通知に対応するチーム。"),
+    "trigger": Starter(None, "起点: どの操作・どのデータの発生でジョブが登録されるか。"),
+    "mode": Starter(
+        "async", "async（アプリが登録する）または batch（schedule に従いワーカーが登録する）。"
+    ),
+    "schedule": Starter("0 3 * * *", "batch のときだけ: cron 形式（5項目）の実行時刻。", True),
+    "timezone": Starter("UTC", "schedule のタイムゾーン（IANA 名、例: Asia/Tokyo）。", True),
+    "catch_up": Starter(
+        "latest",
+        "ワーカー停止中に逃した回: none（実行しない）、latest（最新の1回）、"
+        "all（すべて、上限あり）。",
+        True,
+    ),
+    "handler": Starter(
+        None, "ジョブを実行する関数 `module:function`。自分のコードの場所に書き換える。"
+    ),
+    "queue": Starter("default", "登録先のキュー名。ワーカーは処理するキューを選ぶ。"),
+    "priority": Starter(0, "同じキューの中で大きいほど先に実行する（-1000〜1000）。"),
+    "args": Starter(
+        None, "引数: 引数ごとに JSON Schema を1つ。`required: false` と書かない限り必須。"
+    ),
+    "max_attempts": Starter(5, "最大試行回数: 初回を含めて何回まで実行するか。"),
+    "backoff": Starter(None, "待ち時間: 再試行までの間隔。上限とジッターつき。"),
+    "backoff.strategy": Starter(
+        "exponential",
+        "fixed（常に initial）、linear（initial × n）、exponential"
+        "（initial × multiplier^(n-1)）、list（delays の n 番目、最後を繰り返す）。",
+    ),
+    "backoff.delays": Starter(
+        ["1m", "5m", "15m"], "list のときだけ: 待ち時間を順に。最後の値を繰り返す。", True
+    ),
+    "backoff.initial": Starter("10s", "最初の待ち時間（decorrelated ジッターの下限）。"),
+    "backoff.multiplier": Starter(2, "exponential の倍率（1より大きい）。"),
+    "backoff.max": Starter("10m", "1回の待ち時間の上限。"),
+    "backoff.jitter": Starter(
+        "full",
+        "待ち時間に加える揺らぎ: none、full、equal、decorrelated。"
+        "再試行が一斉に押し寄せるのを防ぐ。",
+    ),
+    "timeout": Starter("30s", "タイムアウト: 1回の実行に許す時間。過ぎるとワーカーが止める。"),
+    "deadline": Starter(
+        "2h", "任意: 依頼者が待てる時間の合計（登録から最後の試行の終了まで）。", True
+    ),
+    "idempotency": Starter(None, "冪等キー: 同じ処理の二重登録を見分ける方法。"),
+    "idempotency.key": Starter(None, "引数から作るキーのレシピ。`{名前}` は引数名。"),
+    "idempotency.dedupe_window": Starter(
+        "1d",
+        "任意: 完了後もこの期間は同じキーの登録を重複とみなす。"
+        "書かなければ待機中・実行中のあいだだけ。",
+        True,
+    ),
+    "errors": Starter(
+        None, "再試行するエラー / 再試行しないエラー。継承関係では最も近いクラスが優先。"
+    ),
+    "errors.retry": Starter(
+        ["ConnectionError", "TimeoutError"],
+        "再試行するエラー: 一時的とみなす例外クラス（組み込み名またはドット区切りのパス）。",
+    ),
+    "errors.fatal": Starter([], "再試行しないエラー: 直らない例外クラス。すぐ退避する。"),
+    "errors.default": Starter("retry", "一覧にない例外の扱い: retry または fatal。"),
+    "on_reclaim": Starter(
+        "retry",
+        "実行中にワーカーが止まった（リース切れ）とき: retry はタイムアウトの失敗として再試行、"
+        "fail はすぐ退避。",
+    ),
+    "dead_letter": Starter(None, "エラー時の退避先: 成功できないジョブを残す場所。"),
+    "dead_letter.target": Starter("table", "table: jobs テーブルに状態 dead で残す。"),
+    "notify": Starter(None, "通知先: 誰に、どの Channel で、どのイベントを知らせるか。"),
+    "notify.channel": Starter(None, "Channel ドキュメントの名前。"),
+    "notify.events": Starter(
+        ["dead"], "知らせるイベント: dead（退避）、retry、timeout、reclaimed、done。"
+    ),
+    "notify.key_args": Starter(
+        None, "任意: 通知に載せる引数。書かなければ冪等キーに使う引数。", True
+    ),
+    "rerun": Starter(None, "再実行の手順: 原因を直したあと、退避したジョブを戻す方法。"),
+    "retention": Starter(None, "保存期間: 終わった行をいつまで残すか。"),
+    "retention.done": Starter("30d", "完了（と取消・解決済み）のジョブを残す期間。"),
+    "retention.dead": Starter(
+        "until_resolved", "退避したジョブを残す期間: until_resolved（解決されるまで）または期間。"
+    ),
+    "limits": Starter(None, "任意: 1 件のジョブが運べる量の上限。", True),
+    "limits.args_bytes": Starter(
+        262144,
+        "引数の JSON の最大バイト数（既定 256 KiB）。大きなデータは別に置き、その ID を渡す。",
+    ),
+    "runtime": Starter(
+        None,
+        "任意: Celery や RQ で動かすとき、その基盤が正確には守れない項目のうち"
+        "受け入れるもの（jobdef check --runtime が一覧にする）。",
+        True,
+    ),
+    "runtime.celery": Starter(None, "Celery で。"),
+    "runtime.celery.accept": Starter(["priority"]),
+    "runtime.rq": Starter(None, "RQ で。"),
+    "runtime.rq.accept": Starter(["on_reclaim"]),
+    "decision": Starter(
+        None,
+        "任意: 同期 / 非同期 / バッチを決める問いへの答え。jobdef validate が勧める mode を導く。",
+        True,
+    ),
+    "decision.time_triggered": Starter(False, "時刻が処理を始めるか（利用者ではなく）。"),
+    "decision.result_needed_at_once": Starter(False, "呼び出し側が応答の中で結果を必要とするか。"),
+    "decision.done_within_seconds": Starter(False, "数秒以内に終わるか。"),
+    "decision.calls_external_systems": Starter(True, "外部システムを呼ぶか。"),
+    "decision.must_accept_when_external_down": Starter(
+        True, "外部システムが止まっていても依頼を受け付ける必要があるか。"
+    ),
+}
+# The document's envelope, written above the fields.
+_ENVELOPE = ("apiVersion", "kind")
+
+
+def _starters(name: str, lang: str, found: Found | None) -> dict[str, Starter]:
+    """:data:`_STARTERS` with the values that depend on the job's name and function."""
     todo = "TODO: "
     first = found.params[0].name if found is not None and found.params else None
     key_arg = "record_id" if found is None else first
-    return (
-        Field("apiVersion", "jobdef/v1", "常に jobdef/v1。"),
-        Field("kind", "Job", "Job: ジョブ定義シート1枚。"),
-        Field("name", name, "ジョブ名: コード上の名前。全シートで一意、英小文字・数字・_。"),
-        Field(
-            "title",
-            name.replace("_", " ").capitalize(),
-            "ジョブ名: 人が読む名前（例: 予約確定メール送信）。",
-        ),
-        Field(
-            "description",
-            todo + ("what the job does" if lang == "en" else "このジョブが何をするか"),
-            "何をするジョブか、1〜2文で。",
-        ),
-        Field(
-            "owner",
-            todo + ("the owning team" if lang == "en" else "担当チーム"),
-            "ジョブを持ち、通知に対応するチーム。",
-        ),
-        Field(
-            "trigger",
-            todo + ("what enqueues this job" if lang == "en" else "どの操作・データで登録されるか"),
-            "起点: どの操作・どのデータの発生でジョブが登録されるか。",
-        ),
-        Field(
-            "mode",
-            "async",
-            "async（アプリが登録する）または batch（schedule に従いワーカーが登録する）。",
-        ),
-        Field(
-            "schedule",
-            "0 3 * * *",
-            "batch のときだけ: cron 形式（5項目）の実行時刻。",
-            optional=True,
-        ),
-        Field(
-            "timezone", "UTC", "schedule のタイムゾーン（IANA 名、例: Asia/Tokyo）。", optional=True
-        ),
-        Field(
-            "catch_up",
-            "latest",
-            "ワーカー停止中に逃した回: none（実行しない）、latest（最新の1回）、"
-            "all（すべて、上限あり）。",
-            optional=True,
-        ),
-        Field(
-            "handler",
-            found.handler if found is not None else f"app.jobs:{name}",
-            "ジョブを実行する関数 `module:function`。自分のコードの場所に書き換える。",
-        ),
-        Field("queue", "default", "登録先のキュー名。ワーカーは処理するキューを選ぶ。"),
-        Field("priority", 0, "同じキューの中で大きいほど先に実行する（-1000〜1000）。"),
-        _args(name, lang, found),
-        Field(
-            "max_attempts",
-            5,
-            "最大試行回数: 初回を含めて何回まで実行するか。",
-        ),
-        Field(
-            "backoff",
-            None,
-            "待ち時間: 再試行までの間隔。上限とジッターつき。",
-            children=(
-                Field(
-                    "strategy",
-                    "exponential",
-                    "fixed（常に initial）、linear（initial × n）、exponential"
-                    "（initial × multiplier^(n-1)）、list（delays の n 番目、最後を繰り返す）。",
-                ),
-                Field("initial", "10s", "最初の待ち時間（decorrelated ジッターの下限）。"),
-                Field("multiplier", 2, "exponential の倍率（1より大きい）。"),
-                Field("max", "10m", "1回の待ち時間の上限。"),
-                Field(
-                    "jitter",
-                    "full",
-                    "待ち時間に加える揺らぎ: none、full、equal、decorrelated。"
-                    "再試行が一斉に押し寄せるのを防ぐ。",
-                ),
-                Field(
-                    "delays",
-                    ["1m", "5m", "15m"],
-                    "list のときだけ: 待ち時間を順に。最後の値を繰り返す。",
-                    optional=True,
-                ),
-            ),
-        ),
-        Field("timeout", "30s", "タイムアウト: 1回の実行に許す時間。過ぎるとワーカーが止める。"),
-        Field(
-            "deadline",
-            "2h",
-            "任意: 依頼者が待てる時間の合計（登録から最後の試行の終了まで）。",
-            optional=True,
-        ),
-        Field(
-            "idempotency",
-            None,
-            "冪等キー: 同じ処理の二重登録を見分ける方法。",
-            optional=key_arg is None,
-            children=(
-                Field(
-                    "key",
-                    f"{{{key_arg or 'record_id'}}}:{name}",
-                    "引数から作るキーのレシピ。`{名前}` は引数名。",
-                ),
-                Field(
-                    "dedupe_window",
-                    "1d",
-                    "任意: 完了後もこの期間は同じキーの登録を重複とみなす。"
-                    "書かなければ待機中・実行中のあいだだけ。",
-                    optional=True,
-                ),
-            ),
-        ),
-        Field(
-            "errors",
-            None,
-            "再試行するエラー / 再試行しないエラー。継承関係では最も近いクラスが優先。",
-            children=(
-                Field(
-                    "retry",
-                    ["ConnectionError", "TimeoutError"],
-                    "再試行するエラー: 一時的とみなす例外クラス"
-                    "（組み込み名またはドット区切りのパス）。",
-                ),
-                Field("fatal", [], "再試行しないエラー: 直らない例外クラス。すぐ退避する。"),
-                Field("default", "retry", "一覧にない例外の扱い: retry または fatal。"),
-            ),
-        ),
-        Field(
-            "on_reclaim",
-            "retry",
-            "実行中にワーカーが止まった（リース切れ）とき: retry はタイムアウトの失敗として再試行、"
-            "fail はすぐ退避。",
-        ),
-        Field(
-            "dead_letter",
-            None,
-            "エラー時の退避先: 成功できないジョブを残す場所。",
-            children=(Field("target", "table", "table: jobs テーブルに状態 dead で残す。"),),
-        ),
-        Field(
-            "notify",
-            None,
-            "通知先: 誰に、どの Channel で、どのイベントを知らせるか。",
-            children=(
-                Field("channel", None, "Channel ドキュメントの名前。"),
-                Field(
-                    "events",
-                    ["dead"],
-                    "知らせるイベント: dead（退避）、retry、timeout、reclaimed、done。",
-                ),
-                Field(
-                    "key_args",
-                    [key_arg or "record_id"],
-                    "任意: 通知に載せる引数。書かなければ冪等キーに使う引数。",
-                    optional=True,
-                ),
-            ),
-        ),
-        Field(
-            "rerun",
-            f"jobdef requeue --job {name} --state dead",
-            "再実行の手順: 原因を直したあと、退避したジョブを戻す方法。",
-        ),
-        Field(
-            "retention",
-            None,
-            "保存期間: 終わった行をいつまで残すか。",
-            children=(
-                Field("done", "30d", "完了（と取消・解決済み）のジョブを残す期間。"),
-                Field(
-                    "dead",
-                    "until_resolved",
-                    "退避したジョブを残す期間: until_resolved（解決されるまで）または期間。",
-                ),
-            ),
-        ),
-        Field(
-            "limits",
-            None,
-            "任意: 1 件のジョブが運べる量の上限。",
-            optional=True,
-            children=(
-                Field(
-                    "args_bytes",
-                    262144,
-                    "引数の JSON の最大バイト数（既定 256 KiB）。"
-                    "大きなデータは別に置き、その ID を渡す。",
-                ),
-            ),
-        ),
-        Field(
-            "runtime",
-            None,
-            "任意: Celery や RQ で動かすとき、その基盤が正確には守れない項目のうち"
-            "受け入れるもの（jobdef check --runtime が一覧にする）。",
-            optional=True,
-            children=(
-                Field("celery", None, "Celery で。", children=(Field("accept", ["priority"]),)),
-                Field("rq", None, "RQ で。", children=(Field("accept", ["on_reclaim"]),)),
-            ),
-        ),
-        Field(
-            "decision",
-            None,
-            "任意: 同期 / 非同期 / バッチを決める問いへの答え。"
-            "jobdef validate が勧める mode を導く。",
-            optional=True,
-            children=(
-                Field("time_triggered", False, "時刻が処理を始めるか（利用者ではなく）。"),
-                Field("result_needed_at_once", False, "呼び出し側が応答の中で結果を必要とするか。"),
-                Field("done_within_seconds", False, "数秒以内に終わるか。"),
-                Field("calls_external_systems", True, "外部システムを呼ぶか。"),
-                Field(
-                    "must_accept_when_external_down",
-                    True,
-                    "外部システムが止まっていても依頼を受け付ける必要があるか。",
-                ),
-            ),
-        ),
-    )
+    values = {
+        "name": name,
+        "title": name.replace("_", " ").capitalize(),
+        "description": todo + ("what the job does" if lang == "en" else "このジョブが何をするか"),
+        "owner": todo + ("the owning team" if lang == "en" else "担当チーム"),
+        "trigger": todo
+        + ("what enqueues this job" if lang == "en" else "どの操作・データで登録されるか"),
+        "handler": found.handler if found is not None else f"app.jobs:{name}",
+        "idempotency.key": f"{{{key_arg or 'record_id'}}}:{name}",
+        "notify.key_args": [key_arg or "record_id"],
+        "rerun": f"jobdef requeue --job {name} --state dead",
+    }
+    starters = {
+        path: replace(starter, value=values[path]) if path in values else starter
+        for path, starter in _STARTERS.items()
+    }
+    # Without an arg to make a key of, the idempotency block is an example to fill in.
+    starters["idempotency"] = replace(starters["idempotency"], optional=key_arg is None)
+    return starters
+
+
+def _tree(
+    paths: Sequence[str], starters: Mapping[str, Starter], make_args: Callable[[], Field], at: str
+) -> tuple[Field, ...]:
+    """The fields at ``paths`` (dotted, below group ``at``), nested as a sheet writes them."""
+    heads: dict[str, list[str]] = {}
+    for path in paths:
+        head, _, rest = path.partition(".")
+        heads.setdefault(head, []).append(rest)
+    fields: list[Field] = []
+    for head, rests in heads.items():
+        path = at + head
+        if path == "args":
+            fields.append(make_args())
+            continue
+        starter = starters[path]
+        below = [rest for rest in rests if rest]
+        children = _tree(below, starters, make_args, path + ".") if below else ()
+        fields.append(Field(head, starter.value, starter.ja, starter.optional, children))
+    return tuple(fields)
+
+
+def _fields(name: str, lang: str, found: Found | None = None) -> tuple[Field, ...]:
+    """Every line of a new sheet: the envelope, then each field of JOB_FIELDS in its order."""
+    starters = _starters(name, lang, found)
+    paths = [*_ENVELOPE, *(field.path for field in JOB_FIELDS)]
+    return _tree(paths, starters, lambda: _args(name, lang, found, starters["args"].ja), "")
 
 
 def _schema() -> Mapping[str, Any]:

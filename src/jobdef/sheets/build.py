@@ -8,26 +8,21 @@ validates and builds, and raises :class:`~jobdef.errors.SheetError` on findings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from jobdef.policy.durations import parse_duration
+from jobdef.policy.fields import JOB_FIELDS, PolicyField
 from jobdef.policy.model import (
-    DEFAULT_ARGS_BYTES,
-    BackoffPolicy,
     ChannelPolicy,
-    DecisionAnswers,
     ErrorClass,
-    ErrorPolicy,
-    IdempotencyPolicy,
     JobPolicy,
-    LimitsPolicy,
-    NotifyPolicy,
     Origin,
     QueuePolicy,
-    RetentionPolicy,
-    RuntimeFit,
-    RuntimesPolicy,
     Source,
     freeze,
 )
@@ -90,10 +85,6 @@ def _error_classes(entries: Iterable[Any]) -> tuple[ErrorClass, ...]:
     return tuple(classes)
 
 
-def _optional_duration(value: Any) -> float | None:
-    return None if value is None else parse_duration(value)
-
-
 def args_schema(args: Mapping[str, Any] | None) -> dict[str, Any]:
     """The JSON Schema of a job's args object; each arg's schema is one of its ``properties``.
 
@@ -119,84 +110,93 @@ def args_schema(args: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def _runtimes(value: Any) -> RuntimesPolicy:
-    """``runtime: {celery: {accept: [...]}, rq: {...}}`` as the policy holds it."""
-    given = value if isinstance(value, Mapping) else {}
+@functools.cache
+def _prefixes(path: str) -> tuple[tuple[Path_, tuple[str, ...]], ...]:
+    """``a.b.c`` -> ``((a,b,c), ()), ((a,b), (c,)), ((a,), (b,c))``: longest first."""
+    parts = tuple(path.split("."))
+    return tuple((parts[:cut], parts[cut:]) for cut in range(len(parts), 0, -1))
 
-    def fit(name: str) -> RuntimeFit:
-        entry = given.get(name)
-        accept = entry.get("accept") if isinstance(entry, Mapping) else None
-        return RuntimeFit(tuple(str(f) for f in accept or ()))
 
-    return RuntimesPolicy(celery=fit("celery"), rq=fit("rq"))
+def _written(values: Mapping[Path_, Any], path: str) -> Any:
+    """The value written at the dotted ``path`` (``runtime.rq.accept``), or ``None``.
+
+    A mapping that merges (``backoff``) was opened into its fields; one that does
+    not (``runtime``, ``decision``) is looked into here.
+    """
+    for key, below in _prefixes(path):
+        if key in values:
+            node = values[key]
+            for part in below:
+                node = node.get(part) if isinstance(node, Mapping) else None
+            return node
+    return None
+
+
+# How each kind of field is read from what a sheet writes: a value, or each item of a list.
+_SCALARS: Mapping[str, Callable[[Any], Any]] = {
+    "text": str,
+    "integer": int,
+    "number": float,
+    "duration": parse_duration,
+    "answer": bool,
+}
+_LISTS: Mapping[str, Callable[[Any], Any]] = {"names": str, "durations": parse_duration}
+
+
+def _read(field: PolicyField, written: Any) -> Any:
+    """The policy's value of ``field`` from what the sheet or Defaults wrote (or its default)."""
+    raw = field.default if written is None else written
+    scalar = _SCALARS.get(field.kind)
+    if scalar is not None:
+        return None if raw is None or raw == field.unset else scalar(raw)
+    if field.kind in _LISTS:
+        return tuple(map(_LISTS[field.kind], raw or ()))
+    if field.kind == "errors":
+        return _error_classes(raw)
+    return freeze(args_schema(raw))  # args
+
+
+@functools.cache
+def _plan(cls: type, prefix: str) -> tuple[tuple[str, str, type | None, bool], ...]:
+    """For each attribute of dataclass ``cls`` below ``prefix``: its name, its dotted path,
+    the dataclass it holds (``None`` for a plain value) and whether it may be ``None``
+    instead (``decision``)."""
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for attribute in dataclasses.fields(cls):
+        hint = hints[attribute.name]
+        options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        part = next(
+            (o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)), None
+        )
+        plan.append((attribute.name, prefix + attribute.name, part, type(None) in options))
+    return tuple(plan)
+
+
+def _assemble(cls: type, values: Mapping[str, Any], written: Collection[str], prefix: str) -> Any:
+    """An instance of ``cls`` from ``values`` by dotted attribute path, its parts assembled
+    in turn; a part that may be ``None`` is, unless the sheet or Defaults writes it."""
+    kwargs: dict[str, Any] = {}
+    for name, path, part, optional in _plan(cls, prefix):
+        if path in values:
+            kwargs[name] = values[path]
+        elif part is not None:
+            absent = optional and path not in written
+            kwargs[name] = None if absent else _assemble(part, values, written, path + ".")
+    return cls(**kwargs)
 
 
 def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
-    """The effective policy of one validated ``Job`` document."""
+    """The effective policy of one validated ``Job`` document: each field of
+    :data:`~jobdef.policy.fields.JOB_FIELDS` read by its kind, or its default."""
     v, origins = _effective(job, defaults)
     name = str(v[("name",)])
-
-    def get(*path: str, default: Any = None) -> Any:
-        return v.get(path, default)
-
-    strategy = get("backoff", "strategy", default="fixed")
-    backoff = BackoffPolicy(
-        strategy=strategy,
-        initial=parse_duration(get("backoff", "initial", default="0s")),
-        multiplier=float(get("backoff", "multiplier", default=2)),
-        max=_optional_duration(get("backoff", "max")),
-        jitter=get("backoff", "jitter", default="full"),
-        delays=tuple(parse_duration(d) for d in get("backoff", "delays", default=()) or ()),
-    )
-    dead = get("retention", "dead", default="until_resolved")
-    decision = get("decision")
-    return JobPolicy(
-        name=name,
-        handler=str(get("handler")),
-        title=str(get("title", default="")),
-        description=str(get("description", default="")),
-        owner=str(get("owner", default="")),
-        trigger=str(get("trigger", default="")),
-        mode=get("mode", default="async"),
-        schedule=get("schedule"),
-        timezone=str(get("timezone", default="UTC")),
-        catch_up=get("catch_up", default="latest"),
-        queue=str(get("queue", default="default")),
-        priority=int(get("priority", default=0)),
-        args_schema=freeze(args_schema(get("args"))),
-        max_attempts=int(get("max_attempts", default=1)),
-        backoff=backoff,
-        timeout=parse_duration(get("timeout", default="60s")),
-        deadline=_optional_duration(get("deadline")),
-        idempotency=IdempotencyPolicy(
-            key=get("idempotency", "key"),
-            dedupe_window=_optional_duration(get("idempotency", "dedupe_window")),
-        ),
-        errors=ErrorPolicy(
-            retry=_error_classes(get("errors", "retry", default=())),
-            fatal=_error_classes(get("errors", "fatal", default=())),
-            default=get("errors", "default", default="retry"),
-        ),
-        on_reclaim=get("on_reclaim", default="retry"),
-        dead_letter=str(get("dead_letter", "target", default="table")),
-        notify=NotifyPolicy(
-            channel=get("notify", "channel"),
-            events=tuple(get("notify", "events", default=()) or ()),
-            key_args=tuple(get("notify", "key_args", default=()) or ()),
-        ),
-        rerun=str(get("rerun", default="")).replace("{name}", name),
-        retention=RetentionPolicy(
-            done=_optional_duration(get("retention", "done")),
-            dead=None if dead == "until_resolved" else parse_duration(dead),
-        ),
-        limits=LimitsPolicy(
-            args_bytes=int(get("limits", "args_bytes", default=DEFAULT_ARGS_BYTES))
-        ),
-        runtime=_runtimes(get("runtime")),
-        decision=DecisionAnswers(**decision) if isinstance(decision, Mapping) else None,
-        origins=freeze(origins),
-        file=job.file,
-    )
+    values = {field.where: _read(field, _written(v, field.path)) for field in JOB_FIELDS}
+    # The one value that depends on another field: `{name}` in the re-run procedure.
+    values["rerun"] = values["rerun"].replace("{name}", name)
+    values |= {"name": name, "origins": freeze(origins), "file": job.file}
+    policy: JobPolicy = _assemble(JobPolicy, values, {str(path[0]) for path in v}, "")
+    return policy
 
 
 def build_channel(doc: Document) -> ChannelPolicy:

@@ -55,12 +55,18 @@ _TYPE_WORDS = {
 }
 _REQUIRED_HINTS = {
     "apiVersion": "add `apiVersion: jobdef/v1`",
-    "kind": "add `kind:` with one of Job, Channel, Defaults, Queue",
+    "kind": f"add `kind:` with one of {', '.join(KINDS)}",
     "handler": "add `handler: package.module:function`",
     "name": "add `name:` with a unique name",
-    "type": "add `type:` with one of log, webhook, email, command",
     "class": "add `class:` with the exception class",
 }
+
+
+def _required_hint(name: str) -> str:
+    if name == "type":  # a Channel's: one of the types the schema lists
+        kinds = schema()["definitions"]["Channel"]["properties"]["type"]["enum"]
+        return f"add `type:` with one of {', '.join(kinds)}"
+    return _REQUIRED_HINTS.get(name, "add it")
 
 
 def schema_text() -> str:
@@ -173,7 +179,7 @@ def _findings(error: ValidationError, doc: Document) -> Iterator[_Finding]:
         return
     if kind == "required":
         name = error.message.split("'")[1] if "'" in error.message else str(error.message)
-        hint = _REQUIRED_HINTS.get(name, "add it")
+        hint = _required_hint(name)
         yield _Finding(
             rules.MISSING_FIELD,
             (*path, name),

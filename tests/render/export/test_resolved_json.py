@@ -83,6 +83,13 @@ def test_an_unbounded_wait_is_null_not_infinity(sheets):
     assert document["jobs"][0]["worst_case"] is None
 
 
+def test_a_field_accepted_for_a_runtime_has_its_origin_in_a_valid_document(sheets):
+    registry = sheets({"urgent": "priority: 5\nruntime: {celery: {accept: [priority]}}\n"})
+    document = json.loads(export(registry, "json").text)
+    assert "runtime.celery.accept" in document["jobs"][0]["origins"]
+    assert [e.message for e in _validator().iter_errors(document)] == []
+
+
 def test_the_document_is_what_resolved_document_returns(examples):
     assert json.loads(export(examples, "json", base=REPO).text) == resolved_document(
         list(examples), examples, REPO

@@ -1,7 +1,8 @@
-"""Channel senders, one module per channel type: ``log``, ``webhook``, ``email``, ``command``.
+"""Channel senders, one module per channel type, named as the type (``email.py`` for ``email``).
 
 Each module has ``build(settings) -> Sender``, from the settings that
-:func:`jobdef.policy.channels.read_channel` reads (and checks) without sending anything.
+:func:`jobdef.policy.channels.read_channel` reads (and checks) without sending anything;
+:data:`jobdef.policy.channels.CHANNEL_TYPES` lists the types.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from jobdef.errors import ChannelError
 from jobdef.notify.message import Message
 from jobdef.policy.channels import ChannelConfig, read_channel
 from jobdef.policy.model import ChannelPolicy
-
-# Channel type -> module under jobdef.notify.channels.
-_MODULES = {"log": "log", "webhook": "webhook", "email": "mail", "command": "command"}
 
 
 class Sender(Protocol):
@@ -34,7 +32,7 @@ class Sender(Protocol):
 def configure(channel: ChannelPolicy, environ: Mapping[str, str]) -> tuple[Sender, ChannelConfig]:
     """Build the sender of ``channel``; the config's ``problems`` say what is missing."""
     settings, config = read_channel(channel, environ)
-    module = importlib.import_module(f"jobdef.notify.channels.{_MODULES[channel.type]}")
+    module = importlib.import_module(f"{__name__}.{channel.type}")
     return module.build(settings), config
 
 

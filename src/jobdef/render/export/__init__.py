@@ -33,6 +33,7 @@ from jobdef.render.escape import visible
 from jobdef.render.export import cloud_tasks, kubernetes, sqs, step_functions, temporal
 from jobdef.render.export.common import Note, Notes
 from jobdef.render.export.resolved import resolved_document
+from jobdef.render.export.resolved import schema_text as schema_text  # the CLI prints it
 
 FORMATS = ("json", "sqs", "cloud-tasks", "step-functions", "temporal", "kubernetes")
 
@@ -81,11 +82,6 @@ class Export:
 
     text: str
     notes: tuple[Note, ...]
-
-
-def schema_text() -> str:
-    """The shipped JSON Schema of ``--format json`` (draft-07, as the sheet schema), as written."""
-    return (Path(__file__).parent / "schema" / "jobdef-export-v1.schema.json").read_text("utf-8")
 
 
 def _dumps(data: Any) -> str:

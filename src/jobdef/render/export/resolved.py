@@ -4,15 +4,24 @@ The document follows ``schema/jobdef-export-v1.schema.json`` (``jobdef schema
 export`` prints it): durations in seconds (``null`` for none, or for forever
 where the field says so), the effective backoff cap, the error classes with
 how a timeout is treated, and where each value was written (file:line).
+
+The sheet's fields come from :data:`~jobdef.policy.fields.JOB_FIELDS`, each as
+JSON holds its kind, nested as a sheet writes them; jobdef's reading of them
+(retries, waits, worst case, queue limits) is added beside them, and every
+object's keys are laid out in the order the schema lists its properties.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jobdef.policy.backoff import delay_range, retry_timeline
+from jobdef.policy.fields import JOB_FIELDS, PolicyField, batch_only, policy_value
 from jobdef.policy.model import ErrorClass, JobPolicy, Origin, thaw
 from jobdef.policy.registry import Registry
 from jobdef.render.describe import display_path, effective_fields
@@ -20,6 +29,11 @@ from jobdef.render.export.common import effective_cap, queue_policy, retries, ti
 
 SCHEMA_ID = "https://raw.githubusercontent.com/jobdef/jobdef/main/src/jobdef/render/export/schema/jobdef-export-v1.schema.json"
 FORMAT = "jobdef-export/v1"
+
+
+def schema_text() -> str:
+    """The shipped JSON Schema of ``--format json`` (draft-07, as the sheet schema), as written."""
+    return (Path(__file__).parent / "schema" / "jobdef-export-v1.schema.json").read_text("utf-8")
 
 
 def _finite(value: float | None) -> float | None:
@@ -43,71 +57,82 @@ def _origin(origin: Origin | None, base: str | Path | None) -> dict[str, Any]:
     }
 
 
+# Sheet fields the export leaves out: prose and the review's answers, which no tool acts on.
+LEFT_OUT = ("description", "trigger", "runtime", "decision")
+
+
+def _json(field: PolicyField, job: JobPolicy) -> Any:
+    """The value of ``field`` in ``job`` as the export writes it."""
+    if field.applies is batch_only and not batch_only(job):
+        return None  # a schedule's fields mean nothing for an async job
+    value = policy_value(job, field.path)
+    if field.kind == "errors":
+        return _classes(value)
+    if field.kind == "args":
+        return thaw(value)
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _sheet_fields(job: JobPolicy) -> dict[str, Any]:
+    """The fields of ``job`` the export holds, nested by their sheet paths."""
+    out: dict[str, Any] = {}
+    for field in JOB_FIELDS:
+        if field.path.partition(".")[0] in LEFT_OUT:
+            continue
+        *parents, leaf = field.path.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = _json(field, job)
+    return out
+
+
+@functools.cache
+def _layout() -> Mapping[str, Any]:
+    """The schema of one exported job, whose properties give the order of its keys."""
+    layout: Mapping[str, Any] = json.loads(schema_text())["definitions"]["Job"]
+    return layout
+
+
+def _laid_out(data: dict[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with its keys in the order of the schema ``node``'s properties (any other
+    key after them), and so on in each object the schema describes property by property."""
+    properties = node.get("properties")
+    if not properties:
+        return data
+    order = {name: rank for rank, name in enumerate(properties)}
+    keys = sorted(data, key=lambda key: order.get(key, len(order)))
+    return {
+        key: _laid_out(data[key], properties[key])
+        if isinstance(data[key], dict) and key in order
+        else data[key]
+        for key in keys
+    }
+
+
 def resolved_job(job: JobPolicy, registry: Registry, base: str | Path | None) -> dict[str, Any]:
     """One job's resolved policy as plain data (the schema's ``Job``)."""
     b = job.backoff
     timeline = retry_timeline(job)
     queue = queue_policy(job, registry)
-    batch = job.mode == "batch"
-    return {
-        "name": job.name,
-        "title": job.title,
-        "handler": job.handler,
-        "owner": job.owner,
-        "mode": job.mode,
-        "schedule": job.schedule if batch else None,
-        "timezone": job.timezone if batch else None,
-        "catch_up": job.catch_up if batch else None,
-        "queue": job.queue,
-        "queue_limits": {
-            "concurrency": queue.concurrency if queue else None,
-            "rate": queue.rate if queue else None,
-        },
-        "priority": job.priority,
-        "max_attempts": job.max_attempts,
-        "retries": retries(job),
-        "timeout": job.timeout,
-        "deadline": job.deadline,
-        "backoff": {
-            "strategy": b.strategy,
-            "initial": b.initial,
-            "multiplier": b.multiplier,
-            "max": b.max,
-            "jitter": b.jitter,
-            "delays": list(b.delays),
-            "effective_max": _finite(effective_cap(job)),
-            "waits": [
-                {"retry": n, "min": _finite(low), "max": _finite(high)}
-                for n in range(1, retries(job) + 1)
-                for low, high in [delay_range(b, n)]
-            ],
-        },
-        "worst_case": _finite(timeline.worst_case),
-        "fits_deadline": timeline.fits_deadline,
-        "errors": {
-            "retry": _classes(job.errors.retry),
-            "fatal": _classes(job.errors.fatal),
-            "default": job.errors.default,
-            "timeout": timeout_action(job.errors),
-        },
-        "on_reclaim": job.on_reclaim,
-        "dead_letter": {"target": job.dead_letter},
-        "idempotency": {
-            "key": job.idempotency.key,
-            "dedupe_window": job.idempotency.dedupe_window,
-        },
-        "notify": {
-            "channel": job.notify.channel,
-            "events": list(job.notify.events),
-            "key_args": list(job.notify.key_args),
-        },
-        "rerun": job.rerun,
-        "retention": {"done": job.retention.done, "dead": job.retention.dead},
-        "limits": {"args_bytes": job.limits.args_bytes},
-        "args": thaw(job.args_schema),
-        "origins": {path: _origin(job.origin(path), base) for path in effective_fields(job)},
-        "sheet": display_path(job.file, base),
+    out = _sheet_fields(job)
+    out["queue_limits"] = {
+        "concurrency": queue.concurrency if queue else None,
+        "rate": queue.rate if queue else None,
     }
+    out["retries"] = retries(job)
+    out["backoff"]["effective_max"] = _finite(effective_cap(job))
+    out["backoff"]["waits"] = [
+        {"retry": n, "min": _finite(low), "max": _finite(high)}
+        for n in range(1, retries(job) + 1)
+        for low, high in [delay_range(b, n)]
+    ]
+    out["worst_case"] = _finite(timeline.worst_case)
+    out["fits_deadline"] = timeline.fits_deadline
+    out["errors"]["timeout"] = timeout_action(job.errors)
+    out["origins"] = {path: _origin(job.origin(path), base) for path in effective_fields(job)}
+    out["sheet"] = display_path(job.file, base)
+    return _laid_out(out, _layout())
 
 
 def resolved_document(

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from jobdef.policy.durations import is_duration
+from jobdef.policy.fields import JOB_FIELDS
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
@@ -20,15 +21,10 @@ DURATION_FORMAT = Rule(
 RULES = (DURATION_FORMAT,)
 
 # The duration fields of each kind, as paths; "*" stands for any list index.
-_JOB_FIELDS: tuple[Path_, ...] = (
-    ("timeout",),
-    ("deadline",),
-    ("backoff", "initial"),
-    ("backoff", "max"),
-    ("backoff", "delays", "*"),
-    ("idempotency", "dedupe_window"),
-    ("retention", "done"),
-    ("retention", "dead"),
+_JOB_FIELDS: tuple[Path_, ...] = tuple(
+    (*field.path.split("."), *(("*",) if field.kind == "durations" else ()))
+    for field in JOB_FIELDS
+    if field.kind in ("duration", "durations")
 )
 FIELDS: dict[str, tuple[Path_, ...]] = {
     "Job": _JOB_FIELDS,
