@@ -29,6 +29,7 @@ from jobdef.policy.backoff import delay_range
 from jobdef.policy.durations import format_duration
 from jobdef.policy.model import JobPolicy
 from jobdef.redact import redact
+from jobdef.sheets.files import shown_path
 from jobdef.sheets.words import did_you_mean
 
 INSPECT_TIMEOUT = 3.0
@@ -187,7 +188,7 @@ def celery_problems(app: Any, jobs: Sequence[JobPolicy], spec: str = "APP") -> l
 
 def _no_task(job: JobPolicy, spec: str, tasks: Mapping[str, Any], served: Mapping[str, Any]) -> str:
     """The line for ``job``, which no sheet task of the app runs."""
-    where = f"job {job.name} ({job.file}) has no task in the Celery app {spec}"
+    where = f"job {job.name} ({shown_path(job.file)}) has no task in the Celery app {spec}"
     for name in served:
         if name.rpartition(".")[2] == job.name:
             # @app.task(base=SheetTask) without name=: Celery names it module.function.

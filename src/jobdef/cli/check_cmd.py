@@ -21,6 +21,7 @@ from typing import Any
 from jobdef.cli import EXIT_FINDINGS, EXIT_OK
 from jobdef.cli.options import add_sheets, config_from, registry_from
 from jobdef.render.escape import visible
+from jobdef.sheets.files import shown_path
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
                     for v in found
                 ],
                 "unaccepted": sorted(refused),
+                "from_defaults": _from_defaults(job, refused),
             }
         )
     problems = _infrastructure(args, jobs)
@@ -58,6 +60,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(args.runtime, report, problems, checked=args.app is not None)
     return EXIT_FINDINGS if failing or problems else EXIT_OK
+
+
+def _from_defaults(job: Any, fields: set[str]) -> dict[str, str]:
+    """Of ``fields``, those whose value ``job`` takes from a Defaults document, and
+    where (``file:line``): accepting them there holds for every job."""
+    found = {}
+    for field in sorted(fields):
+        origin = job.origin(field)
+        if origin is not None and origin.source == "defaults":
+            found[field] = f"{shown_path(origin.file)}:{origin.line}"
+    return found
 
 
 def _infrastructure(args: argparse.Namespace, jobs: list[Any]) -> list[str]:
@@ -75,7 +88,7 @@ def _print_text(
     runtime: str, report: list[dict[str, Any]], problems: list[str], *, checked: bool
 ) -> None:
     for entry in report:
-        print(f"{visible(entry['job'])} on {runtime} ({visible(entry['sheet'])})")
+        print(f"{visible(entry['job'])} on {runtime} ({visible(shown_path(entry['sheet']))})")
         width = max(len(f["field"]) for f in entry["fields"])
         for f in entry["fields"]:
             text = f["fidelity"] if f["fidelity"] == "exact" else f"{f['fidelity']} ({f['how']})"
@@ -84,11 +97,7 @@ def _print_text(
                 mark = "  accepted" if f["accepted"] else "  NOT ACCEPTED"
             print(f"  {f['field']:<{width}}  {text}{mark}")
         if entry["unaccepted"]:
-            fields = ", ".join(entry["unaccepted"])
-            print(
-                f"  -> {runtime} cannot honour {fields} exactly: change the sheet, or accept "
-                f"it there: runtime: {{{runtime}: {{accept: [{fields}]}}}}"
-            )
+            _print_advice(runtime, entry["unaccepted"], entry["from_defaults"])
         print()
     if not checked:
         print("infrastructure: not checked; pass --app module:app to check it")
@@ -99,6 +108,29 @@ def _print_text(
         print("infrastructure: ok")
     failing = sum(1 for e in report if e["unaccepted"])
     print(f"{len(report)} job(s) checked on {runtime}: {failing} with fields not accepted")
+
+
+def _print_advice(runtime: str, refused: list[str], inherited: dict[str, str]) -> None:
+    """What to write for the fields of one job the runtime cannot honour exactly: in the
+    sheet for its own, in the Defaults for those it inherits (for every job at once)."""
+    own = [field for field in refused if field not in inherited]
+    if own:
+        fields = ", ".join(own)
+        print(
+            f"  -> {runtime} cannot honour {fields} exactly: change the sheet, or accept "
+            f"it there: runtime: {{{runtime}: {{accept: [{fields}]}}}}"
+        )
+    by_file: dict[str, list[str]] = {}
+    for field, where in inherited.items():
+        by_file.setdefault(where.rpartition(":")[0], []).append(field)
+    for fields_of in by_file.values():
+        fields = ", ".join(fields_of)
+        where = ", ".join(visible(inherited[f]) for f in fields_of)
+        print(
+            f"  -> {runtime} cannot honour {fields} exactly, set in the Defaults "
+            f"({where}): accept it there, for every job: "
+            f"runtime: {{{runtime}: {{accept: [{fields}]}}}}"
+        )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

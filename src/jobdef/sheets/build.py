@@ -46,20 +46,42 @@ _MERGED_MAPPINGS = (
 )
 
 
+# ``runtime`` is opened one level too, into one entry per runtime (``runtime.celery``):
+# a Job's entry is merged with the Defaults' (:func:`_merged_runtime`).
+_RUNTIME = "runtime"
+
+
 def _flatten(data: Mapping[str, Any], prefix: Path_ = ()) -> dict[Path_, Any]:
     out: dict[Path_, Any] = {}
     for key, value in data.items():
         path = (*prefix, key)
-        if key in _MERGED_MAPPINGS and isinstance(value, Mapping) and not prefix:
-            out.update(_flatten(value, path))
+        opened = key in _MERGED_MAPPINGS or key == _RUNTIME
+        if opened and isinstance(value, Mapping) and not prefix:
+            out.update({(*path, k): v for k, v in value.items()})
         else:
             out[path] = value
     return out
 
 
 def field_paths(data: Mapping[str, Any]) -> dict[Path_, Any]:
-    """The fields a document sets, mappings that merge (``backoff``...) opened one level."""
+    """The fields a document sets, mappings that merge (``backoff``...) and ``runtime``
+    opened one level."""
     return _flatten(data)
+
+
+def _merged_runtime(inherited: Any, own: Any) -> Any:
+    """A Job's entry of one runtime (``runtime.celery``) over the Defaults' entry: its
+    ``accept`` adds to the Defaults' list. An accept acknowledges how a runtime treats a
+    field's value, and a Job keeps every value of the Defaults it does not set itself, so
+    it keeps their acknowledgements too (a Job's list replacing them would fail `jobdef
+    check` on fields the Job never wrote)."""
+    if not (isinstance(inherited, Mapping) and isinstance(own, Mapping)):
+        return own
+    accept = [*inherited.get("accept", ()), *own.get("accept", ())]
+    merged = {**inherited, **own}
+    if accept:
+        merged["accept"] = list(dict.fromkeys(accept))
+    return merged
 
 
 def _effective(
@@ -75,7 +97,10 @@ def _effective(
                 continue
             if source == "sheet" and path[0] in _MERGED_MAPPINGS and len(path) == 1:
                 continue
-            values[path] = value
+            if path[0] == _RUNTIME and len(path) == 2:
+                values[path] = _merged_runtime(values.get(path), value)
+            else:
+                values[path] = value
             origins[".".join(map(str, path))] = doc.origin(path, source)
     return values, origins
 
@@ -119,14 +144,14 @@ def args_schema(args: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def _runtimes(value: Any) -> RuntimesPolicy:
-    """``runtime: {celery: {accept: [...]}, rq: {...}}`` as the policy holds it."""
-    given = value if isinstance(value, Mapping) else {}
+def _runtimes(entries: Mapping[str, Any]) -> RuntimesPolicy:
+    """``runtime: {celery: {accept: [...]}, rq: {...}}`` (each entry merged with the
+    Defaults') as the policy holds it."""
 
     def fit(name: str) -> RuntimeFit:
-        entry = given.get(name)
+        entry = entries.get(name)
         accept = entry.get("accept") if isinstance(entry, Mapping) else None
-        return RuntimeFit(tuple(str(f) for f in accept or ()))
+        return RuntimeFit(tuple(str(f) for f in accept or ()), named=name in entries)
 
     return RuntimesPolicy(celery=fit("celery"), rq=fit("rq"))
 
@@ -192,7 +217,7 @@ def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
         limits=LimitsPolicy(
             args_bytes=int(get("limits", "args_bytes", default=DEFAULT_ARGS_BYTES))
         ),
-        runtime=_runtimes(get("runtime")),
+        runtime=_runtimes({str(p[1]): value for p, value in v.items() if p[0] == _RUNTIME}),
         decision=DecisionAnswers(**decision) if isinstance(decision, Mapping) else None,
         origins=freeze(origins),
         file=job.file,
