@@ -167,6 +167,7 @@ def celery_problems(app: Any, jobs: Sequence[JobPolicy], spec: str = "APP") -> l
         for task in found:
             if name in sheets:
                 problems.extend(_overrides(task, sheets[name]))
+                problems.extend(_parameters(task, sheets[name]))
     # The checks below concern the jobs the app runs (all of them, when it has none).
     jobs = [job for job in jobs if job.name in served] or list(jobs)
     if (problem := _ping(settings.redis)) is not None:
@@ -256,6 +257,22 @@ def _overrides(task: Any, job: JobPolicy) -> Iterator[str]:
         yield (
             f"{where}: queue={queue!r} is not the sheet's queue {job.queue!r}, where every "
             "message goes: remove queue, or change the sheet's queue"
+        )
+
+
+def _parameters(task: Any, job: JobPolicy) -> Iterator[str]:
+    """A line when a Celery worker's call of ``task``, its function with the args alone,
+    does not fit the sheet's args. ``jobdef validate --check-imports`` checks the task
+    when the sheet's handler names it; this checks it when the handler names another
+    function (one jobdef's worker runs, the same sheet run on both)."""
+    from jobdef.sheets.handlers import fit_problem
+
+    function = getattr(task.run, "__name__", task.name)
+    problem = fit_problem(task.run, f"{task.name}:{function}", job.args_schema, ctx=False)
+    if problem is not None:
+        yield (
+            f"task {task.name} (job {job.name}): a Celery worker calls {function}(**args), "
+            f"and its parameters do not fit the sheet's args: {problem}"
         )
 
 
