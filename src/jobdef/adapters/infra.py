@@ -38,8 +38,10 @@ INSPECT_TIMEOUT = 3.0
 APP_FORMS = "module:app, module.app or module (as celery -A takes it)"
 
 
-def load_object(spec: str) -> Any:
-    """The object ``--app spec`` names, loaded from the current folder and the path.
+def load_object(spec: str, option: str = "--app") -> Any:
+    """The object ``--app spec`` names, loaded from the current folder and the path;
+    ``option``: where ``spec`` was written (``[tool.jobdef] celery_app``), which the
+    one line of a spec that does not load names.
 
     A Celery app is found and loaded as ``celery -A spec`` does: ``module:attr``,
     ``module.attr``, or a module (its ``app`` or ``celery``, its ``.celery`` submodule,
@@ -47,6 +49,16 @@ def load_object(spec: str) -> Any:
     names (``include``, ``imports``, ``autodiscover_tasks``) are imported, as a worker
     imports them at start, so every task they register is in ``app.tasks``.
     """
+    try:
+        return _load_object(spec)
+    except UsageError as exc:
+        if option == "--app":
+            raise
+        message = exc.message.replace(f"--app {spec!r}", f"{option} = {spec!r}", 1)
+        raise UsageError(message) from None
+
+
+def _load_object(spec: str) -> Any:
     if not spec or spec.startswith((":", ".")) or spec.endswith((":", ".")):
         raise UsageError(f"--app {spec!r}: write {APP_FORMS}, e.g. --app shop.celery:app")
     if str(Path.cwd()) not in sys.path:

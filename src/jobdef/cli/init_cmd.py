@@ -108,6 +108,9 @@ sheets = "{sheets}"
 database = "sqlite:///jobdef.db"
 docs = "docs/jobs"
 lang = "{lang}"
+# On Celery or RQ: the app that jobdef requeue, check --runtime and dashboard send through
+# celery_app = "shop.celery:app"   # as celery -A takes it
+# rq_app = "shop.jobs:sheets"      # the jobdef.adapters.rq.SheetQueue
 """
 
 
