@@ -29,13 +29,18 @@ from jobdef.errors import ConfigError
 
 @dataclass(frozen=True)
 class Config:
-    """Where the sheets, the database and the generated docs are."""
+    """Where the sheets, the database, the generated docs and the Celery or RQ application
+    objects are."""
 
     sheets: str = "jobdefs"
     database: str = "sqlite:///jobdef.db"
     docs: str = "docs/jobs"
     lang: str = "en"
     templates: str | None = None
+    # The application objects jobs that died in Celery or RQ go back through (module:obj,
+    # as `--app` takes it): `jobdef requeue`, `jobdef check --runtime`, `jobdef dashboard`.
+    celery_app: str | None = None
+    rq_app: str | None = None
     # Folders put first on sys.path to import handlers, absolute; see use_pythonpath.
     pythonpath: tuple[str, ...] = ()
     # Folder that relative paths of pyproject.toml are resolved against.

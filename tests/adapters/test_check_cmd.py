@@ -142,3 +142,47 @@ def test_docs_runtimes_holds_the_table_the_check_prints() -> None:
         "docs/runtimes.md is out of date: paste jobdef.adapters.fidelity.markdown_table() "
         "between its fidelity-table markers"
     )
+
+
+def test_a_field_of_the_defaults_is_accepted_once_in_the_defaults_for_every_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _run(["init"])[0] == 0  # its Defaults keep done jobs 30 days
+    sheets = tmp_path / "jobdefs"
+    (sheets / "sync_stock.yaml").write_text(SHEET.format(extra=""), encoding="utf-8")
+    (sheets / "ship_order.yaml").write_text(
+        SHEET.format(extra="priority: 5\nruntime: {celery: {accept: [priority]}}\n").replace(
+            "sync_stock", "ship_order"
+        ),
+        encoding="utf-8",
+    )
+    code, out, _ = _run(["check", "--runtime", "celery"])
+    assert code == 1
+    assert re.search(r"retention\.done +approximate .*NOT ACCEPTED", out)
+    defaults = sheets / "defaults.yaml"
+    line = (
+        defaults.read_text("utf-8")
+        .splitlines()
+        .index("retention: {done: 30d, dead: until_resolved}")
+    )
+    advice = (
+        f"  -> celery cannot honour retention.done exactly, set in the Defaults "
+        f"(jobdefs/defaults.yaml:{line + 1}): accept it there, for every job: "
+        "runtime: {celery: {accept: [retention.done]}}\n"
+    )
+    assert advice in out
+    assert "change the sheet" not in out  # neither sheet writes retention
+    assert advice in DOCS.read_text("utf-8")  # docs/runtimes.md shows it as printed
+
+    # The line jobdef init leaves commented in the Defaults, uncommented: every job
+    # accepts it, and a Job's own accept adds to the Defaults' list.
+    text = defaults.read_text("utf-8")
+    assert "\n# runtime: {celery: {accept: [retention.done]}}\n" in text
+    defaults.write_text(text.replace("\n# runtime: ", "\nruntime: "), "utf-8")
+    code, out, _ = _run(["check", "--runtime", "celery", "--format", "json"])
+    assert code == 0, out
+    for job in json.loads(out)["jobs"]:
+        accepted = {f["field"] for f in job["fields"] if f["accepted"]}
+        want = {"retention.done", "priority"} if job["job"] == "ship_order" else {"retention.done"}
+        assert accepted == want, job["job"]

@@ -94,7 +94,7 @@ def _requeue(base: str, job_id: int) -> str:
     assert status == 200, body
     found = re.search(r'id="outcome">([^<]*)<', body)
     assert found, body
-    return found.group(1).replace("&#39;", "'")
+    return found.group(1).replace("&#39;", "'").replace("&#34;", '"')
 
 
 def _row(url: str, job_id: int) -> Any:
@@ -122,10 +122,14 @@ def test_a_job_dead_in_rq_goes_back_through_the_dashboards_app_and_runs_again(
     assert "already moved" not in text
     assert text.startswith("requeue: 0 of 1 changed; ")
     assert f"job {job_id} died in rq (task " in text
-    assert "start the dashboard with --app module:obj" in text
+    assert (
+        "name the jobdef.adapters.rq.SheetQueue in pyproject.toml, [tool.jobdef] rq_app = "
+        '"module:obj", or start the dashboard with --app module:obj'
+    ) in text
     assert _row(url, job_id).state == "dead"
 
-    # With --app naming the application's SheetQueue: `jobdef dashboard --app`.
+    # With the application's SheetQueue named in [tool.jobdef] rq_app, as jobdef requeue
+    # and jobdef check take it too: `jobdef dashboard` with no --app.
     module = f"{prefix.replace('-', '_')}_jobs"
     (tmp_path / f"{module}.py").write_text(
         textwrap.dedent(f"""\
@@ -136,6 +140,9 @@ def test_a_job_dead_in_rq_goes_back_through_the_dashboards_app_and_runs_again(
                                 prefix={prefix!r})
             """),
         encoding="utf-8",
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.jobdef]\nrq_app = "{module}:sheets"\n', encoding="utf-8"
     )
     processes = Processes(tmp_path, importable=(ADAPTERS, tmp_path), group=True)
     try:
@@ -152,7 +159,7 @@ def test_a_job_dead_in_rq_goes_back_through_the_dashboards_app_and_runs_again(
         port = free_port()
         dashboard = [
             sys.executable, "-m", "jobdef", "dashboard", "--db", url, "--sheets", str(sheets),
-            "--port", str(port), "--app", f"{module}:sheets",
+            "--port", str(port),
         ]  # fmt: skip
         started = processes.start("dashboard", dashboard)  # in tmp_path, where the module is
         base = f"http://127.0.0.1:{port}"
@@ -268,3 +275,21 @@ def test_an_app_that_is_neither_a_celery_app_nor_a_sheetqueue_is_refused_at_star
         "jobdef.adapters.rq.SheetQueue)"
     ), err
     assert len(err.splitlines()) == 1
+
+
+def test_an_app_named_in_the_project_that_is_not_one_is_refused_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jobdef.cli import main
+
+    url = f"sqlite:///{tmp_path / 'jobdef.db'}"
+    upgrade(url)
+    (tmp_path / "pyproject.toml").write_text('[tool.jobdef]\ncelery_app = "os:sep"\n')
+    monkeypatch.chdir(tmp_path)
+    code = main(["dashboard", "--db", url, "--sheets", str(TESTS.parent / "jobdefs")])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "[tool.jobdef] celery_app = 'os:sep' is a str; name module:obj (the Celery app, or "
+        "the jobdef.adapters.rq.SheetQueue)"
+    ), err

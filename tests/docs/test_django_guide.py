@@ -32,18 +32,16 @@ def block(text: str, language: str, first_line: str) -> str:
     raise AssertionError(f"docs/django.md has no {language} block starting {first_line!r}")
 
 
-def settings_of_step_2(page: str) -> tuple[list[str], str, str]:
-    """The apps step 2 adds (the backport's on Django 5.2 only), its TASKS, and the
-    SQLite option it tells to set."""
+def settings_of_step_2(page: str) -> tuple[str, str]:
+    """The settings step 2 shows, as written (the backport's app on Django 5.2 only, as
+    its comment says), and the SQLite option it tells to set."""
     snippet = block(page, "python", "INSTALLED_APPS = [")
-    apps = []
-    for line in snippet.split("TASKS =")[0].splitlines():
-        found = re.search(r'"([\w.]+)",', line)
-        if found and ("Django 5.2 only" not in line or django.VERSION < (6, 0)):
-            apps.append(found.group(1))
-    tasks = "TASKS =" + snippet.split("TASKS =", 1)[1]
+    if django.VERSION >= (6, 0):
+        snippet = "".join(
+            line for line in snippet.splitlines(keepends=True) if "Django 5.2 only" not in line
+        )
     (option,) = re.findall(r"On SQLite also set `(DATABASES\[[^`]+)`", page)
-    return apps, tasks, option
+    return snippet, option
 
 
 def test_the_django_guide_runs_as_written(tmp_path: Path) -> None:
@@ -73,12 +71,15 @@ def test_the_django_guide_runs_as_written(tmp_path: Path) -> None:
 
     run("-m", "django", "startproject", "hotel", ".")
     run("manage.py", "startapp", "reservations")
-    apps, tasks, option = settings_of_step_2(page)
+    snippet, option = settings_of_step_2(page)
     settings = root / "hotel" / "settings.py"
     text = settings.read_text("utf-8")
-    listed = ", ".join(repr(app) for app in [*apps, "reservations"])
-    text += f"\nINSTALLED_APPS += [{listed}]\n{tasks}\n{option}\n"
-    settings.write_text(text, "utf-8")
+    # Step 2's INSTALLED_APPS is the whole list: it keeps every app startproject wrote.
+    written = re.search(r"^INSTALLED_APPS = \[\n(.*?)^\]", text, re.M | re.S)
+    assert written is not None
+    for app in re.findall(r"'([\w.]+)'", written.group(1)):
+        assert f'"{app}",' in snippet, f"step 2's INSTALLED_APPS leaves out {app}"
+    settings.write_text(f"{text}\n{snippet}\n{option}\n", "utf-8")
 
     code = block(page, "python", "# reservations/tasks.py")
     if django.VERSION < (6, 0):  # as its comment says

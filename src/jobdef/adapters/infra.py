@@ -29,6 +29,7 @@ from jobdef.policy.backoff import delay_range
 from jobdef.policy.durations import format_duration
 from jobdef.policy.model import JobPolicy
 from jobdef.redact import redact
+from jobdef.sheets.files import shown_path
 from jobdef.sheets.words import did_you_mean
 
 INSPECT_TIMEOUT = 3.0
@@ -37,8 +38,10 @@ INSPECT_TIMEOUT = 3.0
 APP_FORMS = "module:app, module.app or module (as celery -A takes it)"
 
 
-def load_object(spec: str) -> Any:
-    """The object ``--app spec`` names, loaded from the current folder and the path.
+def load_object(spec: str, option: str = "--app") -> Any:
+    """The object ``--app spec`` names, loaded from the current folder and the path;
+    ``option``: where ``spec`` was written (``[tool.jobdef] celery_app``), which the
+    one line of a spec that does not load names.
 
     A Celery app is found and loaded as ``celery -A spec`` does: ``module:attr``,
     ``module.attr``, or a module (its ``app`` or ``celery``, its ``.celery`` submodule,
@@ -46,6 +49,16 @@ def load_object(spec: str) -> Any:
     names (``include``, ``imports``, ``autodiscover_tasks``) are imported, as a worker
     imports them at start, so every task they register is in ``app.tasks``.
     """
+    try:
+        return _load_object(spec)
+    except UsageError as exc:
+        if option == "--app":
+            raise
+        message = exc.message.replace(f"--app {spec!r}", f"{option} = {spec!r}", 1)
+        raise UsageError(message) from None
+
+
+def _load_object(spec: str) -> Any:
     if not spec or spec.startswith((":", ".")) or spec.endswith((":", ".")):
         raise UsageError(f"--app {spec!r}: write {APP_FORMS}, e.g. --app shop.celery:app")
     if str(Path.cwd()) not in sys.path:
@@ -166,6 +179,7 @@ def celery_problems(app: Any, jobs: Sequence[JobPolicy], spec: str = "APP") -> l
         for task in found:
             if name in sheets:
                 problems.extend(_overrides(task, sheets[name]))
+                problems.extend(_parameters(task, sheets[name]))
     # The checks below concern the jobs the app runs (all of them, when it has none).
     jobs = [job for job in jobs if job.name in served] or list(jobs)
     if (problem := _ping(settings.redis)) is not None:
@@ -187,7 +201,7 @@ def celery_problems(app: Any, jobs: Sequence[JobPolicy], spec: str = "APP") -> l
 
 def _no_task(job: JobPolicy, spec: str, tasks: Mapping[str, Any], served: Mapping[str, Any]) -> str:
     """The line for ``job``, which no sheet task of the app runs."""
-    where = f"job {job.name} ({job.file}) has no task in the Celery app {spec}"
+    where = f"job {job.name} ({shown_path(job.file)}) has no task in the Celery app {spec}"
     for name in served:
         if name.rpartition(".")[2] == job.name:
             # @app.task(base=SheetTask) without name=: Celery names it module.function.
@@ -255,6 +269,22 @@ def _overrides(task: Any, job: JobPolicy) -> Iterator[str]:
         yield (
             f"{where}: queue={queue!r} is not the sheet's queue {job.queue!r}, where every "
             "message goes: remove queue, or change the sheet's queue"
+        )
+
+
+def _parameters(task: Any, job: JobPolicy) -> Iterator[str]:
+    """A line when a Celery worker's call of ``task``, its function with the args alone,
+    does not fit the sheet's args. ``jobdef validate --check-imports`` checks the task
+    when the sheet's handler names it; this checks it when the handler names another
+    function (one jobdef's worker runs, the same sheet run on both)."""
+    from jobdef.sheets.handlers import fit_problem
+
+    function = getattr(task.run, "__name__", task.name)
+    problem = fit_problem(task.run, f"{task.name}:{function}", job.args_schema, ctx=False)
+    if problem is not None:
+        yield (
+            f"task {task.name} (job {job.name}): a Celery worker calls {function}(**args), "
+            f"and its parameters do not fit the sheet's args: {problem}"
         )
 
 

@@ -18,6 +18,7 @@ from jobdef.cli.lease_option import add_lease, lease_from
 from jobdef.cli.options import plain, whole_number
 from jobdef.errors import UsageError
 from jobdef.policy.leases import DEFAULT_LEASE
+from jobdef.project import Config
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8484
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         sheet_link=args.sheet_link,
         lease=DEFAULT_LEASE if lease is None else lease,
         allowed_hosts=allowed,
-        runtime_app=_runtime_app(args.app),
+        runtime_app=_runtime_app(args.app, config),
     )
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
     mode = " (read-only)" if args.read_only else ""
@@ -89,16 +90,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runtime_app(spec: str | None) -> object | None:
-    """The application object of ``--app`` (imported as ``jobdef requeue --app`` does)."""
-    if spec is None:
-        return None
-    from jobdef.adapters.infra import load_object
-    from jobdef.adapters.requeue import check_target
+def _runtime_app(spec: str | None, config: Config) -> object:
+    """The application objects jobs that died in Celery or RQ go back through: ``--app``,
+    else ``[tool.jobdef] celery_app`` and ``rq_app``; loaded now, so one that does not
+    load stops the dashboard at start (as ``jobdef requeue`` loads them)."""
+    from jobdef.adapters.requeue import Targets
 
-    found: object = load_object(spec)
-    check_target(found, spec)
-    return found
+    return Targets(spec, config).load()
 
 
 def _unspecified(host: str) -> bool:
@@ -157,7 +155,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--app",
         metavar="MODULE:OBJ",
         help="requeue jobs that died in Celery or RQ back through it: the Celery app, or the "
-        "jobdef.adapters.rq.SheetQueue (default: such jobs are not requeued; the result says so)",
+        "jobdef.adapters.rq.SheetQueue (default: [tool.jobdef] celery_app or rq_app, "
+        "JOBDEF_CELERY_APP or JOBDEF_RQ_APP; else such jobs are not requeued, the result "
+        "says so)",
     )
     add_lease(parser, "a lost attempt's planned bounds on a job's page allow for it")
     parser.set_defaults(handler=run)

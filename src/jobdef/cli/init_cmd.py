@@ -36,6 +36,8 @@ _TEXT = {
         "channel_description": "The operations team's log alerts",
         "webhook_example": "A chat webhook, once you have one (the URL stays in the environment):",
         "webhook_description": "The operations team's chat",
+        "runtime_example": "On Celery (or RQ) through jobdef's adapters, what every job "
+        "accepts that it cannot honour exactly (`jobdef check --runtime celery` lists them):",
     },
     "ja": {
         "defaults_head": "チーム共通の既定値: このフォルダの Job は、"
@@ -46,6 +48,8 @@ _TEXT = {
         "channel_description": "運用担当のログ通知",
         "webhook_example": "チャットの Webhook を使うとき（URL は環境変数に置く）:",
         "webhook_description": "運用担当のチャット",
+        "runtime_example": "jobdef のアダプタで Celery（または RQ）で動かすとき、そこで正確に"
+        "守れない項目のうち全ジョブで受け入れるもの（jobdef check --runtime celery が示す）:",
     },
 }
 
@@ -72,6 +76,8 @@ on_reclaim: retry
 notify: {{channel: ops-log, events: [dead]}}
 rerun: jobdef requeue --job {{name}} --state dead
 retention: {{done: 30d, dead: until_resolved}}
+# {t["runtime_example"]}
+# runtime: {{celery: {{accept: [retention.done]}}}}
 """
 
 
@@ -102,6 +108,9 @@ sheets = "{sheets}"
 database = "sqlite:///jobdef.db"
 docs = "docs/jobs"
 lang = "{lang}"
+# On Celery or RQ: the app that jobdef requeue, check --runtime and dashboard send through
+# celery_app = "shop.celery:app"   # as celery -A takes it
+# rq_app = "shop.jobs:sheets"      # the jobdef.adapters.rq.SheetQueue
 """
 
 

@@ -21,24 +21,30 @@ def run(args: argparse.Namespace) -> int:
     try:
         others = _elsewhere(backend, args)
         count = backend.requeue(args.ids, job=args.job, state=args.state)
-        if others and args.app is None:
-            for record in others:
-                where = record.worker_id or ""
-                print(
-                    f"jobdef requeue: job {record.id} died in {where.partition('/')[0]} "
-                    f"(task {where.partition('/')[2]}); it goes back through its runtime: "
-                    f"jobdef requeue {record.id} --app module:app",
-                    file=sys.stderr,
-                )
-        elif others:
-            from jobdef.adapters.infra import load_object
-            from jobdef.adapters.requeue import requeue_elsewhere
-
-            count += requeue_elsewhere(backend, load_object(args.app), others)
+        if others:
+            count += _through_runtimes(args, backend, others)
     finally:
         backend.close()
     print(f"requeued {count} job{'s' if count != 1 else ''}")
     return 0 if count else 1
+
+
+def _through_runtimes(args: argparse.Namespace, backend: Any, records: list[Any]) -> int:
+    """Send the jobs that died in Celery or RQ back through the application's object
+    (``--app``, else ``[tool.jobdef] celery_app`` or ``rq_app``); a line for each job
+    whose runtime has none. How many went back."""
+    from jobdef.adapters.requeue import Targets, needs_app, requeue_elsewhere
+    from jobdef.backends.elsewhere import elsewhere
+
+    targets = Targets(args.app, runtime_options.config(args))
+    going = []
+    for record in records:
+        if targets.get((elsewhere(record) or ("", ""))[0]) is not None:
+            going.append(record)
+            continue
+        once = f"pass it once: jobdef requeue {record.id}"
+        print(f"jobdef requeue: {needs_app(record, once)}", file=sys.stderr)
+    return requeue_elsewhere(backend, targets, going)
 
 
 def _elsewhere(backend: Any, args: argparse.Namespace) -> list[Any]:
@@ -77,7 +83,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--app",
         metavar="MODULE:OBJ",
         help="send jobs that died in Celery or RQ back through it: the Celery app, or the "
-        "jobdef.adapters.rq.SheetQueue (default: such jobs are listed, not requeued)",
+        "jobdef.adapters.rq.SheetQueue (default: [tool.jobdef] celery_app or rq_app, "
+        "JOBDEF_CELERY_APP or JOBDEF_RQ_APP; else such jobs are listed, not requeued)",
     )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser, purpose="that --job is checked against")

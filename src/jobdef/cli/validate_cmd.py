@@ -32,6 +32,8 @@ HANDLER_RULES = frozenset({"JD301", "JD302", "JD303"})
 HOW_RUN = {
     "sync": "a plain function, called in a handler process",
     "async": "a coroutine function, awaited on an event loop in a handler process",
+    "celery": "a Celery task, which a Celery worker calls with the args alone",
+    "rq": "a function that RQ calls with the args alone (its job names runtime.rq)",
 }
 
 
@@ -81,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         # A handler with a finding at its line is not said to import and fit.
         flagged = {(d.file, d.line) for d in diagnostics if d.code in HANDLER_RULES}
         fine = [
-            job.handler
+            job
             for job in result.jobs
             if (origin := job.origin("handler")) is None
             or (origin.file, origin.line) not in flagged

@@ -86,7 +86,7 @@ def _requeue(
     """jobdef's requeue of ``ids``; a job among them that died in Celery or RQ goes back
     through ``through`` (the application's Celery app or SheetQueue, ``--app``), or
     gets a line in ``notes`` saying why it cannot."""
-    from jobdef.adapters.requeue import needs_app, requeue_through
+    from jobdef.adapters.requeue import needs_app, requeue_through, target_for
     from jobdef.backends.elsewhere import elsewhere
 
     verbs = store.verbs
@@ -99,7 +99,7 @@ def _requeue(
             found = None if record is None or record.state != "dead" else elsewhere(record)
             if record is None or found is None:
                 continue
-            if through is None:
+            if target_for(through, found[0]) is None:
                 notes.append(needs_app(record, "start the dashboard with"))
                 continue
             try:

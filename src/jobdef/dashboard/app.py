@@ -73,8 +73,9 @@ def create_app(
     ``{file}`` and ``{line}`` (e.g. a repository's blob URL). ``lease``: the workers'
     lease (``jobdef worker --lease``), which a lost attempt's planned bounds allow for.
     ``runtime_app``: the Celery app or :class:`~jobdef.adapters.rq.SheetQueue` that
-    a requeue sends a job which died in Celery or RQ back through (else the result
-    says, for each such job, how to give one).
+    a requeue sends a job which died in Celery or RQ back through, or one of each
+    (:class:`~jobdef.adapters.requeue.Targets`); else the result says, for each such
+    job, how to give one.
 
     The store must exist and be current (``jobdef db upgrade``).
     """

@@ -139,9 +139,15 @@ class LimitsPolicy:
 
 @dataclass(frozen=True, slots=True)
 class RuntimeFit:
-    """What a sheet accepts that one runtime does not honour exactly (``jobdef check``)."""
+    """What a sheet accepts that one runtime does not honour exactly (``jobdef check``).
+
+    ``named``: the sheet (or its Defaults) names the runtime (``runtime: {rq: ...}``),
+    saying that it runs the job; ``jobdef validate --check-imports`` then checks the
+    handler as that runtime calls it (RQ: ``handler(**args)``, without ctx).
+    """
 
     accept: tuple[str, ...] = ()
+    named: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from jobdef.policy.model import (
     JobPolicy,
     Origin,
     QueuePolicy,
+    RuntimesPolicy,
     Source,
     freeze,
 )
@@ -41,20 +42,42 @@ _MERGED_MAPPINGS = (
 )
 
 
+# ``runtime`` is opened one level too, into one entry per runtime (``runtime.celery``):
+# a Job's entry is merged with the Defaults' (:func:`_merged_runtime`).
+_RUNTIME = "runtime"
+
+
 def _flatten(data: Mapping[str, Any], prefix: Path_ = ()) -> dict[Path_, Any]:
     out: dict[Path_, Any] = {}
     for key, value in data.items():
         path = (*prefix, key)
-        if key in _MERGED_MAPPINGS and isinstance(value, Mapping) and not prefix:
-            out.update(_flatten(value, path))
+        opened = key in _MERGED_MAPPINGS or key == _RUNTIME
+        if opened and isinstance(value, Mapping) and not prefix:
+            out.update({(*path, k): v for k, v in value.items()})
         else:
             out[path] = value
     return out
 
 
 def field_paths(data: Mapping[str, Any]) -> dict[Path_, Any]:
-    """The fields a document sets, mappings that merge (``backoff``...) opened one level."""
+    """The fields a document sets, mappings that merge (``backoff``...) and ``runtime``
+    opened one level."""
     return _flatten(data)
+
+
+def _merged_runtime(inherited: Any, own: Any) -> Any:
+    """A Job's entry of one runtime (``runtime.celery``) over the Defaults' entry: its
+    ``accept`` adds to the Defaults' list. An accept acknowledges how a runtime treats a
+    field's value, and a Job keeps every value of the Defaults it does not set itself, so
+    it keeps their acknowledgements too (a Job's list replacing them would fail `jobdef
+    check` on fields the Job never wrote)."""
+    if not (isinstance(inherited, Mapping) and isinstance(own, Mapping)):
+        return own
+    accept = [*inherited.get("accept", ()), *own.get("accept", ())]
+    merged = {**inherited, **own}
+    if accept:
+        merged["accept"] = list(dict.fromkeys(accept))
+    return merged
 
 
 def _effective(
@@ -70,7 +93,10 @@ def _effective(
                 continue
             if source == "sheet" and path[0] in _MERGED_MAPPINGS and len(path) == 1:
                 continue
-            values[path] = value
+            if path[0] == _RUNTIME and len(path) == 2:
+                values[path] = _merged_runtime(values.get(path), value)
+            else:
+                values[path] = value
             origins[".".join(map(str, path))] = doc.origin(path, source)
     return values, origins
 
@@ -195,6 +221,11 @@ def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
     # The one value that depends on another field: `{name}` in the re-run procedure.
     values["rerun"] = values["rerun"].replace("{name}", name)
     values |= {"name": name, "origins": freeze(origins), "file": job.file}
+    # A runtime the sheet or its Defaults names (`runtime: {rq: {}}`) runs the job.
+    values |= {
+        f"{_RUNTIME}.{runtime.name}.named": (_RUNTIME, runtime.name) in v
+        for runtime in dataclasses.fields(RuntimesPolicy)
+    }
     policy: JobPolicy = _assemble(JobPolicy, values, {str(path[0]) for path in v}, "")
     return policy
 

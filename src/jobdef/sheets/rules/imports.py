@@ -41,28 +41,44 @@ _BOOTSTRAP = (
 @dataclass(frozen=True, slots=True)
 class Request:
     """One thing to import: a handler (``module:function``, with the sheet's args schema
-    as JSON, to check its parameters) or a dotted exception class (``args`` is None)."""
+    as JSON, to check its parameters) or a dotted exception class (``args`` is None).
+
+    ``call``: how a plain function is called, "worker" (jobdef's worker,
+    ``handler(ctx, **args)``) or "rq" (a job that names ``runtime.rq``,
+    ``handler(**args)``); a Celery task is checked as Celery calls it either way."""
 
     path: str
     args: str | None = None
+    call: str = "worker"
 
     @classmethod
-    def handler(cls, path: str, args_schema: Mapping[str, Any]) -> Request:
+    def handler(cls, path: str, args_schema: Mapping[str, Any], call: str = "worker") -> Request:
         # What the parameter check reads of the schema: the args, in order, and the required.
         names = list(args_schema.get("properties", {}))
         required = sorted(args_schema.get("required", ()))
-        return cls(path, json.dumps({"properties": dict.fromkeys(names), "required": required}))
+        schema = json.dumps({"properties": dict.fromkeys(names), "required": required})
+        return cls(path, schema, call)
+
+    @classmethod
+    def of(cls, policy: JobPolicy) -> Request:
+        """The request of ``policy``'s handler, called as the runtime the job names calls it."""
+        call = "rq" if policy.runtime.rq.named else "worker"
+        return cls.handler(policy.handler, policy.args_schema, call)
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What importing one request found: ``problem`` (does not import, not callable, not
     an exception class), else for a handler ``mismatch`` (its parameters do not fit the
-    args) and ``kind`` ("sync" or "async")."""
+    args), ``kind`` ("sync" or "async"), ``caller`` (who it was checked for: "worker",
+    "rq" or "celery", a Celery task) and ``alone`` (it does not fit jobdef's worker's
+    call but would fit the args alone, as Celery and RQ call)."""
 
     problem: str | None = None
     mismatch: str | None = None
     kind: str | None = None
+    caller: str | None = None
+    alone: bool = False
 
 
 # Answers already found in this process, by sys.path and request.
@@ -92,7 +108,7 @@ def requests_of(jobs: Iterable[JobPolicy]) -> list[Request]:
     the rules of a run (each rule then finds its answers already there)."""
     found: list[Request] = []
     for policy in jobs:
-        found.append(Request.handler(policy.handler, policy.args_schema))
+        found.append(Request.of(policy))
         for error in (*policy.errors.retry, *policy.errors.fatal):
             if "." in error.name:
                 found.append(Request(error.name))
@@ -107,7 +123,7 @@ def _child(requests: Sequence[Request]) -> dict[Request, Answer]:
     import selectors
     import subprocess
 
-    line = json.dumps({"path": sys.path, "requests": [[r.path, r.args] for r in requests]})
+    line = json.dumps({"path": sys.path, "requests": [[r.path, r.args, r.call] for r in requests]})
     try:
         child = subprocess.Popen(
             [sys.executable, "-c", _BOOTSTRAP],
@@ -157,7 +173,11 @@ def _child(requests: Sequence[Request]) -> dict[Request, Answer]:
                 else:
                     started = None
                     answers[requests[index]] = Answer(
-                        message.get("problem"), message.get("mismatch"), message.get("kind")
+                        message.get("problem"),
+                        message.get("mismatch"),
+                        message.get("kind"),
+                        message.get("caller"),
+                        bool(message.get("alone")),
                     )
     child.stdout.close()
     return answers
@@ -201,23 +221,20 @@ def handler_kind(handler: Any) -> str:
     return "sync"
 
 
-def handler_kinds(handlers: Iterable[str]) -> list[tuple[str, str]]:
-    """(handler, "sync" or "async") for each ``module:function`` that imports and is
-    callable, in the order given, once each (the others are findings already).
+def handler_kinds(jobs: Iterable[JobPolicy]) -> list[tuple[str, str]]:
+    """(handler, how it is run) for each job's handler that imports and is callable, in
+    the order given, once each (the others are findings already): "sync" or "async" on
+    jobdef's worker, "celery" for a Celery task, "rq" for a job that names
+    ``runtime.rq``.
 
-    Asked of the same child process as the checks (:func:`probe`), whose answers
-    this process keeps: no handler is imported here."""
-    paths = list(dict.fromkeys(handlers))
-    requests = {path: _known(path) for path in paths}
-    found = probe(requests.values())
-    return [(path, kind) for path in paths if (kind := found[requests[path]].kind) is not None]
-
-
-def _known(path: str) -> Request:
-    """The request of ``path`` this process already asked about (any args schema: the
-    kind does not depend on it), else a new one."""
-    current = tuple(sys.path)
-    for seen_path, request in _answers:
-        if seen_path == current and request.path == path and request.args is not None:
-            return request
-    return Request.handler(path, {})
+    Asked of the same child process as the checks (:func:`probe`), with the same
+    requests, whose answers this process keeps: no handler is imported here."""
+    requests = list(dict.fromkeys(Request.of(job) for job in jobs))
+    found = probe(requests)
+    kinds: dict[tuple[str, str], None] = {}
+    for request in requests:
+        answer = found[request]
+        if answer.kind is not None:
+            how = answer.caller if answer.caller in ("celery", "rq") else answer.kind
+            kinds[(request.path, how)] = None
+    return list(kinds)
