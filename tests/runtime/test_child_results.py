@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from jobdef.runtime.child import Task
 from jobdef.runtime.payloads import MAX_RESULT_BYTES
 from jobdef.runtime.pool import Event, Finished, Killed, Pool
+from jobdef.runtime.wire import Task
 from support import eventually
 
 HANDLERS = [

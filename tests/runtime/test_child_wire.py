@@ -6,7 +6,8 @@ import pickle
 
 import pytest
 
-from jobdef.runtime.child import (
+from jobdef.runtime.pool import Beat, Event, Finished, Pool
+from jobdef.runtime.wire import (
     Batch,
     Progress,
     Ready,
@@ -15,7 +16,6 @@ from jobdef.runtime.child import (
     Task,
     TaskFailed,
 )
-from jobdef.runtime.pool import Beat, Event, Finished, Pool
 from support import eventually
 
 

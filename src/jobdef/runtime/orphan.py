@@ -24,10 +24,9 @@ import multiprocessing
 import os
 import threading
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # child imports this module
-    from jobdef.runtime.child import Task
+from jobdef.runtime.wire import Task
 
 log = logging.getLogger("jobdef.worker")
 

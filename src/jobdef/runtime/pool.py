@@ -1,7 +1,7 @@
 """The persistent pool of child processes that run handlers, with real timeout kills.
 
-This is the worker's side; what runs in a child, and the messages on the pipe
-between the two, are in :mod:`jobdef.runtime.child`.
+This is the worker's side; what runs in a child is in :mod:`jobdef.runtime.child`,
+the messages on the pipe between the two in :mod:`jobdef.runtime.wire`.
 
 Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
@@ -65,17 +65,11 @@ from jobdef.runtime.child import (
     SLOTS,
     STARTED,
     STARTED_AT,
-    Batch,
     FileLock,
-    FromChild,
     Logs,
-    Progress,
-    Results,
-    Stop,
-    Task,
-    ToChild,
     run_child,
 )
+from jobdef.runtime.wire import Batch, FromChild, Progress, Results, Stop, Task, ToChild
 
 log = logging.getLogger("jobdef.worker")
 

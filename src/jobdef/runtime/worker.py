@@ -67,7 +67,6 @@ from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
-from jobdef.runtime.child import Task
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
@@ -82,6 +81,7 @@ from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
+from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
 from jobdef.telemetry.presence import Presence
 
