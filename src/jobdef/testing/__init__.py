@@ -22,9 +22,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from jobdef.testing.attempt import Attempt
     from jobdef.testing.clock import VirtualClock
     from jobdef.testing.kit import load_project_registry, open_queue
-    from jobdef.testing.queue import Attempt, VirtualQueue
+    from jobdef.testing.queue import VirtualQueue
 
 # Loaded when pytest registers this package as a plugin (the entry point, or -p).
 pytest_plugins = ("jobdef.testing.plugin",)
@@ -33,7 +34,7 @@ pytest_plugins = ("jobdef.testing.plugin",)
 # project that has jobdef installed, and a run that never asks for jobdef_queue should
 # not pay for the sheets' loader, the engines or the templates.
 _HOMES = {
-    "Attempt": "jobdef.testing.queue",
+    "Attempt": "jobdef.testing.attempt",
     "VirtualClock": "jobdef.testing.clock",
     "VirtualQueue": "jobdef.testing.queue",
     "load_project_registry": "jobdef.testing.kit",
