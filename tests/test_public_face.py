@@ -1,12 +1,10 @@
-"""The public face: `from jobdef import ...`, a cheap `import jobdef`, the old import path."""
+"""The public face: `from jobdef import ...` and a cheap `import jobdef`."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -15,19 +13,6 @@ import jobdef
 from jobdef.runtime.queue import Queue
 
 HEAVY = ("jinja2", "jsonschema", "psycopg", "yaml", "sqlite3")
-
-# The former jobdef.registry names and the module to import each from now.
-MOVED = {
-    "load_registry": "jobdef",
-    "Registry": "jobdef.policy.registry",
-    "Document": "jobdef.sheets.document",
-    "build_registry": "jobdef.sheets.build",
-    "build_job": "jobdef.sheets.build",
-    "build_channel": "jobdef.sheets.build",
-    "build_queue": "jobdef.sheets.build",
-    "field_paths": "jobdef.sheets.build",
-    "args_schema": "jobdef.sheets.build",
-}
 
 
 def _modules_after(statement: str) -> set[str]:
@@ -81,28 +66,3 @@ def test_every_name_in_all_resolves_and_others_do_not() -> None:
     assert set(jobdef.__all__) <= set(dir(jobdef))
     with pytest.raises(AttributeError, match="no attribute 'Queue'"):
         _ = jobdef.Queue
-
-
-@pytest.mark.parametrize("name", sorted(MOVED))
-def test_the_old_registry_module_still_works_and_says_what_to_import(name: str) -> None:
-    shim = importlib.import_module("jobdef.registry")
-    with pytest.warns(DeprecationWarning, match="jobdef.registry is deprecated") as caught:
-        value = getattr(shim, name)
-    assert f"from {MOVED[name]} import {name}" in str(caught[0].message)
-    assert value is getattr(importlib.import_module(MOVED[name]), name)
-
-
-def test_the_old_import_line_warns_at_the_line_that_wrote_it() -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        from jobdef.registry import load_registry
-    assert load_registry is jobdef.load_registry
-    [warning] = caught
-    assert warning.category is DeprecationWarning
-    assert warning.filename == __file__
-
-
-def test_the_old_module_names_no_other_attribute() -> None:
-    shim = importlib.import_module("jobdef.registry")
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        _ = shim.nothing
