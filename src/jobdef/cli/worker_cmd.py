@@ -22,7 +22,8 @@ from jobdef.telemetry.logs import configure as configure_logs
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.runtime.worker import check_options, worker_id
+    from jobdef.runtime.settings import check_options
+    from jobdef.runtime.worker import worker_id
 
     lease, poll = parse_duration(args.lease), parse_duration(args.poll)
     # Before anything starts: a lease shorter than the heartbeats would let the worker

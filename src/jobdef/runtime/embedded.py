@@ -44,7 +44,8 @@ from jobdef.backends import open_backend
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.registry import Registry
 from jobdef.runtime.handlers import check_handlers
-from jobdef.runtime.worker import Worker, WorkerStats, check_options
+from jobdef.runtime.settings import check_options
+from jobdef.runtime.worker import Worker, WorkerStats
 
 log = logging.getLogger("jobdef.embedded")
 

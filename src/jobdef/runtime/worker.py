@@ -60,10 +60,10 @@ from jobdef.backends.protocol import (
     holds_maintenance_lock,
 )
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
-from jobdef.errors import BackendError, UnknownJobError, UsageError
+from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.durations import format_wait
-from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
+from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
@@ -81,47 +81,19 @@ from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
+from jobdef.runtime.settings import check_options
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
 from jobdef.telemetry.presence import Presence
 
 log = logging.getLogger("jobdef.worker")
 
-# Handler processes per worker: past this, start more worker processes instead.
-MAX_CONCURRENCY = 256
 # After a wake-up from the store (a notification), an idle worker claims again every
 # RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it goes back to the poll
 # interval: the job that caused the notification may be due a few milliseconds after
 # the first claim, as the hosts' readings of the server's clock differ slightly.
 RECHECK_AFTER_WAKE = 0.5
 RECHECK_INTERVAL = 0.05
-
-
-class WorkerOptionError(UsageError, ValueError):
-    """A worker option is out of its bounds."""
-
-
-def check_options(
-    concurrency: int,
-    lease_seconds: float,
-    *,
-    names: tuple[str, str] = ("concurrency", "lease_seconds"),
-) -> None:
-    """Raise :class:`WorkerOptionError` (one line, naming what to write) when the
-    concurrency or the lease is out of bounds; ``names`` are the options as the caller
-    spells them (the CLI's flags)."""
-    concurrency_name, lease_name = names
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise WorkerOptionError(
-            f"{concurrency_name} {concurrency} is out of bounds: write a number from 1 to "
-            f"{MAX_CONCURRENCY}, and start more worker processes for more"
-        )
-    if lease_seconds < MIN_LEASE:
-        raise WorkerOptionError(
-            f"{lease_name} {lease_seconds:g}s is too short: the worker heartbeats every "
-            f"lease/3, so a shorter lease would expire under its own live jobs; write "
-            f"{MIN_LEASE:g}s or more ({DEFAULT_LEASE:g}s by default)"
-        )
 
 
 class Phase(enum.Enum):
