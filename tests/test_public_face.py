@@ -32,16 +32,18 @@ def test_import_jobdef_loads_nothing_heavy() -> None:
 
 
 def test_the_public_names_are_the_ones_of_their_homes() -> None:
-    from jobdef import Context, Worker, connect, first_run, load_registry
+    from jobdef import Context, Worker, WorkerSettings, connect, first_run, load_registry
     from jobdef.runtime.context import Context as RuntimeContext
     from jobdef.runtime.idempotency import first_run as runtime_first_run
     from jobdef.runtime.queue import connect as runtime_connect
+    from jobdef.runtime.settings import WorkerSettings as RuntimeWorkerSettings
     from jobdef.runtime.worker import Worker as RuntimeWorker
     from jobdef.sheets.pipeline import load_registry as pipeline_load_registry
 
     assert load_registry is pipeline_load_registry
     assert connect is runtime_connect
     assert Worker is RuntimeWorker
+    assert WorkerSettings is RuntimeWorkerSettings
     assert Context is RuntimeContext
     assert first_run is runtime_first_run
 

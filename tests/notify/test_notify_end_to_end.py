@@ -26,7 +26,7 @@ from jobdef.notify.digest import MAX_DIGEST_ITEMS
 from jobdef.notify.sender import OutboxSender
 from jobdef.policy.model import BackoffPolicy
 from jobdef.policy.registry import Registry
-from jobdef.runtime import Worker, connect
+from jobdef.runtime import Worker, WorkerSettings, connect
 from jobdef.runtime.maintenance import MaintenanceContext
 from jobdef.runtime.maintenance.outbox import OutboxService
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
@@ -95,9 +95,7 @@ def running_worker(
     worker = Worker(
         backend,
         registry,
-        database_url=url,
-        concurrency=2,
-        poll_interval=0.05,
+        WorkerSettings(concurrency=2, poll_interval=0.05),
         clock=clock,
         services=[LeaseReclaimer, outbox],
     )
