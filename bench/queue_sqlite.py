@@ -127,7 +127,7 @@ def _counting() -> WorkerTelemetry:
     from jobdef.telemetry.metrics import Metrics
     from jobdef.telemetry.observer import WorkerTelemetry
 
-    return WorkerTelemetry("bench", metrics=Metrics())
+    return WorkerTelemetry(metrics=Metrics())
 
 
 def jobdef_claim_ms(folder: Path, finished: int, synchronous: str, samples: int = 200) -> float:

@@ -20,6 +20,7 @@ from jobdef.runtime.embedded import EMBEDDED, EmbeddedWorker
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerOptionError, WorkerSettings
 from jobdef.runtime.worker import Worker
+from jobdef.telemetry.observer import WorkerTelemetry
 
 # Each bound, with the option it names and a phrase of what to write.
 OUT_OF_BOUNDS = [
@@ -142,3 +143,12 @@ def test_a_handler_is_given_the_url_of_the_store_the_worker_runs_on(
     assert record is not None
     assert record.state == "done"
     assert record.result == backend.url
+
+
+def test_the_settings_id_is_the_one_the_workers_log_lines_carry(
+    backend: Backend, registry: Registry
+) -> None:
+    telemetry = WorkerTelemetry(log_args=True)
+    worker = Worker(backend, registry, WorkerSettings(id="w-7"), telemetry=telemetry, services=[])
+    assert worker.id == telemetry.worker_id == "w-7"
+    assert Worker(backend, registry, services=[]).id != Worker(backend, registry, services=[]).id

@@ -91,7 +91,7 @@ def _work(args: argparse.Namespace, logs: LogSettings, settings: WorkerSettings)
 
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
-    telemetry = worker_telemetry(args, settings.id or "", url)
+    telemetry = worker_telemetry(args, url)
     # --no-migrate: the tables must exist already (a role without DDL rights).
     try:
         backend = runtime_options.backend(

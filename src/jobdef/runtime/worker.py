@@ -202,7 +202,8 @@ class Worker:
         # only: another worker may claim the job, and the entry would never be dropped.
         self._retry_due: dict[int, float] = {}
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
-        self.telemetry = telemetry or WorkerTelemetry(self.id)
+        self.telemetry = telemetry or WorkerTelemetry()
+        self.telemetry.worker_id = self.id
         self.telemetry.registry = registry  # --log-args hides the args it marks sensitive
         self._presence = Presence(
             backend,
