@@ -10,6 +10,7 @@ import tempfile
 from jobdef.backends.records import NewJob
 from jobdef.policy.model import freeze
 from jobdef.policy.registry import Registry
+from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerSettings
@@ -72,7 +73,7 @@ def test_a_killed_workers_lock_folder_is_removed_by_the_next_pool(tmp_path, monk
     )
     stale = tmp_path / f"jobdef-pool-{int(finished.stdout)}-abc"
     stale.mkdir()
-    pool = Pool(1, "sqlite:///unused.db")
+    pool = Pool(1, ChildSettings("sqlite:///unused.db"))
     try:
         assert not stale.exists()
         mine = [p.name.split("-")[2] for p in tmp_path.glob("jobdef-pool-*")]

@@ -65,14 +65,24 @@ _RESULT_DELAY = 0.02
 
 
 @dataclass(frozen=True, slots=True)
-class Logs:
-    """Where a child logs: the worker's level and, if it logs to a file, that file;
-    in the worker's format (``text`` or ``json``), its lines naming the worker."""
+class ChildSettings:
+    """What every handler process of one worker starts with.
 
-    level: int
-    file: str | None
-    format: str = "text"
-    worker: str | None = None
+    ``store_url``: the job store, which handlers see as ``ctx.database_url`` and
+    where a child whose worker died gives back what it holds. ``handlers``: imported
+    before the first job; ``setup``: ``module:function`` called before them.
+    ``worker_id``: the holder its leases name and the worker its log lines name
+    (empty: none, and nothing is given back). It logs at ``log_level``, in
+    ``log_format`` (``text`` or ``json``), to ``log_file`` if the worker logs to one.
+    """
+
+    store_url: str
+    handlers: tuple[str, ...] = ()
+    setup: str | None = None
+    worker_id: str = ""
+    log_level: int = logging.WARNING
+    log_format: str = "text"
+    log_file: str | None = None
 
 
 class FileLock:
@@ -117,35 +127,26 @@ def _resolve(path: str) -> Callable[..., Any]:
         raise HandlerUnavailable(f"handler {path} does not import ({what})") from exc
 
 
-def child_main(
-    conn: Connection,
-    shared: Any,
-    lock_path: str,
-    database_url: str,
-    logs: Logs,
-    *,
-    handlers: tuple[str, ...],
-    setup: str | None = None,
-    lease_holder: str = "",
-) -> None:
+def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
     parent = os.getppid()
     # Should the worker die, what this child holds and has not started goes back to the
-    # queue (lease_holder: the worker's id, which its leases name); see runtime.orphan.
-    HOLDINGS.watch(lease_holder, RECALL, conn, shared, database_url)
+    # queue (under the worker's id, which its leases name); see runtime.orphan.
+    HOLDINGS.watch(settings.worker_id, settings.store_url, RECALL, conn, shared)
     if os.getppid() != parent:
         return
     # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
     # process group must not kill a handler half-way.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    configure_logs(LogSettings(logs.level, logs.format, logs.worker), logs.file)
+    logs = LogSettings(settings.log_level, settings.log_format, settings.worker_id or None)
+    configure_logs(logs, settings.log_file)
     lock = FileLock(os.open(lock_path, os.O_RDWR))
-    if setup is not None:
+    if settings.setup is not None:
         # What the handlers' modules need before they import (Django's settings and app
         # registry). A setup that raises ends the child before Ready: the worker sees a
         # child that could not start, rather than jobs failing one by one.
-        resolve_handler(setup)()
-    for path in handlers:
+        resolve_handler(settings.setup)()
+    for path in settings.handlers:
         # Import before the first job, not during it; a handler that does not import
         # fails its own jobs when they run, with the error.
         with contextlib.suppress(BaseException):
@@ -157,7 +158,7 @@ def child_main(
                 message: ToChild = conn.recv()
                 HOLDINGS.read(message)
         except (EOFError, OSError):
-            HOLDINGS.ended(conn, shared, database_url)
+            HOLDINGS.ended()
             return
         if isinstance(message, Stop):
             return
@@ -178,7 +179,7 @@ def child_main(
             if not start:
                 HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
                 continue
-            error, value = _run(task, conn, database_url)
+            error, value = _run(task, conn, settings.store_url)
             pending.add(task.seq, now, error, value)
             shared[FINISHED] = task.seq
         if pending:
@@ -224,20 +225,13 @@ class _Pending:
         self._clear()
 
 
-def run_child(
-    conn: Connection,
-    shared: Any,
-    lock_path: str,
-    database_url: str,
-    logs: Logs,
-    **options: Any,
-) -> None:
+def run_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
     """A child process's entry: :func:`child_main`; should a send to the worker break
     because the worker died, the tasks not started are given back first."""
     try:
-        child_main(conn, shared, lock_path, database_url, logs, **options)
+        child_main(conn, shared, lock_path, settings)
     except OSError:
-        HOLDINGS.ended(conn, shared, database_url)
+        HOLDINGS.ended()
         raise
 
 

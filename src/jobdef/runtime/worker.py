@@ -66,6 +66,7 @@ from jobdef.policy.durations import format_wait
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
+from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
@@ -271,18 +272,16 @@ class Worker:
         if in_main:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 previous[sig] = signal.signal(sig, self._on_signal)
-        pool = Pool(
-            self.settings.concurrency,
+        children = ChildSettings(
             self.backend.url,
-            depth=self.settings.prefetch,
-            log_level=logging.getLogger().level,
-            log_file=_log_file(),
-            log_format=self.telemetry.log_format,
-            worker_id=self.id,
-            handlers=sorted({policy.handler for policy in self.registry}),
+            handlers=tuple(sorted({policy.handler for policy in self.registry})),
             setup=self.settings.child_setup,
-            lease_holder=self.id,
+            worker_id=self.id,
+            log_level=logging.getLogger().level,
+            log_format=self.telemetry.log_format,
+            log_file=_log_file(),
         )
+        pool = Pool(self.settings.concurrency, children, depth=self.settings.prefetch)
         log.info("worker %s started: concurrency %d", self.id, self.settings.concurrency)
         jobless = jobless_queues(self.registry, self.settings.queues)
         if jobless:
