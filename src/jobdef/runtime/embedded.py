@@ -134,9 +134,9 @@ class EmbeddedWorker:
             worker.backend.close()
 
     def stop(self, timeout: float | None = None) -> WorkerStats | None:
-        """Drain and stop: no new claims, running jobs get the grace (or ``timeout``)
-        seconds to finish, then are killed and given back to the queue. Blocks until the
-        thread ends; raises :class:`EmbeddedWorkerError` if it had stopped on an error."""
+        """Drain and stop as the module says, with ``timeout`` seconds for running jobs in
+        place of the grace; blocks until the thread ends and raises
+        :class:`EmbeddedWorkerError` if it had stopped on an error."""
         atexit.unregister(self._at_exit)
         worker, thread = self._worker, self._thread
         if worker is not None and thread is not None and thread.is_alive():

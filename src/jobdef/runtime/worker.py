@@ -230,9 +230,8 @@ class Worker:
         self._failures: list[FailedAttempt] = []
         self._outage = StoreOutage()
         self._idle = False
-        # Until when (monotonic) an idle turn looks again soon after a notification:
-        # hosts' readings of the server's clock differ by a few milliseconds, so a job
-        # enqueued "now" can be due a moment after the claim its notification caused.
+        # Until when (monotonic) an idle turn looks again soon after a notification
+        # (RECHECK_AFTER_WAKE says why).
         self._recheck_until = 0.0
         # When each service is next due, on ``clock``; a first tick on the first turn.
         self._next_tick = [0.0] * len(self.services)
@@ -249,7 +248,7 @@ class Worker:
     # -- control ----------------------------------------------------------------
 
     def request_stop(self) -> None:
-        """First call: drain. Second call: stop now (jobs are released, never lost)."""
+        """One stop request: the first drains, the second stops now (see :class:`Phase`)."""
         with self._stop_lock:
             self._stop_requests += 1
         if can_wait_for_jobs(self.backend):
@@ -500,10 +499,9 @@ class Worker:
             )
 
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
-        """What to claim now: what the children that are not stuck on a slow job can take
-        ahead (so they run it while this worker waits on the database for the next
-        claim), and no more: a claim is handed to a child as soon as it commits. Once a
-        quarter of that room is free (or a child sits idle), so claims come in batches."""
+        """What to claim now: what the children can take ahead (:meth:`Pool.capacity`) less
+        what already waits for them, once a quarter of that room is free (or a child sits
+        idle), so claims come in batches; the module says why no more."""
         free = pool.capacity() - len(self._backlog)
         if free <= 0 or (free < pool.size * pool.depth // 4 and pool.idle_children() == 0):
             return None

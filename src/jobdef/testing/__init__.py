@@ -1,10 +1,8 @@
 """The testing kit: a real job store on a virtual clock, for the tests of a jobdef project.
 
-With pytest the kit is a plugin (installed with jobdef, loaded through its
-``pytest11`` entry point, or with ``-p jobdef.testing``) that gives the
-``jobdef_queue`` fixture; it registers that fixture, two options and a marker,
-and does nothing in a test that does not ask for the fixture. Other runners call
-:func:`open_queue`::
+With pytest the kit is a plugin (:mod:`jobdef.testing.plugin`, installed with
+jobdef, loaded through its ``pytest11`` entry point, or with ``-p jobdef.testing``)
+that gives the ``jobdef_queue`` fixture. Other runners call :func:`open_queue`::
 
     from jobdef.testing import open_queue
 
