@@ -16,7 +16,7 @@ from jobdef.cli.worker_cmd import FLAGS, worker_settings
 from jobdef.errors import UsageError
 from jobdef.policy.model import freeze
 from jobdef.policy.registry import Registry
-from jobdef.runtime.embedded import EMBEDDED, EmbeddedWorker
+from jobdef.runtime.embedded import EMBEDDED_SETTINGS, EmbeddedWorker
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerOptionError, WorkerSettings
 from jobdef.runtime.worker import Worker
@@ -123,7 +123,7 @@ def test_queues_are_kept_as_a_tuple_and_none_or_empty_means_every_queue() -> Non
 
 def test_the_embedded_worker_takes_the_same_settings(backend: Backend, registry: Registry) -> None:
     queue = Queue(backend, registry)
-    assert EmbeddedWorker(queue).settings == EMBEDDED == WorkerSettings(concurrency=2)
+    assert EmbeddedWorker(queue).settings == EMBEDDED_SETTINGS == WorkerSettings(concurrency=2)
     mine = WorkerSettings(queues=["reports"], grace=3.0)
     assert EmbeddedWorker(queue, settings=mine).settings is mine
 

@@ -53,7 +53,7 @@ log = logging.getLogger("jobdef.embedded")
 STOP_MARGIN = 10.0
 # The settings of an embedded worker given none: those of ``jobdef worker`` with two
 # handler processes, so one slow job does not hold up the application's others.
-EMBEDDED = WorkerSettings(concurrency=2)
+EMBEDDED_SETTINGS = WorkerSettings(concurrency=2)
 
 
 class EmbeddedWorkerError(JobdefError):
@@ -65,7 +65,7 @@ class EmbeddedWorker:
 
     ``target``: a :class:`~jobdef.runtime.queue.Queue` (its store and sheets are
     used) or a database URL (then ``registry`` is required). ``settings``: the
-    worker's own (default :data:`EMBEDDED`, two handler processes).
+    worker's own (default :data:`EMBEDDED_SETTINGS`, two handler processes).
     """
 
     def __init__(
@@ -88,7 +88,7 @@ class EmbeddedWorker:
             )
         self.url = url
         self.registry = registry
-        self.settings = settings or EMBEDDED
+        self.settings = settings or EMBEDDED_SETTINGS
         self.stats: WorkerStats | None = None
         self.error: BaseException | None = None
         self._worker: Worker | None = None
