@@ -30,7 +30,7 @@ from typing import Any
 from jobdef.backends import open_backend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
 from jobdef.notify.checks import build_channels
-from jobdef.notify.sender import OutboxSender
+from jobdef.notify.sender import OutboxSender, SenderSettings
 from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
 from jobdef.policy.registry import Registry
 
@@ -91,7 +91,7 @@ def run(events: int, digest_after: int) -> dict[str, float]:
         fill(url, events)
         clock = Clock()
         backend = open_backend(url, clock=clock)
-        sender = OutboxSender(backend, channels, clock=clock, batch_size=200)
+        sender = OutboxSender(backend, channels, SenderSettings(batch_size=200), clock=clock)
         started = time.perf_counter()
         while True:
             report = sender.run_once()

@@ -289,13 +289,13 @@ def run_worker(spec: System, drain: bool) -> None:
         url += "?options=" + quote(f"-c synchronous_commit={synchronous_commit}")
     if system == "jobdef":
         from jobdef.backends import open_backend
-        from jobdef.runtime import Worker
+        from jobdef.runtime import Worker, WorkerSettings
         from jobdef.sheets.pipeline import load_registry
 
         backend = open_backend(url)
         try:
             registry = load_registry([spec.sheets])
-            Worker(backend, registry, database_url=url, burst=drain, depth=batch).run()
+            Worker(backend, registry, WorkerSettings(burst=drain, prefetch=batch)).run()
         finally:
             backend.close()
     elif system == "procrastinate":

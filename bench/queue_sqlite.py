@@ -97,22 +97,18 @@ def jobdef_drain(
     *,
     metrics: bool = False,
 ) -> float:
+    from jobdef.runtime.settings import WorkerSettings
     from jobdef.runtime.worker import Worker
 
     url = _url(folder, f"drain-{concurrency}.db", synchronous)
     backend = open_backend(url)
     for i in range(0, n, 1000):
         backend.enqueue(_new(min(1000, n - i)))
-    worker = Worker(
-        backend,
-        _registry(),
-        database_url=url,
-        concurrency=concurrency,
-        burst=True,
-        services=[],
-        **({} if prefetch is None else {"depth": prefetch}),
-        **({"telemetry": _counting()} if metrics else {}),
+    settings = WorkerSettings(
+        concurrency=concurrency, burst=True, **({} if prefetch is None else {"prefetch": prefetch})
     )
+    telemetry = _counting() if metrics else None
+    worker = Worker(backend, _registry(), settings, telemetry=telemetry, services=[])
     stats = worker.run()
     backend.close()
     if stats.done != n:
@@ -131,7 +127,7 @@ def _counting() -> WorkerTelemetry:
     from jobdef.telemetry.metrics import Metrics
     from jobdef.telemetry.observer import WorkerTelemetry
 
-    return WorkerTelemetry("bench", metrics=Metrics())
+    return WorkerTelemetry(metrics=Metrics())
 
 
 def jobdef_claim_ms(folder: Path, finished: int, synchronous: str, samples: int = 200) -> float:

@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Where jobdef meets other software: the testing kit, the dashboard, the
     # Celery/RQ adapters and the Django integration, each over the runtime.
     ("jobdef.testing", "jobdef.dashboard", "jobdef.adapters", "jobdef.contrib"),
-    ("jobdef.cli", "jobdef.examples", "jobdef.__main__", "jobdef.registry", "jobdef"),
+    ("jobdef.cli", "jobdef.examples", "jobdef.__main__", "jobdef"),
 )
 
 # Names of the root package that any layer may read: metadata, not the public face.

@@ -1,12 +1,10 @@
-"""The public face: `from jobdef import ...`, a cheap `import jobdef`, the old import path."""
+"""The public face: `from jobdef import ...` and a cheap `import jobdef`."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -15,19 +13,6 @@ import jobdef
 from jobdef.runtime.queue import Queue
 
 HEAVY = ("jinja2", "jsonschema", "psycopg", "yaml", "sqlite3")
-
-# The former jobdef.registry names and the module to import each from now.
-MOVED = {
-    "load_registry": "jobdef",
-    "Registry": "jobdef.policy.registry",
-    "Document": "jobdef.sheets.document",
-    "build_registry": "jobdef.sheets.build",
-    "build_job": "jobdef.sheets.build",
-    "build_channel": "jobdef.sheets.build",
-    "build_queue": "jobdef.sheets.build",
-    "field_paths": "jobdef.sheets.build",
-    "args_schema": "jobdef.sheets.build",
-}
 
 
 def _modules_after(statement: str) -> set[str]:
@@ -47,16 +32,18 @@ def test_import_jobdef_loads_nothing_heavy() -> None:
 
 
 def test_the_public_names_are_the_ones_of_their_homes() -> None:
-    from jobdef import Context, Worker, connect, first_run, load_registry
+    from jobdef import Context, Worker, WorkerSettings, connect, first_run, load_registry
     from jobdef.runtime.context import Context as RuntimeContext
     from jobdef.runtime.idempotency import first_run as runtime_first_run
     from jobdef.runtime.queue import connect as runtime_connect
+    from jobdef.runtime.settings import WorkerSettings as RuntimeWorkerSettings
     from jobdef.runtime.worker import Worker as RuntimeWorker
     from jobdef.sheets.pipeline import load_registry as pipeline_load_registry
 
     assert load_registry is pipeline_load_registry
     assert connect is runtime_connect
     assert Worker is RuntimeWorker
+    assert WorkerSettings is RuntimeWorkerSettings
     assert Context is RuntimeContext
     assert first_run is runtime_first_run
 
@@ -81,28 +68,3 @@ def test_every_name_in_all_resolves_and_others_do_not() -> None:
     assert set(jobdef.__all__) <= set(dir(jobdef))
     with pytest.raises(AttributeError, match="no attribute 'Queue'"):
         _ = jobdef.Queue
-
-
-@pytest.mark.parametrize("name", sorted(MOVED))
-def test_the_old_registry_module_still_works_and_says_what_to_import(name: str) -> None:
-    shim = importlib.import_module("jobdef.registry")
-    with pytest.warns(DeprecationWarning, match="jobdef.registry is deprecated") as caught:
-        value = getattr(shim, name)
-    assert f"from {MOVED[name]} import {name}" in str(caught[0].message)
-    assert value is getattr(importlib.import_module(MOVED[name]), name)
-
-
-def test_the_old_import_line_warns_at_the_line_that_wrote_it() -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        from jobdef.registry import load_registry
-    assert load_registry is jobdef.load_registry
-    [warning] = caught
-    assert warning.category is DeprecationWarning
-    assert warning.filename == __file__
-
-
-def test_the_old_module_names_no_other_attribute() -> None:
-    shim = importlib.import_module("jobdef.registry")
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        _ = shim.nothing

@@ -6,11 +6,12 @@ idempotency, dead-letter, notification and retention policy from it.
 
 The public face::
 
-    from jobdef import load_registry, connect, Worker, Context, first_run
+    from jobdef import load_registry, connect, Worker, WorkerSettings, Context, first_run
 
 :func:`load_registry` reads a folder of sheets; :func:`connect` opens a queue on
-a job store; :class:`Worker` runs the jobs; handlers receive a :class:`Context`
-and use :func:`first_run` to make a re-run harmless.
+a job store; :class:`Worker` runs the jobs as its :class:`WorkerSettings` say;
+handlers receive a :class:`Context` and use :func:`first_run` to make a re-run
+harmless.
 
 The names are imported on first use, so ``import jobdef`` stays cheap: the CLI,
 a worker's child processes and the reporters import this package and should not
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from jobdef.runtime.context import Context
     from jobdef.runtime.idempotency import first_run
     from jobdef.runtime.queue import connect
+    from jobdef.runtime.settings import WorkerSettings
     from jobdef.runtime.worker import Worker
     from jobdef.sheets.pipeline import load_registry
 
@@ -35,11 +37,20 @@ _HOMES = {
     "load_registry": "jobdef.sheets.pipeline",
     "connect": "jobdef.runtime.queue",
     "Worker": "jobdef.runtime.worker",
+    "WorkerSettings": "jobdef.runtime.settings",
     "Context": "jobdef.runtime.context",
     "first_run": "jobdef.runtime.idempotency",
 }
 
-__all__ = ["Context", "Worker", "__version__", "connect", "first_run", "load_registry"]
+__all__ = [
+    "Context",
+    "Worker",
+    "WorkerSettings",
+    "__version__",
+    "connect",
+    "first_run",
+    "load_registry",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -35,7 +35,7 @@ def test_every_public_name_has_a_section() -> None:
 
 
 def test_every_parameter_of_the_public_functions_is_described() -> None:
-    for name in ("load_registry", "connect", "first_run"):
+    for name in ("load_registry", "connect", "first_run", "Worker", "WorkerSettings"):
         section = _section(name)
         for parameter in inspect.signature(getattr(jobdef, name)).parameters:
             assert f"{parameter}" in section, (name, parameter)
@@ -48,6 +48,7 @@ def test_every_public_member_is_described_in_its_section() -> None:
         ("Context", jobdef.Context),
         ("connect", EnqueueResult),
         ("Worker", WorkerStats),
+        ("WorkerSettings", jobdef.WorkerSettings),
     ):
         text = _section(section)
         missing = sorted(name for name in _public(cls) if f"`{name}" not in text)

@@ -132,7 +132,7 @@ def test_worker_start_fails_with_one_clear_error_when_a_channel_variable_is_miss
     backend = open_backend(url)
     try:
         with pytest.raises(ChannelError, match="OPS_CHAT_WEBHOOK_URL is not set"):
-            Worker(backend, load_registry([example_sheets]), database_url=url)
+            Worker(backend, load_registry([example_sheets]))
     finally:
         backend.close()
 

@@ -23,10 +23,10 @@ from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.notify.checks import build_channels
 from jobdef.notify.digest import MAX_DIGEST_ITEMS
-from jobdef.notify.sender import OutboxSender
+from jobdef.notify.sender import OutboxSender, SenderSettings
 from jobdef.policy.model import BackoffPolicy
 from jobdef.policy.registry import Registry
-from jobdef.runtime import Worker, connect
+from jobdef.runtime import Worker, WorkerSettings, connect
 from jobdef.runtime.maintenance import MaintenanceContext
 from jobdef.runtime.maintenance.outbox import OutboxService
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
@@ -83,21 +83,18 @@ def running_worker(
     registry: Registry,
     env: dict[str, str],
     clock: Callable[[], float] = time.time,
-    **sender_options: object,
 ) -> Iterator[Worker]:
     """A worker in a thread, with the outbox service built from ``env``."""
     backend = open_backend(url, clock=clock)
-    options = {"poll_interval": 0.05, "backoff": FAST_RETRY, **sender_options}
+    settings = SenderSettings(poll_interval=0.05, backoff=FAST_RETRY)
 
     def outbox(ctx: MaintenanceContext) -> OutboxService:
-        return OutboxService(ctx, environ=env, **options)
+        return OutboxService(ctx, environ=env, settings=settings)
 
     worker = Worker(
         backend,
         registry,
-        database_url=url,
-        concurrency=2,
-        poll_interval=0.05,
+        WorkerSettings(concurrency=2, poll_interval=0.05),
         clock=clock,
         services=[LeaseReclaimer, outbox],
     )

@@ -23,7 +23,7 @@ from jobdef.notify.channels.webhook import WebhookSender
 from jobdef.notify.checks import Channel, build_channels, check_channel_env
 from jobdef.notify.message import Message
 from jobdef.notify.render import Renderer
-from jobdef.notify.sender import OutboxSender, SenderThread
+from jobdef.notify.sender import OutboxSender, SenderSettings, SenderThread
 from jobdef.policy.model import ChannelPolicy, freeze
 from jobdef.policy.registry import Registry
 from support import ManualClock, eventually
@@ -293,7 +293,7 @@ def test_a_slow_channel_does_not_delay_another_in_the_sender_thread(
     thread = SenderThread(
         lambda: open_store(tmp_path / "jobs.db", clock),
         two_channels(trickling.url, webhook.url),
-        poll_interval=0.05,
+        SenderSettings(poll_interval=0.05),
         clock=clock,
     )
     started = time.monotonic()

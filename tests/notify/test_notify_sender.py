@@ -13,7 +13,7 @@ from sqlite_outbox import NEW_YEAR_2026, bury_with, dead, open_store
 from jobdef.backends.protocol import Backend
 from jobdef.notify.checks import Channel, build_channels
 from jobdef.notify.digest import MAX_DIGEST_ITEMS
-from jobdef.notify.sender import DELIVERY_BACKOFF, OutboxSender, SenderThread
+from jobdef.notify.sender import DELIVERY_BACKOFF, OutboxSender, SenderSettings, SenderThread
 from jobdef.policy.backoff import delay_range
 from jobdef.policy.model import ChannelPolicy, freeze
 from jobdef.policy.registry import Registry
@@ -170,9 +170,8 @@ def test_held_messages_go_out_before_their_lease_runs_out(
     sender = OutboxSender(
         outbox,
         webhook_channels(webhook.url, digest_after=1),
+        SenderSettings(lease_seconds=90, window_seconds=60),
         clock=clock,
-        lease_seconds=90,
-        window_seconds=60,
     )
     bury_with(outbox, [dead(1), dead(2)])
     sender.run_once()
@@ -188,7 +187,7 @@ def test_held_messages_go_out_before_their_lease_runs_out(
 
 def test_lease_shorter_than_the_window_is_refused(outbox: Backend) -> None:
     with pytest.raises(ValueError, match="longer than the grouping window"):
-        OutboxSender(outbox, {}, lease_seconds=30, window_seconds=60)
+        SenderSettings(lease_seconds=30, window_seconds=60)
 
 
 def test_sender_thread_delivers_in_the_background_and_flushes_on_stop(
@@ -198,7 +197,7 @@ def test_sender_thread_delivers_in_the_background_and_flushes_on_stop(
     thread = SenderThread(
         lambda: open_store(tmp_path / "jobs.db", clock),
         webhook_channels(webhook.url, digest_after=2),
-        poll_interval=0.05,
+        SenderSettings(poll_interval=0.05),
         clock=clock,
     )
     thread.start()

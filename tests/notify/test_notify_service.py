@@ -9,6 +9,7 @@ import pytest
 from notify_servers import WebhookServer
 from sqlite_outbox import NEW_YEAR_2026, bury_with, dead, open_store
 
+from jobdef.notify.sender import SenderSettings
 from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
 from jobdef.policy.registry import Registry
 from jobdef.runtime.maintenance import MaintenanceContext
@@ -40,7 +41,8 @@ def test_a_sender_thread_that_died_is_started_again_at_the_next_tick(
         "w1",
         clock,
     )
-    service = OutboxService(ctx, environ={"HOOK_URL": webhook.url}, poll_interval=0.05)
+    settings = SenderSettings(poll_interval=0.05)
+    service = OutboxService(ctx, environ={"HOOK_URL": webhook.url}, settings=settings)
     with caplog.at_level(logging.ERROR, logger="jobdef.outbox"):
         service.tick(clock())
         eventually(lambda: "cannot open the job store" in caplog.text, what="the failure log")

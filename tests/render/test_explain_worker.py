@@ -12,7 +12,7 @@ from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import JobRecord
 from jobdef.render.explain import explain
-from jobdef.runtime import Worker, connect
+from jobdef.runtime import Worker, WorkerSettings, connect
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 
@@ -47,7 +47,7 @@ def test_a_failing_job_runs_on_the_timeline_that_explain_shows(tmp_path: Path) -
     with connect(url, registry) as queue:
         job_id = queue.enqueue("always_fails", {}).id
     backend = open_backend(url)
-    worker = Worker(backend, registry, database_url=url, poll_interval=0.05)
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=0.05))
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

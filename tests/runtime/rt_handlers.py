@@ -12,6 +12,10 @@ def noop(ctx, n: int = 0) -> None:
     pass
 
 
+def store_url(ctx, n: int = 0) -> str:
+    return ctx.database_url
+
+
 def sleep(ctx, seconds: float, marker: str = "") -> None:
     """Sleep; with ``marker``, first create that file so a test knows the attempt began."""
     if marker:

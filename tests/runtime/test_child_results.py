@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 
-from jobdef.runtime.child import Task
+from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.payloads import MAX_RESULT_BYTES
 from jobdef.runtime.pool import Event, Finished, Killed, Pool
+from jobdef.runtime.wire import Task
 from support import eventually
 
 HANDLERS = [
@@ -29,7 +30,9 @@ def _task(seq: int, handler: str, args: dict) -> Task:
 
 
 def test_return_values_arrive_checked_and_one_before_a_crash_is_kept(db_url: str) -> None:
-    pool = Pool(1, db_url, handlers=HANDLERS, depth=8)  # one batch: the child runs them all
+    pool = Pool(
+        1, ChildSettings(db_url, handlers=tuple(HANDLERS)), depth=8
+    )  # one batch: the child runs them all
     value = {"rows": [1, 2], "name": "é", "none": None}
     try:
         pool.wait_ready(60.0, lambda: False)

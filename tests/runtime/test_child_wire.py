@@ -6,7 +6,9 @@ import pickle
 
 import pytest
 
-from jobdef.runtime.child import (
+from jobdef.runtime.child import ChildSettings
+from jobdef.runtime.pool import Beat, Event, Finished, Pool
+from jobdef.runtime.wire import (
     Batch,
     Progress,
     Ready,
@@ -15,7 +17,6 @@ from jobdef.runtime.child import (
     Task,
     TaskFailed,
 )
-from jobdef.runtime.pool import Beat, Event, Finished, Pool
 from support import eventually
 
 
@@ -40,7 +41,7 @@ def test_every_message_crosses_a_pipe_as_itself(message: object) -> None:
 
 def test_a_child_runs_a_batch_and_reports_progress_and_each_outcome(db_url: str) -> None:
     handlers = ["rt_handlers:noop", "rt_handlers:fail", "rt_handlers:progress"]
-    pool = Pool(1, db_url, handlers=handlers)
+    pool = Pool(1, ChildSettings(db_url, handlers=tuple(handlers)))
     try:
         pool.wait_ready(60.0, lambda: False)
         assert not pool.starting()

@@ -10,7 +10,12 @@ from jobdef.runtime import maintenance
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext
 
 PACKAGE = Path(maintenance.__file__).parent
-WORKER_SIDE = ("jobdef.runtime.worker", "jobdef.runtime.pool", "jobdef.runtime.child")
+WORKER_SIDE = (
+    "jobdef.runtime.worker",
+    "jobdef.runtime.pool",
+    "jobdef.runtime.child",
+    "jobdef.runtime.wire",
+)
 
 
 def _imported(path: Path) -> list[str]:

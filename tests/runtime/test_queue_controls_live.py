@@ -18,7 +18,7 @@ from jobdef.backends.protocol import Backend
 from jobdef.cli import main
 from jobdef.policy.model import JobPolicy, QueuePolicy, freeze
 from jobdef.policy.registry import Registry
-from jobdef.runtime import Queue, Worker
+from jobdef.runtime import Queue, Worker, WorkerSettings
 from support import ManualClock, eventually
 from support.stores import engine_db_url
 
@@ -84,9 +84,8 @@ def running_worker(
     refills rate buckets with it.
     """
     backend = open_backend(url) if clock is None else open_backend(url, clock=clock)
-    if clock is not None:
-        options["clock"] = clock
-    worker = Worker(backend, registry, database_url=url, poll_interval=0.02, **options)
+    settings = WorkerSettings(poll_interval=0.02, **options)
+    worker = Worker(backend, registry, settings, clock=clock)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:
@@ -156,7 +155,7 @@ def _worker_process(url: str, queues: dict[str, QueuePolicy]) -> None:
     registry = make_registry(queues)
     backend = open_backend(url)
     try:
-        Worker(backend, registry, database_url=url, concurrency=3, poll_interval=0.02).run()
+        Worker(backend, registry, WorkerSettings(concurrency=3, poll_interval=0.02)).run()
     finally:
         backend.close()
 
@@ -275,7 +274,7 @@ def test_a_burst_worker_waits_for_tokens_rather_than_leaving_rated_jobs(
     mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(15)]
     backend = open_backend(url)
     try:
-        Worker(backend, registry, database_url=url, poll_interval=0.02, burst=True).run()
+        Worker(backend, registry, WorkerSettings(poll_interval=0.02, burst=True)).run()
     finally:
         backend.close()
     # The first claim empties the bucket (10); the burst worker stays for the other 5.

@@ -30,7 +30,7 @@ from jobdef.policy.durations import parse_duration
 from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
 from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
 from jobdef.runtime.queue import Queue
-from jobdef.runtime.worker import Worker
+from jobdef.runtime.settings import WorkerSettings
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 from support.stores import engine_db_url
@@ -64,7 +64,7 @@ CLOCK_EPSILON = 0.05
 
 
 def test_the_runtime_reads_the_lease_and_the_reclaim_interval_that_explain_assumes() -> None:
-    worker = inspect.signature(Worker.__init__).parameters["lease_seconds"].default
+    worker = WorkerSettings().lease_seconds
     reclaimer = inspect.signature(LeaseReclaimer.__init__).parameters["interval"].default
     cli = build_parser("worker").parse_args(["worker"]).lease
     assert worker == parse_duration(cli) == DEFAULT_LEASE

@@ -13,7 +13,7 @@ import pytest
 from jobdef.backends import open_backend
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
-from jobdef.runtime import Worker
+from jobdef.runtime import Worker, WorkerSettings
 from support import eventually
 
 HERE = Path(__file__).resolve().parent
@@ -39,13 +39,8 @@ def test_worker_schedules_the_slot_and_hands_it_to_the_handler(
     backend = open_backend(url)
     # The worker's clock says 03:00:05 in Tokyo; the store's clock is the real one, later.
     slot = datetime(2026, 5, 2, 3, tzinfo=ZoneInfo("Asia/Tokyo"))
-    worker = Worker(
-        backend,
-        registry,
-        database_url=url,
-        poll_interval=0.02,
-        clock=lambda: slot.timestamp() + 5,
-    )
+    clock = lambda: slot.timestamp() + 5  # noqa: E731
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=0.02), clock=clock)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

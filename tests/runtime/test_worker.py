@@ -10,29 +10,31 @@ import tempfile
 from jobdef.backends.records import NewJob
 from jobdef.policy.model import freeze
 from jobdef.policy.registry import Registry
+from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue
+from jobdef.runtime.settings import WorkerSettings
 from jobdef.runtime.worker import Worker
 
 
-def _run(backend, registry, db_url, **options):
-    worker = Worker(backend, registry, database_url=db_url, burst=True, services=[], **options)
+def _run(backend, registry, **options):
+    worker = Worker(backend, registry, WorkerSettings(burst=True, **options), services=[])
     return worker.run()
 
 
-def test_burst_worker_runs_only_the_named_queues(backend, registry, db_url):
+def test_burst_worker_runs_only_the_named_queues(backend, registry):
     queue = Queue(backend, registry)
     default = queue.enqueue("noop", {"n": 1}).id
     reports = queue.enqueue("progress", {"steps": 1}).id
-    stats = _run(backend, registry, db_url, queues=["reports"])
+    stats = _run(backend, registry, queues=["reports"])
     assert stats.done == 1
     assert backend.get(reports).state == "done"
     assert backend.get(default).state == "queued"
 
 
-def test_heartbeat_progress_is_recorded_and_done_is_notified(backend, registry, db_url):
+def test_heartbeat_progress_is_recorded_and_done_is_notified(backend, registry):
     job = Queue(backend, registry).enqueue("progress", {"steps": 3}).id
-    _run(backend, registry, db_url)
+    _run(backend, registry)
     record = backend.get(job)
     assert record.state == "done"
     assert record.progress == {"step": 3, "of": 3}
@@ -40,16 +42,16 @@ def test_heartbeat_progress_is_recorded_and_done_is_notified(backend, registry, 
     assert (message.notification.event, message.notification.payload["job_id"]) == ("done", job)
 
 
-def test_a_job_no_sheet_defines_is_buried_with_a_clear_reason(backend, registry, db_url):
+def test_a_job_no_sheet_defines_is_buried_with_a_clear_reason(backend, registry):
     [stray] = backend.enqueue([NewJob("renamed_job", {}, "default", max_attempts=3)])
-    stats = _run(backend, registry, db_url)
+    stats = _run(backend, registry)
     record = backend.get(stray.id)
     assert stats.dead == 1
     assert record.state == "dead"
     assert "no sheet of this worker defines job 'renamed_job'" in record.last_error.message
 
 
-def test_queue_concurrency_from_the_sheets_is_the_workers_claim_limit(registry, backend, db_url):
+def test_queue_concurrency_from_the_sheets_is_the_workers_claim_limit(registry, backend):
     from jobdef.policy.model import QueuePolicy
 
     limited = Registry(
@@ -57,7 +59,7 @@ def test_queue_concurrency_from_the_sheets_is_the_workers_claim_limit(registry, 
         channels=registry.channels,
         queues=freeze({"reports": QueuePolicy("reports", concurrency=2)}),
     )
-    worker = Worker(backend, limited, database_url=db_url, burst=True, services=[])
+    worker = Worker(backend, limited, WorkerSettings(burst=True), services=[])
     assert worker.queue_limits == {"reports": 2}
 
 
@@ -71,7 +73,7 @@ def test_a_killed_workers_lock_folder_is_removed_by_the_next_pool(tmp_path, monk
     )
     stale = tmp_path / f"jobdef-pool-{int(finished.stdout)}-abc"
     stale.mkdir()
-    pool = Pool(1, "sqlite:///unused.db")
+    pool = Pool(1, ChildSettings("sqlite:///unused.db"))
     try:
         assert not stale.exists()
         mine = [p.name.split("-")[2] for p in tmp_path.glob("jobdef-pool-*")]

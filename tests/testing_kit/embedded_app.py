@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from jobdef import connect, load_registry
+from jobdef import WorkerSettings, connect, load_registry
 from jobdef.runtime.embedded import embedded_worker
 
 
@@ -24,7 +24,8 @@ def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     queue = connect(db, load_registry([sheets]))
-    with embedded_worker(queue, concurrency=2, grace=30.0, lease_seconds=1.0, poll_interval=0.05):
+    settings = WorkerSettings(concurrency=2, grace=30.0, lease_seconds=1.0, poll_interval=0.05)
+    with embedded_worker(queue, settings=settings):
         for index in range(int(count)):
             queue.enqueue("steady", {"ledger": ledger, "index": index, "seconds": float(seconds)})
         Path(ready).write_text("enqueued\n", "utf-8")

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from jobdef import connect, load_registry
+from jobdef import WorkerSettings, connect, load_registry
 from jobdef.runtime.embedded import embedded_worker
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -38,7 +38,8 @@ async def orders(request: Request) -> JSONResponse:
 
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    worker = embedded_worker(queue, concurrency=2, grace=30.0, lease_seconds=1.0).start()
+    settings = WorkerSettings(concurrency=2, grace=30.0, lease_seconds=1.0)
+    worker = embedded_worker(queue, settings=settings).start()
     try:
         yield
     finally:

@@ -34,6 +34,7 @@ from jobdef.errors import HandlerError
 from jobdef.runtime import embedded as embedded_module
 from jobdef.runtime.embedded import EmbeddedWorkerError, embedded_worker
 from jobdef.runtime.queue import connect
+from jobdef.runtime.settings import WorkerSettings
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 
@@ -306,7 +307,9 @@ def test_in_process_the_with_block_runs_jobs_and_stops_with_stats(any_db_url, sh
             queue.enqueue("steady", {"ledger": ledger, "index": i, "seconds": 0.0}).id
             for i in range(4)
         ]
-        with embedded_worker(queue, concurrency=2, poll_interval=0.05) as running:
+        with embedded_worker(
+            queue, settings=WorkerSettings(concurrency=2, poll_interval=0.05)
+        ) as running:
             assert running.alive
             eventually(
                 lambda: all(queue.get(job).state == "done" for job in ids),

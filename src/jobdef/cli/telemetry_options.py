@@ -117,7 +117,7 @@ def add_telemetry_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def worker_telemetry(args: argparse.Namespace, worker_id: str, url: str) -> WorkerTelemetry:
+def worker_telemetry(args: argparse.Namespace, url: str) -> WorkerTelemetry:
     """The worker's telemetry per the options, its servers started (one line on a port
     in use or a missing prometheus_client, no traceback)."""
     from jobdef.telemetry.observer import WorkerTelemetry
@@ -130,7 +130,7 @@ def worker_telemetry(args: argparse.Namespace, worker_id: str, url: str) -> Work
             "(15s by default)"
         )
     telemetry = WorkerTelemetry(
-        worker_id, log_args=args.log_args, log_format=args.log_format, gauge_interval=interval
+        log_args=args.log_args, log_format=args.log_format, gauge_interval=interval
     )
     try:
         if args.metrics_port is not None:

@@ -79,6 +79,7 @@ def shorten_waits(registry: Registry, factor: float) -> Registry:
 
 def _worker_main(url: str, sheets: str, name: str, env: dict[str, str], burst: bool) -> None:
     """The body of one demo worker process."""
+    from jobdef.runtime.settings import WorkerSettings
     from jobdef.runtime.worker import Worker
 
     os.environ.update(env)
@@ -89,16 +90,10 @@ def _worker_main(url: str, sheets: str, name: str, env: dict[str, str], burst: b
     )
     registry = shorten_waits(load_registry([sheets]), WAIT_SCALE)
     backend = open_backend(url)
-    worker = Worker(
-        backend,
-        registry,
-        database_url=url,
-        burst=burst,
-        lease_seconds=LEASE,
-        poll_interval=0.05,
-        worker_id_=f"{name}:{os.getpid()}",
-        log_level=logging.INFO,
+    settings = WorkerSettings(
+        burst=burst, lease_seconds=LEASE, poll_interval=0.05, id=f"{name}:{os.getpid()}"
     )
+    worker = Worker(backend, registry, settings)
     worker.run()
     backend.close()
 

@@ -26,7 +26,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import OutboxRecord
@@ -49,6 +48,33 @@ DELIVERY_BACKOFF = BackoffPolicy(
 _MAX_ERROR_CHARS = 500
 
 
+@dataclass(frozen=True, slots=True)
+class SenderSettings:
+    """How the outbox sender claims, paces and retries; checked when built.
+
+    ``batch_size``: messages claimed per round. ``lease_seconds``: how long a claimed
+    message is the sender's; it must outlast the grouping window (``window_seconds``)
+    plus a delivery, as held messages stay leased while they wait for room in their
+    channel's window. ``max_held``: messages held for a digest at most.
+    ``backoff``: the waits between delivery attempts of one message.
+    ``poll_interval``: seconds between the rounds of :class:`SenderThread`.
+    """
+
+    batch_size: int = 100
+    lease_seconds: float = 300.0
+    window_seconds: float = WINDOW_SECONDS
+    max_held: int = 10_000
+    backoff: BackoffPolicy = DELIVERY_BACKOFF
+    poll_interval: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.lease_seconds <= self.window_seconds:
+            raise ValueError(
+                f"lease_seconds ({self.lease_seconds:g}) must be longer than the grouping "
+                f"window ({self.window_seconds:g}): held messages stay leased while they wait"
+            )
+
+
 @dataclass(slots=True)
 class SendReport:
     """What one round of the sender did."""
@@ -62,51 +88,37 @@ class SendReport:
 
 
 class OutboxSender:
-    """One sender over one backend connection; call :meth:`run_once` repeatedly.
-
-    ``lease_seconds`` must outlast the grouping window plus a delivery: held
-    messages stay leased while they wait for room in their channel's window.
-    """
+    """One sender over one backend connection, as ``settings`` say; call :meth:`run_once`
+    repeatedly. ``observe`` is told (channel, messages, delivered?) of each recorded
+    delivery (the worker's metrics)."""
 
     def __init__(
         self,
         backend: Backend,
         channels: Mapping[str, Channel],
+        settings: SenderSettings | None = None,
         *,
         clock: Callable[[], float] = time.time,
-        backoff: BackoffPolicy = DELIVERY_BACKOFF,
-        batch_size: int = 100,
-        lease_seconds: float = 300.0,
-        window_seconds: float = WINDOW_SECONDS,
-        max_held: int = 10_000,
         rng: random.Random | None = None,
         observe: Callable[[str, int, bool], None] | None = None,
     ) -> None:
         self.backend = backend
-        # Told (channel, messages, delivered?) of each recorded delivery (the worker's metrics).
+        self.settings = settings = settings or SenderSettings()
         self.observe = observe
         self.channels = dict(channels)
         self.clock = clock
-        self.backoff = backoff
-        self.batch_size = batch_size
-        self.lease_seconds = lease_seconds
-        self.max_held = max_held
         self.rng = rng or random.Random()
+        window, lease = settings.window_seconds, settings.lease_seconds
         self.pacers = {
-            name: ChannelPacer(channel.digest_after, window_seconds)
+            name: ChannelPacer(channel.digest_after, window)
             for name, channel in self.channels.items()
         }
-        if lease_seconds <= window_seconds:
-            raise ValueError(
-                f"lease_seconds ({lease_seconds:g}) must be longer than the grouping window "
-                f"({window_seconds:g}): held messages stay leased while they wait"
-            )
         # Held messages claimed this long ago go out even without room, well before
         # their lease runs out and another sender takes them.
-        self._force_after = window_seconds + (lease_seconds - window_seconds) / 2
+        self._force_after = window + (lease - window) / 2
         # A message queued behind a slow delivery this long goes back untried, so its
         # lease does not run out while it waits.
-        self._max_wait = lease_seconds / 2
+        self._max_wait = lease / 2
         self._lanes: dict[str, ChannelLane] = {}
         self._outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self._pending = 0  # batches' groups handed to lanes whose outcome is not recorded
@@ -128,8 +140,9 @@ class OutboxSender:
         report = SendReport()
         self._record(report)
         records: list[OutboxRecord] = []
-        if self.held + self._in_flight < self.max_held:
-            records = self.backend.outbox_claim(self.batch_size, self.lease_seconds)
+        settings = self.settings
+        if self.held + self._in_flight < settings.max_held:
+            records = self.backend.outbox_claim(settings.batch_size, settings.lease_seconds)
         report.claimed = len(records)
         now = self.clock()
         by_channel: dict[str, list[OutboxRecord]] = defaultdict(list)
@@ -235,7 +248,7 @@ class OutboxSender:
     def _failed(self, records: Sequence[OutboxRecord], error: str, report: SendReport) -> None:
         error = redact(error)[:_MAX_ERROR_CHARS]
         for record in records:
-            delay = next_delay(self.backoff, record.attempts + 1, self.rng)
+            delay = next_delay(self.settings.backoff, record.attempts + 1, self.rng)
             self.backend.outbox_failed(record.id, error, self.clock() + delay)
             report.failed += 1
         if records:
@@ -261,15 +274,17 @@ class SenderThread:
         self,
         open_backend: Callable[[], Backend],
         channels: Mapping[str, Channel],
+        settings: SenderSettings | None = None,
         *,
-        poll_interval: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+        observe: Callable[[str, int, bool], None] | None = None,
         name: str = "jobdef-outbox-sender",
-        **options: Any,  # OutboxSender's keyword options, checked when it is built
     ) -> None:
         self.open_backend = open_backend
         self.channels = channels
-        self.poll_interval = poll_interval
-        self.options = options
+        self.settings = settings or SenderSettings()
+        self._parts = (clock, rng, observe)
         self.rounds = 0
         self.sender: OutboxSender | None = None
         self._stop = threading.Event()
@@ -297,16 +312,19 @@ class SenderThread:
         except Exception:
             LOGGER.exception("outbox sender cannot open the job store; the next tick retries")
             return
-        sender = OutboxSender(backend, self.channels, **self.options)
+        clock, rng, observe = self._parts
+        sender = OutboxSender(
+            backend, self.channels, self.settings, clock=clock, rng=rng, observe=observe
+        )
         self.sender = sender
         out = 0  # rounds in a row that found the job store out
         try:
             while not self._stop.is_set():
                 busy = False
-                pause = self.poll_interval
+                pause = self.settings.poll_interval
                 try:
                     report = sender.run_once(wait=False)
-                    busy = report.claimed >= sender.batch_size
+                    busy = report.claimed >= self.settings.batch_size
                 except BackendError as exc:
                     # The store is out (a full disk, a server gone): one line, not a
                     # traceback per round, and a growing pause, as the worker's.

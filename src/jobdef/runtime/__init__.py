@@ -1,8 +1,9 @@
 """Running jobs: the queue API, the worker and what handlers receive.
 
 ``connect(url, registry)`` returns a :class:`Queue` to enqueue with;
-:class:`Worker` runs the jobs; handlers are called as ``handler(ctx, **args)``
-with a :class:`Context`, and :func:`first_run` makes a re-run harmless.
+:class:`Worker` runs the jobs, as its :class:`WorkerSettings` say; handlers are
+called as ``handler(ctx, **args)`` with a :class:`Context`, and :func:`first_run`
+makes a re-run harmless.
 
 The names are imported on first use: a worker's child processes import
 ``jobdef.runtime.child`` and the handlers, and should not pay for the worker,
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from jobdef.runtime.context import Context
     from jobdef.runtime.idempotency import first_run
     from jobdef.runtime.queue import Queue, connect
+    from jobdef.runtime.settings import WorkerSettings
     from jobdef.runtime.worker import Worker, WorkerStats
 
 _HOMES = {
@@ -26,10 +28,19 @@ _HOMES = {
     "Queue": "jobdef.runtime.queue",
     "connect": "jobdef.runtime.queue",
     "Worker": "jobdef.runtime.worker",
+    "WorkerSettings": "jobdef.runtime.settings",
     "WorkerStats": "jobdef.runtime.worker",
 }
 
-__all__ = ["Context", "Queue", "Worker", "WorkerStats", "connect", "first_run"]
+__all__ = [
+    "Context",
+    "Queue",
+    "Worker",
+    "WorkerSettings",
+    "WorkerStats",
+    "connect",
+    "first_run",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,17 +1,9 @@
 """Inside a worker's child process: read batches of tasks, run them, report back.
 
-What the child shares with the worker lives here too: the messages on the pipe
-between them (one named tuple per kind), the slots of the shared block and the
-lock, so a child imports this module and its handlers, not the worker's side
+What the child shares with the worker lives here too: the slots of the shared
+block and the lock, so a child imports this module, the messages on the pipe
+(:mod:`jobdef.runtime.wire`) and its handlers, not the worker's side
 (:mod:`jobdef.runtime.pool` explains the protocol).
-
-On the pipe, the worker sends :class:`Batch` (tasks to run, in order) and, at the
-end, :class:`Stop`. The child answers :class:`Ready` once, when it has imported
-the handlers, then :class:`Progress` whenever a handler calls
-``ctx.heartbeat(progress)`` and :class:`Results` (which tasks it ran returned,
-with the return values that are not ``None`` as JSON text, and a
-:class:`TaskFailed` for each that raised) at the end of each batch, or sooner
-when a result has waited ``_RESULT_DELAY``.
 
 A result the child holds back is not lost if the child dies (its own crash, or a
 kill at a timeout): before it starts the next task the child writes the sequence
@@ -40,9 +32,8 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from multiprocessing.connection import Connection
-from typing import Any, NamedTuple
+from typing import Any
 
 from jobdef.runtime.classify import class_name, exception_names
 from jobdef.runtime.context import Context
@@ -56,6 +47,7 @@ from jobdef.runtime.payloads import (
     result_text,
     truncated,
 )
+from jobdef.runtime.wire import Progress, Ready, Results, Stop, Task, TaskFailed, ToChild
 from jobdef.telemetry.logs import LogSettings
 from jobdef.telemetry.logs import configure as configure_logs
 from jobdef.telemetry.traces import attempt_span
@@ -72,89 +64,25 @@ SLOTS = 5
 _RESULT_DELAY = 0.02
 
 
-# The wire. Named tuples, not dataclasses: a task crosses the pipe once per job, and
-# tuples pickle several times faster. A task that returned comes back as its bare
-# sequence number, which pickles faster still.
-
-
-class Task(NamedTuple):
-    """One attempt for a child to run. ``seq`` is unique within the pool."""
-
-    seq: int
-    job_id: int
-    attempt: int
-    job: str
-    handler: str
-    args: dict[str, Any]
-    idempotency_key: str | None
-    max_attempts: int
-    timeout: float
-    # The cron slot of a scheduled batch job, in its sheet's time zone.
-    slot: datetime | None = None
-    queue: str = ""
-    # The enqueuer's trace context, the parent of the attempt's span.
-    trace_context: str | None = None
-
-
-class Batch(NamedTuple):
-    """Worker to child: run these tasks in order (the worker sends the next batch only
-    once the child has read this one, see the shared block's ``READ``)."""
-
-    tasks: list[Task]
-
-
-class Stop(NamedTuple):
-    """Worker to child: exit (sent to idle children when the worker stops)."""
-
-
-class Ready(NamedTuple):
-    """Child to worker: started and imported the handlers; it takes work from now on."""
-
-
-class Progress(NamedTuple):
-    """Child to worker: the handler of task ``seq`` called ``ctx.heartbeat(progress)``."""
-
-    seq: int
-    progress: Any
-
-
-class TaskFailed(NamedTuple):
-    """The handler of task ``seq`` raised; ``names``: the exception's MRO as sheet names."""
-
-    seq: int
-    error_type: str
-    message: str
-    traceback: str
-    names: tuple[str, ...]
-
-
-class Results(NamedTuple):
-    """Child to worker: the tasks it ran since its last ``Results``, each in order of
-    running: ``done`` the sequence numbers of those whose handler returned, ``failed``
-    those that raised."""
-
-    done: list[int]
-    failed: list[TaskFailed]
-    # How long each of those tasks' handler ran, seconds, by sequence number.
-    elapsed: dict[int, float] | None = None
-    # The return values of the tasks in ``done`` that returned something other than
-    # None, as JSON text, by sequence number (checked: plain JSON, bounded).
-    returned: dict[int, str] | None = None
-
-
-ToChild = Batch | Stop
-FromChild = Ready | Progress | Results
-
-
 @dataclass(frozen=True, slots=True)
-class Logs:
-    """Where a child logs: the worker's level and, if it logs to a file, that file;
-    in the worker's format (``text`` or ``json``), its lines naming the worker."""
+class ChildSettings:
+    """What every handler process of one worker starts with.
 
-    level: int
-    file: str | None
-    format: str = "text"
-    worker: str | None = None
+    ``store_url``: the job store, which handlers see as ``ctx.database_url`` and
+    where a child whose worker died gives back what it holds. ``handlers``: imported
+    before the first job; ``setup``: ``module:function`` called before them.
+    ``worker_id``: the holder its leases name and the worker its log lines name
+    (empty: none, and nothing is given back). It logs at ``log_level``, in
+    ``log_format`` (``text`` or ``json``), to ``log_file`` if the worker logs to one.
+    """
+
+    store_url: str
+    handlers: tuple[str, ...] = ()
+    setup: str | None = None
+    worker_id: str = ""
+    log_level: int = logging.WARNING
+    log_format: str = "text"
+    log_file: str | None = None
 
 
 class FileLock:
@@ -199,35 +127,26 @@ def _resolve(path: str) -> Callable[..., Any]:
         raise HandlerUnavailable(f"handler {path} does not import ({what})") from exc
 
 
-def child_main(
-    conn: Connection,
-    shared: Any,
-    lock_path: str,
-    database_url: str,
-    logs: Logs,
-    *,
-    handlers: tuple[str, ...],
-    setup: str | None = None,
-    lease_holder: str = "",
-) -> None:
+def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
     parent = os.getppid()
     # Should the worker die, what this child holds and has not started goes back to the
-    # queue (lease_holder: the worker's id, which its leases name); see runtime.orphan.
-    HOLDINGS.watch(lease_holder, RECALL, conn, shared, database_url)
+    # queue (under the worker's id, which its leases name); see runtime.orphan.
+    HOLDINGS.watch(settings.worker_id, settings.store_url, RECALL, conn, shared)
     if os.getppid() != parent:
         return
     # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
     # process group must not kill a handler half-way.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    configure_logs(LogSettings(logs.level, logs.format, logs.worker), logs.file)
+    logs = LogSettings(settings.log_level, settings.log_format, settings.worker_id or None)
+    configure_logs(logs, settings.log_file)
     lock = FileLock(os.open(lock_path, os.O_RDWR))
-    if setup is not None:
+    if settings.setup is not None:
         # What the handlers' modules need before they import (Django's settings and app
         # registry). A setup that raises ends the child before Ready: the worker sees a
         # child that could not start, rather than jobs failing one by one.
-        resolve_handler(setup)()
-    for path in handlers:
+        resolve_handler(settings.setup)()
+    for path in settings.handlers:
         # Import before the first job, not during it; a handler that does not import
         # fails its own jobs when they run, with the error.
         with contextlib.suppress(BaseException):
@@ -239,7 +158,7 @@ def child_main(
                 message: ToChild = conn.recv()
                 HOLDINGS.read(message)
         except (EOFError, OSError):
-            HOLDINGS.ended(conn, shared, database_url)
+            HOLDINGS.ended()
             return
         if isinstance(message, Stop):
             return
@@ -260,7 +179,7 @@ def child_main(
             if not start:
                 HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
                 continue
-            error, value = _run(task, conn, database_url)
+            error, value = _run(task, conn, settings.store_url)
             pending.add(task.seq, now, error, value)
             shared[FINISHED] = task.seq
         if pending:
@@ -306,20 +225,13 @@ class _Pending:
         self._clear()
 
 
-def run_child(
-    conn: Connection,
-    shared: Any,
-    lock_path: str,
-    database_url: str,
-    logs: Logs,
-    **options: Any,
-) -> None:
+def run_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
     """A child process's entry: :func:`child_main`; should a send to the worker break
     because the worker died, the tasks not started are given back first."""
     try:
-        child_main(conn, shared, lock_path, database_url, logs, **options)
+        child_main(conn, shared, lock_path, settings)
     except OSError:
-        HOLDINGS.ended(conn, shared, database_url)
+        HOLDINGS.ended()
         raise
 
 

@@ -19,9 +19,7 @@ from jobdef.telemetry.logs import JobLogger
 class Context:
     """The running attempt: ids, the idempotency key, heartbeat/progress and a logger.
 
-    ``heartbeat(progress)`` extends the job's lease (the worker also does so on its
-    own while the child lives) and records optional progress, which ``jobdef jobs
-    show`` prints. ``database_url`` is the job database, for the idempotency helper.
+    ``database_url`` is the job database, for the idempotency helper.
     ``slot`` is the cron slot a scheduled batch job runs for, an aware datetime in
     its sheet's time zone (``None`` for a job enqueued by hand): a nightly report
     reads the day to report on from it, not from the clock, so a late or
@@ -55,6 +53,8 @@ class Context:
         return self.attempt >= self.max_attempts
 
     def heartbeat(self, progress: Any = None) -> None:
-        """Tell the worker this attempt is alive, with optional JSON-able progress."""
+        """Tell the worker this attempt is alive, which extends the job's lease (the worker
+        also does so on its own while the child lives), with optional JSON-able progress
+        that ``jobdef jobs show`` prints."""
         if self._send is not None:
             self._send(progress)

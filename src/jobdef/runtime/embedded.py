@@ -4,7 +4,7 @@ For a small app or a development server that should run its jobs without a
 separate ``jobdef worker`` deployment::
 
     queue = connect("sqlite:///app.db", load_registry(["jobdefs"]))
-    with embedded_worker(queue, concurrency=2):
+    with embedded_worker(queue):
         serve_the_app()        # enqueues jobs; the worker runs them meanwhile
 
 It is :class:`~jobdef.runtime.worker.Worker` itself, with its own connection to
@@ -37,20 +37,23 @@ import atexit
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from jobdef.backends import open_backend
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.registry import Registry
 from jobdef.runtime.handlers import check_handlers
-from jobdef.runtime.worker import Worker, WorkerStats, check_options
+from jobdef.runtime.settings import WorkerSettings
+from jobdef.runtime.worker import Worker, WorkerStats
 
 log = logging.getLogger("jobdef.embedded")
 
 # Past the drain's grace, how long stop() waits for the thread after the second stop
 # request (which kills and releases what still runs) before it gives up waiting.
 STOP_MARGIN = 10.0
+# The settings of an embedded worker given none: those of ``jobdef worker`` with two
+# handler processes, so one slow job does not hold up the application's others.
+EMBEDDED_SETTINGS = WorkerSettings(concurrency=2)
 
 
 class EmbeddedWorkerError(JobdefError):
@@ -61,21 +64,15 @@ class EmbeddedWorker:
     """A :class:`~jobdef.runtime.worker.Worker` run in a daemon thread of this process.
 
     ``target``: a :class:`~jobdef.runtime.queue.Queue` (its store and sheets are
-    used) or a database URL (then ``registry`` is required). The options are the
-    worker's own, with the same defaults as ``jobdef worker`` except
-    ``concurrency`` (2).
+    used) or a database URL (then ``registry`` is required). ``settings``: the
+    worker's own (default :data:`EMBEDDED_SETTINGS`, two handler processes).
     """
 
     def __init__(
         self,
         target: Any,
         registry: Registry | None = None,
-        *,
-        concurrency: int = 2,
-        queues: Sequence[str] | None = None,
-        grace: float = 10.0,
-        lease_seconds: float = 30.0,
-        poll_interval: float = 0.25,
+        settings: WorkerSettings | None = None,
     ) -> None:
         url: Any = target
         if not isinstance(target, str):
@@ -89,14 +86,9 @@ class EmbeddedWorker:
             raise UsageError(
                 "embedded_worker(url) needs the sheets: pass registry=load_registry([...])"
             )
-        check_options(concurrency, lease_seconds)
         self.url = url
         self.registry = registry
-        self.concurrency = concurrency
-        self.queues = list(queues) if queues else None
-        self.grace = grace
-        self.lease_seconds = lease_seconds
-        self.poll_interval = poll_interval
+        self.settings = settings or EMBEDDED_SETTINGS
         self.stats: WorkerStats | None = None
         self.error: BaseException | None = None
         self._worker: Worker | None = None
@@ -117,20 +109,11 @@ class EmbeddedWorker:
         caller, as ``jobdef worker`` refuses to start."""
         if self._thread is not None:
             raise UsageError("this embedded worker was started already; make a new one")
-        check_handlers(self.registry, self.queues)
+        check_handlers(self.registry, self.settings.queues)
         backend = open_backend(self.url)  # a connection of its own, not the app's
         try:
             # Builds the maintenance services: a channel whose variable is missing fails here.
-            self._worker = Worker(
-                backend,
-                self.registry,
-                database_url=self.url,
-                queues=self.queues,
-                concurrency=self.concurrency,
-                lease_seconds=self.lease_seconds,
-                poll_interval=self.poll_interval,
-                grace=self.grace,
-            )
+            self._worker = Worker(backend, self.registry, self.settings)
         except BaseException:
             backend.close()
             raise
@@ -151,13 +134,13 @@ class EmbeddedWorker:
             worker.backend.close()
 
     def stop(self, timeout: float | None = None) -> WorkerStats | None:
-        """Drain and stop: no new claims, running jobs get the grace (or ``timeout``)
-        seconds to finish, then are killed and given back to the queue. Blocks until the
-        thread ends; raises :class:`EmbeddedWorkerError` if it had stopped on an error."""
+        """Drain and stop as the module says, with ``timeout`` seconds for running jobs in
+        place of the grace; blocks until the thread ends and raises
+        :class:`EmbeddedWorkerError` if it had stopped on an error."""
         atexit.unregister(self._at_exit)
         worker, thread = self._worker, self._thread
         if worker is not None and thread is not None and thread.is_alive():
-            grace = self.grace if timeout is None else timeout
+            grace = self.settings.grace if timeout is None else timeout
             worker.request_stop()
             thread.join(grace + 1.0)
             if thread.is_alive():
@@ -186,22 +169,7 @@ class EmbeddedWorker:
 
 
 def embedded_worker(
-    target: Any,
-    registry: Registry | None = None,
-    *,
-    concurrency: int = 2,
-    queues: Sequence[str] | None = None,
-    grace: float = 10.0,
-    lease_seconds: float = 30.0,
-    poll_interval: float = 0.25,
+    target: Any, registry: Registry | None = None, settings: WorkerSettings | None = None
 ) -> EmbeddedWorker:
     """An :class:`EmbeddedWorker` to use as ``with embedded_worker(queue): ...``."""
-    return EmbeddedWorker(
-        target,
-        registry,
-        concurrency=concurrency,
-        queues=queues,
-        grace=grace,
-        lease_seconds=lease_seconds,
-        poll_interval=poll_interval,
-    )
+    return EmbeddedWorker(target, registry, settings)

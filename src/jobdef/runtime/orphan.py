@@ -24,10 +24,9 @@ import multiprocessing
 import os
 import threading
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # child imports this module
-    from jobdef.runtime.child import Task
+from jobdef.runtime.wire import Task
 
 log = logging.getLogger("jobdef.worker")
 
@@ -42,7 +41,10 @@ class Holdings:
 
     def __init__(self) -> None:
         self.lease_holder = ""
+        self.store_url = ""
         self.recall_slot = 0
+        self._conn: Connection | None = None
+        self._shared: Any = None
         self.waiting: dict[int, Task] = {}
         # Held while a task is registered, started or skipped, and while the watcher
         # takes over: a task is either started or given back, never both.
@@ -77,21 +79,24 @@ class Holdings:
             threading.Event().wait()
 
     def watch(
-        self, lease_holder: str, recall_slot: int, conn: Connection, shared: Any, database_url: str
+        self, lease_holder: str, store_url: str, recall_slot: int, conn: Connection, shared: Any
     ) -> None:
-        """Start the thread that gives the tasks back once the worker has died."""
-        self.lease_holder, self.recall_slot = lease_holder, recall_slot
+        """Start the thread that gives the tasks back, under ``lease_holder`` to the store at
+        ``store_url``, once the worker has died (``conn``: the pipe from it; ``shared``: the
+        shared block, whose ``recall_slot`` holds the highest task it recalled)."""
+        self.lease_holder, self.store_url, self.recall_slot = lease_holder, store_url, recall_slot
+        self._conn, self._shared = conn, shared
         parent = multiprocessing.parent_process()
         if parent is None:
             return
 
         def wait_for_death() -> None:
             parent.join()
-            self.give_back(conn, shared, database_url)
+            self.give_back()
 
         threading.Thread(target=wait_for_death, name="jobdef-orphan", daemon=True).start()
 
-    def ended(self, conn: Connection, shared: Any, database_url: str) -> None:
+    def ended(self) -> None:
         """The main thread is leaving: if the pipe ended or broke because the worker died
         (not at a Stop), give back what waits, as the watcher would."""
         parent = multiprocessing.parent_process()
@@ -101,9 +106,9 @@ class Holdings:
         # the parent's sentinel follows the pipe's end by a moment.
         parent.join(1.0)
         if parent.exitcode is not None or not parent.is_alive():
-            self.give_back(conn, shared, database_url)
+            self.give_back()
 
-    def give_back(self, conn: Connection, shared: Any, database_url: str) -> None:
+    def give_back(self) -> None:
         """Stop starting tasks, release the ones read and not started, and exit the process;
         a second caller waits for the first one's exit."""
         self._once.acquire()
@@ -112,15 +117,15 @@ class Holdings:
         # The main thread may be reading a message the worker wrote before it died: it
         # returns at once (the data is there, or the pipe has ended), then the rest is read.
         if self.reading.acquire(timeout=1.0):
-            for message in _unread(conn):
+            for message in _unread(self._conn):
                 self.read(message)
         with self.guard:
-            recalled = shared[self.recall_slot]
+            recalled = self._shared[self.recall_slot]
             tasks = [task for seq, task in sorted(self.waiting.items()) if seq > recalled]
         if tasks and self.lease_holder:
             # Not a daemon: the process waits for it even if its main thread fails meanwhile.
             releasing = threading.Thread(
-                target=_release, args=(tasks, self.lease_holder, database_url), daemon=False
+                target=_release, args=(tasks, self.lease_holder, self.store_url), daemon=False
             )
             releasing.start()
             releasing.join(RELEASE_WITHIN)
@@ -131,9 +136,11 @@ class Holdings:
 HOLDINGS = Holdings()
 
 
-def _unread(conn: Connection) -> list[object]:
+def _unread(conn: Connection | None) -> list[object]:
     """The whole messages still in the pipe."""
     messages: list[object] = []
+    if conn is None:
+        return messages
     try:
         while conn.poll(0):
             messages.append(conn.recv())
@@ -142,14 +149,14 @@ def _unread(conn: Connection) -> list[object]:
     return messages
 
 
-def _release(tasks: list[Task], lease_holder: str, database_url: str) -> None:
+def _release(tasks: list[Task], lease_holder: str, store_url: str) -> None:
     """Give ``tasks`` back through the fenced release (the attempt is not counted)."""
     from jobdef.backends import open_backend
     from jobdef.backends.records import Lease
 
     released = 0
     try:
-        backend = open_backend(database_url, create=False, migrate=False)
+        backend = open_backend(store_url, create=False, migrate=False)
         try:
             for task in tasks:
                 released += backend.release(Lease(task.job_id, task.attempt, lease_holder))

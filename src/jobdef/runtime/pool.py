@@ -1,7 +1,7 @@
 """The persistent pool of child processes that run handlers, with real timeout kills.
 
-This is the worker's side; what runs in a child, and the messages on the pipe
-between the two, are in :mod:`jobdef.runtime.child`.
+This is the worker's side; what runs in a child is in :mod:`jobdef.runtime.child`,
+the messages on the pipe between the two in :mod:`jobdef.runtime.wire`.
 
 Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
@@ -50,7 +50,7 @@ import struct
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -65,17 +65,11 @@ from jobdef.runtime.child import (
     SLOTS,
     STARTED,
     STARTED_AT,
-    Batch,
+    ChildSettings,
     FileLock,
-    FromChild,
-    Logs,
-    Progress,
-    Results,
-    Stop,
-    Task,
-    ToChild,
     run_child,
 )
+from jobdef.runtime.wire import Batch, FromChild, Progress, Results, Stop, Task, ToChild
 
 log = logging.getLogger("jobdef.worker")
 
@@ -217,17 +211,7 @@ class _Channel:
 
 
 class _Child:
-    def __init__(
-        self,
-        ctx: Any,
-        database_url: str,
-        logs: Logs,
-        lock_dir: str,
-        handlers: tuple[str, ...],
-        *,
-        setup: str | None = None,
-        lease_holder: str = "",
-    ) -> None:
+    def __init__(self, ctx: Any, settings: ChildSettings, lock_dir: str) -> None:
         self.shared = ctx.RawArray("d", [0.0] * SLOTS)
         self.sent = 0
         # Set when the child says it has started and imported the handlers: until then
@@ -239,8 +223,7 @@ class _Child:
         self.conn = _Channel(parent_conn)
         self.process = ctx.Process(
             target=run_child,
-            args=(child_conn, self.shared, self.lock_path, database_url, logs),
-            kwargs={"handlers": handlers, "setup": setup, "lease_holder": lease_holder},
+            args=(child_conn, self.shared, self.lock_path, settings),
             daemon=True,
             name="jobdef-child",
         )
@@ -289,34 +272,22 @@ class _Child:
 
 
 class Pool:
-    """``size`` children, each taking up to ``depth`` tasks ahead."""
+    """``size`` children started with ``settings``, each taking up to ``depth`` tasks ahead;
+    one waiting behind a slow task longer than ``recall_after`` seconds is recalled."""
 
     def __init__(
         self,
         size: int,
-        database_url: str,
+        settings: ChildSettings,
         *,
         depth: int = 4,
         recall_after: float = 0.5,
-        log_level: int = logging.WARNING,
-        log_file: str | None = None,
-        log_format: str = "text",
-        worker_id: str | None = None,
-        handlers: Sequence[str] = (),
-        setup: str | None = None,
-        lease_holder: str = "",
     ) -> None:
         self._ctx = multiprocessing.get_context("spawn")
-        self._handlers = tuple(handlers)
-        self._setup = setup
-        # The worker id its leases name: a child whose worker died gives back, under it,
-        # the tasks it had not started (runtime.orphan).
-        self._lease_holder = lease_holder
+        self.settings = settings
         self.size = size
         self.depth = depth
         self.recall_after = recall_after
-        self._database_url = database_url
-        self._logs = Logs(log_level, log_file, log_format, worker_id)
         _remove_stale_lock_dirs()
         self._lock_dir = tempfile.mkdtemp(prefix=f"{_LOCK_DIR_PREFIX}{os.getpid()}-")
         self._seq = 0
@@ -324,15 +295,7 @@ class Pool:
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
-        return _Child(
-            self._ctx,
-            self._database_url,
-            self._logs,
-            self._lock_dir,
-            self._handlers,
-            setup=self._setup,
-            lease_holder=self._lease_holder,
-        )
+        return _Child(self._ctx, self.settings, self._lock_dir)
 
     # -- handing out work -------------------------------------------------------
 

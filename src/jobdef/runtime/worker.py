@@ -60,14 +60,13 @@ from jobdef.backends.protocol import (
     holds_maintenance_lock,
 )
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
-from jobdef.errors import BackendError, UnknownJobError, UsageError
+from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.durations import format_wait
-from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
-from jobdef.runtime.child import Task
+from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
@@ -82,46 +81,19 @@ from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
+from jobdef.runtime.settings import WorkerSettings
+from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
 from jobdef.telemetry.presence import Presence
 
 log = logging.getLogger("jobdef.worker")
 
-# Handler processes per worker: past this, start more worker processes instead.
-MAX_CONCURRENCY = 256
 # After a wake-up from the store (a notification), an idle worker claims again every
 # RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it goes back to the poll
 # interval: the job that caused the notification may be due a few milliseconds after
 # the first claim, as the hosts' readings of the server's clock differ slightly.
 RECHECK_AFTER_WAKE = 0.5
 RECHECK_INTERVAL = 0.05
-
-
-class WorkerOptionError(UsageError, ValueError):
-    """A worker option is out of its bounds."""
-
-
-def check_options(
-    concurrency: int,
-    lease_seconds: float,
-    *,
-    names: tuple[str, str] = ("concurrency", "lease_seconds"),
-) -> None:
-    """Raise :class:`WorkerOptionError` (one line, naming what to write) when the
-    concurrency or the lease is out of bounds; ``names`` are the options as the caller
-    spells them (the CLI's flags)."""
-    concurrency_name, lease_name = names
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise WorkerOptionError(
-            f"{concurrency_name} {concurrency} is out of bounds: write a number from 1 to "
-            f"{MAX_CONCURRENCY}, and start more worker processes for more"
-        )
-    if lease_seconds < MIN_LEASE:
-        raise WorkerOptionError(
-            f"{lease_name} {lease_seconds:g}s is too short: the worker heartbeats every "
-            f"lease/3, so a shorter lease would expire under its own live jobs; write "
-            f"{MIN_LEASE:g}s or more ({DEFAULT_LEASE:g}s by default)"
-        )
 
 
 class Phase(enum.Enum):
@@ -196,62 +168,50 @@ def _log_file() -> str | None:
 
 
 class Worker:
-    """Runs the jobs of ``registry`` stored in ``backend``."""
+    """Runs the jobs of ``registry`` stored in ``backend``, as ``settings`` say.
+
+    The store is opened again from ``backend.url`` where a process of the worker's
+    needs its own connection (each handler process, the outbox sender).
+    ``telemetry`` (log lines, metrics, health), ``services`` (the maintenance
+    services, default :data:`~jobdef.runtime.maintenance.MAINTENANCE`), ``clock``
+    (default the store's) and ``rng`` are the worker's parts, given to replace
+    them, in tests for one.
+    """
 
     def __init__(
         self,
         backend: Backend,
         registry: Registry,
+        settings: WorkerSettings | None = None,
         *,
-        database_url: str,
-        queues: Sequence[str] | None = None,
-        concurrency: int = 1,
-        burst: bool = False,
-        lease_seconds: float = DEFAULT_LEASE,
-        poll_interval: float = 0.25,
-        grace: float = 10.0,
-        depth: int = 32,
+        telemetry: WorkerTelemetry | None = None,
+        services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
-        worker_id_: str | None = None,
-        services: Sequence[Callable[[MaintenanceContext], Service]] | None = None,
-        log_level: int | None = None,
-        telemetry: WorkerTelemetry | None = None,
-        child_setup: str | None = None,
     ) -> None:
-        check_options(concurrency, lease_seconds)
         self.backend = backend
         self.registry = registry
-        self.database_url = database_url
-        self.queues = list(queues) if queues else None
-        self.concurrency = concurrency
-        self.burst = burst
-        self.lease_seconds = lease_seconds
-        self.poll_interval = poll_interval
-        self.grace = grace
-        self.depth = depth
-        # ``module:function`` each child calls before it imports a handler (Django's
-        # setup, for one): the children are spawned, so they start from nothing.
-        self.child_setup = child_setup
+        self.settings = settings = settings or WorkerSettings()
         # The store's clock unless one is given: on PostgreSQL the server's, which all
         # hosts share, so retries, reclaim and cron slots do not follow a skewed host.
         self.clock = backend.clock if clock is None else clock
         self.rng = rng or random.Random()
-        self.id = worker_id_ or worker_id()
+        self.id = settings.id or worker_id()
         self.stats = WorkerStats()
         # Job id -> when its next attempt is due, for the jobs a burst retried and has not
         # claimed again: what it leaves waiting (WorkerStats.waiting). Kept in a burst
         # only: another worker may claim the job, and the entry would never be dropped.
         self._retry_due: dict[int, float] = {}
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
-        self.telemetry = telemetry or WorkerTelemetry(self.id)
+        self.telemetry = telemetry or WorkerTelemetry()
+        self.telemetry.worker_id = self.id
         self.telemetry.registry = registry  # --log-args hides the args it marks sensitive
         self._presence = Presence(
             backend,
             self.id,
-            queues=self.queues,
-            concurrency=concurrency,
-            lease_seconds=lease_seconds,
+            queues=self.settings.queues,
+            concurrency=settings.concurrency,
+            lease_seconds=settings.lease_seconds,
         )
         self.queue_limits = concurrency_limits(registry.queues)
         self.queue_rates = rate_limits(registry.queues)
@@ -262,7 +222,6 @@ class Worker:
         if self.telemetry.metrics is not None:
             factories.append(GaugeReader)
         self.services = [factory(ctx) for factory in factories]
-        self._log_level = log_level if log_level is not None else logging.getLogger().level
         self._held: dict[int, _Held] = {}
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
@@ -271,9 +230,8 @@ class Worker:
         self._failures: list[FailedAttempt] = []
         self._outage = StoreOutage()
         self._idle = False
-        # Until when (monotonic) an idle turn looks again soon after a notification:
-        # hosts' readings of the server's clock differ by a few milliseconds, so a job
-        # enqueued "now" can be due a moment after the claim its notification caused.
+        # Until when (monotonic) an idle turn looks again soon after a notification
+        # (RECHECK_AFTER_WAKE says why).
         self._recheck_until = 0.0
         # When each service is next due, on ``clock``; a first tick on the first turn.
         self._next_tick = [0.0] * len(self.services)
@@ -290,7 +248,7 @@ class Worker:
     # -- control ----------------------------------------------------------------
 
     def request_stop(self) -> None:
-        """First call: drain. Second call: stop now (jobs are released, never lost)."""
+        """One stop request: the first drains, the second stops now (see :class:`Phase`)."""
         with self._stop_lock:
             self._stop_requests += 1
         if can_wait_for_jobs(self.backend):
@@ -304,7 +262,7 @@ class Worker:
 
         Raises :class:`~jobdef.errors.HandlerError` before taking any job when a handler
         of a served queue cannot be called (:mod:`jobdef.runtime.handlers`)."""
-        check_handlers(self.registry, self.queues)
+        check_handlers(self.registry, self.settings.queues)
         # The loop rides out a lost store between its turns (runtime.outage): a call
         # that waited for the server would hold up signals, timeouts and heartbeats.
         fail_fast(self.backend)
@@ -313,20 +271,18 @@ class Worker:
         if in_main:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 previous[sig] = signal.signal(sig, self._on_signal)
-        pool = Pool(
-            self.concurrency,
-            self.database_url,
-            depth=self.depth,
-            log_level=self._log_level,
-            log_file=_log_file(),
-            log_format=self.telemetry.log_format,
+        children = ChildSettings(
+            self.backend.url,
+            handlers=tuple(sorted({policy.handler for policy in self.registry})),
+            setup=self.settings.child_setup,
             worker_id=self.id,
-            handlers=sorted({policy.handler for policy in self.registry}),
-            setup=self.child_setup,
-            lease_holder=self.id,
+            log_level=logging.getLogger().level,
+            log_format=self.telemetry.log_format,
+            log_file=_log_file(),
         )
-        log.info("worker %s started: concurrency %d", self.id, self.concurrency)
-        jobless = jobless_queues(self.registry, self.queues)
+        pool = Pool(self.settings.concurrency, children, depth=self.settings.prefetch)
+        log.info("worker %s started: concurrency %d", self.id, self.settings.concurrency)
+        jobless = jobless_queues(self.registry, self.settings.queues)
         if jobless:
             log.warning(
                 "worker %s serves %s, on which no job of its sheets runs: it takes nothing "
@@ -423,7 +379,7 @@ class Worker:
         if phase is self.phase:
             return phase
         if phase is Phase.DRAINING:
-            self._drain_deadline = mono + self.grace
+            self._drain_deadline = mono + self.settings.grace
             log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
             self._give_back(pool.recall_all())
         elif phase is Phase.STOPPING:
@@ -438,7 +394,7 @@ class Worker:
     def _wait_budget(self, pool: Pool, phase: Phase, mono: float) -> float:
         """How long this turn may wait for the children (or, idle, for new jobs)."""
         # Idle, the poll interval; with work claimed, no wait.
-        waiting = self.poll_interval if self._idle else 0.0
+        waiting = self.settings.poll_interval if self._idle else 0.0
         if self._idle and mono < self._recheck_until:
             waiting = min(waiting, RECHECK_INTERVAL)
         if pool.in_flight():
@@ -543,18 +499,17 @@ class Worker:
             )
 
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
-        """What to claim now: what the children that are not stuck on a slow job can take
-        ahead (so they run it while this worker waits on the database for the next
-        claim), and no more: a claim is handed to a child as soon as it commits. Once a
-        quarter of that room is free (or a child sits idle), so claims come in batches."""
+        """What to claim now: what the children can take ahead (:meth:`Pool.capacity`) less
+        what already waits for them, once a quarter of that room is free (or a child sits
+        idle), so claims come in batches; the module says why no more."""
         free = pool.capacity() - len(self._backlog)
         if free <= 0 or (free < pool.size * pool.depth // 4 and pool.idle_children() == 0):
             return None
         return ClaimOptions(
             worker_id=self.id,
-            lease_seconds=self.lease_seconds,
+            lease_seconds=self.settings.lease_seconds,
             limit=free,
-            queues=self.queues,
+            queues=self.settings.queues,
             queue_limits=self.queue_limits,
             queue_rates=self.queue_rates,
         )
@@ -599,11 +554,11 @@ class Worker:
         """Whether a burst worker stops: its last claim found nothing runnable and it holds
         nothing, unless a rate-limited queue it serves has runnable jobs that only the
         queue's token bucket holds back (it waits for the tokens and runs them)."""
-        if not (self.burst and idle and not self._held):
+        if not (self.settings.burst and idle and not self._held):
             return False
         served = set(self.queue_rates)
-        if self.queues is not None:
-            served &= set(self.queues)
+        if self.settings.queues is not None:
+            served &= set(self.settings.queues)
         if not served:
             return True
         return not any(
@@ -656,7 +611,9 @@ class Worker:
             self.telemetry.ran(held.record.id, held.record.attempt, event.duration)
         if isinstance(event, Beat):
             try:
-                kept = self.backend.heartbeat(held.lease, self.lease_seconds, event.progress)
+                kept = self.backend.heartbeat(
+                    held.lease, self.settings.lease_seconds, event.progress
+                )
             except BackendError as exc:  # the other events of this batch must still count
                 self._outage.failed(exc, time.monotonic(), len(self._held))
                 return
@@ -726,7 +683,7 @@ class Worker:
             return
         if decision.action == "retry":
             self.stats.retried += 1
-            if self.burst:  # only a burst reports them; a long-lived worker keeps none
+            if self.settings.burst:  # only a burst reports them; a long-lived worker keeps none
                 self._retry_due[record.id] = self.clock() + (decision.delay or 0.0)
             detail = f"next attempt in {format_wait(decision.delay or 0.0)}"
         else:
@@ -799,10 +756,10 @@ class Worker:
         """Keep the leases of held jobs alive while this worker lives."""
         # While the store is out, every turn that tries it again beats: a call that
         # works is what ends the outage.
-        every = self.lease_seconds / 3 if self._outage.since is None else 0.0
+        every = self.settings.lease_seconds / 3 if self._outage.since is None else 0.0
         for held in list(self._held.values()):
             if mono - held.last_beat >= every:
-                kept = self.backend.heartbeat(held.lease, self.lease_seconds)
+                kept = self.backend.heartbeat(held.lease, self.settings.lease_seconds)
                 held.last_beat = mono  # after the call: one that failed is tried next turn
                 if not kept:
                     self._lost.append(held.record.id)

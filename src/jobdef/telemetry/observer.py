@@ -53,7 +53,8 @@ _SAID = {
 class WorkerTelemetry:
     """The log lines, metrics and health of one worker."""
 
-    worker_id: str
+    # The worker's id, which its lines carry: set by the worker that reports through it.
+    worker_id: str = ""
     metrics: Metrics | None = None
     health: Health | None = None
     # Log each attempt's args too (--log-args), cut to logs.MAX_ARGS_CHARS, the sensitive

@@ -1,10 +1,8 @@
 """The testing kit: a real job store on a virtual clock, for the tests of a jobdef project.
 
-With pytest the kit is a plugin (installed with jobdef, loaded through its
-``pytest11`` entry point, or with ``-p jobdef.testing``) that gives the
-``jobdef_queue`` fixture; it registers that fixture, two options and a marker,
-and does nothing in a test that does not ask for the fixture. Other runners call
-:func:`open_queue`::
+With pytest the kit is a plugin (:mod:`jobdef.testing.plugin`, installed with
+jobdef, loaded through its ``pytest11`` entry point, or with ``-p jobdef.testing``)
+that gives the ``jobdef_queue`` fixture. Other runners call :func:`open_queue`::
 
     from jobdef.testing import open_queue
 
@@ -22,9 +20,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from jobdef.testing.attempt import Attempt
     from jobdef.testing.clock import VirtualClock
     from jobdef.testing.kit import load_project_registry, open_queue
-    from jobdef.testing.queue import Attempt, VirtualQueue
+    from jobdef.testing.queue import VirtualQueue
 
 # Loaded when pytest registers this package as a plugin (the entry point, or -p).
 pytest_plugins = ("jobdef.testing.plugin",)
@@ -33,7 +32,7 @@ pytest_plugins = ("jobdef.testing.plugin",)
 # project that has jobdef installed, and a run that never asks for jobdef_queue should
 # not pay for the sheets' loader, the engines or the templates.
 _HOMES = {
-    "Attempt": "jobdef.testing.queue",
+    "Attempt": "jobdef.testing.attempt",
     "VirtualClock": "jobdef.testing.clock",
     "VirtualQueue": "jobdef.testing.queue",
     "load_project_registry": "jobdef.testing.kit",

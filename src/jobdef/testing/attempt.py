@@ -1,4 +1,5 @@
-"""One attempt of a handler inside the test process: a thread of its own with a deadline.
+"""One attempt of a handler inside the test process: a thread of its own with a deadline,
+and the :class:`Attempt` the store recorded of it.
 
 The worker runs a handler in a child process and SIGKILLs it at the sheet's
 ``timeout``. The testing kit runs it in a thread of the test's process instead,
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jobdef.backends.records import ErrorInfo, Outcome
 from jobdef.runtime.classify import class_name, exception_names
 from jobdef.runtime.context import Context
 from jobdef.runtime.payloads import truncated
@@ -53,6 +55,24 @@ class Ran:
     @property
     def failed(self) -> bool:
         return self.timed_out or self.error_type is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt of a job as the store recorded it, on the virtual clock.
+
+    ``offset``: seconds from the enqueue (the job's ``created_at``) to the start,
+    what ``jobdef explain``'s timeline rows give as earliest/latest start.
+    """
+
+    job_id: int
+    job: str
+    number: int
+    started_at: float
+    finished_at: float | None
+    offset: float
+    outcome: Outcome | None
+    error: ErrorInfo | None
 
 
 def _raised(exc: BaseException) -> Ran:

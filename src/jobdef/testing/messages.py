@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jobdef.backends.records import JobRecord, Notification
 from jobdef.policy.model import JobPolicy
 from jobdef.schedule.cron import CronSchedule
-
-if TYPE_CHECKING:
-    from jobdef.testing.queue import Attempt
+from jobdef.testing.attempt import Attempt
 
 MAX_LISTED = 20
 MAX_ARGS_CHARS = 200

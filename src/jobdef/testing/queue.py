@@ -24,7 +24,6 @@ import os
 import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -36,7 +35,6 @@ from jobdef.backends.records import (
     ErrorInfo,
     JobRecord,
     Notification,
-    Outcome,
     State,
 )
 from jobdef.errors import HandlerError, UnknownJobError, UsageError
@@ -64,7 +62,7 @@ from jobdef.schedule.cron import zone
 from jobdef.schedule.slots import schedule_of
 from jobdef.sheets.handlers import handler_problems
 from jobdef.testing import messages
-from jobdef.testing.attempt import run_attempt
+from jobdef.testing.attempt import Attempt, run_attempt
 from jobdef.testing.clock import VirtualClock, seconds
 
 log = logging.getLogger("jobdef.testing")
@@ -76,24 +74,6 @@ LEASE_SECONDS = 10 * 365 * 86400.0
 # that enqueues another job every time) ends the drain with a message, not a hang.
 DRAIN_LIMIT = 10_000
 _ALL = 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One attempt of a job as the store recorded it, on the virtual clock.
-
-    ``offset``: seconds from the enqueue (the job's ``created_at``) to the start,
-    what ``jobdef explain``'s timeline rows give as earliest/latest start.
-    """
-
-    job_id: int
-    job: str
-    number: int
-    started_at: float
-    finished_at: float | None
-    offset: float
-    outcome: Outcome | None
-    error: ErrorInfo | None
 
 
 class VirtualQueue:

@@ -11,14 +11,8 @@ from jobdef.errors import BackendError, UsageError
 
 
 def fresh_store(db: str | None, folder: Path | None = None) -> tuple[str, Callable[[], None]]:
-    """``(url, cleanup)`` of an empty job store.
-
-    ``db`` ``None`` or a ``sqlite:`` URL: a new file in ``folder`` (default a new
-    temporary folder, removed by ``cleanup``). A ``postgresql://`` URL: the same
-    server and database, in a new schema ``jobdef_test_<random>`` that ``cleanup``
-    drops (a ``?schema=`` of the URL is replaced: a test never writes to the
-    application's own schema).
-    """
+    """``(url, cleanup)`` of an empty job store beside ``db`` (each engine's driver says
+    where); a ``db`` that cannot give one is one line naming ``--jobdef-db``."""
     try:
         return scratch_store(db or None, folder)
     except BackendError as exc:

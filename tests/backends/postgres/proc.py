@@ -63,6 +63,7 @@ def run_worker(
         time.time = lambda: real_time() + clock_skew
 
     from jobdef.backends import open_backend
+    from jobdef.runtime.settings import WorkerSettings
     from jobdef.runtime.worker import Worker
     from jobdef.sheets.pipeline import load_registry
 
@@ -76,15 +77,13 @@ def run_worker(
     if maintenance_lease is not None:
         backend.listener.lease_seconds = maintenance_lease  # type: ignore[attr-defined]
     try:
-        Worker(
-            backend,
-            load_registry([sheets]),
-            database_url=database_url,
+        settings = WorkerSettings(
             queues=queues,
             concurrency=concurrency,
             burst=burst,
             lease_seconds=lease_seconds,
             poll_interval=poll_interval,
-        ).run()
+        )
+        Worker(backend, load_registry([sheets]), settings).run()
     finally:
         backend.close()

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend, fail_fast
 from jobdef.notify.checks import build_channels
-from jobdef.notify.sender import LOGGER, SenderThread
+from jobdef.notify.sender import LOGGER, SenderSettings, SenderThread
 
 if TYPE_CHECKING:
     from jobdef.runtime.maintenance import MaintenanceContext
@@ -30,11 +30,14 @@ class OutboxService:
     interval = 5.0
 
     def __init__(
-        self, ctx: MaintenanceContext, environ: Mapping[str, str] | None = None, **options: Any
+        self,
+        ctx: MaintenanceContext,
+        environ: Mapping[str, str] | None = None,
+        settings: SenderSettings | None = None,
     ) -> None:
         self.channels = build_channels(ctx.registry, os.environ if environ is None else environ)
         self.ctx = ctx
-        self.options = options
+        self.settings = settings
         self._thread: SenderThread | None = None
 
     def _opener(self) -> Callable[[], Backend]:
@@ -55,10 +58,15 @@ class OutboxService:
             LOGGER.error("the outbox sender thread stopped; starting it again")
         opener = self._opener()
         rng = random.Random(self.ctx.rng.random())  # the thread draws from its own source
-        options: dict[str, Any] = {"clock": self.ctx.clock, "rng": rng, **self.options}
-        if self.ctx.telemetry is not None and "observe" not in options:
-            options["observe"] = self.ctx.telemetry.outbox_outcome
-        self._thread = SenderThread(opener, self.channels, **options)
+        telemetry = self.ctx.telemetry
+        self._thread = SenderThread(
+            opener,
+            self.channels,
+            self.settings,
+            clock=self.ctx.clock,
+            rng=rng,
+            observe=None if telemetry is None else telemetry.outbox_outcome,
+        )
         self._thread.start()
 
     def close(self, timeout: float = 30.0) -> None:

@@ -1,0 +1,92 @@
+"""The messages on the pipe between a worker and its child processes, one named tuple per kind.
+
+On the pipe, the worker sends :class:`Batch` (tasks to run, in order) and, at the
+end, :class:`Stop`. The child answers :class:`Ready` once, when it has imported
+the handlers, then :class:`Progress` whenever a handler calls
+``ctx.heartbeat(progress)`` and :class:`Results` (which tasks it ran returned,
+with the return values that are not ``None`` as JSON text, and a
+:class:`TaskFailed` for each that raised) at the end of each batch, or sooner
+when a result has waited a moment (:data:`jobdef.runtime.child._RESULT_DELAY`).
+
+Both sides import this module: the worker (:mod:`jobdef.runtime.pool`), the child
+(:mod:`jobdef.runtime.child`) and the child's watcher that gives back what it holds
+when its worker dies (:mod:`jobdef.runtime.orphan`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+# Named tuples, not dataclasses: a task crosses the pipe once per job, and
+# tuples pickle several times faster. A task that returned comes back as its bare
+# sequence number, which pickles faster still.
+
+
+class Task(NamedTuple):
+    """One attempt for a child to run. ``seq`` is unique within the pool."""
+
+    seq: int
+    job_id: int
+    attempt: int
+    job: str
+    handler: str
+    args: dict[str, Any]
+    idempotency_key: str | None
+    max_attempts: int
+    timeout: float
+    # The cron slot of a scheduled batch job, in its sheet's time zone.
+    slot: datetime | None = None
+    queue: str = ""
+    # The enqueuer's trace context, the parent of the attempt's span.
+    trace_context: str | None = None
+
+
+class Batch(NamedTuple):
+    """Worker to child: run these tasks in order (the worker sends the next batch only
+    once the child has read this one, see the shared block's ``READ``)."""
+
+    tasks: list[Task]
+
+
+class Stop(NamedTuple):
+    """Worker to child: exit (sent to idle children when the worker stops)."""
+
+
+class Ready(NamedTuple):
+    """Child to worker: started and imported the handlers; it takes work from now on."""
+
+
+class Progress(NamedTuple):
+    """Child to worker: the handler of task ``seq`` called ``ctx.heartbeat(progress)``."""
+
+    seq: int
+    progress: Any
+
+
+class TaskFailed(NamedTuple):
+    """The handler of task ``seq`` raised; ``names``: the exception's MRO as sheet names."""
+
+    seq: int
+    error_type: str
+    message: str
+    traceback: str
+    names: tuple[str, ...]
+
+
+class Results(NamedTuple):
+    """Child to worker: the tasks it ran since its last ``Results``, each in order of
+    running: ``done`` the sequence numbers of those whose handler returned, ``failed``
+    those that raised."""
+
+    done: list[int]
+    failed: list[TaskFailed]
+    # How long each of those tasks' handler ran, seconds, by sequence number.
+    elapsed: dict[int, float] | None = None
+    # The return values of the tasks in ``done`` that returned something other than
+    # None, as JSON text, by sequence number (checked: plain JSON, bounded).
+    returned: dict[int, str] | None = None
+
+
+ToChild = Batch | Stop
+FromChild = Ready | Progress | Results
