@@ -245,15 +245,18 @@ class Demo:
         # resize_image notifies ops-log, a log channel: the worker's sender writes the
         # message to its log once the outbox row (written with the move to dead) is due.
         log = self.folder / "worker-A.log"
-        prefix = f'"message_id": "resize_image:{image}:1:dead:'
-        line = self.wait_for(
+        message_id = f"message id: resize_image:{image}:1:dead:"
+        self.wait_for(
             "the notification",
-            lambda: next((x for x in log.read_text().splitlines() if prefix in x), None),
+            lambda: any(
+                " jobdef.notify WARNING " in x and message_id in x
+                for x in log.read_text().splitlines()
+            ),
         )
-        sent = json.loads(line.partition(" WARNING ")[2])
         # The sender records the delivery right after writing the line.
         self.wait_for("the delivery", lambda: all(d for *_, d in self.outbox_messages(image)))
         messages = self.outbox_messages(image)
+        sent = next(p for _, event, _, p in self.outbox_rows(image) if event == "dead")
         for channel, event, delivered in messages:
             state = "delivered" if delivered else "waiting for the sender"
             self.out(f"     outbox -> channel {channel}: {event} of job {image} ({state})")
@@ -268,7 +271,11 @@ class Demo:
         )
 
     def outbox_messages(self, job_id: int) -> list[tuple[str, str, bool]]:
-        """(channel, event, delivered) of a job's messages, delivered ones included.
+        """(channel, event, delivered) of a job's messages, delivered ones included."""
+        return [(c, e, d) for c, e, d, _ in self.outbox_rows(job_id)]
+
+    def outbox_rows(self, job_id: int) -> list[tuple[str, str, bool, dict[str, Any]]]:
+        """(channel, event, delivered, payload) of a job's messages, delivered ones included.
 
         The demo always runs on its own SQLite file, so it reads the outbox table
         directly: the protocol lists only pending messages, and a sender running in
@@ -282,11 +289,8 @@ class Demo:
             ).fetchall()
         finally:
             conn.close()
-        return [
-            (channel, event, bool(delivered))
-            for channel, event, delivered, payload in rows
-            if json.loads(payload).get("job_id") == job_id
-        ]
+        found = [(c, e, bool(d), json.loads(p)) for c, e, d, p in rows]
+        return [row for row in found if row[3].get("job_id") == job_id]
 
     def killed_after_the_work(self) -> None:
         from jobdef.examples.points import balance
