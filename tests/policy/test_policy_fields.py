@@ -87,6 +87,14 @@ SHEET_A: dict[str, Any] = {
     "notify": {"channel": "ops", "events": ["dead"], "key_args": ["order_id"]},
     "retention": {"done": "7d", "dead": "until_resolved"},
     "limits": {"args_bytes": 65536},
+    "result": {
+        "store": True,
+        "max_bytes": "16KiB",
+        "retention": "5d",
+        "schema": {"type": "object", "properties": {"total": {"type": "integer"}}},
+        "public": ["total"],
+        "notify": ["total"],
+    },
     "runtime": {"celery": {"accept": ["priority"]}, "rq": {"accept": ["on_reclaim"]}},
 }
 
@@ -132,6 +140,14 @@ SHEET_B: dict[str, Any] = {
     "notify": {"channel": "mail", "events": ["retry"], "key_args": ["user_id"]},
     "retention": {"done": "3d", "dead": "30d"},
     "limits": {"args_bytes": 524288},
+    "result": {
+        "store": False,
+        "max_bytes": 4096,
+        "retention": "1d",
+        "schema": {"type": "integer"},
+        "public": True,
+        "notify": [],
+    },
     "runtime": {"celery": {"accept": ["timeout"]}, "rq": {"accept": ["priority", "timeout"]}},
 }
 
@@ -348,15 +364,19 @@ def _schema_node(path: str) -> Mapping[str, Any]:
 def _kinds_of(node: Mapping[str, Any]) -> set[str]:
     """The kinds a field whose schema is ``node`` may be declared as."""
     text = json.dumps(node)
+    if node.get("type") == ["boolean", "array"]:
+        return {"selection"}
     if node.get("type") == "array":
         return {"durations"} if "#/definitions/duration" in text else {"names", "errors"}
     if "#/definitions/duration" in text:
         return {"duration"}
+    if "#/definitions/bytes" in text:
+        return {"bytes"}
     return {
         "integer": {"integer"},
         "number": {"number"},
-        "boolean": {"answer"},
-        "object": {"args"},
+        "boolean": {"answer", "flag"},
+        "object": {"args", "schema"},
     }.get(node.get("type", "string"), {"text"})
 
 
