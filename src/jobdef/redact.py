@@ -16,7 +16,8 @@ page, a log line, an export, a notification or a listing may show: an arg whose
 schema says ``sensitive: true``, or that says nothing and whose name says secret
 (:func:`secret_name`), is shown as :data:`MASK`; inside the others, a key whose
 name says secret is masked too. The stored row keeps every value: the handler
-reads it.
+reads it. A receipt, which the application's own user sees, shows fewer: only the
+args whose schema says ``public: true`` (:func:`public_names`).
 
 A channel URL is shown as :func:`url_origin` alone (``https://hooks.example``):
 chat webhooks hold their secret in the path, and a receiver that quotes its path
@@ -109,6 +110,22 @@ def sensitive_names(policy: JobPolicy | None, names: Iterable[str]) -> set[str]:
     """Those of ``names`` that :func:`shown_args` hides for the job of ``policy``."""
     schemas = policy.args_schema.get("properties", {}) if policy is not None else {}
     return {name for name in names if sensitive_arg(name, schemas.get(name))}
+
+
+def public_arg(name: str, schema: Any) -> bool:
+    """Whether the arg ``name`` with the JSON Schema ``schema`` may be shown on a receipt
+    (the status endpoint an application shows its own user): only when it says
+    ``public: true``, and never when it is sensitive (:func:`sensitive_arg`; JD114
+    refuses a sheet that says both)."""
+    flag = schema.get("public") if isinstance(schema, Mapping) else None
+    return flag is True and not sensitive_arg(name, schema)
+
+
+def public_names(policy: JobPolicy | None, names: Iterable[str]) -> set[str]:
+    """Those of ``names`` that a receipt of the job of ``policy`` may show (none without a
+    sheet)."""
+    schemas = policy.args_schema.get("properties", {}) if policy is not None else {}
+    return {name for name in names if name in schemas and public_arg(name, schemas[name])}
 
 
 def _shown_value(value: Any, depth: int) -> Any:

@@ -4,8 +4,9 @@ policy/fields.py JOB_FIELDS is the one list of them, with each field's kind and
 default. The builder (sheets/build.py), ``jobdef diff``'s comparison
 (review/diff.py), the docs' origin table, ``jobdef explain``'s data, ``jobdef
 new``'s scaffold, the resolved export (render/export/resolved.py), the duration
-rule (JD201) and the adapters' fidelity table all follow it. A field added to the
-schema and forgotten in one of them fails here, with the place to fix named.
+rule (JD201), the size rule (JD202) and the adapters' fidelity table all follow it.
+A field added to the schema and forgotten in one of them fails here, with the place
+to fix named.
 
 Each check looks at what the place produces, not at its source: the builder
 must turn a change of the field into a change of the policy, the diff must
@@ -39,7 +40,7 @@ from jobdef.review.new_sheet import _STARTERS, render_sheet
 from jobdef.sheets import build
 from jobdef.sheets.build import build_job
 from jobdef.sheets.document import Document
-from jobdef.sheets.rules import durations
+from jobdef.sheets.rules import durations, sizes
 from jobdef.sheets.schema_check import schema
 
 # Two sheets that set every field, each value unlike the built-in default and
@@ -87,6 +88,14 @@ SHEET_A: dict[str, Any] = {
     "notify": {"channel": "ops", "events": ["dead"], "key_args": ["order_id"]},
     "retention": {"done": "7d", "dead": "until_resolved"},
     "limits": {"args_bytes": 65536},
+    "result": {
+        "store": True,
+        "max_bytes": "16KiB",
+        "retention": "5d",
+        "schema": {"type": "object", "properties": {"total": {"type": "integer"}}},
+        "public": ["total"],
+        "notify": ["total"],
+    },
     "runtime": {"celery": {"accept": ["priority"]}, "rq": {"accept": ["on_reclaim"]}},
 }
 
@@ -132,6 +141,14 @@ SHEET_B: dict[str, Any] = {
     "notify": {"channel": "mail", "events": ["retry"], "key_args": ["user_id"]},
     "retention": {"done": "3d", "dead": "30d"},
     "limits": {"args_bytes": 524288},
+    "result": {
+        "store": False,
+        "max_bytes": 4096,
+        "retention": "1d",
+        "schema": {"type": "integer"},
+        "public": True,
+        "notify": [],
+    },
     "runtime": {"celery": {"accept": ["timeout"]}, "rq": {"accept": ["priority", "timeout"]}},
 }
 
@@ -348,15 +365,19 @@ def _schema_node(path: str) -> Mapping[str, Any]:
 def _kinds_of(node: Mapping[str, Any]) -> set[str]:
     """The kinds a field whose schema is ``node`` may be declared as."""
     text = json.dumps(node)
+    if node.get("type") == ["boolean", "array"]:
+        return {"selection"}
     if node.get("type") == "array":
         return {"durations"} if "#/definitions/duration" in text else {"names", "errors"}
     if "#/definitions/duration" in text:
         return {"duration"}
+    if "#/definitions/bytes" in text:
+        return {"bytes"}
     return {
         "integer": {"integer"},
         "number": {"number"},
-        "boolean": {"answer"},
-        "object": {"args"},
+        "boolean": {"answer", "flag"},
+        "object": {"args", "schema"},
     }.get(node.get("type", "string"), {"text"})
 
 
@@ -379,6 +400,13 @@ def test_the_duration_rule_checks_every_duration_field(path: str) -> None:
     assert any(".".join(map(str, found)).startswith(path) for found in flagged), (
         f"JD201 (sheets/rules/durations.py) does not check {path}"
     )
+
+
+@pytest.mark.parametrize("path", [p for p in FIELD_PATHS if FIELDS[p].kind == "bytes"])
+def test_the_size_rule_checks_every_size_field(path: str) -> None:
+    doc = Document(data=_with(SHEET_A, path, "64KB"), file="a.yaml")
+    flagged = {found for found, _ in sizes.check_document(doc)}
+    assert tuple(path.split(".")) in flagged, f"JD202 (sheets/rules/sizes.py) does not check {path}"
 
 
 def test_every_group_a_defaults_document_sets_merges_field_by_field() -> None:

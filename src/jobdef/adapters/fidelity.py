@@ -82,6 +82,29 @@ def _events(job: JobPolicy) -> tuple[Level, str]:
     )
 
 
+# Where each runtime keeps a task's return value, for the verdicts on `result.*`.
+_RESULT_STORE = {
+    "celery": "Celery's result backend (when one is configured), for its result_expires",
+    "rq": "RQ's job result, for its result_ttl",
+}
+
+
+def _result_rule(runtime: Runtime, path: str) -> Rule:
+    """The verdict on one field of ``result:``: exact while the sheet says nothing of it
+    (the value goes where the runtime puts it, as it always did); else unsupported, since
+    the adapter hands the value to the runtime's own store, not to jobdef's."""
+
+    def rule(job: JobPolicy) -> tuple[Level, str]:
+        if job.origin(path) is None:
+            return "exact", ""
+        return "unsupported", (
+            f"the return value goes to {_RESULT_STORE[runtime]}; jobdef neither bounds, "
+            "checks, keeps, shows nor sends it"
+        )
+
+    return rule
+
+
 def _retention_done(job: JobPolicy) -> tuple[Level, str]:
     if job.retention.done is None:
         return "exact", ""
@@ -204,7 +227,12 @@ _RQ: dict[str, Rule] = {
     ),
 }
 
-RULES: dict[Runtime, dict[str, Rule]] = {"celery": _COMMON | _CELERY, "rq": _COMMON | _RQ}
+_RESULT_FIELDS = [f.path for f in JOB_FIELDS if f.path.startswith("result.")]
+_OWN: dict[Runtime, dict[str, Rule]] = {"celery": _CELERY, "rq": _RQ}
+RULES: dict[Runtime, dict[str, Rule]] = {
+    runtime: _COMMON | own | {path: _result_rule(runtime, path) for path in _RESULT_FIELDS}
+    for runtime, own in _OWN.items()
+}
 
 
 def verdicts(runtime: Runtime, job: JobPolicy) -> list[Verdict]:
@@ -290,6 +318,12 @@ GENERAL: dict[tuple[Runtime, str], str] = {
     ("rq", "backoff.jitter"): "exact for `none`; else approximate: drawn at enqueue, "
     "rounded up to a whole second",
     ("rq", "timeout"): "exact in whole seconds; else approximate: job_timeout rounded up",
+    **{
+        (r, f): "exact while the sheet does not write it; else unsupported: the return value "
+        f"goes to {_RESULT_STORE[r]}, not to jobdef's store"
+        for r in RUNTIMES
+        for f in _RESULT_FIELDS
+    },
 }
 
 

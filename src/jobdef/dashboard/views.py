@@ -744,14 +744,15 @@ def outbox(store: Store) -> dict[str, Any]:
 
 
 def sheets(registry: Registry) -> dict[str, Any]:
-    """Every job's effective policy: the 13 items of the docs' overview table."""
-    header = [item.label("en") for item in describe.ITEMS]
+    """Every job's effective policy: the 13 items of the docs' overview table (and the
+    result, when some job declares one)."""
+    items = describe.overview_items(registry)
+    header = [item.label("en") for item in items]
     rows = [
         {
             "job": job.name,
             "cells": [
-                describe.item_value(job, item.key, "en", registry.channels)
-                for item in describe.ITEMS
+                describe.item_value(job, item.key, "en", registry.channels) for item in items
             ],
         }
         for job in registry

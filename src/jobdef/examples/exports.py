@@ -1,4 +1,5 @@
-"""``export_csv``: write a month of reservations as CSV, reporting progress as it goes."""
+"""``export_csv``: write a month of reservations as CSV, reporting progress as it goes, and
+return the file's name and row count for the admin screen."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from jobdef.examples import data_dir
 from jobdef.runtime.context import Context
 
 
-def export_csv(ctx: Context, export_id: str, month: str) -> None:
+def export_csv(ctx: Context, export_id: str, month: str) -> dict[str, object]:
+    """Write the CSV file; return its name and row count (the sheet's `result`)."""
     year, number = (int(part) for part in month.split("-"))
     days = calendar.monthrange(year, number)[1]
     target = data_dir() / "exports"
@@ -21,3 +23,4 @@ def export_csv(ctx: Context, export_id: str, month: str) -> None:
             writer.writerow([f"{month}-{day:02d}", (day * 7) % 23])
             if day % 10 == 0:
                 ctx.heartbeat({"days_done": day, "days": days})
+    return {"file": f"{export_id}.csv", "rows": days}

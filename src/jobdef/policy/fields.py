@@ -6,7 +6,7 @@ built-in default, and when it shapes a job at all: the docs and ``jobdef
 explain`` leave out the fields that a job's mode or backoff strategy ignores,
 while ``jobdef diff`` compares every field. The builder
 (:func:`jobdef.sheets.build.build_job`), ``jobdef new``'s scaffold, the resolved
-export, the duration rule and the adapters' fidelity table all follow this list;
+export, the duration and size rules and the adapters' fidelity table all follow this list;
 ``tests/policy/test_policy_fields.py`` holds each of them, and this list, to the
 schema's ``Job``.
 """
@@ -18,13 +18,28 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from jobdef.policy.backoff import cut_by_max
-from jobdef.policy.model import DEFAULT_ARGS_BYTES, JobPolicy
+from jobdef.policy.model import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES, JobPolicy
 
 # text: as written; integer and number: an int and a float; duration: float seconds
-# (None: none or forever); durations: a list of them; names: a list of words; errors:
-# error classes; args: the args' JSON Schema; answer: a yes/no answer of the decision block.
+# (None: none or forever); durations: a list of them; bytes: an int, written as one or
+# with a unit (64KiB); names: a list of words; errors: error classes; args: the args'
+# JSON Schema; schema: a JSON Schema as written (None: none); flag: true or false;
+# selection: true (all), false (none) or a list of names; answer: a yes/no answer of
+# the decision block (None: not answered).
 Kind = Literal[
-    "text", "integer", "number", "duration", "durations", "names", "errors", "args", "answer"
+    "text",
+    "integer",
+    "number",
+    "duration",
+    "durations",
+    "bytes",
+    "names",
+    "errors",
+    "args",
+    "schema",
+    "flag",
+    "selection",
+    "answer",
 ]
 
 
@@ -71,6 +86,17 @@ def _answered(job: JobPolicy) -> bool:
     return job.decision is not None
 
 
+def _stored(job: JobPolicy) -> bool:
+    """The fields of a result shape a job only when its value is stored."""
+    return job.result.store
+
+
+def declares_result(job: JobPolicy) -> bool:
+    """Whether the job's sheet or a Defaults document writes a ``result:`` field: the
+    classic sheet's tables then show a result row, and exports say what they keep."""
+    return any(path.startswith("result.") for path in job.origins)
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyField:
     """One field of a Job sheet: its path, its kind, its default, and whether it shapes a job.
@@ -79,6 +105,8 @@ class PolicyField:
     writes the field, written as a sheet writes it (``"60s"``); ``None`` leaves it
     unset. ``unset`` is the word a sheet may write for unset (``until_resolved``).
     ``attribute`` is where :class:`JobPolicy` holds the value, when not at ``path``.
+    ``inherits`` is the path of the field whose value it takes when neither the sheet
+    nor Defaults writes it (``result.retention`` takes ``retention.done``'s).
     """
 
     path: str
@@ -87,6 +115,7 @@ class PolicyField:
     default: Any = None
     unset: str | None = None
     attribute: str = ""
+    inherits: str = ""
 
     @property
     def where(self) -> str:
@@ -131,6 +160,12 @@ JOB_FIELDS: tuple[PolicyField, ...] = (
     PolicyField("retention.done", "duration"),
     PolicyField("retention.dead", "duration", default="until_resolved", unset="until_resolved"),
     PolicyField("limits.args_bytes", "integer", default=DEFAULT_ARGS_BYTES),
+    PolicyField("result.store", "flag", default=True),
+    PolicyField("result.max_bytes", "bytes", _stored, default=DEFAULT_RESULT_BYTES),
+    PolicyField("result.retention", "duration", _stored, inherits="retention.done"),
+    PolicyField("result.schema", "schema", _stored),
+    PolicyField("result.public", "selection", _stored, default=False),
+    PolicyField("result.notify", "names", _stored),
     PolicyField("runtime.celery.accept", "names", _accepts_celery),
     PolicyField("runtime.rq.accept", "names", _accepts_rq),
     PolicyField("decision.time_triggered", "answer", _answered),

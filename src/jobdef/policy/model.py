@@ -137,6 +137,41 @@ class LimitsPolicy:
     args_bytes: int = DEFAULT_ARGS_BYTES
 
 
+# The default of ``result.max_bytes``, and the most a sheet may allow (JD331 refuses more).
+DEFAULT_RESULT_BYTES = 64 * 1024
+RESULT_BYTES_MAX = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPolicy:
+    """What becomes of the value a handler returns (the sheet's ``result:``).
+
+    ``store``: whether the value is kept with the done job; with ``False`` it is
+    neither sent back from the handler's process nor stored, and nothing below
+    applies (a rule refuses ``schema``, ``public`` or ``notify`` then).
+    ``max_bytes``: the largest value kept, in bytes of UTF-8 JSON; a larger one
+    fails the attempt. At most :data:`RESULT_BYTES_MAX`.
+    ``retention``: seconds a stored value is kept after its job ended done; the
+    job's ``retention.done`` when the sheet does not say (``None``: as long as
+    the job's row, i.e. forever when that is kept forever). Never longer than
+    ``retention.done``: the value lives no longer than its job's row.
+    ``schema``: the draft-07 JSON Schema the value must satisfy (frozen, as
+    written), checked as args are; ``None`` checks only that it is plain JSON.
+    ``public``: what a receipt (the status endpoint an application shows its
+    user) may show of the value: ``False`` nothing, ``True`` all of it, or the
+    names of top-level fields of an object value.
+    ``notify``: the top-level fields of the value carried in the job's ``done``
+    notification (none by default).
+    """
+
+    store: bool = True
+    max_bytes: int = DEFAULT_RESULT_BYTES
+    retention: float | None = None
+    schema: Mapping[str, Any] | None = None
+    public: bool | tuple[str, ...] = False
+    notify: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class RuntimeFit:
     """What a sheet accepts that one runtime does not honour exactly (``jobdef check``).
@@ -205,6 +240,7 @@ class JobPolicy:
     rerun: str = ""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     limits: LimitsPolicy = field(default_factory=LimitsPolicy)
+    result: ResultPolicy = field(default_factory=ResultPolicy)
     runtime: RuntimesPolicy = field(default_factory=RuntimesPolicy)
     decision: DecisionAnswers | None = None
     # Dotted field path ("backoff.initial") -> where the effective value was written.

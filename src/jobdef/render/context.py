@@ -220,6 +220,8 @@ def job_context(
     timeline: Timeline = retry_timeline(job, lease=DEFAULT_LEASE if lease is None else lease)
     return {
         "job": job,
+        # The result fields the done notification carries (none when nothing is stored).
+        "carries": job.result.notify if job.result.store else (),
         "sheet_file": describe.display_path(job.file, base),
         "rows": describe.sheet_rows(job, lang, registry.channels),
         "timeline": timeline,

@@ -7,7 +7,8 @@ call these functions, so a value reads the same everywhere, e.g.
 The API, all pure functions of the frozen policy objects:
 
 - :data:`ITEMS` and :func:`sheet_rows`: the 13 items of the classic job
-  definition sheet (label, what to write, this job's value);
+  definition sheet (label, what to write, this job's value), and :data:`RESULT_ITEM`
+  after them for a job whose sheet or Defaults declares a ``result:``;
 - :func:`item_value`: one of those values by item key;
 - :func:`effective_fields`, :func:`field_value`, :func:`origin_text` (:func:`origin_texts`): every
   effective field by its sheet path (``backoff.initial``), as written, and
@@ -16,7 +17,8 @@ The API, all pure functions of the frozen policy objects:
   :func:`attempts`, :func:`backoff`, :func:`retention`, :func:`errors`,
   :func:`error_class`, :func:`error_action`, :func:`args`, :func:`idempotency`, :func:`notify`,
   :func:`dead_letter`, :func:`on_reclaim`, :func:`job_name`, :func:`trigger`,
-  :func:`rate`, :func:`worst_case`, :func:`lost_attempts`, :func:`recommendation`, :func:`yes_no`;
+  :func:`rate`, :func:`worst_case`, :func:`lost_attempts`, :func:`recommendation`, :func:`yes_no`,
+  :func:`size`, :func:`result`, :func:`result_schema`, :func:`result_fields`;
 - :data:`DECISION_QUESTIONS` and :func:`decision_answers`: the sync / async /
   batch decision flow's questions and a job's answers.
 
@@ -29,14 +31,14 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jobdef.policy.backoff import Timeline, cut_by_max
 from jobdef.policy.durations import format_duration
-from jobdef.policy.fields import FIELDS, JOB_FIELDS, policy_value
+from jobdef.policy.fields import FIELDS, JOB_FIELDS, declares_result, policy_value
 from jobdef.policy.leases import DEFAULT_LEASE
 from jobdef.policy.model import (
     BackoffPolicy,
@@ -46,9 +48,11 @@ from jobdef.policy.model import (
     JobPolicy,
     NotifyPolicy,
     Origin,
+    ResultPolicy,
     RetentionPolicy,
 )
-from jobdef.redact import sensitive_arg
+from jobdef.policy.sizes import format_size
+from jobdef.redact import public_arg, sensitive_arg
 
 
 def _pick(lang: str, en: str, ja: str) -> str:
@@ -272,7 +276,8 @@ _TYPES_JA = {
 
 def args(schema: Mapping[str, Any], lang: str = "en") -> str:
     """Each arg with its description (or its type), ``sensitive`` when pages, logs and
-    messages hide its value (:func:`jobdef.redact.sensitive_arg`), ``optional`` when not
+    messages hide its value (:func:`jobdef.redact.sensitive_arg`), ``shown on receipts`` when
+    a receipt may show it (:func:`jobdef.redact.public_arg`), ``optional`` when not
     required."""
     required = set(schema.get("required", ()))
     parts = []
@@ -284,6 +289,8 @@ def args(schema: Mapping[str, Any], lang: str = "en") -> str:
             notes.append(_TYPES_JA.get(arg["type"], arg["type"]) if lang == "ja" else arg["type"])
         if sensitive_arg(name, arg):
             notes.append(_pick(lang, "sensitive", "秘匿"))
+        elif public_arg(name, arg):
+            notes.append(_pick(lang, "shown on receipts", "受付で表示"))
         if name not in required:
             notes.append(_pick(lang, "optional", "任意"))
         parts.append(_paren(name, _join(notes, lang), lang) if notes else name)
@@ -317,10 +324,16 @@ _EVENTS = {
 }
 
 
-def notify(policy: NotifyPolicy, channel: ChannelPolicy | None = None, lang: str = "en") -> str:
+def notify(
+    policy: NotifyPolicy,
+    channel: ChannelPolicy | None = None,
+    lang: str = "en",
+    carries: Sequence[str] = (),
+) -> str:
     """Who is told, through what, of which events: ``The ops team's chat (ops-chat, webhook)
     when a job goes dead`` / ``運用担当のチャット（ops-chat, webhook）へ、退避したとき``; a
-    channel without a description is ``ops-chat (webhook)``."""
+    channel without a description is ``ops-chat (webhook)``. ``carries``: the fields of the
+    job's result that its ``done`` notification carries (``result.notify``), named after it."""
     if not policy.channel:
         return _pick(lang, "nobody", "通知しない")
     who = policy.channel
@@ -334,7 +347,77 @@ def notify(policy: NotifyPolicy, channel: ChannelPolicy | None = None, lang: str
         return _pick(lang, f"{who}, no events", f"{who}、通知するイベントなし")
     en = " or ".join(_EVENTS[event][0] for event in policy.events)
     ja = "・".join(_EVENTS[event][1] for event in policy.events)
-    return _pick(lang, f"{who} when a job {en}", f"{who}へ、{ja}")
+    text = _pick(lang, f"{who} when a job {en}", f"{who}へ、{ja}")
+    if carries and "done" in policy.events:
+        fields = _join(list(carries), lang)
+        text += _pick(
+            lang, f" (done carries the result's {fields})", f"（完了時は結果の{fields}を添える）"
+        )
+    return text
+
+
+def size(value: int, lang: str = "en") -> str:
+    """A size as a sheet writes it: ``64KiB``, ``1MiB``, ``1000B``."""
+    return format_size(value)
+
+
+def result_schema(schema: Mapping[str, Any] | None, lang: str = "en") -> str:
+    """A result's JSON Schema in brief: its fields as :func:`args` lists args, or its type."""
+    if schema is None:
+        return _pick(lang, "none", "なし")
+    if isinstance(schema.get("properties"), Mapping) and schema["properties"]:
+        return args(schema, lang)
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return _TYPES_JA.get(kind, kind) if lang == "ja" else kind
+    return _pick(lang, "a JSON Schema", "JSON Schema")
+
+
+def result_fields(public: bool | Sequence[str], lang: str = "en") -> str:
+    """What a receipt shows of a result: ``the whole value``, ``none`` or the fields."""
+    if public is True:
+        return _pick(lang, "the whole value", "値全体")
+    if not public:
+        return _pick(lang, "none", "なし")
+    return _join([str(name) for name in public], lang)
+
+
+def result(policy: ResultPolicy, retention_done: float | None, lang: str = "en") -> str:
+    """What becomes of the handler's return value, in words: ``stored (at most 64KiB,
+    kept 7d, checked against its schema); shown on receipts: total`` /
+    ``保存する（64KiBまで、7日保持、スキーマで検査）。受付で表示: total``.
+
+    ``retention_done`` is the job's ``retention.done``: a result kept as long as its
+    job's row says so instead of a duration of its own.
+    """
+    if not policy.store:
+        return _pick(
+            lang, "not stored (the return value is dropped)", "保存しない（戻り値は捨てる）"
+        )
+    if policy.retention is None:
+        kept = _pick(lang, "kept as long as the job", "ジョブと同じ期間保持")
+    else:
+        days = duration(policy.retention, lang)
+        same = policy.retention == retention_done
+        kept = _pick(
+            lang,
+            f"kept {days} like the job" if same else f"kept {days}",
+            f"ジョブと同じ{days}保持" if same else f"{days}保持",
+        )
+    notes = [
+        _pick(lang, f"at most {size(policy.max_bytes)}", f"{size(policy.max_bytes)}まで"),
+        kept,
+    ]
+    if policy.schema is not None:
+        notes.append(_pick(lang, "checked against its schema", "スキーマで検査"))
+    parts = [_paren(_pick(lang, "stored", "保存する"), _join(notes, lang), lang)]
+    if policy.public:
+        shown = result_fields(policy.public, lang)
+        parts.append(_pick(lang, f"shown on receipts: {shown}", f"受付で表示: {shown}"))
+    if policy.notify:
+        sent = _join(list(policy.notify), lang)
+        parts.append(_pick(lang, f"in the done notification: {sent}", f"完了通知に: {sent}"))
+    return _pick(lang, "; ", "。").join(parts)
 
 
 def dead_letter(target: str, lang: str = "en") -> str:
@@ -490,10 +573,33 @@ ITEMS: tuple[Item, ...] = (
 )
 
 
+# The row after the 13 for a job that declares a `result:`: the classic sheet has no such
+# item, and the tables of a job that declares none keep the 13 rows exactly.
+RESULT_ITEM = Item(
+    "result",
+    "Result",
+    "結果",
+    "Whether the return value is kept, how big and how long, and who sees it",
+    "戻り値を残すか、大きさと期間、誰に見せるか",
+)
+
+
+def sheet_items(job: JobPolicy) -> tuple[Item, ...]:
+    """The items of ``job``'s sheet: the 13, and :data:`RESULT_ITEM` when it declares a
+    ``result:`` (:func:`jobdef.policy.fields.declares_result`)."""
+    return (*ITEMS, RESULT_ITEM) if declares_result(job) else ITEMS
+
+
+def overview_items(jobs: Iterable[JobPolicy]) -> tuple[Item, ...]:
+    """The columns of a table of ``jobs``: the 13 items, and :data:`RESULT_ITEM` when one of
+    them declares a ``result:`` (each job's own result policy then fills its cell)."""
+    return (*ITEMS, RESULT_ITEM) if any(declares_result(job) for job in jobs) else ITEMS
+
+
 def item_value(
     job: JobPolicy, key: str, lang: str = "en", channels: Mapping[str, ChannelPolicy] | None = None
 ) -> str:
-    """The value of one of the 13 :data:`ITEMS` for ``job``, in words."""
+    """The value of one of the :func:`sheet_items` for ``job``, in words."""
     if key == "name":
         return job_name(job, lang)
     if key == "trigger":
@@ -516,21 +622,26 @@ def item_value(
         return dead_letter(job.dead_letter, lang)
     if key == "notify":
         channel = (channels or {}).get(job.notify.channel or "")
-        return notify(job.notify, channel, lang)
+        carries = job.result.notify if job.result.store else ()
+        return notify(job.notify, channel, lang, carries)
     if key == "rerun":
         return job.rerun or _pick(lang, "not written", "未記入")
     if key == "retention":
         return retention(job.retention, lang)
-    raise KeyError(f"no sheet item {key!r}; items are {', '.join(i.key for i in ITEMS)}")
+    if key == "result":
+        return result(job.result, job.retention.done, lang)
+    known = ", ".join(i.key for i in (*ITEMS, RESULT_ITEM))
+    raise KeyError(f"no sheet item {key!r}; items are {known}")
 
 
 def sheet_rows(
     job: JobPolicy, lang: str = "en", channels: Mapping[str, ChannelPolicy] | None = None
 ) -> list[tuple[str, str, str]]:
-    """The classic sheet of ``job``: (label, what to write, value) for each of the 13 items."""
+    """The classic sheet of ``job``: (label, what to write, value) for each of the 13 items,
+    and the result row when the job declares one (:func:`sheet_items`)."""
     return [
         (item.label(lang), item.hint(lang), item_value(job, item.key, lang, channels))
-        for item in ITEMS
+        for item in sheet_items(job)
     ]
 
 
@@ -576,13 +687,22 @@ def effective_fields(job: JobPolicy) -> tuple[str, ...]:
 def field_value(job: JobPolicy, path: str, lang: str = "en") -> str:
     """The effective value at sheet path ``path`` (``backoff.initial``), written as in a sheet."""
     none = _pick(lang, "none", "なし")
-    kind = FIELDS[path].kind
+    field = FIELDS[path]
+    kind = field.kind
     value = policy_value(job, path)
     if kind == "args":
         return args(value, lang)
-    if kind == "answer":
+    if kind in ("answer", "flag"):
         return yes_no(value, lang)
-    unset = FIELDS[path].unset
+    if kind == "bytes":
+        return size(value)
+    if kind == "schema":
+        return result_schema(value, lang)
+    if kind == "selection":
+        return result_fields(value, lang)
+    if field.inherits and job.origin(path) is None:  # the value of the field it inherits
+        return _paren(field_value(job, field.inherits, lang), field.inherits, lang)
+    unset = field.unset
     if value is None and unset:
         return unset  # the word a sheet writes for it: until_resolved
     if kind == "duration":

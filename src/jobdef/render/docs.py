@@ -94,7 +94,10 @@ def _index_entries(
             page=_page_name(job.name),
             worst_case=worst_case(job),
             notify=describe.notify(
-                job.notify, registry.channels.get(job.notify.channel or ""), lang
+                job.notify,
+                registry.channels.get(job.notify.channel or ""),
+                lang,
+                job.result.notify if job.result.store else (),
             ),
         )
         for job in sorted(registry.jobs.values(), key=lambda j: (j.queue, j.name))

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.errors import UsageError
+from jobdef.policy.fields import declares_result
 from jobdef.policy.leases import DEFAULT_LEASE
-from jobdef.policy.model import DecisionAnswers, JobPolicy
+from jobdef.policy.model import DecisionAnswers, JobPolicy, thaw
 from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import job_context, next_run_times
@@ -60,7 +61,9 @@ def explain_data(
         "dst_rule": translate(context["dst_rule"], lang) if context["dst_rule"] else None,
         "items": [
             {"key": item.key, "label": label, "hint": hint, "value": value}
-            for item, (label, hint, value) in zip(describe.ITEMS, context["rows"], strict=True)
+            for item, (label, hint, value) in zip(
+                describe.sheet_items(job), context["rows"], strict=True
+            )
         ],
         "fields": [
             {
@@ -115,7 +118,7 @@ def explain_data(
             "type": channel.type if channel else None,
             "description": _channel_description(channel),
             "events": list(job.notify.events),
-            "text": describe.notify(job.notify, channel, lang),
+            "text": describe.notify(job.notify, channel, lang, context["carries"]),
         },
         "rerun": job.rerun,
         "retention": {
@@ -123,8 +126,26 @@ def explain_data(
             "dead": job.retention.dead,
             "text": describe.retention(job.retention, lang),
         },
+        "result": _result(job, lang),
         "decision": None if job.decision is None else _decision(job.decision),
         "recommended_mode": context["recommended"],
+    }
+
+
+def _result(job: JobPolicy, lang: str) -> dict[str, Any]:
+    """The result policy: ``retention`` in seconds (None: as long as the job's row),
+    ``retention_inherited`` when it is ``retention.done``'s, the schema as written."""
+    result = job.result
+    return {
+        "declared": declares_result(job),
+        "store": result.store,
+        "max_bytes": result.max_bytes,
+        "retention": result.retention,
+        "retention_inherited": job.origin("result.retention") is None,
+        "schema": None if result.schema is None else thaw(result.schema),
+        "public": result.public if isinstance(result.public, bool) else list(result.public),
+        "notify": list(result.notify),
+        "text": describe.result(result, job.retention.done, lang),
     }
 
 

@@ -37,6 +37,7 @@ JA: dict[str, str] = {
     "Who is told": "通知",
     "How to re-run": "再実行の手順",
     "How long rows are kept": "保存期間",
+    "What the handler returns": "戻り値の扱い",
     "Decision": "方式の判断",
     "Question": "質問",
     "Answer": "回答",

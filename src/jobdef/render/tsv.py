@@ -35,16 +35,20 @@ def _lines(rows: Sequence[list[str] | tuple[str, ...]], bom: bool) -> str:
 
 
 def job_tsv(job: JobPolicy, registry: Registry, lang: str = "en", *, bom: bool = False) -> str:
-    """One job as a 14-line table: the header, then the 13 items of the classic sheet."""
+    """One job as a 14-line table: the header, then the 13 items of the classic sheet (and
+    a 15th line, the result, when the job declares a ``result:``)."""
     rows = [sheet_header(lang), *describe.sheet_rows(job, lang, registry.channels)]
     return _lines(rows, bom)
 
 
 def overview_tsv(registry: Registry, lang: str = "en", *, bom: bool = False) -> str:
-    """Every job, one row each (sorted by name), one column per item of the classic sheet."""
-    header = [item.label(lang) for item in describe.ITEMS]
+    """Every job, one row each (sorted by name), one column per item of the classic sheet
+    (and a result column when some job declares a ``result:``)."""
+    jobs = [registry.jobs[name] for name in sorted(registry.jobs)]
+    items = describe.overview_items(jobs)
+    header = [item.label(lang) for item in items]
     rows = [
-        [describe.item_value(job, item.key, lang, registry.channels) for item in describe.ITEMS]
-        for job in (registry.jobs[name] for name in sorted(registry.jobs))
+        [describe.item_value(job, item.key, lang, registry.channels) for item in items]
+        for job in jobs
     ]
     return _lines([header, *rows], bom)

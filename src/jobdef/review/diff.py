@@ -13,8 +13,13 @@ A change is **breaking** when it can hurt work that is already in the database
 or silently drop a safety net: the idempotency recipe changes (keys of queued
 jobs no longer match), retention is shortened (rows are pruned at the next run),
 the notify channel is removed, max_attempts is lowered (queued rows keep the
-cap they were enqueued with, new ones get the lower one), the queue changes, or
-a job is removed or renamed (queued rows keep the old name).
+cap they were enqueued with, new ones get the lower one), the queue changes, a
+job is removed or renamed (queued rows keep the old name), or stored results are
+kept shorter (they are deleted at the next retention run).
+
+A change to what is kept of a handler's return value warns when callers may lose
+what they read: the value is no longer stored, a smaller ``max_bytes`` or a new
+schema fails attempts whose value passed before, and a receipt shows more of it.
 
 A changed recipe also reaches past the queued rows when the job has a
 ``dedupe_window`` (finished jobs inside it no longer absorb a new enqueue of the
@@ -331,10 +336,42 @@ def _policy_consequences(
                 {"before": old.on_reclaim, "after": new.on_reclaim},
             )
         )
+    out.extend(_result_consequences(old, new))
     old_required = set(old.args_schema.get("required", ()))
     added = sorted(set(new.args_schema.get("required", ())) - old_required)
     if added:
         out.append(Consequence("args_required", "warning", {"args": added}))
+    return out
+
+
+def _shown(public: bool | tuple[str, ...]) -> set[str] | None:
+    """The result fields a receipt shows: None for the whole value."""
+    return None if public is True else set(public or ())
+
+
+def _result_consequences(old: JobPolicy, new: JobPolicy) -> list[Consequence]:
+    """What a change of ``result:`` does to callers that read stored values."""
+    before, after = old.result, new.result
+    if before.store and not after.store:
+        return [Consequence("result_not_stored", "warning", {})]
+    if not after.store:
+        return []
+    out: list[Consequence] = []
+    # A result kept as long as its job follows retention.done, whose cut is said already.
+    own = old.origin("result.retention") or new.origin("result.retention")
+    if before.store and own is not None and _shortened(before.retention, after.retention):
+        facts = {"before": before.retention, "after": after.retention}
+        out.append(Consequence("result_retention_cut", "breaking", facts))
+    if before.store and after.max_bytes < before.max_bytes:
+        facts = {"before": before.max_bytes, "after": after.max_bytes}
+        out.append(Consequence("result_bytes_lowered", "warning", facts))
+    if after.schema is not None and after.schema != before.schema:
+        out.append(Consequence("result_schema", "warning", {"new": before.schema is None}))
+    was, now = _shown(before.public if before.store else False), _shown(after.public)
+    if now is None and was is not None:
+        out.append(Consequence("result_public_widened", "warning", {"fields": None}))
+    elif now is not None and was is not None and now - was:
+        out.append(Consequence("result_public_widened", "warning", {"fields": sorted(now - was)}))
     return out
 
 

@@ -43,8 +43,8 @@ def effective_values(job: JobPolicy) -> dict[str, Any]:
         value = policy_value(job, field.path)
         if field.kind == "errors":
             value = [c.name for c in value]
-        elif isinstance(value, tuple):
-            value = list(value)
+        elif field.kind == "schema" or isinstance(value, tuple):
+            value = thaw(value)
         values[field.path] = value
     return values
 

@@ -182,6 +182,30 @@ _STARTERS: Mapping[str, Starter] = {
         262144,
         "引数の JSON の最大バイト数（既定 256 KiB）。大きなデータは別に置き、その ID を渡す。",
     ),
+    "result": Starter(
+        None,
+        "任意: ハンドラの戻り値の扱い。残すか、大きさと期間、値の形、誰に見せるか。",
+        True,
+    ),
+    "result.store": Starter(True, "戻り値を完了したジョブと一緒に残すか。false なら捨てる。"),
+    "result.max_bytes": Starter(
+        "64KiB",
+        "残す値の上限（UTF-8 の JSON のバイト数、B・KiB・MiB）。超えた回は失敗になる。"
+        "既定 64KiB、最大 1MiB。",
+    ),
+    "result.retention": Starter(
+        "7d", "完了後に値を残す期間。書かなければ retention.done と同じ（それより長くはできない）。"
+    ),
+    "result.schema": Starter(
+        {"type": "object", "properties": {"total": {"type": "integer"}}, "required": ["total"]},
+        "値の JSON Schema（draft-07）。引数と同じく検査し、合わない値はその回の失敗になる。",
+    ),
+    "result.public": Starter(
+        ["total"],
+        "受付（アプリが利用者に見せる状態確認）に出す範囲: false（出さない）、true（値全体）、"
+        "または値の先頭の項目名。",
+    ),
+    "result.notify": Starter(["total"], "完了（done）の通知に添える、値の先頭の項目名。"),
     "runtime": Starter(
         None,
         "任意: Celery や RQ で動かすとき、その基盤が正確には守れない項目のうち"

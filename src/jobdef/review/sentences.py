@@ -260,6 +260,62 @@ def _args_required(f: Mapping[str, Any], lang: str) -> str:
     return f"New required args {names}: callers that do not pass them are refused at enqueue."
 
 
+def _result_not_stored(f: Mapping[str, Any], lang: str) -> str:
+    if lang == "ja":
+        return (
+            "戻り値を保存しなくなる（`result.store: false`）: これから完了するジョブの結果は"
+            "jobdef result・Queue.status・受付のどれからも読めない。"
+        )
+    return (
+        "Return values no longer stored (`result.store: false`): callers reading a result "
+        "(jobdef result, Queue.status, receipts) get none for jobs done from now on."
+    )
+
+
+def _result_retention_cut(f: Mapping[str, Any], lang: str) -> str:
+    before = _d(f["before"], lang, "as long as the job", "ジョブと同じ期間")
+    after = _d(f["after"], lang)
+    if lang == "ja":
+        return (
+            f"結果の保存期間を短縮（{before} → {after}）: 完了から{after}より経った結果は"
+            "次の削除で消える。"
+        )
+    return (
+        f"Stored results kept shorter, {before} → {after}: results of jobs done more than "
+        f"{after} ago are deleted at the next retention run."
+    )
+
+
+def _result_bytes_lowered(f: Mapping[str, Any], lang: str) -> str:
+    before, after = describe.size(f["before"]), describe.size(f["after"])
+    if lang == "ja":
+        return (
+            f"`result.max_bytes` を {before} から {after} に下げる: {after}を超える戻り値は"
+            "保存されず、その回の失敗になる（errors の分類に従う）。"
+        )
+    return (
+        f"`result.max_bytes` lowered from {before} to {after}: a return value over {after} "
+        "now fails its attempt (classified by errors) instead of being stored."
+    )
+
+
+def _result_schema(f: Mapping[str, Any], lang: str) -> str:
+    if lang == "ja":
+        what = "戻り値にスキーマを設ける" if f["new"] else "戻り値のスキーマを変える"
+        return f"{what}: 合わない戻り値はその回の失敗になる。ハンドラが返す値を確かめること。"
+    what = "Return values get a schema" if f["new"] else "The schema of return values changes"
+    return f"{what}: a value that breaks it fails its attempt; check what the handler returns."
+
+
+def _result_public_widened(f: Mapping[str, Any], lang: str) -> str:
+    fields = f["fields"]
+    if lang == "ja":
+        what = "値全体" if fields is None else "、".join(f"`{n}`" for n in fields)
+        return f"受付で見せる結果が増える（{what}）: 受付番号を持つ人なら誰でも読める。"
+    what = "the whole value" if fields is None else ", ".join(f"`{n}`" for n in fields)
+    return f"Receipts show more of the result ({what}): anyone holding a receipt can read it."
+
+
 def _job_added(f: Mapping[str, Any], lang: str) -> str:
     if not f:
         return "新しいジョブ。" if lang == "ja" else "New job."
@@ -321,6 +377,11 @@ _SENTENCES: dict[str, Callable[[Mapping[str, Any], str], str]] = {
     "queue_changed": _queue_changed,
     "on_reclaim": _on_reclaim,
     "args_required": _args_required,
+    "result_not_stored": _result_not_stored,
+    "result_retention_cut": _result_retention_cut,
+    "result_bytes_lowered": _result_bytes_lowered,
+    "result_schema": _result_schema,
+    "result_public_widened": _result_public_widened,
     "job_added": _job_added,
     "job_removed": _job_removed,
     "job_renamed": _job_renamed,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from jobdef.policy.durations import parse_duration
-from jobdef.policy.fields import JOB_FIELDS, PolicyField
+from jobdef.policy.fields import FIELDS, JOB_FIELDS, PolicyField
 from jobdef.policy.model import (
     ChannelPolicy,
     ErrorClass,
@@ -28,6 +28,7 @@ from jobdef.policy.model import (
     freeze,
 )
 from jobdef.policy.registry import Registry
+from jobdef.policy.sizes import parse_size
 from jobdef.sheets.document import Document, Path_
 
 # Fields a Job may inherit from Defaults, merged one level deep for mappings.
@@ -39,6 +40,7 @@ _MERGED_MAPPINGS = (
     "notify",
     "retention",
     "limits",
+    "result",
 )
 
 
@@ -164,6 +166,8 @@ _SCALARS: Mapping[str, Callable[[Any], Any]] = {
     "integer": int,
     "number": float,
     "duration": parse_duration,
+    "bytes": parse_size,
+    "flag": bool,
     "answer": bool,
 }
 _LISTS: Mapping[str, Callable[[Any], Any]] = {"names": str, "durations": parse_duration}
@@ -179,6 +183,10 @@ def _read(field: PolicyField, written: Any) -> Any:
         return tuple(map(_LISTS[field.kind], raw or ()))
     if field.kind == "errors":
         return _error_classes(raw)
+    if field.kind == "schema":
+        return None if raw is None else freeze(raw)
+    if field.kind == "selection":  # true, false or a list of names
+        return raw if isinstance(raw, bool) else tuple(map(str, raw))
     return freeze(args_schema(raw))  # args
 
 
@@ -217,8 +225,14 @@ def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
     :data:`~jobdef.policy.fields.JOB_FIELDS` read by its kind, or its default."""
     v, origins = _effective(job, defaults)
     name = str(v[("name",)])
-    values = {field.where: _read(field, _written(v, field.path)) for field in JOB_FIELDS}
-    # The one value that depends on another field: `{name}` in the re-run procedure.
+    values: dict[str, Any] = {}
+    for field in JOB_FIELDS:
+        written = _written(v, field.path)
+        if written is None and field.inherits:  # read after the field it inherits
+            values[field.where] = values[FIELDS[field.inherits].where]
+        else:
+            values[field.where] = _read(field, written)
+    # The one text that depends on another field: `{name}` in the re-run procedure.
     values["rerun"] = values["rerun"].replace("{name}", name)
     values |= {"name": name, "origins": freeze(origins), "file": job.file}
     # A runtime the sheet or its Defaults names (`runtime: {rq: {}}`) runs the job.

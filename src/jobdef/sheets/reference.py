@@ -40,6 +40,7 @@ JOB_RULES: Mapping[str, tuple[str, ...]] = {
         "JD111",
         "JD112",
         "JD113",
+        "JD114",
         "JD241",
         "JD245",
         "JD285",
@@ -59,6 +60,12 @@ JOB_RULES: Mapping[str, tuple[str, ...]] = {
     "notify.events": ("JD252",),
     "retention": ("JD201", "JD291", "JD292"),
     "limits.args_bytes": ("JD112",),
+    "result.store": ("JD333",),
+    "result.max_bytes": ("JD202", "JD331"),
+    "result.retention": ("JD201", "JD332"),
+    "result.schema": ("JD333", "JD334", "JD335", "JD336", "JD337", "JD338", "JD339"),
+    "result.public": ("JD333", "JD336", "JD337", "JD338", "JD339"),
+    "result.notify": ("JD333", "JD336", "JD337", "JD338", "JD339", "JD340"),
 }
 CHANNEL_RULES: Mapping[str, tuple[str, ...]] = {
     "name": ("JD273",),
@@ -72,14 +79,22 @@ CHANNEL_RULES: Mapping[str, tuple[str, ...]] = {
     "digest_after": ("JD201",),
 }
 QUEUE_RULES: Mapping[str, tuple[str, ...]] = {"name": ("JD273", "JD274")}
+
+
+def _in_defaults(path: str) -> bool:
+    node: Mapping[str, Any] = schema()["definitions"]["Defaults"]
+    for part in path.split("."):
+        node = node.get("properties", {}).get(part, {})
+    return bool(node)
+
+
 RULES_BY_KIND: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "Job": JOB_RULES,
+    # The Job fields a Defaults document may write too (its `name` is no job's).
     "Defaults": {
         field: rules
         for field, rules in JOB_RULES.items()
-        if field.split(".")[0]
-        not in ("name", "title", "description", "trigger", "mode", "schedule", "timezone")
-        and field.split(".")[0] not in ("handler", "args", "decision")
+        if field != "name" and _in_defaults(field)
     },
     "Channel": CHANNEL_RULES,
     "Queue": QUEUE_RULES,
@@ -107,6 +122,8 @@ def _resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
 def _type(node: Mapping[str, Any]) -> str:
     if "$ref" in node and node["$ref"].endswith("/duration"):
         return "duration (`10s`, `5m`, `1h30m`)"
+    if "$ref" in node and node["$ref"].endswith("/bytes"):
+        return "size (`65536`, `64KiB`, `1MiB`)"
     node = _resolve(node)
     if "const" in node:
         return f"always `{node['const']}`"
@@ -152,6 +169,8 @@ def _example(key: str, node: Mapping[str, Any], description: str) -> str:
         value = str(resolved["enum"][0])
     elif "$ref" in node and node["$ref"].endswith("/duration"):
         value = "30s"
+    elif "$ref" in node and node["$ref"].endswith("/bytes"):
+        value = "64KiB"
     elif resolved.get("type") == "boolean":
         value = "true"
     elif resolved.get("type") in ("integer", "number"):

@@ -39,6 +39,7 @@ _ANNOTATIONS = frozenset(
         "contentMediaType",
         "contentEncoding",
         "sensitive",  # jobdef's: the displays hide the arg (jobdef.redact.sensitive_arg)
+        "public",  # jobdef's: a receipt may show the arg (jobdef.redact.public_arg)
     }
 )
 

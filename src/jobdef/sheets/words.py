@@ -16,12 +16,18 @@ from __future__ import annotations
 from collections.abc import Collection
 
 
-def did_you_mean(word: str, choices: Collection[str]) -> str:
-    """``; did you mean 'x'?`` for the closest choice, or an empty string."""
+def closest(word: str, choices: Collection[str]) -> str | None:
+    """The choice :func:`did_you_mean` would suggest for ``word``, or None."""
     import difflib
 
     match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {match[0]!r}?" if match else ""
+    return match[0] if match else None
+
+
+def did_you_mean(word: str, choices: Collection[str]) -> str:
+    """``; did you mean 'x'?`` for the closest choice, or an empty string."""
+    match = closest(word, choices)
+    return f"; did you mean {match!r}?" if match else ""
 
 
 def edits(a: str, b: str) -> int:

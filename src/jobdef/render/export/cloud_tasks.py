@@ -31,6 +31,7 @@ from jobdef.render.export.common import (
     distinct_names,
     effective_cap,
     note_fatal_timeout,
+    note_result,
     queue_policy,
     queue_shared,
     retries,
@@ -213,3 +214,10 @@ def _notes(job: JobPolicy, notes: Notes) -> None:
         )
     if job.notify.events:
         notes.add("notify", "Cloud Tasks sends no notification; alert on the handler's logs")
+    if job.result.store:
+        note_result(
+            job,
+            notes,
+            "Cloud Tasks discards the target's response: the handler stores its value itself "
+            "(say, in a table keyed by the task name), within the sheet's bounds",
+        )

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 from jobdef.errors import UsageError
 from jobdef.policy.backoff import base_delay, delay_range
+from jobdef.policy.fields import declares_result
 from jobdef.policy.model import ErrorAction, ErrorPolicy, JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
-from jobdef.render.describe import duration
+from jobdef.render.describe import duration, result
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +180,15 @@ def note_fatal_timeout(job: JobPolicy, notes: Notes, retried: str) -> None:
     """A note when the sheet buries a timed-out attempt but the target retries it anyway."""
     if retries(job) and timeout_action(job.errors) == "fatal":
         notes.add("errors", f"{retried}; the sheet treats a timeout as fatal")
+
+
+def note_result(job: JobPolicy, notes: Notes, instead: str) -> None:
+    """A note on ``result`` for a sheet that declares one: ``instead`` says what the target
+    does with a return value (and what to do); the note ends with what the sheet asks."""
+    if declares_result(job):
+        notes.add(
+            "result", f"{instead}; the sheet's result: {result(job.result, job.retention.done)}"
+        )
 
 
 def short_class(name: str) -> str:

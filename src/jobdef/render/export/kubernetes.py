@@ -28,6 +28,7 @@ from jobdef.render.export.common import (
     clamp_count,
     distinct_names,
     note_fatal_timeout,
+    note_result,
     queue_policy,
     retries,
     sheet_waits,
@@ -185,6 +186,13 @@ def _notes(job: JobPolicy, registry: Registry, notes: Notes) -> None:
         )
     if job.notify.events:
         notes.add("notify", "Kubernetes sends no notification; alert on the JobFailed condition")
+    if job.result.store:
+        note_result(
+            job,
+            notes,
+            "a Job keeps no return value (a container's termination message holds 4 KiB at "
+            "most): the container stores it itself, within the sheet's bounds",
+        )
 
 
 def render_yaml(manifests: list[tuple[dict[str, Any], Notes]]) -> str:

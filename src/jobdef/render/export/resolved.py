@@ -68,7 +68,7 @@ def _json(field: PolicyField, job: JobPolicy) -> Any:
     value = policy_value(job, field.path)
     if field.kind == "errors":
         return _classes(value)
-    if field.kind == "args":
+    if field.kind in ("args", "schema"):
         return thaw(value)
     return list(value) if isinstance(value, tuple) else value
 

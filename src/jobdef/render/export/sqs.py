@@ -32,6 +32,7 @@ from jobdef.render.export.common import (
     bounded_name,
     clamp_count,
     note_fatal_timeout,
+    note_result,
     queue_policy,
     seconds,
     sheet_waits,
@@ -194,4 +195,11 @@ def _notes(job: JobPolicy, registry: Registry, notes: Notes, visibility: int) ->
             "notify",
             "SQS sends no notification; alarm on the dead-letter queue's "
             "ApproximateNumberOfMessagesVisible instead",
+        )
+    if job.result.store:
+        note_result(
+            job,
+            notes,
+            "SQS keeps no return value: the consumer stores it itself (say, in a table keyed "
+            "by the message id), within the sheet's bounds",
         )

@@ -12,8 +12,9 @@ function named after the job). Its ``Retry`` list, in order:
 ``MaxAttempts`` counts *retries* in ASL: ``max_attempts - 1``. ``TimeoutSeconds``
 on the Task is the attempt timeout; on the state machine, the deadline. A job
 that is dead is caught into ``RecordDead`` (an SQS ``SendMessage`` to
-``${DeadLetterQueueUrl}``) and ends in the ``Dead`` Fail state. The notes are the
-Task's ``Comment``.
+``${DeadLetterQueueUrl}``) and ends in the ``Dead`` Fail state. A sheet that declares a
+``result:`` gets the handler's return value as the execution's output under ``$.result``
+(or, with ``store: false``, no value at all). The notes are the Task's ``Comment``.
 
 Error names are the classes' own names (``SMTPServerDisconnected``): the Lambda
 Python runtime reports a raised exception's ``errorType`` so, and ASL matches
@@ -26,8 +27,10 @@ import math
 from pathlib import PurePath
 from typing import Any
 
+from jobdef.policy.fields import declares_result
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.sizes import format_size
 from jobdef.render.describe import retention
 from jobdef.render.export.common import (
     Notes,
@@ -35,6 +38,7 @@ from jobdef.render.export.common import (
     clamp_count,
     fitted_rate,
     geometric_waits,
+    note_result,
     retries,
     same_waits,
     seconds,
@@ -52,6 +56,7 @@ MAX_DELAY_MAX = 31_622_400
 STATE_NAME_MAX = 80
 FUNCTION_NAME_MAX = 64
 LAMBDA_TIMEOUT_MAX = 900  # a Lambda function runs at most 15 minutes
+PAYLOAD_MAX = 256 * 1024  # the largest input or output a state passes on
 DEAD_STATE = "Dead"
 RECORD_STATE = "RecordDead"
 
@@ -160,6 +165,7 @@ def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
     if retry:
         task["Retry"] = retry
     task["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": RECORD_STATE}]
+    task.update(_result_paths(job, notes))
     task["End"] = True
     sheet = PurePath(job.file).name or "its sheet"  # the name alone: the same from any folder
     machine: dict[str, Any] = {"Comment": f"{job.name}: exported by jobdef from {sheet}"}
@@ -196,6 +202,31 @@ def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
         },
     }
     return {"definition": machine}
+
+
+def _result_paths(job: JobPolicy, notes: Notes) -> dict[str, Any]:
+    """Where the Task puts the handler's return value, for a sheet that declares a result:
+    the Lambda response's payload under ``$.result`` of the execution's output, or
+    nowhere (``ResultPath: null`` keeps the input as the output) with ``store: false``."""
+    if not declares_result(job):
+        return {}
+    if not job.result.store:
+        return {"ResultPath": None}
+    if job.result.max_bytes > PAYLOAD_MAX:
+        notes.add(
+            "result.max_bytes",
+            f"Step Functions passes at most {format_size(PAYLOAD_MAX)} between states; a value "
+            f"over it (the sheet allows {format_size(job.result.max_bytes)}) fails the "
+            "execution with States.DataLimitExceeded",
+        )
+    note_result(
+        job,
+        notes,
+        "the value is the execution's output under $.result, kept with its history for 90 "
+        "days after it ends, unchecked by any schema, and Step Functions has no receipts or "
+        "done notification to carry it",
+    )
+    return {"ResultSelector": {"value.$": "$.Payload"}, "ResultPath": "$.result"}
 
 
 def _notes(job: JobPolicy, notes: Notes) -> None:

@@ -27,6 +27,7 @@ from jobdef.render.export.common import (
     effective_cap,
     fitted_rate,
     geometric_waits,
+    note_result,
     queue_policy,
     same_waits,
     seconds,
@@ -164,3 +165,18 @@ def _notes(job: JobPolicy, registry: Registry, notes: Notes) -> None:
     )
     if job.notify.events:
         notes.add("notify", "Temporal sends no notification; alert on failed workflows")
+    if job.result.store:
+        note_result(
+            job,
+            notes,
+            "the activity's return value is kept in the workflow history for the namespace's "
+            "retention period, unchecked by any schema, and Temporal has no receipts or done "
+            "notification to carry it",
+        )
+    else:
+        note_result(
+            job,
+            notes,
+            "Temporal records every activity's return value in the workflow history: return "
+            "None to keep nothing",
+        )

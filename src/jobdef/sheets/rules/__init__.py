@@ -32,6 +32,7 @@ MODULES = (
     "sensitive",
     "values",
     "durations",
+    "sizes",
     "backoff",
     "deadline",
     "errors",
@@ -45,6 +46,7 @@ MODULES = (
     "handler",
     "decision",
     "placeholders",
+    "result",
 )
 
 

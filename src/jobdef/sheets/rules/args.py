@@ -1,6 +1,7 @@
 """Args schemas (JD106-JD108, JD111): each arg's schema is valid draft-07 that enqueue can
-check, with no keyword it would ignore (jobdef's ``sensitive`` at the top of an arg is read
-by the displays, :func:`jobdef.redact.sensitive_arg`).
+check, with no keyword it would ignore (jobdef's ``sensitive`` and ``public`` at the top of
+an arg are read by the displays, :func:`jobdef.redact.sensitive_arg`, and by receipts,
+:func:`jobdef.redact.public_arg`).
 
 The shipped schema only says that an arg's schema is a mapping; these rules read
 it as the JSON Schema it is, the way enqueue will (:mod:`jobdef.sheets.args_check`):
@@ -12,7 +13,8 @@ both checkers enqueue uses), every ``$ref`` resolved inside the arg's own schema
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -63,6 +65,46 @@ RULES = (SCHEMA_INVALID, PATTERN_UNSUPPORTED, REF_UNRESOLVED, UNKNOWN_KEYWORD)
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _META = "http://json-schema.org/draft-07/schema#"
 
+
+@dataclass(frozen=True)
+class SchemaScope:
+    """A JSON Schema written in a sheet (an arg's, a result's): the rules that check it,
+    how messages name it and who checks values against it, and jobdef's own keywords in it.
+
+    ``owned`` maps each of jobdef's keywords to what it does; ``reads_own(path)`` says
+    whether jobdef reads them in the schema node at ``path``, and ``home(path)`` where a
+    misplaced one belongs.
+    """
+
+    invalid: Rule
+    pattern: Rule
+    ref: Rule
+    unknown: Rule
+    inside: str  # "this arg's schema"
+    ref_hint: str  # where a $ref resolves, and what to write
+    checker: str  # "enqueue"
+    owned: Mapping[str, str]
+    reads_own: Callable[[Path_], bool]
+    home: Callable[[Path_], str]
+
+
+ARG_SCOPE = SchemaScope(
+    SCHEMA_INVALID,
+    PATTERN_UNSUPPORTED,
+    REF_UNRESOLVED,
+    UNKNOWN_KEYWORD,
+    inside="this arg's schema",
+    ref_hint=(
+        "; a $ref resolves inside the arg's own schema: write #/definitions/<name> with a "
+        "definitions: block in that arg, or # for the arg's schema itself (refs are never "
+        "fetched over the network)"
+    ),
+    checker="enqueue",
+    owned={"sensitive": "hide that whole arg", "public": "show that whole arg on a receipt"},
+    reads_own=lambda path: len(path) == 2,  # ("args", name): the top of an arg
+    home=lambda path: f"it is read at the top of an arg only: write it in {dotted(path[:2])}",
+)
+
 # Keywords whose value is one schema, a list of schemas, or a mapping to schemas.
 _ONE = (
     *("additionalItems", "additionalProperties", "contains", "propertyNames", "not"),
@@ -86,14 +128,19 @@ def arg_schemas(doc: Document) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 @cache
-def _meta_check() -> Check:
+def meta_check() -> Check:
+    """Whether a schema is valid draft-07 (the fast yes/no check)."""
     return compile_schema(draft7_meta_schema())
 
 
 @cache
-def _meta_validator() -> Any:
-    wrapper = {"properties": {"args": {"additionalProperties": {"$ref": _META}}}}
-    return draft7_validator(wrapper)
+def meta_validator(*at: str) -> Any:
+    """A validator of the document's schemas below the keys ``at`` against draft-07's
+    meta-schema; ``"*"`` stands for every key of a mapping (``("args", "*")``)."""
+    node: dict[str, Any] = {"$ref": _META}
+    for key in reversed(at):
+        node = {"additionalProperties": node} if key == "*" else {"properties": {key: node}}
+    return draft7_validator(node)
 
 
 def _where(doc: Document, path: Path_, key: bool = False) -> tuple[int, int]:
@@ -106,10 +153,14 @@ def _where(doc: Document, path: Path_, key: bool = False) -> tuple[int, int]:
     return doc.line, doc.column
 
 
-def _meta_findings(doc: Document, args: dict[str, Any]) -> Iterator[tuple[Path_, Diagnostic]]:
+def meta_findings(
+    doc: Document, data: Mapping[str, Any], validator: Any, rule: Rule
+) -> Iterator[tuple[Path_, Diagnostic]]:
+    """What :func:`meta_validator` finds in ``data`` (the document's schemas, where the
+    document holds them), under ``rule``."""
     from jsonschema.exceptions import best_match, relevance
 
-    errors = sorted(_meta_validator().iter_errors({"args": args}), key=relevance, reverse=True)
+    errors = sorted(validator.iter_errors(data), key=relevance, reverse=True)
     for error in errors:
         path: Path_ = tuple(error.absolute_path)
         value: Any = error.instance
@@ -118,7 +169,7 @@ def _meta_findings(doc: Document, args: dict[str, Any]) -> Iterator[tuple[Path_,
             line, column = _where(doc, path)
             yield (
                 path,
-                SCHEMA_INVALID.at(
+                rule.at(
                     doc.file,
                     line,
                     column,
@@ -128,7 +179,7 @@ def _meta_findings(doc: Document, args: dict[str, Any]) -> Iterator[tuple[Path_,
             )
             continue
         chosen = best_match([error]) if error.context else error
-        for found in check_error(chosen or error, doc, SCHEMA_INVALID):
+        for found in check_error(chosen or error, doc, rule):
             yield path, found
 
 
@@ -154,7 +205,11 @@ def _subschemas(schema: Any, path: Path_) -> Iterator[tuple[Any, Path_]]:
                 yield sub, (*path, keyword, name)
 
 
-def _patterns(doc: Document, schema: Any, path: Path_) -> Iterator[tuple[Path_, Diagnostic]]:
+def pattern_findings(
+    doc: Document, schema: Any, path: Path_, scope: SchemaScope
+) -> Iterator[tuple[Path_, Diagnostic]]:
+    """Each ``pattern`` (and ``patternProperties`` key) of ``schema`` that Python's re does
+    not compile."""
     if not isinstance(schema, Mapping):
         return
     written: list[tuple[str, Path_, bool]] = []
@@ -172,7 +227,7 @@ def _patterns(doc: Document, schema: Any, path: Path_) -> Iterator[tuple[Path_, 
             line, column = _where(doc, at, key=key)
             yield (
                 at,
-                PATTERN_UNSUPPORTED.at(
+                scope.pattern.at(
                     doc.file,
                     line,
                     column,
@@ -181,19 +236,12 @@ def _patterns(doc: Document, schema: Any, path: Path_) -> Iterator[tuple[Path_, 
                 ),
             )
     for sub, sub_path in _subschemas(schema, path):
-        yield from _patterns(doc, sub, sub_path)
+        yield from pattern_findings(doc, sub, sub_path, scope)
 
 
-_REF_HINT = (
-    "; a $ref resolves inside the arg's own schema: write #/definitions/<name> with a "
-    "definitions: block in that arg, or # for the arg's schema itself (refs are never "
-    "fetched over the network)"
-)
-
-
-def _ref_problem(resolver: Any, ref: str) -> str | None:
+def _ref_problem(resolver: Any, ref: str, scope: SchemaScope) -> str | None:
     """What is wrong with ``ref``: it names nothing, or refs lead back to it and no keyword
-    is ever checked (enqueue would recurse forever); None when it names a schema."""
+    is ever checked (its check would recurse forever); None when it names a schema."""
     from referencing.exceptions import Unresolvable
 
     seen: set[int] = set()
@@ -201,23 +249,23 @@ def _ref_problem(resolver: Any, ref: str) -> str | None:
         try:
             resolved = resolver.lookup(ref)
         except Unresolvable:
-            return "names nothing in this arg's schema" + _REF_HINT
+            return f"names nothing in {scope.inside}{scope.ref_hint}"
         target = resolved.contents
         if not isinstance(target, Mapping | bool):
-            return "names no schema" + _REF_HINT
+            return "names no schema" + scope.ref_hint
         if not (isinstance(target, Mapping) and isinstance(target.get("$ref"), str)):
             return None
         if id(target) in seen:
             return (
-                "leads into a loop of refs that never reaches a keyword, so enqueue would "
-                "recurse forever; let one of the refs name a schema with keywords"
+                f"leads into a loop of refs that never reaches a keyword, so {scope.checker} "
+                "would recurse forever; let one of the refs name a schema with keywords"
             )
         seen.add(id(target))
         resolver, ref = resolved.resolver, target["$ref"]
 
 
 def _has_ref(schema: Any) -> bool:
-    """Whether a ``$ref`` is written anywhere :func:`_refs` looks."""
+    """Whether a ``$ref`` is written anywhere :func:`ref_findings` looks."""
     pending = [schema]
     while pending:
         node = pending.pop()
@@ -227,8 +275,11 @@ def _has_ref(schema: Any) -> bool:
     return False
 
 
-def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagnostic]]:
-    if not _has_ref(root):  # most args have no ref: spare importing `referencing`
+def ref_findings(
+    doc: Document, root: Any, base: Path_, scope: SchemaScope
+) -> Iterator[tuple[Path_, Diagnostic]]:
+    """Each ``$ref`` in ``root`` (written at ``base``) that names no schema inside it."""
+    if not _has_ref(root):  # most schemas have no ref: spare importing `referencing`
         return
     from referencing.jsonschema import DRAFT7
 
@@ -245,13 +296,13 @@ def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagno
             resolver = resolver.in_subresource(resource)
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            problem = _ref_problem(resolver, ref)
+            problem = _ref_problem(resolver, ref, scope)
             if problem is not None:
                 at = (*path, "$ref")
                 line, column = _where(doc, at)
                 yield (
                     at,
-                    REF_UNRESOLVED.at(
+                    scope.ref.at(
                         doc.file,
                         line,
                         column,
@@ -261,32 +312,30 @@ def _refs(doc: Document, root: Any, base: Path_) -> Iterator[tuple[Path_, Diagno
         pending.extend((sub, sub_path, resolver) for sub, sub_path in _subschemas(schema, path))
 
 
-def _unknown_keywords(
-    doc: Document, schema: Any, path: Path_
+def unknown_keyword_findings(
+    doc: Document, schema: Any, path: Path_, scope: SchemaScope
 ) -> Iterator[tuple[Path_, Diagnostic]]:
+    """Each keyword of ``schema`` that draft-07 does not know and jobdef does not read there."""
     if not isinstance(schema, Mapping):
         return
     known = draft7_meta_schema()["properties"]
-    top = len(path) == 2  # ("args", name): jobdef's own keywords are read there
+    own = scope.owned if scope.reads_own(path) else {}
     for keyword in schema:
-        if keyword == "sensitive" and top:
+        if keyword in own:
             continue
         if isinstance(keyword, str) and keyword not in known and keyword != "writeOnly":
             at = (*path, keyword)
             line, column = _where(doc, at, key=True)
-            close = near_miss(keyword, set(known) | ({"sensitive"} if top else set()))
-            if keyword == "sensitive":
-                hint = (
-                    f"; it is read at the top of an arg only: write it in {dotted(path[:2])} "
-                    "to hide that whole arg"
-                )
+            close = near_miss(keyword, set(known) | set(own))
+            if keyword in scope.owned:
+                hint = f"; {scope.home(path)} to {scope.owned[keyword]}"
             elif close:
                 hint = f"; did you mean {close!r}?"
             else:
                 hint = "; remove it, or say it in description"
             yield (
                 at,
-                UNKNOWN_KEYWORD.at(
+                scope.unknown.at(
                     doc.file,
                     line,
                     column,
@@ -295,21 +344,28 @@ def _unknown_keywords(
                 ),
             )
     for sub, sub_path in _subschemas(schema, path):
-        yield from _unknown_keywords(doc, sub, sub_path)
+        yield from unknown_keyword_findings(doc, sub, sub_path, scope)
 
 
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
     args = dict(arg_schemas(doc))
     if not args:
         return
-    meta = _meta_check()
+    meta = meta_check()
     if not all(meta(schema) for schema in args.values()):
-        yield from _meta_findings(doc, args)
+        yield from meta_findings(doc, {"args": args}, meta_validator("args", "*"), SCHEMA_INVALID)
         return  # patterns and refs of a schema that is not one are not worth reading
     for name, schema in args.items():
-        yield from _patterns(doc, schema, ("args", name))
-        yield from _refs(doc, schema, ("args", name))
-        yield from _unknown_keywords(doc, schema, ("args", name))
+        yield from schema_findings(doc, schema, ("args", name), ARG_SCOPE)
+
+
+def schema_findings(
+    doc: Document, schema: Any, path: Path_, scope: SchemaScope
+) -> Iterator[tuple[Path_, Diagnostic]]:
+    """The patterns, refs and keywords of a schema that is valid draft-07, checked."""
+    yield from pattern_findings(doc, schema, path, scope)
+    yield from ref_findings(doc, schema, path, scope)
+    yield from unknown_keyword_findings(doc, schema, path, scope)
 
 
 def check(context: Context) -> Iterator[Diagnostic]:

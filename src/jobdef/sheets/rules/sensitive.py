@@ -1,4 +1,5 @@
-"""Sensitive args (JD113): an arg whose name says secret says whether it is one.
+"""Sensitive args (JD113, JD114): an arg whose name says secret says whether it is one, and
+a receipt never shows a secret.
 
 Pages, logs, listings and notifications show an arg as ``***`` when its schema says
 ``sensitive: true``, or says nothing and its name says secret
@@ -6,13 +7,17 @@ Pages, logs, listings and notifications show an arg as ``***`` when its schema s
 This rule asks the sheet to decide, so that a reader of the sheet (and of the docs
 made from it) sees which args are hidden, and a rename to a name that says nothing
 (``db_password`` to ``db_pass``) does not quietly show the value.
+
+A receipt (the status endpoint an application shows its own user) shows only the args
+that say ``public: true`` (:func:`jobdef.redact.public_arg`); JD114 refuses that on an
+arg every other display hides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from jobdef.redact import secret_name
+from jobdef.redact import secret_name, sensitive_arg
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
@@ -25,7 +30,14 @@ UNMARKED_SECRET = Rule(
     "An arg named like a secret (password, token, api_key) is hidden only while its name "
     "says so; `sensitive: true` keeps it hidden whatever it is renamed to.",
 )
-RULES = (UNMARKED_SECRET,)
+PUBLIC_SECRET = Rule(
+    "JD114",
+    "arg-public-and-sensitive",
+    "error",
+    "A receipt is shown to the application's own user, and whoever holds its token; an arg "
+    "that pages, logs and notifications hide must not be shown there.",
+)
+RULES = (UNMARKED_SECRET, PUBLIC_SECRET)
 
 
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
@@ -35,6 +47,9 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
     for name, schema in args.items():
         if not isinstance(name, str) or not isinstance(schema, Mapping):
             continue
+        if schema.get("public") is True and sensitive_arg(name, schema):
+            yield _public_secret(doc, name, schema)
+            continue  # its message says what JD113 would
         if "sensitive" in schema or not secret_name(name):
             continue
         path: Path_ = ("args", name)
@@ -51,6 +66,28 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
                 "not a secret)",
             ),
         )
+
+
+def _public_secret(
+    doc: Document, name: str, schema: Mapping[object, object]
+) -> tuple[Path_, Diagnostic]:
+    path: Path_ = ("args", name, "public")
+    line, column = doc.key_positions.get(path) or doc.positions.get(path, (doc.line, 1))
+    if schema.get("sensitive") is True:
+        why = "and `sensitive: true` disagree"
+        fix = "remove `public: true` (or `sensitive: true`, if the value is no secret)"
+    else:
+        why = "on an arg whose name says it holds a secret"
+        fix = (
+            "remove `public: true`, or write `sensitive: false` beside it if the value is no secret"
+        )
+    return path, PUBLIC_SECRET.at(
+        doc.file,
+        line,
+        column,
+        f"args.{name}: `public: true` {why}: a receipt would show what pages, logs and "
+        f"notifications hide; {fix}",
+    )
 
 
 def _suggestion(name: str, schema: Mapping[object, object]) -> str:
