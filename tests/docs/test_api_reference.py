@@ -8,7 +8,7 @@ import inspect
 from pathlib import Path
 
 import jobdef
-from jobdef.backends.records import EnqueueResult
+from jobdef.backends.records import Receipt
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.worker import WorkerStats
 
@@ -46,7 +46,7 @@ def test_every_public_member_is_described_in_its_section() -> None:
         ("connect", Queue),
         ("Worker", jobdef.Worker),
         ("Context", jobdef.Context),
-        ("connect", EnqueueResult),
+        ("connect", Receipt),
         ("Worker", WorkerStats),
         ("WorkerSettings", jobdef.WorkerSettings),
     ):

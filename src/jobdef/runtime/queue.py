@@ -21,7 +21,7 @@ from typing import Any
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
-from jobdef.backends.records import EnqueueResult, JobRecord, NewJob
+from jobdef.backends.records import JobRecord, NewJob, Receipt
 from jobdef.errors import ArgsError
 from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import PRIORITIES, JobPolicy
@@ -135,7 +135,7 @@ class Queue:
         delay: float | None = None,
         priority: int | None = None,
         connection: Any = None,
-    ) -> EnqueueResult:
+    ) -> Receipt:
         """Store one job (or return the active duplicate with the same idempotency key).
 
         ``run_after`` (epoch seconds) or ``delay`` (seconds from now) postpone it;
@@ -162,7 +162,7 @@ class Queue:
         args_list: Iterable[Mapping[str, Any]],
         *,
         connection: Any = None,
-    ) -> list[EnqueueResult]:
+    ) -> list[Receipt]:
         """Store many jobs of one kind in one transaction; every call is validated first."""
         policy = self.registry.job(job)
         calls = list(args_list)

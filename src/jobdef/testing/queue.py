@@ -31,10 +31,10 @@ from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import (
     ClaimOptions,
-    EnqueueResult,
     ErrorInfo,
     JobRecord,
     Notification,
+    Receipt,
     State,
 )
 from jobdef.errors import HandlerError, UnknownJobError, UsageError
@@ -132,7 +132,7 @@ class VirtualQueue:
         delay: float | str | None = None,
         priority: int | None = None,
         connection: Any = None,
-    ) -> EnqueueResult:
+    ) -> Receipt:
         """As :meth:`jobdef.runtime.queue.Queue.enqueue`, on the virtual clock; ``delay``
         may be a duration (``"10m"``), ``run_after`` an aware datetime."""
         return self.queue.enqueue(
@@ -146,7 +146,7 @@ class VirtualQueue:
 
     def enqueue_many(
         self, job: str, args_list: Iterable[Mapping[str, Any]], *, connection: Any = None
-    ) -> list[EnqueueResult]:
+    ) -> list[Receipt]:
         return self.queue.enqueue_many(job, args_list, connection=connection)
 
     # -- looking --------------------------------------------------------------------
