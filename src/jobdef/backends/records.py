@@ -65,7 +65,7 @@ class Receipt:
     this call created it (False: it merged into a job with the same idempotency key,
     whose receipt this is).
 
-    The token (128 random bits, url-safe text) is what a browser or another service
+    The token (136 random bits, url-safe text) is what a browser or another service
     may hold to ask about the job (``Queue.status``, ``Queue.wait``): unlike the id it
     cannot be guessed from another job's. ``str(receipt)`` is the token; ``id`` is the
     job's id, as an enqueue returned it before receipts. The token is ``""`` only when

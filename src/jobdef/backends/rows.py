@@ -60,14 +60,20 @@ def dump_json(value: Any) -> str:
 
 
 def receipt_token() -> str:
-    """A new job's receipt token: 128 random bits as 22 url-safe characters (the
-    enqueuer draws it, so both engines' tokens are alike and no database extension is
-    needed)."""
-    return secrets.token_urlsafe(16)
+    """A new job's receipt token: 17 random bytes as 23 url-safe characters, drawn by the
+    enqueuer (both engines' tokens are alike, and no database extension is needed).
+
+    Never one that starts with "-", which a command line (``jobdef wait TOKEN``) would
+    take for an option: drawing again when one does leaves more than 135 random bits.
+    """
+    while True:
+        token = secrets.token_urlsafe(17)
+        if not token.startswith("-"):
+            return token
 
 
 # What a receipt token may look like: url-safe base64 text (the tokens jobdef draws
-# have 22 characters; a longer one is accepted, a shorter one never was drawn).
+# have 23 characters; a longer one is accepted, a shorter one never was drawn).
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 
