@@ -162,7 +162,7 @@ def test_an_unknown_or_pruned_token_gets_none(queue: Queue, workers: Workers) ->
     other = queue.enqueue("total", {"a": 9, "b": 9}, delay=3600)
     workers.start()
     assert queue.wait(receipt, LONG).state == "done"
-    for unknown in ("A" * 22, "not a token", str(receipt.job_id)):
+    for unknown in ("A" * 23, "not a token", str(receipt.job_id)):
         assert queue.status(unknown) is None
         assert queue.wait(unknown, LONG) is None
     # A receipt of a job that is gone (pruned), by its token or as the Receipt itself.
