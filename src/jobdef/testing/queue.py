@@ -58,6 +58,7 @@ from jobdef.runtime.payloads import (
     result_text,
 )
 from jobdef.runtime.queue import Queue
+from jobdef.runtime.receipts import ReceiptStatus
 from jobdef.schedule.cron import zone
 from jobdef.schedule.slots import schedule_of
 from jobdef.sheets.handlers import handler_problems
@@ -150,6 +151,11 @@ class VirtualQueue:
         return self.queue.enqueue_many(job, args_list, connection=connection)
 
     # -- looking --------------------------------------------------------------------
+
+    def status(self, receipt: Receipt | str | int) -> ReceiptStatus | None:
+        """As :meth:`jobdef.runtime.queue.Queue.status`: the job a receipt (or its token,
+        or a job id) names, as the application's receipt page would show it."""
+        return self.queue.status(receipt)
 
     def get(self, job_id: int) -> JobRecord:
         record = self.backend.get(job_id)
