@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from runtime_workers import HERE, Workers
 
@@ -223,3 +224,39 @@ def test_a_receipt_of_another_kind_or_a_wrong_timeout_is_one_clear_error(queue: 
     for timeout in (-1, float("nan"), "30s", None):
         with pytest.raises(UsageError, match=r"a wait's timeout is seconds, 0 or more"):
             queue.wait(receipt, timeout)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def pg_queue(postgres_url: str, postgres_schema: str) -> Iterator[Queue]:
+    opened = connect(f"{postgres_url}?schema={postgres_schema}", load_registry([SHEETS]))
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.mark.postgres
+def test_a_waiter_is_answered_after_the_waiters_session_was_lost(
+    pg_queue: Queue, tmp_path: Path
+) -> None:
+    """The notification of an end that came while no session listened is lost with the
+    session: the waiters' thread listens again and reads every waited job, so the
+    waiter is answered all the same."""
+    from jobdef.backends.waiters import job_waiters
+
+    receipt = pg_queue.enqueue("total", {"a": 4, "b": 5})
+    answered: list[ReceiptStatus | None] = []
+    waiter = threading.Thread(target=lambda: answered.append(pg_queue.wait(receipt, LONG)))
+    waiter.start()
+    hub = job_waiters(pg_queue.backend.url)
+    signal = eventually(lambda: hub.waiting == 1 and hub._signal, LONG, "the waiter")
+    pid = eventually(lambda: signal.backend_pid, LONG, "the waiters' session")
+    with psycopg.connect(pg_queue.backend.conninfo, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", [pid])
+    workers = Workers(pg_queue.backend.url, tmp_path, sheets=SHEETS)
+    try:
+        workers.start()
+        waiter.join(LONG + 10)
+    finally:
+        workers.stop_all()
+    assert [(s.state, s.result) if s else None for s in answered] == [("done", {"total": 9})]
