@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class Statements:
 
     def __init__(self) -> None:
         self.count = 0
+        self.before = 0  # the count when the phase being measured began
         self._lock = threading.Lock()
 
     def add(self, *_: Any) -> None:
@@ -96,50 +98,66 @@ def _hub(queue: Queue) -> waiters.JobWaiters:
     return waiters.job_waiters(queue.backend.url)
 
 
+@dataclass
+class Phase:
+    """The statements sent during one phase of a test, and how long it lasted."""
+
+    statements: int
+    seconds: float
+
+
 def _phases(
-    queue: Queue, statements: Statements, workers: Workers, receipts: list[Receipt]
-) -> tuple[int, int]:
-    """Statements while the waiters register, while they wait with nothing ending for
-    IDLE seconds, and while the workers run every job."""
+    queue: Queue, statements: Statements, workers: Workers, receipts: list[Receipt], begun: float
+) -> tuple[Phase, Phase]:
+    """The phases before the jobs run: the waiters registering (from ``begun``, when the
+    first started, with ``statements.count`` then in ``statements.before``), and IDLE
+    seconds of waiting with nothing ending. Then the workers start."""
     eventually(lambda: _hub(queue).waiting == len(receipts), LONG, "every waiter to register")
     time.sleep(0.2)  # the last registrations' statements have run
-    registering = statements.count
+    registered = statements.count
+    registering = Phase(registered - statements.before, time.monotonic() - begun)
+    started = time.monotonic()
     time.sleep(IDLE)
-    idle = statements.count - registering
+    idle = Phase(statements.count - registered, time.monotonic() - started)
     workers.start()
     workers.start(name="w2")
     return registering, idle
+
+
+def _rounds(phase: Phase) -> float:
+    """How many rounds of statements the waiters' thread may start in ``phase`` at most."""
+    return phase.seconds / waiters.ROUND_GAP + 1
 
 
 def _check(
     engine: str,
     statuses: list[ReceiptStatus | None],
     receipts: list[Receipt],
-    *,
-    registering: int,
-    idle: int,
-    ending: int,
+    phases: dict[str, Phase],
     how: str,
 ) -> None:
-    print(
-        f"\n{engine}, {len(receipts)} waiters ({how}): {registering} statements to register, "
-        f"{idle} in {IDLE:.0f}s of waiting, {ending} while every job ran and ended"
+    shown = ", ".join(
+        f"{name}: {p.statements} statements in {p.seconds:.2f}s" for name, p in phases.items()
     )
+    print(f"\n{engine}, {len(receipts)} waiters ({how}): {shown}")
     assert [s.state if s else None for s in statuses] == ["done"] * len(receipts)
     assert [s.result for s in statuses if s] == [{"total": i + 1} for i in range(len(receipts))]
-    # Registering: shared statements, a few per round, far fewer than one per waiter.
-    assert registering <= len(receipts) // 10
+    # Registering and ending: shared statements, at most a read of the new waiters and
+    # one of the ended jobs per round (plus a session's few), however many waiters; so
+    # fewer than one per waiter.
+    for name in ("registering", "ending"):
+        phase = phases[name]
+        assert phase.statements <= 2 * _rounds(phase) + 5, name
+        assert phase.statements < len(receipts), name
     # Waiting with nothing ending: the engine's poll only, whatever the number of waiters.
-    assert idle <= IDLE / POLL[engine] + 3
-    # The ends: one statement per round of ends read together, fewer than one per waiter.
-    assert ending <= len(receipts) // 2
+    idle = phases["idle"]
+    assert idle.statements <= idle.seconds / POLL[engine] + 3
 
 
 def test_a_thousand_waiting_threads_cost_a_bounded_number_of_statements(
     engine: str, queue: Queue, statements: Statements, url: str, tmp_path: Path
 ) -> None:
     receipts = queue.enqueue_many("total", [{"a": i, "b": 1} for i in range(WAITERS)])
-    before = statements.count
     statuses: list[ReceiptStatus | None] = [None] * WAITERS
 
     def wait(index: int) -> None:
@@ -148,55 +166,42 @@ def test_a_thousand_waiting_threads_cost_a_bounded_number_of_statements(
     threads = [threading.Thread(target=wait, args=(i,)) for i in range(WAITERS)]
     workers = Workers(url, tmp_path, sheets=SHEETS)
     try:
+        statements.before, begun = statements.count, time.monotonic()
         for thread in threads:
             thread.start()
-        registering, idle = _phases(queue, statements, workers, receipts)
-        started_ending = statements.count
+        registering, idle = _phases(queue, statements, workers, receipts, begun)
+        counted, started = statements.count, time.monotonic()
         for thread in threads:
             thread.join(LONG)
-        ending = statements.count - started_ending
+        ending = Phase(statements.count - counted, time.monotonic() - started)
     finally:
         workers.stop_all()
-    _check(
-        engine,
-        statuses,
-        receipts,
-        registering=registering - before,
-        idle=idle,
-        ending=ending,
-        how="threads",
-    )
+    phases = {"registering": registering, "idle": idle, "ending": ending}
+    _check(engine, statuses, receipts, phases, "threads")
 
 
 def test_a_thousand_waiting_tasks_cost_a_bounded_number_of_statements(
     engine: str, queue: Queue, statements: Statements, url: str, tmp_path: Path
 ) -> None:
     receipts = queue.enqueue_many("total", [{"a": i, "b": 1} for i in range(WAITERS)])
-    before = statements.count
     workers = Workers(url, tmp_path, sheets=SHEETS)
-    counts: dict[str, int] = {}
+    phases: dict[str, Phase] = {}
 
     async def main() -> list[ReceiptStatus | None]:
+        statements.before, begun = statements.count, time.monotonic()
         tasks = [asyncio.create_task(queue.wait_async(r, LONG)) for r in receipts]
-        # The phases' sleeps block this loop's thread, never the waiters' thread.
+        # The phases' sleeps block a thread of the loop's executor, never the loop.
         loop = asyncio.get_running_loop()
-        registering, idle = await loop.run_in_executor(
-            None, _phases, queue, statements, workers, receipts
+        phases["registering"], phases["idle"] = await loop.run_in_executor(
+            None, _phases, queue, statements, workers, receipts, begun
         )
-        counts.update(registering=registering, idle=idle, started_ending=statements.count)
-        return list(await asyncio.gather(*tasks))
+        counted, started = statements.count, time.monotonic()
+        done = list(await asyncio.gather(*tasks))
+        phases["ending"] = Phase(statements.count - counted, time.monotonic() - started)
+        return done
 
     try:
         statuses = asyncio.run(main())
-        ending = statements.count - counts["started_ending"]
     finally:
         workers.stop_all()
-    _check(
-        engine,
-        statuses,
-        receipts,
-        registering=counts["registering"] - before,
-        idle=counts["idle"],
-        ending=ending,
-        how="asyncio tasks",
-    )
+    _check(engine, statuses, receipts, phases, "asyncio tasks")

@@ -172,8 +172,9 @@ class JobWaiters:
             if gap > 0:  # what comes meanwhile shares the next statements
                 time.sleep(gap)
             if signal.listen():  # a new session: an end may have gone unheard
-                with self._cond:
+                with self._cond:  # read every waited job again (it stands for the poll)
                     self._new |= set(self._watches)
+                next_poll = time.monotonic() + signal.poll_seconds
             heard |= signal.heard(0)
             new = self._take_new()
             ran = False
