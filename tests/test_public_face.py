@@ -32,7 +32,8 @@ def test_import_jobdef_loads_nothing_heavy() -> None:
 
 
 def test_the_public_names_are_the_ones_of_their_homes() -> None:
-    from jobdef import Context, Worker, WorkerSettings, connect, first_run, load_registry
+    from jobdef import Context, Receipt, Worker, WorkerSettings, connect, first_run, load_registry
+    from jobdef.backends.records import Receipt as BackendReceipt
     from jobdef.runtime.context import Context as RuntimeContext
     from jobdef.runtime.idempotency import first_run as runtime_first_run
     from jobdef.runtime.queue import connect as runtime_connect
@@ -46,6 +47,7 @@ def test_the_public_names_are_the_ones_of_their_homes() -> None:
     assert WorkerSettings is RuntimeWorkerSettings
     assert Context is RuntimeContext
     assert first_run is runtime_first_run
+    assert Receipt is BackendReceipt
 
 
 def test_load_registry_and_connect_from_jobdef_make_a_queue(

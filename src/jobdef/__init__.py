@@ -7,11 +7,12 @@ idempotency, dead-letter, notification and retention policy from it.
 The public face::
 
     from jobdef import load_registry, connect, Worker, WorkerSettings, Context, first_run
+    from jobdef import Receipt
 
 :func:`load_registry` reads a folder of sheets; :func:`connect` opens a queue on
-a job store; :class:`Worker` runs the jobs as its :class:`WorkerSettings` say;
-handlers receive a :class:`Context` and use :func:`first_run` to make a re-run
-harmless.
+a job store, whose every enqueue returns a :class:`Receipt`; :class:`Worker`
+runs the jobs as its :class:`WorkerSettings` say; handlers receive a
+:class:`Context` and use :func:`first_run` to make a re-run harmless.
 
 The names are imported on first use, so ``import jobdef`` stays cheap: the CLI,
 a worker's child processes and the reporters import this package and should not
@@ -24,6 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from jobdef.backends.records import Receipt
     from jobdef.runtime.context import Context
     from jobdef.runtime.idempotency import first_run
     from jobdef.runtime.queue import connect
@@ -40,10 +42,12 @@ _HOMES = {
     "WorkerSettings": "jobdef.runtime.settings",
     "Context": "jobdef.runtime.context",
     "first_run": "jobdef.runtime.idempotency",
+    "Receipt": "jobdef.backends.records",
 }
 
 __all__ = [
     "Context",
+    "Receipt",
     "Worker",
     "WorkerSettings",
     "__version__",

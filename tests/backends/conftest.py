@@ -29,17 +29,21 @@ class Store:
         self.url = url
         self.connect = connect
 
-    def raw(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    def raw(self, sql: str, *params: Any, connection: Any = None) -> list[tuple[Any, ...]]:
         """Rows read past the engine, from the store's own tables: ``sql`` names them
-        ``{prefix}jobs``... and marks its parameters ``{p}``."""
+        ``{prefix}jobs``... and marks its parameters ``{p}``. With ``connection`` (of
+        :attr:`connect`), on it, left for the caller to commit; else on a connection
+        of its own, closed without a commit."""
         schema = parse_qs(urlsplit(self.url).query).get("schema")
         prefix = f'"{schema[0]}".jobdef_' if schema else "jobdef_"
         marker = "%s" if schema else "?"
-        conn = self.connect()
+        conn = self.connect() if connection is None else connection
         try:
-            return list(conn.execute(sql.format(prefix=prefix, p=marker), params).fetchall())
+            cursor = conn.execute(sql.format(prefix=prefix, p=marker), params)
+            return list(cursor.fetchall()) if cursor.description else []
         finally:
-            conn.close()
+            if connection is None:
+                conn.close()
 
 
 def _sqlite_store(tmp_path: Path, request: pytest.FixtureRequest) -> Store:

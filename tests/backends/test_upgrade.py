@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.records import ClaimOptions, NewJob
+from jobdef.backends.records import ClaimOptions
 from jobdef.backends.sql import migration_files
 
 MODULES = {"sqlite": "jobdef.backends.sqlite.engine", "postgres": "jobdef.backends.postgres.engine"}
@@ -19,12 +19,26 @@ def _first_migration_store(engine, store, clock, monkeypatch) -> int:
     module = importlib.import_module(MODULES[engine])
     monkeypatch.setattr(module, "migration_files", lambda package: migration_files(package)[:1])
     old = open_backend(store.url, clock=clock)
-    [job] = old.enqueue([NewJob(job="j", args={"n": 1}, queue="mail", max_attempts=3)])
     old.set_paused("mail", True)
     assert old.schema_version() == migration_files(module.MIGRATIONS)[0][0]
     old.close()
     monkeypatch.undo()
-    return job.id
+    # Stored as that release's enqueue did: today's writes the receipt, a later column.
+    conn = store.connect()
+    try:
+        [(job_id,)] = store.raw(
+            "INSERT INTO {prefix}jobs (job, queue, priority, args, state, attempt, max_attempts,"
+            " run_after, created_at, updated_at) VALUES ('j', 'mail', 0, '{{\"n\": 1}}',"
+            " 'queued', 0, 3, {p}, {p}, {p}) RETURNING id",
+            clock.now,
+            clock.now,
+            clock.now,
+            connection=conn,
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    return int(job_id)
 
 
 def test_a_store_at_the_first_migration_upgrades_and_keeps_its_rows(

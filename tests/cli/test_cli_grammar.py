@@ -30,6 +30,8 @@ TRAITS: dict[str, set[str]] = {
     "new": {"sheets", "writes"},
     "worker": {"sheets", "db"},
     "enqueue": {"sheets", "db"},
+    "result": {"sheets", "db", "list"},
+    "wait": {"sheets", "db", "list"},
     "status": {"sheets", "db", "list"},
     "jobs": {"sheets", "db", "list"},
     "queues": {"sheets", "db", "list"},

@@ -8,6 +8,7 @@ upgrade` says what it did and `jobdef db status` what is left to do.
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from jobdef.backends.sqlite import engine as sqlite_engine
 from jobdef.cli import main
 
 FIRST = 4  # the SQLite engine's first migration
-LATEST = 9
+LATEST = 10
 
 
 def _app_database(path: Path) -> Path:
@@ -88,9 +89,14 @@ def older_store(tmp_path: Path) -> Path:
     path = tmp_path / "old.db"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sqlite_engine, "migration_files", lambda p: migration_files(p)[:1])
-        backend = open_backend(f"sqlite:///{path}")
-        backend.enqueue([NewJob(job="send_reservation_mail", args={}, queue="mail")])
-        backend.close()
+        open_backend(f"sqlite:///{path}").close()
+    # Stored as that release's enqueue did: today's writes the receipt, a later column.
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "INSERT INTO jobdef_jobs (job, queue, args, state, max_attempts, run_after,"
+            " created_at, updated_at) VALUES ('send_reservation_mail', 'mail', '{}', 'queued',"
+            " 1, 0, 0, 0)"
+        )
     return path
 
 
@@ -126,6 +132,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0007_job_result",
         "  0008_store_id",
         "  0009_positional_args",
+        "  0010_receipts",
     ]
     old = f"sqlite:///{older_store}"
     assert main(["db", "status", "--db", old]) == 0
@@ -138,6 +145,7 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0007_job_result",
         "  0008_store_id",
         "  0009_positional_args",
+        "  0010_receipts",
     ]
     assert _files(tmp_path) == before
     main(["db", "upgrade", "--db", app])
@@ -194,6 +202,7 @@ def test_db_commands_on_postgresql_never_print_the_password(
         "  0007_job_result",
         "  0008_store_id",
         "  0009_positional_args",
+        "  0010_receipts",
     ]
     assert main(["db", "upgrade", "--db", url]) == 0
     upgraded = capsys.readouterr().out

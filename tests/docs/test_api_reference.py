@@ -8,8 +8,9 @@ import inspect
 from pathlib import Path
 
 import jobdef
-from jobdef.backends.records import EnqueueResult
+from jobdef.backends.records import Receipt
 from jobdef.runtime.queue import Queue
+from jobdef.runtime.receipts import ReceiptStatus
 from jobdef.runtime.worker import WorkerStats
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text("utf-8")
@@ -46,7 +47,8 @@ def test_every_public_member_is_described_in_its_section() -> None:
         ("connect", Queue),
         ("Worker", jobdef.Worker),
         ("Context", jobdef.Context),
-        ("connect", EnqueueResult),
+        ("connect", Receipt),
+        ("connect", ReceiptStatus),
         ("Worker", WorkerStats),
         ("WorkerSettings", jobdef.WorkerSettings),
     ):

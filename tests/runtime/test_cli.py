@@ -36,9 +36,13 @@ def _bury(backend, job_id):
 
 def test_enqueue_then_duplicate(run, backend):
     code, out, _ = run(*_sheets("enqueue", "noop", "--args", '{"n": 3}'))
-    assert (code, out) == (0, "enqueued job 1 (noop)\n")
+    token = backend.get(1).receipt
+    assert (code, out) == (0, f"enqueued job 1 (noop), receipt {token}\n")
     code, out, _ = run(*_sheets("enqueue", "noop", "--args", '{"n": 3}'))
-    assert (code, out) == (0, "job 1 (noop) with the same idempotency key is already there\n")
+    assert (code, out) == (
+        0,
+        f"job 1 (noop) with the same idempotency key is already there, receipt {token}\n",
+    )
 
 
 def test_enqueue_with_bad_args_is_one_line_and_stores_nothing(run, backend):

@@ -88,6 +88,22 @@ def test_slot_job_carries_the_slot_in_its_key_and_is_due_at_the_slot(backend: Ba
     assert job.args == {}
 
 
+def test_each_slot_job_is_stored_with_a_receipt_token_of_its_own(backend: Backend) -> None:
+    """As every enqueue: nobody reads a cron job's receipt, but its row has one."""
+    policy = batch("0 * * * *", catch_up="all")
+    clock = ManualClock(at(2026, 1, 1, 5, 0, 1))
+    Scheduler(backend, [policy], clock=clock).tick()
+    clock.advance(3 * 3600)
+    Scheduler(backend, [policy], clock=clock).tick()
+    tokens = [job.receipt for job in stored(backend)]
+    assert len(tokens) == 4
+    assert all(token is not None and len(token) == 23 for token in tokens)
+    assert len(set(tokens)) == 4
+    assert [backend.find_receipt(token).id for token in tokens if token] == [
+        job.id for job in stored(backend)
+    ]
+
+
 def test_scheduler_serves_only_batch_jobs(backend: Backend) -> None:
     plain = JobPolicy(name="mail", handler="m:f")
     assert Scheduler(backend, [plain, batch()]).jobs == ["report"]

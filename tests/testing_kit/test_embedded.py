@@ -323,6 +323,24 @@ def test_in_process_the_with_block_runs_jobs_and_stops_with_stats(any_db_url, sh
         queue.close()
 
 
+@pytest.mark.slow
+def test_in_process_an_enqueue_returns_a_receipt_that_waits_for_the_embedded_worker(
+    any_db_url, sheets, ledger
+):
+    """The application's thread enqueues and waits on the receipt while the worker's
+    thread runs the job, in one process: the wait returns the job done."""
+    queue = connect(any_db_url, load_registry([sheets]))
+    try:
+        with embedded_worker(queue, settings=WorkerSettings(concurrency=1, poll_interval=0.05)):
+            receipt = queue.enqueue("steady", {"ledger": ledger, "index": 0, "seconds": 0.2})
+            assert receipt.created
+            status = queue.wait(receipt.token, 60)
+        assert status is not None
+        assert (status.state, status.job_id, status.attempts) == ("done", receipt.job_id, 1)
+    finally:
+        queue.close()
+
+
 def test_a_handler_that_does_not_import_fails_the_start_in_the_caller(db_url, tmp_path):
     folder = tmp_path / "broken"
     folder.mkdir()

@@ -46,3 +46,21 @@ def test_a_result_too_large_is_dropped_with_a_warning_and_the_job_is_done(
     [warning] = [r.getMessage() for r in caplog.records if "return value" in r.getMessage()]
     assert warning.startswith(f"job {job.id} (send_reservation_mail) attempt 1: return value not")
     assert f"more than the {MAX_RESULT_BYTES} allowed" in warning
+
+
+def test_every_enqueue_returns_a_receipt_and_status_reads_the_job_by_it(jobdef_queue):
+    from jobdef import Receipt
+
+    first = jobdef_queue.enqueue("send_reservation_mail", {"reservation_id": 7})
+    again = jobdef_queue.enqueue("send_reservation_mail", {"reservation_id": 7})
+    many = jobdef_queue.enqueue_many(
+        "send_reservation_mail", [{"reservation_id": 8}, {"reservation_id": 9}]
+    )
+    assert all(isinstance(r, Receipt) for r in (first, again, *many))
+    assert again == Receipt(first.job_id, first.token, created=False)
+    assert len({first.token, *(r.token for r in many)}) == 3
+    assert jobdef_queue.status(first.token).state == "accepted"
+    jobdef_queue.drain()
+    done = jobdef_queue.status(first)
+    assert (done.state, done.attempts, done.job_id) == ("done", 1, first.job_id)
+    assert jobdef_queue.status("A" * 23) is None

@@ -34,7 +34,6 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 from jobdef.backends.records import (
     AttemptRecord,
     ClaimOptions,
-    EnqueueResult,
     ErrorInfo,
     JobRecord,
     Lease,
@@ -43,6 +42,7 @@ from jobdef.backends.records import (
     OutboxRecord,
     Outcome,
     QueueInfo,
+    Receipt,
     RetentionRule,
     State,
     StateCount,
@@ -68,7 +68,7 @@ class Backend(Versioned, Protocol):
     def close(self) -> None:
         """Release connections."""
 
-    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[Receipt]:
         """Store jobs, merging duplicates of an active job with the same idempotency key.
 
         A job's ``dedupe_window`` also merges it into a job with the same key that
@@ -160,6 +160,17 @@ class Backend(Versioned, Protocol):
 
     def get(self, job_id: int) -> JobRecord | None:
         """One job, or None."""
+
+    def find_receipt(self, token: str) -> JobRecord | None:
+        """The job whose receipt token is ``token`` (compared in constant time), or None."""
+
+    def watch_jobs(self, ids: Sequence[int]) -> tuple[list[JobRecord], list[int]]:
+        """Start waiting for the jobs ``ids`` (an engine that tells waiters marks them, so
+        the statement that ends each tells): those that ended already, and the ids of
+        those that are gone."""
+
+    def ended_jobs(self, ids: Sequence[int]) -> tuple[list[JobRecord], list[int]]:
+        """Of the jobs ``ids``, those that ended, and the ids of those that are gone."""
 
     def list_jobs(
         self, state: State | None = None, job: str | None = None, limit: int = 100
@@ -400,6 +411,35 @@ class Driver(Protocol):
         """Record ``key`` on a handler's own DB-API ``connection`` of a module this engine
         is registered for, in its transaction; False when it was recorded before.
         ``store_url`` is the job store's, whatever its engine."""
+
+    def end_signal(self, url: str) -> EndSignal:
+        """How the waiters of one process hear that jobs of the store at ``url`` ended
+        (a new one for each thread of :mod:`jobdef.backends.waiters`, not started)."""
+
+
+class EndSignal(Protocol):
+    """What tells the waiters' thread (:mod:`jobdef.backends.waiters`) that jobs ended:
+    PostgreSQL's LISTEN on the waiters' channel, or nothing on an engine that is polled."""
+
+    @property
+    def poll_seconds(self) -> float:
+        """How often the thread reads every waited job anyway: the only way on an engine
+        that tells nothing; a fallback for a notification lost on one that does."""
+
+    def listen(self) -> bool:
+        """Make sure ends are heard from now on; True when some may have been missed
+        since the last call (a new listening session): the thread then reads every
+        waited job again. Never raises: a store out of reach is polled meanwhile."""
+
+    def heard(self, timeout: float) -> set[int]:
+        """The ids of jobs whose end was told, waiting up to ``timeout`` seconds for one;
+        returns early (maybe with none) when :meth:`wake` was called."""
+
+    def wake(self) -> None:
+        """End a :meth:`heard` at once (a new waiter came); safe from any thread."""
+
+    def close(self) -> None:
+        """Release the session, if any."""
 
 
 @runtime_checkable

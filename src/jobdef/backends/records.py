@@ -59,12 +59,36 @@ class NewJob:
     positional_args: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EnqueueResult:
-    """The stored job's id, and whether this call created it (False: a duplicate was merged)."""
+@dataclass(frozen=True, slots=True, repr=False)
+class Receipt:
+    """What an enqueue hands back: the stored job's id, its receipt token, and whether
+    this call created it (False: it merged into a job with the same idempotency key,
+    whose receipt this is).
 
-    id: int
+    The token (136 random bits, url-safe text) is what a browser or another service
+    may hold to ask about the job (``Queue.status``, ``Queue.wait``): unlike the id it
+    cannot be guessed from another job's. ``str(receipt)`` is the token; ``id`` is the
+    job's id, as an enqueue returned it before receipts. The token is ``""`` only when
+    the job a cron slot merged into was pruned since (the scheduler's enqueue).
+    """
+
+    job_id: int
+    token: str
     created: bool
+
+    @property
+    def id(self) -> int:
+        """The job's id (``job_id``)."""
+        return self.job_id
+
+    def __str__(self) -> str:
+        return self.token
+
+    def __repr__(self) -> str:
+        # Only the token's start: a log line or a traceback that shows the receipt
+        # does not hand out what reads the job.
+        shown = f"{self.token[:4]}..." if self.token else ""
+        return f"Receipt(job_id={self.job_id}, token={shown!r}, created={self.created})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +129,10 @@ class JobRecord:
     # What the handler of the attempt that finished ``done`` returned (JSON), if anything.
     result: Any = None
     positional_args: int | None = None
+    # The job's receipt token (None: enqueued before receipts, and never merged into since).
+    receipt: str | None = None
+    # When the newest attempt started (None: no attempt yet).
+    started_at: float | None = None
 
     @property
     def lease(self) -> Lease:

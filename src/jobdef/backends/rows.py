@@ -13,7 +13,10 @@ Errors are stored the same way in both engines and both tables: one JSON object
 
 from __future__ import annotations
 
+import hmac
 import json
+import re
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -54,6 +57,36 @@ def dump_json(value: Any) -> str:
     prints), a sheet's frozen mappings and tuples as objects and arrays. A value JSON
     has no form for (a payload's ``datetime``) is stored as its ``str``."""
     return json.dumps(thaw(value), separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def receipt_token() -> str:
+    """A new job's receipt token: 17 random bytes as 23 url-safe characters, drawn by the
+    enqueuer (both engines' tokens are alike, and no database extension is needed).
+
+    Never one that starts with "-", which a command line (``jobdef wait TOKEN``) would
+    take for an option: drawing again when one does leaves more than 135 random bits.
+    """
+    while True:
+        token = secrets.token_urlsafe(17)
+        if not token.startswith("-"):
+            return token
+
+
+# What a receipt token may look like: url-safe base64 text (the tokens jobdef draws
+# have 23 characters; a longer one is accepted, a shorter one never was drawn).
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
+
+
+def looks_like_token(text: str) -> bool:
+    """Whether ``text`` could be a receipt token: anything else is unknown without a
+    query (a stray id, a value with characters no token has)."""
+    return isinstance(text, str) and _TOKEN.fullmatch(text) is not None
+
+
+def same_token(stored: str | None, given: str) -> bool:
+    """Whether ``given`` is the receipt token ``stored`` (None: the row has none),
+    compared in constant time: the index found the row, and this says it is the one."""
+    return stored is not None and hmac.compare_digest(stored.encode(), given.encode())
 
 
 def error_json(error: ErrorInfo) -> dict[str, str]:
@@ -110,6 +143,8 @@ def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
         trace_context=_optional(row, "trace_context"),
         result=decode(_optional(row, "result")),
         positional_args=_optional(row, "positional_args"),
+        receipt=_optional(row, "receipt"),
+        started_at=_optional(row, "started_at"),
     )
 
 

@@ -66,6 +66,9 @@ class FencedTransitions(ABC):
     def _wakes(self) -> dict[str, Any]: ...
 
     @abstractmethod
+    def _ends(self) -> dict[str, Any]: ...
+
+    @abstractmethod
     def _fenced_move(
         self, name: str, params: Mapping[str, Any], notifications: Sequence[Notification]
     ) -> bool: ...
@@ -127,7 +130,8 @@ class FencedTransitions(ABC):
         outcome: Outcome = "dead",
         notifications: Sequence[Notification] = (),
     ) -> bool:
-        return self._fenced_move("bury_job", _attempt(lease, outcome, error), notifications)
+        params = _attempt(lease, outcome, error) | self._ends()
+        return self._fenced_move("bury_job", params, notifications)
 
     def release(self, lease: Lease) -> bool:
         params = _attempt(lease, "released", None) | self._wakes()

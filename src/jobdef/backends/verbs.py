@@ -15,6 +15,8 @@ inherits :class:`SharedVerbs` (with the fenced transitions of
 - ``_decode(value)``: a JSON column as the driver returns it, decoded;
 - ``_wakes()``: the parameters a statement that makes jobs runnable takes to
   wake idle workers (PostgreSQL: its notify channel; SQLite: none);
+- ``_ends()``: those a statement that ends a job takes to tell its waiters
+  (PostgreSQL: the waiters' channel; SQLite: none, its waiters poll);
 - ``clock``: the engine's clock, epoch seconds;
 - ``_fenced_move`` and ``_complete``: the transactions of the fenced
   transitions (see :mod:`jobdef.backends.transitions`).
@@ -39,7 +41,14 @@ from jobdef.backends.records import (
     State,
     StateCount,
 )
-from jobdef.backends.rows import Row, attempt_history, job_record, outbox_record
+from jobdef.backends.rows import (
+    Row,
+    attempt_history,
+    job_record,
+    looks_like_token,
+    outbox_record,
+    same_token,
+)
 from jobdef.backends.sql import Statement
 from jobdef.backends.transitions import FencedTransitions
 from jobdef.backends.workers import WorkerVerbs
@@ -81,13 +90,17 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     def _wakes(self) -> dict[str, Any]:
         return {}
 
+    def _ends(self) -> dict[str, Any]:
+        return {}
+
     def _job(self, row: Row) -> JobRecord:
         return job_record(row, self._decode)
 
     # -- operator verbs ---------------------------------------------------------
 
     def cancel(self, job_id: int) -> bool:
-        return self._write_one("cancel_job", {"job_id": job_id, "now": self.clock()}) == 1
+        params = {"job_id": job_id, "now": self.clock(), **self._ends()}
+        return self._write_one("cancel_job", params) == 1
 
     def requeue(
         self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
@@ -140,6 +153,34 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     def get(self, job_id: int) -> JobRecord | None:
         rows = self._read("get_job", {"job_id": job_id})
         return self._job(rows[0]) if rows else None
+
+    # -- receipts and their waiters -------------------------------------------------
+
+    def find_receipt(self, token: str) -> JobRecord | None:
+        """The job whose receipt token is ``token``, or None. Found through the unique
+        index of receipts, then the stored token compared in constant time; a text that
+        cannot be a token is not looked up."""
+        if not looks_like_token(token):
+            return None
+        rows = self._read("job_by_receipt", {"receipt": token})
+        if not rows or not same_token(rows[0]["receipt"], token):
+            return None
+        return self._job(rows[0])
+
+    def ended_jobs(self, ids: Sequence[int]) -> tuple[list[JobRecord], list[int]]:
+        """Of the jobs ``ids``, those that ended (done, dead, resolved, cancelled), and
+        the ids of those that are gone (never stored, or pruned): one statement for all."""
+        return self._ended_or_gone(self._read("ended_jobs", {"ids": self._ids_param(ids)}))
+
+    def watch_jobs(self, ids: Sequence[int]) -> tuple[list[JobRecord], list[int]]:
+        """Start waiting for the jobs ``ids``: as :meth:`ended_jobs` on an engine whose
+        waiters poll; one that tells its waiters (PostgreSQL) also marks them watched."""
+        return self.ended_jobs(ids)
+
+    def _ended_or_gone(self, rows: Sequence[Row]) -> tuple[list[JobRecord], list[int]]:
+        """The rows of ended_jobs or watch_jobs: the ended jobs, and the gone ids."""
+        ended = [self._job(row) for row in rows if row["id"] is not None]
+        return ended, [int(row["waited"]) for row in rows if row["id"] is None]
 
     def last_slot(self, job: str) -> float | None:
         rows = self._read("last_slot", {"job": job})

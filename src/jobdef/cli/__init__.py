@@ -39,6 +39,8 @@ COMMANDS: tuple[str, ...] = (
     "new",
     "worker",
     "enqueue",
+    "result",
+    "wait",
     "status",
     "jobs",
     "queues",

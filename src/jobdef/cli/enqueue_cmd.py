@@ -31,10 +31,15 @@ def run(args: argparse.Namespace) -> int:
         result = queue.enqueue(args.name, values, delay=delay, priority=args.priority)
     finally:
         queue.close()
+    # The receipt's token: what `jobdef result` and `jobdef wait` (and an application's
+    # receipt page) take, where the id would let one guess other jobs.
     if result.created:
-        print(f"enqueued job {result.id} ({args.name})")
+        print(f"enqueued job {result.id} ({args.name}), receipt {result.token}")
     else:
-        print(f"job {result.id} ({args.name}) with the same idempotency key is already there")
+        print(
+            f"job {result.id} ({args.name}) with the same idempotency key is already there, "
+            f"receipt {result.token or '(none: its job was pruned)'}"
+        )
     return 0
 
 
@@ -43,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "enqueue",
         help="add a job (args validated against its sheet)",
         description="Add one job. Its args are validated against the sheet's `args`; "
-        "bad args store nothing. A duplicate of an active job returns the existing one.",
+        "bad args store nothing. A duplicate of an active job returns the existing one. "
+        "Prints the job's id and its receipt token (see jobdef result, jobdef wait).",
     )
     parser.add_argument("name", help="the job's name in its sheet")
     parser.add_argument(

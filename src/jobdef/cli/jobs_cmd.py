@@ -9,7 +9,6 @@ row, never this output, so nothing needs the values here.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 from dataclasses import asdict
@@ -18,23 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from jobdef.cli import runtime_options
 from jobdef.cli.options import JobIds, add_format, whole_number
-from jobdef.cli.runtime_options import JOB_STATES, table
+from jobdef.cli.runtime_options import JOB_STATES, table, when
 from jobdef.errors import UsageError
 from jobdef.render.escape import clip, visible
 
 if TYPE_CHECKING:
     from jobdef.backends.records import JobRecord
     from jobdef.policy.registry import Registry
-
-
-def _when(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    try:
-        return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, ValueError, OSError):
-        # A time no date can say, stored before enqueue refused them: shown as it is.
-        return f"{ts:.6g} (epoch seconds)"
 
 
 def _sheets(args: argparse.Namespace) -> Registry | None:
@@ -148,8 +137,8 @@ def _show(args: argparse.Namespace) -> int:
             [
                 str(a.attempt),
                 a.worker_id,
-                _when(a.started_at),
-                _when(a.finished_at),
+                when(a.started_at),
+                when(a.finished_at),
                 a.outcome or "running",
                 error,
             ]
@@ -168,12 +157,12 @@ def _show_lines(record: JobRecord, sheets: Registry | None) -> list[str]:
         f"  args         {_args(record, sheets)}",
         f"  key          {record.idempotency_key or '-'}",
         f"  attempts     {record.attempt} of {record.max_attempts}",
-        f"  created      {_when(record.created_at)}",
-        f"  run after    {_when(record.run_after)}",
-        f"  finished     {_when(record.finished_at)}",
+        f"  created      {when(record.created_at)}",
+        f"  run after    {when(record.run_after)}",
+        f"  finished     {when(record.finished_at)}",
     ]
     if record.state == "running":
-        lines.append(f"  worker       {record.worker_id} (lease until {_when(record.lease_until)})")
+        lines.append(f"  worker       {record.worker_id} (lease until {when(record.lease_until)})")
     if record.progress is not None:
         lines.append(f"  progress     {json.dumps(record.progress)}")
     if record.state == "done" and record.result is not None:

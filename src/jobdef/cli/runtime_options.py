@@ -7,6 +7,7 @@ same parser and must start without them.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = [
     "config",
     "note_unknown_job",
     "registry",
+    "when",
 ]
 
 # The job states, for --state choices (the same as jobdef.backends.records.State).
@@ -157,6 +159,16 @@ def note_unknown_job(args: argparse.Namespace, name: str) -> None:
             f"(jobs: {', '.join(sorted(jobs)) or 'none'}); looking in the job store anyway",
             file=sys.stderr,
         )
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    try:
+        return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):
+        # A time no date can say, stored before enqueue refused them: shown as it is.
+        return f"{ts:.6g} (epoch seconds)"
 
 
 def human_age(seconds: float | None) -> str:

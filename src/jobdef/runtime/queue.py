@@ -15,17 +15,27 @@ the idempotency key is computed from its recipe, and queue, priority and
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
-from jobdef.backends.records import EnqueueResult, JobRecord, NewJob
-from jobdef.errors import ArgsError
+from jobdef.backends.records import JobRecord, NewJob, Receipt
+from jobdef.backends.rows import same_token
+from jobdef.errors import ArgsError, UsageError
 from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import PRIORITIES, JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.runtime.receipts import (
+    STILL_RUNNING,
+    ReceiptStatus,
+    StillRunning,
+    await_end,
+    receipt_status,
+    wait_for_end,
+)
 from jobdef.sheets.args_check import args_check
 from jobdef.sheets.args_json import args_problem, where
 from jobdef.telemetry import enqueues
@@ -135,7 +145,7 @@ class Queue:
         delay: float | None = None,
         priority: int | None = None,
         connection: Any = None,
-    ) -> EnqueueResult:
+    ) -> Receipt:
         """Store one job (or return the active duplicate with the same idempotency key).
 
         ``run_after`` (epoch seconds) or ``delay`` (seconds from now) postpone it;
@@ -162,7 +172,7 @@ class Queue:
         args_list: Iterable[Mapping[str, Any]],
         *,
         connection: Any = None,
-    ) -> list[EnqueueResult]:
+    ) -> list[Receipt]:
         """Store many jobs of one kind in one transaction; every call is validated first."""
         policy = self.registry.job(job)
         calls = list(args_list)
@@ -176,6 +186,79 @@ class Queue:
     def get(self, job_id: int) -> JobRecord | None:
         return self.backend.get(job_id)
 
+    # -- receipts -----------------------------------------------------------------------
+
+    def status(self, receipt: Receipt | str | int) -> ReceiptStatus | None:
+        """The job a receipt names (a :class:`Receipt`, its token, or a job id for an
+        operator's tools) as :class:`~jobdef.runtime.receipts.ReceiptStatus`; None when
+        no job has that token or id (never stored, or pruned)."""
+        record = self._record(receipt)
+        return None if record is None else receipt_status(record, self.registry)
+
+    def wait(self, receipt: Receipt | str | int, timeout: float) -> ReceiptStatus | None:
+        """The job's status once it has ended (done, dead, failed, cancelled), or when
+        ``timeout`` seconds passed first (then not ended); None when no job has that
+        token or id. Woken by the store (PostgreSQL) or its poll (SQLite, every 50 ms),
+        through one thread of this process for every waiter (see
+        :mod:`jobdef.backends.waiters`)."""
+        target = self._wait_target(receipt)
+        if not isinstance(target, tuple):
+            return target
+        ended = wait_for_end(self.backend.url, target[0], _seconds(timeout))
+        return self._after_wait(receipt, target[1], ended)
+
+    async def wait_async(
+        self, receipt: Receipt | str | int, timeout: float
+    ) -> ReceiptStatus | None:
+        """:meth:`wait` on asyncio: the event loop is never blocked (the store's reads
+        run in a worker thread, the wait on the waiters' thread)."""
+        target = await asyncio.to_thread(self._wait_target, receipt)
+        if not isinstance(target, tuple):
+            return target
+        ended = await await_end(self.backend.url, target[0], _seconds(timeout))
+        return await asyncio.to_thread(self._after_wait, receipt, target[1], ended)
+
+    def _record(self, receipt: Receipt | str | int) -> JobRecord | None:
+        if isinstance(receipt, Receipt):
+            return self.backend.find_receipt(receipt.token) if receipt.token else None
+        if isinstance(receipt, str):
+            return self.backend.find_receipt(receipt)
+        if isinstance(receipt, int) and not isinstance(receipt, bool):
+            return self.backend.get(receipt) if 1 <= receipt < 2**63 else None
+        raise UsageError(
+            f"a receipt is a Receipt, its token (str) or a job id (int), not a "
+            f"{type(receipt).__name__}; pass what enqueue() returned, or str() of it"
+        )
+
+    def _wait_target(
+        self, receipt: Receipt | str | int
+    ) -> tuple[int, str | None] | ReceiptStatus | None:
+        """The job id to wait for and the token its record must hold; or the answer at
+        once: a token no job holds (None), or a job that ended already."""
+        if isinstance(receipt, Receipt):
+            return (receipt.job_id, receipt.token) if receipt.token else None
+        if isinstance(receipt, int) and not isinstance(receipt, bool):
+            return (receipt, None) if 1 <= receipt < 2**63 else None
+        record = self._record(receipt)  # a token: its job id is read from the store
+        if record is None:
+            return None
+        status = receipt_status(record, self.registry)
+        return status if status.ended else (record.id, record.receipt)
+
+    def _after_wait(
+        self,
+        receipt: Receipt | str | int,
+        token: str | None,
+        ended: JobRecord | StillRunning | None,
+    ) -> ReceiptStatus | None:
+        if ended is STILL_RUNNING:
+            return self.status(receipt)  # as it stands now
+        if not isinstance(ended, JobRecord):
+            return None  # gone
+        if token is not None and not same_token(ended.receipt, token):
+            return None  # a receipt of another job that had this id
+        return receipt_status(ended, self.registry)
+
     def close(self) -> None:
         self.backend.close()
 
@@ -184,6 +267,15 @@ class Queue:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _seconds(timeout: float) -> float:
+    """A wait's ``timeout``, checked: seconds, 0 or more."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise UsageError(
+            f"a wait's timeout is seconds, 0 or more, got {_shown(timeout)}; pass e.g. timeout=30"
+        )
+    return float(timeout)
 
 
 def connect(url: str, registry: Registry, *, clock: Callable[[], float] | None = None) -> Queue:

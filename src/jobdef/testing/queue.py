@@ -31,10 +31,10 @@ from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import (
     ClaimOptions,
-    EnqueueResult,
     ErrorInfo,
     JobRecord,
     Notification,
+    Receipt,
     State,
 )
 from jobdef.errors import HandlerError, UnknownJobError, UsageError
@@ -58,6 +58,7 @@ from jobdef.runtime.payloads import (
     result_text,
 )
 from jobdef.runtime.queue import Queue
+from jobdef.runtime.receipts import ReceiptStatus
 from jobdef.schedule.cron import zone
 from jobdef.schedule.slots import schedule_of
 from jobdef.sheets.handlers import handler_problems
@@ -132,7 +133,7 @@ class VirtualQueue:
         delay: float | str | None = None,
         priority: int | None = None,
         connection: Any = None,
-    ) -> EnqueueResult:
+    ) -> Receipt:
         """As :meth:`jobdef.runtime.queue.Queue.enqueue`, on the virtual clock; ``delay``
         may be a duration (``"10m"``), ``run_after`` an aware datetime."""
         return self.queue.enqueue(
@@ -146,10 +147,15 @@ class VirtualQueue:
 
     def enqueue_many(
         self, job: str, args_list: Iterable[Mapping[str, Any]], *, connection: Any = None
-    ) -> list[EnqueueResult]:
+    ) -> list[Receipt]:
         return self.queue.enqueue_many(job, args_list, connection=connection)
 
     # -- looking --------------------------------------------------------------------
+
+    def status(self, receipt: Receipt | str | int) -> ReceiptStatus | None:
+        """As :meth:`jobdef.runtime.queue.Queue.status`: the job a receipt (or its token,
+        or a job id) names, as the application's receipt page would show it."""
+        return self.queue.status(receipt)
 
     def get(self, job_id: int) -> JobRecord:
         record = self.backend.get(job_id)

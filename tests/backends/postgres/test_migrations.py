@@ -3,6 +3,7 @@ store of the previous release upgrades to the schema a new store gets, keeping i
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from typing import Any
 
@@ -10,7 +11,8 @@ import pytest
 
 from jobdef.backends.postgres import engine as engine_module
 from jobdef.backends.postgres.engine import MIGRATIONS, PostgresBackend
-from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
+from jobdef.backends.rows import error_text
 from jobdef.backends.sql import migration_files
 from jobdef.errors import BackendError
 from support import ManualClock
@@ -149,6 +151,8 @@ COLUMNS = {
         "trace_context",
         "positional_args",
         "result",
+        "receipt",
+        "watched",
     },
     "jobdef_leases": {"name", "holder", "generation", "expires_at"},
     "jobdef_outbox": {
@@ -257,7 +261,7 @@ def test_a_store_of_the_previous_release_upgrades_without_losing_a_job(
         old.migrate()
         assert old.schema_version() == previous
         ids = {state: _job_in(old, state) for state in STATES}
-        [slotted] = old.enqueue([NewJob("cron", {}, "default", slot=clock.now)])
+        slotted = _enqueue_as_before(old, "cron", {}, "default", slot=clock.now)
         old.set_paused("mail", True)
         query(old.conninfo, f'UPDATE "{postgres_schema}".jobdef_queues SET concurrency = 3')
         before = {job_id: _snapshot(old, job_id) for job_id in ids.values()}
@@ -277,7 +281,7 @@ def test_a_store_of_the_previous_release_upgrades_without_losing_a_job(
         assert new.complete([running.lease]) == [True]
         new.set_paused("mail", False)
         claimed = new.claim(ClaimOptions("w2", 30.0, limit=10, queue_limits={"mail": 1}))
-        assert sorted(r.id for r in claimed) == [ids["queued"], slotted.id]
+        assert sorted(r.id for r in claimed) == [ids["queued"], slotted]
 
     fresh = postgres_schema + "_fresh"
     try:
@@ -292,15 +296,20 @@ STATES = ("queued", "running", "retried", "done", "dead", "resolved", "cancelled
 
 
 def _job_in(backend: PostgresBackend, state: str) -> int:
-    """A job of queue ``mail`` brought to ``state`` through the verbs (``retried``: queued
-    again after a failed attempt, in the future)."""
-    [job] = backend.enqueue(
-        [NewJob("j", {"state": state}, "mail" if state == "queued" else state, max_attempts=3)]
-    )
+    """A job of queue ``mail`` brought to ``state`` through the verbs, or as the previous
+    release wrote it where a verb writes a column that release's store lacks (``retried``:
+    queued again after a failed attempt, in the future)."""
+    queue = "mail" if state == "queued" else state
+    job_id = _enqueue_as_before(backend, "j", {"state": state}, queue)
     if state in ("queued", "cancelled"):
         if state == "cancelled":
-            assert backend.cancel(job.id)
-        return job.id
+            _as_before(
+                backend,
+                "UPDATE {schema}.jobdef_jobs SET state = 'cancelled', finished_at = %(now)s,"
+                " updated_at = %(now)s WHERE id = %(id)s AND state = 'queued'",
+                job_id,
+            )
+        return job_id
     [record] = backend.claim(ClaimOptions("w1", 30.0, queues=[state]))
     error = ErrorInfo("ValueError", "bad", "Traceback ...")
     if state == "done":
@@ -308,10 +317,66 @@ def _job_in(backend: PostgresBackend, state: str) -> int:
     elif state == "retried":
         assert backend.retry(record.lease, error, backend.clock() + 3600, 3600)
     elif state in ("dead", "resolved"):
-        assert backend.bury(record.lease, error, notifications=[_note(job.id)])
+        _bury_as_before(backend, record.id, error)
+        _as_before(  # the message the bury wrote, as the previous release did
+            backend,
+            "INSERT INTO {schema}.jobdef_outbox (message_id, channel, event, job, payload,"
+            " next_at, created_at) VALUES ('dead:' || %(id)s, 'ops', 'dead', 'j',"
+            " jsonb_build_object('job_id', %(id)s), %(now)s, %(now)s)",
+            job_id,
+        )
         if state == "resolved":
-            assert backend.resolve(job.id, "handled by hand")
-    return job.id
+            assert backend.resolve(job_id, "handled by hand")
+    return job_id
+
+
+def _as_before(backend: PostgresBackend, statement: str, job_id: int) -> list[tuple[Any, ...]]:
+    """Run ``statement`` (its tables named ``{schema}.``) as the previous release would,
+    with ``%(id)s`` the job's id and ``%(now)s`` the engine's clock."""
+    schema = f'"{backend.schema}"'
+    params = {"now": backend.clock(), "id": job_id}
+    return query(backend.conninfo, statement.replace("{schema}", schema), params)
+
+
+def _enqueue_as_before(
+    backend: PostgresBackend, job: str, args: dict[str, Any], queue: str, slot: float | None = None
+) -> int:
+    """Store a queued job as the previous release did: this engine's enqueue also writes
+    the job's receipt, a column that release's store does not have yet."""
+    schema = f'"{backend.schema}"'
+    now = backend.clock()
+    [(job_id,)] = query(
+        backend.conninfo,
+        f"INSERT INTO {schema}.jobdef_jobs (job, queue, priority, args, state, attempt,"
+        " max_attempts, run_after, created_at, updated_at, slot)"
+        " VALUES (%s, %s, 0, %s::jsonb, 'queued', 0, 3, %s, %s, %s, %s) RETURNING id",
+        (job, queue, json.dumps(args), now, now, now, slot),
+    )
+    if slot is not None:
+        query(
+            backend.conninfo,
+            f"INSERT INTO {schema}.jobdef_slots (job, slot, job_id) VALUES (%s, %s, %s)",
+            (job, slot, job_id),
+        )
+    return int(job_id)
+
+
+def _bury_as_before(backend: PostgresBackend, job_id: int, error: ErrorInfo) -> None:
+    """Bury a running job as the previous release did: this engine's bury also reads
+    whether anybody waits for the job, a column that release's store does not have yet."""
+    schema = f'"{backend.schema}"'
+    query(
+        backend.conninfo,
+        f"WITH moved AS (UPDATE {schema}.jobdef_jobs"
+        " SET state = 'dead', finished_at = %(now)s, last_error = %(error)s::jsonb,"
+        " lease_until = NULL, updated_at = %(now)s"
+        " WHERE id = %(id)s AND state = 'running' RETURNING id, attempt, worker_id, started_at)"
+        f" INSERT INTO {schema}.jobdef_attempts"
+        " (job_id, attempt, worker_id, started_at, finished_at, outcome, error)"
+        " SELECT id, attempt, worker_id, started_at, %(now)s, 'dead', %(error)s::jsonb FROM moved",
+        {"now": backend.clock(), "id": job_id, "error": error_text(error)},
+    )
+    assert backend.get(job_id).state == "dead"
 
 
 def _complete_as_before(backend: PostgresBackend, job_id: int) -> None:
@@ -329,10 +394,6 @@ def _complete_as_before(backend: PostgresBackend, job_id: int) -> None:
         {"now": backend.clock(), "id": job_id},
     )
     assert backend.get(job_id).state == "done"
-
-
-def _note(job_id: int) -> Notification:
-    return Notification("ops", "dead", "j", {"job_id": job_id}, f"dead:{job_id}")
 
 
 def _snapshot(backend: PostgresBackend, job_id: int) -> tuple[Any, ...]:

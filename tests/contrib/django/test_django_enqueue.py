@@ -102,6 +102,33 @@ def test_the_idempotency_key_merges_a_second_enqueue(project: Project, engine_al
     ) == 1
 
 
+def test_a_result_carries_the_jobs_receipt_and_a_merged_enqueue_the_first_jobs(
+    project: Project, engine_alias: str
+) -> None:
+    """The id stays the job's id; ``result.receipt`` is the token a browser may hold, as
+    ``Queue.enqueue`` returns it, and it finds the job through a jobdef Queue."""
+    from jobdef.backends.records import Receipt
+    from jobdef.runtime.queue import Queue
+
+    reservation = unique()
+    with transaction.atomic(using=engine_alias):
+        first = confirm(engine_alias).enqueue(reservation)
+        # Read back in the transaction, before the commit: the same receipt.
+        assert confirm(engine_alias).get_result(first.id).receipt.token == first.receipt.token
+    second = confirm(engine_alias).enqueue(reservation_id=reservation)
+    backend = project.backend(engine_alias)
+    record = backend.engine().get(int(first.id))
+    assert record is not None
+    assert first.receipt == Receipt(int(first.id), record.receipt, created=True)
+    assert second.receipt == Receipt(int(first.id), record.receipt, created=False)
+    assert first.receipt.token
+    assert str(first.receipt) == first.receipt.token
+    assert confirm(engine_alias).get_result(first.id).receipt.token == first.receipt.token
+    status = Queue(backend.engine(), backend.registry).status(first.receipt.token)
+    assert status is not None
+    assert (status.job_id, status.state) == (int(first.id), "accepted")
+
+
 def test_args_that_break_the_sheet_are_refused_and_store_nothing(
     project: Project, engine_alias: str
 ) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from jobdef.backends.postgres.changes import ChangeListener
+from jobdef.backends.postgres.ends import EndListener
 from jobdef.backends.postgres.engine import MIGRATIONS, PostgresBackend, record_processed_key_on
 from jobdef.backends.postgres.reader import PostgresReader
 from jobdef.backends.postgres.session import describe, split_url
@@ -87,6 +88,11 @@ class PostgresDriver:
         self, connection: Any, key: str, job_id: int, now: float, store_url: str
     ) -> bool:
         return record_processed_key_on(connection, key, job_id, now, store_url)
+
+    def end_signal(self, url: str) -> EndListener:
+        """A session of its own that LISTENs for the ends of watched jobs."""
+        conninfo, schema = split_url(url)
+        return EndListener(conninfo, schema)
 
 
 DRIVER = PostgresDriver()

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from jobdef.backends.postgres.changes import ChangeNotifier, changes_channel
 from jobdef.backends.postgres.clock import ServerClock
+from jobdef.backends.postgres.ends import ended_channel
 from jobdef.backends.postgres.listener import Listener
 from jobdef.backends.postgres.session import (
     DEFAULT_SCHEMA,
@@ -55,16 +56,17 @@ from jobdef.backends.postgres.session import (
 from jobdef.backends.protocol import ElectsMaintainer, WaitsForItsServer, WakesWorkers
 from jobdef.backends.records import (
     ClaimOptions,
-    EnqueueResult,
     JobRecord,
     NewJob,
     Notification,
+    Receipt,
     RetentionRule,
 )
 from jobdef.backends.rows import (
     dump_json,
     in_claim_order,
     outbox_columns,
+    receipt_token,
     retention_periods,
 )
 from jobdef.backends.rows import job_record as _record
@@ -133,6 +135,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         self.create = create
         self.channel = f"jobdef_{self.schema}"
         self.changes_channel = changes_channel(self.schema)
+        self.ended_channel = ended_channel(self.schema)
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in QUERIES.items()}
         self.sessions = SessionManager(
@@ -260,6 +263,9 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
     def _wakes(self) -> dict[str, Any]:
         return {"channel": self.channel}
 
+    def _ends(self) -> dict[str, Any]:
+        return {"ended_channel": self.ended_channel}
+
     # Schema --------------------------------------------------------------------------------
 
     def migrate(self) -> None:
@@ -315,7 +321,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     # Enqueue ------------------------------------------------------------------------------
 
-    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[Receipt]:
         if not jobs:
             return []
         now = self.clock()
@@ -325,9 +331,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         safe = all(j.idempotency_key is not None or j.slot is not None for j in jobs)
         return self._run(lambda conn: self._enqueue_own(conn, jobs, now), retry=safe)
 
-    def _enqueue_own(
-        self, conn: Connection, jobs: Sequence[NewJob], now: float
-    ) -> list[EnqueueResult]:
+    def _enqueue_own(self, conn: Connection, jobs: Sequence[NewJob], now: float) -> list[Receipt]:
         if len(jobs) == 1 and _is_plain(jobs[0]):
             return [self._enqueue_one(conn, jobs[0], now)]
         with conn.transaction():
@@ -335,7 +339,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     def _enqueue_on_callers(
         self, connection: Any, jobs: Sequence[NewJob], now: float
-    ) -> list[EnqueueResult]:
+    ) -> list[Receipt]:
         """Write on the caller's psycopg connection: the jobs exist iff the caller commits."""
         if psycopg is None or not isinstance(connection, psycopg.Connection):
             raise BackendError(
@@ -352,7 +356,8 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         except psycopg.Error as exc:
             raise self.sessions.translate(exc) from None
 
-    def _enqueue_one(self, conn: Connection, job: NewJob, now: float) -> EnqueueResult:
+    def _enqueue_one(self, conn: Connection, job: NewJob, now: float) -> Receipt:
+        token = receipt_token()
         row = conn.execute(
             self._q("insert_job"),
             {
@@ -364,27 +369,35 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 "run_after": now if job.run_after is None else job.run_after,
                 "now": now,
                 "channel": self.channel,
+                "receipt": token,
             },
         ).fetchone()
-        return EnqueueResult(row[0], True)
+        return Receipt(row[0], token, True)
 
-    def _enqueue_batch(
-        self, conn: Connection, jobs: Sequence[NewJob], now: float
-    ) -> list[EnqueueResult]:
+    def _enqueue_batch(self, conn: Connection, jobs: Sequence[NewJob], now: float) -> list[Receipt]:
         """Store a batch in a few statements, whatever its size.
 
         Order: jobs with a dedupe window that match a done job are merged into
         it; cron slots already taken return their job; the rest are inserted,
-        and a row whose key is active merges into the active job.
+        and a row whose key is active merges into the active job. A merged job
+        returns the receipt of the one it merged into.
         """
-        results: dict[int, EnqueueResult] = {}
+        results = self._insert_batch(conn, jobs, now)
+        return self._with_tokens(conn, [results[i] for i in range(len(jobs))])
+
+    def _insert_batch(
+        self, conn: Connection, jobs: Sequence[NewJob], now: float
+    ) -> dict[int, Receipt]:
+        """The receipt of each job of the batch by its ordinal; a merged one's token is
+        ``""`` when the job it merged into has none (see :meth:`_with_tokens`)."""
+        results: dict[int, Receipt] = {}
         windowed = [i for i, j in enumerate(jobs) if j.idempotency_key and j.dedupe_window]
         if windowed:
-            for ordinal, job_id in self._find_existing(conn, jobs, windowed, now):
-                results[ordinal] = EnqueueResult(job_id, False)
+            for ordinal, job_id, token in self._find_existing(conn, jobs, windowed, now):
+                results[ordinal] = Receipt(job_id, token or "", False)
         todo = [i for i in range(len(jobs)) if i not in results]
         if not todo:
-            return [results[i] for i in range(len(jobs))]
+            return results
         ids = dict(zip(todo, self._reserve_ids(conn, len(todo)), strict=True))
         slotted = [i for i in todo if jobs[i].slot is not None]
         if slotted:
@@ -409,10 +422,11 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                         "slots": [jobs[i].slot for i in lost],
                     },
                 ).fetchall()
-                for ordinal, job_id in found:
-                    results[ordinal] = EnqueueResult(job_id, False)
+                for ordinal, job_id, token in found:
+                    results[ordinal] = Receipt(job_id, token or "", False)
             todo = [i for i in todo if i not in results]
         if todo:
+            tokens = {i: receipt_token() for i in todo}
             inserted = {
                 row[0]
                 for row in conn.execute(
@@ -429,6 +443,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                             now if jobs[i].run_after is None else jobs[i].run_after for i in todo
                         ],
                         "slots": [jobs[i].slot for i in todo],
+                        "receipts": [tokens[i] for i in todo],
                         "now": now,
                         "channel": self.channel,
                     },
@@ -457,10 +472,10 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             merged = [i for i in todo if ids[i] not in inserted]
             for i in todo:
                 if ids[i] in inserted:
-                    results[i] = EnqueueResult(ids[i], True)
+                    results[i] = Receipt(ids[i], tokens[i], True)
             if merged:
-                for ordinal, job_id in self._find_existing(conn, jobs, merged, now):
-                    results[ordinal] = EnqueueResult(job_id, False)
+                for ordinal, job_id, token in self._find_existing(conn, jobs, merged, now):
+                    results[ordinal] = Receipt(job_id, token or "", False)
                 repoint = [i for i in merged if jobs[i].slot is not None and i in results]
                 if repoint:
                     conn.execute(
@@ -473,14 +488,27 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         missing = [jobs[i].job for i in range(len(jobs)) if i not in results]
         if missing:  # pragma: no cover - a merged-into job vanished mid-transaction
             raise BackendError(f"enqueue of {missing[0]!r} raced with a prune; enqueue it again")
-        return [results[i] for i in range(len(jobs))]
+        return results
+
+    def _with_tokens(self, conn: Connection, receipts: list[Receipt]) -> list[Receipt]:
+        """``receipts``, each merged job that has no token (enqueued before receipts)
+        given one, in one statement for the batch; none when every job has one."""
+        bare = sorted({r.job_id for r in receipts if not r.token})
+        if not bare:
+            return receipts
+        params = {"ids": bare, "receipts": [receipt_token() for _ in bare]}
+        assigned = dict(conn.execute(self._q("assign_receipt"), params).fetchall())
+        return [
+            r if r.token else Receipt(r.job_id, assigned.get(r.job_id) or "", r.created)
+            for r in receipts
+        ]
 
     def _reserve_ids(self, conn: Connection, n: int) -> list[int]:
         return [row[0] for row in conn.execute(self._q("reserve_job_ids"), {"n": n})]
 
     def _find_existing(
         self, conn: Connection, jobs: Sequence[NewJob], ordinals: Sequence[int], now: float
-    ) -> list[tuple[int, int]]:
+    ) -> list[tuple[int, int, str | None]]:
         rows = conn.execute(
             self._q("find_duplicate"),
             {
@@ -490,7 +518,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 "since": [_dedupe_since(jobs[i], now) for i in ordinals],
             },
         ).fetchall()
-        return [(row[0], row[1]) for row in rows]
+        return [(row[0], row[1], row[2]) for row in rows]
 
     # Claim --------------------------------------------------------------------------------
 
@@ -608,7 +636,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         """One statement (complete_jobs, or complete_and_claim with the claim), so one
         round trip; a claim under queue limits takes three (:meth:`_claim_limited`)."""
         now = self.clock()
-        params = _complete_params(done, now)
+        params = _complete_params(done, now) | self._ends()
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             if claim is None:
@@ -630,6 +658,13 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         self, conn: Connection, notifications: Sequence[Notification], now: float
     ) -> None:
         conn.execute(self._q("insert_outbox"), {"now": now, **_outbox_arrays(notifications)})
+
+    # Waiters (jobdef.backends.waiters) -----------------------------------------------------------
+
+    def watch_jobs(self, ids: Sequence[int]) -> tuple[list[JobRecord], list[int]]:
+        """Mark the jobs ``ids`` watched, so that the statement that ends each tells the
+        waiters' channel; those that ended already, and the ids of those that are gone."""
+        return self._ended_or_gone(self._read("watch_jobs", {"ids": list(ids)}))
 
     # Maintenance ----------------------------------------------------------------------------
 

@@ -56,15 +56,15 @@ FROM generate_series(1, %(n)s);
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         id, job, queue, priority, args, state, attempt, max_attempts,
-        idempotency_key, run_after, created_at, updated_at, slot
+        idempotency_key, run_after, created_at, updated_at, slot, receipt
     )
     SELECT n.id, n.job, n.queue, n.priority, n.args::jsonb, 'queued', 0, n.max_attempts,
-           n.key, n.run_after, %(now)s, %(now)s, n.slot
+           n.key, n.run_after, %(now)s, %(now)s, n.slot, n.receipt
     FROM unnest(
         %(ids)s::bigint[], %(jobs)s::text[], %(queues)s::text[], %(priorities)s::int[],
         %(args)s::text[], %(max_attempts)s::int[], %(keys)s::text[],
-        %(run_after)s::float8[], %(slots)s::float8[]
-    ) AS n(id, job, queue, priority, args, max_attempts, key, run_after, slot)
+        %(run_after)s::float8[], %(slots)s::float8[], %(receipts)s::text[]
+    ) AS n(id, job, queue, priority, args, max_attempts, key, run_after, slot, receipt)
     ON CONFLICT (job, idempotency_key)
         WHERE state IN ('queued', 'running') AND idempotency_key IS NOT NULL
         DO NOTHING
@@ -83,10 +83,10 @@ SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         job, queue, priority, args, state, attempt, max_attempts,
-        run_after, created_at, updated_at
+        run_after, created_at, updated_at, receipt
     )
     VALUES (%(job)s, %(queue)s, %(priority)s, %(args)s::jsonb, 'queued', 0, %(max_attempts)s,
-            %(run_after)s, %(now)s, %(now)s)
+            %(run_after)s, %(now)s, %(now)s, %(receipt)s)
     RETURNING id, queue
 ),
 notified AS (
@@ -99,7 +99,7 @@ SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 -- one, else (with a dedupe window) the newest done within its window. SQLite
 -- asks for one key per call; here one statement answers the whole batch,
 -- each answer tagged with the job's ordinal in it (`ord`, DISTINCT ON it).
-SELECT DISTINCT ON (w.ord) w.ord, j.id
+SELECT DISTINCT ON (w.ord) w.ord, j.id, j.receipt
 FROM unnest(%(ords)s::int[], %(jobs)s::text[], %(keys)s::text[], %(since)s::float8[])
     AS w(ord, job, key, since)
 JOIN {schema}.jobdef_jobs AS j ON j.job = w.job AND j.idempotency_key = w.key
@@ -122,11 +122,22 @@ RETURNING job_id;
 SELECT max(slot) AS slot FROM {schema}.jobdef_slots WHERE job = %(job)s;
 
 -- name: find_slot
--- The job that holds each already-taken slot: the slots insert_slot lost, for
--- the whole batch at once (SQLite: one slot per call, before inserting).
-SELECT w.ord, s.job_id
+-- The job that holds each already-taken slot, and its receipt (NULL when the job
+-- was pruned since): the slots insert_slot lost, for the whole batch at once
+-- (SQLite: one slot per call, before inserting).
+SELECT w.ord, s.job_id, j.receipt
 FROM unnest(%(ords)s::int[], %(jobs)s::text[], %(slots)s::float8[]) AS w(ord, job, slot)
-JOIN {schema}.jobdef_slots AS s ON s.job = w.job AND s.slot = w.slot;
+JOIN {schema}.jobdef_slots AS s ON s.job = w.job AND s.slot = w.slot
+LEFT JOIN {schema}.jobdef_jobs AS j ON j.id = s.job_id;
+
+-- name: assign_receipt
+-- A receipt for each job that has none (enqueued before receipts) that an enqueue
+-- merged into; the one it has otherwise. A job that is gone returns no row. The
+-- batch's jobs in one statement (SQLite: one per call).
+UPDATE {schema}.jobdef_jobs AS j SET receipt = coalesce(j.receipt, a.receipt)
+FROM unnest(%(ids)s::bigint[], %(receipts)s::text[]) AS a(id, receipt)
+WHERE j.id = a.id
+RETURNING j.id, j.receipt;
 
 -- name: repoint_slot
 -- PostgreSQL only: ids are reserved before the insert (reserve_job_ids), so a
@@ -285,11 +296,13 @@ WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
 -- fragment: finish_done
--- Three CTEs: finish every attempt whose lease still holds (`finished`), with
+-- Four CTEs: finish every attempt whose lease still holds (`finished`), with
 -- the handler's return value as its result (`results`: JSON text checked by the
--- worker's child, or NULL), record each finished attempt (`history`), and store
+-- worker's child, or NULL), record each finished attempt (`history`), store
 -- the outbox messages of the finished jobs only (`outbox`; `note_*` arrays,
--- keyed by job id).
+-- keyed by job id), and tell the waiters of the finished jobs that have any
+-- (`ended`: `watched`, see ended_notify). A query that includes it reads
+-- `ended` in its last SELECT, since a CTE that nothing reads is never run.
 finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
@@ -299,7 +312,7 @@ finished AS (
         AS l(id, attempt, worker_id, result)
     WHERE j.id = l.id AND j.state = 'running'
       AND j.attempt = l.attempt AND j.worker_id = l.worker_id
-    RETURNING j.id, j.attempt, j.worker_id, j.started_at
+    RETURNING j.id, j.attempt, j.worker_id, j.started_at, j.watched
 ),
 history AS (
     INSERT INTO {schema}.jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
@@ -315,6 +328,9 @@ outbox AS (
     ) AS n(job_id, message_id, channel, event, job, payload)
     JOIN finished AS f ON f.id = n.job_id
     ON CONFLICT (message_id) DO NOTHING
+),
+ended AS (
+    SELECT pg_notify(%(ended_channel)s, id::text) FROM finished WHERE watched
 )
 
 -- name: complete_jobs
@@ -323,7 +339,7 @@ outbox AS (
 -- jobs only (`note_*` arrays, keyed by job id).
 WITH
 -- include: finish_done
-SELECT id FROM finished;
+SELECT id FROM finished WHERE (SELECT count(*) FROM ended) >= 0;
 
 -- name: complete_and_claim
 -- PostgreSQL only (SQLite runs complete_jobs then claim_jobs in one
@@ -337,7 +353,8 @@ WITH
 -- include: choose_runnable,
 -- include: lease_chosen
 SELECT done.done_ids, claimed.*
-FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished) AS done
+FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished
+      WHERE (SELECT count(*) FROM ended) >= 0) AS done
 LEFT JOIN claimed ON true;
 
 -- name: retry_job
@@ -367,7 +384,8 @@ notified AS (
 SELECT id FROM moved WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: bury_job
--- A reclaim needs the lease expired, as retry_job.
+-- A reclaim needs the lease expired, as retry_job. It tells the job's waiters, if
+-- it has any (ended_notify).
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'dead', finished_at = %(now)s, last_error = %(error)s::jsonb,
@@ -375,15 +393,16 @@ WITH moved AS (
     WHERE id = %(job_id)s AND state = 'running'
       AND attempt = %(attempt)s AND worker_id = %(worker_id)s
       AND (%(outcome)s::text <> 'reclaimed' OR lease_until < %(now)s)
-    RETURNING id, started_at
+    RETURNING id, started_at, watched
 ),
 history AS (
     INSERT INTO {schema}.jobdef_attempts
         (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
     SELECT id, %(attempt)s, %(worker_id)s, started_at, %(now)s, %(outcome)s, %(error)s::jsonb
     FROM moved
-)
-SELECT id FROM moved;
+),
+-- include: ended_notify
+SELECT id FROM moved WHERE (SELECT count(*) FROM ended) >= 0;
 
 -- name: release_job
 -- Give the job back without spending the attempt (the worker is shutting down);
@@ -419,10 +438,26 @@ FROM unnest(
 ) AS n(message_id, channel, event, job, payload)
 ON CONFLICT (message_id) DO NOTHING;
 
+-- fragment: ended_notify
+-- `ended`: tell the waiters of the jobs a statement ended (`moved`, with each
+-- row's `watched`) that have any, one notification per job on the waiters'
+-- channel, its payload the job's id (jobdef.backends.postgres.ends). A job
+-- nobody waits for notifies nothing: a drain without waiters pays nothing for
+-- them. SQLite's waiters poll, and its statements notify no one.
+ended AS (
+    SELECT pg_notify(%(ended_channel)s, id::text) FROM moved WHERE watched
+)
+
 -- name: cancel_job
-UPDATE {schema}.jobdef_jobs
-SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
-WHERE id = %(job_id)s AND state = 'queued';
+-- It tells the job's waiters, if it has any (ended_notify); one row per job cancelled.
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+    WHERE id = %(job_id)s AND state = 'queued'
+    RETURNING id, watched
+),
+-- include: ended_notify
+SELECT id FROM moved WHERE (SELECT count(*) FROM ended) >= 0;
 
 -- fragment: requeue_target
 -- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
@@ -526,6 +561,43 @@ ORDER BY job, queue, state;
 
 -- name: get_job
 SELECT * FROM {schema}.jobdef_jobs WHERE id = %(job_id)s;
+
+-- name: job_by_receipt
+-- The job that holds a receipt token, through the unique index of receipts (the
+-- caller then compares the token it found in constant time).
+SELECT * FROM {schema}.jobdef_jobs WHERE receipt = %(receipt)s;
+
+-- fragment: ended_or_gone
+-- Of the waited jobs (`waited`: their ids in `w.id` and, where the job exists, its
+-- row as `m`), those that ended, whole, and those that are gone (`id` NULL,
+-- `waited` names it); none of those still queued or running.
+SELECT w.id AS waited, m.*
+FROM unnest(%(ids)s::bigint[]) AS w(id)
+LEFT JOIN waited AS m ON m.id = w.id
+WHERE m.id IS NULL OR m.state IN ('done', 'dead', 'resolved', 'cancelled');
+
+-- name: ended_jobs
+-- As SQLite's: the waiters' read of the jobs they wait for, one statement for all
+-- of them, after a notification said some ended, or at the slow poll that makes
+-- up for a notification lost with the listening session.
+WITH waited AS (
+    SELECT * FROM {schema}.jobdef_jobs WHERE id = ANY (%(ids)s::bigint[])
+)
+-- include: ended_or_gone
+
+-- name: watch_jobs
+-- PostgreSQL only: mark the waited jobs `watched`, so that the statement that ends
+-- each notifies (ended_notify), and read those that ended already, in one
+-- statement. The UPDATE reads each row as last committed after it locks it, so
+-- either the move that ends a job came first (the job is returned here as ended)
+-- or it comes after and sees `watched` (and notifies): no end falls between.
+-- SQLite's waiters poll: they read ended_jobs.
+WITH waited AS (
+    UPDATE {schema}.jobdef_jobs SET watched = true
+    WHERE id = ANY (%(ids)s::bigint[])
+    RETURNING *
+)
+-- include: ended_or_gone
 
 -- name: list_jobs
 SELECT * FROM {schema}.jobdef_jobs

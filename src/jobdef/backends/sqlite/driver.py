@@ -19,7 +19,12 @@ from jobdef.backends.sqlite.engine import (
     sqlite_path,
 )
 from jobdef.backends.sqlite.reader import SQLiteReader
+from jobdef.backends.waiters import Polling
 from jobdef.errors import BackendError
+
+# Seconds between two reads of every waited job (one statement for all of them): how
+# soon a waiter learns that its job ended, at most.
+POLL_SECONDS = 0.05
 
 
 class SQLiteDriver:
@@ -71,6 +76,10 @@ class SQLiteDriver:
         self, connection: Any, key: str, job_id: int, now: float, store_url: str
     ) -> bool:
         return record_processed_key_on(connection, key, job_id, now, store_url)
+
+    def end_signal(self, url: str) -> Polling:
+        """Nothing tells: the waiters read every waited job each :data:`POLL_SECONDS`."""
+        return Polling(POLL_SECONDS)
 
 
 DRIVER = SQLiteDriver()

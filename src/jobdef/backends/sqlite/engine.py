@@ -34,10 +34,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from jobdef.backends.records import (
     ClaimOptions,
-    EnqueueResult,
     JobRecord,
     NewJob,
     Notification,
+    Receipt,
     RetentionRule,
 )
 from jobdef.backends.rows import (
@@ -45,6 +45,7 @@ from jobdef.backends.rows import (
     in_claim_order,
     json_text,
     outbox_columns,
+    receipt_token,
     retention_periods,
 )
 from jobdef.backends.schema import require_current
@@ -241,35 +242,22 @@ class SQLiteBackend(SharedVerbs):
 
     # -- enqueue ----------------------------------------------------------------
 
-    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[EnqueueResult]:
+    def enqueue(self, jobs: Sequence[NewJob], connection: Any = None) -> list[Receipt]:
         if connection is not None:
             # The caller's transaction: their commit (or rollback) decides.
             return self._enqueue_on(connection, jobs)
         with self._write() as conn:
             return self._enqueue_on(conn, jobs)
 
-    def _enqueue_on(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[EnqueueResult]:
+    def _enqueue_on(self, conn: sqlite3.Connection, jobs: Sequence[NewJob]) -> list[Receipt]:
         now = self.clock()
         results = []
         for new in jobs:
-            if new.slot is not None:
-                row = conn.execute(_q("find_slot"), {"job": new.job, "slot": new.slot}).fetchone()
-                if row is not None:
-                    results.append(EnqueueResult(row[0], created=False))
-                    continue
-            if new.idempotency_key is not None:
-                row = conn.execute(
-                    _q("find_duplicate"),
-                    {
-                        "job": new.job,
-                        "key": new.idempotency_key,
-                        "window": new.dedupe_window,
-                        "now": now,
-                    },
-                ).fetchone()
-                if row is not None:
-                    results.append(EnqueueResult(row[0], created=False))
-                    continue
+            found = self._existing(conn, new, now)
+            if found is not None:
+                results.append(found)
+                continue
+            token = receipt_token()
             cursor = conn.execute(
                 _q("insert_job"),
                 {
@@ -282,6 +270,7 @@ class SQLiteBackend(SharedVerbs):
                     "run_after": now if new.run_after is None else new.run_after,
                     "now": now,
                     "slot": new.slot,
+                    "receipt": token,
                 },
             )
             job_id = int(cursor.lastrowid or 0)
@@ -294,8 +283,32 @@ class SQLiteBackend(SharedVerbs):
             if new.positional_args is not None:
                 params = {"job_id": job_id, "positional_args": new.positional_args}
                 conn.execute(_q("set_positional_args"), params)
-            results.append(EnqueueResult(job_id, created=True))
+            results.append(Receipt(job_id, token, created=True))
         return results
+
+    @staticmethod
+    def _existing(conn: sqlite3.Connection, new: NewJob, now: float) -> Receipt | None:
+        """The receipt of the job ``new`` merges into (the holder of its cron slot, or an
+        active or recently done job with its key), or None: it is stored."""
+        row = None
+        if new.slot is not None:
+            row = conn.execute(_q("find_slot"), {"job": new.job, "slot": new.slot}).fetchone()
+        if row is None and new.idempotency_key is not None:
+            params = {
+                "job": new.job,
+                "key": new.idempotency_key,
+                "window": new.dedupe_window,
+                "now": now,
+            }
+            row = conn.execute(_q("find_duplicate"), params).fetchone()
+        if row is None:
+            return None
+        job_id, token = row[0], row[1]
+        if token is None:  # enqueued before receipts (or a slot's job pruned since)
+            params = {"job_id": job_id, "receipt": receipt_token()}
+            assigned = conn.execute(_q("assign_receipt"), params).fetchone()
+            token = assigned[1] if assigned is not None else ""
+        return Receipt(job_id, token, created=False)
 
     # -- claim ------------------------------------------------------------------
 

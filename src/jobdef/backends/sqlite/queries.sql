@@ -54,7 +54,7 @@ INSERT INTO jobdef_schema_version (version, name, applied_at) VALUES (:version, 
 -- An active job with the same key, or (with a window) one that finished done recently.
 -- One key per call, before that job is inserted; PostgreSQL answers a whole
 -- batch in one statement, each answer tagged with the job's ordinal.
-SELECT id FROM jobdef_jobs
+SELECT id, receipt FROM jobdef_jobs
 WHERE job = :job AND idempotency_key = :key
   AND (state IN ('queued', 'running')
        OR (:window IS NOT NULL AND state = 'done' AND finished_at >= :now - :window))
@@ -62,10 +62,20 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: find_slot
--- The job that holds a cron slot, asked before inserting (one writer: nothing
--- can take the slot in between); PostgreSQL inserts first (insert_slot) and
--- asks this for the slots its batch lost.
-SELECT job_id FROM jobdef_slots WHERE job = :job AND slot = :slot;
+-- The job that holds a cron slot, and its receipt (NULL when the job was pruned
+-- since), asked before inserting (one writer: nothing can take the slot in
+-- between); PostgreSQL inserts first (insert_slot) and asks this for the slots
+-- its batch lost.
+SELECT s.job_id, j.receipt
+FROM jobdef_slots AS s LEFT JOIN jobdef_jobs AS j ON j.id = s.job_id
+WHERE s.job = :job AND s.slot = :slot;
+
+-- name: assign_receipt
+-- A receipt for a job that has none (enqueued before receipts) when an enqueue
+-- merges into it; the one it has otherwise. No row: the job is gone. One job per
+-- call; PostgreSQL's takes the batch's.
+UPDATE jobdef_jobs SET receipt = coalesce(receipt, :receipt) WHERE id = :job_id
+RETURNING id, receipt;
 
 -- name: insert_slot
 -- One slot, free as find_slot said; PostgreSQL's inserts a batch with
@@ -81,9 +91,9 @@ SELECT max(slot) AS slot FROM jobdef_slots WHERE job = :job;
 -- ran first); PostgreSQL's takes only a job without them and notifies, and a
 -- batch goes through its insert_jobs.
 INSERT INTO jobdef_jobs (job, queue, priority, args, state, max_attempts, idempotency_key,
-                  run_after, created_at, updated_at, slot)
+                  run_after, created_at, updated_at, slot, receipt)
 VALUES (:job, :queue, :priority, :args, 'queued', :max_attempts, :key,
-        :run_after, :now, :now, :slot);
+        :run_after, :now, :now, :slot, :receipt);
 
 -- name: claim_jobs
 -- One statement: the runnable jobs in claim order, leased to the worker. The inner
@@ -313,6 +323,20 @@ ORDER BY job, queue, state;
 
 -- name: get_job
 SELECT * FROM jobdef_jobs WHERE id = :job_id;
+
+-- name: job_by_receipt
+-- The job that holds a receipt token, through the unique index of receipts (the
+-- caller then compares the token it found in constant time).
+SELECT * FROM jobdef_jobs WHERE receipt = :receipt;
+
+-- name: ended_jobs
+-- Of the jobs that waiters wait for (`ids`), those that ended, whole, and those
+-- that are gone (no job: `id` is NULL, `waited` names it); nothing for those still
+-- queued or running. The waiters' poll: one statement for every waited job.
+SELECT w.value AS waited, j.*
+FROM json_each(:ids) AS w
+LEFT JOIN jobdef_jobs AS j ON j.id = w.value
+WHERE j.id IS NULL OR j.state IN ('done', 'dead', 'resolved', 'cancelled');
 
 -- name: list_jobs
 SELECT * FROM jobdef_jobs

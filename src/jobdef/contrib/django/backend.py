@@ -202,7 +202,7 @@ class JobdefBackend(BaseTaskBackend):  # type: ignore[misc]  # Django ships no t
         record, attempts = self._read(engine, stored.id)
         if record is None:  # pragma: no cover - just written, or the job it was merged into
             raise TaskResultDoesNotExist(str(stored.id))
-        result = task_result(task, record, attempts, self.alias)
+        result = task_result(task, record, attempts, self.alias, created=stored.created)
         task_enqueued.send(type(self), task_result=result)
         return result
 

@@ -18,6 +18,12 @@ attempt count. ``return_value`` is what the task of the attempt that finished th
 returned, as JSON (the job's ``result``): ``None`` when it returned ``None``, or a value
 larger than 64 KiB (the job is done all the same, and the worker's log has a warning
 naming the job). A value that is not JSON fails the attempt with a ``TypeError``.
+
+The result is a :class:`JobdefTaskResult`, the framework's ``TaskResult`` with one
+field more: ``receipt``, the job's :class:`~jobdef.backends.records.Receipt` (its id,
+the token a browser may hold, and whether the enqueue created the job), None for a
+job stored before receipts. Its ``id`` stays the job's id, as the framework's
+``get_result(id)`` reads it back.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from jobdef.backends.records import AttemptRecord, ErrorInfo, JobRecord
+from jobdef.backends.records import AttemptRecord, ErrorInfo, JobRecord, Receipt
 from jobdef.contrib.django.calls import call_of
 from jobdef.contrib.django.compat import (
     TASK_MAX_PRIORITY,
@@ -45,6 +51,15 @@ _STATUS = {
     "cancelled": "FAILED",
     "resolved": "FAILED",
 }
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class JobdefTaskResult(TaskResult):  # type: ignore[misc]  # Django ships no types
+    """The framework's ``TaskResult`` and the job's receipt (see the module)."""
+
+    # Not compared: the result an enqueue returns equals the one get_result() reads
+    # back, whose receipt says it created nothing.
+    receipt: Receipt | None = dataclasses.field(default=None, compare=False)
 
 
 def _when(epoch: float | None) -> datetime | None:
@@ -65,8 +80,16 @@ def task_error(error: ErrorInfo) -> Any:
     return TaskError(exception_class_path=path, traceback=error.traceback or error.message)
 
 
-def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord], alias: str) -> Any:
-    """The ``TaskResult`` of ``record`` (with its ``attempts``) for ``task``."""
+def task_result(
+    task: Any,
+    record: JobRecord,
+    attempts: Sequence[AttemptRecord],
+    alias: str,
+    *,
+    created: bool = False,
+) -> Any:
+    """The ``TaskResult`` of ``record`` (with its ``attempts``) for ``task``; ``created``:
+    the enqueue that returns it stored the job (False: merged into it, or read back)."""
     counted = [a for a in attempts if a.outcome != "released"]
     changes: dict[str, Any] = {}
     if task.backend != alias:  # the module's task, read back through another alias
@@ -82,7 +105,9 @@ def task_result(task: Any, record: JobRecord, attempts: Sequence[AttemptRecord],
     if changes:
         task = dataclasses.replace(task, **changes)
     args, kwargs = call_of(task, record.args, record.positional_args)
-    made = TaskResult(
+    receipt = None if record.receipt is None else Receipt(record.id, record.receipt, created)
+    made = JobdefTaskResult(
+        receipt=receipt,
         task=task,
         id=str(record.id),
         status=TaskResultStatus[_STATUS[record.state]],
