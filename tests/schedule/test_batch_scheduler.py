@@ -97,7 +97,7 @@ def test_each_slot_job_is_stored_with_a_receipt_token_of_its_own(backend: Backen
     Scheduler(backend, [policy], clock=clock).tick()
     tokens = [job.receipt for job in stored(backend)]
     assert len(tokens) == 4
-    assert all(token is not None and len(token) == 23 for token in tokens)
+    assert all(token is not None and len(token) == 35 for token in tokens)
     assert len(set(tokens)) == 4
     assert [backend.find_receipt(token).id for token in tokens if token] == [
         job.id for job in stored(backend)

@@ -17,6 +17,7 @@ import hmac
 import json
 import re
 import secrets
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -60,20 +61,21 @@ def dump_json(value: Any) -> str:
 
 
 def receipt_token() -> str:
-    """A new job's receipt token: 17 random bytes as 23 url-safe characters, drawn by the
-    enqueuer (both engines' tokens are alike, and no database extension is needed).
+    """A new job's receipt token: the time of its making in milliseconds as 12 hex
+    digits, then 17 random bytes as 23 url-safe characters (136 random bits), drawn by
+    the enqueuer (both engines' tokens are alike, and no database extension is needed).
 
-    Never one that starts with "-", which a command line (``jobdef wait TOKEN``) would
-    take for an option: drawing again when one does leaves more than 135 random bits.
+    The time comes first so that the tokens of one burst of enqueues sit side by side
+    in the unique index, as the job ids do: an index of purely random keys takes each
+    insert to another page of it (a quarter of SQLite's bulk enqueue rate), while the
+    holder of a receipt learns nothing from the time it already knows. A hex digit
+    never starts an option of a command line (``jobdef wait TOKEN``).
     """
-    while True:
-        token = secrets.token_urlsafe(17)
-        if not token.startswith("-"):
-            return token
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_urlsafe(17)}"
 
 
 # What a receipt token may look like: url-safe base64 text (the tokens jobdef draws
-# have 23 characters; a longer one is accepted, a shorter one never was drawn).
+# have 35 characters; earlier ones 23; a shorter one never was drawn).
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 

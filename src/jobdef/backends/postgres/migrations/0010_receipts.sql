@@ -1,7 +1,7 @@
 -- Receipts: the token an enqueue hands back with the job's id (jobdef.Receipt), which
 -- a browser or another service may hold to ask about the job (Queue.status,
 -- Queue.wait) where a sequential id would let it guess others. 136 random bits drawn
--- by the enqueuer (secrets.token_urlsafe), unique, found through the index below,
+-- by the enqueuer (rows.receipt_token), unique, found through the index below,
 -- which holds only the rows that have one. A row enqueued before this migration has
 -- none until an enqueue merges into it, which draws one then.
 --
