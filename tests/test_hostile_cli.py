@@ -212,6 +212,18 @@ TEMPLATES: dict[str, list[Template]] = {
         _t("jobs", "--state", H, "--format", H),
         _t("jobs", "--format", "json", "--db", D),
     ],
+    "result": [
+        _t("result", H),
+        _t("result", H, "--db", D),
+        _t("result", "1", "--format", H, "--sheets", H),
+    ],
+    # Never a long wait: a job that may exist is waited on for no time, and a hostile
+    # --timeout meets only a fresh store of its own, where no job exists.
+    "wait": [
+        _t("wait", H, "--timeout", "0"),
+        _t("wait", "1", "--timeout", H, "--db", OUT_PATH.map(lambda p: f"sqlite:///{p}")),
+        _t("wait", H, "--timeout", "0", "--format", H, "--db", D),
+    ],
     "workers": [
         _t("workers"),
         _t("workers", "--db", D),
