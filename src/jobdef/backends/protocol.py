@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from jobdef.backends.flows import FlowRecord, NewFlow
 from jobdef.backends.records import (
     AttemptRecord,
     ClaimOptions,
@@ -191,6 +192,33 @@ class Backend(Versioned, Protocol):
         Returns False when the key was already recorded: the work was done by an
         earlier run and must not be done again.
         """
+
+    # Flows (jobdef.backends.flows): a workflow's steps stored as jobs.
+    def start_flow(self, flow: NewFlow, connection: Any = None) -> Receipt:
+        """Store a flow and every step in one transaction (roots queued, the others
+        ``waiting``), or return the receipt of the flow with the same key it merges into."""
+
+    def cancel_flow(self, flow_id: int, reason: str) -> bool:
+        """Cancel a running flow: its waiting and queued steps are cancelled with
+        ``reason``, a running one finishes; False when the flow is not running."""
+
+    def sweep_flows(self, limit: int = 100) -> tuple[int, int]:
+        """Settle the running flows no step's end can settle any more, cancel those
+        past their deadline and the waiting steps of flows that are gone."""
+
+    def get_flow(self, flow_id: int) -> FlowRecord | None:
+        """One flow and its steps' states, or None."""
+
+    def find_flow(self, token: str) -> FlowRecord | None:
+        """The flow whose receipt token is ``token``, or None."""
+
+    def list_flows(
+        self, state: str | None = None, name: str | None = None, limit: int = 100
+    ) -> list[FlowRecord]:
+        """Flows, newest first."""
+
+    def flow_counts(self) -> list[tuple[str, str, int]]:
+        """(flow name, state, count) of every flow stored."""
 
     # Outbox: notifications written with the transitions above, delivered by a sender.
     def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from jobdef.redact import redact
 
-State = Literal["queued", "running", "done", "dead", "resolved", "cancelled"]
+# ``waiting``: a step of a flow held until its parents end (no claim reads it).
+State = Literal["waiting", "queued", "running", "done", "dead", "resolved", "cancelled"]
 ACTIVE_STATES: tuple[State, ...] = ("queued", "running")
 FINAL_STATES: tuple[State, ...] = ("done", "dead", "resolved", "cancelled")
 
@@ -98,6 +99,9 @@ class Lease:
     job_id: int
     attempt: int
     worker_id: str
+    # The flow the job is a step of (None: a plain job): its end settles that flow's
+    # waiting steps in the same transaction (jobdef.backends.flows).
+    flow_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +137,14 @@ class JobRecord:
     receipt: str | None = None
     # When the newest attempt started (None: no attempt yet).
     started_at: float | None = None
+    # The flow this job is a step of and the step's name (None: a plain job).
+    flow_id: int | None = None
+    step: str | None = None
 
     @property
     def lease(self) -> Lease:
         """The lease a claim of this row handed out (valid only while ``state == 'running'``)."""
-        return Lease(self.id, self.attempt, self.worker_id or "")
+        return Lease(self.id, self.attempt, self.worker_id or "", self.flow_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,6 +147,8 @@ def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
         positional_args=_optional(row, "positional_args"),
         receipt=_optional(row, "receipt"),
         started_at=_optional(row, "started_at"),
+        flow_id=_optional(row, "flow_id"),
+        step=_optional(row, "step"),
     )
 
 

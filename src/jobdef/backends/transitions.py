@@ -14,12 +14,20 @@ An engine gives two primitives, each one transaction that reads the engine's
 clock for ``now`` (SQLite inside its write lock, so attempt times follow commit
 order):
 
-- ``_fenced_move(name, params, notifications)``: the move of one job by the
+- ``_fenced_move(name, params, notifications, flows)``: the move of one job by the
   query ``name`` (``retry_job``, ``bury_job``, ``release_job``, whose parameters
-  are built here), its attempt row, and the messages if it was not refused;
+  are built here), its attempt row, and the messages if it was not refused; then,
+  given ``flows``, :func:`jobdef.backends.flows.settle` of those flows;
 - ``_complete(done, claim)``: finish ``done``'s leases as done (attempt rows,
-  results, the messages of the jobs that finished), then, given ``claim``,
+  results, the messages of the jobs that finished), settle the flows of the
+  finished leases that are steps (``Completion.flows``), then, given ``claim``,
   claim the worker's next jobs in the same transaction.
+
+A step of a flow settles its flow in the transaction of its end (done, and dead by
+a bury, also a reclaim's): its children are queued or cancelled in the commit that
+ends it, never after. A retry and a release are not ends, and settle nothing.
+The lease says whether its job is a step (``Lease.flow_id``, read with the claimed
+row), so a plain job's move costs what it did.
 
 Where each engine writes the attempt row (PostgreSQL in the move's statement,
 SQLite in a second one) is said once, at the top of its ``queries.sql``.
@@ -28,10 +36,11 @@ SQLite in a second one) is said once, at the top of its ``queries.sql``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jobdef.backends.flows import flows_of
 from jobdef.backends.records import (
     ClaimOptions,
     ErrorInfo,
@@ -53,6 +62,10 @@ class Completion:
     # Job id: the messages its completion sends; a refused lease's are not stored.
     notifications: Mapping[int, Sequence[Notification]]
 
+    def flows(self, finished: Collection[int]) -> set[int]:
+        """The flows whose steps among the leases are in ``finished``."""
+        return flows_of(self.leases, finished)
+
 
 class FencedTransitions(ABC):
     """The fenced transitions of :class:`~jobdef.backends.protocol.Backend`."""
@@ -70,7 +83,11 @@ class FencedTransitions(ABC):
 
     @abstractmethod
     def _fenced_move(
-        self, name: str, params: Mapping[str, Any], notifications: Sequence[Notification]
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        notifications: Sequence[Notification],
+        flows: Collection[int] = (),
     ) -> bool: ...
 
     @abstractmethod
@@ -131,7 +148,8 @@ class FencedTransitions(ABC):
         notifications: Sequence[Notification] = (),
     ) -> bool:
         params = _attempt(lease, outcome, error) | self._ends()
-        return self._fenced_move("bury_job", params, notifications)
+        flows = () if lease.flow_id is None else (lease.flow_id,)
+        return self._fenced_move("bury_job", params, notifications, flows)
 
     def release(self, lease: Lease) -> bool:
         params = _attempt(lease, "released", None) | self._wakes()

@@ -30,14 +30,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+from jobdef.backends import flows
 from jobdef.backends.elsewhere import ElsewhereVerbs
+from jobdef.backends.flows import FlowRecord, FlowTx, NewFlow
 from jobdef.backends.records import (
     AttemptRecord,
     JobRecord,
     OutboxRecord,
     QueueInfo,
+    Receipt,
     State,
     StateCount,
 )
@@ -58,6 +61,8 @@ from jobdef.backends.workers import WorkerVerbs
 # backlog of millions costs no more to read. A count that reaches it means "at
 # least this many".
 QUEUED_COUNT_CAP = 100_000
+
+T = TypeVar("T")
 
 
 class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
@@ -85,6 +90,14 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     def _ids_param(self, ids: Sequence[int]) -> Any: ...
 
     @abstractmethod
+    def _flow_tx(
+        self, work: Callable[[FlowTx], T], connection: Any = None, *, retry: bool = True
+    ) -> T:
+        """``work`` in one transaction (the caller's, given ``connection``) through a
+        :class:`~jobdef.backends.flows.FlowTx`; its messages stored before the commit.
+        ``retry``: whether an engine that runs a verb again after a lost session may."""
+
+    @abstractmethod
     def _decode(self, value: Any) -> Any: ...
 
     def _wakes(self) -> dict[str, Any]:
@@ -99,8 +112,57 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     # -- operator verbs ---------------------------------------------------------
 
     def cancel(self, job_id: int) -> bool:
-        params = {"job_id": job_id, "now": self.clock(), **self._ends()}
-        return self._write_one("cancel_job", params) == 1
+        """Cancel a queued job; a step of a flow settles its flow in the same transaction."""
+
+        def work(tx: FlowTx) -> bool:
+            rows = tx.run("cancel_job", {"job_id": job_id, "now": tx.now, **self._ends()})
+            flows.settle(tx, [row["flow_id"] for row in rows if row["flow_id"] is not None])
+            return bool(rows)
+
+        return self._flow_tx(work)
+
+    # -- flows (jobdef.backends.flows) ---------------------------------------------
+
+    def start_flow(self, flow: NewFlow, connection: Any = None) -> Receipt:
+        """Store a flow and all its steps in one transaction (the caller's, given
+        ``connection``), or return the receipt of the flow its key merges into."""
+        # A start without a key is not run again after a lost session: it could
+        # store the flow twice. One with a key finds the first.
+        retry = flow.idempotency_key is not None
+        return self._flow_tx(lambda tx: flows.start(tx, flow), connection, retry=retry)
+
+    def cancel_flow(self, flow_id: int, reason: str) -> bool:
+        """Cancel a running flow (see :func:`jobdef.backends.flows.cancel`)."""
+        return self._flow_tx(lambda tx: flows.cancel(tx, flow_id, reason))
+
+    def sweep_flows(self, limit: int = 100) -> tuple[int, int]:
+        """Settle what no step's end can settle any more (:func:`jobdef.backends.flows.sweep`)."""
+        return self._flow_tx(lambda tx: flows.sweep(tx, limit))
+
+    def get_flow(self, flow_id: int) -> FlowRecord | None:
+        """One flow and its steps' states, or None."""
+        return self._flow_tx(lambda tx: _one_flow(tx, "flow_get", {"flow_id": flow_id}))
+
+    def find_flow(self, token: str) -> FlowRecord | None:
+        """The flow whose receipt token is ``token``, or None."""
+        if not looks_like_token(token):
+            return None
+        found = self._flow_tx(lambda tx: _one_flow(tx, "flow_by_receipt", {"receipt": token}))
+        return found if found is not None and same_token(found.receipt, token) else None
+
+    def list_flows(
+        self, state: str | None = None, name: str | None = None, limit: int = 100
+    ) -> list[FlowRecord]:
+        """Flows, newest first, with their steps' states."""
+        params = {"state": state, "name": name, "limit": limit}
+        return self._flow_tx(
+            lambda tx: [flows.flow_record(tx, row) for row in tx.run("flow_list", params)]
+        )
+
+    def flow_counts(self) -> list[tuple[str, str, int]]:
+        """(flow name, state, count) of every flow stored."""
+        rows = self._read("flow_counts", {})
+        return [(row["name"], row["state"], int(row["count"])) for row in rows]
 
     def requeue(
         self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
@@ -259,3 +321,8 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
             )
             for row in self._read("queue_depths", {"now": self.clock(), "cap": QUEUED_COUNT_CAP})
         ]
+
+
+def _one_flow(tx: FlowTx, query: str, params: Mapping[str, Any]) -> FlowRecord | None:
+    rows = tx.run(query, params)
+    return flows.flow_record(tx, rows[0]) if rows else None

@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--state",
         default="dead",
-        choices=[s for s in JOB_STATES if s not in ("queued", "running", "done")],
+        choices=[s for s in JOB_STATES if s not in ("waiting", "queued", "running", "done")],
         help="the state the --job jobs are taken from (default: dead)",
     )
     parser.add_argument(

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # The job states, for --state choices (the same as jobdef.backends.records.State).
-JOB_STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
+JOB_STATES = ("waiting", "queued", "running", "done", "dead", "resolved", "cancelled")
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ from jobdef.render.context import next_run_times
 from jobdef.render.explain import explain_data
 from jobdef.runtime.classify import class_names, classify
 
-STATES = ("queued", "running", "done", "dead", "resolved", "cancelled")
+STATES = ("waiting", "queued", "running", "done", "dead", "resolved", "cancelled")
 # A count stops here: above it the page says "more than 10,000", never a full count(*).
 COUNT_CAP = 10_000
 # Jobs searched per page of a filtered list (a primary-key range, newest first).

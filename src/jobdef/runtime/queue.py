@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jobdef.backends import open_backend
+from jobdef.backends.flows import FlowRecord
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import JobRecord, NewJob, Receipt
 from jobdef.backends.rows import same_token
@@ -28,6 +29,7 @@ from jobdef.errors import ArgsError, UsageError
 from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import PRIORITIES, JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.runtime.flows import new_flow
 from jobdef.runtime.receipts import (
     STILL_RUNNING,
     ReceiptStatus,
@@ -185,6 +187,39 @@ class Queue:
 
     def get(self, job_id: int) -> JobRecord | None:
         return self.backend.get(job_id)
+
+    # -- flows --------------------------------------------------------------------------
+
+    def start(
+        self, flow: str, args: Mapping[str, Any] | None = None, *, connection: Any = None
+    ) -> Receipt:
+        """Start the workflow ``flow``: its row and every step stored in one transaction
+        (``connection``: the caller's), roots queued, the others waiting for their
+        parents. A start whose key (the sheet's ``idempotency``) matches a running flow,
+        or one done within its window, returns that flow's receipt (``created`` False).
+        The receipt's ``id`` is the flow's id."""
+        new = new_flow(self.registry, flow, dict(args or {}), validate_args)
+        return self.backend.start_flow(new, connection=connection)
+
+    def cancel_flow(self, receipt: Receipt | str | int, reason: str = "cancelled") -> bool:
+        """Cancel a running flow: waiting and queued steps are cancelled, a running
+        step finishes its attempt; the flow ends ``cancelled`` when none is left."""
+        found = self.flow(receipt)
+        return found is not None and self.backend.cancel_flow(found.id, reason)
+
+    def flow(self, receipt: Receipt | str | int) -> FlowRecord | None:
+        """The flow a receipt names (a :class:`Receipt` of :meth:`start`, its token, or
+        a flow id), with its steps' states; None when none has it."""
+        if isinstance(receipt, Receipt):
+            return self.backend.find_flow(receipt.token)
+        if isinstance(receipt, str):
+            return self.backend.find_flow(receipt)
+        if isinstance(receipt, int) and not isinstance(receipt, bool):
+            return self.backend.get_flow(receipt) if 1 <= receipt < 2**63 else None
+        raise UsageError(
+            f"a flow's receipt is a Receipt, its token (str) or a flow id (int), not a "
+            f"{type(receipt).__name__}; pass what start() returned, or str() of it"
+        )
 
     # -- receipts -----------------------------------------------------------------------
 

@@ -78,6 +78,8 @@ class ReceiptStatus:
 
 def receipt_state(record: JobRecord) -> ReceiptState:
     """The state a receipt shows for ``record`` (the module's table)."""
+    if record.state == "waiting":  # a step of a flow, held until its parents end
+        return "accepted"
     if record.state == "queued":
         return "accepted" if record.attempt == 0 else "retry_waiting"
     if record.state == "resolved":

@@ -22,6 +22,7 @@ from .helpers import query, tables_in
 
 TABLES = {
     "jobdef_attempts",
+    "jobdef_flows",
     "jobdef_jobs",
     "jobdef_leases",
     "jobdef_outbox",
@@ -153,6 +154,21 @@ COLUMNS = {
         "result",
         "receipt",
         "watched",
+        "flow_id",
+        "step",
+    },
+    "jobdef_flows": {
+        "id",
+        "name",
+        "receipt",
+        "idempotency_key",
+        "args",
+        "graph",
+        "state",
+        "deadline",
+        "created_at",
+        "finished_at",
+        "note",
     },
     "jobdef_leases": {"name", "holder", "generation", "expires_at"},
     "jobdef_outbox": {

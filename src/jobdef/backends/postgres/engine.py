@@ -36,9 +36,11 @@ applications can share a database, each in its own.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
+from jobdef.backends.flows import FlowTx
+from jobdef.backends.flows import settle as flows_settle
 from jobdef.backends.postgres.changes import ChangeNotifier, changes_channel
 from jobdef.backends.postgres.clock import ServerClock
 from jobdef.backends.postgres.ends import ended_channel
@@ -611,19 +613,26 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
     # Primitives of the fenced transitions (jobdef.backends.transitions) -----------------
 
     def _fenced_move(
-        self, name: str, params: Mapping[str, Any], notifications: Sequence[Notification]
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        notifications: Sequence[Notification],
+        flows: Collection[int] = (),
     ) -> bool:
-        """The move's statement writes the attempt row; the messages, if any, follow it
-        in its transaction."""
+        """The move's statement writes the attempt row; the messages, if any, and the
+        settling of its flow follow it in its transaction."""
         move = {**params, "now": self.clock()}
 
         def work(conn: Connection) -> bool:
-            if not notifications:
+            if not notifications and not flows:
                 return conn.execute(self._q(name), move).fetchone() is not None
             with conn.transaction():
                 if conn.execute(self._q(name), move).fetchone() is None:
                     return False
-                self._insert_outbox(conn, notifications, move["now"])
+                if notifications:
+                    self._insert_outbox(conn, notifications, move["now"])
+                if flows:
+                    self._on(conn, move["now"], lambda tx: flows_settle(tx, flows))
                 return True
 
         moved = self._run(work)
@@ -638,7 +647,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         now = self.clock()
         params = _complete_params(done, now) | self._ends()
 
-        def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
+        def turn(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             if claim is None:
                 return {row[0] for row in conn.execute(self._q("complete_jobs"), params)}, []
             limits = self._claim_limits(claim)
@@ -650,9 +659,62 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             claimed = [row for row in rows if row["id"] is not None]
             return set(rows[0]["done_ids"]), _records(claimed)
 
+        def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
+            if not steps:  # no step of a flow among them: one statement, as before
+                return turn(conn)
+            with conn.transaction():
+                finished, claimed = turn(conn)
+                flows = done.flows(finished)
+                if flows:
+                    self._on(conn, now, lambda tx: flows_settle(tx, flows))
+                return finished, claimed
+
+        steps = any(lease.flow_id is not None for lease in done.leases)
         finished, records = self._run(work)
         self._changed(finished or records)
         return finished, records
+
+    # Flows (jobdef.backends.flows) -------------------------------------------------------
+
+    def _flow_tx(
+        self, work: Callable[[FlowTx], T], connection: Any = None, *, retry: bool = True
+    ) -> T:
+        if connection is not None:  # the caller's transaction: their commit decides
+            if psycopg is None or not isinstance(connection, psycopg.Connection):
+                raise BackendError(
+                    f"starting a flow on the caller's connection on PostgreSQL needs a "
+                    f"psycopg 3 connection, got {type(connection).__name__}"
+                )
+            try:
+                return self._on(connection, self.clock(), work)
+            except psycopg.Error as exc:
+                raise self.sessions.translate(exc) from None
+        now = self.clock()
+
+        def run(conn: Connection) -> T:
+            with conn.transaction():
+                return self._on(conn, now, work)
+
+        value = self._run(run, retry=retry)
+        self._changed(True)
+        return value
+
+    def _on(self, conn: Any, now: float, work: Callable[[FlowTx], T]) -> T:
+        """``work`` on ``conn``'s open transaction; the messages it adds go to the outbox."""
+        base = {**self._wakes(), **self._ends()}
+
+        def run(name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+            with conn.cursor(row_factory=dict_row) as cur:
+                cur.adapters.register_loader("jsonb", JsonbLoader)
+                cur.adapters.register_loader("json", JsonLoader)
+                cur.execute(self._q(name), {**base, **params})
+                return cur.fetchall() if cur.description is not None else []
+
+        tx = FlowTx(run, self._decode, now)
+        value = work(tx)
+        if tx.notes:
+            self._insert_outbox(conn, tx.notes, now)
+        return value
 
     def _insert_outbox(
         self, conn: Connection, notifications: Sequence[Notification], now: float

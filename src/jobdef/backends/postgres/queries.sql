@@ -449,15 +449,16 @@ ended AS (
 )
 
 -- name: cancel_job
--- It tells the job's waiters, if it has any (ended_notify); one row per job cancelled.
+-- It tells the job's waiters, if it has any (ended_notify); one row per job cancelled,
+-- with the flow it is a step of (settled in the same transaction, jobdef.backends.flows).
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
     SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
     WHERE id = %(job_id)s AND state = 'queued'
-    RETURNING id, watched
+    RETURNING id, watched, flow_id
 ),
 -- include: ended_notify
-SELECT id FROM moved WHERE (SELECT count(*) FROM ended) >= 0;
+SELECT id, flow_id FROM moved WHERE (SELECT count(*) FROM ended) >= 0;
 
 -- fragment: requeue_target
 -- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
@@ -540,6 +541,10 @@ WITH doomed AS (
     SELECT id FROM {schema}.jobdef_jobs
     WHERE job = %(job)s AND state = ANY (%(states)s::text[])
       AND finished_at IS NOT NULL AND finished_at < %(before)s
+      -- A step of a running flow is kept: a waiting step may still read its result.
+      AND (flow_id IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {schema}.jobdef_flows AS f
+          WHERE f.id = flow_id AND f.state = 'running'))
     ORDER BY finished_at, id
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED
@@ -550,7 +555,9 @@ DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id;
 -- Several states at once, as prune_batch (SQLite: one state per call).
 SELECT count(*) FROM {schema}.jobdef_jobs
 WHERE job = %(job)s AND state = ANY (%(states)s::text[])
-  AND finished_at IS NOT NULL AND finished_at < %(before)s;
+  AND finished_at IS NOT NULL AND finished_at < %(before)s
+  AND (flow_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM {schema}.jobdef_flows AS f WHERE f.id = flow_id AND f.state = 'running'));
 
 -- name: stats
 SELECT job, queue, state, count(*) AS count,
@@ -928,3 +935,124 @@ SELECT count(*) AS count FROM (
     SELECT 1 FROM {schema}.jobdef_jobs
     WHERE job = %(job)s AND state = 'dead' AND finished_at IS NOT NULL LIMIT %(cap)s
 ) AS d;
+
+-- Flows (jobdef.backends.flows): each runs inside a transaction the engine holds.
+
+-- name: flow_lock_key
+-- Two starts of a flow with one key wait for each other (the lock is the
+-- transaction's), so the second sees the first's row and merges into it.
+SELECT pg_advisory_xact_lock(%(lock)s) IS NULL AS locked;
+
+-- name: flow_find_duplicate
+-- The flow a start with this key merges into: a running one, or one done since :since.
+SELECT id, receipt FROM {schema}.jobdef_flows
+WHERE name = %(name)s AND idempotency_key = %(key)s
+  AND (state = 'running'
+       OR (state = 'done' AND %(since)s::double precision IS NOT NULL
+           AND finished_at >= %(since)s::double precision))
+ORDER BY id DESC LIMIT 1;
+
+-- name: flow_insert
+INSERT INTO {schema}.jobdef_flows (name, receipt, idempotency_key, args, graph, state,
+                                   deadline, created_at)
+VALUES (%(name)s, %(receipt)s, %(key)s, %(args)s::jsonb, %(graph)s::jsonb, 'running',
+        %(deadline)s, %(now)s)
+RETURNING id;
+
+-- name: flow_insert_steps
+-- Every step of a flow in one statement, from a JSON array (flows.start); wakes the
+-- idle workers of the queues of the steps queued at once.
+WITH inserted AS (
+    INSERT INTO {schema}.jobdef_jobs (job, queue, priority, args, state, attempt,
+                                      max_attempts, run_after, created_at, updated_at,
+                                      receipt, flow_id, step)
+    SELECT s.job, s.queue, s.priority, s.args, s.state, 0, s.max_attempts,
+           %(now)s, %(now)s, %(now)s, s.receipt, %(flow_id)s, s.step
+    FROM jsonb_to_recordset(%(steps)s::jsonb)
+        AS s(job text, queue text, priority int, args jsonb, state text,
+             max_attempts int, receipt text, step text)
+    RETURNING id, queue, state
+),
+notified AS (
+    SELECT pg_notify(%(channel)s, queue) FROM (
+        SELECT DISTINCT queue FROM inserted WHERE state = 'queued') AS q
+)
+SELECT count(*) AS steps FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
+
+-- name: flow_lock
+-- The flow's row, locked for the transaction: the ends of two of its steps settle
+-- it one after the other, the second reading the first's (READ COMMITTED).
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM {schema}.jobdef_flows WHERE id = %(flow_id)s
+FOR UPDATE;
+
+-- name: flow_steps
+SELECT id, step, state, result FROM {schema}.jobdef_jobs WHERE flow_id = %(flow_id)s;
+
+-- name: flow_release_step
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'queued', args = %(args)s::jsonb, run_after = %(now)s, updated_at = %(now)s
+    WHERE id = %(job_id)s AND state = 'waiting'
+    RETURNING queue
+)
+SELECT pg_notify(%(channel)s, queue) FROM moved;
+
+-- name: flow_cancel_step
+UPDATE {schema}.jobdef_jobs
+SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s
+WHERE id = %(job_id)s AND state = 'waiting';
+
+-- name: flow_end
+UPDATE {schema}.jobdef_flows SET state = %(state)s, finished_at = %(now)s
+WHERE id = %(flow_id)s;
+
+-- name: flow_mark_cancelled
+UPDATE {schema}.jobdef_flows SET note = %(note)s WHERE id = %(flow_id)s AND note IS NULL;
+
+-- name: flow_cancel_steps
+UPDATE {schema}.jobdef_jobs
+SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s
+WHERE flow_id = %(flow_id)s AND state IN ('waiting', 'queued');
+
+-- name: flow_cancel_orphans
+-- Waiting steps whose flow row is gone.
+UPDATE {schema}.jobdef_jobs AS j
+SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s
+WHERE j.flow_id IS NOT NULL AND j.state = 'waiting'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.jobdef_flows AS f WHERE f.id = j.flow_id)
+RETURNING j.id;
+
+-- name: flow_past_deadline
+SELECT id FROM {schema}.jobdef_flows
+WHERE state = 'running' AND deadline < %(now)s ORDER BY deadline LIMIT %(limit)s;
+
+-- name: flow_stuck
+-- Running flows with no step queued or running: no step's end will settle them.
+SELECT f.id FROM {schema}.jobdef_flows AS f
+WHERE f.state = 'running'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.jobdef_jobs AS j
+                  WHERE j.flow_id = f.id AND j.state IN ('queued', 'running'))
+ORDER BY f.id LIMIT %(limit)s;
+
+-- name: flow_get
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM {schema}.jobdef_flows WHERE id = %(flow_id)s;
+
+-- name: flow_by_receipt
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM {schema}.jobdef_flows WHERE receipt = %(receipt)s;
+
+-- name: flow_list
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM {schema}.jobdef_flows
+WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(name)s::text IS NULL OR name = %(name)s::text)
+ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: flow_counts
+SELECT name, state, count(*) AS count FROM {schema}.jobdef_flows
+GROUP BY name, state ORDER BY name, state;
+
+-- name: job_flow
+SELECT flow_id FROM {schema}.jobdef_jobs WHERE id = %(job_id)s;

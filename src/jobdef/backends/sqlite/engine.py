@@ -26,12 +26,14 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
+from jobdef.backends.flows import FlowTx
+from jobdef.backends.flows import settle as flows_settle
 from jobdef.backends.records import (
     ClaimOptions,
     JobRecord,
@@ -54,6 +56,8 @@ from jobdef.backends.transitions import Completion
 from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
 from jobdef.policy.queue_controls import Bucket
+
+T = TypeVar("T")
 
 QUERIES = load_queries("jobdef.backends.sqlite", "queries.sql")
 MIGRATIONS = "jobdef.backends.sqlite.migrations"
@@ -402,7 +406,11 @@ class SQLiteBackend(SharedVerbs):
     # -- the primitives of the fenced transitions (jobdef.backends.transitions) --
 
     def _fenced_move(
-        self, name: str, params: Mapping[str, Any], notifications: Sequence[Notification]
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        notifications: Sequence[Notification],
+        flows: Collection[int] = (),
     ) -> bool:
         """The move returns the attempt's started_at, and record_attempt writes its row."""
         with self._write() as conn:
@@ -413,6 +421,8 @@ class SQLiteBackend(SharedVerbs):
             attempt = {**params, "now": now, "started_at": moved["started_at"]}
             conn.execute(_q("record_attempt"), attempt)
             self._insert_outbox(conn, notifications, now)
+            if flows:
+                self._on(conn, now, lambda tx: flows_settle(tx, flows))
             return True
 
     def _complete(
@@ -421,7 +431,34 @@ class SQLiteBackend(SharedVerbs):
         with self._write() as conn:
             now = self.clock()  # inside the lock: attempt times follow commit order
             finished = self._finish_done(conn, done, now) if done.leases else set()
+            flows = done.flows(finished)
+            if flows:
+                self._on(conn, now, lambda tx: flows_settle(tx, flows))
             return finished, [] if claim is None else self._claim_on(conn, claim, now)
+
+    # -- flows (jobdef.backends.flows) --------------------------------------------
+
+    def _flow_tx(
+        self, work: Callable[[FlowTx], T], connection: Any = None, *, retry: bool = True
+    ) -> T:
+        if connection is not None:  # the caller's transaction: their commit decides
+            with self._errors():
+                return self._on(connection, self.clock(), work)
+        with self._write() as conn:
+            return self._on(conn, self.clock(), work)
+
+    def _on(self, conn: sqlite3.Connection, now: float, work: Callable[[FlowTx], T]) -> T:
+        """``work`` on ``conn``'s open transaction; the messages it adds go to the outbox."""
+
+        def run(name: str, params: Mapping[str, Any]) -> list[sqlite3.Row]:
+            cursor = conn.cursor()
+            cursor.row_factory = sqlite3.Row  # a caller's connection reads tuples
+            return cursor.execute(_q(name), params).fetchall()
+
+        tx = FlowTx(run, self._decode, now)
+        value = work(tx)
+        self._insert_outbox(conn, tx.notes, now)
+        return value
 
     def _finish_done(self, conn: sqlite3.Connection, done: Completion, now: float) -> set[int]:
         """complete_jobs moves the jobs, record_done_attempts writes their attempts, then

@@ -225,8 +225,11 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 RETURNING started_at;
 
 -- name: cancel_job
+-- One row per job cancelled, with the flow it is a step of (settled in the same
+-- transaction, jobdef.backends.flows).
 UPDATE jobdef_jobs SET state = 'cancelled', finished_at = :now, updated_at = :now
-WHERE id = :job_id AND state = 'queued';
+WHERE id = :job_id AND state = 'queued'
+RETURNING id, flow_id;
 
 -- fragment: requeue_target
 -- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
@@ -300,13 +303,19 @@ LIMIT :limit;
 SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
   AND state IN ('done', 'dead', 'resolved', 'cancelled')
+  -- A step of a running flow is kept: a waiting step may still read its result.
+  AND (flow_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM jobdef_flows AS f WHERE f.id = flow_id AND f.state = 'running'))
 LIMIT :limit;
 
 -- name: prune_count
 -- One state per call, as prune_batch.
 SELECT count(*) FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
-  AND state IN ('done', 'dead', 'resolved', 'cancelled');
+  AND state IN ('done', 'dead', 'resolved', 'cancelled')
+  -- A step of a running flow is kept: a waiting step may still read its result.
+  AND (flow_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM jobdef_flows AS f WHERE f.id = flow_id AND f.state = 'running'));
 
 -- name: delete_jobs
 DELETE FROM jobdef_jobs WHERE id IN (SELECT value FROM json_each(:ids));
@@ -570,3 +579,97 @@ SELECT count(*) AS count FROM (
     WHERE job = :job AND state = 'dead'
       AND state IN ('done', 'dead', 'resolved', 'cancelled') LIMIT :cap
 ) AS d;
+
+-- Flows (jobdef.backends.flows): each runs inside a transaction the engine holds,
+-- SQLite's under its write lock, so no two settle a flow at once.
+
+-- name: flow_lock_key
+-- PostgreSQL's takes a transaction lock on the flow key; the write lock serves here.
+SELECT :lock AS locked;
+
+-- name: flow_find_duplicate
+-- The flow a start with this key merges into: a running one, or one done since :since.
+SELECT id, receipt FROM jobdef_flows
+WHERE name = :name AND idempotency_key = :key
+  AND (state = 'running' OR (state = 'done' AND :since IS NOT NULL AND finished_at >= :since))
+ORDER BY id DESC LIMIT 1;
+
+-- name: flow_insert
+INSERT INTO jobdef_flows (name, receipt, idempotency_key, args, graph, state, deadline,
+                          created_at)
+VALUES (:name, :receipt, :key, :args, :graph, 'running', :deadline, :now)
+RETURNING id;
+
+-- name: flow_insert_steps
+-- Every step of a flow in one statement, from a JSON array (flows.start).
+INSERT INTO jobdef_jobs (job, queue, priority, args, state, max_attempts, run_after,
+                         created_at, updated_at, receipt, flow_id, step)
+SELECT s.value ->> '$.job', s.value ->> '$.queue', s.value ->> '$.priority',
+       json(s.value -> '$.args'), s.value ->> '$.state', s.value ->> '$.max_attempts',
+       :now, :now, :now, s.value ->> '$.receipt', :flow_id, s.value ->> '$.step'
+FROM json_each(:steps) AS s;
+
+-- name: flow_lock
+-- The flow's row; PostgreSQL's locks it for the transaction.
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM jobdef_flows WHERE id = :flow_id;
+
+-- name: flow_steps
+SELECT id, step, state, result FROM jobdef_jobs WHERE flow_id = :flow_id;
+
+-- name: flow_release_step
+UPDATE jobdef_jobs SET state = 'queued', args = :args, run_after = :now, updated_at = :now
+WHERE id = :job_id AND state = 'waiting';
+
+-- name: flow_cancel_step
+UPDATE jobdef_jobs SET state = 'cancelled', note = :note, finished_at = :now, updated_at = :now
+WHERE id = :job_id AND state = 'waiting';
+
+-- name: flow_end
+UPDATE jobdef_flows SET state = :state, finished_at = :now WHERE id = :flow_id;
+
+-- name: flow_mark_cancelled
+UPDATE jobdef_flows SET note = :note WHERE id = :flow_id AND note IS NULL;
+
+-- name: flow_cancel_steps
+UPDATE jobdef_jobs SET state = 'cancelled', note = :note, finished_at = :now, updated_at = :now
+WHERE flow_id = :flow_id AND state IN ('waiting', 'queued');
+
+-- name: flow_cancel_orphans
+-- Waiting steps whose flow row is gone.
+UPDATE jobdef_jobs SET state = 'cancelled', note = :note, finished_at = :now, updated_at = :now
+WHERE flow_id IS NOT NULL AND state = 'waiting'
+  AND NOT EXISTS (SELECT 1 FROM jobdef_flows AS f WHERE f.id = jobdef_jobs.flow_id)
+RETURNING id;
+
+-- name: flow_past_deadline
+SELECT id FROM jobdef_flows INDEXED BY jobdef_flows_running
+WHERE state = 'running' AND deadline < :now ORDER BY deadline LIMIT :limit;
+
+-- name: flow_stuck
+-- Running flows with no step queued or running: no step's end will settle them.
+SELECT f.id FROM jobdef_flows AS f INDEXED BY jobdef_flows_running
+WHERE f.state = 'running'
+  AND NOT EXISTS (SELECT 1 FROM jobdef_jobs AS j
+                  WHERE j.flow_id = f.id AND j.state IN ('queued', 'running'))
+ORDER BY f.id LIMIT :limit;
+
+-- name: flow_get
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM jobdef_flows WHERE id = :flow_id;
+
+-- name: flow_by_receipt
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM jobdef_flows WHERE receipt = :receipt;
+
+-- name: flow_list
+SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
+FROM jobdef_flows
+WHERE (:state IS NULL OR state = :state) AND (:name IS NULL OR name = :name)
+ORDER BY id DESC LIMIT :limit;
+
+-- name: flow_counts
+SELECT name, state, count(*) AS count FROM jobdef_flows GROUP BY name, state ORDER BY name, state;
+
+-- name: job_flow
+SELECT flow_id FROM jobdef_jobs WHERE id = :job_id;
