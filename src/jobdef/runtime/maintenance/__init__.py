@@ -76,15 +76,18 @@ _FACTORIES: tuple[tuple[str, str], ...] = (
     ("jobdef.runtime.maintenance.retention", "RetentionPruner"),
     ("jobdef.runtime.maintenance.outbox", "OutboxService"),
     ("jobdef.runtime.maintenance.scheduler", "Scheduler.service"),
+    ("jobdef.runtime.maintenance.flows", "FlowSweeper"),
 )
 _HOMES = {
     "LeaseReclaimer": "jobdef.runtime.maintenance.reclaim",
     "RetentionPruner": "jobdef.runtime.maintenance.retention",
     "OutboxService": "jobdef.runtime.maintenance.outbox",
     "Scheduler": "jobdef.runtime.maintenance.scheduler",
+    "FlowSweeper": "jobdef.runtime.maintenance.flows",
 }
 
 if TYPE_CHECKING:
+    from jobdef.runtime.maintenance.flows import FlowSweeper as FlowSweeper
     from jobdef.runtime.maintenance.outbox import OutboxService as OutboxService
     from jobdef.runtime.maintenance.reclaim import LeaseReclaimer as LeaseReclaimer
     from jobdef.runtime.maintenance.retention import RetentionPruner as RetentionPruner
