@@ -76,6 +76,10 @@ class UnknownJobError(JobdefError):
     """No sheet defines this job; check the name or the sheets folder."""
 
 
+class UnknownWorkflowError(JobdefError):
+    """No sheet defines this workflow; check the name or the sheets folder."""
+
+
 class HandlerError(JobdefError):
     """A handler of a queue this worker serves cannot be called; fix it or the pythonpath."""
 

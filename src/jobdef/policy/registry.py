@@ -1,21 +1,26 @@
-"""The registry: every job, channel and queue policy of a set of sheets, by name."""
+"""The registry: every job, workflow, channel and queue policy of a set of sheets, by name."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from jobdef.errors import UnknownJobError
+from jobdef.errors import UnknownJobError, UnknownWorkflowError
 from jobdef.policy.model import ChannelPolicy, JobPolicy, QueuePolicy
+from jobdef.policy.workflow import WorkflowPolicy
 
 
 @dataclass(frozen=True)
 class Registry:
-    """Every job and channel of a set of sheets, by name."""
+    """Every job, workflow, channel and queue of a set of sheets, by name.
+
+    Iterating and ``len`` go over the jobs only: a workflow runs jobs, it is not one.
+    """
 
     jobs: Mapping[str, JobPolicy]
     channels: Mapping[str, ChannelPolicy]
     queues: Mapping[str, QueuePolicy] = field(default_factory=dict)
+    workflows: Mapping[str, WorkflowPolicy] = field(default_factory=dict)
 
     def job(self, name: str) -> JobPolicy:
         try:
@@ -24,6 +29,16 @@ class Registry:
             known = ", ".join(sorted(self.jobs)) or "none"
             raise UnknownJobError(
                 f"no sheet defines a job named {name[:60]!r} (jobs: {known}); "
+                "check the name or point --sheets at the right folder"
+            ) from None
+
+    def workflow(self, name: str) -> WorkflowPolicy:
+        try:
+            return self.workflows[name]
+        except KeyError:
+            known = ", ".join(sorted(self.workflows)) or "none"
+            raise UnknownWorkflowError(
+                f"no sheet defines a workflow named {name[:60]!r} (workflows: {known}); "
                 "check the name or point --sheets at the right folder"
             ) from None
 
