@@ -133,17 +133,32 @@ class Timeline:
     ``lease`` and ``reclaim_interval`` are what the bounds after a lost attempt
     assume: the lease the lost attempt's worker held (the worker's default unless
     the caller knows better) and how often the workers reclaim expired leases.
+    ``reclaim_retries``: whether a lost attempt is retried (``on_reclaim: retry``)
+    or buries the job (``fail``).
     """
 
     rows: tuple[TimelineRow, ...]
     deadline: float | None
     lease: float = DEFAULT_LEASE
     reclaim_interval: float = RECLAIM_INTERVAL
+    reclaim_retries: bool = True
 
     @property
     def worst_case(self) -> float:
         """Latest end of the last attempt: every wait at its maximum, every attempt timed out."""
         return self.rows[-1].latest_end if self.rows else 0.0
+
+    @property
+    def worst_case_lost(self) -> float:
+        """The latest the job can end for the queue when attempts are lost too: each lost
+        attempt ends only at its timeout + :attr:`lost_slack`. With ``on_reclaim: retry``
+        every attempt may be lost; with ``fail`` the first lost one is the last, so the
+        worst is the last attempt lost after the others failed. This is the bound a
+        workflow's worst case adds up, since a step ends only when the queue says so."""
+        if not self.rows:
+            return 0.0
+        lost = len(self.rows) if self.reclaim_retries else 1
+        return self.rows[-1].latest_end + lost * self.lost_slack
 
     @property
     def fits_deadline(self) -> bool | None:
@@ -199,5 +214,9 @@ def retry_timeline(
         )
         latest = end
     return Timeline(
-        rows=tuple(rows), deadline=job.deadline, lease=lease, reclaim_interval=reclaim_interval
+        rows=tuple(rows),
+        deadline=job.deadline,
+        lease=lease,
+        reclaim_interval=reclaim_interval,
+        reclaim_retries=job.on_reclaim == "retry",
     )

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jobdef.policy.model import EMPTY, IdempotencyPolicy, Origin
+from jobdef.policy.model import EMPTY, IdempotencyPolicy, Origin, freeze
 
 EdgePolicy = Literal["cancel", "run", "ignore"]
 EDGE_POLICIES: tuple[EdgePolicy, ...] = ("cancel", "run", "ignore")
@@ -96,7 +96,7 @@ class WorkflowPolicy:
     title: str = ""
     description: str = ""
     owner: str = ""
-    args: Mapping[str, Any] = field(default_factory=lambda: EMPTY)  # the args object's JSON Schema
+    args: Mapping[str, Any] = field(default_factory=lambda: freeze({"type": "object"}))
     idempotency: IdempotencyPolicy | None = None
     deadline: float | None = None
     notify: FlowNotifyPolicy | None = None

@@ -163,6 +163,12 @@ class ArgsCheck:
                 found.extend(root.errors(args[name], (name,)))
         return sorted(found, key=lambda e: list(map(str, e.path)))
 
+    def arg_errors(self, name: str, value: Any) -> list[ArgError]:
+        """What is wrong with ``value`` as the arg ``name`` alone (a workflow step's literal);
+        ``[]`` for a name the schema does not define."""
+        root = self._args.get(name)
+        return [] if root is None else root.errors(value, (name,))
+
     @property
     def ready(self) -> bool:
         """Whether every root is checkable without building anything: a fast check or a

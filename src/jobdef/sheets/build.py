@@ -20,6 +20,7 @@ from jobdef.policy.fields import FIELDS, JOB_FIELDS, PolicyField
 from jobdef.policy.model import (
     ChannelPolicy,
     ErrorClass,
+    IdempotencyPolicy,
     JobPolicy,
     Origin,
     QueuePolicy,
@@ -29,6 +30,15 @@ from jobdef.policy.model import (
 )
 from jobdef.policy.registry import Registry
 from jobdef.policy.sizes import parse_size
+from jobdef.policy.workflow import (
+    DEFAULT_EDGE,
+    FINALLY,
+    ArgSource,
+    EdgePolicy,
+    FlowNotifyPolicy,
+    Step,
+    WorkflowPolicy,
+)
 from jobdef.sheets.document import Document, Path_
 
 # Fields a Job may inherit from Defaults, merged one level deep for mappings.
@@ -277,10 +287,74 @@ def build_queue(doc: Document) -> QueuePolicy:
     )
 
 
+def arg_source(written: Any) -> ArgSource:
+    """One arg of a step as the sheet writes it: ``{from: "steps.charge.result.id"}``,
+    ``{value: {...}}`` (a literal mapping) or any other literal."""
+    if isinstance(written, Mapping):
+        if "from" in written:
+            return ArgSource(path=tuple(str(written["from"]).split(".")))
+        return ArgSource(literal=freeze(written.get("value")))
+    return ArgSource(literal=freeze(written))
+
+
+def edges(written: Any) -> dict[str, EdgePolicy]:
+    """A step's ``after:`` as parent -> edge policy: a list takes the default edge."""
+    if isinstance(written, Mapping):
+        return {str(parent): policy for parent, policy in written.items()}
+    return {str(parent): DEFAULT_EDGE for parent in written or ()}
+
+
+def _step(name: str, written: Mapping[str, Any], is_finally: bool = False) -> Step:
+    return Step(
+        name=name,
+        job=str(written["job"]),
+        args=freeze({str(k): arg_source(v) for k, v in (written.get("args") or {}).items()}),
+        after=freeze(edges(written.get("after"))),
+        is_finally=is_finally,
+    )
+
+
+def build_workflow(doc: Document) -> WorkflowPolicy:
+    """The policy of one validated ``Workflow`` document."""
+    data = doc.data
+    steps = {str(name): _step(str(name), step) for name, step in data["steps"].items()}
+    if isinstance(data.get("finally"), Mapping):
+        steps[FINALLY] = _step(FINALLY, data["finally"], is_finally=True)
+    idempotency = data.get("idempotency")
+    notify = data.get("notify")
+    window = idempotency.get("dedupe_window") if isinstance(idempotency, Mapping) else None
+    return WorkflowPolicy(
+        name=str(data["name"]),
+        title=str(data.get("title", "")),
+        description=str(data.get("description", "")),
+        owner=str(data.get("owner", "")),
+        args=freeze(args_schema(data.get("args"))),
+        idempotency=None
+        if not isinstance(idempotency, Mapping)
+        else IdempotencyPolicy(
+            key=idempotency.get("key"),
+            dedupe_window=None if window is None else parse_duration(window),
+        ),
+        deadline=None if data.get("deadline") is None else parse_duration(data["deadline"]),
+        notify=None
+        if not isinstance(notify, Mapping)
+        else FlowNotifyPolicy(
+            channel=notify.get("channel"),
+            events=tuple(notify.get("events") or ()),
+            key_args=tuple(map(str, notify.get("key_args") or ())),
+        ),
+        steps=freeze(steps),
+        origins=freeze(
+            {".".join(map(str, path)): doc.origin(path, "sheet") for path in doc.positions if path}
+        ),
+        file=doc.file,
+    )
+
+
 def build_registry(
     documents: Sequence[Document], jobs: Sequence[JobPolicy] | None = None
 ) -> Registry:
-    """Build every job and channel from validated documents.
+    """Build every job, workflow, channel and queue from validated documents.
 
     ``jobs``: the jobs' policies when the caller already built them (validation
     does, to run its rules); otherwise they are built here.
@@ -291,4 +365,10 @@ def build_registry(
     by_name = {p.name: p for p in jobs}
     channels = {c.name: c for c in (build_channel(d) for d in documents if d.kind == "Channel")}
     queues = {q.name: q for q in (build_queue(d) for d in documents if d.kind == "Queue")}
-    return Registry(jobs=freeze(by_name), channels=freeze(channels), queues=freeze(queues))
+    flows = {w.name: w for w in (build_workflow(d) for d in documents if d.kind == "Workflow")}
+    return Registry(
+        jobs=freeze(by_name),
+        channels=freeze(channels),
+        queues=freeze(queues),
+        workflows=freeze(flows),
+    )

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from jobdef.errors import SheetError, UnreadableInputError
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
-from jobdef.sheets.build import build_job, build_registry
+from jobdef.sheets.build import build_job, build_registry, build_workflow
 from jobdef.sheets.diagnostics import Diagnostic, sort_diagnostics
 from jobdef.sheets.document import Document
 from jobdef.sheets.files import RefusedFile, shown_path
@@ -138,7 +138,14 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
     jobs: list[tuple[Document, JobPolicy]] = []
     if all(buildable[id(doc)] for doc in defaults):
         jobs = [(doc, build_job(doc, defaults)) for doc in valid if doc.kind == "Job"]
-    context = Context(documents=documents, valid=valid, jobs=jobs, check_imports=check_imports)
+    flows = [(doc, build_workflow(doc)) for doc in valid if doc.kind == "Workflow"]
+    context = Context(
+        documents=documents,
+        valid=valid,
+        jobs=jobs,
+        check_imports=check_imports,
+        workflows=flows,
+    )
     diagnostics.extend(check(context))
     diagnostics.extend(_set_aside(documents, valid, errors_of, check_imports))
     return Validation(

@@ -15,7 +15,7 @@ from typing import Any
 from jobdef.sheets.rules import all_rules
 from jobdef.sheets.schema_check import schema
 
-KINDS = ("Job", "Defaults", "Channel", "Queue")
+KINDS = ("Job", "Workflow", "Defaults", "Channel", "Queue")
 
 # Every field is checked for its shape by these (unknown, missing, wrong type, a value
 # not allowed, a limit or pattern broken, too large an integer, a NUL character).
@@ -79,6 +79,19 @@ CHANNEL_RULES: Mapping[str, tuple[str, ...]] = {
     "digest_after": ("JD201",),
 }
 QUEUE_RULES: Mapping[str, tuple[str, ...]] = {"name": ("JD273", "JD274")}
+_STEP_ARGS = ("JD357", "JD361", "JD362", "JD363", "JD364", "JD365", "JD366", "JD367")
+WORKFLOW_RULES: Mapping[str, tuple[str, ...]] = {
+    "name": ("JD356",),
+    "title": ("JD261",),
+    "description": ("JD261",),
+    "args": ("JD106", "JD107", "JD108", "JD111", "JD113", "JD114", "JD364", "JD365"),
+    "idempotency.key": ("JD241",),
+    "idempotency.dedupe_window": ("JD201",),
+    "deadline": ("JD201", "JD371"),
+    "notify.channel": ("JD251",),
+    "steps": ("JD351", "JD352", "JD353", "JD354", "JD355", "JD358", *_STEP_ARGS, "JD371"),
+    "finally": ("JD351", *_STEP_ARGS),
+}
 
 
 def _in_defaults(path: str) -> bool:
@@ -96,12 +109,14 @@ RULES_BY_KIND: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         for field, rules in JOB_RULES.items()
         if field != "name" and _in_defaults(field)
     },
+    "Workflow": WORKFLOW_RULES,
     "Channel": CHANNEL_RULES,
     "Queue": QUEUE_RULES,
 }
 # Checked in every document of the kind (JD261: secrets; JD272: two Defaults, one field).
 KIND_RULES: Mapping[str, tuple[str, ...]] = {
     "Job": ("JD261",),
+    "Workflow": ("JD261",),
     "Defaults": ("JD261", "JD272"),
     "Channel": ("JD261",),
     "Queue": (),

@@ -24,7 +24,7 @@ from jobdef.sheets.words import did_you_mean
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
-KINDS = ("Job", "Channel", "Defaults", "Queue")
+KINDS = ("Job", "Workflow", "Channel", "Defaults", "Queue")
 
 _NAME_PATTERN = "^[a-z][a-z0-9_]*$"
 _SLUG_PATTERN = "^[a-z][a-z0-9_-]*$"

@@ -47,6 +47,9 @@ MODULES = (
     "decision",
     "placeholders",
     "result",
+    "workflows",
+    "flow_args",
+    "flow_deadline",
 )
 
 

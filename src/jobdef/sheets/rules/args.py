@@ -115,8 +115,9 @@ _BY_NAME = ("properties", "patternProperties", "definitions", "dependencies")
 
 
 def arg_schemas(doc: Document) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Each arg of a Job as written, its schema without jobdef's boolean ``required``."""
-    args = doc.data.get("args") if doc.kind == "Job" else None
+    """Each arg of a Job or a Workflow as written, its schema without jobdef's boolean
+    ``required``."""
+    args = doc.data.get("args") if doc.kind in ("Job", "Workflow") else None
     if not isinstance(args, Mapping):
         return
     for name, schema in args.items():

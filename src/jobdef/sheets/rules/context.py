@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jobdef.policy.model import JobPolicy, Origin
+from jobdef.policy.workflow import WorkflowPolicy
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document, Path_
 
@@ -26,13 +27,15 @@ class Context:
 
     ``documents`` holds every document read; ``valid`` those that passed the
     schema (only they are merged); ``jobs`` pairs each valid Job document with
-    its effective policy (built only when every Defaults document is valid).
+    its effective policy (built only when every Defaults document is valid);
+    ``workflows`` each valid Workflow document with its policy.
     """
 
     documents: Sequence[Document]
     valid: Sequence[Document]
     jobs: Sequence[tuple[Document, JobPolicy]]
     check_imports: bool = False
+    workflows: Sequence[tuple[Document, WorkflowPolicy]] = ()
     _lists: dict[Path_, dict[tuple[str, int, int], Document]] = field(default_factory=dict)
     # Place in a Defaults document -> the job and field that last asked for it.
     _inherited: dict[tuple[str, int, int], tuple[Document, JobPolicy, str]] = field(
