@@ -88,7 +88,8 @@ def test_a_second_start_with_the_key_returns_the_running_flow(backend, worker, c
     assert backend.start_flow(new_flow(DIAMOND, {"n": 1}, key="k", window=60)).id == first.id
     clock.advance(31)
     later = backend.start_flow(new_flow(DIAMOND, {"n": 1}, key="k", window=60))
-    assert later.created and later.id != first.id
+    assert later.created
+    assert later.id != first.id
 
 
 def test_children_get_args_from_the_flow_and_their_parents_results(backend, worker):
@@ -152,7 +153,7 @@ def test_a_retrying_step_has_not_ended(backend, worker, clock):
 
 def test_a_reclaimed_step_that_is_buried_settles_its_flow(backend, worker, clock):
     receipt = backend.start_flow(new_flow(DIAMOND, {"n": 3}))
-    [a] = worker.claim(10)
+    assert len(worker.claim(10)) == 1
     clock.advance(60)  # its lease (30 s) expired: the worker died
     [expired] = backend.expired_leases()
     assert expired.lease.flow_id == receipt.id
@@ -285,7 +286,7 @@ def test_two_parents_ending_at_once_release_the_fan_in_exactly_once(store, clock
             a, b = first.claim(ClaimOptions("w", 30, limit=2))
             barrier = threading.Barrier(2)
 
-            def end(backend, record):
+            def end(backend, record, barrier=barrier):
                 barrier.wait()
                 backend.complete([record.lease])
 
