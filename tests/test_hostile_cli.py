@@ -200,6 +200,10 @@ TEMPLATES: dict[str, list[Template]] = {
         _t("enqueue", "hostile", "--args", '{"text": "x"}', "--priority", H, *LATER),
         _t("enqueue", "hostile", "--args", '{"text": "x"}', "--delay", H, "--db", D),
     ],
+    "start": [
+        _t("start", H, "--args", H, *LATER),
+        lambda draw: ["start", "hostile", "--args", _json_text(draw), *LATER],
+    ],
     "status": [
         _t("status"),
         _t("status", "--db", D),

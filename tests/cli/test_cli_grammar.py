@@ -30,6 +30,7 @@ TRAITS: dict[str, set[str]] = {
     "new": {"sheets", "writes"},
     "worker": {"sheets", "db"},
     "enqueue": {"sheets", "db"},
+    "start": {"sheets", "db"},
     "result": {"sheets", "db", "list"},
     "wait": {"sheets", "db", "list"},
     "status": {"sheets", "db", "list"},

@@ -190,7 +190,10 @@ def test_an_unknown_or_malformed_id_or_token_is_one_line_and_exit_2(
     for command in ("result", "wait"):
         for argv, message in (
             (["999"], "no job with id 999; list them with `jobdef jobs`"),
-            ([wrong_token], "no job has this receipt token (never stored, or pruned since)"),
+            (
+                [wrong_token],
+                "no job or flow has this receipt token (never stored, or pruned since)",
+            ),
             (["0"], "'0' is not a job id; write one from 1 to"),
             (["9" * 30], "is not a job id"),
             (["not a token!"], "'not a token!' is neither a job id nor a receipt token"),

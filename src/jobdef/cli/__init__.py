@@ -39,6 +39,7 @@ COMMANDS: tuple[str, ...] = (
     "new",
     "worker",
     "enqueue",
+    "start",
     "result",
     "wait",
     "status",

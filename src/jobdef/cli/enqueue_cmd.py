@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from jobdef.cli import runtime_options
 from jobdef.errors import ArgsError
 from jobdef.policy.durations import parse_duration
 
 
+def json_args(text: str, example: str) -> dict[str, Any]:
+    """The ``--args`` of a command: a JSON object, or one line saying what to write."""
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ArgsError(
+            f"--args is not JSON ({exc.msg} at column {exc.colno}); write e.g. --args '{example}'"
+        ) from None
+    if not isinstance(values, dict):
+        raise ArgsError(f"--args must be a JSON object such as '{example}'")
+    return values
+
+
 def run(args: argparse.Namespace) -> int:
     from jobdef.runtime.queue import Queue
 
-    try:
-        values = json.loads(args.args)
-    except json.JSONDecodeError as exc:
-        raise ArgsError(
-            f"--args is not JSON ({exc.msg} at column {exc.colno}); write e.g. "
-            "--args '{\"reservation_id\": 42}'"
-        ) from None
-    if not isinstance(values, dict):
-        raise ArgsError("--args must be a JSON object such as '{\"reservation_id\": 42}'")
+    values = json_args(args.args, '{"reservation_id": 42}')
     registry = runtime_options.registry(args)
     # Like every operator command it creates nothing: a mistyped --db is one line
     # saying to run `jobdef db upgrade`, not a new empty store.

@@ -21,6 +21,7 @@ from jobdef.errors import UsageError
 from jobdef.render.escape import clip, visible
 
 if TYPE_CHECKING:
+    from jobdef.backends.flows import FlowRecord
     from jobdef.policy.registry import Registry
     from jobdef.runtime.queue import Queue
     from jobdef.runtime.receipts import ReceiptStatus
@@ -34,7 +35,8 @@ def add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         metavar="ID|TOKEN",
-        help="the job's id (see jobdef jobs) or its receipt token (jobdef enqueue prints it)",
+        help="the job's id (see jobdef jobs) or its receipt token (jobdef enqueue prints "
+        "it), or a flow's receipt token (jobdef start prints it)",
     )
 
 
@@ -89,8 +91,8 @@ def unknown(found: int | str) -> UsageError:
     if isinstance(found, int):
         return UsageError(f"no job with id {found}; list them with `jobdef jobs`")
     return UsageError(
-        "no job has this receipt token (never stored, or pruned since); check it against "
-        "what jobdef enqueue printed"
+        "no job or flow has this receipt token (never stored, or pruned since); check it "
+        "against what jobdef enqueue or jobdef start printed"
     )
 
 
@@ -144,3 +146,31 @@ def _result(value: Any) -> str:
 
 def _plain(value: Any) -> Any:
     return dict(value) if hasattr(value, "keys") else str(value)
+
+
+def flow_line(flow: FlowRecord) -> str:
+    """A flow in one line: its state, and how many of its steps are in each state."""
+    counts: dict[str, int] = {}
+    for state in flow.steps.values():
+        counts[state] = counts.get(state, 0) + 1
+    steps = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
+    text = f"flow {flow.id} ({flow.name}): {flow.state}; steps: {steps}"
+    if flow.note is not None:
+        text += f"; cancelled: {flow.note}"
+    return visible(text)
+
+
+def flow_json(flow: FlowRecord, **extra: Any) -> str:
+    """The flow as one line of JSON: its state, ``ended``, each step's state."""
+    fields = {
+        "flow_id": flow.id,
+        "flow": flow.name,
+        "state": flow.state,
+        "ended": flow.ended,
+        "steps": dict(flow.steps),
+        "created_at": flow.created_at,
+        "finished_at": flow.finished_at,
+        "note": flow.note,
+        **extra,
+    }
+    return json.dumps(fields, ensure_ascii=False)

@@ -1,8 +1,10 @@
 """``jobdef status``: how many jobs per job and state, and how long the oldest one waits.
 
 Then one row per queue: depth, running jobs, oldest wait, pause state, and the
-limits its ``Queue`` document sets (when the sheets folder is found). Last, the
-outbox: notifications waiting for delivery, and failed deliveries, per channel.
+limits its ``Queue`` document sets (when the sheets folder is found); the flows
+per workflow and state, when there are any (their steps are among the jobs above,
+``waiting`` the ones held for their parents). Last, the outbox: notifications
+waiting for delivery, and failed deliveries, per channel.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         counts = backend.stats()
         queues = backend.queues()
+        flows = backend.flow_counts()
         outbox = outbox_status(backend, time.time())
     finally:
         backend.close()
@@ -36,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "jobs": [asdict(c) for c in counts],
                     "queues": queue_facts(queues, registry, idle=False),
+                    "flows": [
+                        {"flow": name, "state": state, "count": count}
+                        for name, state, count in flows
+                    ],
                     "outbox": outbox.as_json(),
                 }
             )
@@ -59,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     section = queue_table(queues, registry, idle=False)
     if section:
         print(f"\n{section}")
+    if flows:
+        rows = [["FLOW", "STATE", "COUNT"]]
+        rows += [[name, state, str(count)] for name, state, count in flows]
+        print(f"\n{table(rows)}")
     if outbox.channels:  # quiet while every notification is delivered
         print("\n" + "\n".join(visible(line) for line in outbox_lines(outbox)))
     return 0

@@ -1,22 +1,39 @@
 """``jobdef wait ID|TOKEN``: wait until a job has ended, then print it as ``jobdef result``
 does. Exit 0 when it is done, 1 when it is dead, failed or cancelled, 2 when
-``--timeout`` passed first (the line says its state then), or for an unknown job."""
+``--timeout`` passed first (the line says its state then), or for an unknown job.
+A flow's receipt token waits for the flow's end: 0 done, 1 failed or cancelled."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from typing import TYPE_CHECKING
 
 from jobdef.cli import runtime_options
 from jobdef.cli.options import add_format, plain
-from jobdef.cli.receipt_lines import add_target, as_json, line, open_queue, target, unknown
+from jobdef.cli.receipt_lines import (
+    add_target,
+    as_json,
+    flow_json,
+    flow_line,
+    line,
+    open_queue,
+    target,
+    unknown,
+)
 from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration_or_none
 from jobdef.render.escape import clip
+
+if TYPE_CHECKING:
+    from jobdef.runtime.queue import Queue
 
 EXIT_DONE = 0
 EXIT_ENDED_OTHERWISE = 1
 EXIT_TIMEOUT = 2
 DEFAULT_TIMEOUT = "30s"
+# How often a wait for a flow reads it (a flow ends with its last step's commit).
+FLOW_POLL = 0.2
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +46,10 @@ def run(args: argparse.Namespace) -> int:
         )
     queue = open_queue(args)
     try:
-        status = queue.wait(found, timeout)
+        flow = queue.flow(found) if isinstance(found, str) else None
+        status = queue.wait(found, timeout) if flow is None else None
+        if flow is not None:
+            return _wait_flow(args, queue, flow.id, timeout)
     finally:
         queue.close()
     if status is None:
@@ -44,6 +64,28 @@ def run(args: argparse.Namespace) -> int:
     if timed_out:
         return EXIT_TIMEOUT
     return EXIT_DONE if status.state == "done" else EXIT_ENDED_OTHERWISE
+
+
+def _wait_flow(args: argparse.Namespace, queue: Queue, flow_id: int, timeout: float) -> int:
+    """Wait for a flow's end by reading it every ``FLOW_POLL`` seconds."""
+    limit = time.monotonic() + timeout
+    while True:
+        flow = queue.flow(flow_id)
+        if flow is None:
+            raise UsageError(f"flow {flow_id} is gone (deleted while waited for)")
+        if flow.ended or time.monotonic() >= limit:
+            break
+        time.sleep(min(FLOW_POLL, max(0.0, limit - time.monotonic())))
+    timed_out = not flow.ended
+    if args.format == "json":
+        print(flow_json(flow, timed_out=timed_out))
+    elif timed_out:
+        print(f"{flow_line(flow)}; not ended after {format_duration(timeout)}")
+    else:
+        print(flow_line(flow))
+    if timed_out:
+        return EXIT_TIMEOUT
+    return EXIT_DONE if flow.state == "done" else EXIT_ENDED_OTHERWISE
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
