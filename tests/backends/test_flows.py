@@ -15,6 +15,7 @@ import pytest
 from flow_specs import new_flow
 
 from jobdef.backends import open_backend
+from jobdef.backends.protocol import complete_and_claim
 from jobdef.backends.records import ClaimOptions, ErrorInfo, RetentionRule
 
 BOOM = ErrorInfo("RuntimeError", "boom")
@@ -324,3 +325,12 @@ def _sql(store, sql, *params):
         conn.commit()
     finally:
         conn.close()
+
+
+def test_a_worker_turn_that_ends_a_parent_may_claim_its_child_in_the_same_commit(backend, worker):
+    backend.start_flow(new_flow({"a": ({}, {}), "b": ({"a": "cancel"}, {})}))
+    [a] = worker.claim(1)
+    options = ClaimOptions("w1", 30, limit=5)
+    accepted, claimed = complete_and_claim(backend, [a.lease], None, options)
+    assert accepted == [True]
+    assert [record.step for record in claimed] == ["b"]

@@ -662,12 +662,15 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             if not steps:  # no step of a flow among them: one statement, as before
                 return turn(conn)
+            # Steps: complete, settle their flows, then claim, so that the children
+            # released here may be the worker's next jobs, all in one transaction.
             with conn.transaction():
-                finished, claimed = turn(conn)
+                rows = conn.execute(self._q("complete_jobs"), params)
+                finished = {row[0] for row in rows}
                 flows = done.flows(finished)
                 if flows:
                     self._on(conn, now, lambda tx: flows_settle(tx, flows))
-                return finished, claimed
+                return finished, [] if claim is None else self._claim_on(conn, claim, now)
 
         steps = any(lease.flow_id is not None for lease in done.leases)
         finished, records = self._run(work)
