@@ -139,6 +139,7 @@ def diff_flows(old: Registry, new: Registry) -> tuple[FlowChange, ...]:
                     name,
                     flow.file,
                     steps_removed=tuple((s, flow.steps[s].job) for s in flow.order()),
+                    edges_removed=tuple((p, c, pol) for (p, c), pol in _edges(flow).items()),
                     worst_before=t.worst_case,
                     path_before=t.critical_path,
                     deadline_before=flow.deadline,
@@ -174,19 +175,14 @@ def flow_lines(change: FlowChange, lang: str = "en") -> list[str]:
         return ja if lang == "ja" else en
 
     lines = []
-    if change.status != "added":
-        lines += [
-            pick(f"+ step {s} (job {j})", f"+ ステップ {s}（ジョブ {j}）")
-            for s, j in change.steps_added
-        ]
-    lines += (
-        [
-            pick(f"- step {s} (job {j})", f"- ステップ {s}（ジョブ {j}）")
-            for s, j in change.steps_removed
-        ]
-        if change.status != "removed"
-        else []
-    )
+    lines += [
+        pick(f"+ step {s} (job {j})", f"+ ステップ {s}（ジョブ {j}）")
+        for s, j in change.steps_added
+    ]
+    lines += [
+        pick(f"- step {s} (job {j})", f"- ステップ {s}（ジョブ {j}）")
+        for s, j in change.steps_removed
+    ]
     lines += [
         pick(f"~ step {s}: job {a} → {b}", f"~ ステップ {s}: ジョブ {a} → {b}")
         for s, a, b in change.jobs_changed
@@ -195,19 +191,14 @@ def flow_lines(change: FlowChange, lang: str = "en") -> list[str]:
         pick(f"~ step {s}: args changed", f"~ ステップ {s}: 引数の変更")
         for s in change.args_changed
     ]
-    if change.status != "added":
-        lines += [
-            pick(f"+ edge {p} → {c} ({pol})", f"+ 辺 {p} → {c}（{pol}）")
-            for p, c, pol in change.edges_added
-        ]
-    lines += (
-        [
-            pick(f"- edge {p} → {c} ({pol})", f"- 辺 {p} → {c}（{pol}）")
-            for p, c, pol in change.edges_removed
-        ]
-        if change.status != "removed"
-        else []
-    )
+    lines += [
+        pick(f"+ edge {p} → {c} ({pol})", f"+ 辺 {p} → {c}（{pol}）")
+        for p, c, pol in change.edges_added
+    ]
+    lines += [
+        pick(f"- edge {p} → {c} ({pol})", f"- 辺 {p} → {c}（{pol}）")
+        for p, c, pol in change.edges_removed
+    ]
     lines += [
         pick(f"~ edge {p} → {c}: {a} → {b}", f"~ 辺 {p} → {c}: {a} → {b}")
         for p, c, a, b in change.edges_changed
