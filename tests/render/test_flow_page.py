@@ -3,6 +3,7 @@ both languages; finally drawn after the last steps and said to run whatever happ
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,31 @@ def test_a_failure_cancels_the_steps_behind_cancel_edges_only() -> None:
     assert cancelled_by(flow, "charge") == ("mail_receipt", "award_points", "post_ledger")
     assert cancelled_by(flow, "award_points") == ()  # post_ledger runs anyway
     assert cancelled_by(flow, "mail_receipt") == ("post_ledger",)
+
+
+def test_a_literal_for_a_sensitive_arg_is_hidden_wherever_the_flow_is_shown(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(FIXTURE, tmp_path / "sheets")
+    flow = tmp_path / "sheets" / "flow.yaml"
+    text = flow.read_text("utf-8").replace(
+        '      note: {value: "posted by the flow"}',
+        '      note: {value: "signed by hunter2"}',
+    )
+    assert "hunter2" in text
+    jobs = tmp_path / "sheets" / "jobs.yaml"
+    jobs.write_text(
+        jobs.read_text("utf-8").replace(
+            "  note: {type: string, required: false}",
+            "  note: {type: string, required: false, sensitive: true}",
+        ),
+        "utf-8",
+    )
+    flow.write_text(text, "utf-8")
+    registry = load_registry([tmp_path / "sheets"])
+    shown = [
+        explain_flow(registry.workflow("order_placed"), registry, fmt)
+        for fmt in ("text", "markdown", "json")
+    ]
+    assert all("hunter2" not in out for out in shown)
+    assert 'note = "***"' in shown[0]

@@ -16,8 +16,10 @@ from typing import Any
 from jobdef.errors import UsageError
 from jobdef.policy.flow_timeline import FlowTimeline, flow_timeline
 from jobdef.policy.leases import DEFAULT_LEASE
+from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
+from jobdef.redact import shown_args
 from jobdef.render import describe
 
 FORMATS = ("text", "markdown", "json")
@@ -99,11 +101,18 @@ def on_failure(flow: WorkflowPolicy, step: Step, lang: str = "en") -> str:
     return _pick(lang, "; ", "。").join(parts)
 
 
-def arg_text(name: str, source: ArgSource) -> str:
-    """``order_id ← args.order_id`` or ``points = 10``."""
+def arg_text(name: str, source: ArgSource, job: JobPolicy | None = None) -> str:
+    """``order_id ← args.order_id`` or ``points = 10``; a literal as every display shows
+    args (:func:`jobdef.redact.shown_args`: a sensitive arg of the job as ``***``)."""
     if source.path is not None:
         return f"{name} ← {source}"
-    return f"{name} = {json.dumps(describe_literal(source.literal), ensure_ascii=False)}"
+    shown = shown_args(job, {name: describe_literal(source.literal)})[name]
+    return f"{name} = {json.dumps(shown, ensure_ascii=False)}"
+
+
+def step_args(step: Step, job: JobPolicy | None) -> dict[str, str]:
+    """Each arg of the step as :func:`arg_text` writes it."""
+    return {name: arg_text(name, source, job) for name, source in step.args.items()}
 
 
 def describe_literal(value: Any) -> Any:
@@ -210,7 +219,7 @@ def flow_context(
                 title=job.title if job is not None else "",
                 waits=waits_for(step, lang),
                 on_failure=on_failure(flow, step, lang),
-                args=_join([arg_text(n, s) for n, s in step.args.items()], lang) or "—",
+                args=_join(list(step_args(step, job).values()), lang) or "—",
                 latest_start=describe.duration(bound.latest_start, lang),
                 worst=describe.duration(bound.worst, lang),
                 latest_end=describe.duration(bound.latest_end, lang),
@@ -227,7 +236,10 @@ def flow_context(
         "worst_case_text": worst_case_text(timeline, lang),
         "bound_text": bound_text(timeline, lang),
         "sheet_file": describe.display_path(flow.file, base),
-        "args": [(name, describe_arg(schema)) for name, schema in args.items()],
+        "args": [
+            (name, describe_arg(schema), str(schema.get("description", "")))
+            for name, schema in args.items()
+        ],
         "key": flow.idempotency.key if flow.idempotency is not None else None,
         "deadline": describe.duration(flow.deadline, lang),
         "notify": _notify(flow, lang),
@@ -264,7 +276,7 @@ def flow_data(
         "title": flow.title,
         "owner": flow.owner,
         "sheet": context["sheet_file"],
-        "args": dict(context["args"]),
+        "args": {name: schema for name, schema, _ in context["args"]},
         "idempotency_key": context["key"],
         "deadline": flow.deadline,
         "notify": context["notify"],
@@ -276,7 +288,7 @@ def flow_data(
                 "finally": flow.steps[row.name].is_finally,
                 "waits_for": row.waits,
                 "on_failure": row.on_failure,
-                "args": {n: arg_text(n, s) for n, s in flow.steps[row.name].args.items()},
+                "args": step_args(flow.steps[row.name], registry.jobs.get(row.job)),
                 "latest_start": bound.latest_start,
                 "worst_case": bound.worst,
                 "latest_end": bound.latest_end,

@@ -100,6 +100,7 @@ JA: dict[str, str] = {
     "Job": "ジョブ",
     "Args": "引数",
     "Flow args": "フローの引数",
+    "Description": "説明",
     "Waits for": "待つもの",
     "If it fails": "失敗したとき",
     "Step worst case": "ステップの最悪所要時間",
