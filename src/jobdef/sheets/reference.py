@@ -79,7 +79,7 @@ CHANNEL_RULES: Mapping[str, tuple[str, ...]] = {
     "digest_after": ("JD201",),
 }
 QUEUE_RULES: Mapping[str, tuple[str, ...]] = {"name": ("JD273", "JD274")}
-_STEP_ARGS = ("JD357", "JD361", "JD362", "JD363", "JD364", "JD365", "JD366", "JD367")
+_STEP_ARGS = ("JD357", "JD361", "JD362", "JD363", "JD364", "JD365", "JD366", "JD367", "JD368")
 WORKFLOW_RULES: Mapping[str, tuple[str, ...]] = {
     "name": ("JD356",),
     "title": ("JD261",),
