@@ -52,6 +52,11 @@ ALLOWED: dict[str, str] = {
         "in a SQLite file through sqlite3 and guards its work with first_run() on that "
         "connection (the application's database, not the job store)"
     ),
+    "jobdef.examples.orders": (
+        "the example workflow's handlers, written as an application writes them: charges "
+        "and ledger entries live in a SQLite file of their own through sqlite3, each "
+        "guarded with first_run() on that connection (the application's database)"
+    ),
     "jobdef.examples.demo": (
         "the demo is an application of jobdef: it runs on a SQLite file of its own, "
         "shows its URL, and reads the outbox table with sqlite3 to show messages already "

@@ -48,7 +48,7 @@ def test_two_runs_in_separate_processes_write_byte_identical_files(
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
     first, second = _digest(tmp_path / "a"), _digest(tmp_path / "b")
-    assert len(first) == 6
+    assert len(first) == 10  # eight jobs, one workflow, the index
     assert first == second
 
 
@@ -241,14 +241,56 @@ def test_tsv_bom_and_output_file(tmp_path: Path) -> None:
     assert rows[0][0] == "Job name"
     assert [row[0].split(" ")[0] for row in rows[1:]] == [
         "award_member_points",
+        "charge_order",
         "export_csv",
         "nightly_report",
+        "post_ledger",
         "resize_image",
+        "send_receipt_mail",
         "send_reservation_mail",
     ]
     # The 13 items of the classic sheet, and the result that export_csv declares.
     assert {len(row) for row in rows} == {14}
     assert rows[0][-1] == "Result"
+
+
+def test_tsv_of_a_workflow_has_one_row_per_step_in_the_flows_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["tsv", "order_placed", "--sheets", SHEETS]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out), dialect="excel-tab"))
+    assert rows[0] == [
+        "Step", "Job", "Waits for", "If it fails", "Args", "Latest start", "Step worst case",
+        "Latest end", "Critical path",
+    ]  # fmt: skip
+    assert [(row[0], row[1]) for row in rows[1:]] == [
+        ("charge", "charge_order"),
+        ("mail_receipt", "send_receipt_mail"),
+        ("award_points", "award_member_points"),
+        ("post_ledger", "post_ledger"),
+    ]
+    assert rows[4][2] == "mail_receipt, award_points (runs anyway if it fails)"
+    assert rows[1][3] == ("cancels mail_receipt, award_points, post_ledger; the flow ends failed")
+
+
+def test_explain_of_a_workflow_counts_the_lease_it_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explain", "order_placed", "--sheets", SHEETS, "--format", "json"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    argv = ["explain", "order_placed", "--sheets", SHEETS, "--format", "json", "--lease", "2m"]
+    assert main(argv) == 0
+    longer = json.loads(capsys.readouterr().out)
+    assert default["timeline"]["lease_is_default"] is True
+    assert longer["timeline"]["assumed_lease"] == 120.0
+    assert longer["timeline"]["lease_is_default"] is False
+    # Each lost attempt of each step on the critical path waits 90 s longer for its lease.
+    lost = sum(
+        {"charge": 3, "award_points": 5, "post_ledger": 3}[step]
+        for step in default["timeline"]["critical_path"]
+    )
+    assert longer["timeline"]["worst_case"] - default["timeline"]["worst_case"] == 90 * lost
+    assert default["timeline"]["critical_path"] == ["charge", "award_points", "post_ledger"]
 
 
 def test_explain_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) -> None:

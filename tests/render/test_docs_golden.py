@@ -15,7 +15,8 @@ import pytest
 
 from jobdef.render.docs import RunsAfter, render_docs
 from jobdef.render.explain import explain
-from jobdef.render.tsv import job_tsv, overview_tsv
+from jobdef.render.flow import explain_flow
+from jobdef.render.tsv import flow_tsv, job_tsv, overview_tsv
 from jobdef.sheets.pipeline import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +42,11 @@ def rendered() -> dict[str, str]:
             out[f"{lang}/{job.name}.tsv"] = job_tsv(job, registry, lang)
             out[f"{lang}/explain/{job.name}.txt"] = explain(
                 job, registry, "text", lang=lang, base=REPO, now=GOLDEN_NOW
+            )
+        for name, flow in registry.workflows.items():
+            out[f"{lang}/{name}.tsv"] = flow_tsv(flow, registry, lang)
+            out[f"{lang}/explain/{name}.txt"] = explain_flow(
+                flow, registry, "text", lang=lang, base=REPO
             )
         out[f"{lang}/overview.tsv"] = overview_tsv(registry, lang)
     return out
@@ -68,5 +74,8 @@ def test_every_example_sheet_has_golden_files_in_both_languages() -> None:
     expected = {"index.md", "overview.tsv"}
     for job in registry:
         expected |= {f"{job.name}.md", f"{job.name}.tsv", f"explain/{job.name}.txt"}
-    assert len(registry) == 5
+    for name in registry.workflows:
+        expected |= {f"{name}.md", f"{name}.tsv", f"explain/{name}.txt"}
+    assert len(registry) == 8
+    assert list(registry.workflows) == ["order_placed"]
     assert _golden_files() == {f"{lang}/{name}" for lang in LANGS for name in expected}

@@ -1,4 +1,5 @@
-"""``jobdef explain NAME``: what one job will do, each value with where it came from."""
+"""``jobdef explain NAME``: what one job will do, each value with where it came from; for a
+workflow, its steps, what each waits for and what its failure does, and its worst case."""
 
 from __future__ import annotations
 
@@ -9,12 +10,26 @@ from datetime import datetime
 from jobdef.cli.lease_option import add_lease, lease_from
 from jobdef.cli.options import add_lang, add_sheets, add_templates, config_from, registry_from
 from jobdef.render.explain import FORMATS, explain
+from jobdef.render.flow import explain_flow
 
 
 def run(args: argparse.Namespace) -> int:
     lease = lease_from(args)
     config = config_from(args)
     registry = registry_from(config)
+    if args.name in registry.workflows:
+        sys.stdout.write(
+            explain_flow(
+                registry.workflow(args.name),
+                registry,
+                args.format,
+                lang=config.lang,
+                templates=config.templates,
+                base=config.root,
+                lease=lease,
+            )
+        )
+        return 0
     job = registry.job(args.name)
     text = explain(
         job,
@@ -47,13 +62,16 @@ def _instant(text: str) -> float:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "explain",
-        help="show the effective policy of one job: values, origins, retry timeline",
+        help="show the effective policy of one job (values, origins, retry timeline) or "
+        "one workflow (steps, edges, worst case)",
         description="Show the effective policy of one job: each value with the sheet or "
         "Defaults line it came from, the retry timeline (the schedule the worker follows), "
         "how each error class is treated, what happens when the worker dies, where a dead "
-        "job goes, who is told, how to re-run it and how long rows are kept.",
+        "job goes, who is told, how to re-run it and how long rows are kept. For a workflow: "
+        "each step with its job, what it waits for and what its failure does, and the flow's "
+        "worst case along its longest path (markdown: its docs page).",
     )
-    parser.add_argument("name", metavar="NAME", help="the job's name")
+    parser.add_argument("name", metavar="NAME", help="the job's or the workflow's name")
     add_sheets(parser)
     parser.add_argument(
         "--format", choices=FORMATS, default="text", help="output format (default: text)"
@@ -68,7 +86,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_lease(
         parser,
-        "the latest starts after a lost attempt (its worker died or froze) allow for it",
+        "the latest starts after a lost attempt (its worker died or froze), and a "
+        "workflow's worst case, allow for it",
     )
     add_lang(parser)
     add_templates(parser)

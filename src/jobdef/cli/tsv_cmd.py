@@ -8,14 +8,17 @@ from pathlib import Path
 
 from jobdef.cli.options import add_lang, add_output, add_sheets, config_from, registry_from
 from jobdef.errors import UsageError
-from jobdef.render.tsv import job_tsv, overview_tsv
+from jobdef.render.tsv import flow_tsv, job_tsv, overview_tsv
 from jobdef.sheets.files import write_atomic
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     registry = registry_from(config)
-    if args.name:
+    if args.name and args.name in registry.workflows:
+        flow = registry.workflow(args.name)
+        text = flow_tsv(flow, registry, config.lang, bom=args.bom)
+    elif args.name:
         text = job_tsv(registry.job(args.name), registry, config.lang, bom=args.bom)
     else:
         text = overview_tsv(registry, config.lang, bom=args.bom)
@@ -46,14 +49,20 @@ def write_output(path: Path, data: bytes) -> None:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "tsv",
-        help="print a job's definition sheet (or an overview of all jobs) as TSV",
+        help="print a job's definition sheet, a workflow's steps, or an overview of all jobs "
+        "as TSV",
         description="Print tab-separated text that pastes cleanly into a spreadsheet. With "
-        "NAME: the three-column sheet of that job (item, what to write, value; 14 lines). "
+        "NAME: the three-column sheet of that job (item, what to write, value; 14 lines), or "
+        "for a workflow one row per step (step, job, waits for, if it fails, args, latest "
+        "start, step worst case, latest end, critical path). "
         "Without: one row per job and one column per item. Cells never contain tabs or "
         "line breaks and never start a formula.",
     )
     parser.add_argument(
-        "name", nargs="?", metavar="NAME", help="the job (default: all jobs, one row each)"
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="the job or workflow (default: all jobs, one row each)",
     )
     add_sheets(parser)
     add_lang(parser)

@@ -17,3 +17,7 @@ class BadImage(ValueError):
 
 class MemberClosed(Exception):
     """The member closed their account; points cannot be awarded."""
+
+
+class CardDeclined(Exception):
+    """The card issuer declined the charge; retrying will not change its answer."""

@@ -109,8 +109,8 @@ def worst_case(timeline: Timeline, lang: str = "en") -> str:
     )
 
 
-def lost_attempts(timeline: Timeline, lang: str = "en") -> str:
-    """What the "latest start if lost" column assumes: the lease and the reclaim interval.
+def _lost_start(timeline: Timeline, lang: str = "en") -> str:
+    """The "latest start if lost" sentence: the lease and the reclaim interval it assumes.
 
     A lost attempt (its worker died or froze) is back in the queue only after its
     lease ran out and a reclaimer found it. Which lease the worker held the sheet
@@ -135,6 +135,19 @@ def lost_attempts(timeline: Timeline, lang: str = "en") -> str:
         "喪失時の最遅開始: それまでの試行がすべて失われた場合（ワーカーの停止・フリーズ）。"
         f"各回はタイムアウト＋リース{lease}（--lease）＋{every}ごとの回収の後に戻る。",
     )
+
+
+def lost_attempts(timeline: Timeline, lang: str = "en") -> str:
+    """What the "latest start if lost" column assumes (the lease and the reclaim interval),
+    and the latest end when attempts are lost too: the bound a workflow adds up
+    (:attr:`~jobdef.policy.backoff.Timeline.worst_case_lost`)."""
+    end = duration(timeline.worst_case_lost, lang)
+    tail = _pick(
+        lang,
+        f" With lost attempts the job ends at the latest {end} after the enqueue.",
+        f"試行が失われる場合も含めた最遅終了は登録から{end}。",
+    )
+    return _lost_start(timeline, lang) + tail
 
 
 def yes_no(value: bool | None, lang: str = "en") -> str:

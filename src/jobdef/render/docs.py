@@ -26,6 +26,7 @@ from jobdef.policy.model import JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
 from jobdef.render import describe
 from jobdef.render.context import is_scheduled, job_context, next_run_times
+from jobdef.render.flow import flow_context
 from jobdef.render.templates import environment, render
 from jobdef.sheets.files import read_regular, read_text, write_atomic
 
@@ -192,7 +193,8 @@ def render_docs(
     base: str | Path | None = None,
     runs_after: RunsAfter | None = None,
 ) -> dict[str, str]:
-    """Every generated page, by file name: ``<job>.md`` per job and ``index.md``.
+    """Every generated page, by file name: ``<job>.md`` per job, ``<flow>.md`` per
+    workflow and ``index.md``.
 
     ``base`` is the folder that file:line origins are shown relative to;
     ``runs_after`` the day batch pages list their next runs after (default: today, UTC).
@@ -214,10 +216,22 @@ def render_docs(
 
         page = _page_name(name)
         pages[page] = runs.pick(page, render_on) if is_scheduled(job) else render_on(None)
+    flows = []
+    for name in sorted(registry.workflows):
+        flow = registry.workflows[name]
+        context = flow_context(flow, registry, lang, base)
+        page = _page_name(name)
+        pages[page] = _stamp(render(env, "workflow.md.j2", **context))
+        flows.append((flow, page, context["timeline"]))
     entries = _index_entries(registry, lang, timelines)
     pages[INDEX_PAGE] = _stamp(
         render(
-            env, "index.md.j2", entries=entries, groups=_groups(registry, entries), link_prefix=""
+            env,
+            "index.md.j2",
+            entries=entries,
+            groups=_groups(registry, entries),
+            flows=flows,
+            link_prefix="",
         ),
         mark=LANG_MARK.format(lang=lang),
     )

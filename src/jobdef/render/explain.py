@@ -98,6 +98,7 @@ def explain_data(
                 "lease_is_default": timeline.lease == DEFAULT_LEASE,
                 "reclaim_interval": timeline.reclaim_interval,
                 "slack": timeline.lost_slack,
+                "worst_case_lost": timeline.worst_case_lost,
                 "text": describe.lost_attempts(timeline, lang),
             },
         },

@@ -92,6 +92,27 @@ JA: dict[str, str] = {
     "channel": "チャンネル",
     "events": "イベント",
     "nobody is told": "通知しない",
+    # workflows
+    "Workflows": "ワークフロー一覧",
+    "Workflow": "ワークフロー",
+    "Steps": "ステップ",
+    "Step": "ステップ",
+    "Job": "ジョブ",
+    "Args": "引数",
+    "Flow args": "フローの引数",
+    "Description": "説明",
+    "Waits for": "待つもの",
+    "If it fails": "失敗したとき",
+    "Step worst case": "ステップの最悪所要時間",
+    "Critical path": "クリティカルパス",
+    "Graph": "グラフ",
+    "Worst-case timeline": "最悪ケースのタイムライン",
+    "Deadline": "期限",
+    "Idempotency key": "冪等キー",
+    "Worst case of the flow": "フローの最悪所要時間",
+    "Times are counted from the flow's start; a step starts when the last parent it waits "
+    "for ended.": "時刻はフロー開始からの経過時間。"
+    "各ステップは待つ親のうち最後のものが終わった時点で始まる。",
 }
 
 

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.workflow import WorkflowPolicy
 from jobdef.render import describe
 from jobdef.render.escape import tsv_row
+from jobdef.render.flow import flow_context
 from jobdef.render.labels import translate
 
 BOM = "\ufeff"
@@ -50,5 +52,42 @@ def overview_tsv(registry: Registry, lang: str = "en", *, bom: bool = False) -> 
     rows = [
         [describe.item_value(job, item.key, lang, registry.channels) for item in items]
         for job in jobs
+    ]
+    return _lines([header, *rows], bom)
+
+
+def flow_tsv(
+    flow: WorkflowPolicy, registry: Registry, lang: str = "en", *, bom: bool = False
+) -> str:
+    """A workflow's steps, one row each in the flow's order: the step, its job, what it waits
+    for, what its failure does, its args, and its place on the flow's worst-case timeline."""
+    context = flow_context(flow, registry, lang)
+    header = [
+        translate(label, lang)
+        for label in (
+            "Step",
+            "Job",
+            "Waits for",
+            "If it fails",
+            "Args",
+            "Latest start",
+            "Step worst case",
+            "Latest end",
+            "Critical path",
+        )
+    ]
+    rows = [
+        [
+            row.name,
+            row.job,
+            row.waits,
+            row.on_failure,
+            row.args,
+            row.latest_start,
+            row.worst,
+            row.latest_end,
+            describe.yes_no(row.critical, lang),
+        ]
+        for row in context["rows"]
     ]
     return _lines([header, *rows], bom)

@@ -37,6 +37,7 @@ from jobdef.policy.backoff import retry_timeline
 from jobdef.policy.model import ChannelPolicy, JobPolicy, Origin, QueuePolicy, thaw
 from jobdef.policy.registry import Registry
 from jobdef.review.effective import effective_values, value_origin
+from jobdef.review.flow_diff import FlowChange, diff_flows
 
 Severity = Literal["info", "warning", "breaking"]
 
@@ -136,6 +137,7 @@ class RegistryDiff:
     jobs: tuple[JobChange, ...]
     items: tuple[ItemChange, ...] = ()
     unchanged: tuple[str, ...] = ()
+    flows: tuple[FlowChange, ...] = ()
 
     @property
     def breaking(self) -> bool:
@@ -143,7 +145,7 @@ class RegistryDiff:
 
     @property
     def empty(self) -> bool:
-        return not self.jobs and not self.items
+        return not self.jobs and not self.items and not self.flows
 
     def count(self, status: Status) -> int:
         return sum(1 for job in self.jobs if job.status == status)
@@ -510,7 +512,8 @@ def diff_registries(
     active: Mapping[str, int] | None = None,
     context: DiffContext | None = None,
 ) -> RegistryDiff:
-    """Every added, removed, renamed and changed job, channel and queue from ``old`` to ``new``.
+    """Every added, removed, renamed and changed job, channel and queue from ``old`` to ``new``,
+    and every workflow added, removed or changed (by its sheet or its steps' jobs).
 
     ``active`` (job name -> jobs queued or running now) adds those counts to the
     consequences that concern rows already in the job store.
@@ -561,4 +564,9 @@ def diff_registries(
         *_diff_items("channel", old.channels, new.channels),
         *_diff_items("queue", old.queues, new.queues),
     ]
-    return RegistryDiff(jobs=tuple(jobs), items=tuple(items), unchanged=tuple(unchanged))
+    return RegistryDiff(
+        jobs=tuple(jobs),
+        items=tuple(items),
+        unchanged=tuple(unchanged),
+        flows=diff_flows(old, new),
+    )

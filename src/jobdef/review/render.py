@@ -14,6 +14,7 @@ from jobdef.policy.model import JobPolicy, Origin
 from jobdef.render import describe
 from jobdef.render.escape import markdown_cell, markdown_inline
 from jobdef.review.diff import Consequence, FieldChange, ItemChange, JobChange, RegistryDiff
+from jobdef.review.flow_diff import flow_json, flow_lines
 from jobdef.review.sentences import sentence
 
 FORMATS = ("text", "markdown", "json")
@@ -174,6 +175,13 @@ def render_text(diff: RegistryDiff, old: str, new: str, lang: str = "en") -> str
             text = _plain(sentence(consequence, lang))
             lines.append(f"  {mark} {label + ': ' if label else ''}{text}")
         lines.append("")
+    for flow in diff.flows:
+        what = "workflow" if lang != "ja" else "ワークフロー"
+        lines.append(
+            f"{_MARK[flow.status]} {flow.name} ({what}, {_label(flow.status, lang)}, {flow.file})"
+        )
+        lines += [f"    {line}" for line in flow_lines(flow, lang)]
+        lines.append("")
     lines.extend(_items_text(diff.items, lang))
     return "\n".join(lines).rstrip() + "\n"
 
@@ -247,6 +255,12 @@ def render_markdown(diff: RegistryDiff, old: str, new: str, lang: str = "en") ->
             strong = f"**{label}**" if consequence.severity != "info" else label
             icon = _ICON[consequence.severity]
             lines.append(f"- {icon} {strong}: {_md_sentence(sentence(consequence, lang))}")
+        lines.append("")
+    for flow in diff.flows:
+        what = "workflow" if lang != "ja" else "ワークフロー"
+        lines += [f"#### {_code(flow.name)} ({what}, {_label(flow.status, lang)})", ""]
+        lines += [f"{_code(flow.file)}", ""]
+        lines += [f"- {_md_sentence(line)}" for line in flow_lines(flow, lang)]
         lines.append("")
     if diff.items:
         for item in diff.items:
@@ -324,6 +338,7 @@ def diff_to_json(diff: RegistryDiff, old: str, new: str, lang: str = "en") -> di
             for item in diff.items
         ],
         "unchanged": list(diff.unchanged),
+        "workflows": [flow_json(flow) for flow in diff.flows],
     }
 
 

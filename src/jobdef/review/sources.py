@@ -121,6 +121,12 @@ def _relabel(registry: Registry, rename: Callable[[str], str]) -> Registry:
             }
         ),
         queues=freeze({n: replace(q, file=rename(q.file)) for n, q in registry.queues.items()}),
+        workflows=freeze(
+            {
+                n: replace(w, file=rename(w.file), origins=origins(w.origins))
+                for n, w in registry.workflows.items()
+            }
+        ),
     )
 
 

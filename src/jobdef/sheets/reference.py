@@ -79,7 +79,7 @@ CHANNEL_RULES: Mapping[str, tuple[str, ...]] = {
     "digest_after": ("JD201",),
 }
 QUEUE_RULES: Mapping[str, tuple[str, ...]] = {"name": ("JD273", "JD274")}
-_STEP_ARGS = ("JD357", "JD361", "JD362", "JD363", "JD364", "JD365", "JD366", "JD367")
+_STEP_ARGS = ("JD357", "JD361", "JD362", "JD363", "JD364", "JD365", "JD366", "JD367", "JD368")
 WORKFLOW_RULES: Mapping[str, tuple[str, ...]] = {
     "name": ("JD356",),
     "title": ("JD261",),
@@ -89,8 +89,12 @@ WORKFLOW_RULES: Mapping[str, tuple[str, ...]] = {
     "idempotency.dedupe_window": ("JD201",),
     "deadline": ("JD201", "JD371"),
     "notify.channel": ("JD251",),
-    "steps": ("JD351", "JD352", "JD353", "JD354", "JD355", "JD358", *_STEP_ARGS, "JD371"),
-    "finally": ("JD351", *_STEP_ARGS),
+    "steps": ("JD355", "JD358", "JD371"),
+    "steps.<name>.job": ("JD351",),
+    "steps.<name>.after": ("JD352", "JD353", "JD354", "JD367"),
+    "steps.<name>.args": _STEP_ARGS,
+    "finally.job": ("JD351",),
+    "finally.args": _STEP_ARGS,
 }
 
 
@@ -208,6 +212,9 @@ def _fields(
         resolved = _resolve(child)
         if "properties" in resolved:
             yield from _fields(resolved, f"{path}.")
+        entry = resolved.get("additionalProperties")
+        if isinstance(entry, dict) and "required" in entry:  # a map of named entries: steps
+            yield from _fields(entry, f"{path}.<name>.")
 
 
 def _rules_of(kind: str, path: str) -> list[str]:
@@ -226,7 +233,8 @@ def _link(rule_id: str, names: Mapping[str, str]) -> str:
 
 
 def _anchor(kind: str, path: str) -> str:
-    return f"{kind.lower()}-{path.replace('.', '-').replace('_', '-').lower()}"
+    plain = path.replace("<", "").replace(">", "")
+    return f"{kind.lower()}-{plain.replace('.', '-').replace('_', '-').lower()}"
 
 
 def reference_markdown() -> str:

@@ -43,6 +43,10 @@ _PATTERN_HINTS = {
     "^(\\d+(\\.\\d+)?(ms|s|m|h|d))+$": "write a number with a unit (ms, s, m, h, d), "
     'such as "30s", "5m" or "1h30m"',
     "^[0-9]+/(s|m|h)$": "write a count per unit of time, such as 100/m",
+    "^(args\\.[a-z_][a-z0-9_]*|steps\\.[a-z][a-z0-9_]*\\.result)(\\.[A-Za-z_][A-Za-z0-9_]*)*$": (
+        "write args.<name> (the flow's arg) or steps.<step>.result, each optionally "
+        "followed by .<field>, such as steps.charge.result.charge_id"
+    ),
 }
 _TYPE_WORDS = {
     "object": "a mapping",

@@ -72,6 +72,13 @@ RESULT_NOT_SURE = Rule(
     "A step may read only the result of a step that is surely done when it runs: an "
     "ancestor reached through `cancel` edges only.",
 )
+MAYBE_ABSENT = Rule(
+    "JD368",
+    "step-arg-maybe-absent",
+    "warning",
+    "A value the schemas allow to be absent (an optional flow arg, a result field not "
+    "required), passed to an arg the job requires, fails the step whenever it is absent.",
+)
 RULES = (
     UNKNOWN_ARG,
     MISSING_ARG,
@@ -80,6 +87,7 @@ RULES = (
     TYPE_MISMATCH,
     RESULT_NOT_STORED,
     RESULT_NOT_SURE,
+    MAYBE_ABSENT,
 )
 
 
@@ -117,6 +125,18 @@ def _types(schema: Mapping[str, Any] | None) -> frozenset[str] | None:
 
 def _accepts(target: frozenset[str], source: str) -> bool:
     return source in target or (source == "integer" and "number" in target)
+
+
+def _optional(schema: Mapping[str, Any] | None, fields: tuple[str, ...]) -> str | None:
+    """The first of ``fields`` that ``schema`` lists as a property without requiring it."""
+    node = schema
+    for name in fields:
+        if not isinstance(node, Mapping) or not isinstance(node.get("properties"), Mapping):
+            return None
+        if name in node["properties"] and name not in node.get("required", ()):
+            return name
+        node = node["properties"].get(name)
+    return None
 
 
 def _descend(
@@ -187,10 +207,15 @@ class _Step:
                         f"({errors[0].message}); write a value the job accepts",
                     )
                 continue
-            yield from self._source(name, source, props[name], jobs)
+            yield from self._source(name, source, props[name], jobs, name in required)
 
     def _source(
-        self, name: str, source: ArgSource, target: Any, jobs: Mapping[str, JobPolicy]
+        self,
+        name: str,
+        source: ArgSource,
+        target: Any,
+        jobs: Mapping[str, JobPolicy],
+        needed: bool,
     ) -> Iterator[Diagnostic]:
         step, flow = self.step, self.flow
         path = source.path or ()
@@ -207,6 +232,9 @@ class _Step:
                 return
             found, lacking = _descend(flow_props[path[1]], path[2:])
             owner = f"the flow's arg {path[1]!r}"
+            absent = _optional(flow.args, path[1:])
+            if absent == path[1]:
+                owner = f"workflow {flow.name!r}"
         else:
             parent = path[1]
             if step.is_finally:
@@ -251,6 +279,7 @@ class _Step:
                 return
             found, lacking = _descend(parent_job.result.schema, path[3:])
             owner = f"the result schema of job {parent_job.name!r}"
+            absent = _optional(parent_job.result.schema, path[3:])
         if lacking is not None:
             yield UNKNOWN_PATH.at_origin(
                 where,
@@ -258,6 +287,14 @@ class _Step:
                 "fix the path or add the field to that schema",
             )
             return
+        if needed and absent is not None:
+            yield MAYBE_ABSENT.at_origin(
+                where,
+                f"step {step.name!r} passes {source} as arg {name!r}, which its job "
+                f"requires, but {owner} does not require {absent!r}: the step fails whenever "
+                f"it is absent; require {absent!r} there, or give the job's arg "
+                "`required: false`",
+            )
         have, want = _types(found), _types(target)
         if have is None or want is None:
             return

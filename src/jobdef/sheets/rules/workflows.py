@@ -17,6 +17,7 @@ from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
+from jobdef.sheets.rules.schema import UNKNOWN_FIELD, WRONG_TYPE
 from jobdef.sheets.schema_check import dotted
 from jobdef.sheets.words import did_you_mean
 
@@ -173,6 +174,7 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
             ),
         )
     for path, step in _written_steps(doc):
+        yield from _after_shape(doc, path, step)
         args = step.get("args") if isinstance(step, Mapping) else None
         if not isinstance(args, Mapping):
             continue
@@ -190,6 +192,32 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
                     "around a literal mapping",
                 ),
             )
+
+
+def _after_shape(doc: Document, path: Path_, step: Any) -> Iterator[tuple[Path_, Diagnostic]]:
+    """``after:`` written as one name, or under ``finally``: said in the sheet's words."""
+    if not isinstance(step, Mapping) or "after" not in step:
+        return
+    where = (*path, "after")
+    if path == (FINALLY,):
+        yield (
+            where,
+            UNKNOWN_FIELD.at_origin(
+                at(doc, where, key=True),
+                "finally has no after: it waits for every other step of the flow by definition; "
+                "remove after: here",
+            ),
+        )
+    elif isinstance(step["after"], str):
+        name = step["after"]
+        yield (
+            where,
+            WRONG_TYPE.at_origin(
+                at(doc, where),
+                f"{dotted(where)}: expected a list or a mapping, got the string {name!r}; write "
+                f"after: [{name}], or after: {{{name}: cancel}} to name the edge's policy",
+            ),
+        )
 
 
 def check(context: Context) -> Iterator[Diagnostic]:
