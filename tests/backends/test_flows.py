@@ -8,6 +8,7 @@ with real worker processes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 
@@ -334,3 +335,13 @@ def test_a_worker_turn_that_ends_a_parent_may_claim_its_child_in_the_same_commit
     accepted, claimed = complete_and_claim(backend, [a.lease], None, options)
     assert accepted == [True]
     assert [record.step for record in claimed] == ["b"]
+
+
+def test_a_released_step_carries_its_jobs_idempotency_key(backend, worker):
+    flow = new_flow(DIAMOND, {"n": 3})
+    graph = {**flow.graph, "steps": {**flow.graph["steps"]}}
+    graph["steps"]["b"] = {**graph["steps"]["b"], "key": "b-{v}"}
+    receipt = backend.start_flow(dataclasses.replace(flow, graph=graph))
+    _run(backend, worker, result={"a": {"v": 41}})
+    assert backend.get(_ids(backend, receipt.id)["b"]).idempotency_key == "b-41"
+    assert backend.get(_ids(backend, receipt.id)["c"]).idempotency_key is None

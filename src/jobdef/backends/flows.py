@@ -75,6 +75,9 @@ class NewStep:
     priority: int
     max_attempts: int
     args: Mapping[str, Any] | None
+    # The job's idempotency key for these args (a waiting step's is filled in when it
+    # is released, from the recipe in the flow's graph).
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +148,7 @@ def start(tx: FlowTx, flow: NewFlow) -> Receipt:
             "args": {} if s.args is None else dict(s.args),
             "state": "waiting" if s.args is None else "queued",
             "receipt": receipt_token(),
+            "key": s.idempotency_key,
         }
         for s in flow.steps
     ]
@@ -199,7 +203,11 @@ def _settle_one(tx: FlowTx, flow_id: int) -> None:
             kind, value = verdict
             params = {"job_id": ids[name], "now": tx.now}
             if kind == "run":
-                tx.run("flow_release_step", params | {"args": dump_json(value)})
+                key = step_key(node.get("key"), value if isinstance(value, Mapping) else {})
+                tx.run(
+                    "flow_release_step",
+                    params | {"args": dump_json(value), "job": node["job"], "key": key},
+                )
                 states[name] = "queued"
             else:
                 tx.run("flow_cancel_step", params | {"note": value})
@@ -246,6 +254,17 @@ class _View:
                 return "cancel", f"arg {arg}: {'.'.join(path)} has no value"
             resolved[arg] = value
         return "run", resolved
+
+
+def step_key(recipe: str | None, args: Mapping[str, Any]) -> str | None:
+    """A released step's idempotency key: its job's recipe filled in with its args
+    (None without a recipe, or when the args lack a name it uses)."""
+    if recipe is None:
+        return None
+    try:
+        return recipe.format_map(dict(args))
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return None
 
 
 def _lookup(

@@ -15,7 +15,7 @@ from typing import Any
 
 from jobdef.backends.flows import NewFlow, NewStep
 from jobdef.errors import ArgsError
-from jobdef.policy.keys import key_placeholders
+from jobdef.policy.keys import idempotency_key, key_placeholders
 from jobdef.policy.model import DEFAULT_ARGS_BYTES, JobPolicy, thaw
 from jobdef.policy.registry import Registry
 from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
@@ -54,13 +54,14 @@ def new_flow(registry: Registry, name: str, args: Mapping[str, Any], check: Chec
                 priority=job.priority,
                 max_attempts=job.max_attempts,
                 args=step_args,
+                idempotency_key=None if step_args is None else idempotency_key(job, step_args),
             )
         )
     idempotency = flow.idempotency
     return NewFlow(
         name=flow.name,
         args=args,
-        graph=flow_graph(flow),
+        graph=flow_graph(flow, registry),
         steps=steps,
         idempotency_key=_key(flow, args),
         dedupe_window=None if idempotency is None else idempotency.dedupe_window,
@@ -68,8 +69,10 @@ def new_flow(registry: Registry, name: str, args: Mapping[str, Any], check: Chec
     )
 
 
-def flow_graph(flow: WorkflowPolicy) -> dict[str, Any]:
-    """The graph a flow is stored with and settled by (JSON)."""
+def flow_graph(flow: WorkflowPolicy, registry: Registry) -> dict[str, Any]:
+    """The graph a flow is stored with and settled by (JSON). Each step carries its
+    job's idempotency key recipe, filled in with the step's args when it is released
+    (a handler's ``first_run`` reads the key)."""
     notify = flow.notify
     return {
         "title": flow.title,
@@ -79,6 +82,7 @@ def flow_graph(flow: WorkflowPolicy) -> dict[str, Any]:
                 "after": dict(step.after),
                 "args": {arg: _source(src) for arg, src in step.args.items()},
                 "finally": step.is_finally,
+                "key": registry.job(step.job).idempotency.key,
             }
             for name, step in ((n, flow.steps[n]) for n in flow.order())
         },

@@ -8,10 +8,11 @@ jobs, or the outbox), and ends with what to check; a listing is cut after
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from jobdef.backends.flows import FlowRecord
 from jobdef.backends.records import JobRecord, Notification
 from jobdef.policy.model import JobPolicy
 from jobdef.schedule.cron import CronSchedule
@@ -184,3 +185,30 @@ def not_a_slot(
         f"{moment.isoformat()} is not a slot of {policy.name}'s schedule "
         f"{policy.schedule!r} ({policy.timezone}); the nearest slots are {' and '.join(near)}"
     )
+
+
+def wrong_flow(
+    flow: FlowRecord,
+    state: str,
+    steps: Mapping[str, str],
+    step_job: Callable[[FlowRecord, str], JobRecord | None],
+) -> str:
+    """Why ``assert_flow`` failed: the flow's state, and every step's, with the note
+    of each cancelled step and the last error of each dead one."""
+    lines = [f"flow {flow.id} ({flow.name}) is {flow.state}, expected {state}"]
+    if flow.note is not None:
+        lines[0] += f" (cancelled: {flow.note})"
+    for name, actual in flow.steps.items():
+        expected = steps.get(name)
+        mark = "  " if expected in (None, actual) else "! "
+        line = f"{mark}{name}: {actual}" + ("" if mark == "  " else f", expected {expected}")
+        record = step_job(flow, name)
+        if record is not None and record.note:
+            line += f" ({record.note})"
+        elif record is not None and record.state == "dead" and record.last_error is not None:
+            line += f" ({record.last_error.type}: {record.last_error.message})"
+        lines.append(line)
+    for name in steps:
+        if name not in flow.steps:
+            lines.append(f"! {name}: no such step in the flow")
+    return "\n".join(lines)

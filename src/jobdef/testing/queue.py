@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from jobdef.backends import open_backend
+from jobdef.backends.flows import FlowRecord
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import (
     ClaimOptions,
@@ -149,6 +150,41 @@ class VirtualQueue:
         self, job: str, args_list: Iterable[Mapping[str, Any]], *, connection: Any = None
     ) -> list[Receipt]:
         return self.queue.enqueue_many(job, args_list, connection=connection)
+
+    def start(
+        self, flow: str, args: Mapping[str, Any] | None = None, *, connection: Any = None
+    ) -> Receipt:
+        """As :meth:`jobdef.runtime.queue.Queue.start`: the flow and all its steps stored
+        at once, its first steps queued; :meth:`drain` runs them, each step's end
+        releasing its children as the worker's does."""
+        return self.queue.start(flow, args, connection=connection)
+
+    def flow(self, receipt: Receipt | str | int) -> FlowRecord:
+        """The flow a receipt (its token, or a flow id) names, with each step's state."""
+        found = self.queue.flow(receipt)
+        if found is None:
+            raise AssertionError(f"no flow has the receipt {receipt!r}")
+        return found
+
+    def assert_flow(
+        self,
+        receipt: Receipt | str | int,
+        state: str = "done",
+        steps: Mapping[str, str] | None = None,
+    ) -> FlowRecord:
+        """Fail unless the flow is in ``state`` (``done``, ``failed``, ``cancelled`` or
+        ``running``) and each step named in ``steps`` in its state; the message lists
+        every step's state, with why each cancelled one was."""
+        found = self.flow(receipt)
+        wrong = {n: s for n, s in (steps or {}).items() if found.steps.get(n, "no such step") != s}
+        if found.state != state or wrong:
+            raise AssertionError(messages.wrong_flow(found, state, steps or {}, self.get_step))
+        return found
+
+    def get_step(self, flow: FlowRecord, step: str) -> JobRecord | None:
+        """The job of one step of ``flow`` (None: its row is gone)."""
+        job_id = flow.step_ids.get(step)
+        return None if job_id is None else self.backend.get(job_id)
 
     # -- looking --------------------------------------------------------------------
 

@@ -965,12 +965,18 @@ RETURNING id;
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (job, queue, priority, args, state, attempt,
                                       max_attempts, run_after, created_at, updated_at,
-                                      receipt, flow_id, step)
+                                      receipt, flow_id, step, idempotency_key)
     SELECT s.job, s.queue, s.priority, s.args, s.state, 0, s.max_attempts,
-           %(now)s, %(now)s, %(now)s, s.receipt, %(flow_id)s, s.step
+           %(now)s, %(now)s, %(now)s, s.receipt, %(flow_id)s, s.step,
+           -- A queued step's key, unless an active job of its name holds it (the
+           -- unique index of active keys): the step runs all the same.
+           CASE WHEN s.key IS NOT NULL AND NOT EXISTS (
+               SELECT 1 FROM {schema}.jobdef_jobs AS a
+               WHERE a.job = s.job AND a.idempotency_key = s.key
+                 AND a.state IN ('queued', 'running')) THEN s.key END
     FROM jsonb_to_recordset(%(steps)s::jsonb)
         AS s(job text, queue text, priority int, args jsonb, state text,
-             max_attempts int, receipt text, step text)
+             max_attempts int, receipt text, step text, key text)
     RETURNING id, queue, state
 ),
 notified AS (
@@ -992,7 +998,13 @@ SELECT id, step, state, result FROM {schema}.jobdef_jobs WHERE flow_id = %(flow_
 -- name: flow_release_step
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
-    SET state = 'queued', args = %(args)s::jsonb, run_after = %(now)s, updated_at = %(now)s
+    SET state = 'queued', args = %(args)s::jsonb, run_after = %(now)s, updated_at = %(now)s,
+        -- Its key, unless an active job of its name holds it (the unique index of
+        -- active keys): the step runs all the same.
+        idempotency_key = CASE WHEN %(key)s::text IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM {schema}.jobdef_jobs AS a
+            WHERE a.job = %(job)s AND a.idempotency_key = %(key)s::text
+              AND a.state IN ('queued', 'running')) THEN %(key)s::text END
     WHERE id = %(job_id)s AND state = 'waiting'
     RETURNING queue
 )

@@ -603,10 +603,11 @@ RETURNING id;
 -- name: flow_insert_steps
 -- Every step of a flow in one statement, from a JSON array (flows.start).
 INSERT INTO jobdef_jobs (job, queue, priority, args, state, max_attempts, run_after,
-                         created_at, updated_at, receipt, flow_id, step)
+                         created_at, updated_at, receipt, flow_id, step, idempotency_key)
 SELECT s.value ->> '$.job', s.value ->> '$.queue', s.value ->> '$.priority',
        json(s.value -> '$.args'), s.value ->> '$.state', s.value ->> '$.max_attempts',
-       :now, :now, :now, s.value ->> '$.receipt', :flow_id, s.value ->> '$.step'
+       :now, :now, :now, s.value ->> '$.receipt', :flow_id, s.value ->> '$.step',
+       s.value ->> '$.key'
 FROM json_each(:steps) AS s;
 
 -- name: flow_lock
@@ -618,7 +619,11 @@ FROM jobdef_flows WHERE id = :flow_id;
 SELECT id, step, state, result FROM jobdef_jobs WHERE flow_id = :flow_id;
 
 -- name: flow_release_step
-UPDATE jobdef_jobs SET state = 'queued', args = :args, run_after = :now, updated_at = :now
+-- The step's key (its job's recipe over its args), as an enqueue would store it;
+-- PostgreSQL's leaves it out while another active job of the same name holds it.
+UPDATE jobdef_jobs
+SET state = 'queued', args = :args, run_after = :now, updated_at = :now,
+    idempotency_key = :key
 WHERE id = :job_id AND state = 'waiting';
 
 -- name: flow_cancel_step
