@@ -9,7 +9,9 @@ hold these, read from the store and the ledger:
 - no step started before each of its parents ended (its attempts' starts are after
   the parents' ends, on the store's clock);
 - every fan-in ran exactly once or was cancelled with a note naming why;
-- nothing is left waiting, queued or running, and the flow row has ended.
+- nothing is left waiting, queued or running, and the flow row has ended;
+- each step ended by its latest end on the flow's worst-case timeline (``jobdef
+  explain FLOW``'s, at the workers' lease).
 
 Workers are killed with SIGKILL at random moments of a fan-out of 50; a short
 lease has the survivors reclaim what the dead ones held. The moment between a
@@ -33,6 +35,7 @@ import pytest
 from runtime_workers import Workers
 
 from jobdef.backends.protocol import Backend
+from jobdef.policy.flow_timeline import flow_timeline
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
@@ -187,7 +190,7 @@ def _ended(backend: Backend, flow_id: int) -> bool:
 
 
 def _check_invariants(
-    backend: Backend, registry: Registry, ledger: str, flow_id: int
+    backend: Backend, registry: Registry, ledger: str, flow_id: int, lease: float
 ) -> dict[str, str]:
     """The invariants of the module's docstring; the steps' states by name."""
     flow = backend.get_flow(flow_id)
@@ -214,7 +217,21 @@ def _check_invariants(
             ended = backend.get(flow.step_ids[parent]).finished_at
             assert ended is not None, (name, parent)
             assert min(starts) >= ended, (name, parent)
+    _inside_the_worst_case(backend, registry, flow, lease)
     return dict(flow.steps)
+
+
+def _inside_the_worst_case(backend: Backend, registry: Registry, flow: Any, lease: float) -> None:
+    """Each step ended by its latest end on the flow's worst-case timeline (explain's,
+    at the workers' lease), counted from the first attempt's start (the flow was
+    stored before the workers were up)."""
+    timeline = flow_timeline(registry.workflow(flow.name), registry.jobs, lease=lease)
+    starts = [a.started_at for job_id in flow.step_ids.values() for a in backend.attempts(job_id)]
+    first = min(starts)
+    for name, job_id in flow.step_ids.items():
+        ended = backend.get(job_id).finished_at
+        if backend.attempts(job_id):
+            assert ended - first <= timeline.step(name).latest_end, (name, ended - first)
 
 
 def test_a_fan_out_of_fifty_and_its_fan_in_with_workers_killed_at_random(
@@ -240,7 +257,7 @@ def test_a_fan_out_of_fifty_and_its_fan_in_with_workers_killed_at_random(
     for process in running:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
-    steps = _check_invariants(backend, registry, ledger, receipt.id)
+    steps = _check_invariants(backend, registry, ledger, receipt.id, lease=2.0)
     if steps["tail"] == "done":
         tail = backend.get(backend.get_flow(receipt.id).step_ids["tail"])
         leaf7 = backend.get(backend.get_flow(receipt.id).step_ids["leaf7"])
@@ -289,7 +306,7 @@ def test_each_shape_and_edge_policy_ends_as_the_sheet_says(
     eventually(lambda: _ended(backend, receipt.id), timeout=60, what=f"flow {flow} to end")
     worker.send_signal(signal.SIGTERM)
     worker.wait(30)
-    assert _check_invariants(backend, registry, ledger, receipt.id) == expected
+    assert _check_invariants(backend, registry, ledger, receipt.id, lease=5.0) == expected
     assert backend.get_flow(receipt.id).state == state
     if flow == "diamond":
         ids = backend.get_flow(receipt.id).step_ids
