@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 
-from jobdef.runtime.child import ChildSettings
 from jobdef.policy.model import DEFAULT_RESULT_BYTES
+from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.pool import Event, Finished, Killed, Pool
 from jobdef.runtime.results import ResultRule
 from jobdef.runtime.wire import Task
