@@ -188,3 +188,19 @@ def _together(store: Backend, job_id: int, value: Any) -> None:
 def _running(store: Backend, job_id: int) -> bool:
     record = store.get(job_id)
     return record is not None and record.state == "running"
+
+
+def test_the_embedded_worker_holds_values_to_the_sheet_too(queue: Queue, store: Backend) -> None:
+    from jobdef.runtime.embedded import embedded_worker
+    from jobdef.runtime.settings import WorkerSettings
+
+    kept = queue.enqueue("kept", {"value": {"total": 2}}).job_id
+    refused = queue.enqueue("refused_fatal", {"value": "no total"}).job_id
+    with embedded_worker(queue, settings=WorkerSettings(concurrency=1, lease_seconds=30)):
+        eventually(lambda: _ended(store, kept) and _ended(store, refused), LONG, "both to end")
+    done, dead = store.get(kept), store.get(refused)
+    assert done is not None and dead is not None
+    assert (done.state, done.result) == ("done", {"total": 2})
+    assert (dead.state, dead.result) == ("dead", None)
+    assert dead.last_error is not None
+    assert dead.last_error.type == "jobdef.ResultRefused"
