@@ -44,12 +44,19 @@ class ResultRule(NamedTuple):
 
 
 def result_rule(policy: JobPolicy | None) -> ResultRule:
-    """The rule of ``policy``'s job (without a sheet: the defaults)."""
+    """The rule of ``policy``'s job (without a sheet: the defaults), built once per policy
+    object, so its schema's check is built once too."""
     if policy is None:
-        return ResultRule()
-    result = policy.result
-    schema = thaw(result.schema) if result.schema is not None else None
-    return ResultRule(result.store, result.max_bytes, schema, policy.file)
+        return _DEFAULT
+    cached = _rules.get(policy.name)
+    if cached is None or cached[0] is not policy:
+        result = policy.result
+        schema = thaw(result.schema) if result.schema is not None else None
+        cached = _rules[policy.name] = (
+            policy,
+            ResultRule(result.store, result.max_bytes, schema, policy.file),
+        )
+    return cached[1]
 
 
 def result_rules(registry: Registry) -> dict[str, ResultRule]:
@@ -110,5 +117,8 @@ def _place(path: tuple[str | int, ...]) -> str:
     return "result" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
+_DEFAULT = ResultRule()
+# Each job's rule, by name: (the policy it was built from, the rule).
+_rules: dict[str, tuple[JobPolicy, ResultRule]] = {}
 # Each schema's check, built once per process: (the schema it was built from, the check).
 _schema_checks: dict[int, tuple[Mapping[str, Any] | None, Any]] = {}
