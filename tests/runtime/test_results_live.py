@@ -199,7 +199,8 @@ def test_the_embedded_worker_holds_values_to_the_sheet_too(queue: Queue, store: 
     with embedded_worker(queue, settings=WorkerSettings(concurrency=1, lease_seconds=30)):
         eventually(lambda: _ended(store, kept) and _ended(store, refused), LONG, "both to end")
     done, dead = store.get(kept), store.get(refused)
-    assert done is not None and dead is not None
+    assert done is not None
+    assert dead is not None
     assert (done.state, done.result) == ("done", {"total": 2})
     assert (dead.state, dead.result) == ("dead", None)
     assert dead.last_error is not None
