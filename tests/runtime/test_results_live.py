@@ -205,3 +205,45 @@ def test_the_embedded_worker_holds_values_to_the_sheet_too(queue: Queue, store: 
     assert (dead.state, dead.result) == ("dead", None)
     assert dead.last_error is not None
     assert dead.last_error.type == "jobdef.ResultRefused"
+
+
+def test_workers_killed_at_random_moments_never_split_a_job_from_its_result(
+    queue: Queue, store: Backend, workers: Workers
+) -> None:
+    """Many jobs, each returning a value; a worker SIGKILLed three times mid-drain, at
+    whatever point its jobs are (running, returned, being committed); then a last worker
+    finishes. Every job ends done with its own value, and at each kill no row holds a
+    result without being done, nor is done without it."""
+    ids = [
+        queue.enqueue("enduring", {"value": {"total": n, "pad": "z" * 2000}}).job_id
+        for n in range(300)
+    ]
+    for round_ in range(3):
+        began = _count_ended(store, ids)
+        if began == len(ids):
+            break  # a fast worker may drain them all before its kill
+        worker = workers.start("--concurrency", "2", name=f"k{round_}", lease="1s")
+        eventually(
+            lambda began=began: _count_ended(store, ids) >= min(len(ids), began + 20),
+            LONG,
+            "the worker to finish some jobs",
+        )
+        worker.send_signal(signal.SIGKILL)
+        assert worker.wait(10) == -signal.SIGKILL
+        for n, job_id in enumerate(ids):
+            record = store.get(job_id)
+            assert record is not None
+            expected = {"total": n, "pad": "z" * 2000}
+            assert (record.state == "done") == (record.result == expected), record
+            assert record.result in (None, expected)
+    # Not --burst: the jobs a killed worker held are reclaimed only once their leases end.
+    workers.start(name="last", lease="1s")
+    eventually(lambda: _count_ended(store, ids) == len(ids), LONG, "every job to end")
+    for n, job_id in enumerate(ids):
+        record = store.get(job_id)
+        assert record is not None
+        assert (record.state, record.result) == ("done", {"total": n, "pad": "z" * 2000})
+
+
+def _count_ended(store: Backend, ids: list[int]) -> int:
+    return sum(1 for job_id in ids if _ended(store, job_id))
