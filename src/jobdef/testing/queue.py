@@ -404,11 +404,11 @@ class VirtualQueue:
             failed = FailedAttempt(record, policy, error, ran.names)
         else:
             now = self.clock()
-            notes = notifications_for(policy, "done", record, None, now)
             # Checked and stored as the worker does: too large or not JSON is no result.
             text = None
             if ran.result is not None:
                 text = result_text(ran.result, record.id, record.job, record.attempt)
+            notes = notifications_for(policy, "done", record, None, now, result=text)
             results = {} if text is None else {record.id: text}
             self.backend.complete([record.lease], {record.id: notes}, results)
             return self._last_attempt(record)
