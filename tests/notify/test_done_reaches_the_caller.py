@@ -5,6 +5,7 @@ webhook server on loopback and on the log channel, from a real ``jobdef worker``
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from support.workers import Processes, worker_command
 
 HERE = Path(__file__).resolve().parent
 HOOK_ENV = "DONE_HOOK_URL"
+PAGE = HERE.parents[1] / "docs" / "notifications.md"
 AT = 1_767_225_600.0
 
 SHEETS = f"""\
@@ -38,8 +40,8 @@ type: log
 ---
 apiVersion: jobdef/v1
 kind: Job
-name: price_order
-title: Price an order
+name: price_order_hooked
+title: Price an order (webhook)
 handler: notify_handlers:price
 args:
   order_id: {{type: integer}}
@@ -52,8 +54,8 @@ result:
 ---
 apiVersion: jobdef/v1
 kind: Job
-name: price_order_logged
-title: Price an order (logged)
+name: price_order
+title: Price an order
 handler: notify_handlers:price
 args:
   order_id: {{type: integer}}
@@ -77,6 +79,13 @@ errors: {{default: fatal}}
 notify: {{channel: shop-hook, events: [done]}}
 """
 NAMED = {"total", "currency"}
+
+
+def _same_run(line: str) -> str:
+    """``line`` without what differs from run to run: the time, the token, the message id's."""
+    line = re.sub(r"receipt: [A-Za-z0-9_-]+", "receipt: TOKEN", line)
+    line = re.sub(r"when: \S+", "when: WHEN", line)
+    return re.sub(r":done:\d+", ":done:N", line)
 
 
 def _sheets(tmp_path: Path, text: str = SHEETS) -> Path:
@@ -113,7 +122,7 @@ def _done(tmp_path: Path, job: str, value: Any, text: str = SHEETS) -> dict[str,
 
 def test_the_done_payload_holds_the_receipt_and_only_the_named_fields(tmp_path: Path) -> None:
     value = {"total": 1205, "currency": "JPY", "card_last4": "4242", "lines": [1]}
-    payload = _done(tmp_path, "price_order", value)
+    payload = _done(tmp_path, "price_order_hooked", value)
     assert payload["receipt"] == "tok-123"
     assert payload["result"] == {"total": 1205, "currency": "JPY"}
     assert "4242" not in json.dumps(payload)
@@ -128,15 +137,15 @@ def test_without_result_notify_the_payload_has_the_receipt_and_no_result(
 
 
 def test_a_value_without_the_fields_or_not_an_object_gives_no_fields(tmp_path: Path) -> None:
-    assert _done(tmp_path, "price_order", {"other": 1})["result"] == {}
-    assert _done(tmp_path, "price_order", [1, 2])["result"] == {}
-    assert _done(tmp_path, "price_order", None)["result"] == {}
+    assert _done(tmp_path, "price_order_hooked", {"other": 1})["result"] == {}
+    assert _done(tmp_path, "price_order_hooked", [1, 2])["result"] == {}
+    assert _done(tmp_path, "price_order_hooked", None)["result"] == {}
 
 
 def test_only_done_carries_the_receipt(tmp_path: Path) -> None:
     text = SHEETS.replace("events: [done]}\nresult:", "events: [done, dead]}\nresult:", 1)
-    policy = load_registry([_sheets(tmp_path, text)]).job("price_order")
-    [note] = notifications_for(policy, "dead", _record("price_order"), None, AT)
+    policy = load_registry([_sheets(tmp_path, text)]).job("price_order_hooked")
+    [note] = notifications_for(policy, "dead", _record("price_order_hooked"), None, AT)
     assert "receipt" not in note.payload
     assert "result" not in note.payload
 
@@ -148,7 +157,7 @@ def test_a_secret_in_a_named_field_is_shown_as_args_are(tmp_path: Path) -> None:
         "link": "https://shop:pa55word@example.test/r/1",
         "api_token": "tok-secret-value",
     }
-    payload = _done(tmp_path, "price_order", value, text)
+    payload = _done(tmp_path, "price_order_hooked", value, text)
     assert payload["result"] == {
         "total": {"amount": 5, "password": MASK},
         "link": f"https://shop:{MASK}@example.test/r/1",
@@ -160,13 +169,16 @@ def test_a_secret_in_a_named_field_is_shown_as_args_are(tmp_path: Path) -> None:
 
 
 def test_the_text_of_every_channel_says_the_receipt_and_the_fields(tmp_path: Path) -> None:
-    item = {"message_id": "m1", **_done(tmp_path, "price_order", {"total": 9, "currency": "JPY"})}
+    item = {
+        "message_id": "m1",
+        **_done(tmp_path, "price_order_hooked", {"total": 9, "currency": "JPY"}),
+    }
     text = Renderer().event_text(item)
     assert "result: total=9, currency=JPY\n" in text
     assert "receipt: tok-123\n" in text
     line = event_line(item)
     assert " result: total=9, currency=JPY receipt: tok-123 " in line
-    empty = {"message_id": "m2", **_done(tmp_path, "price_order", {"other": 1})}
+    empty = {"message_id": "m2", **_done(tmp_path, "price_order_hooked", {"other": 1})}
     assert "result: (the value has none of the fields" in Renderer().event_text(empty)
 
 
@@ -195,16 +207,16 @@ def test_a_real_worker_posts_the_receipt_and_the_named_fields_to_a_webhook(
     tmp_path: Path, webhook: WebhookServer
 ) -> None:
     receipts, _ = _run_burst(
-        tmp_path, {"price_order": 5, "price_order_plain": 6}, {HOOK_ENV: webhook.url}
+        tmp_path, {"price_order_hooked": 5, "price_order_plain": 6}, {HOOK_ENV: webhook.url}
     )
     bodies = {r.body["job"]: r.body for r in webhook.received}
-    assert set(bodies) == {"price_order", "price_order_plain"}
-    named = bodies["price_order"]
+    assert set(bodies) == {"price_order_hooked", "price_order_plain"}
+    named = bodies["price_order_hooked"]
     assert named["event"] == "done"
-    assert named["receipt"] == str(receipts["price_order"])
+    assert named["receipt"] == str(receipts["price_order_hooked"])
     assert len(named["receipt"]) >= 22  # the token, not the sequential id
     assert named["result"] == {"total": 1205, "currency": "JPY"}
-    assert f"receipt: {receipts['price_order']}" in named["text"]
+    assert f"receipt: {receipts['price_order_hooked']}" in named["text"]
     raw = json.dumps(named)
     assert "4242" not in raw  # nothing else of the result
     assert "A-1" not in raw
@@ -219,14 +231,19 @@ def test_a_real_worker_logs_the_receipt_and_the_named_fields_on_the_log_channel(
 ) -> None:
     # The webhook channel must be configured for the worker to start; it gets nothing.
     unused = {HOOK_ENV: "http://127.0.0.1:9/unused"}
-    receipts, log = _run_burst(tmp_path, {"price_order_logged": 8}, unused)
+    receipts, log = _run_burst(tmp_path, {"price_order": 5}, unused)
     lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     [done] = [line for line in lines if line["logger"] == "jobdef.notify"]
-    token = str(receipts["price_order_logged"])
-    assert (done["event"], done["job"], done["level"]) == ("done", "price_order_logged", "info")
+    token = str(receipts["price_order"])
+    assert (done["event"], done["job"], done["level"]) == ("done", "price_order", "info")
     assert done["receipt"] == token
     # A log line's extras are flat: a mapping travels as its JSON text.
-    assert json.loads(done["result"]) == {"total": 1208, "currency": "JPY"}
-    assert " | result: total=1208, currency=JPY | receipt: " + token in done["message"]
+    assert json.loads(done["result"]) == {"total": 1205, "currency": "JPY"}
+    assert " | result: total=1205, currency=JPY | receipt: " + token in done["message"]
+    # The line docs/notifications.md shows, but for the token and the times.
+    [shown] = [
+        text for text in PAGE.read_text("utf-8").splitlines() if " jobdef.notify INFO " in text
+    ]
+    assert _same_run(done["message"].replace(token, "TOKEN")) in _same_run(shown)
     assert "4242" not in log
     assert "A-1" not in log
