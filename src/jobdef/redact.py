@@ -177,6 +177,15 @@ def shown_fields(policy: JobPolicy | None, value: Any, names: Iterable[str]) -> 
     }
 
 
+def shown_result(policy: JobPolicy | None, value: Any) -> Any:
+    """A job's whole stored result as a page shows it to an operator: an object's fields
+    as :func:`shown_fields` shows them, any other value with URL passwords redacted and
+    keys that say secret masked inside."""
+    if isinstance(value, Mapping):
+        return shown_fields(policy, value, [key for key in value if isinstance(key, str)])
+    return _shown_value(value, 1)
+
+
 def sensitive_values(policy: JobPolicy | None, args: Mapping[str, Any]) -> list[str]:
     """The text of every value :func:`shown_args` hides in ``args``, to pass to
     :func:`redact` as ``secrets`` for text a handler wrote (an exception that quotes its
