@@ -47,6 +47,7 @@ from jobdef.adapters.core import (
     SheetRuntime,
     error_info,
     recorded,
+    runtime_result,
 )
 from jobdef.adapters.store import BookkeepingUnavailable
 from jobdef.backends.records import ErrorInfo
@@ -298,7 +299,7 @@ class SheetTask(Task):  # type: ignore[misc]
                 runtime.succeeded(policy, task_id)
             except (BookkeepingUnavailable, SoftTimeLimitExceeded) as exc:
                 self._later(policy, call, _unavailable(exc), {"attempt": attempt, "ok": True})
-            return return_value
+            return runtime_result(policy, return_value)
         error = error_info(raised, policy, call)
         if timed_out:
             why = f"ran past its timeout of {policy.timeout:g}s"

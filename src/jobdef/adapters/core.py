@@ -96,6 +96,19 @@ TERMINAL_EVENT = "dead"
 TIMEOUT_NAMES = class_names(AttemptTimedOut)
 
 
+def runtime_result(policy: JobPolicy, value: Any) -> Any:
+    """What an adapter hands its runtime's result backend of a handler's return value.
+
+    A Celery or RQ run's value lives in that runtime's own result store (Celery's
+    result backend, RQ's job hash), where its callers read it (``AsyncResult.get()``,
+    ``job.return_value()``): a done run leaves no row in jobdef's database, and
+    writing one per success would put jobdef's database on every run's path to keep
+    what the runtime keeps already. The sheet still decides whether it is kept:
+    ``result.store: false`` hands the runtime None, so nothing of the value is kept.
+    """
+    return value if policy.result.store else None
+
+
 def task_id_for(policy: JobPolicy, key: str | None) -> str:
     """The task id of a run: derived from the idempotency key, else random."""
     if key is None:
