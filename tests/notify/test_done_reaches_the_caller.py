@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from notify_servers import WebhookServer
 
 from jobdef.backends import open_backend
@@ -18,6 +19,7 @@ from jobdef.notify.render import Renderer, event_line
 from jobdef.redact import MASK
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
+from support.stores import engine_db_url
 from support.workers import Processes, worker_command
 
 HERE = Path(__file__).resolve().parent
@@ -182,11 +184,17 @@ def test_the_text_of_every_channel_says_the_receipt_and_the_fields(tmp_path: Pat
     assert "result: (the value has none of the fields" in Renderer().event_text(empty)
 
 
-def _run_burst(tmp_path: Path, jobs: dict[str, int], env: dict[str, str]) -> tuple[dict, str]:
-    """Enqueue each job of ``jobs`` (name: order id), run ``jobdef worker --burst`` with
-    JSON log lines; the receipts by job, and the worker's log."""
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return engine_db_url(request, tmp_path)
+
+
+def _run_burst(
+    tmp_path: Path, url: str, jobs: dict[str, int], env: dict[str, str]
+) -> tuple[dict, str]:
+    """Enqueue each job of ``jobs`` (name: order id) in the store at ``url``, run ``jobdef
+    worker --burst`` with JSON log lines; the receipts by job, and the worker's log."""
     sheets = _sheets(tmp_path)
-    url = f"sqlite:///{tmp_path / 'jobs.db'}"
     backend = open_backend(url)
     try:
         queue = Queue(backend, load_registry([sheets]))
@@ -204,10 +212,13 @@ def _run_burst(tmp_path: Path, jobs: dict[str, int], env: dict[str, str]) -> tup
 
 
 def test_a_real_worker_posts_the_receipt_and_the_named_fields_to_a_webhook(
-    tmp_path: Path, webhook: WebhookServer
+    tmp_path: Path, store_url: str, webhook: WebhookServer
 ) -> None:
     receipts, _ = _run_burst(
-        tmp_path, {"price_order_hooked": 5, "price_order_plain": 6}, {HOOK_ENV: webhook.url}
+        tmp_path,
+        store_url,
+        {"price_order_hooked": 5, "price_order_plain": 6},
+        {HOOK_ENV: webhook.url},
     )
     bodies = {r.body["job"]: r.body for r in webhook.received}
     assert set(bodies) == {"price_order_hooked", "price_order_plain"}
@@ -227,11 +238,11 @@ def test_a_real_worker_posts_the_receipt_and_the_named_fields_to_a_webhook(
 
 
 def test_a_real_worker_logs_the_receipt_and_the_named_fields_on_the_log_channel(
-    tmp_path: Path,
+    tmp_path: Path, store_url: str
 ) -> None:
     # The webhook channel must be configured for the worker to start; it gets nothing.
     unused = {HOOK_ENV: "http://127.0.0.1:9/unused"}
-    receipts, log = _run_burst(tmp_path, {"price_order": 5}, unused)
+    receipts, log = _run_burst(tmp_path, store_url, {"price_order": 5}, unused)
     lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     [done] = [line for line in lines if line["logger"] == "jobdef.notify"]
     token = str(receipts["price_order"])
