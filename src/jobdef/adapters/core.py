@@ -44,6 +44,8 @@ What an adapter calls, and what it does with what comes back:
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import math
 import os
@@ -107,6 +109,20 @@ def runtime_result(policy: JobPolicy, value: Any) -> Any:
     ``result.store: false`` hands the runtime None, so nothing of the value is kept.
     """
     return value if policy.result.store else None
+
+
+def call_handler(handler: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Call ``handler`` as jobdef's own worker does: an ``async def`` handler's coroutine
+    is run to its end on an event loop of its own. Neither Celery nor RQ awaits one: left
+    to them, the attempt would end at once, "successful", with the work never done."""
+    value = handler(*args, **kwargs)
+    if inspect.isawaitable(value):
+        return asyncio.run(_awaited(value))
+    return value
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
 
 
 def task_id_for(policy: JobPolicy, key: str | None) -> str:
