@@ -1,7 +1,9 @@
 """The sheet's ``result:`` in Celery and RQ: the runtime's own result store is the source
 of a run's value, and the adapter hands it only what the sheet keeps (``store: false``:
-nothing; RQ keeps the rest for ``result.retention``). Celery under ``task_always_eager``
-and a real RQ worker, each on a real Redis run store and a real SQLite database."""
+nothing; RQ keeps the rest for ``result.retention``); a value too big or breaking the
+schema fails the attempt with ``jobdef.ResultRefused``, buried as the sheet says. Celery
+under ``task_always_eager`` and a real RQ worker, each on a real Redis run store and a
+real SQLite database."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from jobdef import ResultRefused
 from jobdef.adapters.fidelity import verdicts
 from jobdef.adapters.rq import SheetQueue, result_ttl
 from jobdef.backends import open_backend
@@ -51,6 +54,27 @@ result:
 ---
 apiVersion: jobdef/v1
 kind: Job
+name: tiny_quote
+handler: result_handlers:quote
+args:
+  order_id: {{type: integer}}
+result:
+  max_bytes: 16
+---
+apiVersion: jobdef/v1
+kind: Job
+name: shaped_quote
+handler: result_handlers:quote
+args:
+  order_id: {{type: integer}}
+result:
+  schema:
+    type: object
+    properties:
+      total: {{type: string}}
+---
+apiVersion: jobdef/v1
+kind: Job
 name: plain_quote
 handler: result_handlers:quote
 args:
@@ -80,6 +104,8 @@ def test_rq_keeps_a_value_for_result_retention_and_nothing_with_store_false(
     kept = queue.enqueue("kept_quote", order_id=1)
     dropped = queue.enqueue("dropped_quote", order_id=2)
     plain = queue.enqueue("plain_quote", order_id=3)
+    tiny = queue.enqueue("tiny_quote", order_id=4)
+    shaped = queue.enqueue("shaped_quote", order_id=5)
     processes = Processes(
         tmp_path,
         importable=(tmp_path,),
@@ -102,7 +128,29 @@ def test_rq_keeps_a_value_for_result_retention_and_nothing_with_store_false(
     assert dropped.return_value() is None  # store: false: RQ keeps nothing of it
     assert plain.return_value() == VALUE  # no result: RQ's own default, as before
     assert connection.ttl(plain.key) <= 500
+    for job in (tiny, shaped):
+        job.refresh()
+        assert job.get_status() == "failed"
+    dead = _dead(tmp_path)
+    assert set(dead) == {"tiny_quote", "shaped_quote"}
+    assert dead["tiny_quote"].startswith("jobdef.ResultRefused: job rq/")
+    assert "more than the 16 allowed by result.max_bytes" in dead["tiny_quote"]
+    assert "it breaks result.schema" in dead["shaped_quote"]
+    assert "result.total: 1200 is not of type 'string'" in dead["shaped_quote"]
     connection.close()
+
+
+def _dead(tmp_path: Path) -> dict[str, str]:
+    """The dead jobs jobdef's database holds: job name -> its last error, one line."""
+    backend = open_backend(f"sqlite:///{tmp_path / 'jobdef.db'}")
+    try:
+        return {
+            r.job: f"{r.last_error.type}: {r.last_error.message}"
+            for r in backend.list_jobs(state="dead", limit=10)
+            if r.last_error is not None
+        }
+    finally:
+        backend.close()
 
 
 def test_celery_hands_its_result_backend_nothing_with_store_false(
@@ -131,8 +179,15 @@ def test_celery_hands_its_result_backend_nothing_with_store_false(
     def dropped_quote(order_id: int) -> dict[str, object]:
         return dict(VALUE)
 
+    @sheet_task(app, "tiny_quote")
+    def tiny_quote(order_id: int) -> dict[str, object]:
+        return dict(VALUE)
+
     assert kept_quote.delay(order_id=1).get() == VALUE
     assert dropped_quote.delay(order_id=2).get() is None
+    with pytest.raises(ResultRefused, match=r"more than the 16 allowed by result\.max_bytes"):
+        tiny_quote.delay(order_id=3)
+    assert set(_dead(tmp_path)) == {"tiny_quote"}
 
 
 def test_the_check_says_what_each_runtime_does_with_result_fields(tmp_path: Path) -> None:

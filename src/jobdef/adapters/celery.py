@@ -48,7 +48,6 @@ from jobdef.adapters.core import (
     call_handler,
     error_info,
     recorded,
-    runtime_result,
 )
 from jobdef.adapters.store import BookkeepingUnavailable
 from jobdef.backends.records import ErrorInfo
@@ -289,6 +288,7 @@ class SheetTask(Task):  # type: ignore[misc]
         started = runtime.clock()
         try:
             return_value = call_handler(self.run, *args, **kwargs)
+            return_value = runtime.kept(policy, task_id, attempt, return_value)
         except Retry:
             raise
         except SoftTimeLimitExceeded as exc:
@@ -300,7 +300,7 @@ class SheetTask(Task):  # type: ignore[misc]
                 runtime.succeeded(policy, task_id)
             except (BookkeepingUnavailable, SoftTimeLimitExceeded) as exc:
                 self._later(policy, call, _unavailable(exc), {"attempt": attempt, "ok": True})
-            return runtime_result(policy, return_value)
+            return return_value
         error = error_info(raised, policy, call)
         if timed_out:
             why = f"ran past its timeout of {policy.timeout:g}s"

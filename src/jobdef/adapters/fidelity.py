@@ -97,10 +97,16 @@ def _result_store(job: JobPolicy) -> tuple[Level, str]:
     )
 
 
+def _result_checked(job: JobPolicy) -> tuple[Level, str]:
+    # Not in _ALWAYS_EXACT: a sheet written when these were unsupported may accept them.
+    return "exact", (
+        "checked as jobdef's worker checks it: a value the sheet refuses fails the attempt "
+        "with jobdef.ResultRefused, classified by the sheet's errors"
+    )
+
+
 # What each runtime does instead of a field of `result:` that its adapter does not carry out.
 _RESULT_WHY = {
-    "result.max_bytes": "not checked yet: the value goes to {store} at any size",
-    "result.schema": "not checked yet: the value goes to {store} unchecked",
     "result.retention": "{store} keeps it for the app's result_expires, one setting for every task",
     "result.public": "a run of this runtime has no receipt: read the value from {store}",
     "result.notify": "no done notification is sent (see notify.events)",
@@ -250,14 +256,16 @@ _RQ: dict[str, Rule] = {
     ),
 }
 
+_CHECKED = ("result.store", "result.max_bytes", "result.schema")
 _RESULT_FIELDS = [
-    f.path for f in JOB_FIELDS if f.path.startswith("result.") and f.path != "result.store"
+    f.path for f in JOB_FIELDS if f.path.startswith("result.") and f.path not in _CHECKED
 ]
 _OWN: dict[Runtime, dict[str, Rule]] = {"celery": _CELERY, "rq": _RQ}
 RULES: dict[Runtime, dict[str, Rule]] = {
     runtime: _COMMON
     | {path: _result_rule(runtime, path) for path in _RESULT_FIELDS}
-    | {"result.store": _result_store}
+    | {"result.store": _result_store, "result.max_bytes": _result_checked}
+    | {"result.schema": _result_checked}
     | ({"result.retention": _rq_result_retention} if runtime == "rq" else {})
     | own
     for runtime, own in _OWN.items()

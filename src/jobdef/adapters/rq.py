@@ -55,7 +55,6 @@ from jobdef.adapters.core import (
     SheetRuntime,
     call_handler,
     error_info,
-    runtime_result,
 )
 from jobdef.adapters.store import BookkeepingUnavailable, RunStore
 from jobdef.backends import describe_store
@@ -382,7 +381,7 @@ def perform(name: str, handler: str, args: dict[str, Any]) -> Any:
         raise
     if raised is not None:
         raise raised  # the handler's error, as RQ records it
-    return runtime_result(policy, return_value)
+    return return_value
 
 
 def _attempt(
@@ -418,6 +417,7 @@ def _attempt(
     raised: BaseException
     try:
         return_value = call_handler(_resolve(handler), **args)
+        return_value = runtime.kept(policy, task_id, begun.attempt, return_value)
     except JobTimeoutException as exc:
         names, timed_out, raised = TIMEOUT_NAMES, True, exc
     except Exception as exc:
