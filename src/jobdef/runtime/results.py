@@ -64,10 +64,13 @@ def result_rules(registry: Registry) -> dict[str, ResultRule]:
     return {policy.name: result_rule(policy) for policy in registry}
 
 
-def kept_result(rule: ResultRule, value: Any, job_id: int, job: str, attempt: int) -> str | None:
+def kept_result(
+    rule: ResultRule, value: Any, job_id: int | str, job: str, attempt: int
+) -> str | None:
     """What to store of ``value``, returned by attempt ``attempt`` of job ``job_id``
-    (``job``): its JSON text, or None when there is nothing to store (the handler
-    returned None, or the sheet keeps no value). Raises :class:`ResultRefused`."""
+    (``job``; a Celery or RQ run names its job ``celery/<task id>``): its JSON text, or
+    None when there is nothing to store (the handler returned None, or the sheet keeps
+    no value). Raises :class:`ResultRefused`."""
     if value is None or not rule.store:
         return None
     where = f"job {job_id} ({job}) attempt {attempt}: return value refused"

@@ -525,7 +525,7 @@ class Worker:
         for held in helds:
             if held.policy is not None and "done" in held.policy.notify.events:
                 notes[held.record.id] = notifications_for(
-                    held.policy, "done", held.record, None, now
+                    held.policy, "done", held.record, None, now, result=held.result
                 )
         if not helds and options is None:
             return False

@@ -444,7 +444,7 @@ class VirtualQueue:
                 error = ErrorInfo(class_name(ResultRefused), str(exc))
                 failed = FailedAttempt(record, policy, error, class_names(ResultRefused))
             else:
-                notes = notifications_for(policy, "done", record, None, self.clock())
+                notes = notifications_for(policy, "done", record, None, self.clock(), result=text)
                 results = {} if text is None else {record.id: text}
                 self.backend.complete([record.lease], {record.id: notes}, results)
                 return self._last_attempt(record)
