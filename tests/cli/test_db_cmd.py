@@ -20,7 +20,7 @@ from jobdef.backends.sqlite import engine as sqlite_engine
 from jobdef.cli import main
 
 FIRST = 4  # the SQLite engine's first migration
-LATEST = 11
+LATEST = 12
 
 
 def _app_database(path: Path) -> Path:
@@ -133,7 +133,8 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0008_store_id",
         "  0009_positional_args",
         "  0010_receipts",
-        "  0011_flows",
+        "  0011_result_retention",
+        "  0012_flows",
     ]
     old = f"sqlite:///{older_store}"
     assert main(["db", "status", "--db", old]) == 0
@@ -147,7 +148,8 @@ def test_db_status_shows_the_versions_and_the_pending_migrations_and_changes_not
         "  0008_store_id",
         "  0009_positional_args",
         "  0010_receipts",
-        "  0011_flows",
+        "  0011_result_retention",
+        "  0012_flows",
     ]
     assert _files(tmp_path) == before
     main(["db", "upgrade", "--db", app])
@@ -205,7 +207,8 @@ def test_db_commands_on_postgresql_never_print_the_password(
         "  0008_store_id",
         "  0009_positional_args",
         "  0010_receipts",
-        "  0011_flows",
+        "  0011_result_retention",
+        "  0012_flows",
     ]
     assert main(["db", "upgrade", "--db", url]) == 0
     upgraded = capsys.readouterr().out

@@ -71,6 +71,7 @@ CREATE INDEX jobdef_jobs_finished ON jobdef_jobs (job, state, finished_at)
 CREATE INDEX jobdef_jobs_running ON jobdef_jobs (lease_until, queue, started_at, state)
     WHERE state = 'running';
 CREATE UNIQUE INDEX jobdef_jobs_receipt ON jobdef_jobs (receipt) WHERE receipt IS NOT NULL;
+CREATE INDEX jobdef_jobs_results ON jobdef_jobs (job, finished_at) WHERE result IS NOT NULL;
 -- A flow's steps, read whenever one of them ends.
 CREATE INDEX jobdef_jobs_flow ON jobdef_jobs (flow_id, step) WHERE flow_id IS NOT NULL;
 
