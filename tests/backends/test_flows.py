@@ -17,7 +17,7 @@ from flow_specs import new_flow
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import complete_and_claim
-from jobdef.backends.records import ClaimOptions, ErrorInfo, RetentionRule
+from jobdef.backends.records import ClaimOptions, ErrorInfo, ResultRetention, RetentionRule
 
 BOOM = ErrorInfo("RuntimeError", "boom")
 
@@ -274,6 +274,17 @@ def test_retention_keeps_the_steps_of_a_running_flow(backend, worker, clock):
     _run(backend, worker)
     clock.advance(3600)
     assert backend.prune([rule]) == 2
+
+
+def test_result_retention_keeps_the_results_of_a_running_flows_steps(backend, worker, clock):
+    receipt = backend.start_flow(new_flow(DIAMOND, {"n": 3}))
+    _run(backend, worker, result={"a": {"v": 41}})  # a done; b and c queued
+    clock.advance(3600)
+    assert backend.expire_results([ResultRetention("j", keep=60)]) == 0
+    _drain(backend, worker)
+    assert backend.get(_ids(backend, receipt.id)["b"]).args == {"v": 41}
+    clock.advance(3600)
+    assert backend.expire_results([ResultRetention("j", keep=60)]) == 4
 
 
 def test_two_parents_ending_at_once_release_the_fan_in_exactly_once(store, clock):

@@ -567,6 +567,10 @@ WHERE job = %(job)s AND state = ANY (%(states)s::text[])
 WITH expired AS (
     SELECT id FROM {schema}.jobdef_jobs
     WHERE job = %(job)s AND result IS NOT NULL AND finished_at < %(before)s
+      -- A step of a running flow keeps its result: a waiting step may still read it.
+      AND (flow_id IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {schema}.jobdef_flows AS f
+          WHERE f.id = flow_id AND f.state = 'running'))
     ORDER BY finished_at
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED

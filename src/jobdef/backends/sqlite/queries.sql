@@ -331,6 +331,9 @@ UPDATE jobdef_jobs SET result = NULL
 WHERE id IN (
     SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_results
     WHERE job = :job AND result IS NOT NULL AND finished_at < :before
+      -- A step of a running flow keeps its result: a waiting step may still read it.
+      AND (flow_id IS NULL OR NOT EXISTS (
+          SELECT 1 FROM jobdef_flows AS f WHERE f.id = flow_id AND f.state = 'running'))
     LIMIT :batch_size
 );
 
