@@ -18,6 +18,8 @@ from flow_specs import new_flow
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import complete_and_claim
 from jobdef.backends.records import ClaimOptions, ErrorInfo, ResultRetention, RetentionRule
+from jobdef.notify.message import single_message
+from jobdef.notify.render import Renderer
 
 BOOM = ErrorInfo("RuntimeError", "boom")
 
@@ -200,6 +202,9 @@ def test_the_flow_end_message_goes_to_the_outbox_with_the_end(backend, worker):
     assert message.payload["flow_id"] == receipt.id
     assert message.payload["key_args"] == {"n": 3}
     assert message.payload["steps"]["d"] == "cancelled"
+    text = single_message(message, Renderer()).text
+    assert text.startswith(f"[jobdef] flow failed: f (f), flow {receipt.id}\nkey args: n=3\n")
+    assert "steps: a done, b done, c dead, d cancelled\n" in text
 
 
 def test_a_settle_that_fails_rolls_back_the_end_that_caused_it(backend, worker, monkeypatch):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from jobdef.backends.records import Notification, Receipt
@@ -318,6 +319,10 @@ def _end_flow(
             "key_args": {k: args.get(k) for k in notify.get("key_args", ()) if k in args},
             "note": flow["note"],
             "at": tx.now,
+            # As the jobs' messages write it (jobdef.notify.events.iso_time).
+            "at_iso": datetime.fromtimestamp(tx.now, UTC)
+            .isoformat(timespec="seconds")
+            .replace("+00:00", "Z"),
         }
         tx.notes.append(
             Notification(

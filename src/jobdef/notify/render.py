@@ -25,6 +25,15 @@ from typing import Any
 from jobdef.policy.channels import compile_template
 
 DEFAULT_TEMPLATE = """\
+{% if flow_id is defined %}\
+[jobdef] flow {{ event }}: {{ job }}{% if title %} ({{ title }}){% endif %}, flow {{ flow_id }}
+{% if key_args %}key args: {% for name, value in key_args.items() %}{{ name }}={{ value }}\
+{% if not loop.last %}, {% endif %}{% endfor %}
+{% endif %}steps: {% for name, state in steps.items() %}{{ name }} {{ state }}\
+{% if not loop.last %}, {% endif %}{% endfor %}
+{% if note %}cancelled: {{ note }}
+{% endif %}when: {{ at_iso }}
+message id: {{ message_id }}{% else %}\
 [jobdef] {{ event }}: {{ job }}{% if title %} ({{ title }}){% endif %}, job {{ job_id }}
 {% if key_args %}key args: {% for name, value in key_args.items() %}{{ name }}={{ value }}\
 {% if not loop.last %}, {% endif %}{% endfor %}
@@ -36,7 +45,7 @@ DEFAULT_TEMPLATE = """\
 {% endif %}{% if receipt %}receipt: {{ receipt }}
 {% endif %}when: {{ at_iso }}
 re-run: {{ requeue_command }}{% if rerun %} (procedure: {{ rerun }}){% endif %}
-message id: {{ message_id }}"""
+message id: {{ message_id }}{% endif %}"""
 
 # One line per event inside a digest (after "- "), and on the log channel.
 DIGEST_LINE_TEMPLATE = """\
@@ -99,6 +108,10 @@ def render_bounded(template: Any, item: Mapping[str, Any]) -> str:
 def subject_for(item: Mapping[str, Any]) -> str:
     """A one-line summary of one event (mail subject, log message)."""
     title = f" ({item['title']})" if item.get("title") else ""
+    if item.get("flow_id") is not None:  # a flow's end (jobdef.backends.flows)
+        return (
+            f"[jobdef] flow {item.get('event')}: {item.get('job')}{title}, flow {item['flow_id']}"
+        )
     return f"[jobdef] {item.get('event')}: {item.get('job')}{title}, job {item.get('job_id')}"
 
 
