@@ -91,11 +91,17 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
 
     @abstractmethod
     def _flow_tx(
-        self, work: Callable[[FlowTx], T], connection: Any = None, *, retry: bool = True
+        self,
+        work: Callable[[FlowTx], T],
+        connection: Any = None,
+        *,
+        retry: bool = True,
+        reads: bool = False,
     ) -> T:
         """``work`` in one transaction (the caller's, given ``connection``) through a
         :class:`~jobdef.backends.flows.FlowTx`; its messages stored before the commit.
-        ``retry``: whether an engine that runs a verb again after a lost session may."""
+        ``retry``: whether an engine that runs a verb again after a lost session may;
+        ``reads``: ``work`` only reads (SQLite then takes no write lock)."""
 
     @abstractmethod
     def _decode(self, value: Any) -> Any: ...
@@ -141,13 +147,15 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
 
     def get_flow(self, flow_id: int) -> FlowRecord | None:
         """One flow and its steps' states, or None."""
-        return self._flow_tx(lambda tx: _one_flow(tx, "flow_get", {"flow_id": flow_id}))
+        return self._flow_tx(lambda tx: _one_flow(tx, "flow_get", {"flow_id": flow_id}), reads=True)
 
     def find_flow(self, token: str) -> FlowRecord | None:
         """The flow whose receipt token is ``token``, or None."""
         if not looks_like_token(token):
             return None
-        found = self._flow_tx(lambda tx: _one_flow(tx, "flow_by_receipt", {"receipt": token}))
+        found = self._flow_tx(
+            lambda tx: _one_flow(tx, "flow_by_receipt", {"receipt": token}), reads=True
+        )
         return found if found is not None and same_token(found.receipt, token) else None
 
     def list_flows(
@@ -156,7 +164,8 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
         """Flows, newest first, with their steps' states."""
         params = {"state": state, "name": name, "limit": limit}
         return self._flow_tx(
-            lambda tx: [flows.flow_record(tx, row) for row in tx.run("flow_list", params)]
+            lambda tx: [flows.flow_record(tx, row) for row in tx.run("flow_list", params)],
+            reads=True,
         )
 
     def flow_counts(self) -> list[tuple[str, str, int]]:

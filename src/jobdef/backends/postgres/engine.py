@@ -681,7 +681,12 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
     # Flows (jobdef.backends.flows) -------------------------------------------------------
 
     def _flow_tx(
-        self, work: Callable[[FlowTx], T], connection: Any = None, *, retry: bool = True
+        self,
+        work: Callable[[FlowTx], T],
+        connection: Any = None,
+        *,
+        retry: bool = True,
+        reads: bool = False,
     ) -> T:
         if connection is not None:  # the caller's transaction: their commit decides
             if psycopg is None or not isinstance(connection, psycopg.Connection):
@@ -697,10 +702,12 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
         def run(conn: Connection) -> T:
             with conn.transaction():
+                if reads:  # the flow's row and its steps from one snapshot
+                    conn.execute(self._q("one_snapshot"))
                 return self._on(conn, now, work)
 
         value = self._run(run, retry=retry)
-        self._changed(True)
+        self._changed(not reads)
         return value
 
     def _on(self, conn: Any, now: float, work: Callable[[FlowTx], T]) -> T:

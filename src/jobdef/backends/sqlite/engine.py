@@ -440,11 +440,23 @@ class SQLiteBackend(SharedVerbs):
     # -- flows (jobdef.backends.flows) --------------------------------------------
 
     def _flow_tx(
-        self, work: Callable[[FlowTx], T], connection: Any = None, *, retry: bool = True
+        self,
+        work: Callable[[FlowTx], T],
+        connection: Any = None,
+        *,
+        retry: bool = True,
+        reads: bool = False,
     ) -> T:
         if connection is not None:  # the caller's transaction: their commit decides
             with self._errors():
                 return self._on(connection, self.clock(), work)
+        if reads:  # one snapshot, no write lock
+            with self._lock, self._errors():
+                self._conn.execute("BEGIN")
+                try:
+                    return self._on(self._conn, self.clock(), work)
+                finally:
+                    self._conn.execute("COMMIT")
         with self._write() as conn:
             return self._on(conn, self.clock(), work)
 
