@@ -11,18 +11,19 @@ from types import ModuleType
 
 import pytest
 
-from jobdef.backends import elsewhere, transitions, verbs, workers
+from jobdef.backends import elsewhere, flows, transitions, verbs, workers
 from jobdef.backends.postgres import engine as postgres
 from jobdef.backends.sql import load_queries
 from jobdef.backends.sqlite import engine as sqlite
 
 ENGINES: dict[str, ModuleType] = {"sqlite": sqlite, "postgres": postgres}
 # Modules written once for both engines over the engines' primitives.
-SHARED: tuple[ModuleType, ...] = (verbs, transitions, elsewhere, workers)
+SHARED: tuple[ModuleType, ...] = (verbs, transitions, elsewhere, workers, flows)
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 # The calls that take a query's name as a positional argument.
 _TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount"}
-_TAKERS |= {"Statement"}
+# run: a flow transaction's (FlowTx.run); _one_flow: a read of one flow by a query.
+_TAKERS |= {"Statement", "run", "_one_flow"}
 _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 
 # The only query names one engine has and the other not, each with why. Every
@@ -160,6 +161,9 @@ def test_a_dialect_only_name_is_in_its_engine_only_and_says_why(engine: str) -> 
 UNREAD_PARAMETERS: dict[str, dict[str, set[str]]] = {
     # Only PostgreSQL's jobdef_queues has an updated_at column to stamp.
     "set_paused": {"sqlite": {"now"}},
+    # PostgreSQL's leaves a released step's key out while an active job of its name
+    # holds it (a unique index SQLite does not have).
+    "flow_release_step": {"sqlite": {"job"}},
 }
 
 

@@ -1084,5 +1084,3 @@ ORDER BY id DESC LIMIT %(limit)s;
 SELECT name, state, count(*) AS count FROM {schema}.jobdef_flows
 GROUP BY name, state ORDER BY name, state;
 
--- name: job_flow
-SELECT flow_id FROM {schema}.jobdef_jobs WHERE id = %(job_id)s;

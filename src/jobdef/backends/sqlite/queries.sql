@@ -690,5 +690,3 @@ ORDER BY id DESC LIMIT :limit;
 -- name: flow_counts
 SELECT name, state, count(*) AS count FROM jobdef_flows GROUP BY name, state ORDER BY name, state;
 
--- name: job_flow
-SELECT flow_id FROM jobdef_jobs WHERE id = :job_id;
