@@ -219,7 +219,7 @@ def test_bad_filters_are_one_line_not_a_traceback(sqlite_url, serve):
     served = serve(create_app(sqlite_url, SHEETS))
     client = Client(served.url)
     for query, message in (
-        ("state=zombie", "state: 'zombie' is not one of queued"),
+        ("state=zombie", "state: 'zombie' is not one of waiting, queued"),
         ("since=yesterday-ish", "since: 'yesterday-ish' is not a time"),
         ("q=args.", "write args.KEY:VALUE"),
         ("before=abc", "before: a job id"),
