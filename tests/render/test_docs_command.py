@@ -319,5 +319,6 @@ def test_explain_of_an_unknown_job_lists_the_known_ones(
 ) -> None:
     assert main(["explain", "no_such_job", "--sheets", SHEETS]) == 2
     err = capsys.readouterr().err
-    assert "no sheet defines a job named 'no_such_job'" in err
+    assert "no sheet defines a job or workflow named 'no_such_job'" in err
     assert "send_reservation_mail" in err
+    assert "workflows: order_placed" in err
