@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from receipt_steps import HERE, KEYS, SHEETS, claim, fail, finish, hostile_paths
+from receipt_steps import HERE, SHEETS, claim, fail, finish
 
 from jobdef.backends import upgrade
 from jobdef.backends.records import RetentionRule
@@ -22,11 +22,10 @@ from jobdef.contrib.receipts import receipt_app
 from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.receipt_probes import KEYS, NOT_FOUND, hostile_paths
 from support.served import Served
 from support.stores import engine_db_url
 from support.workers import Processes, worker_command
-
-NOT_FOUND = b'{"error":"not_found"}'
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
