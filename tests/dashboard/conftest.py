@@ -8,15 +8,12 @@ tests skip when either is missing, except under ``CI=true``, where they fail.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dash_browser import CHROMIUM, CHROMIUM_ARGS
 from dashboard_steps import HERE, SHEETS
 
 from jobdef.backends import open_backend, upgrade
@@ -24,15 +21,10 @@ from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
+from support.browser import chromium
 from support.served import Served
 from support.stores import engine_db_url
 from support.workers import Processes, worker_command
-
-
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true requires it: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -119,16 +111,8 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless Chromium for the whole module."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("playwright is not installed (pip install playwright)")
-    if shutil.which(CHROMIUM) is None:
-        _skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
