@@ -6,6 +6,7 @@ fragment follows it again, and a guessed one shows nothing of any job."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,3 +119,76 @@ def test_the_page_goes_accepted_running_done_without_a_reload(
     assert refused.value.status == 404
     assert page.locator("#state").inner_text() == ""
     assert page.locator("#result").inner_text() == ""
+
+
+def test_the_example_sheet_is_clean_and_run_py_serves_it_beside_a_worker(
+    tmp_path: Path,
+) -> None:
+    """`python examples/receipts_app/run.py`, as its README says: the page, an order, the
+    job done by the worker it started; Ctrl-C stops both."""
+    import signal
+    import socket
+    import subprocess
+
+    import httpx
+
+    from jobdef.cli import main
+    from support import eventually
+    from support.workers import worker_env
+
+    assert main(["validate", str(EXAMPLE / "jobdefs"), "--strict"]) == 0
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    db = f"sqlite:///{tmp_path / 'jobs.db'}"
+    log = tmp_path / "run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(EXAMPLE / "run.py"), "--db", db, "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=worker_env(),
+            start_new_session=True,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"{base}/", timeout=5).status_code == 200
+            except httpx.TransportError:
+                assert process.poll() is None, log.read_text()
+                return False
+
+        eventually(up, 60, "run.py to serve the page")
+        ordered = httpx.post(f"{base}/reports", json={"month": "2026-09", "seconds": 1})
+        token = ordered.json()["receipt"]
+
+        def done() -> Any:
+            body = httpx.get(f"{base}/api/receipts/{token}", timeout=5).json()
+            return body if body["state"] == "done" else None
+
+        body = eventually(done, 60, "the worker run.py started to build the report")
+        assert body["result"] == {"file": "report-2026-09.csv", "rows": 31}
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        assert process.wait(60) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+    # The worker it started is gone with it: nothing of its group runs (a handler
+    # process whose worker ended may wait as a zombie for init to reap it).
+    assert _running_in_group(process.pid) == []
+
+
+def _running_in_group(pgid: int) -> list[int]:
+    """The processes of the group ``pgid`` that are not zombies."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
