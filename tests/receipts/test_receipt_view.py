@@ -107,7 +107,7 @@ class _Queue:
 
 
 def test_a_stream_sends_a_status_only_when_it_changed_then_end_or_gone() -> None:
-    stream = EventStream(_Queue(), "t" * 35, "ja")
+    stream = EventStream(_Queue(), "ja")
     accepted = _status("whole", state="accepted")
     first = stream.start((accepted, {}))
     assert first.startswith("retry: 3000\n\nevent: status\ndata: ")
@@ -123,7 +123,7 @@ def test_a_stream_sends_a_status_only_when_it_changed_then_end_or_gone() -> None
     ]
     assert stream.done
 
-    gone = EventStream(_Queue(), "t" * 35, "en")
+    gone = EventStream(_Queue(), "en")
     gone.start((accepted, {}))
     assert gone.look(None) == "event: gone\ndata: {}\n\n"
     assert gone.done

@@ -24,6 +24,7 @@ Needs ``jobdef[dashboard]`` (Starlette). docs/receipts.md tells the rest.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from jobdef.errors import JobdefError
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.receipt_view import (
     HEADERS,
@@ -41,6 +43,8 @@ from jobdef.runtime.receipt_view import (
     NOT_FOUND,
     STREAM_HEADERS,
     STREAM_SECONDS,
+    UNAVAILABLE,
+    Found,
     allowed_origins,
     body_text,
     cors_headers,
@@ -48,6 +52,8 @@ from jobdef.runtime.receipt_view import (
     find,
     language,
 )
+
+log = logging.getLogger("jobdef.receipts")
 
 
 def receipt_app(
@@ -74,13 +80,26 @@ def receipt_app(
     def not_found(request: Request) -> Response:
         return Response(NOT_FOUND, 404, headers=headers(request), media_type="application/json")
 
+    async def lookup(request: Request) -> Found | Response:
+        """The job the path's token names, or the answer when there is none to show."""
+        try:
+            found = await run_in_threadpool(find, queue, request.path_params["token"])
+        except JobdefError as exc:
+            log.warning("receipt endpoint: the job store cannot be read: %s", exc)
+            return Response(
+                UNAVAILABLE,
+                503,
+                headers={**headers(request), "retry-after": "5"},
+                media_type="application/json",
+            )
+        return not_found(request) if found is None else found
+
     async def status(request: Request) -> Response:
         if request.method == "OPTIONS":
             return preflight(request)
-        token = request.path_params["token"]
-        found = await run_in_threadpool(find, queue, token)
-        if found is None:
-            return not_found(request)
+        found = await lookup(request)
+        if isinstance(found, Response):
+            return found
         lang = language(request.headers.get("accept-language"))
         text = body_text(found, queue, lang)
         answer = {**headers(request), "content-language": lang, "vary": vary}
@@ -89,24 +108,19 @@ def receipt_app(
     async def events(request: Request) -> Response:
         if request.method == "OPTIONS":
             return preflight(request)
-        token = request.path_params["token"]
-        found = await run_in_threadpool(find, queue, token)
-        if found is None:
-            return not_found(request)
+        found = await lookup(request)
+        if isinstance(found, Response):
+            return found
         lang = language(request.headers.get("accept-language"))
         stream = events_async(
             queue,
-            token,
+            request.path_params["token"],
             lang,
             found,
             look_seconds=look_seconds,
             stream_seconds=stream_seconds,
         )
-        answer = {
-            **headers(request, STREAM_HEADERS),
-            "content-language": lang,
-            "vary": vary,
-        }
+        answer = {**headers(request, STREAM_HEADERS), "content-language": lang, "vary": vary}
         return StreamingResponse(stream, headers=answer, media_type="text/event-stream")
 
     def preflight(request: Request) -> Response:

@@ -36,6 +36,7 @@ from typing import Any
 from jobdef.backends.records import Receipt
 from jobdef.backends.rows import dump_json, looks_like_token
 from jobdef.backends.waiters import job_waiters
+from jobdef.errors import JobdefError
 from jobdef.policy.model import JobPolicy
 from jobdef.redact import public_names
 from jobdef.runtime.receipts import ReceiptState, ReceiptStatus, receipt_status
@@ -57,6 +58,9 @@ LABELS: Mapping[ReceiptState, tuple[str, str]] = {
 
 NOT_FOUND = '{"error":"not_found"}'
 """The body of every 404: unknown, pruned and malformed tokens alike."""
+
+UNAVAILABLE = '{"error":"unavailable"}'
+"""The body of a 503: the job store cannot be read now (the reason goes to the log only)."""
 
 HEADERS: Mapping[str, str] = {
     # A receipt's state changes: no cache, shared or private, keeps an answer.
@@ -200,9 +204,8 @@ class EventStream:
     between; :attr:`done` says the stream is over. :func:`events_async` and
     :func:`events_sync` drive it."""
 
-    def __init__(self, queue: Any, token: str, lang: str) -> None:
+    def __init__(self, queue: Any, lang: str) -> None:
         self.queue = queue
-        self.token = token
         self.lang = lang
         self.job_id = 0
         self.last = ""
@@ -255,7 +258,7 @@ async def events_async(
     the job's end at once. The changes before it (accepted -> running, progress) are
     read once per ``look_seconds``: one indexed read of one row, never a busy loop.
     """
-    stream = EventStream(queue, token, lang)
+    stream = EventStream(queue, lang)
     yield stream.start(first)
     if stream.done:
         return
@@ -271,8 +274,12 @@ async def events_async(
                 # The job as it ended (None: gone), its args as they were.
                 yield stream.look(None if status is None else (status, first[1]))
                 return
-            text = stream.look(await asyncio.to_thread(find, queue, token))
-            text = text or stream.keepalive()
+            try:
+                found = await asyncio.to_thread(find, queue, token)
+            except JobdefError:  # the store is out of reach for now: look again later
+                text = stream.keepalive()
+            else:
+                text = stream.look(found) or stream.keepalive()
             if text:
                 yield text
     finally:
@@ -290,7 +297,7 @@ def events_sync(
 ) -> Iterator[str]:
     """:func:`events_async` for a server without an event loop (Django under WSGI): the
     same events, the end heard through the same waiters, the thread held meanwhile."""
-    stream = EventStream(queue, token, lang)
+    stream = EventStream(queue, lang)
     yield stream.start(first)
     if stream.done:
         return
@@ -301,7 +308,10 @@ def events_sync(
     try:
         while not stream.done and time.monotonic() < closes_at:
             heard.wait(look_seconds)
-            text = stream.look(find(queue, token)) or stream.keepalive()
+            try:
+                text = stream.look(find(queue, token)) or stream.keepalive()
+            except JobdefError:  # the store is out of reach for now: look again later
+                text = stream.keepalive()
             if text:
                 yield text
             if heard.is_set() and not stream.done:  # ended, and requeued since

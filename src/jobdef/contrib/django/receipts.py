@@ -22,12 +22,14 @@ server while it is open. docs/receipts.md tells the rest.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import path
 
+from jobdef.errors import JobdefError
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.receipt_view import (
     HEADERS,
@@ -35,6 +37,8 @@ from jobdef.runtime.receipt_view import (
     NOT_FOUND,
     STREAM_HEADERS,
     STREAM_SECONDS,
+    UNAVAILABLE,
+    Found,
     allowed_origins,
     body_text,
     cors_headers,
@@ -43,6 +47,8 @@ from jobdef.runtime.receipt_view import (
     find,
     language,
 )
+
+log = logging.getLogger("jobdef.receipts")
 
 
 def receipt_urls(
@@ -103,14 +109,28 @@ def receipt_urls(
             NOT_FOUND, status=404, headers=headers(request), content_type="application/json"
         )
 
+    def lookup(request: Any, jobs: Queue, token: str) -> Found | HttpResponse:
+        """The job ``token`` names, or the answer when there is none to show."""
+        try:
+            found = find(jobs, token)
+        except JobdefError as exc:
+            log.warning("receipt endpoint: the job store cannot be read: %s", exc)
+            return HttpResponse(
+                UNAVAILABLE,
+                status=503,
+                headers={**headers(request), "retry-after": "5"},
+                content_type="application/json",
+            )
+        return not_found(request) if found is None else found
+
     def status(request: Any, token: str) -> HttpResponse:
         answer = refused(request)
         if answer is not None:
             return answer
         jobs = queue()
-        found = find(jobs, token)
-        if found is None:
-            return not_found(request)
+        found = lookup(request, jobs, token)
+        if isinstance(found, HttpResponse):
+            return found
         lang = language(request.headers.get("accept-language"))
         return HttpResponse(
             body_text(found, jobs, lang),
@@ -123,9 +143,9 @@ def receipt_urls(
         if answer is not None:
             return answer
         jobs = queue()
-        found = find(jobs, token)
-        if found is None:
-            return not_found(request)
+        found = lookup(request, jobs, token)
+        if isinstance(found, HttpResponse):
+            return found
         lang = language(request.headers.get("accept-language"))
         stream = events_async if _under_asgi(request) else events_sync
         chunks = stream(
