@@ -288,6 +288,7 @@ class SheetTask(Task):  # type: ignore[misc]
         started = runtime.clock()
         try:
             return_value = call_handler(self.run, *args, **kwargs)
+            return_value = runtime.kept(policy, task_id, attempt, return_value)
         except Retry:
             raise
         except SoftTimeLimitExceeded as exc:
