@@ -8,6 +8,11 @@ or service there is a broken CI image, never a test to leave out.
 pytest's default (prepend) import mode puts this folder on ``sys.path`` when it
 loads this file, so every test folder imports the shared helpers of
 ``tests/support`` as ``from support import eventually, ManualClock``.
+
+Tiers: a test that takes a fixture of :data:`SERVICE_FIXTURES` (a server or a
+browser), or runs on an engine that needs a server, is marked ``services`` here,
+at collection; subprocess-heavy tests carry ``slow`` by hand. ``make test-fast``
+runs ``-m "not slow and not services"``.
 """
 
 from __future__ import annotations
@@ -19,11 +24,33 @@ from pathlib import Path
 
 import pytest
 
+from jobdef.backends import open_backend
+from jobdef.backends.protocol import Backend
+from support.stores import ENGINES, engine_db_url
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SHEETS = REPO / "jobdefs"
 POSTGRES_URL = os.environ.get(
     "JOBDEF_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
+
+
+# What a test needs a running service for: PostgreSQL, Redis, RabbitMQ, Chromium.
+SERVICE_FIXTURES = frozenset({"postgres_url", "redis_url", "amqp_url", "browser"})
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``every_engine`` that takes ``db_url`` runs once per engine."""
+    if "db_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker("every_engine"):
+        metafunc.parametrize("db_url", ENGINES, indirect=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks ``services`` every test whose fixtures (all it asks for, directly or through
+    other fixtures) include one of :data:`SERVICE_FIXTURES`."""
+    for item in items:
+        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -81,3 +108,20 @@ def postgres_schema(postgres_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh job store: a SQLite file in ``tmp_path``, or in a test marked
+    ``every_engine``, each engine of ``support.stores.ENGINES`` in turn."""
+    return engine_db_url(request, tmp_path)
+
+
+@pytest.fixture
+def backend(db_url: str) -> Iterator[Backend]:
+    """The store of ``db_url``, opened (its tables created), closed after the test."""
+    opened = open_backend(db_url)
+    try:
+        yield opened
+    finally:
+        opened.close()
