@@ -56,6 +56,8 @@ import os
 import shutil
 from pathlib import Path
 
+pytestmark = pytest.mark.slow  # worker processes
+
 def run(ctx, item):
     here = Path(__file__).parent
     (here / "victim.py").unlink()

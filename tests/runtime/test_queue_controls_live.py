@@ -91,6 +91,7 @@ def state(backend: Backend, job_id: int) -> str:
     return record.state
 
 
+@pytest.mark.slow
 def test_heavy_queue_at_its_limit_does_not_delay_a_light_queue(
     db_url: str, backend: Backend, tmp_path: Path
 ) -> None:
@@ -262,10 +263,10 @@ def test_a_burst_worker_waits_for_tokens_rather_than_leaving_rated_jobs(
     registry = make_registry({"mail": QueuePolicy("mail", rate=10.0)})  # 600/m
     queue = Queue(backend, registry)
     mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(15)]
-    backend = open_backend(db_url)
+    own = open_backend(db_url)  # the worker's, as a worker opens its own
     try:
-        Worker(backend, registry, WorkerSettings(poll_interval=0.02, burst=True)).run()
+        Worker(own, registry, WorkerSettings(poll_interval=0.02, burst=True)).run()
     finally:
-        backend.close()
+        own.close()
     # The first claim empties the bucket (10); the burst worker stays for the other 5.
     assert [state(backend, m) for m in mails] == ["done"] * 15

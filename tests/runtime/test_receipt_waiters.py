@@ -150,6 +150,7 @@ def _check(
     assert idle.statements <= idle.seconds / POLL[engine] + 3
 
 
+@pytest.mark.slow
 def test_a_thousand_waiting_threads_cost_a_bounded_number_of_statements(
     engine: str, queue: Queue, statements: Statements, db_url: str, tmp_path: Path
 ) -> None:
@@ -176,6 +177,7 @@ def test_a_thousand_waiting_threads_cost_a_bounded_number_of_statements(
     _check(engine, statuses, receipts, phases, "threads")
 
 
+@pytest.mark.slow
 def test_a_thousand_waiting_tasks_cost_a_bounded_number_of_statements(
     engine: str, queue: Queue, statements: Statements, db_url: str, tmp_path: Path
 ) -> None:

@@ -21,7 +21,7 @@ from jobdef.runtime.receipts import ReceiptStatus
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 
-pytestmark = pytest.mark.every_engine
+pytestmark = [pytest.mark.every_engine, pytest.mark.slow]  # worker processes
 
 SHEETS = HERE / "receipt_sheets"
 LONG = 60.0  # a wait this long that returns sooner was answered, not timed out

@@ -112,6 +112,7 @@ def test_an_application_serving_its_own_metrics_counts_what_it_stored(app: App) 
     assert samples[DEDUPLICATED] == {("mail", "default"): 3}
 
 
+@pytest.mark.slow
 def test_multiprocess_mode_sums_the_processes_that_enqueued(app: App, tmp_path: Path) -> None:
     directory = tmp_path / "prometheus"
     directory.mkdir()

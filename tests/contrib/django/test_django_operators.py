@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from jd_support import HERE, Project, dead_job
 
 
@@ -30,6 +31,7 @@ def manage(project: Project, *argv: str) -> subprocess.CompletedProcess[str]:
     return run(project, sys.executable, str(HERE / "manage.py"), "jobdef", *argv)
 
 
+@pytest.mark.slow
 def test_manage_py_jobdef_lists_and_requeues_the_projects_dead_job(project: Project) -> None:
     job_id = dead_job(project)
     listed = manage(project, "jobs", "--state", "dead", "--format", "json")
