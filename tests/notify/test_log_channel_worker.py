@@ -65,6 +65,7 @@ def _same_run(line: str) -> str:
     return re.sub(r":dead:\d+", ":dead:N", line)
 
 
+@pytest.mark.slow
 def test_a_dead_job_is_one_line_in_words_on_the_log_channel(tmp_path: Path) -> None:
     log = _burst(tmp_path)
     [line] = [line for line in log.splitlines() if " jobdef.notify " in line]

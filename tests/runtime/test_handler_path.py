@@ -22,6 +22,8 @@ from jobdef.backends import open_backend
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 
+pytestmark = pytest.mark.slow  # worker processes
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 SHEET = """\
@@ -55,8 +57,6 @@ WRECK = """\
 import os
 import shutil
 from pathlib import Path
-
-pytestmark = pytest.mark.slow  # worker processes
 
 def run(ctx, item):
     here = Path(__file__).parent
