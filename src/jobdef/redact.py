@@ -157,6 +157,35 @@ def shown_args(policy: JobPolicy | None, args: Mapping[str, Any]) -> dict[str, A
     }
 
 
+def shown_fields(policy: JobPolicy | None, value: Any, names: Iterable[str]) -> dict[str, Any]:
+    """The top-level fields ``names`` of a job's result ``value`` as a notification or a
+    receipt shows them: only those the value has (none when it is not an object), each
+    as :func:`shown_args` shows an arg. A field that ``result.schema`` marks
+    ``sensitive: true``, or whose name says secret while its schema says nothing, is
+    :data:`MASK` (JD338 and JD339 catch both in the sheet; this holds for a value
+    stored before the sheet changed too); inside the others, keys that say secret are
+    masked and URL passwords redacted."""
+    if not isinstance(value, Mapping):
+        return {}
+    schema = policy.result.schema if policy is not None else None
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    schemas = props if isinstance(props, Mapping) else {}
+    return {
+        name: MASK if sensitive_arg(name, schemas.get(name)) else _shown_value(value[name], 1)
+        for name in names
+        if name in value
+    }
+
+
+def shown_result(policy: JobPolicy | None, value: Any) -> Any:
+    """A job's whole stored result as a page shows it to an operator: an object's fields
+    as :func:`shown_fields` shows them, any other value with URL passwords redacted and
+    keys that say secret masked inside."""
+    if isinstance(value, Mapping):
+        return shown_fields(policy, value, [key for key in value if isinstance(key, str)])
+    return _shown_value(value, 1)
+
+
 def sensitive_values(policy: JobPolicy | None, args: Mapping[str, Any]) -> list[str]:
     """The text of every value :func:`shown_args` hides in ``args``, to pass to
     :func:`redact` as ``secrets`` for text a handler wrote (an exception that quotes its

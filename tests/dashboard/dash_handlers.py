@@ -13,3 +13,12 @@ def build_report(ctx, report_id: int) -> None:
 
 def refuse_sign_in(ctx, user: str, password: str, profile: dict) -> None:
     raise PermissionError(f"sign-in of {user} refused by the test")
+
+
+def quote_order(ctx, order_id: int) -> dict:
+    # Markup a page must show as text, and a key whose name says secret.
+    return {
+        "total": 1000 + order_id,
+        "note": "<script>alert('x')</script> & co",
+        "api_token": "t0k3n",
+    }

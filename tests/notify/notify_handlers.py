@@ -16,3 +16,13 @@ def refuse_sign_in(ctx: Any, user: str, password: str) -> None:
 
 def no_address(ctx: Any, invoice_id: int) -> None:
     raise LookupError(f"invoice {invoice_id} has no customer address")
+
+
+def price(ctx: Any, order_id: int) -> dict[str, Any]:
+    # More than the sheet's result.notify names: only total and currency may travel.
+    return {
+        "total": 1200 + order_id,
+        "currency": "JPY",
+        "card_last4": "4242",
+        "lines": [{"sku": "A-1", "qty": 2}],
+    }

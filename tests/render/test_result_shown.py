@@ -91,13 +91,31 @@ def test_the_notify_cell_names_the_fields_the_done_notification_carries(sheets: 
     registry = load_registry([sheets])
     cells = {row[0]: row[2] for row in _rows(job_tsv(registry.job("build_quote"), registry))}
     assert cells["Notify"] == (
-        "ops-log (log) when a job goes dead or is done (done carries the result's total)"
+        "ops-log (log) when a job goes dead or is done "
+        "(done carries the receipt and the result's total)"
     )
     cells = {row[0]: row[2] for row in _rows(job_tsv(registry.job("build_quote"), registry, "ja"))}
     assert (
         cells["通知先"]
-        == "ops-log（log）へ、退避したとき・完了したとき（完了時は結果のtotalを添える）"
+        == "ops-log（log）へ、退避したとき・完了したとき（完了時は受付番号と結果のtotalを添える）"
     )
+
+
+def test_a_declared_result_without_notified_fields_says_done_carries_the_receipt(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "jobdefs"
+    folder.mkdir()
+    text = SHEETS.replace(
+        "notify: {channel: ops-log, events: [done]}\n",
+        ("notify: {channel: ops-log, events: [done]}\nresult: {public: true}\n"),
+    )
+    (folder / "jobs.yaml").write_text(text, encoding="utf-8")
+    registry = load_registry([folder])
+    en = {row[0]: row[2] for row in _rows(job_tsv(registry.job("purge_cache"), registry))}
+    assert en["Notify"] == "ops-log (log) when a job is done (done carries the receipt)"
+    ja = {row[0]: row[2] for row in _rows(job_tsv(registry.job("purge_cache"), registry, "ja"))}
+    assert ja["通知先"] == "ops-log（log）へ、完了したとき（完了時は受付番号を添える）"
 
 
 def test_an_arg_shown_on_receipts_says_so(sheets: Path) -> None:

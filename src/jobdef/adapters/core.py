@@ -44,6 +44,9 @@ What an adapter calls, and what it does with what comes back:
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
 import logging
 import math
 import os
@@ -65,6 +68,7 @@ from jobdef.notify.checks import build_channels
 from jobdef.notify.events import notifications_for
 from jobdef.notify.sender import OutboxSender
 from jobdef.policy.backoff import retry_timeline
+from jobdef.policy.fields import declares_result
 from jobdef.policy.keys import idempotency_key
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
@@ -73,6 +77,7 @@ from jobdef.runtime.classify import class_names, exception_names
 from jobdef.runtime.decisions import Decision, after_error, after_reclaim
 from jobdef.runtime.errors import AttemptTimedOut
 from jobdef.runtime.queue import validate_args
+from jobdef.runtime.results import kept_result, result_rule
 
 LOGGER = logging.getLogger("jobdef.adapters")
 
@@ -94,6 +99,20 @@ TERMINAL_EVENT = "dead"
 
 # The names a timed-out attempt is classified by, as jobdef's worker classifies it.
 TIMEOUT_NAMES = class_names(AttemptTimedOut)
+
+
+def call_handler(handler: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Call ``handler`` as jobdef's own worker does: an ``async def`` handler's coroutine
+    is run to its end on an event loop of its own. Neither Celery nor RQ awaits one: left
+    to them, the attempt would end at once, "successful", with the work never done."""
+    value = handler(*args, **kwargs)
+    if inspect.isawaitable(value):
+        return asyncio.run(_awaited(value))
+    return value
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
 
 
 def task_id_for(policy: JobPolicy, key: str | None) -> str:
@@ -207,6 +226,29 @@ class SheetRuntime:
         self.environ = environ
         self._backend: Backend | None = None
         self._backend_pid = 0
+
+    def kept(self, policy: JobPolicy, task_id: str, attempt: int, value: Any) -> Any:
+        """What the adapter hands its runtime's result store of ``value``, which attempt
+        ``attempt`` of run ``task_id`` returned, held to the sheet's ``result:`` as
+        jobdef's worker holds it (:func:`jobdef.runtime.results.kept_result`): the value
+        as plain JSON reads it back, None when the sheet keeps none (``store: false``);
+        raises :class:`~jobdef.runtime.errors.ResultRefused` for a value larger than
+        ``result.max_bytes``, not plain JSON or breaking ``result.schema`` (the attempt
+        fails with it, and the sheet's errors decide).
+
+        A Celery or RQ run's value lives in that runtime's own result store (Celery's
+        result backend, RQ's job hash), where its callers read it (``AsyncResult.get()``,
+        ``job.return_value()``): a done run leaves no row in jobdef's database, and
+        writing one per success would put jobdef's database on every run's path to keep
+        what the runtime keeps already. A sheet that declares no ``result:`` leaves the
+        value as it was (any size, whatever the runtime's serializer takes), as before
+        ``result:`` existed.
+        """
+        if not declares_result(policy):
+            return value
+        rule = result_rule(policy)
+        text = kept_result(rule, value, f"{self.runtime}/{task_id}", policy.name, attempt)
+        return None if text is None else json.loads(text)
 
     # -- producing ----------------------------------------------------------------------
 

@@ -82,27 +82,56 @@ def _events(job: JobPolicy) -> tuple[Level, str]:
     )
 
 
-# Where each runtime keeps a task's return value, for the verdicts on `result.*`.
+# Where each runtime keeps a task's return value: the source of a run's result (see
+# jobdef.adapters.core.runtime_result for why it is not jobdef's store).
 _RESULT_STORE = {
-    "celery": "Celery's result backend (when one is configured), for its result_expires",
-    "rq": "RQ's job result, for its result_ttl",
+    "celery": "Celery's result backend (AsyncResult)",
+    "rq": "RQ's job result (job.return_value())",
+}
+
+
+def _result_store(job: JobPolicy) -> tuple[Level, str]:
+    return "exact", (
+        "with store: false the adapter hands the runtime None: its result store keeps "
+        "nothing of the value"
+    )
+
+
+def _result_checked(job: JobPolicy) -> tuple[Level, str]:
+    # Not in _ALWAYS_EXACT: a sheet written when these were unsupported may accept them.
+    return "exact", (
+        "checked as jobdef's worker checks it: a value the sheet refuses fails the attempt "
+        "with jobdef.ResultRefused, classified by the sheet's errors"
+    )
+
+
+# What each runtime does instead of a field of `result:` that its adapter does not carry out.
+_RESULT_WHY = {
+    "result.retention": "{store} keeps it for the app's result_expires, one setting for every task",
+    "result.public": "a run of this runtime has no receipt: read the value from {store}",
+    "result.notify": "no done notification is sent (see notify.events)",
 }
 
 
 def _result_rule(runtime: Runtime, path: str) -> Rule:
-    """The verdict on one field of ``result:``: exact while the sheet says nothing of it
-    (the value goes where the runtime puts it, as it always did); else unsupported, since
-    the adapter hands the value to the runtime's own store, not to jobdef's."""
+    """The verdict on a field of ``result:`` an adapter does not carry out: exact while
+    the sheet says nothing of it (the value goes where the runtime puts it, as it always
+    did); else unsupported, with what the runtime does instead."""
+    why = _RESULT_WHY[path]
 
     def rule(job: JobPolicy) -> tuple[Level, str]:
         if job.origin(path) is None:
             return "exact", ""
-        return "unsupported", (
-            f"the return value goes to {_RESULT_STORE[runtime]}; jobdef neither bounds, "
-            "checks, keeps, shows nor sends it"
-        )
+        return "unsupported", why.format(store=_RESULT_STORE[runtime])
 
     return rule
+
+
+def _rq_result_retention(job: JobPolicy) -> tuple[Level, str]:
+    retention = job.result.retention
+    if retention is None or _whole(retention):
+        return "exact", "result_ttl of the RQ job"
+    return "approximate", f"result_ttl is whole seconds: {math.ceil(retention)}s"
 
 
 def _retention_done(job: JobPolicy) -> tuple[Level, str]:
@@ -227,10 +256,18 @@ _RQ: dict[str, Rule] = {
     ),
 }
 
-_RESULT_FIELDS = [f.path for f in JOB_FIELDS if f.path.startswith("result.")]
+_CHECKED = ("result.store", "result.max_bytes", "result.schema")
+_RESULT_FIELDS = [
+    f.path for f in JOB_FIELDS if f.path.startswith("result.") and f.path not in _CHECKED
+]
 _OWN: dict[Runtime, dict[str, Rule]] = {"celery": _CELERY, "rq": _RQ}
 RULES: dict[Runtime, dict[str, Rule]] = {
-    runtime: _COMMON | own | {path: _result_rule(runtime, path) for path in _RESULT_FIELDS}
+    runtime: _COMMON
+    | {path: _result_rule(runtime, path) for path in _RESULT_FIELDS}
+    | {"result.store": _result_store, "result.max_bytes": _result_checked}
+    | {"result.schema": _result_checked}
+    | ({"result.retention": _rq_result_retention} if runtime == "rq" else {})
+    | own
     for runtime, own in _OWN.items()
 }
 
@@ -319,11 +356,14 @@ GENERAL: dict[tuple[Runtime, str], str] = {
     "rounded up to a whole second",
     ("rq", "timeout"): "exact in whole seconds; else approximate: job_timeout rounded up",
     **{
-        (r, f): "exact while the sheet does not write it; else unsupported: the return value "
-        f"goes to {_RESULT_STORE[r]}, not to jobdef's store"
+        (r, f): "exact while the sheet does not write it; else unsupported: "
+        + _RESULT_WHY[f].format(store=_RESULT_STORE[r])
         for r in RUNTIMES
         for f in _RESULT_FIELDS
+        if (r, f) != ("rq", "result.retention")
     },
+    ("rq", "result.retention"): "exact: result_ttl of the RQ job (RQ's own 500 s while the "
+    "sheet declares no `result:`); approximate past whole seconds",
 }
 
 

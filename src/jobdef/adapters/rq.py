@@ -53,6 +53,7 @@ from jobdef.adapters.core import (
     AlreadyEnded,
     Prepared,
     SheetRuntime,
+    call_handler,
     error_info,
 )
 from jobdef.adapters.store import BookkeepingUnavailable, RunStore
@@ -60,6 +61,7 @@ from jobdef.backends import describe_store
 from jobdef.backends.records import ErrorInfo
 from jobdef.errors import JobdefError, UsageError
 from jobdef.policy.backoff import next_delay
+from jobdef.policy.fields import declares_result
 from jobdef.policy.model import JobPolicy
 from jobdef.project import load_config
 from jobdef.redact import redact, shown_args
@@ -183,6 +185,7 @@ class SheetQueue:
                 job_timeout=job_timeout(policy),
                 retry=Retry(max=len(waits), interval=waits) if waits else None,
                 failure_ttl=FAILURE_TTL,
+                result_ttl=result_ttl(policy),
                 meta={META: meta},
             )
         except Exception:
@@ -345,6 +348,19 @@ def _deliver_again(job: Job, exc: BaseException) -> None:
     LOGGER.warning("RQ job %s: %s; RQ delivers it again in %ds", job.id, redact(why), wait)
 
 
+def result_ttl(policy: JobPolicy) -> int | None:
+    """How long RQ keeps a done job and its result (``result_ttl``): the sheet's
+    ``result.retention`` (default ``retention.done``) when the sheet or its Defaults
+    declare a ``result:``, in whole seconds rounded up (-1, RQ's "forever", for a value
+    kept as long as a job that is kept forever); else None, RQ's own default (500 s),
+    as before ``result:`` existed, so a sheet that says nothing of results changes
+    nothing in Redis. A value not stored (``result.store: false``) is None in RQ."""
+    if not policy.result.store or not declares_result(policy):
+        return None
+    retention = policy.result.retention
+    return -1 if retention is None else max(1, math.ceil(retention))
+
+
 def perform(name: str, handler: str, args: dict[str, Any]) -> Any:
     """What RQ runs: one attempt of job ``name`` under its sheet.
 
@@ -400,7 +416,8 @@ def _attempt(
     started = runtime.clock()
     raised: BaseException
     try:
-        return_value = _resolve(handler)(**args)
+        return_value = call_handler(_resolve(handler), **args)
+        return_value = runtime.kept(policy, task_id, begun.attempt, return_value)
     except JobTimeoutException as exc:
         names, timed_out, raised = TIMEOUT_NAMES, True, exc
     except Exception as exc:

@@ -24,6 +24,7 @@ from typing import Any
 from jobdef.backends.elsewhere import elsewhere
 from jobdef.backends.records import JobRecord
 from jobdef.dashboard.plan import place
+from jobdef.dashboard.results import result_facts
 from jobdef.dashboard.store import Store
 from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration, parse_duration_or_none
@@ -588,6 +589,7 @@ def job_detail(
         "idempotency_key": record.idempotency_key,
         "args": shown(json.dumps(shown_args(policy, record.args), ensure_ascii=False, indent=2)),
         "progress": None if record.progress is None else shown(dict(record.progress)),
+        "result": result_facts(record, policy, store.clock(), shown),
         "note": record.note,
         "worker_id": record.worker_id,
         "lease_until": when(record.lease_until),

@@ -5,10 +5,17 @@ result to the backend verb, which writes them to the outbox in the same
 transaction as the move. The payload is plain JSON data: everything a person
 needs to act on the event without opening the database (job and title, id, key
 args, attempts used, the last error, when, and the exact re-run command).
+
+A ``done`` event also carries what the application that enqueued the job needs to
+tell its own user: the job's ``receipt`` token (what ``enqueue`` returned, what the
+status endpoint answers to) and, when the sheet's ``result.notify`` names fields,
+``result``: those top-level fields of the stored value, shown as args are shown
+(:func:`jobdef.redact.shown_fields`), and nothing else of it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +23,7 @@ from typing import Any
 from jobdef.backends.records import ErrorInfo, JobRecord, Notification
 from jobdef.policy.keys import key_placeholders
 from jobdef.policy.model import JobPolicy
-from jobdef.redact import shown_args
+from jobdef.redact import shown_args, shown_fields
 
 # The longest error message a notification carries; tracebacks stay in the attempts table.
 MAX_ERROR_CHARS = 2000
@@ -52,14 +59,29 @@ def message_id_for(job: str, job_id: int, attempt: int, event: str, at: float) -
     return f"{job}:{job_id}:{attempt}:{event}:{round(at * 1000)}"
 
 
+def notified_result(policy: JobPolicy, result: str | None) -> dict[str, Any]:
+    """The fields of ``result`` (the stored value's JSON text, None when nothing was
+    stored) that the sheet's ``result.notify`` names, as a notification shows them."""
+    if not policy.result.notify or result is None:
+        return {}
+    return shown_fields(policy, json.loads(result), policy.result.notify)
+
+
 def payload_for(
-    policy: JobPolicy, event: str, record: JobRecord, error: ErrorInfo | None, at: float
+    policy: JobPolicy,
+    event: str,
+    record: JobRecord,
+    error: ErrorInfo | None,
+    at: float,
+    *,
+    result: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON payload of one event (what every channel renders)."""
+    """The JSON payload of one event (what every channel renders); ``result`` is the
+    JSON text stored as a done job's value."""
     message = error.message if error else None
     if message is not None and len(message) > MAX_ERROR_CHARS:
         message = message[:MAX_ERROR_CHARS] + "…"
-    return {
+    payload: dict[str, Any] = {
         "event": event,
         "job": policy.name,
         "title": policy.title,
@@ -76,6 +98,11 @@ def payload_for(
         "requeue_command": requeue_command(record.id),
         "owner": policy.owner,
     }
+    if event == "done":
+        payload["receipt"] = record.receipt
+        if policy.result.store and policy.result.notify:
+            payload["result"] = notified_result(policy, result)
+    return payload
 
 
 def notifications_for(
@@ -84,8 +111,11 @@ def notifications_for(
     record: JobRecord,
     error: ErrorInfo | None,
     at: float,
+    *,
+    result: str | None = None,
 ) -> list[Notification]:
-    """The outbox messages for ``event`` of ``record``; empty when the sheet does not ask."""
+    """The outbox messages for ``event`` of ``record``; empty when the sheet does not ask.
+    ``result``: the JSON text stored with a done job (its ``result.notify`` fields travel)."""
     if policy.notify.channel is None or event not in policy.notify.events:
         return []
     message_id = message_id_for(policy.name, record.id, record.attempt, event, at)
@@ -94,7 +124,7 @@ def notifications_for(
             channel=policy.notify.channel,
             event=event,
             job=policy.name,
-            payload=payload_for(policy, event, record, error, at),
+            payload=payload_for(policy, event, record, error, at, result=result),
             message_id=message_id,
         )
     ]

@@ -3,7 +3,9 @@
 A channel's ``template`` reshapes the text of one event; its variables are the
 event payload's fields (``job``, ``title``, ``job_id``, ``key_args``,
 ``attempts_used``, ``max_attempts``, ``error_type``, ``error_message``,
-``at_iso``, ``rerun``, ``requeue_command``, ``message_id``, ...). Templates run
+``at_iso``, ``rerun``, ``requeue_command``, ``message_id``, ...; a ``done`` event
+also ``receipt`` and, when the sheet's ``result.notify`` names fields, ``result``,
+a mapping of those fields). Templates run
 in Jinja2's immutable sandbox: a sheet author can shape text, not call into
 Python, and its cost is bounded: no number or text too large to print, at most
 :data:`MAX_TEXT_CHARS` of text and :data:`TEMPLATE_SECONDS` of work. A template
@@ -28,6 +30,10 @@ DEFAULT_TEMPLATE = """\
 {% if not loop.last %}, {% endif %}{% endfor %}
 {% endif %}attempts: {{ attempts_used }} of {{ max_attempts }}
 {% if error_type %}last error: {{ error_type }}: {{ error_message }}
+{% endif %}{% if result is mapping %}result: {% for name, value in result.items() %}\
+{{ name }}={{ value }}{% if not loop.last %}, {% endif %}\
+{% else %}(the value has none of the fields result.notify names){% endfor %}
+{% endif %}{% if receipt %}receipt: {{ receipt }}
 {% endif %}when: {{ at_iso }}
 re-run: {{ requeue_command }}{% if rerun %} (procedure: {{ rerun }}){% endif %}
 message id: {{ message_id }}"""
@@ -38,6 +44,9 @@ DIGEST_LINE_TEMPLATE = """\
 {% if key_args %} ({% for name, value in key_args.items() %}{{ name }}={{ value }}\
 {% if not loop.last %}, {% endif %}{% endfor %}){% endif %}\
 {% if error_type %}: {{ error_type }}: {{ error_message | truncate(160, true) }}{% endif %}\
+{% if result is mapping and result %} result: {% for name, value in result.items() %}\
+{{ name }}={{ value }}{% if not loop.last %}, {% endif %}{% endfor %}{% endif %}\
+{% if receipt %} receipt: {{ receipt }}{% endif %}\
  [{{ at_iso }}] re-run: {{ requeue_command }}"""
 
 # What one channel template may cost: its text, and the time it may work on it.

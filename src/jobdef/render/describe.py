@@ -329,11 +329,14 @@ def notify(
     channel: ChannelPolicy | None = None,
     lang: str = "en",
     carries: Sequence[str] = (),
+    receipt: bool = False,
 ) -> str:
     """Who is told, through what, of which events: ``The ops team's chat (ops-chat, webhook)
     when a job goes dead`` / ``運用担当のチャット（ops-chat, webhook）へ、退避したとき``; a
     channel without a description is ``ops-chat (webhook)``. ``carries``: the fields of the
-    job's result that its ``done`` notification carries (``result.notify``), named after it."""
+    job's result that its ``done`` notification carries (``result.notify``), named after it;
+    ``receipt``: say that it carries the job's receipt too (:func:`job_notify` says so
+    for a job that declares a ``result:``, so a classic sheet's text stays as it was)."""
     if not policy.channel:
         return _pick(lang, "nobody", "通知しない")
     who = policy.channel
@@ -348,12 +351,23 @@ def notify(
     en = " or ".join(_EVENTS[event][0] for event in policy.events)
     ja = "・".join(_EVENTS[event][1] for event in policy.events)
     text = _pick(lang, f"{who} when a job {en}", f"{who}へ、{ja}")
-    if carries and "done" in policy.events:
-        fields = _join(list(carries), lang)
-        text += _pick(
-            lang, f" (done carries the result's {fields})", f"（完了時は結果の{fields}を添える）"
-        )
-    return text
+    if "done" not in policy.events or not (carries or receipt):
+        return text
+    fields = _join(list(carries), lang)
+    if carries and receipt:
+        en, ja = f"the receipt and the result's {fields}", f"受付番号と結果の{fields}"
+    elif carries:
+        en, ja = f"the result's {fields}", f"結果の{fields}"
+    else:
+        en, ja = "the receipt", "受付番号"
+    return text + _pick(lang, f" (done carries {en})", f"（完了時は{ja}を添える）")
+
+
+def job_notify(job: JobPolicy, channel: ChannelPolicy | None, lang: str = "en") -> str:
+    """:func:`notify` of ``job``: the result fields its done notification carries (none
+    when nothing is stored), and its receipt when the job declares a ``result:``."""
+    carries = job.result.notify if job.result.store else ()
+    return notify(job.notify, channel, lang, carries, receipt=declares_result(job))
 
 
 def size(value: int, lang: str = "en") -> str:
@@ -621,9 +635,7 @@ def item_value(
     if key == "dead_letter":
         return dead_letter(job.dead_letter, lang)
     if key == "notify":
-        channel = (channels or {}).get(job.notify.channel or "")
-        carries = job.result.notify if job.result.store else ()
-        return notify(job.notify, channel, lang, carries)
+        return job_notify(job, (channels or {}).get(job.notify.channel or ""), lang)
     if key == "rerun":
         return job.rerun or _pick(lang, "not written", "未記入")
     if key == "retention":

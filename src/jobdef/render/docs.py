@@ -93,12 +93,7 @@ def _index_entries(
             job=job,
             page=_page_name(job.name),
             worst_case=worst_case(job),
-            notify=describe.notify(
-                job.notify,
-                registry.channels.get(job.notify.channel or ""),
-                lang,
-                job.result.notify if job.result.store else (),
-            ),
+            notify=describe.job_notify(job, registry.channels.get(job.notify.channel or ""), lang),
         )
         for job in sorted(registry.jobs.values(), key=lambda j: (j.queue, j.name))
     ]

@@ -118,7 +118,7 @@ def explain_data(
             "type": channel.type if channel else None,
             "description": _channel_description(channel),
             "events": list(job.notify.events),
-            "text": describe.notify(job.notify, channel, lang, context["carries"]),
+            "text": describe.job_notify(job, channel, lang),
         },
         "rerun": job.rerun,
         "retention": {
