@@ -23,11 +23,13 @@ import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
+from support.browser import chromium
 from support.stores import ENGINES, engine_db_url
 
 REPO = Path(__file__).resolve().parent.parent
@@ -171,3 +173,10 @@ def prefix(redis_url: str) -> Iterator[str]:
     if keys:
         client.delete(*keys)
     client.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium (Debian's, driven by Playwright) for the whole module."""
+    with chromium() as launched:
+        yield launched
