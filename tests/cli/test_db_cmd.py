@@ -214,6 +214,7 @@ retention: {done: 1h, dead: 1d}
 """
 
 
+@pytest.mark.slow
 def test_a_worker_with_no_migrate_on_a_database_without_jobdef_tables_says_to_upgrade(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

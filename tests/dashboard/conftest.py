@@ -21,13 +21,12 @@ from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
-from support.browser import chromium
 from support.served import Served
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 from support.workers import Processes, worker_command
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ENGINES)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A current, empty job store on each engine."""
     url = engine_db_url(request, tmp_path)
@@ -106,13 +105,6 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
     started = Workers(tmp_path)
     yield started
     started.stop_all()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One headless Chromium for the whole module."""
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture

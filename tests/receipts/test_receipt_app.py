@@ -24,11 +24,11 @@ from jobdef.sheets.pipeline import load_registry
 from support import eventually
 from support.receipt_probes import KEYS, NOT_FOUND, hostile_paths
 from support.served import Served
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 from support.workers import Processes, worker_command
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ENGINES)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     made = engine_db_url(request, tmp_path)
     upgrade(made)
@@ -331,7 +331,6 @@ def test_a_cancelled_job_ends_its_stream_and_a_closed_stream_stops_waiting(
 
 
 @pytest.mark.slow  # the request rides out the store's 30 s reconnect window first
-@pytest.mark.postgres
 def test_a_store_out_of_reach_is_a_503_and_an_open_stream_waits_it_out(
     postgres_url: str, postgres_schema: str
 ) -> None:

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from jobdef.backends import upgrade
-from support.browser import chromium
 from support.served import Served
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 from support.workers import Processes, worker_command
 
 pytestmark = pytest.mark.slow
@@ -47,7 +46,7 @@ def _example_app() -> Any:
     return module
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ENGINES)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     made = engine_db_url(request, tmp_path)
     upgrade(made)
@@ -62,13 +61,12 @@ def served(url: str) -> Iterator[Served]:
 
 
 @pytest.fixture
-def page() -> Iterator[Any]:
-    with chromium() as browser:
-        context = browser.new_context(locale="en-US")
-        opened = context.new_page()
-        opened.set_default_timeout(30_000)
-        yield opened
-        context.close()
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(locale="en-US")
+    opened = context.new_page()
+    opened.set_default_timeout(30_000)
+    yield opened
+    context.close()
 
 
 def test_the_page_goes_accepted_running_done_without_a_reload(

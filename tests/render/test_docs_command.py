@@ -38,6 +38,7 @@ def _run_process(*argv: str, cwd: Path, hashseed: str) -> subprocess.CompletedPr
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
+@pytest.mark.slow
 def test_two_runs_in_separate_processes_write_byte_identical_files(
     tmp_path: Path, lang: str
 ) -> None:
