@@ -263,7 +263,8 @@ class Bench:
             else "SELECT count(*) FROM jobdef_jobs WHERE state <> 'done'"
         )
         with psycopg.connect(database_url(self.server_url, system), autocommit=True) as conn:
-            return int(conn.execute(statement).fetchone()[0])
+            row = conn.execute(statement).fetchone()
+            return int(row[0]) if row else 0
 
 
 def run(args: argparse.Namespace, bench: Bench) -> dict[str, dict[str, list[float]]]:
