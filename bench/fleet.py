@@ -4,8 +4,9 @@ delay proxy (bench/delay_proxy.py) that adds a round trip of 0, 0.5 or 2 ms.
 For each round trip and each number of worker processes (``--workers``, each
 ``jobdef worker --concurrency 1``), on a fresh schema:
 
-- throughput: ``--jobs`` no-op jobs enqueued first (directly), drained by the
-  fleet; jobs per second from the first start to the last finish (attempts rows);
+- throughput: once every worker is up and idle, ``--jobs`` no-op jobs enqueued
+  (directly) and drained by the fleet; jobs per second from the first start to
+  the last finish (attempts rows);
 - claim conflicts: the claims (``claim_jobs``, ``complete_and_claim``...) that
   came back with no job, counted in each worker process at the client, during
   the drain and then during the latency phase (the wake-ups that found nothing:
@@ -209,11 +210,21 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
         return bool(left and left[0] == 0)
 
     try:
-        for first in range(0, args.jobs, 1000):
-            last = min(args.jobs, first + 1000)
-            queue.enqueue_many("noop", ({"n": n} for n in range(first, last)))
         fleet = Fleet(proxied, folder, workers)
         try:
+            # Every worker up and idle before the jobs come: the drain measures the
+            # fleet at work, not its start-up (32 processes take a while on 2 cores).
+            registered = f'SELECT count(*) FROM "{SCHEMA}".jobdef_workers'
+
+            def all_up() -> bool:
+                row = monitor.execute(registered).fetchone()
+                return bool(row and row[0] >= workers)
+
+            _wait(all_up, 600, f"{workers} workers starting")
+            time.sleep(1.0)
+            for first in range(0, args.jobs, 1000):
+                last = min(args.jobs, first + 1000)
+                queue.enqueue_many("noop", ({"n": n} for n in range(first, last)))
             _wait(pending, 600, "the drain")
             drained = fleet.counts()
             window = monitor.execute(
