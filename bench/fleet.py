@@ -234,24 +234,10 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
             rate = args.jobs / max(window[1] - window[0], 1e-9)
             time.sleep(1.0)  # every worker idle, listening
             before = fleet.counts()
-            firsts = []
-            for _ in range(args.latency):
-                [receipt] = [queue.enqueue("noop", {"n": -1})]
-                firsts.append(receipt.job_id)
-                _wait(pending, 60, "a single job")
-                time.sleep(0.05)
+            delays = single_jobs(args.latency, queue, monitor, pending)
             after = fleet.counts()
-            delays = [
-                float(row[0]) * 1000
-                for row in monitor.execute(
-                    f'SELECT a.started_at - j.created_at FROM "{SCHEMA}".jobdef_attempts a '
-                    f'JOIN "{SCHEMA}".jobdef_jobs j ON j.id = a.job_id WHERE j.id = ANY(%s)',
-                    [firsts],
-                )
-            ]
         finally:
             fleet.stop()
-        delays.sort()
         return {
             "rate": rate,
             "empty_drain": drained["empty"],
@@ -267,6 +253,22 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
         backend.close()
         with psycopg.connect(direct, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+
+
+def single_jobs(count: int, queue: Any, monitor: Any, pending: Any) -> list[float]:
+    """Enqueue-to-start milliseconds of ``count`` jobs enqueued one at a time, each
+    once the last has finished, sorted."""
+    ids = []
+    for _ in range(count):
+        ids.append(queue.enqueue("noop", {"n": -1}).job_id)
+        _wait(pending, 60, "a single job")
+        time.sleep(0.05)
+    found = monitor.execute(
+        f'SELECT a.started_at - j.created_at FROM "{SCHEMA}".jobdef_attempts a '
+        f'JOIN "{SCHEMA}".jobdef_jobs j ON j.id = a.job_id WHERE j.id = ANY(%s)',
+        [ids],
+    )
+    return sorted(float(row[0]) * 1000 for row in found)
 
 
 def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
