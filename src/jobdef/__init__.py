@@ -7,7 +7,7 @@ idempotency, dead-letter, notification and retention policy from it.
 The public face::
 
     from jobdef import load_registry, connect, Worker, WorkerSettings, Context, first_run
-    from jobdef import Receipt
+    from jobdef import Receipt, ResultRefused
 
 :func:`load_registry` reads a folder of sheets; :func:`connect` opens a queue on
 a job store, whose every enqueue returns a :class:`Receipt`; :class:`Worker`
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jobdef.backends.records import Receipt
     from jobdef.runtime.context import Context
+    from jobdef.runtime.errors import ResultRefused
     from jobdef.runtime.idempotency import first_run
     from jobdef.runtime.queue import connect
     from jobdef.runtime.settings import WorkerSettings
@@ -43,11 +44,13 @@ _HOMES = {
     "Context": "jobdef.runtime.context",
     "first_run": "jobdef.runtime.idempotency",
     "Receipt": "jobdef.backends.records",
+    "ResultRefused": "jobdef.runtime.errors",
 }
 
 __all__ = [
     "Context",
     "Receipt",
+    "ResultRefused",
     "Worker",
     "WorkerSettings",
     "__version__",

@@ -11,6 +11,7 @@ may cut the run store's connection and still read it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import time
@@ -54,3 +55,9 @@ def act(cell: str, script: list[str], marker: str = "") -> None:
     elif what == "die":
         Path(f"{marker}.{attempt}").touch()  # the test kills the worker now
         time.sleep(60)
+
+
+async def act_async(cell: str, script: list[str], marker: str = "") -> None:
+    """:func:`act` as an ``async def`` handler: its act happens only when it is awaited."""
+    await asyncio.sleep(0)
+    act(cell, script, marker)

@@ -59,6 +59,7 @@ class Cell:
     timeout: str = "2s"
     deadline: str | None = None
     on_reclaim: str = "retry"
+    handler: str = "adapter_acts:act"
 
     def sheet(self, queue: str) -> str:
         deadline = f"deadline: {self.deadline}\n" if self.deadline else ""
@@ -66,7 +67,7 @@ class Cell:
             "apiVersion: jobdef/v1\n"
             "kind: Job\n"
             f"name: {self.name}\n"
-            "handler: adapter_acts:act\n"
+            f"handler: {self.handler}\n"
             f"queue: {queue}\n"
             "args:\n"
             "  cell: {type: string}\n"

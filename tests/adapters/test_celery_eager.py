@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 import redis
+from adapter_acts import act_async
 from celery import Celery
 from celery_runs import cells_app, cells_env
 from conformance import Cell, dead_rows, ledger, write_sheets
 
+from jobdef.adapters.celery import sheet_task
 from jobdef.errors import ArgsError
 
 BACKOFF = "strategy: fixed, initial: 100ms, jitter: none"
@@ -21,6 +23,7 @@ CELLS = (
     Cell("e_retry", BACKOFF, ("retry",)),
     Cell("e_recovers", BACKOFF, ("retry", "ok")),
     Cell("e_keyed", BACKOFF, ("ok",)),
+    Cell("e_async", BACKOFF, ("retry", "ok"), handler="adapter_acts:act_async"),
 )
 
 
@@ -82,3 +85,14 @@ def test_eager_errors_are_classified_and_attempts_counted_by_the_sheet(
     assert sorted(dead) == ["e_fatal", "e_retry"]
     assert dead["e_fatal"]["attempt_rows"] == [(1, "dead")]
     assert dead["e_retry"]["attempt_rows"] == [(1, "retry"), (2, "retry"), (3, "dead")]
+
+
+def test_an_async_def_task_is_awaited_and_its_errors_classified_by_the_sheet(
+    eager: Celery, tmp_path: Path, redis_url: str, prefix: str
+) -> None:
+    """Celery would hand back the coroutine unawaited: the attempt "succeeds" with the
+    work never done. The adapter runs it as jobdef's worker does."""
+    task = sheet_task(eager, "e_async", name=f"{prefix}.e_async_coroutine")(act_async)
+    task.delay(cell="e_async", script=["retry", "ok"])
+    assert _runs(redis_url, prefix, "e_async") == 2  # the first raised, was retried
+    assert "e_async" not in dead_rows(tmp_path / "jobdef.db")

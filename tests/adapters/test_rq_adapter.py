@@ -14,6 +14,7 @@ from jobdef.adapters.rq import SheetQueue, sampled_waits
 from jobdef.backends import open_backend
 from jobdef.errors import ArgsError
 from jobdef.sheets.pipeline import load_registry
+from support import eventually
 from support.workers import Processes
 
 CELLS = (
@@ -137,4 +138,34 @@ def test_enqueue_frees_a_run_whose_rq_job_can_no_longer_run(
     third = queue.enqueue("r_keyed", cell="a", script=["ok"])
     assert third.id not in (first.id, second.id)
     assert third.get_status() == "queued"
+    client.close()
+
+
+def test_an_async_def_handler_is_awaited_on_rq_and_retried_by_the_sheet(
+    *, tmp_path: Path, redis_url: str, prefix: str, processes: Processes
+) -> None:
+    """RQ would take the coroutine an ``async def`` handler returns as the job's result:
+    finished at once, the work never done. Its first attempt raises here, so the job
+    finishes only if the handler really ran, twice, and the sheet decided the retry."""
+    cell = Cell(
+        "r_async",
+        "strategy: fixed, initial: 1s, jitter: none",
+        ("retry", "ok"),
+        handler="adapter_acts:act_async",
+    )
+    queue = _queue(tmp_path, redis_url, prefix, (cell,))
+    processes.env = {
+        "JOBDEF_DATABASE_URL": f"sqlite:///{tmp_path / 'jobdef.db'}",
+        "JOBDEF_TEST_REDIS": redis_url,
+        "JOBDEF_TEST_PREFIX": prefix,
+    }
+    command = [
+        sys.executable, "-m", "rq.cli", "worker", "--with-scheduler", "--url", redis_url,
+        "-w", "jobdef.adapters.rq.SheetWorker", "--name", f"{prefix}-async", prefix,
+    ]  # fmt: skip
+    processes.start("worker", command)
+    job = queue.enqueue("r_async", cell="r_async", script=["retry", "ok"])
+    eventually(lambda: job.get_status(refresh=True) == "finished", what="the job finished")
+    client = redis.Redis.from_url(redis_url)
+    assert client.llen(f"{prefix}:ledger:r_async") == 2
     client.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 
@@ -24,3 +25,13 @@ async def returns_later(ctx: Any, value: Any) -> Any:
 
 def dies(ctx: Any) -> None:
     os._exit(9)
+
+
+def returns_after_gate(ctx: Any, value: Any, gate: str, mark: str) -> Any:
+    """Wait for the file ``gate``, write the file ``mark`` (the test's sign that the
+    handler returns now), and return ``value``."""
+    while not os.path.exists(gate):
+        time.sleep(0.005)
+    with open(mark, "w") as handle:
+        handle.write(f"{ctx.job_id} {ctx.attempt}\n")
+    return value

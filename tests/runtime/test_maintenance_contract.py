@@ -46,7 +46,7 @@ def test_every_listed_service_is_built_from_a_context_with_a_name_and_an_interva
     ctx = MaintenanceContext(backend, registry, "w1", lambda: 1_700_000_000.0, random.Random(1))
     services = [factory(ctx) for factory in MAINTENANCE]
     names = [service.name for service in services]
-    assert names == ["reclaim", "retention", "outbox-sender", "scheduler"]
+    assert names == ["reclaim", "retention", "results", "outbox-sender", "scheduler"]
     for service in services:
         assert service.interval > 0
         assert callable(service.tick)

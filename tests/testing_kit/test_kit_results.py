@@ -1,13 +1,13 @@
-"""drain() stores what a handler returns as the job's result, as the worker does."""
+"""drain() stores what a handler returns as the job's result, held to its sheet's
+``result:`` as the worker holds it."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
 
-from jobdef.runtime.payloads import MAX_RESULT_BYTES
+from jobdef.policy.model import DEFAULT_RESULT_BYTES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 
@@ -32,20 +32,23 @@ def test_a_returned_value_is_the_jobs_result(jobdef_queue, monkeypatch, asynchro
     assert jobdef_queue.assert_state(job.id, "done").result == {"sent_to": 4, "ids": [1, 2]}
 
 
-def test_a_result_too_large_is_dropped_with_a_warning_and_the_job_is_done(
-    jobdef_queue, monkeypatch, caplog
-):
+def test_a_result_too_large_fails_each_attempt_and_the_sheet_retries_it(jobdef_queue, monkeypatch):
     monkeypatch.setattr(
         "jobdef.examples.mail.send_reservation_mail",
-        lambda ctx, reservation_id: "x" * MAX_RESULT_BYTES,
+        lambda ctx, reservation_id: "x" * DEFAULT_RESULT_BYTES,
     )
     job = jobdef_queue.enqueue("send_reservation_mail", {"reservation_id": 4})
-    with caplog.at_level(logging.WARNING, "jobdef.worker"):
-        jobdef_queue.drain()
-    assert jobdef_queue.assert_state(job.id, "done").result is None
-    [warning] = [r.getMessage() for r in caplog.records if "return value" in r.getMessage()]
-    assert warning.startswith(f"job {job.id} (send_reservation_mail) attempt 1: return value not")
-    assert f"more than the {MAX_RESULT_BYTES} allowed" in warning
+    jobdef_queue.drain()
+    record = jobdef_queue.assert_state(job.job_id, "dead")  # errors.default: retry, 5 attempts
+    assert record.result is None
+    attempts = jobdef_queue.attempts(job.job_id)
+    assert [a.outcome for a in attempts] == ["retry"] * 4 + ["dead"]
+    assert {a.error.type for a in attempts} == {"jobdef.ResultRefused"}
+    assert attempts[0].error.message.startswith(
+        f"job {job.job_id} (send_reservation_mail) attempt 1: return value refused, it is "
+        f"{DEFAULT_RESULT_BYTES + 2} bytes as JSON, more than the {DEFAULT_RESULT_BYTES} "
+        "allowed by result.max_bytes"
+    )
 
 
 def test_every_enqueue_returns_a_receipt_and_status_reads_the_job_by_it(jobdef_queue):

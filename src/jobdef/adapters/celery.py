@@ -45,6 +45,7 @@ from jobdef.adapters.core import (
     AlreadyEnded,
     Prepared,
     SheetRuntime,
+    call_handler,
     error_info,
     recorded,
 )
@@ -286,7 +287,7 @@ class SheetTask(Task):  # type: ignore[misc]
         runtime, task_id = self.jobdef, str(self.request.id)
         started = runtime.clock()
         try:
-            return_value = self.run(*args, **kwargs)
+            return_value = call_handler(self.run, *args, **kwargs)
         except Retry:
             raise
         except SoftTimeLimitExceeded as exc:

@@ -44,6 +44,8 @@ What an adapter calls, and what it does with what comes back:
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import math
 import os
@@ -94,6 +96,20 @@ TERMINAL_EVENT = "dead"
 
 # The names a timed-out attempt is classified by, as jobdef's worker classifies it.
 TIMEOUT_NAMES = class_names(AttemptTimedOut)
+
+
+def call_handler(handler: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Call ``handler`` as jobdef's own worker does: an ``async def`` handler's coroutine
+    is run to its end on an event loop of its own. Neither Celery nor RQ awaits one: left
+    to them, the attempt would end at once, "successful", with the work never done."""
+    value = handler(*args, **kwargs)
+    if inspect.isawaitable(value):
+        return asyncio.run(_awaited(value))
+    return value
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
 
 
 def task_id_for(policy: JobPolicy, key: str | None) -> str:

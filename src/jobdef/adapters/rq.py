@@ -53,6 +53,7 @@ from jobdef.adapters.core import (
     AlreadyEnded,
     Prepared,
     SheetRuntime,
+    call_handler,
     error_info,
 )
 from jobdef.adapters.store import BookkeepingUnavailable, RunStore
@@ -400,7 +401,7 @@ def _attempt(
     started = runtime.clock()
     raised: BaseException
     try:
-        return_value = _resolve(handler)(**args)
+        return_value = call_handler(_resolve(handler), **args)
     except JobTimeoutException as exc:
         names, timed_out, raised = TIMEOUT_NAMES, True, exc
     except Exception as exc:

@@ -43,6 +43,7 @@ from jobdef.backends.records import (
     Outcome,
     QueueInfo,
     Receipt,
+    ResultRetention,
     RetentionRule,
     State,
     StateCount,
@@ -151,6 +152,11 @@ class Backend(Versioned, Protocol):
         Returns how many jobs were deleted; with ``dry_run`` nothing is deleted and the
         count is of what would be.
         """
+
+    def expire_results(self, rules: Sequence[ResultRetention], batch_size: int = 1000) -> int:
+        """Clear the stored results of done jobs that ended longer ago than their rule's
+        ``keep`` (the rows stay), in batches of ``batch_size``, each its own short
+        transaction, through an index of the rows that have a result. Returns how many."""
 
     def stats(self) -> list[StateCount]:
         """Counts per job and state."""

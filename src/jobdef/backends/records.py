@@ -205,6 +205,15 @@ class RetentionRule:
 
 
 @dataclass(frozen=True, slots=True)
+class ResultRetention:
+    """Clear the stored results of ``job``'s done jobs ``keep`` seconds after each ended
+    (the sheet's ``result.retention``, when shorter than its ``retention.done``)."""
+
+    job: str
+    keep: float
+
+
+@dataclass(frozen=True, slots=True)
 class QueueInfo:
     """Live state of one queue."""
 

@@ -147,7 +147,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run jobs with the policy of their sheets",
         description="Claim jobs, run their handlers in child processes with the sheet's "
         "timeout, retry or bury failures per the sheet. SIGTERM/SIGINT drains; a second "
-        "signal stops at once (running jobs are released, never lost).",
+        "signal stops at once: running handlers are killed and each recorded as a failed "
+        "attempt (the sheet decides on a retry), jobs not yet started are released; none is "
+        "lost.",
     )
     runtime_options.add_db(parser)
     runtime_options.add_sheets(parser)

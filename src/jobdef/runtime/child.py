@@ -30,23 +30,23 @@ import os
 import signal
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from jobdef.runtime.classify import class_name, exception_names
 from jobdef.runtime.context import Context
-from jobdef.runtime.errors import HandlerUnavailable
+from jobdef.runtime.errors import HandlerUnavailable, ResultRefused
 from jobdef.runtime.orphan import HOLDINGS
 from jobdef.runtime.payloads import (
     MAX_PROGRESS_BYTES,
     MAX_PROGRESS_DEPTH,
     RefusedPayload,
     plain_json,
-    result_text,
     truncated,
 )
+from jobdef.runtime.results import ResultRule, kept_result
 from jobdef.runtime.wire import Progress, Ready, Results, Stop, Task, TaskFailed, ToChild
 from jobdef.telemetry.logs import LogSettings
 from jobdef.telemetry.logs import configure as configure_logs
@@ -74,6 +74,9 @@ class ChildSettings:
     ``worker_id``: the holder its leases name and the worker its log lines name
     (empty: none, and nothing is given back). It logs at ``log_level``, in
     ``log_format`` (``text`` or ``json``), to ``log_file`` if the worker logs to one.
+    ``results``: each job's :class:`~jobdef.runtime.results.ResultRule`, by name (a job
+    not in it gets the defaults), so a return value is checked, and one its sheet does
+    not keep dropped, before it crosses the pipe.
     """
 
     store_url: str
@@ -83,6 +86,7 @@ class ChildSettings:
     log_level: int = logging.WARNING
     log_format: str = "text"
     log_file: str | None = None
+    results: Mapping[str, ResultRule] = field(default_factory=dict)
 
 
 class FileLock:
@@ -179,7 +183,7 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
             if not start:
                 HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
                 continue
-            error, value = _run(task, conn, settings.store_url)
+            error, value = _run(task, conn, settings)
             pending.add(task.seq, now, error, value)
             shared[FINISHED] = task.seq
         if pending:
@@ -235,9 +239,12 @@ def run_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSett
         raise
 
 
-def _run(task: Task, conn: Connection, database_url: str) -> tuple[TaskFailed | None, str | None]:
+def _run(
+    task: Task, conn: Connection, settings: ChildSettings
+) -> tuple[TaskFailed | None, str | None]:
     """Run one task's handler: what it raised (or None), and what it returned as JSON
-    text (None when it returned None, raised, or returned what cannot be stored)."""
+    text (None when it returned None, raised, or its sheet keeps no value). A value the
+    sheet refuses fails the attempt with :class:`ResultRefused`."""
 
     refused: list[str] = []
 
@@ -267,7 +274,7 @@ def _run(task: Task, conn: Connection, database_url: str) -> tuple[TaskFailed | 
         attempt=task.attempt,
         max_attempts=task.max_attempts,
         idempotency_key=task.idempotency_key,
-        database_url=database_url,
+        database_url=settings.store_url,
         slot=task.slot,
         queue=task.queue,
         _send=send_beat,
@@ -280,9 +287,15 @@ def _run(task: Task, conn: Connection, database_url: str) -> tuple[TaskFailed | 
                 result = _event_loop().run_until_complete(result)
     except BaseException as exc:  # a handler's SystemExit is a failed attempt too
         return _failed(task.seq, exc), None
-    if result is None:
-        return None, None
-    return None, result_text(result, task.job_id, task.job, task.attempt)
+    rule = settings.results.get(task.job) or _DEFAULT_RULE
+    try:
+        return None, kept_result(rule, result, task.job_id, task.job, task.attempt)
+    except ResultRefused as exc:
+        log.warning("%s", exc)
+        return _failed(task.seq, exc), None
+
+
+_DEFAULT_RULE = ResultRule()
 
 
 def _failed(seq: int, exc: BaseException) -> TaskFailed:

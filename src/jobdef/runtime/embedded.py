@@ -10,9 +10,11 @@ separate ``jobdef worker`` deployment::
 It is :class:`~jobdef.runtime.worker.Worker` itself, with its own connection to
 the store, so everything the worker does applies: handlers run in the usual
 pool of child processes (a timeout kills the child, a crash takes only the
-child), failures are classified by the sheet, retries, leases, heartbeats, the
-outbox and the maintenance services (reclaim, the scheduler, retention) run as
-in ``jobdef worker``.
+child), failures are classified by the sheet, a return value is held to the
+sheet's ``result:`` (one it refuses fails the attempt with
+``jobdef.ResultRefused``), retries, leases, heartbeats, the outbox and the
+maintenance services (reclaim, the scheduler, retention of jobs and of their
+stored results) run as in ``jobdef worker``.
 
 What differs is how it stops. Signals reach only the main thread, which is the
 application's, so the worker installs no signal handler here; the application

@@ -18,3 +18,17 @@ class AttemptTimedOut(TimeoutError):
 class HandlerUnavailable(ImportError):
     """The handler did not import in the child (its module, or the function in it, is gone):
     the code deployed under the worker changed, so the job is released, never failed."""
+
+
+class ResultRefused(Exception):
+    """The handler returned a value its sheet's ``result:`` refuses: larger than
+    ``max_bytes``, not plain JSON, or breaking ``result.schema``. The attempt fails with
+    it, and the sheet's ``errors`` classify it like any error (unlisted: ``errors.default``).
+
+    Sheets name it ``jobdef.ResultRefused`` (its public home, where its records name it
+    too). The message is the one line the attempt records: job, attempt, why, and what to
+    return instead.
+    """
+
+
+ResultRefused.__module__ = "jobdef"  # the name sheets write and records show

@@ -3,28 +3,24 @@
 A handler's ``ctx.heartbeat(progress)`` value and its return value are stored as
 JSON and shown by ``jobdef jobs show``; an error's message and traceback are
 stored on the attempt. All come from user code, so all are checked in the child,
-before they cross the pipe: a progress or return value that is not plain JSON (a
-set, a datetime, NaN, a lone surrogate, a NUL character), too large or nested
-too deep is dropped with one warning, never fatal to the worker (a return value
-dropped so leaves the job done, with no result: the work happened); error text
-longer than :data:`MAX_ERROR_BYTES` is cut, with a marker saying how much.
+before they cross the pipe: a progress value that is not plain JSON (a set, a
+datetime, NaN, a lone surrogate, a NUL character), too large or nested too deep
+is dropped with one warning, never fatal to the worker; a return value is held
+to its sheet's ``result:`` (:mod:`jobdef.runtime.results`), and one that it
+refuses fails the attempt; error text longer than :data:`MAX_ERROR_BYTES` is
+cut, with a marker saying how much.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
-
-from jobdef.runtime.classify import class_name
-
-log = logging.getLogger("jobdef.worker")
 
 # Encoded JSON size and nesting depth of one progress value.
 MAX_PROGRESS_BYTES = 64 * 1024
 MAX_PROGRESS_DEPTH = 32
-# Encoded JSON size and nesting depth of one handler's return value (the job's result).
-MAX_RESULT_BYTES = 64 * 1024
+# Nesting depth of one handler's return value (the job's result); its size is the
+# sheet's ``result.max_bytes``.
 MAX_RESULT_DEPTH = 32
 # Stored error message and traceback, each, in UTF-8 bytes.
 MAX_ERROR_BYTES = 64 * 1024
@@ -32,6 +28,10 @@ MAX_ERROR_BYTES = 64 * 1024
 
 class RefusedPayload(ValueError):
     """A value a handler handed back cannot be stored; the message says why."""
+
+
+class TooBig(RefusedPayload):
+    """The value is plain JSON, but larger than its bound."""
 
 
 def plain_json(value: Any, *, max_bytes: int, max_depth: int) -> Any:
@@ -56,36 +56,8 @@ def json_text(value: Any, *, max_bytes: int, max_depth: int) -> str:
     if "\\u0000" in text:
         raise RefusedPayload("it holds a NUL character, which PostgreSQL cannot store")
     if size > max_bytes:
-        raise RefusedPayload(f"it is {size} bytes as JSON, more than the {max_bytes} allowed")
+        raise TooBig(f"it is {size} bytes as JSON, more than the {max_bytes} allowed")
     return text
-
-
-def result_text(value: Any, job_id: int, job: str, attempt: int) -> str | None:
-    """A handler's return value as the JSON text to store; one that cannot be stored is
-    dropped with one warning: the attempt still counts as done (the work happened)."""
-    try:
-        return json_text(value, max_bytes=MAX_RESULT_BYTES, max_depth=MAX_RESULT_DEPTH)
-    except RefusedPayload as exc:
-        log.warning(
-            "job %s (%s) attempt %d: return value not stored, %s; the job is done with no "
-            "result; return plain JSON of at most %d bytes (store more elsewhere, return its id)",
-            job_id,
-            job,
-            attempt,
-            exc,
-            MAX_RESULT_BYTES,
-        )
-        return None
-    except Exception as exc:  # a broken __eq__/__iter__ of user data must not end the child
-        log.warning(
-            "job %s (%s) attempt %d: return value not stored, it cannot be read as JSON "
-            "(%s); the job is done with no result",
-            job_id,
-            job,
-            attempt,
-            class_name(type(exc)),
-        )
-        return None
 
 
 def _check_depth(value: Any, max_depth: int) -> None:

@@ -90,8 +90,8 @@ class Finished:
     # How long the handler ran, as its process measured it (None: not reported); a
     # measurement, not part of what the event says happened.
     duration: float | None = field(default=None, compare=False)
-    # What the handler returned, as JSON text (None: it returned None, or a value
-    # that cannot be stored, which the child warned about).
+    # What the handler returned, as JSON text (None: it returned None, or its sheet
+    # keeps no value; one the sheet refuses arrives as an error, ResultRefused).
     result: str | None = None
 
 

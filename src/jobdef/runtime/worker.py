@@ -81,6 +81,7 @@ from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
+from jobdef.runtime.results import result_rules
 from jobdef.runtime.settings import WorkerSettings
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
@@ -279,6 +280,7 @@ class Worker:
             log_level=logging.getLogger().level,
             log_format=self.telemetry.log_format,
             log_file=_log_file(),
+            results=result_rules(self.registry),
         )
         pool = Pool(self.settings.concurrency, children, depth=self.settings.prefetch)
         log.info("worker %s started: concurrency %d", self.id, self.settings.concurrency)

@@ -80,9 +80,12 @@ class _Root:
     """One schema checked as a document of its own; a ``sensitive`` one words what is wrong
     without quoting the value (jsonschema's messages do: ``'hunter2' is too short``)."""
 
-    def __init__(self, schema: Any, sensitive: bool = False) -> None:
+    def __init__(
+        self, schema: Any, sensitive: bool = False, hidden: frozenset[str] = frozenset()
+    ) -> None:
         self.schema = schema
         self.sensitive = sensitive
+        self.hidden = hidden  # top-level fields whose values are never quoted
         try:
             self.fast: Check | None = compile_schema(schema) if isinstance(schema, dict) else None
         except UnsupportedSchema:
@@ -116,6 +119,8 @@ class _Root:
         the value it quotes is under a key, or holds a key, whose name says secret (as
         :func:`jobdef.redact.shown_args` hides inside the args it shows)."""
         if self.sensitive:
+            return True
+        if error.absolute_path and error.absolute_path[0] in self.hidden:
             return True
         if any(isinstance(part, str) and secret_name(part) for part in error.absolute_path):
             return True
@@ -176,6 +181,27 @@ class ArgsCheck:
         for root in (self._object, *self._args.values()):
             if root.fast is None:
                 _ = root.validator
+
+
+class ResultCheck:
+    """The check of a handler's return value against its sheet's ``result.schema`` (plain
+    dicts and lists, as a worker's child receives it): one root, whose ``sensitive``
+    top-level fields (as :func:`~jobdef.redact.sensitive_arg` reads an arg) and
+    secret-sounding keys are never quoted in a message."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        plain = thaw(schema)
+        properties = plain.get("properties") if isinstance(plain, dict) else None
+        hidden = frozenset(
+            name
+            for name, sub in (properties.items() if isinstance(properties, dict) else ())
+            if sensitive_arg(name, sub)
+        )
+        self._root = _Root(plain, hidden=hidden)
+
+    def errors(self, value: Any) -> list[ArgError]:
+        """What is wrong with ``value`` (``[]`` when it is valid), sorted by path."""
+        return sorted(self._root.errors(value, ()), key=lambda e: list(map(str, e.path)))
 
 
 _checks: dict[str, ArgsCheck] = {}

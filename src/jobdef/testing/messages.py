@@ -184,3 +184,29 @@ def not_a_slot(
         f"{moment.isoformat()} is not a slot of {policy.name}'s schedule "
         f"{policy.schedule!r} ({policy.timezone}); the nearest slots are {' and '.join(near)}"
     )
+
+
+def no_result(record: JobRecord, policy: JobPolicy | None, now: float) -> str:
+    """Why a done job holds no result, as far as its sheet and its end tell."""
+    head = f"expected job #{record.id} ({record.job}) to have a stored result, it has none"
+    if policy is None:
+        return f"{head}: no loaded sheet defines {record.job!r}"
+    if not policy.result.store:
+        return f"{head}: its sheet says result.store: false ({policy.file or 'its sheet'})"
+    keep = policy.result.retention
+    if keep is not None and record.finished_at is not None and now - record.finished_at > keep:
+        ago = now - record.finished_at
+        return (
+            f"{head}: it ended {ago:g}s ago and result.retention is {keep:g}s, so it was "
+            "cleared; look before advance() passes it"
+        )
+    return f"{head}: the handler returned None"
+
+
+def other_result(record: JobRecord, expected: Any) -> str:
+    shown = json.dumps(record.result, ensure_ascii=False, sort_keys=True, default=repr)
+    wanted = json.dumps(expected, ensure_ascii=False, sort_keys=True, default=repr)
+    return (
+        f"job #{record.id} ({record.job}) returned a different result\n"
+        f"  stored:   {shown}\n  expected: {wanted}"
+    )

@@ -47,18 +47,19 @@ from jobdef.policy.registry import Registry
 from jobdef.render.explain import explain_data
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.context import Context
-from jobdef.runtime.errors import AttemptTimedOut
+from jobdef.runtime.errors import AttemptTimedOut, ResultRefused
 from jobdef.runtime.failures import FailedAttempt, record_failure
+from jobdef.runtime.maintenance.results import result_retentions
 from jobdef.runtime.maintenance.scheduler import slot_job, slot_time
 from jobdef.runtime.payloads import (
     MAX_PROGRESS_BYTES,
     MAX_PROGRESS_DEPTH,
     RefusedPayload,
     plain_json,
-    result_text,
 )
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.receipts import ReceiptStatus
+from jobdef.runtime.results import kept_result, result_rule
 from jobdef.schedule.cron import zone
 from jobdef.schedule.slots import schedule_of
 from jobdef.sheets.handlers import handler_problems
@@ -75,6 +76,8 @@ LEASE_SECONDS = 10 * 365 * 86400.0
 # that enqueues another job every time) ends the drain with a message, not a hang.
 DRAIN_LIMIT = 10_000
 _ALL = 1_000_000
+# assert_result's "any value": None is a value a test may expect (it never is stored).
+_ANY: Any = object()
 
 
 class VirtualQueue:
@@ -119,8 +122,18 @@ class VirtualQueue:
         return self.clock()
 
     def advance(self, by: float | str) -> None:
-        """Move the virtual clock forwards by seconds or a duration (``"5m"``)."""
+        """Move the virtual clock forwards by seconds or a duration (``"5m"``); stored
+        results whose ``result.retention`` passed are cleared, as a worker's service does."""
         self.clock.advance(_duration(by))
+        self._expire_results()
+
+    def _expire_results(self) -> None:
+        """Clear the stored results past their sheet's ``result.retention`` at the virtual
+        time (the worker's :class:`~jobdef.runtime.maintenance.results.ResultExpirer`
+        does it every minute; the kit at once, so a test sees the exact moment)."""
+        rules = result_retentions(self.registry)
+        if rules:
+            self.backend.expire_results(rules)
 
     # -- putting jobs in ------------------------------------------------------------
 
@@ -216,6 +229,23 @@ class VirtualQueue:
         if record.state != state:
             raise AssertionError(messages.wrong_state(record, state, self.attempts(job_id)))
         return record
+
+    def assert_result(self, job: int | Receipt, expected: Any = _ANY) -> Any:
+        """Fail unless the job (an id or its receipt) ended done with a stored result
+        (equal to ``expected``, as JSON reads it back, when given); the result is
+        returned. The message says why there is none: the job is not done (its
+        attempts and last error), its sheet keeps no value (``result.store: false``),
+        the handler returned None, or ``result.retention`` has passed."""
+        job_id = job.job_id if isinstance(job, Receipt) else job
+        record = self.get(job_id)
+        if record.state != "done":
+            raise AssertionError(messages.wrong_state(record, "done", self.attempts(job_id)))
+        policy = self.registry.jobs.get(record.job)
+        if record.result is None:
+            raise AssertionError(messages.no_result(record, policy, self.clock()))
+        if expected is not _ANY and record.result != expected:
+            raise AssertionError(messages.other_result(record, expected))
+        return record.result
 
     def attempts(self, job_id: int) -> list[Attempt]:
         """The attempts of job ``job_id``, oldest first, with their virtual start times."""
@@ -353,6 +383,7 @@ class VirtualQueue:
             self.clock.set(due)
         if stop_at is not None and stop_at > self.clock():
             self.clock.set(stop_at)
+        self._expire_results()
         return ran
 
     def run_batch_slot(self, job: str, at: datetime | str) -> JobRecord:
@@ -403,15 +434,20 @@ class VirtualQueue:
             error = ErrorInfo(ran.error_type, ran.message, ran.traceback)
             failed = FailedAttempt(record, policy, error, ran.names)
         else:
-            now = self.clock()
-            notes = notifications_for(policy, "done", record, None, now)
-            # Checked and stored as the worker does: too large or not JSON is no result.
-            text = None
-            if ran.result is not None:
-                text = result_text(ran.result, record.id, record.job, record.attempt)
-            results = {} if text is None else {record.id: text}
-            self.backend.complete([record.lease], {record.id: notes}, results)
-            return self._last_attempt(record)
+            # Held to the sheet's `result:` as the worker's child holds it: a value it
+            # refuses fails the attempt, one it does not keep is not stored.
+            try:
+                text = kept_result(
+                    result_rule(policy), ran.result, record.id, record.job, record.attempt
+                )
+            except ResultRefused as exc:
+                error = ErrorInfo(class_name(ResultRefused), str(exc))
+                failed = FailedAttempt(record, policy, error, class_names(ResultRefused))
+            else:
+                notes = notifications_for(policy, "done", record, None, self.clock())
+                results = {} if text is None else {record.id: text}
+                self.backend.complete([record.lease], {record.id: notes}, results)
+                return self._last_attempt(record)
         record_failure(self.backend, failed, self.clock(), self.rng)
         return self._last_attempt(record)
 

@@ -1,8 +1,9 @@
 """What a task returns is its ``TaskResult.return_value``, through real workers.
 
 On SQLite and on PostgreSQL: a returned dict is stored as JSON and read back by
-``get_result()``; a value too large to store leaves the job done with no result and
-one warning in the worker's log naming the job and the limit.
+``get_result()``; a value larger than the sheet's ``result.max_bytes`` fails the
+attempt with ``jobdef.ResultRefused``, and the job its sheet does not retry is
+FAILED with that error, one line naming the job, the attempt and the limit.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import pytest
 from jd_support import Project, drain, unique
 
 from jobdef.contrib.django.compat import TaskResultStatus
-from jobdef.runtime.payloads import MAX_RESULT_BYTES
+from jobdef.policy.model import DEFAULT_RESULT_BYTES
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_returned_dict_is_the_return_value_and_a_too_large_one_is_none(
+def test_a_returned_dict_is_the_return_value_and_a_too_large_one_fails_the_task(
     project: Project, engine_alias: str
 ) -> None:
     from jdproject import tasks
@@ -24,7 +25,7 @@ def test_a_returned_dict_is_the_return_value_and_a_too_large_one_is_none(
     report = tasks.report.using(backend=engine_alias)
     item, big = unique(), unique()
     small = report.enqueue(item=item, size=3)
-    large = report.enqueue(item=big, size=MAX_RESULT_BYTES)
+    large = report.enqueue(item=big, size=DEFAULT_RESULT_BYTES)
     err = drain(project, engine_alias)
 
     small.refresh()
@@ -35,12 +36,18 @@ def test_a_returned_dict_is_the_return_value_and_a_too_large_one_is_none(
     assert project.backend(engine_alias).engine().get(int(small.id)).result == small.return_value
 
     large.refresh()
-    assert large.status == TaskResultStatus.SUCCESSFUL  # the work happened
-    assert large.return_value is None
-    assert project.backend(engine_alias).engine().get(int(large.id)).result is None
-    warnings = [line for line in err.splitlines() if "return value not stored" in line]
-    assert len(warnings) == 1, err
-    [warning] = warnings
-    assert f"job {large.id} (report) attempt 1: return value not stored" in warning
-    assert f"more than the {MAX_RESULT_BYTES} allowed" in warning
-    assert "the job is done with no result" in warning
+    assert large.status == TaskResultStatus.FAILED  # errors.default: fatal, one attempt
+    with pytest.raises(ValueError, match="Task failed"):  # the framework's word for it
+        large.return_value  # noqa: B018
+    [error] = large.errors
+    assert error.exception_class_path == "jobdef.ResultRefused"
+    stored = project.backend(engine_alias).engine().get(int(large.id))
+    assert (stored.state, stored.result) == ("dead", None)
+    assert stored.last_error is not None
+    assert stored.last_error.message.startswith(
+        f"job {large.id} (report) attempt 1: return value refused, it is "
+    )
+    assert f"more than the {DEFAULT_RESULT_BYTES} allowed by result.max_bytes of " in (
+        stored.last_error.message
+    )
+    assert "return value refused" in err

@@ -60,6 +60,7 @@ from jobdef.backends.records import (
     NewJob,
     Notification,
     Receipt,
+    ResultRetention,
     RetentionRule,
 )
 from jobdef.backends.rows import (
@@ -686,6 +687,20 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                         break
         self._changed(total and not dry_run)
         return total
+
+    def expire_results(self, rules: Sequence[ResultRetention], batch_size: int = 1000) -> int:
+        """Clear in batches of ``batch_size``, each its own short transaction."""
+        now = self.clock()
+        cleared = 0
+        for rule in rules:
+            params = {"job": rule.job, "before": now - rule.keep, "batch_size": batch_size}
+            while True:
+                count = self._rowcount("expire_results", params)
+                cleared += count
+                if count < batch_size:
+                    break
+        self._changed(bool(cleared))
+        return cleared
 
     def _count(self, query: str, params: Mapping[str, Any]) -> int:
         """The one number ``query`` selects."""

@@ -120,7 +120,7 @@ class Listener:
             self.generation = None if row is None else int(row[0])
             if self.generation is not None and self.generation != held:
                 log.info(
-                    "this worker maintains now (reclaim, pruning, scheduler, outbox): "
+                    "this worker maintains now (reclaim, pruning, results, scheduler, outbox): "
                     "took the maintenance lease, generation %d, from %s",
                     self.generation,
                     row[1] or "nobody",

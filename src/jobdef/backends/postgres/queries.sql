@@ -566,6 +566,20 @@ SELECT count(*) FROM {schema}.jobdef_jobs
 WHERE job = %(job)s AND state = ANY (%(states)s::text[])
   AND finished_at IS NOT NULL AND finished_at < %(before)s;
 
+-- name: expire_results
+-- One batch of one job's stored results past its `result.retention`: the value is
+-- cleared, the done row stays until its own retention. jobdef_jobs_results holds
+-- only rows with a result, so a batch reads just the ones it clears; SKIP LOCKED,
+-- as prune_batch: it never waits on, nor blocks, anyone.
+WITH expired AS (
+    SELECT id FROM {schema}.jobdef_jobs
+    WHERE job = %(job)s AND result IS NOT NULL AND finished_at < %(before)s
+    ORDER BY finished_at
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobdef_jobs AS j SET result = NULL FROM expired WHERE j.id = expired.id;
+
 -- name: stats
 SELECT job, queue, state, count(*) AS count,
        CASE WHEN state = 'queued' THEN greatest(0, %(now)s - min(run_after)) END AS oldest_age

@@ -38,6 +38,7 @@ from jobdef.backends.records import (
     NewJob,
     Notification,
     Receipt,
+    ResultRetention,
     RetentionRule,
 )
 from jobdef.backends.rows import (
@@ -475,6 +476,19 @@ class SQLiteBackend(SharedVerbs):
             deleted += len(rows)
             if len(rows) < batch_size:
                 return deleted
+
+    def expire_results(self, rules: Sequence[ResultRetention], batch_size: int = 1000) -> int:
+        now = self.clock()
+        cleared = 0
+        for rule in rules:
+            params = {"job": rule.job, "before": now - rule.keep, "batch_size": batch_size}
+            while True:
+                with self._write() as conn:
+                    count = conn.execute(_q("expire_results"), params).rowcount
+                cleared += count
+                if count < batch_size:
+                    break
+        return cleared
 
     # -- processed keys -------------------------------------------------------
 

@@ -314,6 +314,17 @@ DELETE FROM jobdef_jobs WHERE id IN (SELECT value FROM json_each(:ids));
 -- name: delete_attempts
 DELETE FROM jobdef_attempts WHERE job_id IN (SELECT value FROM json_each(:ids));
 
+-- name: expire_results
+-- One batch of one job's stored results past its `result.retention`: the value is
+-- cleared, the done row stays until its own retention. jobdef_jobs_results holds
+-- only rows with a result, so a batch reads just the ones it clears.
+UPDATE jobdef_jobs SET result = NULL
+WHERE id IN (
+    SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_results
+    WHERE job = :job AND result IS NOT NULL AND finished_at < :before
+    LIMIT :batch_size
+);
+
 -- name: stats
 SELECT job, queue, state, count(*) AS count,
        CASE WHEN state = 'queued' THEN max(0, :now - min(run_after)) END AS oldest_age

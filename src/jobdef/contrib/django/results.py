@@ -15,9 +15,12 @@ position given back by position (:func:`~jobdef.contrib.django.calls.call_of`);
 job may run. ``errors`` holds one ``TaskError`` per failed attempt, oldest first;
 ``worker_ids`` one worker id per attempt that counted, so ``attempts`` is jobdef's
 attempt count. ``return_value`` is what the task of the attempt that finished the job
-returned, as JSON (the job's ``result``): ``None`` when it returned ``None``, or a value
-larger than 64 KiB (the job is done all the same, and the worker's log has a warning
-naming the job). A value that is not JSON fails the attempt with a ``TypeError``.
+returned, as JSON (the job's ``result``), as the sheet's ``result:`` keeps it: ``None``
+when it returned ``None``, when the sheet says ``result.store: false``, or once
+``result.retention`` has passed. A value that is not JSON fails the attempt with a
+``TypeError``, as the framework's backends do; one larger than ``result.max_bytes`` or
+breaking ``result.schema`` fails it with ``jobdef.ResultRefused``; either is retried
+or not as the sheet's ``errors`` say, and a job they end is FAILED with that error.
 
 The result is a :class:`JobdefTaskResult`, the framework's ``TaskResult`` with one
 field more: ``receipt``, the job's :class:`~jobdef.backends.records.Receipt` (its id,

@@ -7,7 +7,9 @@ result read from the job store (status RUNNING, this attempt counted);
 ``task_finished`` just after it returned or raised, that result with the outcome:
 
 - returned: SUCCESSFUL, ``finished_at`` now, ``return_value`` what the job will
-  store (the return value as JSON; ``None`` if it is not JSON or too large);
+  store (the return value as JSON; ``None`` when the sheet says ``result.store:
+  false``); a value the sheet's ``result:`` refuses (larger than ``max_bytes``, or
+  breaking ``result.schema``) is sent as raised, with ``jobdef.ResultRefused``;
 - raised: this attempt's error appended to ``errors``; FAILED when the sheet does not
   retry it (a fatal error, or the last attempt), READY when it does (the job is
   ready to be executed again). The worker decides last: a retry whose wait would
@@ -41,7 +43,9 @@ from jobdef.backends.records import ErrorInfo
 from jobdef.contrib.django.compat import TaskResultStatus, task_finished, task_started
 from jobdef.runtime.classify import class_name, classify, exception_names
 from jobdef.runtime.context import Context
-from jobdef.runtime.payloads import MAX_RESULT_BYTES, MAX_RESULT_DEPTH, json_text, truncated
+from jobdef.runtime.errors import ResultRefused
+from jobdef.runtime.payloads import truncated
+from jobdef.runtime.results import kept_result, result_rule
 
 log = logging.getLogger("jobdef.worker")
 # The worker stores this process has said it sends no signals for.
@@ -91,8 +95,15 @@ class Attempt:
     def returned(self, value: Any) -> None:
         if self.result is None:
             return
+        # Held to the sheet's `result:` as the worker's child holds it after this.
+        rule = result_rule(self.backend.registry.jobs.get(self.ctx.job))
+        try:
+            text = kept_result(rule, value, self.ctx.job_id, self.ctx.job, self.ctx.attempt)
+        except ResultRefused as exc:
+            self.raised(exc)
+            return
         _set(self.result, status=TaskResultStatus.SUCCESSFUL, finished_at=_now())
-        _set(self.result, _return_value=_stored(value))
+        _set(self.result, _return_value=None if text is None else json.loads(text))
         self._send(task_finished)
 
     def raised(self, exc: BaseException) -> None:
@@ -168,16 +179,6 @@ def _set(result: Any, **values: Any) -> None:
 
 def _now() -> datetime:
     return datetime.now(tz=UTC)
-
-
-def _stored(value: Any) -> Any:
-    """``value`` as the job's result will be: JSON, or None if it cannot be stored."""
-    if value is None:
-        return None
-    try:
-        return json.loads(json_text(value, max_bytes=MAX_RESULT_BYTES, max_depth=MAX_RESULT_DEPTH))
-    except Exception:  # RefusedPayload, or broken user data: the child warns about it once
-        return None
 
 
 def _message(exc: BaseException) -> str:

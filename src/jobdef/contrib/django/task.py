@@ -164,8 +164,8 @@ def _target(task: Any, ctx: Context) -> Callable[[Mapping[str, Any]], Any]:
 def _returned(task: Any, value: Any) -> Any:
     """``value``, when the job can store it as JSON; else the ``TypeError`` that fails the
     attempt, as the framework's backends record a task whose return value is not JSON
-    FAILED. (One larger than a job's result may be is stored as no result, as any
-    handler's: :mod:`jobdef.runtime.payloads`.)"""
+    FAILED. (One its sheet's ``result:`` refuses fails the attempt with
+    ``jobdef.ResultRefused``, as any handler's: :mod:`jobdef.runtime.results`.)"""
     if value is None:
         return value
     try:

@@ -74,12 +74,14 @@ class Service(Protocol):
 _FACTORIES: tuple[tuple[str, str], ...] = (
     ("jobdef.runtime.maintenance.reclaim", "LeaseReclaimer"),
     ("jobdef.runtime.maintenance.retention", "RetentionPruner"),
+    ("jobdef.runtime.maintenance.results", "ResultExpirer"),
     ("jobdef.runtime.maintenance.outbox", "OutboxService"),
     ("jobdef.runtime.maintenance.scheduler", "Scheduler.service"),
 )
 _HOMES = {
     "LeaseReclaimer": "jobdef.runtime.maintenance.reclaim",
     "RetentionPruner": "jobdef.runtime.maintenance.retention",
+    "ResultExpirer": "jobdef.runtime.maintenance.results",
     "OutboxService": "jobdef.runtime.maintenance.outbox",
     "Scheduler": "jobdef.runtime.maintenance.scheduler",
 }
@@ -87,6 +89,7 @@ _HOMES = {
 if TYPE_CHECKING:
     from jobdef.runtime.maintenance.outbox import OutboxService as OutboxService
     from jobdef.runtime.maintenance.reclaim import LeaseReclaimer as LeaseReclaimer
+    from jobdef.runtime.maintenance.results import ResultExpirer as ResultExpirer
     from jobdef.runtime.maintenance.retention import RetentionPruner as RetentionPruner
     from jobdef.runtime.maintenance.scheduler import Scheduler as Scheduler
 
