@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -316,8 +317,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "| empty claims / claims, idle | sessions | enqueue-to-start p50 (ms) | p99 (ms) |"
     )
     print("| --- |" + " --- |" * 7)
-    for row in rows(args, folder):
-        print(row, flush=True)
+    try:
+        for row in rows(args, folder):
+            print(row, flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import shutil
 import sys
 import tempfile
 import threading
@@ -178,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         with psycopg.connect(args.url, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
