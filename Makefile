@@ -1,10 +1,12 @@
-.PHONY: help install test lint typecheck format ci docs golden validate
+.PHONY: help install test test-fast lint typecheck format ci docs golden validate
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 install:  ## install jobdef with the test dependencies (editable)
 	python3 -m pip install -e '.[test]'
 test:  ## run the test suite
 	python3 -m pytest
+test-fast:  ## the fast tier while editing: no services (PostgreSQL, Redis, RabbitMQ, Chromium), no slow tests
+	python3 -m pytest -m "not slow and not services"
 lint:  ## the static checks CI runs: ruff lint and format check, then mypy
 	python3 -m ruff check . && python3 -m ruff format --check . && python3 -m mypy
 typecheck:  ## mypy over src/jobdef (settings in pyproject.toml)

@@ -7,11 +7,17 @@ outbox message, a paused queue), serves the dashboard with uvicorn on
 loopback and photographs its pages in headless Chromium (Debian's
 ``/usr/bin/chromium`` driven by Playwright). The PNGs go to
 ``docs/images/dashboard-*.png``.
+
+The pages carry Japanese titles: without a font that covers them Chromium draws
+empty boxes, so the script refuses to run until ``fc-list :lang=ja`` names one
+(Debian: ``apt-get install fonts-noto-cjk``).
 """
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -36,6 +42,31 @@ CHROMIUM_ARGS = [
 ]
 SMTP = ErrorInfo("smtplib.SMTPServerDisconnected", "Connection unexpectedly closed", "")
 NOT_FOUND = ErrorInfo("app.errors.ReservationNotFound", "reservation 4512 does not exist", "")
+
+
+CJK_FONT_PACKAGE = "fonts-noto-cjk"
+
+
+def missing_cjk_font() -> str | None:
+    """Why the screenshots would show Japanese as empty boxes, or None when a font covers it.
+
+    Asks fontconfig, which Chromium asks too, for the fonts that cover Japanese.
+    """
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return (
+            "fc-list not found, so no font covering Japanese can be checked: "
+            f"apt-get install fontconfig {CJK_FONT_PACKAGE}"
+        )
+    found = subprocess.run(
+        [fc_list, ":lang=ja", "family"], capture_output=True, text=True, check=False
+    )
+    if found.returncode != 0 or not found.stdout.strip():
+        return (
+            "no font covers Japanese (fc-list :lang=ja lists none), so the titles would be "
+            f"empty boxes: apt-get install {CJK_FONT_PACKAGE}"
+        )
+    return None
 
 
 class Clock:
@@ -140,6 +171,10 @@ def fill(url: str) -> int:
 
 
 def main() -> int:
+    reason = missing_cjk_font()
+    if reason is not None:
+        print(f"docs/dashboard_screenshots.py: {reason}", file=sys.stderr)
+        return 1
     import uvicorn
     from playwright.sync_api import sync_playwright
 

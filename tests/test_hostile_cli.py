@@ -52,6 +52,8 @@ from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
 from jobdef.cli import COMMANDS, main
 from jobdef.render.export import FORMATS as EXPORT_FORMATS
 
+pytestmark = pytest.mark.slow  # real CLI processes
+
 # --- hostile text ---------------------------------------------------------------
 
 FIXED = [

@@ -49,6 +49,7 @@ def test_wait_up_returns_once_a_real_worker_has_started_and_stop_ends_it(tmp_pat
     assert started.process.returncode == 0
 
 
+@pytest.mark.slow
 def test_wait_up_fails_with_the_log_when_the_worker_exits_first(tmp_path: Path) -> None:
     command = worker_command("nosuchengine://x", SHEETS)
     started = start_process(command, tmp_path / "w.log", env=worker_env())

@@ -74,6 +74,7 @@ def _sheet(folder: Path, name: str, handler: str, extra: str = "") -> None:
     (folder / "jobdefs" / f"{name}.yaml").write_text(text, encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_celery_task_is_checked_as_a_celery_worker_calls_it(project) -> None:
     folder, package = project
     _celery_app(
@@ -116,6 +117,7 @@ def test_a_celery_task_is_checked_as_a_celery_worker_calls_it(project) -> None:
         ) in out
 
 
+@pytest.mark.slow
 def test_a_task_that_takes_ctx_fails_as_celery_would_call_it(project) -> None:
     folder, package = project
     _celery_app(
@@ -133,6 +135,7 @@ def test_a_task_that_takes_ctx_fails_as_celery_would_call_it(project) -> None:
     assert "write def send_mail(reservation_id, note=None)" in out
 
 
+@pytest.mark.slow
 def test_a_job_that_names_runtime_rq_is_checked_as_rq_calls_it(project) -> None:
     folder, package = project
     (folder / f"{package}.py").write_text(
@@ -276,6 +279,7 @@ def _validate_process(folder: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_docs_runtimes_shows_what_validate_prints_for_its_celery_layout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

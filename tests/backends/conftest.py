@@ -1,8 +1,9 @@
 """The conformance suite's fixtures: every test here runs once per engine in ENGINES.
 
-To add an engine, add its name to ENGINES and a factory to FACTORIES that
-returns the database URL of a fresh, empty store and a DB-API connection factory
-for the caller's own transaction.
+To add an engine, add it to ENGINES in tests/support/stores.py (marked ``services``
+when it needs a server) and a factory to FACTORIES here that returns the database
+URL of a fresh, empty store and a DB-API connection factory for the caller's own
+transaction.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import pytest
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from support import ManualClock
-
-ENGINES = ["sqlite", "postgres"]
+from support.stores import ENGINES
 
 
 class Store:

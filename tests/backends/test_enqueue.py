@@ -48,6 +48,37 @@ def test_duplicates_inside_one_bulk_call_are_merged(backend):
     assert results[0].id == results[1].id
 
 
+def test_duplicates_inside_one_bulk_call_of_an_active_job_all_merge_into_it(backend):
+    [active] = backend.enqueue([_job(idempotency_key="k")])
+    results = backend.enqueue([_job(idempotency_key="k", args={"id": n}) for n in range(3)])
+    assert {(r.id, r.token, r.created) for r in results} == {(active.id, active.token, False)}
+    assert len(backend.list_jobs()) == 1
+
+
+def test_duplicates_inside_one_bulk_call_return_the_first_ones_receipt(backend):
+    results = backend.enqueue(
+        [_job(idempotency_key="a"), _job(idempotency_key="b"), _job(idempotency_key="a")]
+    )
+    assert [r.created for r in results] == [True, True, False]
+    assert (results[2].id, results[2].token) == (results[0].id, results[0].token)
+    assert backend.find_receipt(results[2].token).id == results[0].id
+    # The new jobs get ids in the order of the call: they are claimed in that order.
+    assert results[0].id < results[1].id
+
+
+def test_a_dedupe_window_holds_for_duplicates_inside_one_bulk_call(backend, clock, worker):
+    [done] = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)])
+    backend.complete([worker.claim_one().lease])
+    clock.advance(30)
+    inside = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)] * 2)
+    assert {(r.id, r.created) for r in inside} == {(done.id, False)}
+    clock.advance(31)
+    outside = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)] * 2)
+    assert [r.created for r in outside] == [True, False]
+    assert outside[0].id == outside[1].id != done.id
+    assert len(backend.list_jobs()) == 2
+
+
 def test_finished_job_absorbs_a_duplicate_only_within_the_dedupe_window(backend, clock, worker):
     [first] = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)])
     backend.complete([worker.claim_one().lease])

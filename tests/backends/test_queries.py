@@ -61,6 +61,8 @@ SQLITE_ONLY: dict[str, str] = {
     "record_done_attempts": "the attempt rows after complete_jobs; PostgreSQL's writes them",
     "delete_jobs": "prune deletes a batch by ids; PostgreSQL's prune_batch deletes itself",
     "delete_attempts": "and their attempts; PostgreSQL's go by ON DELETE CASCADE",
+    "set_trace_context": "after each insert_job; PostgreSQL's insert_jobs writes it in the row",
+    "set_positional_args": "after each insert_job; PostgreSQL's insert_jobs writes it too",
 }
 ONLY_IN = {"sqlite": SQLITE_ONLY, "postgres": POSTGRES_ONLY}
 

@@ -167,6 +167,7 @@ def _vm_steps(path: Path, sql: str, params: dict[str, float]) -> tuple[int, list
     return steps, rows
 
 
+@pytest.mark.slow
 def test_sqlite_queue_depths_reads_as_much_for_a_long_backlog_as_for_a_short_one(
     tmp_path: Path, clock
 ) -> None:

@@ -15,6 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from jobdef.backends import open_backend
 from jobdef.cli import main
 
@@ -76,6 +78,7 @@ def _app_tables(path: Path) -> dict[str, object]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_upgrade_then_a_worker_run_jobs_beside_the_applications_own_tables(
     tmp_path: Path,
 ) -> None:

@@ -102,6 +102,7 @@ def test_a_corrupted_sqlite_file_says_so_and_how_to_recover(
     assert f'sqlite3 {path} ".recover"' in line
 
 
+@pytest.mark.slow
 def test_a_worker_on_a_corrupted_sqlite_file_says_so_and_stops(tmp_path: Path) -> None:
     path = _corrupt(_sqlite(tmp_path))
     env = {**os.environ, "OPS_CHAT_WEBHOOK_URL": "http://127.0.0.1:9/hook"}

@@ -32,7 +32,6 @@ def test_sqlite_counts_queued_and_running_jobs_per_name(tmp_path: Path) -> None:
     assert active_jobs(url) == {"send_receipt": 3, "ship_order": 1}
 
 
-@pytest.mark.postgres
 def test_postgres_counts_queued_and_running_jobs_per_name(
     tmp_path: Path, postgres_url: str, postgres_schema: str
 ) -> None:

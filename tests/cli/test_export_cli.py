@@ -36,6 +36,7 @@ def jobdef(capfd, monkeypatch):
     return run
 
 
+@pytest.mark.slow
 def test_the_installed_command_exports():
     result = subprocess.run(
         [sys.executable, "-m", "jobdef", "export", "--format", "step-functions", "export_csv"],

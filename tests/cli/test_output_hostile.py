@@ -74,6 +74,7 @@ def test_status_escapes_a_receivers_answer_in_the_outbox_section(
     assert not any(char in out for char in RAW)
 
 
+@pytest.mark.slow
 def test_one_huge_arg_does_not_flood_the_terminal(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
 
@@ -30,6 +32,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
+@pytest.mark.slow
 def test_prune_imports_only_retention_and_deletes_past_retention(
     tmp_path: Path, example_sheets: Path
 ) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,62 +18,49 @@ from jobdef.backends.records import ClaimOptions, ErrorInfo, Receipt
 from jobdef.cli import main
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 JOB = "send_reservation_mail"  # of the example sheets: 5 attempts, a Japanese title
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return engine_db_url(request, tmp_path)
-
-
 @pytest.fixture
-def store(url: str) -> Iterator[Backend]:
-    backend = open_backend(url)
-    try:
-        yield backend
-    finally:
-        backend.close()
-
-
-@pytest.fixture
-def enqueue(store: Backend, example_sheets: Path) -> Callable[[int], Receipt]:
-    queue = Queue(store, load_registry([example_sheets]))
+def enqueue(backend: Backend, example_sheets: Path) -> Callable[[int], Receipt]:
+    queue = Queue(backend, load_registry([example_sheets]))
     return lambda n: queue.enqueue(JOB, {"reservation_id": n})
 
 
 @pytest.fixture
 def cli(
-    url: str, example_sheets: Path, capsys: pytest.CaptureFixture[str]
+    db_url: str, example_sheets: Path, capsys: pytest.CaptureFixture[str]
 ) -> Callable[..., tuple[int, str, str]]:
     def run(*argv: str) -> tuple[int, str, str]:
-        code = main([*argv, "--db", url, "--sheets", str(example_sheets)])
+        code = main([*argv, "--db", db_url, "--sheets", str(example_sheets)])
         captured = capsys.readouterr()
         return code, captured.out, captured.err
 
     return run
 
 
-def _claim(store: Backend, job_id: int):  # type: ignore[no-untyped-def]
-    [record] = store.claim(ClaimOptions("w1", 60.0))
+def _claim(backend: Backend, job_id: int):  # type: ignore[no-untyped-def]
+    [record] = backend.claim(ClaimOptions("w1", 60.0))
     assert record.id == job_id
     return record
 
 
 def test_result_prints_the_state_and_once_done_the_result(
-    store: Backend, enqueue: Callable[[int], Receipt], cli: Callable[..., tuple[int, str, str]]
+    backend: Backend, enqueue: Callable[[int], Receipt], cli: Callable[..., tuple[int, str, str]]
 ) -> None:
     receipt = enqueue(1)
     job = f"job {receipt.job_id} ({JOB})"
     assert cli("result", str(receipt.job_id)) == (0, f"{job}: accepted, not started yet\n", "")
-    record = _claim(store, receipt.job_id)
-    store.heartbeat(record.lease, 60.0, {"step": 1})
+    record = _claim(backend, receipt.job_id)
+    backend.heartbeat(record.lease, 60.0, {"step": 1})
     assert (
         cli("result", receipt.token)[1]
         == f'{job}: running, attempt 1 of 5, progress {{"step":1}}\n'
     )
-    store.complete([record.lease], results={receipt.job_id: '{"sent": true}'})
+    backend.complete([record.lease], results={receipt.job_id: '{"sent": true}'})
     code, out, err = cli("result", receipt.token)
     assert (code, err) == (0, "")
     assert out == f'{job}: done after 1 of 5 attempts, result {{"sent":true}}\n'
@@ -96,18 +83,18 @@ def test_result_prints_the_state_and_once_done_the_result(
 
 
 def test_result_shows_a_retry_its_next_start_and_a_long_result_cut(
-    store: Backend, enqueue: Callable[[int], Receipt], cli: Callable[..., tuple[int, str, str]]
+    backend: Backend, enqueue: Callable[[int], Receipt], cli: Callable[..., tuple[int, str, str]]
 ) -> None:
     retried, done = enqueue(1), enqueue(2)
-    record = _claim(store, retried.job_id)
-    store.retry(record.lease, ErrorInfo("OSError", "down"), 2_000_000_000.0, 60)
+    record = _claim(backend, retried.job_id)
+    backend.retry(record.lease, ErrorInfo("OSError", "down"), 2_000_000_000.0, 60)
     _, out, _ = cli("result", retried.token)
     assert out == (
         f"job {retried.job_id} ({JOB}): retry_waiting, 1 of 5 attempts used, "
         "next start 2033-05-18 03:33:20 UTC\n"
     )
-    record = _claim(store, done.job_id)
-    store.complete([record.lease], results={done.job_id: json.dumps("x" * 2000)})
+    record = _claim(backend, done.job_id)
+    backend.complete([record.lease], results={done.job_id: json.dumps("x" * 2000)})
     _, out, _ = cli("result", done.token)
     assert out.endswith(" (cut; --format json shows all 2002 characters)\n")
     assert len(out) < 700
@@ -128,15 +115,15 @@ def _end_soon(action: Callable[[], object]) -> threading.Thread:
 
 
 def test_wait_exits_0_done_1_dead_failed_cancelled_and_2_on_its_timeout(
-    url: str,
-    store: Backend,
+    db_url: str,
+    backend: Backend,
     enqueue: Callable[[int], Receipt],
     cli: Callable[..., tuple[int, str, str]],
 ) -> None:
     done, dead, failed, cancelled, waiting = (enqueue(n) for n in range(1, 6))
-    other = open_backend(url)  # ends the jobs as a worker would, on its own session
+    other = open_backend(db_url)  # ends the jobs as a worker would, on its own session
     try:
-        lease = _claim(store, done.job_id).lease
+        lease = _claim(backend, done.job_id).lease
         thread = _end_soon(lambda: other.complete([lease], results={done.job_id: "1"}))
         code, out, _ = cli("wait", done.token, "--timeout", "60s")
         thread.join()
@@ -145,7 +132,7 @@ def test_wait_exits_0_done_1_dead_failed_cancelled_and_2_on_its_timeout(
             f"job {done.job_id} ({JOB}): done after 1 of 5 attempts, result 1\n",
         )
 
-        lease = _claim(store, dead.job_id).lease
+        lease = _claim(backend, dead.job_id).lease
         thread = _end_soon(lambda: other.bury(lease, ErrorInfo("ValueError", "bad")))
         code, out, _ = cli("wait", str(dead.job_id), "--timeout", "60s")
         thread.join()
@@ -155,8 +142,8 @@ def test_wait_exits_0_done_1_dead_failed_cancelled_and_2_on_its_timeout(
             f"(jobdef jobs show {dead.job_id} says why)\n",
         )
 
-        store.bury(_claim(store, failed.job_id).lease, ErrorInfo("ValueError", "bad"))
-        store.resolve(failed.job_id, "refunded by hand")
+        backend.bury(_claim(backend, failed.job_id).lease, ErrorInfo("ValueError", "bad"))
+        backend.resolve(failed.job_id, "refunded by hand")
         code, out, _ = cli("wait", failed.token)
         assert (code, out) == (
             1,

@@ -8,18 +8,12 @@ tests skip when either is missing, except under ``CI=true``, where they fail.
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dash_browser import CHROMIUM, CHROMIUM_ARGS
 from dashboard_steps import HERE, SHEETS
 
 from jobdef.backends import open_backend, upgrade
@@ -27,17 +21,12 @@ from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
-from support.stores import engine_db_url
+from support.served import Served
+from support.stores import ENGINES, engine_db_url
 from support.workers import Processes, worker_command
 
 
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true requires it: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ENGINES)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A current, empty job store on each engine."""
     url = engine_db_url(request, tmp_path)
@@ -69,36 +58,6 @@ def backend(store_url: str) -> Iterator[Backend]:
     opened = open_backend(store_url)
     yield opened
     opened.close()
-
-
-class Served:
-    """An ASGI app served by uvicorn in a thread, on a loopback port of its own."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.store_url = ""
-        # An open event stream holds the shutdown this long at most.
-        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=0.3)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert self.thread.is_alive(), "uvicorn stopped at start-up"
-            assert time.monotonic() < deadline, "uvicorn did not start in 30 s"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
 
 
 @pytest.fixture
@@ -146,21 +105,6 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
     started = Workers(tmp_path)
     yield started
     started.stop_all()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One headless Chromium for the whole module."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("playwright is not installed (pip install playwright)")
-    if shutil.which(CHROMIUM) is None:
-        _skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

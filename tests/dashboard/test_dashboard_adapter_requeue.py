@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,8 @@ from jobdef.backends.records import ErrorInfo
 from jobdef.dashboard import create_app
 from support import eventually
 from support.workers import Processes
+
+pytestmark = pytest.mark.slow  # Celery and RQ workers
 
 TESTS = Path(__file__).resolve().parents[1]
 ADAPTERS = TESTS / "adapters"
@@ -46,24 +46,6 @@ backoff: {{strategy: fixed, initial: 1s, jitter: none}}
 timeout: 5s
 errors: {{default: retry}}
 """
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A key prefix and queue name of the test's own on the test Redis, cleaned after."""
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=2).close()
-    except OSError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true requires Redis: {exc}")
-        pytest.skip(f"no Redis at 127.0.0.1:6379: {exc}")
-    name = f"jdtest-{uuid.uuid4().hex[:10]}"
-    yield name
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(f"*{name}*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 def _dead_in(runtime: str, url: str, job: str, queue: str) -> int:

@@ -196,7 +196,6 @@ def test_a_value_spells_a_number_only_as_json_writes_one_and_pg_gets_its_digits(
     }
 
 
-@pytest.mark.postgres
 def test_the_postgresql_args_search_reads_the_gin_index(
     postgres_url: str, postgres_schema: str
 ) -> None:
@@ -217,7 +216,6 @@ def test_the_postgresql_args_search_reads_the_gin_index(
         reader.close()
 
 
-@pytest.mark.postgres
 def test_migration_0006_keeps_an_index_built_beforehand_and_rebuilds_an_invalid_one(
     postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

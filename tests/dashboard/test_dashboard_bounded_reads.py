@@ -74,6 +74,7 @@ def _jobs(run: Run, states: Sequence[str], created: Sequence[float]) -> list[int
     return [int(row[0]) for row in run("SELECT id FROM jobdef_jobs ORDER BY id", ())]
 
 
+@pytest.mark.slow
 def test_the_last_hours_attempts_are_found_by_a_binary_search_of_the_ids(
     store_url: str,
 ) -> None:

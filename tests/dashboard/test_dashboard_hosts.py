@@ -181,6 +181,7 @@ def test_the_csrf_token_is_bound_to_the_caller_and_no_cookie_holds_it(sqlite_url
         create_app(sqlite_url, SHEETS, secret="short")
 
 
+@pytest.mark.slow
 def test_jobdef_dashboard_answers_its_allowed_hosts_only(sqlite_url, tmp_path):
     """The real command: --allowed-host adds a name and a domain, a foreign Host is told
     which option to add; a value that names no host is one line before anything starts."""

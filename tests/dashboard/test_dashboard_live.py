@@ -138,7 +138,6 @@ class EventCounter:
 # -- PostgreSQL: notifications -----------------------------------------------------------------
 
 
-@pytest.mark.postgres
 def test_a_worker_s_transitions_reach_an_open_page_by_notification(
     page: Any, slow_dashboard: LiveDashboard, pg_queue: Queue, workers: Any
 ) -> None:
@@ -149,7 +148,6 @@ def test_a_worker_s_transitions_reach_an_open_page_by_notification(
     assert page.evaluate("window.stillTheSamePage") is True
 
 
-@pytest.mark.postgres
 def test_a_cli_verb_reaches_an_open_page_by_notification(
     page: Any, slow_dashboard: LiveDashboard, pg_queue: Queue
 ) -> None:
@@ -161,7 +159,6 @@ def test_a_cli_verb_reaches_an_open_page_by_notification(
     assert page.evaluate("window.stillTheSamePage") is True
 
 
-@pytest.mark.postgres
 def test_a_burst_of_transitions_sends_few_notifications_and_fewer_events(
     slow_dashboard: LiveDashboard, pg_url: str, pg_queue: Queue
 ) -> None:
@@ -195,7 +192,6 @@ def test_a_burst_of_transitions_sends_few_notifications_and_fewer_events(
     assert pg_queue.get(ids[-1]).state == "cancelled"
 
 
-@pytest.mark.postgres
 def test_a_lost_listening_session_is_replaced_and_nothing_is_missed(
     page: Any, slow_dashboard: LiveDashboard, pg_url: str, pg_queue: Queue, postgres_url: str
 ) -> None:
@@ -224,7 +220,6 @@ def test_a_lost_listening_session_is_replaced_and_nothing_is_missed(
     assert page.evaluate("document.getElementById('live').textContent") == "live"
 
 
-@pytest.mark.postgres
 def test_the_streams_poll_while_no_session_listens(
     page: Any, pg_url: str, pg_queue: Queue, serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,7 +239,6 @@ def test_the_streams_poll_while_no_session_listens(
     assert page.evaluate("window.stillTheSamePage") is True
 
 
-@pytest.mark.postgres
 def test_one_listening_session_serves_every_stream_and_closes_with_the_last(
     browser: Any, slow_dashboard: LiveDashboard, pg_queue: Queue, postgres_url: str
 ) -> None:

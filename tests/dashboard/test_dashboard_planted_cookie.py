@@ -152,10 +152,9 @@ def test_a_name_rebound_to_loopback_reads_nothing_in_chromium(browser, serve, sq
     """Chromium told that rebind.attacker.test is 127.0.0.1 (what a DNS rebinding
     achieves once the attacker's page is loaded): what it then reads from the
     dashboard's port under that name is the one refusal line, never a job."""
-    from dash_browser import CHROMIUM, CHROMIUM_ARGS
-
     from jobdef.backends import open_backend
     from jobdef.runtime.queue import connect
+    from support.browser import CHROMIUM, CHROMIUM_ARGS
 
     backend = open_backend(sqlite_url)
     queue = connect(sqlite_url, registry)

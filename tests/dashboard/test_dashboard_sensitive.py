@@ -95,6 +95,7 @@ def write_sheets(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_pages_and_api_never_show_a_sensitive_arg_or_the_webhook_path(
     store_url: str, serve: Any, receiver: QuotingReceiver, tmp_path: Path
 ) -> None:

@@ -19,7 +19,7 @@ from jobdef.notify.render import Renderer, event_line
 from jobdef.redact import MASK
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 from support.workers import Processes, worker_command
 
 HERE = Path(__file__).resolve().parent
@@ -132,7 +132,7 @@ def test_the_text_of_every_channel_says_the_receipt_and_the_fields(tmp_path: Pat
     assert "result: (the value has none of the fields" in Renderer().event_text(empty)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ENGINES)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return engine_db_url(request, tmp_path)
 

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from jobdef.backends import open_backend
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
@@ -63,6 +65,7 @@ def _same_run(line: str) -> str:
     return re.sub(r":dead:\d+", ":dead:N", line)
 
 
+@pytest.mark.slow
 def test_a_dead_job_is_one_line_in_words_on_the_log_channel(tmp_path: Path) -> None:
     log = _burst(tmp_path)
     [line] = [line for line in log.splitlines() if " jobdef.notify " in line]
@@ -75,6 +78,7 @@ def test_a_dead_job_is_one_line_in_words_on_the_log_channel(tmp_path: Path) -> N
     assert _same_run(line) == _same_run(shown)
 
 
+@pytest.mark.slow
 def test_with_json_lines_the_dead_jobs_fields_are_the_lines(tmp_path: Path) -> None:
     log = _burst(tmp_path, "--log-format", "json")
     lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]

@@ -44,6 +44,7 @@ def test_notify_test_reports_a_failed_delivery_with_exit_1(
     assert "/hook" not in err  # the URL past its origin is never printed
 
 
+@pytest.mark.slow
 def test_notify_test_with_a_missing_variable_is_one_line_without_traceback(
     example_sheets: Path,
 ) -> None:

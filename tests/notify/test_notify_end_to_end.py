@@ -253,6 +253,7 @@ def test_a_failing_channel_never_blocks_job_processing(
     assert {r.body["job_id"] for r in webhook.received} == dead_ids(backend)
 
 
+@pytest.mark.slow
 def test_jobdef_worker_refuses_to_start_without_the_channel_variable(tmp_path: Path) -> None:
     sheets = write_sheets(tmp_path / "sheets")
     assert HOOK_ENV not in os.environ

@@ -126,6 +126,7 @@ def test_a_message_for_an_unknown_channel_waits_in_the_outbox(
     assert "no Channel named 'renamed'" in (row.last_error or "")
 
 
+@pytest.mark.slow
 def test_a_burst_of_1000_dead_jobs_sends_a_bounded_number_of_messages_listing_every_job(
     outbox: Backend, clock: ManualClock, webhook: WebhookServer
 ) -> None:

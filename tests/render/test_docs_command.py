@@ -38,6 +38,7 @@ def _run_process(*argv: str, cwd: Path, hashseed: str) -> subprocess.CompletedPr
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
+@pytest.mark.slow
 def test_two_runs_in_separate_processes_write_byte_identical_files(
     tmp_path: Path, lang: str
 ) -> None:
@@ -319,5 +320,6 @@ def test_explain_of_an_unknown_job_lists_the_known_ones(
 ) -> None:
     assert main(["explain", "no_such_job", "--sheets", SHEETS]) == 2
     err = capsys.readouterr().err
-    assert "no sheet defines a job named 'no_such_job'" in err
+    assert "no sheet defines a job or workflow named 'no_such_job'" in err
     assert "send_reservation_mail" in err
+    assert "workflows: order_placed" in err

@@ -47,6 +47,7 @@ def _projects(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])
+@pytest.mark.slow
 def test_two_registries_in_one_process_write_what_a_fresh_process_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lang: str
 ) -> None:

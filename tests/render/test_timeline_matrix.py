@@ -54,6 +54,7 @@ from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.stores import ENGINES
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src"
@@ -467,9 +468,7 @@ def workers(request: pytest.FixtureRequest, matrix: Matrix, tmp_path: Path) -> I
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "workers", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
-)
+@pytest.mark.parametrize("workers", ENGINES, indirect=True)
 def test_every_cell_runs_as_its_explain_json_predicts(
     matrix: Matrix, workers: Workers, tmp_path: Path
 ) -> None:

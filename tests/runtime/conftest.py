@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from runtime_workers import SHEETS, Workers
 
-from jobdef.backends import open_backend
-from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.sheets.pipeline import load_registry
 
@@ -20,18 +18,6 @@ from jobdef.sheets.pipeline import load_registry
 @pytest.fixture
 def registry() -> Registry:
     return load_registry([SHEETS])
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jobs.db'}"
-
-
-@pytest.fixture
-def backend(db_url: str) -> Iterator[Backend]:
-    opened = open_backend(db_url)
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

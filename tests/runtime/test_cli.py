@@ -57,6 +57,7 @@ def test_enqueue_with_bad_args_is_one_line_and_stores_nothing(run, backend):
     assert "--args is not JSON" in err
 
 
+@pytest.mark.slow
 def test_worker_burst_runs_the_jobs_and_exits(run, backend):
     run(*_sheets("enqueue", "noop", "--args", '{"n": 1}'))
     code, out, _ = run(*_sheets("worker", "--burst", "--log-level", "warning"))

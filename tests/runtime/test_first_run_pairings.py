@@ -89,9 +89,9 @@ def _twice(store_url: str, connect: Callable[[], Any]) -> list[bool]:
     ("store", "handler"),
     [
         ("sqlite_store", "sqlite_handler"),
-        ("sqlite_store", "psycopg_handler"),
-        ("postgres_store", "sqlite_handler"),
-        ("postgres_store", "psycopg_handler"),
+        pytest.param("sqlite_store", "psycopg_handler", marks=pytest.mark.services),
+        pytest.param("postgres_store", "sqlite_handler", marks=pytest.mark.services),
+        pytest.param("postgres_store", "psycopg_handler", marks=pytest.mark.services),
     ],
 )
 def test_every_pairing_records_the_key_once(

@@ -72,6 +72,7 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_a_worker_waits_out_a_full_disk_and_records_every_job_once(
     small_disk: Path,
     db_url: str,

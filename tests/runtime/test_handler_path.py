@@ -22,6 +22,8 @@ from jobdef.backends import open_backend
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 
+pytestmark = pytest.mark.slow  # worker processes
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 SHEET = """\

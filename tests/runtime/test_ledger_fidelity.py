@@ -42,7 +42,7 @@ from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 from support.proxy import CuttableProxy
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 
 pytestmark = pytest.mark.slow
 
@@ -108,7 +108,7 @@ BLOB = "m" * 1_000_000
 """One 1 MB string arg: past the 256 KiB default, within the sheet's raised limit."""
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=ENGINES)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The job database on each engine (PostgreSQL: a schema of its own)."""
     return engine_db_url(request, tmp_path)

@@ -20,7 +20,8 @@ from jobdef.policy.model import JobPolicy, QueuePolicy, freeze
 from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue, Worker, WorkerSettings
 from support import ManualClock, eventually
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 HERE = Path(__file__).resolve().parent
 HANDLERS = "queue_handlers"  # tests/runtime/queue_handlers.py; the children import it by name
@@ -59,31 +60,16 @@ def _handlers_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh store on each engine (PostgreSQL: a schema of its own)."""
-    return engine_db_url(request, tmp_path)
-
-
-@pytest.fixture
-def store(url: str) -> Iterator[Backend]:
-    backend = open_backend(url)
-    try:
-        yield backend
-    finally:
-        backend.close()
-
-
 @contextmanager
 def running_worker(
-    url: str, registry: Registry, clock: Callable[[], float] | None = None, **options: Any
+    db_url: str, registry: Registry, clock: Callable[[], float] | None = None, **options: Any
 ) -> Iterator[Worker]:
     """A worker in a thread of this process (its handlers run in child processes).
 
     ``clock`` is both the worker's and its store's: the store stamps claims and
     refills rate buckets with it.
     """
-    backend = open_backend(url) if clock is None else open_backend(url, clock=clock)
+    backend = open_backend(db_url) if clock is None else open_backend(db_url, clock=clock)
     settings = WorkerSettings(poll_interval=0.02, **options)
     worker = Worker(backend, registry, settings, clock=clock)
     thread = threading.Thread(target=worker.run, daemon=True)
@@ -99,35 +85,36 @@ def running_worker(
         backend.close()
 
 
-def state(store: Backend, job_id: int) -> str:
-    record = store.get(job_id)
+def state(backend: Backend, job_id: int) -> str:
+    record = backend.get(job_id)
     assert record is not None
     return record.state
 
 
+@pytest.mark.slow
 def test_heavy_queue_at_its_limit_does_not_delay_a_light_queue(
-    url: str, store: Backend, tmp_path: Path
+    db_url: str, backend: Backend, tmp_path: Path
 ) -> None:
     registry = make_registry({"heavy": QueuePolicy("heavy", concurrency=2)})
-    queue = Queue(store, registry)
+    queue = Queue(backend, registry)
     gate = tmp_path / "gate"
     heavy = [queue.enqueue("heavy", {"gate": str(gate)}).id for _ in range(6)]
     light = queue.enqueue("light", {"path": str(tmp_path / "light.txt")}).id
-    with running_worker(url, registry, concurrency=3):
+    with running_worker(db_url, registry, concurrency=3):
         # The heavy jobs never finish until the gate opens: the light job must not wait for them.
-        eventually(lambda: state(store, light) == "done", what="the light job is done")
-        states = [state(store, job_id) for job_id in heavy]
+        eventually(lambda: state(backend, light) == "done", what="the light job is done")
+        states = [state(backend, job_id) for job_id in heavy]
         assert states.count("running") == 2
         assert states.count("queued") == 4
         gate.touch()
         eventually(
-            lambda: all(state(store, j) == "done" for j in heavy), what="heavy jobs are done"
+            lambda: all(state(backend, j) == "done" for j in heavy), what="heavy jobs are done"
         )
     # Never more than the limit of heavy jobs ran at once.
-    assert max_overlap(store, heavy) == 2
+    assert max_overlap(backend, heavy) == 2
 
 
-def max_overlap(store: Backend, job_ids: list[int], slack: float = 0.0) -> int:
+def max_overlap(backend: Backend, job_ids: list[int], slack: float = 0.0) -> int:
     """The most attempts of these jobs running at one time, from the attempts table.
 
     ``slack`` seconds are taken off the start of each attempt: on PostgreSQL each
@@ -137,7 +124,7 @@ def max_overlap(store: Backend, job_ids: list[int], slack: float = 0.0) -> int:
     """
     events = []
     for job_id in job_ids:
-        for attempt in store.attempts(job_id):
+        for attempt in backend.attempts(job_id):
             assert attempt.finished_at is not None
             events.append((attempt.started_at + slack, 1))
             events.append((attempt.finished_at, -1))
@@ -148,12 +135,12 @@ def max_overlap(store: Backend, job_ids: list[int], slack: float = 0.0) -> int:
     return peak
 
 
-def _worker_process(url: str, queues: dict[str, QueuePolicy]) -> None:
+def _worker_process(db_url: str, queues: dict[str, QueuePolicy]) -> None:
     import sys
 
     sys.path.insert(0, str(HERE))
     registry = make_registry(queues)
-    backend = open_backend(url)
+    backend = open_backend(db_url)
     try:
         Worker(backend, registry, WorkerSettings(concurrency=3, poll_interval=0.02)).run()
     finally:
@@ -161,20 +148,22 @@ def _worker_process(url: str, queues: dict[str, QueuePolicy]) -> None:
 
 
 @pytest.mark.slow
-def test_concurrency_limit_holds_across_several_worker_processes(url: str, store: Backend) -> None:
+def test_concurrency_limit_holds_across_several_worker_processes(
+    db_url: str, backend: Backend
+) -> None:
     registry = make_registry({"exports": QueuePolicy("exports", concurrency=2)})
-    queue = Queue(store, registry)
+    queue = Queue(backend, registry)
     jobs = [queue.enqueue("nap", {"seconds": 0.4}).id for _ in range(12)]
-    with worker_processes(url, registry.queues, 3):
-        eventually(lambda: all(state(store, j) == "done" for j in jobs), what="every job is done")
-    assert max_overlap(store, jobs, slack=0.1) == 2
+    with worker_processes(db_url, registry.queues, 3):
+        eventually(lambda: all(state(backend, j) == "done" for j in jobs), what="every job is done")
+    assert max_overlap(backend, jobs, slack=0.1) == 2
 
 
 @contextmanager
-def worker_processes(url: str, queues: dict[str, QueuePolicy], count: int) -> Iterator[None]:
+def worker_processes(db_url: str, queues: dict[str, QueuePolicy], count: int) -> Iterator[None]:
     """``count`` worker processes on the store, stopped with SIGTERM; each must exit 0."""
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_worker_process, args=(url, queues)) for _ in range(count)]
+    workers = [context.Process(target=_worker_process, args=(db_url, queues)) for _ in range(count)]
     for process in workers:
         process.start()
     try:
@@ -202,15 +191,17 @@ def most_starts_in_any_window(starts: list[float], rate: float) -> float:
 
 @pytest.mark.slow
 def test_rate_holds_across_several_worker_processes(
-    url: str, store: Backend, tmp_path: Path
+    db_url: str, backend: Backend, tmp_path: Path
 ) -> None:
     rate = 5.0  # 300/m: a full bucket of 5, then one start every 0.2 s
     registry = make_registry({"mail": QueuePolicy("mail", rate=rate)})
-    queue = Queue(store, registry)
+    queue = Queue(backend, registry)
     mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(15)]
-    with worker_processes(url, registry.queues, 3):
-        eventually(lambda: all(state(store, m) == "done" for m in mails), what="every mail is sent")
-    starts = [a.started_at for m in mails for a in store.attempts(m)]
+    with worker_processes(db_url, registry.queues, 3):
+        eventually(
+            lambda: all(state(backend, m) == "done" for m in mails), what="every mail is sent"
+        )
+    starts = [a.started_at for m in mails for a in backend.attempts(m)]
     assert len(starts) == 15
     # One bucket for the three workers: 15 starts take at least (15 - 5) / 5 = 2 s.
     # A bucket per worker would have let all 15 start at once (3 x 5).
@@ -219,63 +210,63 @@ def test_rate_holds_across_several_worker_processes(
 
 
 def test_pause_and_resume_are_seen_by_a_running_worker(
-    url: str, store: Backend, tmp_path: Path
+    db_url: str, backend: Backend, tmp_path: Path
 ) -> None:
     registry = make_registry({})
-    queue = Queue(store, registry)
+    queue = Queue(backend, registry)
     sheets = tmp_path / "sheets"
     sheets.mkdir()
     (sheets / "queues.yaml").write_text(
         "apiVersion: jobdef/v1\nkind: Queue\nname: light\n", encoding="utf-8"
     )
     first = queue.enqueue("light", {"path": str(tmp_path / "first")}).id
-    with running_worker(url, registry, concurrency=2):
-        eventually(lambda: state(store, first) == "done", what="the first light job is done")
-        assert main(["queues", "pause", "light", "--db", url, "--sheets", str(sheets)]) == 0
+    with running_worker(db_url, registry, concurrency=2):
+        eventually(lambda: state(backend, first) == "done", what="the first light job is done")
+        assert main(["queues", "pause", "light", "--db", db_url, "--sheets", str(sheets)]) == 0
         held = queue.enqueue("light", {"path": str(tmp_path / "held")}).id
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary")}).id
         # The canary was enqueued after the light job and runs: the worker claimed since.
-        eventually(lambda: state(store, canary) == "done", what="the canary is done")
-        assert state(store, held) == "queued"
-        assert [q.paused for q in store.queues() if q.queue == "light"] == [True]
-        assert main(["queues", "resume", "light", "--db", url, "--sheets", str(sheets)]) == 0
-        eventually(lambda: state(store, held) == "done", what="the held light job is done")
+        eventually(lambda: state(backend, canary) == "done", what="the canary is done")
+        assert state(backend, held) == "queued"
+        assert [q.paused for q in backend.queues() if q.queue == "light"] == [True]
+        assert main(["queues", "resume", "light", "--db", db_url, "--sheets", str(sheets)]) == 0
+        eventually(lambda: state(backend, held) == "done", what="the held light job is done")
 
 
 def test_rate_limited_queue_starts_no_more_than_its_rate(
-    url: str, store: Backend, tmp_path: Path
+    db_url: str, backend: Backend, tmp_path: Path
 ) -> None:
     registry = make_registry({"mail": QueuePolicy("mail", rate=1 / 60)})  # 1/m
     clock = ManualClock()
-    timed = open_backend(url, clock=clock)
+    timed = open_backend(db_url, clock=clock)
     queue = Queue(timed, registry)
     mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(3)]
-    with running_worker(url, registry, clock, concurrency=2), closing(timed):
+    with running_worker(db_url, registry, clock, concurrency=2), closing(timed):
         eventually(
-            lambda: [state(store, m) for m in mails].count("done") == 1, what="one mail is sent"
+            lambda: [state(backend, m) for m in mails].count("done") == 1, what="one mail is sent"
         )
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary")}).id
-        eventually(lambda: state(store, canary) == "done", what="the canary is done")
-        assert [state(store, m) for m in mails].count("queued") == 2
+        eventually(lambda: state(backend, canary) == "done", what="the canary is done")
+        assert [state(backend, m) for m in mails].count("queued") == 2
         clock.advance(60)
         eventually(
-            lambda: [state(store, m) for m in mails].count("done") == 2, what="a second mail"
+            lambda: [state(backend, m) for m in mails].count("done") == 2, what="a second mail"
         )
         canary = queue.enqueue("canary", {"path": str(tmp_path / "canary2")}).id
-        eventually(lambda: state(store, canary) == "done", what="the second canary is done")
-        assert [state(store, m) for m in mails].count("queued") == 1
+        eventually(lambda: state(backend, canary) == "done", what="the second canary is done")
+        assert [state(backend, m) for m in mails].count("queued") == 1
 
 
 def test_a_burst_worker_waits_for_tokens_rather_than_leaving_rated_jobs(
-    url: str, store: Backend, tmp_path: Path
+    db_url: str, backend: Backend, tmp_path: Path
 ) -> None:
     registry = make_registry({"mail": QueuePolicy("mail", rate=10.0)})  # 600/m
-    queue = Queue(store, registry)
+    queue = Queue(backend, registry)
     mails = [queue.enqueue("mail", {"path": str(tmp_path / f"m{i}")}).id for i in range(15)]
-    backend = open_backend(url)
+    own = open_backend(db_url)  # the worker's, as a worker opens its own
     try:
-        Worker(backend, registry, WorkerSettings(poll_interval=0.02, burst=True)).run()
+        Worker(own, registry, WorkerSettings(poll_interval=0.02, burst=True)).run()
     finally:
-        backend.close()
+        own.close()
     # The first claim empties the bucket (10); the burst worker stays for the other 5.
-    assert [state(store, m) for m in mails] == ["done"] * 15
+    assert [state(backend, m) for m in mails] == ["done"] * 15

@@ -28,7 +28,8 @@ from jobdef.runtime.queue import Queue, connect
 from jobdef.runtime.receipts import ReceiptStatus
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 SHEETS = HERE / "receipt_sheets"
 WAITERS = 1000
@@ -50,19 +51,14 @@ class Statements:
             self.count += 1
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return engine_db_url(request, tmp_path)
+@pytest.fixture
+def engine(db_url: str) -> str:
+    return "sqlite" if db_url.startswith("sqlite:") else "postgres"
 
 
 @pytest.fixture
-def engine(url: str) -> str:
-    return "sqlite" if url.startswith("sqlite:") else "postgres"
-
-
-@pytest.fixture
-def queue(url: str) -> Iterator[Queue]:
-    opened = connect(url, load_registry([SHEETS]))
+def queue(db_url: str) -> Iterator[Queue]:
+    opened = connect(db_url, load_registry([SHEETS]))
     try:
         yield opened
     finally:
@@ -154,8 +150,9 @@ def _check(
     assert idle.statements <= idle.seconds / POLL[engine] + 3
 
 
+@pytest.mark.slow
 def test_a_thousand_waiting_threads_cost_a_bounded_number_of_statements(
-    engine: str, queue: Queue, statements: Statements, url: str, tmp_path: Path
+    engine: str, queue: Queue, statements: Statements, db_url: str, tmp_path: Path
 ) -> None:
     receipts = queue.enqueue_many("total", [{"a": i, "b": 1} for i in range(WAITERS)])
     statuses: list[ReceiptStatus | None] = [None] * WAITERS
@@ -164,7 +161,7 @@ def test_a_thousand_waiting_threads_cost_a_bounded_number_of_statements(
         statuses[index] = queue.wait(receipts[index], LONG)
 
     threads = [threading.Thread(target=wait, args=(i,)) for i in range(WAITERS)]
-    workers = Workers(url, tmp_path, sheets=SHEETS)
+    workers = Workers(db_url, tmp_path, sheets=SHEETS)
     try:
         statements.before, begun = statements.count, time.monotonic()
         for thread in threads:
@@ -180,11 +177,12 @@ def test_a_thousand_waiting_threads_cost_a_bounded_number_of_statements(
     _check(engine, statuses, receipts, phases, "threads")
 
 
+@pytest.mark.slow
 def test_a_thousand_waiting_tasks_cost_a_bounded_number_of_statements(
-    engine: str, queue: Queue, statements: Statements, url: str, tmp_path: Path
+    engine: str, queue: Queue, statements: Statements, db_url: str, tmp_path: Path
 ) -> None:
     receipts = queue.enqueue_many("total", [{"a": i, "b": 1} for i in range(WAITERS)])
-    workers = Workers(url, tmp_path, sheets=SHEETS)
+    workers = Workers(db_url, tmp_path, sheets=SHEETS)
     phases: dict[str, Phase] = {}
 
     async def main() -> list[ReceiptStatus | None]:

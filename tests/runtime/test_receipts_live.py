@@ -20,20 +20,16 @@ from jobdef.runtime.queue import Queue, connect
 from jobdef.runtime.receipts import ReceiptStatus
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
-from support.stores import engine_db_url
+
+pytestmark = [pytest.mark.every_engine, pytest.mark.slow]  # worker processes
 
 SHEETS = HERE / "receipt_sheets"
 LONG = 60.0  # a wait this long that returns sooner was answered, not timed out
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return engine_db_url(request, tmp_path)
-
-
 @pytest.fixture
-def queue(url: str) -> Iterator[Queue]:
-    opened = connect(url, load_registry([SHEETS]))
+def queue(db_url: str) -> Iterator[Queue]:
+    opened = connect(db_url, load_registry([SHEETS]))
     try:
         yield opened
     finally:
@@ -41,8 +37,8 @@ def queue(url: str) -> Iterator[Queue]:
 
 
 @pytest.fixture
-def workers(url: str, tmp_path: Path) -> Iterator[Workers]:
-    started = Workers(url, tmp_path, sheets=SHEETS)
+def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(db_url, tmp_path, sheets=SHEETS)
     yield started
     started.stop_all()
 
@@ -82,7 +78,7 @@ def test_status_follows_a_job_from_accepted_through_running_to_done(
 
 
 def test_wait_returns_soon_after_the_job_ends(
-    queue: Queue, workers: Workers, tmp_path: Path, url: str
+    queue: Queue, workers: Workers, tmp_path: Path, db_url: str
 ) -> None:
     """The delay from the job's end (its row's finished_at, on the store's clock) to the
     waiter's return, printed: PostgreSQL wakes the waiter by a notification, SQLite's
@@ -103,7 +99,7 @@ def test_wait_returns_soon_after_the_job_ends(
     assert status is not None
     assert status.state == "done"
     assert status.finished_at is not None
-    engine = url.partition(":")[0]
+    engine = db_url.partition(":")[0]
     print(
         f"\n{engine}: wait returned {1000 * (returned_at - status.finished_at):.1f} ms "
         "after the job ended"
@@ -235,7 +231,6 @@ def pg_queue(postgres_url: str, postgres_schema: str) -> Iterator[Queue]:
         opened.close()
 
 
-@pytest.mark.postgres
 def test_a_waiter_is_answered_after_the_waiters_session_was_lost(
     pg_queue: Queue, tmp_path: Path
 ) -> None:

@@ -33,7 +33,7 @@ from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerSettings
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 from support.workers import Processes as WorkerProcesses
 from support.workers import WorkerProcess, worker_command
 
@@ -71,7 +71,7 @@ def test_the_runtime_reads_the_lease_and_the_reclaim_interval_that_explain_assum
     assert reclaimer == RECLAIM_INTERVAL
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=ENGINES)
 def engine_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The job database on each engine (PostgreSQL: a schema of its own)."""
     return engine_db_url(request, tmp_path)

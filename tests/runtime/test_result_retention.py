@@ -20,13 +20,13 @@ from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext
 from jobdef.runtime.maintenance.results import ResultExpirer, result_retentions
 from jobdef.sheets.pipeline import load_registry
 from support import ManualClock
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 
 SHEETS = HERE / "result_sheets"
 START = 1_700_000_000.0
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=ENGINES)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return engine_db_url(request, tmp_path)
 

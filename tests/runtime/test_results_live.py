@@ -23,7 +23,7 @@ from jobdef.backends.protocol import Backend
 from jobdef.runtime.queue import Queue, connect
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
-from support.stores import engine_db_url
+from support.stores import ENGINES, engine_db_url
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ SHEETS = HERE / "result_sheets"
 LONG = 60.0
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=ENGINES)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return engine_db_url(request, tmp_path)
 

@@ -6,7 +6,6 @@ import multiprocessing
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,8 @@ from jobdef.backends.records import JobRecord
 from jobdef.policy.model import CatchUp, IdempotencyPolicy, JobPolicy
 from jobdef.runtime.maintenance.scheduler import Scheduler
 from support import ManualClock
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 
 def batch(
@@ -60,21 +60,6 @@ def slot_times(backend: Backend, tz: str = "UTC") -> list[str]:
     return [
         datetime.fromtimestamp(job.slot, zone).isoformat() for job in stored(backend) if job.slot
     ]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh store on each engine (PostgreSQL: a schema of its own)."""
-    return engine_db_url(request, tmp_path)
-
-
-@pytest.fixture
-def backend(db_url: str) -> Iterator[Backend]:
-    opened = open_backend(db_url)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def test_slot_job_carries_the_slot_in_its_key_and_is_due_at_the_slot(backend: Backend) -> None:

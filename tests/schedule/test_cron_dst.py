@@ -9,22 +9,20 @@ right after the change. Zones: America/New_York, Europe/Riga, Australia/Lord_How
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import islice, pairwise
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.policy.keys import slot_key
 from jobdef.policy.model import JobPolicy
 from jobdef.runtime.maintenance.scheduler import Scheduler
 from jobdef.schedule import CronSchedule, due_slots
 from support import ManualClock
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 
 def local(zone: str, *parts: int, fold: int = 0) -> datetime:
@@ -228,15 +226,6 @@ def batch(schedule: str, timezone: str) -> JobPolicy:
         catch_up="all",
         queue="batch",
     )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    opened = open_backend(engine_db_url(request, tmp_path))
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def test_scheduler_stores_both_passes_with_distinct_slots_and_keys(backend: Backend) -> None:

@@ -15,6 +15,8 @@ import pytest
 
 from jobdef.sheets.rules import imports
 
+pytestmark = pytest.mark.slow  # child processes
+
 SHEET = """\
 apiVersion: jobdef/v1
 kind: Job

@@ -19,6 +19,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from jobdef.errors import ArgsError
 from jobdef.runtime.queue import connect
 from jobdef.sheets.build import build_registry
@@ -110,6 +112,7 @@ def _summary(name: str, counts: Counter[str]) -> str:
     return f"{name}: " + ", ".join(f"{key} {value}" for key, value in sorted(counts.items()))
 
 
+@pytest.mark.slow
 def test_enqueue_agrees_with_the_json_schema_test_suite(tmp_path: Path) -> None:
     files = sorted(_suite().glob("*.json"))
     counts, problems = _run(files, tmp_path)

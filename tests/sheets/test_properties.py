@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
@@ -16,6 +17,8 @@ from jobdef.sheets.pipeline import validate_sheets
 from jobdef.sheets.schema_check import schema
 from jobdef.sheets.schema_fast import compile_schema
 from jobdef.sheets.strict_yaml import parse_text
+
+pytestmark = pytest.mark.slow  # property tests of many examples each
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "jobdefs").glob("*.yaml"))

@@ -7,8 +7,8 @@ default (prepend) import mode puts ``tests/`` on ``sys.path`` when it loads
 Larger helpers are modules of their own, imported by name: ``support.workers``
 (real ``jobdef worker`` processes, started, waited for and stopped),
 ``support.stores`` (a fresh job database on each engine), ``support.sockets``
-(hostile clients of a port), ``support.sheet_repo``
-and ``support.external``.
+(hostile clients of a port), ``support.served`` (an ASGI app served by
+uvicorn), ``support.sheet_repo`` and ``support.external``.
 """
 
 from __future__ import annotations

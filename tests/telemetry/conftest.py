@@ -9,7 +9,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
@@ -25,18 +24,6 @@ SHEETS = HERE / "sheets"
 @pytest.fixture
 def registry() -> Registry:
     return load_registry([SHEETS])
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jobs.db'}"
-
-
-@pytest.fixture
-def backend(db_url: str) -> Iterator[Backend]:
-    opened = open_backend(db_url)
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from jobdef.backends import open_backend
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
@@ -46,6 +48,7 @@ def _burst_log(tmp_path: Path, sheet: str) -> str:
         processes.close()
 
 
+@pytest.mark.slow
 def test_a_burst_says_a_retried_job_waits_for_its_next_attempt(tmp_path: Path) -> None:
     log = _burst_log(tmp_path, SHEET)
     assert re.search(
@@ -63,6 +66,7 @@ def test_a_burst_says_a_retried_job_waits_for_its_next_attempt(tmp_path: Path) -
     assert "WorkerStats(" not in log
 
 
+@pytest.mark.slow
 def test_a_burst_that_left_nothing_waiting_says_nothing_of_it(tmp_path: Path) -> None:
     log = _burst_log(tmp_path, SHEET.replace("initial: 1h", "initial: 0s"))
     assert "1 done, 1 retried" in log

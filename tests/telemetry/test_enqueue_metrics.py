@@ -18,7 +18,8 @@ import pytest
 from jobdef.backends import open_backend
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 
@@ -28,11 +29,6 @@ SHEETS = HERE / "enqueue_sheets"
 APP = HERE / "enqueue_app.py"
 ENQUEUED = "jobdef_jobs_enqueued_total"
 DEDUPLICATED = "jobdef_jobs_enqueue_deduplicated_total"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return engine_db_url(request, tmp_path)
 
 
 class App:
@@ -77,8 +73,8 @@ class App:
 
 
 @pytest.fixture
-def app(store: str, tmp_path: Path) -> Iterator[App]:
-    made = App(store, tmp_path)
+def app(db_url: str, tmp_path: Path) -> Iterator[App]:
+    made = App(db_url, tmp_path)
     yield made
     made.stop()
 
@@ -116,6 +112,7 @@ def test_an_application_serving_its_own_metrics_counts_what_it_stored(app: App) 
     assert samples[DEDUPLICATED] == {("mail", "default"): 3}
 
 
+@pytest.mark.slow
 def test_multiprocess_mode_sums_the_processes_that_enqueued(app: App, tmp_path: Path) -> None:
     directory = tmp_path / "prometheus"
     directory.mkdir()

@@ -58,7 +58,6 @@ def test_ready_while_the_sqlite_file_is_there_unready_once_it_is_moved(
     assert not health_file.exists()  # a stopped worker is not alive
 
 
-@pytest.mark.postgres
 def test_unready_when_postgresql_is_cut_off(
     postgres_url: str, postgres_schema: str, proxy: CuttableProxy, workers_on
 ) -> None:

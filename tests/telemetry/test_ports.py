@@ -135,7 +135,6 @@ def test_a_host_that_is_not_this_one_is_one_line(workers) -> None:
     )
 
 
-@pytest.mark.postgres
 def test_readyz_names_no_user_host_or_database_while_the_store_is_down(
     postgres_url: str, postgres_schema: str, proxy: CuttableProxy, workers_on
 ) -> None:

@@ -4,7 +4,6 @@ engines, through a worker's gauges, the text exposition and the dashboard's cach
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,8 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from jobdef.telemetry import gauges
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 
@@ -48,18 +48,6 @@ concurrency: 1
 SHEET_QUEUES = {"mail", "default", "bulk"}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return engine_db_url(request, tmp_path)
-
-
-@pytest.fixture
-def store(url: str) -> Iterator[Backend]:
-    backend = open_backend(url)
-    yield backend
-    backend.close()
-
-
 @pytest.fixture
 def registry(tmp_path: Path) -> Registry:
     folder = tmp_path / "sheets"
@@ -79,20 +67,22 @@ def parse(text: str) -> dict[str, dict[str, float]]:
     return found
 
 
-def bury_one(store: Backend, registry: Registry) -> None:
-    Queue(store, registry).enqueue("send_mail", {"n": 1})
-    [record] = store.claim(ClaimOptions(worker_id="t", lease_seconds=60, limit=1))
-    assert store.bury(record.lease, ErrorInfo("ValueError", "boom", ""))
+def bury_one(backend: Backend, registry: Registry) -> None:
+    Queue(backend, registry).enqueue("send_mail", {"n": 1})
+    [record] = backend.claim(ClaimOptions(worker_id="t", lease_seconds=60, limit=1))
+    assert backend.bury(record.lease, ErrorInfo("ValueError", "boom", ""))
 
 
-def test_every_job_and_queue_of_the_sheets_has_a_series(store: Backend, registry: Registry) -> None:
+def test_every_job_and_queue_of_the_sheets_has_a_series(
+    backend: Backend, registry: Registry
+) -> None:
     from prometheus_client import generate_latest
 
     from jobdef.telemetry.metrics import Metrics
 
-    bury_one(store, registry)
-    store.set_paused("elsewhere", True)  # a queue of the store the sheets do not name
-    reading = gauges.read(store, registry)
+    bury_one(backend, registry)
+    backend.set_paused("elsewhere", True)  # a queue of the store the sheets do not name
+    reading = gauges.read(backend, registry)
     metrics = Metrics()
     metrics.set_gauges(reading, 0.0)
     for text in (generate_latest(metrics.registry).decode(), gauges.exposition(reading)):
@@ -104,19 +94,21 @@ def test_every_job_and_queue_of_the_sheets_has_a_series(store: Backend, registry
         assert series["jobdef_queue_oldest_queued_age_seconds"] == dict.fromkeys(queues, 0.0)
 
 
-def test_without_the_sheets_only_what_the_store_holds(store: Backend, registry: Registry) -> None:
-    bury_one(store, registry)
-    series = parse(gauges.exposition(gauges.read(store)))
+def test_without_the_sheets_only_what_the_store_holds(backend: Backend, registry: Registry) -> None:
+    bury_one(backend, registry)
+    series = parse(gauges.exposition(gauges.read(backend)))
     assert series["jobdef_jobs_dead"] == {"send_mail": 1.0}
     assert "jobdef_queue_depth" not in series  # no queue has a row or an active job
 
 
-def test_the_dashboards_metrics_cache_reads_with_its_sheets(url: str, registry: Registry) -> None:
+def test_the_dashboards_metrics_cache_reads_with_its_sheets(
+    db_url: str, registry: Registry
+) -> None:
     from jobdef.dashboard.store import Store
     from jobdef.dashboard.workers import MetricsCache
 
-    open_backend(url).close()  # the schema
-    dashboard_store = Store(url)
+    open_backend(db_url).close()  # the schema
+    dashboard_store = Store(db_url)
     try:
         series = parse(MetricsCache(dashboard_store, registry).text())
     finally:
@@ -126,16 +118,16 @@ def test_the_dashboards_metrics_cache_reads_with_its_sheets(url: str, registry: 
 
 
 def test_with_the_sheets_dead_jobs_are_counted_per_job_never_by_a_pass_over_the_table(
-    store: Backend, registry: Registry, monkeypatch: pytest.MonkeyPatch
+    backend: Backend, registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The per-state counts read every row of the jobs table; with the sheets the
     reading takes one bounded count per job instead, and never calls them."""
-    bury_one(store, registry)
-    bury_one(store, registry)
+    bury_one(backend, registry)
+    bury_one(backend, registry)
 
     def full_pass() -> None:
         raise AssertionError("stats() reads the whole jobs table")
 
-    monkeypatch.setattr(store, "stats", full_pass)
-    assert gauges.read(store, registry).dead == {"send_mail": 2, "resize": 0}
-    assert store.dead_count("send_mail", 1) == 1  # the cap bounds the count
+    monkeypatch.setattr(backend, "stats", full_pass)
+    assert gauges.read(backend, registry).dead == {"send_mail": 2, "resize": 0}
+    assert backend.dead_count("send_mail", 1) == 1  # the cap bounds the count

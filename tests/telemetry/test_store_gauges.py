@@ -4,12 +4,10 @@ of the undelivered rows, and a worker's gauges and the text exposition carry the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, Notification
 from jobdef.backends.workers import WorkerInfo
@@ -17,19 +15,13 @@ from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from jobdef.telemetry import gauges
 from support import eventually
-from support.stores import engine_db_url
+
+pytestmark = pytest.mark.every_engine
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 
 SHEETS = Path(__file__).resolve().parent / "sheets"
 BOOM = ErrorInfo("ValueError", "boom", "")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    backend = open_backend(engine_db_url(request, tmp_path))
-    yield backend
-    backend.close()
 
 
 def bury_with_notes(backend: Backend, count: int) -> None:
@@ -56,32 +48,32 @@ def parse(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def test_the_outbox_backlog_is_the_number_of_undelivered_rows(store: Backend) -> None:
-    assert gauges.read(store).outbox_backlog == 0
-    bury_with_notes(store, 5)
-    assert gauges.read(store).outbox_backlog == len(store.outbox_pending()) == 5
-    first, second, *_ = store.outbox_claim(limit=10, lease_seconds=30)  # leased: undelivered
-    assert gauges.read(store).outbox_backlog == 5
-    store.outbox_delivered([first.id, second.id])
-    assert gauges.read(store).outbox_backlog == len(store.outbox_pending()) == 3
+def test_the_outbox_backlog_is_the_number_of_undelivered_rows(backend: Backend) -> None:
+    assert gauges.read(backend).outbox_backlog == 0
+    bury_with_notes(backend, 5)
+    assert gauges.read(backend).outbox_backlog == len(backend.outbox_pending()) == 5
+    first, second, *_ = backend.outbox_claim(limit=10, lease_seconds=30)  # leased: undelivered
+    assert gauges.read(backend).outbox_backlog == 5
+    backend.outbox_delivered([first.id, second.id])
+    assert gauges.read(backend).outbox_backlog == len(backend.outbox_pending()) == 3
     # Bounded: it stops counting at the limit.
-    assert store.outbox_backlog(2) == 2  # type: ignore[attr-defined]
-    assert store.outbox_backlog(10) == 3  # type: ignore[attr-defined]
+    assert backend.outbox_backlog(2) == 2  # type: ignore[attr-defined]
+    assert backend.outbox_backlog(10) == 3  # type: ignore[attr-defined]
 
 
-def test_a_workers_gauges_and_the_exposition_carry_one_reading(store: Backend) -> None:
+def test_a_workers_gauges_and_the_exposition_carry_one_reading(backend: Backend) -> None:
     from jobdef.telemetry.metrics import Metrics
 
-    bury_with_notes(store, 3)
-    store.outbox_delivered([store.outbox_claim(limit=1, lease_seconds=30)[0].id])
-    Queue(store, load_registry([SHEETS])).enqueue("later", {"i": 1}, delay=3600)
-    now = store.clock()  # type: ignore[attr-defined]
+    bury_with_notes(backend, 3)
+    backend.outbox_delivered([backend.outbox_claim(limit=1, lease_seconds=30)[0].id])
+    Queue(backend, load_registry([SHEETS])).enqueue("later", {"i": 1}, delay=3600)
+    now = backend.clock()  # type: ignore[attr-defined]
     info = WorkerInfo("w-1", "host", 1, None, 1, 30.0, "0", 0.0, 0.0)
-    store.register_worker(info)  # type: ignore[attr-defined]
-    reading = gauges.read(store)
+    backend.register_worker(info)  # type: ignore[attr-defined]
+    reading = gauges.read(backend)
     assert (reading.workers_alive, reading.workers_stale) == (1, 0)
     dead = Counter()
-    for count in store.stats():
+    for count in backend.stats():
         if count.state == "dead":
             dead[count.job] += count.count
     assert reading.dead == dict(dead) == {"broken": 3}
@@ -92,7 +84,7 @@ def test_a_workers_gauges_and_the_exposition_carry_one_reading(store: Backend) -
 
     for text in (generate_latest(metrics.registry).decode(), gauges.exposition(reading)):
         samples = parse(text)
-        assert samples[("jobdef_outbox_backlog", ())] == len(store.outbox_pending()) == 2
+        assert samples[("jobdef_outbox_backlog", ())] == len(backend.outbox_pending()) == 2
         assert samples[("jobdef_jobs_dead", (("job", "broken"),))] == 3
         assert samples[("jobdef_queue_depth", (("queue", "later"),))] == 1
         assert samples[("jobdef_workers_alive", ())] == 1

@@ -28,7 +28,6 @@ from pathlib import Path
 import embedded_handlers
 import pytest
 
-from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.errors import HandlerError
 from jobdef.runtime import embedded as embedded_module
@@ -37,6 +36,7 @@ from jobdef.runtime.queue import connect
 from jobdef.runtime.settings import WorkerSettings
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.stores import ENGINES, engine_db_url
 
 HERE = Path(__file__).resolve().parent
 APP = HERE / "embedded_app.py"
@@ -55,18 +55,6 @@ def ledger(tmp_path: Path) -> str:
     path = str(tmp_path / "ledger.db")
     embedded_handlers.create(path)
     return path
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jobs.db'}"
-
-
-@pytest.fixture
-def backend(db_url: str) -> Iterator[Backend]:
-    opened = open_backend(db_url)
-    yield opened
-    opened.close()
 
 
 class Processes:
@@ -289,14 +277,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def any_db_url(request: pytest.FixtureRequest, db_url: str) -> str:
+@pytest.fixture(params=ENGINES)
+def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The job store on each engine (PostgreSQL: a schema of its own, where the stop request
     from the app's thread wakes the worker's LISTEN)."""
-    if request.param == "sqlite":
-        return db_url
-    server = request.getfixturevalue("postgres_url")
-    return f"{server}?schema={request.getfixturevalue('postgres_schema')}"
+    return engine_db_url(request, tmp_path)
 
 
 @pytest.mark.slow

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from jobdef.testing import open_queue
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 
 
-@pytest.mark.postgres
 def test_the_kit_runs_retries_on_postgresql_in_a_schema_of_its_own(
     postgres_url, monkeypatch, tmp_path
 ):

@@ -17,6 +17,7 @@ def run(args: argparse.Namespace) -> int:
     lease = lease_from(args)
     config = config_from(args)
     registry = registry_from(config)
+    registry.known(args.name)
     if args.name in registry.workflows:
         sys.stdout.write(
             explain_flow(

@@ -15,6 +15,8 @@ from jobdef.sheets.files import write_atomic
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     registry = registry_from(config)
+    if args.name:
+        registry.known(args.name)
     if args.name and args.name in registry.workflows:
         flow = registry.workflow(args.name)
         text = flow_tsv(flow, registry, config.lang, bom=args.bom)

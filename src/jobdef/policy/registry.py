@@ -42,6 +42,20 @@ class Registry:
                 "check the name or point --sheets at the right folder"
             ) from None
 
+    def known(self, name: str) -> None:
+        """Raise :class:`UnknownJobError` unless ``name`` is a job or a workflow; the message
+        lists both (for the commands that take either: explain, tsv)."""
+        if name in self.jobs or name in self.workflows:
+            return
+        if not self.workflows:
+            self.job(name)  # raises, worded as for any job
+        jobs = ", ".join(sorted(self.jobs)) or "none"
+        flows = ", ".join(sorted(self.workflows)) or "none"
+        raise UnknownJobError(
+            f"no sheet defines a job or workflow named {name[:60]!r} (jobs: {jobs}; "
+            f"workflows: {flows}); check the name or point --sheets at the right folder"
+        )
+
     def __iter__(self) -> Iterator[JobPolicy]:
         return iter(self.jobs[name] for name in sorted(self.jobs))
 

@@ -15,7 +15,6 @@ the idempotency key is computed from its recipe, and queue, priority and
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -247,6 +246,8 @@ class Queue:
     ) -> ReceiptStatus | None:
         """:meth:`wait` on asyncio: the event loop is never blocked (the store's reads
         run in a worker thread, the wait on the waiters' thread)."""
+        import asyncio  # here, not at the top: `jobdef enqueue` never waits on asyncio
+
         target = await asyncio.to_thread(self._wait_target, receipt)
         if not isinstance(target, tuple):
             return target

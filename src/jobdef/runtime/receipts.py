@@ -26,7 +26,6 @@ retried has not, until its last attempt.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from collections.abc import Mapping
@@ -136,6 +135,8 @@ def wait_for_end(url: str, job_id: int, timeout: float) -> JobRecord | StillRunn
 async def await_end(url: str, job_id: int, timeout: float) -> JobRecord | StillRunning | None:
     """:func:`wait_for_end` on asyncio: the event loop is never blocked (the waiters'
     thread answers through ``call_soon_threadsafe``)."""
+    import asyncio  # here, not at the top: a process that never waits on asyncio skips it
+
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[JobRecord | None] = loop.create_future()
 

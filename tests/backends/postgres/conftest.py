@@ -9,8 +9,6 @@ import pytest
 from jobdef.backends.postgres.engine import PostgresBackend
 from support import ManualClock
 
-pytestmark = pytest.mark.postgres
-
 
 @pytest.fixture
 def clock() -> ManualClock:

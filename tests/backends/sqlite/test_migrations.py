@@ -117,6 +117,7 @@ def _open_and_report(url: str) -> int:
         backend.close()
 
 
+@pytest.mark.slow
 def test_several_processes_creating_a_store_at_once_all_succeed(tmp_path: Path) -> None:
     path = tmp_path / "jobs.db"
     url = f"sqlite:///{path}"

@@ -27,6 +27,8 @@ django = pytest.importorskip("django")
 
 from jd_support import Project  # noqa: E402
 
+from support.stores import ENGINES  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
@@ -85,7 +87,7 @@ def pg_project(project: Project, postgres_url: str) -> Iterator[Project]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{project.schema}" CASCADE')
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=ENGINES)
 def engine_alias(request: pytest.FixtureRequest, project: Project) -> str:
     """Each test once on the SQLite alias and once on the PostgreSQL one."""
     if request.param == "postgres":

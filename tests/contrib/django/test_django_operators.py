@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from jd_support import HERE, Project, dead_job
 
 
@@ -30,6 +31,7 @@ def manage(project: Project, *argv: str) -> subprocess.CompletedProcess[str]:
     return run(project, sys.executable, str(HERE / "manage.py"), "jobdef", *argv)
 
 
+@pytest.mark.slow
 def test_manage_py_jobdef_lists_and_requeues_the_projects_dead_job(project: Project) -> None:
     job_id = dead_job(project)
     listed = manage(project, "jobs", "--state", "dead", "--format", "json")
@@ -44,6 +46,7 @@ def test_manage_py_jobdef_lists_and_requeues_the_projects_dead_job(project: Proj
     assert project.backend("default").engine().get(job_id).state == "queued"
 
 
+@pytest.mark.slow
 def test_plain_jobdef_follows_django_settings_module(project: Project) -> None:
     job_id = dead_job(project)
     shown = run(project, sys.executable, "-m", "jobdef", "jobs", "show", str(job_id))
@@ -52,6 +55,7 @@ def test_plain_jobdef_follows_django_settings_module(project: Project) -> None:
     assert "PermissionError: the account is closed" in shown.stdout
 
 
+@pytest.mark.slow
 def test_in_a_django_folder_without_the_settings_the_line_names_manage_py_jobdef(
     project: Project, tmp_path: Path
 ) -> None:

@@ -84,6 +84,7 @@ def test_another_engine_is_refused_naming_the_two_it_takes() -> None:
         store_url("default", {"ENGINE": "django.db.backends.mysql", "NAME": "x"})
 
 
+@pytest.mark.slow
 def test_a_worker_with_settings_that_do_not_import_is_one_line(project: Project) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "jobdef", "worker", "--burst"],

@@ -28,6 +28,7 @@ def cancel(project: Project, alias: str, *results: Any) -> None:
         assert engine.cancel(int(result.id))
 
 
+@pytest.mark.slow
 def test_positional_args_are_given_back_and_star_args_checked_by_the_sheet(
     project: Project, engine_alias: str
 ) -> None:
@@ -53,6 +54,7 @@ def test_positional_args_are_given_back_and_star_args_checked_by_the_sheet(
     assert result.return_value == {"label": label, "total": 7}
 
 
+@pytest.mark.slow
 def test_the_call_is_given_back_as_it_was_made(project: Project, engine_alias: str) -> None:
     """The job's args are by name, as the sheet declares them; the result gives back the
     args passed by position by position, from ``enqueue()`` (inside and outside a

@@ -29,6 +29,8 @@ from upstream_suite import UPSTREAM, imported, run_worker, start_worker, tasks_s
 from jobdef.contrib.django.backend import JobdefBackend
 from support.polling import eventually
 
+pytestmark = pytest.mark.slow  # worker processes
+
 DATABASE_TESTS = UPSTREAM / "database-backend-17bd95f" / "test_database_backend.py"
 TESTS = Path(__file__).resolve().parents[2]
 

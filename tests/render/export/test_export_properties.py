@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from export_cases import (
     check_cloud_tasks,
@@ -71,6 +72,7 @@ def policies(draw: st.DrawFn) -> JobPolicy:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(policies())
 def test_any_policy_exports_valid_output_in_every_format(job):

@@ -78,6 +78,7 @@ from jobdef.backends.sql import Statement, load_queries, migration_files
 from jobdef.backends.transitions import Completion
 from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
+from jobdef.policy.model import thaw
 from jobdef.policy.queue_controls import Bucket, QueueControl
 
 try:
@@ -401,9 +402,10 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         todo = [i for i in range(len(jobs)) if i not in results]
         if not todo:
             return results
-        ids = dict(zip(todo, self._reserve_ids(conn, len(todo)), strict=True))
         slotted = [i for i in todo if jobs[i].slot is not None]
+        ids: dict[int, int] = {}
         if slotted:
+            ids = dict(zip(slotted, self._reserve_ids(conn, len(slotted)), strict=True))
             taken = {
                 row[0]
                 for row in conn.execute(
@@ -428,54 +430,42 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 for ordinal, job_id, token in found:
                     results[ordinal] = Receipt(job_id, token or "", False)
             todo = [i for i in todo if i not in results]
+        # A key given twice in the batch (without a slot) is sent once: the later
+        # jobs merge into whatever the first becomes, as they would one by one.
+        first: dict[tuple[str, str], int] = {}
+        repeats: dict[int, int] = {}
+        for i in todo:
+            key = jobs[i].idempotency_key
+            if key is None or jobs[i].slot is not None:
+                continue
+            repeats_of = first.setdefault((jobs[i].job, key), i)
+            if repeats_of != i:
+                repeats[i] = repeats_of
+        todo = [i for i in todo if i not in repeats]
         if todo:
-            tokens = {i: receipt_token() for i in todo}
-            inserted = {
-                row[0]
-                for row in conn.execute(
-                    self._q("insert_jobs"),
-                    {
-                        "ids": [ids[i] for i in todo],
-                        "jobs": [jobs[i].job for i in todo],
-                        "queues": [jobs[i].queue for i in todo],
-                        "priorities": [jobs[i].priority for i in todo],
-                        "args": [dump_json(jobs[i].args) for i in todo],
-                        "max_attempts": [jobs[i].max_attempts for i in todo],
-                        "keys": [jobs[i].idempotency_key for i in todo],
-                        "run_after": [
-                            now if jobs[i].run_after is None else jobs[i].run_after for i in todo
-                        ],
-                        "slots": [jobs[i].slot for i in todo],
-                        "receipts": [tokens[i] for i in todo],
-                        "now": now,
-                        "channel": self.channel,
-                    },
-                )
-            }
-            traced = [i for i in todo if ids[i] in inserted and jobs[i].trace_context]
-            if traced:
-                conn.execute(
-                    self._q("set_trace_context"),
-                    {
-                        "ids": [ids[i] for i in traced],
-                        "contexts": [jobs[i].trace_context for i in traced],
-                    },
-                )
-            spelled = [
-                i for i in todo if ids[i] in inserted and jobs[i].positional_args is not None
+            tokens = {receipt_token(): i for i in todo}
+            rows = [
+                {
+                    "ord": n,
+                    "id": ids.get(i),
+                    "job": jobs[i].job,
+                    "queue": jobs[i].queue,
+                    "priority": jobs[i].priority,
+                    "args": thaw(jobs[i].args),
+                    "max_attempts": jobs[i].max_attempts,
+                    "key": jobs[i].idempotency_key,
+                    "run_after": now if jobs[i].run_after is None else jobs[i].run_after,
+                    "slot": jobs[i].slot,
+                    "receipt": token,
+                    "trace_context": jobs[i].trace_context,
+                    "positional_args": jobs[i].positional_args,
+                }
+                for n, (token, i) in enumerate(tokens.items())
             ]
-            if spelled:
-                conn.execute(
-                    self._q("set_positional_args"),
-                    {
-                        "ids": [ids[i] for i in spelled],
-                        "counts": [jobs[i].positional_args for i in spelled],
-                    },
-                )
-            merged = [i for i in todo if ids[i] not in inserted]
-            for i in todo:
-                if ids[i] in inserted:
-                    results[i] = Receipt(ids[i], tokens[i], True)
+            params = {"rows": dump_json(rows), "now": now, "channel": self.channel}
+            for job_id, token in conn.execute(self._q("insert_jobs"), params):
+                results[tokens[token]] = Receipt(job_id, token, True)
+            merged = [i for i in todo if i not in results]
             if merged:
                 for ordinal, job_id, token in self._find_existing(conn, jobs, merged, now):
                     results[ordinal] = Receipt(job_id, token or "", False)
@@ -488,6 +478,10 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                             "merged_ids": [results[i].id for i in repoint],
                         },
                     )
+        for i, repeated in repeats.items():
+            if repeated in results:
+                merged_into = results[repeated]
+                results[i] = Receipt(merged_into.job_id, merged_into.token, False)
         missing = [jobs[i].job for i in range(len(jobs)) if i not in results]
         if missing:  # pragma: no cover - a merged-into job vanished mid-transaction
             raise BackendError(f"enqueue of {missing[0]!r} raced with a prune; enqueue it again")

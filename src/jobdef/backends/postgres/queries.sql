@@ -42,38 +42,52 @@ SET enable_bitmapscan = off; SET jit = off;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 
 -- name: reserve_job_ids
--- PostgreSQL only (SQLite reads each new id from lastrowid). Draw ids for a batch up front, so each new row's id is known without
--- relying on the order of RETURNING rows.
+-- PostgreSQL only (SQLite reads each new id from lastrowid). Draw ids up front
+-- for the jobs of a batch that take a cron slot: insert_slot needs each one's id
+-- before its row is inserted.
 SELECT nextval(pg_get_serial_sequence('{schema}.jobdef_jobs', 'id'))
 FROM generate_series(1, %(n)s);
 
 -- name: insert_jobs
--- PostgreSQL only (SQLite inserts one row per job with insert_job). Insert new jobs; a job whose key is already active is skipped (the caller
--- merges it into the active one). Wakes listening workers of each queue that
--- got a job: the notification is delivered when the transaction commits.
--- `notified` is read in the final SELECT because a CTE that nothing reads is
--- never run.
+-- PostgreSQL only (SQLite inserts one row per job with insert_job). Insert a
+-- batch in one statement from one JSON array of rows (`rows`: one encode of the
+-- batch in the client and one parse in the server, where an array per column
+-- would cost the client a conversion per value): a row's `id` is its reserved
+-- one (a slotted job's), else drawn here, in the batch's order (`ord`: the
+-- server draws a volatile column after the ORDER BY). A job whose key is
+-- already active is skipped (the caller merges it into the active one); the
+-- caller tells the inserted rows by their receipt tokens, each its own. Wakes
+-- listening workers of each queue that got a job: the notification is
+-- delivered when the transaction commits. `notified` is read in the final
+-- SELECT because a CTE that nothing reads is never run.
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         id, job, queue, priority, args, state, attempt, max_attempts,
-        idempotency_key, run_after, created_at, updated_at, slot, receipt
+        idempotency_key, run_after, created_at, updated_at, slot, receipt,
+        trace_context, positional_args
     )
-    SELECT n.id, n.job, n.queue, n.priority, n.args::jsonb, 'queued', 0, n.max_attempts,
-           n.key, n.run_after, %(now)s, %(now)s, n.slot, n.receipt
-    FROM unnest(
-        %(ids)s::bigint[], %(jobs)s::text[], %(queues)s::text[], %(priorities)s::int[],
-        %(args)s::text[], %(max_attempts)s::int[], %(keys)s::text[],
-        %(run_after)s::float8[], %(slots)s::float8[], %(receipts)s::text[]
-    ) AS n(id, job, queue, priority, args, max_attempts, key, run_after, slot, receipt)
+    SELECT coalesce(
+               n.id,
+               nextval((SELECT pg_get_serial_sequence('{schema}.jobdef_jobs', 'id'))::regclass)
+           ),
+           n.job, n.queue, n.priority, n.args, 'queued', 0, n.max_attempts,
+           n.key, n.run_after, %(now)s, %(now)s, n.slot, n.receipt,
+           n.trace_context, n.positional_args
+    FROM jsonb_to_recordset(%(rows)s::jsonb) AS n(
+        ord int, id bigint, job text, queue text, priority int, args jsonb,
+        max_attempts int, key text, run_after float8, slot float8, receipt text,
+        trace_context text, positional_args int
+    )
+    ORDER BY n.ord
     ON CONFLICT (job, idempotency_key)
         WHERE state IN ('queued', 'running') AND idempotency_key IS NOT NULL
         DO NOTHING
-    RETURNING id, queue
+    RETURNING id, queue, receipt
 ),
 notified AS (
     SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM inserted) AS q
 )
-SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
+SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: insert_job
 -- One job without a key, slot or dedupe window: a single round trip. Differs
@@ -861,21 +875,6 @@ WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s;
 -- PostgreSQL only: the engine's clock is the server's (see clock.py), read now and
 -- then; clock_timestamp(), not now(), which is the start of the transaction.
 SELECT extract(epoch FROM clock_timestamp())::float8;
-
--- name: set_trace_context
--- The enqueuers' trace contexts of the new jobs that have one, in the enqueue's
--- transaction (a traced job always goes through insert_jobs, in a transaction).
-UPDATE {schema}.jobdef_jobs AS j SET trace_context = t.context
-FROM unnest(%(ids)s::bigint[], %(contexts)s::text[]) AS t(id, context)
-WHERE j.id = t.id;
-
--- name: set_positional_args
--- How many args the enqueuers passed by position, for the new jobs that say (a
--- django.tasks call), in the enqueue's transaction (such a job always goes through
--- insert_jobs, in a transaction).
-UPDATE {schema}.jobdef_jobs AS j SET positional_args = p.n
-FROM unnest(%(ids)s::bigint[], %(counts)s::int[]) AS p(id, n)
-WHERE j.id = p.id;
 
 -- name: register_worker
 -- A worker's row at its start (jobdef.backends.workers); a restart under the same id

@@ -119,3 +119,9 @@ if os.environ.get("JDPROJECT_SIGNALS"):  # set in a worker's environment by a te
     __import__(f"{PACKAGE}.signals", fromlist=["task_finished"]).task_finished.connect(
         _receivers[1]
     )
+
+
+@task()
+def shown(month: str, note: str) -> dict[str, object]:
+    """Its receipt shows ``month`` and the result's ``file``, never ``note`` or ``path``."""
+    return {"file": f"{month}.csv", "path": f"/srv/{note}"}

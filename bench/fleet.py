@@ -1,0 +1,329 @@
+"""Many workers on many hosts, simulated: worker processes reach PostgreSQL through a
+delay proxy (bench/delay_proxy.py) that adds a round trip of 0, 0.5 or 2 ms.
+
+For each round trip and each number of worker processes (``--workers``, each
+``jobdef worker --concurrency 1``), on a fresh schema:
+
+- throughput: once every worker is up and idle, ``--jobs`` no-op jobs enqueued
+  (directly) and drained by the fleet; jobs per second from the first start to
+  the last finish (attempts rows);
+- claim conflicts: the claims (``claim_jobs``, ``complete_and_claim``...) that
+  came back with no job, counted in each worker process at the client, during
+  the drain and then during the latency phase (the wake-ups that found nothing:
+  the herd an enqueue wakes);
+- connections: the most sessions of the fleet seen in ``pg_stat_activity`` at once;
+- enqueue-to-start p50 and p99 with idle workers: ``--latency`` single jobs,
+  enqueued directly one at a time, each after the last has finished.
+
+The real round trip each proxy adds is measured first (``SELECT 1`` through it)
+and printed: the proxy's threads overshoot what they are asked to hold by a
+little, more under load. Run it short on a small machine; every process of the
+fleet, the proxy and PostgreSQL share its cores:
+
+    python bench/fleet.py --workers 8,16,32 --rtt 0,0.5,2 --jobs 4000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).parent))
+from delay_proxy import _ping_ms, proxy_process
+
+SCHEMA = "bench_fleet"
+APP = "jobdef_fleet"
+CLAIMS = ("claim_jobs", "complete_and_claim", "claim_jobs_limited")
+SHEET = """\
+apiVersion: jobdef/v1
+kind: Job
+name: noop
+handler: bench_fleet_noop:noop
+owner: bench
+queue: default
+max_attempts: 3
+backoff: {strategy: fixed, initial: 1s}
+timeout: 60s
+errors: {default: retry}
+on_reclaim: retry
+retention: {done: 30d, dead: until_resolved}
+args:
+  n: {type: integer, required: false}
+"""
+HANDLER = "def noop(ctx, n=0):\n    pass\n"
+
+
+# -- in each worker process: count the claims that came back empty ------------------------
+
+
+def counted_worker(out: str, argv: list[str]) -> None:
+    """Run ``jobdef worker argv`` counting its claims into the JSON file ``out``."""
+    from jobdef.backends.postgres.engine import QUERIES
+    from jobdef.cli import main
+
+    claims = {" ".join(QUERIES[name].split()): name for name in CLAIMS}
+    counts = {"claims": 0, "empty": 0}
+    original = psycopg.Cursor.execute
+
+    def execute(cur: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(cur, query, *args, **kwargs)
+        text = query if isinstance(query, str) else ""
+        name = claims.get(" ".join(text.replace(f'"{SCHEMA}"', "{schema}").split()))
+        if name is not None:
+            counts["claims"] += 1
+            if _claimed_none(cur, name):
+                counts["empty"] += 1
+        return result
+
+    def dump() -> None:
+        Path(out + ".tmp").write_text(json.dumps(counts))
+        os.replace(out + ".tmp", out)
+
+    def keep_dumping() -> None:
+        while True:
+            time.sleep(0.2)
+            dump()
+
+    setattr(psycopg.Cursor, "execute", execute)  # noqa: B010 (a counting patch)
+    threading.Thread(target=keep_dumping, daemon=True).start()
+    try:
+        main(["worker", *argv])
+    finally:
+        dump()
+
+
+def _claimed_none(cur: Any, name: str) -> bool:
+    result = cur.pgresult
+    if result is None or result.ntuples == 0:
+        return True
+    if name != "complete_and_claim":
+        return False
+    # One row comes back even when nothing was claimed: its job columns are NULL.
+    for column in range(result.nfields):
+        if result.fname(column) == b"id":
+            return result.ntuples == 1 and result.get_value(0, column) is None
+    return False
+
+
+# -- the bench ------------------------------------------------------------------------------
+
+
+def _scalar(url: str, sql: str, params: Sequence[Any] = ()) -> Any:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+
+class Fleet:
+    """``count`` worker processes on ``url``, counting into ``folder``."""
+
+    def __init__(self, url: str, folder: Path, count: int) -> None:
+        self.files = [str(folder / f"counts-{n}.json") for n in range(count)]
+        argv = [
+            *("--db", url, "--sheets", str(folder), "--pythonpath", str(folder)),
+            *("--concurrency", "1", "--log-level", "warning", "--no-migrate"),
+        ]
+        code = (
+            f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            "from fleet import counted_worker; counted_worker(sys.argv[1], sys.argv[2:])"
+        )
+        self.processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, out, *argv],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for out in self.files
+        ]
+
+    def counts(self) -> dict[str, int]:
+        total = {"claims": 0, "empty": 0}
+        for name in self.files:
+            try:
+                found = json.loads(Path(name).read_text())
+            except (OSError, ValueError):
+                continue
+            for key in total:
+                total[key] += found[key]
+        return total
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"fleet bench stuck: {what} within {timeout:.0f}s")
+        time.sleep(0.01)
+
+
+def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> dict[str, Any]:
+    from jobdef.backends import open_backend
+    from jobdef.runtime import Queue
+    from jobdef.sheets.pipeline import load_registry
+
+    direct = args.url
+    with psycopg.connect(direct, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    store = f"{direct}?schema={SCHEMA}"
+    parts = direct.split("@", 1)
+    host_db = parts[1].split("/", 1)
+    proxied = f"{parts[0]}@127.0.0.1:{port}/{host_db[1]}?schema={SCHEMA}&application_name={APP}"
+    backend = open_backend(store)
+    queue = Queue(backend, load_registry([str(folder)]))
+    jobs_left = f"SELECT count(*) FROM \"{SCHEMA}\".jobdef_jobs WHERE state <> 'done'"
+    sessions = (
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+        "AND datname = current_database()"
+    )
+    most_sessions = 0
+    monitor = psycopg.connect(direct, autocommit=True)
+
+    def pending() -> bool:
+        nonlocal most_sessions
+        row = monitor.execute(sessions, [APP]).fetchone()
+        most_sessions = max(most_sessions, int(row[0]) if row else 0)
+        left = monitor.execute(jobs_left).fetchone()
+        return bool(left and left[0] == 0)
+
+    try:
+        fleet = Fleet(proxied, folder, workers)
+        try:
+            # Every worker up and idle before the jobs come: the drain measures the
+            # fleet at work, not its start-up (32 processes take a while on 2 cores).
+            registered = f'SELECT count(*) FROM "{SCHEMA}".jobdef_workers'
+
+            def all_up() -> bool:
+                row = monitor.execute(registered).fetchone()
+                return bool(row and row[0] >= workers)
+
+            _wait(all_up, 600, f"{workers} workers starting")
+            time.sleep(1.0)
+            for first in range(0, args.jobs, 1000):
+                last = min(args.jobs, first + 1000)
+                queue.enqueue_many("noop", ({"n": n} for n in range(first, last)))
+            _wait(pending, 600, "the drain")
+            drained = fleet.counts()
+            window = monitor.execute(
+                f'SELECT min(started_at), max(finished_at) FROM "{SCHEMA}".jobdef_attempts'
+            ).fetchone()
+            assert window is not None
+            rate = args.jobs / max(window[1] - window[0], 1e-9)
+            time.sleep(1.0)  # every worker idle, listening
+            before = fleet.counts()
+            delays = single_jobs(args.latency, queue, monitor, pending)
+            after = fleet.counts()
+        finally:
+            fleet.stop()
+        return {
+            "rate": rate,
+            "empty_drain": drained["empty"],
+            "claims_drain": drained["claims"],
+            "empty_idle": after["empty"] - before["empty"],
+            "claims_idle": after["claims"] - before["claims"],
+            "sessions": most_sessions,
+            "p50": statistics.median(delays),
+            "p99": delays[min(len(delays) - 1, round(0.99 * (len(delays) - 1)))],
+        }
+    finally:
+        monitor.close()
+        backend.close()
+        with psycopg.connect(direct, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+
+
+def single_jobs(count: int, queue: Any, monitor: Any, pending: Any) -> list[float]:
+    """Enqueue-to-start milliseconds of ``count`` jobs enqueued one at a time, each
+    once the last has finished, sorted."""
+    ids = []
+    for _ in range(count):
+        ids.append(queue.enqueue("noop", {"n": -1}).job_id)
+        _wait(pending, 60, "a single job")
+        time.sleep(0.05)
+    found = monitor.execute(
+        f'SELECT a.started_at - j.created_at FROM "{SCHEMA}".jobdef_attempts a '
+        f'JOIN "{SCHEMA}".jobdef_jobs j ON j.id = a.job_id WHERE j.id = ANY(%s)',
+        [ids],
+    )
+    return sorted(float(row[0]) * 1000 for row in found)
+
+
+def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
+    host, port = args.url.split("@", 1)[1].split("/", 1)[0].split(":")
+    target = (host, int(port))
+    direct_ms = _ping_ms(target[1], target[0], 300)
+    for rtt in args.rtt:
+        with proxy_process(target, rtt / 1000) as (proxy_port, _):
+            added = _ping_ms(proxy_port, "127.0.0.1", 300) - direct_ms
+            for workers in args.workers:
+                results = [one_run(args, folder, proxy_port, workers) for _ in range(args.runs)]
+
+                def median(key: str, results: list[dict[str, Any]] = results) -> float:
+                    return float(statistics.median(r[key] for r in results))
+
+                yield (
+                    f"| {rtt:g} ms (adds {added:.2f}) | {workers} | {median('rate'):,.0f} | "
+                    f"{median('empty_drain'):.0f} / {median('claims_drain'):.0f} | "
+                    f"{median('empty_idle'):.0f} / {median('claims_idle'):.0f} | "
+                    f"{median('sessions'):.0f} | {median('p50'):.2f} | {median('p99'):.2f} |"
+                )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--workers", default="8,16,32", help="worker processes in total")
+    parser.add_argument("--rtt", default="0,0.5,2", help="round trips added, milliseconds")
+    parser.add_argument("--jobs", type=int, default=4000, help="jobs drained per run")
+    parser.add_argument("--latency", type=int, default=30, help="single jobs timed per run")
+    parser.add_argument("--runs", type=int, default=1, help="runs per cell; medians shown")
+    args = parser.parse_args(argv)
+    args.workers = [int(n) for n in args.workers.split(",")]
+    args.rtt = [float(n) for n in args.rtt.split(",")]
+    folder = Path(tempfile.mkdtemp(prefix="jobdef-fleet-"))
+    (folder / "noop.yaml").write_text(SHEET)
+    (folder / "bench_fleet_noop.py").write_text(HANDLER)
+    print(
+        f"{args.jobs:,} no-op jobs per drain, {args.latency} single jobs for latency, "
+        f"{os.cpu_count()} cores, medians of {args.runs} run(s)",
+        file=sys.stderr,
+    )
+    print(
+        "| round trip | workers | drain (jobs/s) | empty claims / claims, drain "
+        "| empty claims / claims, idle | sessions | enqueue-to-start p50 (ms) | p99 (ms) |"
+    )
+    print("| --- |" + " --- |" * 7)
+    try:
+        for row in rows(args, folder):
+            print(row, flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,358 @@
+"""jobdef beside graphile-worker (Node.js), measured the same way on the same PostgreSQL.
+
+For each system, on a fresh database of its own, each run:
+
+- bulk add: ``--jobs`` no-op jobs in batches of ``--batch``, timed inside the
+  client after it connected (graphile: ``workerUtils.addJobs``; jobdef:
+  ``Queue.enqueue_many``);
+- start-up: the wall time of 1 (or 2) worker processes started together on an
+  empty queue, until all have exited (graphile ``--once``, jobdef ``--burst``);
+- drain: the same processes on the ``--jobs`` queued jobs; the figure is
+  ``jobs / (wall - start-up)``.
+
+Runs are interleaved (graphile, jobdef, graphile, jobdef...) and the table shows
+medians. graphile-worker runs with the preset of its performance page
+(https://worker.graphile.org/docs/performance): ``concurrentJobs: 24``,
+``maxPoolSize: 25``, ``localQueue: {size: 500}``, ``completeJobBatchDelay: 0``,
+``failJobBatchDelay: 0``; with ``NO_LOG_SUCCESS=1`` as jobdef runs with
+``--log-level warning`` (neither writes a line per job). jobdef's worker runs
+``--concurrency`` handler processes (default 2, the cores of the machine this was
+written on).
+
+graphile-worker is installed with npm into a temporary folder (never into this
+repository), or taken from ``--node-dir`` where ``npm install graphile-worker@0.18.0
+pg`` was run before::
+
+    python bench/graphile.py                          # 20,000 jobs, 1 and 2 processes, 3 runs
+    python bench/graphile.py --jobs 2000 --runs 1     # smoke
+
+The server is the one in ``--url``; databases ``<db>_bench_graphile`` and
+``<db>_bench_jobdef`` are created and dropped there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+GRAPHILE_VERSION = "0.18.0"
+SYSTEMS = ("graphile", "jobdef")
+
+# The preset of graphile-worker's performance page, with this run's database.
+GRAPHILE_CONFIG = """\
+module.exports = {
+  worker: {
+    connectionString: process.env.DATABASE_URL,
+    fileExtensions: [".js", ".cjs", ".mjs"],
+    concurrentJobs: 24,
+    maxPoolSize: 25,
+    localQueue: { size: 500 },
+    completeJobBatchDelay: 0,
+    failJobBatchDelay: 0,
+  },
+};
+"""
+
+GRAPHILE_TASK = "module.exports = async () => {};\n"
+
+# Adds jobs in batches and prints the seconds it took, after connecting.
+GRAPHILE_ADD = """\
+const { makeWorkerUtils } = require("graphile-worker");
+async function main() {
+  const [count, batch] = process.argv.slice(2).map(Number);
+  const utils = await makeWorkerUtils({ connectionString: process.env.DATABASE_URL });
+  await utils.migrate();
+  const start = process.hrtime.bigint();
+  for (let first = 0; first < count; first += batch) {
+    const specs = [];
+    for (let n = first; n < Math.min(count, first + batch); n++) {
+      specs.push({ identifier: "noop", payload: { n } });
+    }
+    await utils.addJobs(specs);
+  }
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  await utils.release();
+  console.log(JSON.stringify({ seconds }));
+}
+main().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+JOBDEF_SHEET = """\
+apiVersion: jobdef/v1
+kind: Job
+name: noop
+handler: bench_noop:noop
+owner: bench
+queue: default
+max_attempts: 3
+backoff: {strategy: fixed, initial: 1s}
+timeout: 60s
+errors: {default: retry}
+on_reclaim: retry
+retention: {done: 30d, dead: until_resolved}
+args:
+  n: {type: integer, required: false}
+"""
+
+JOBDEF_HANDLER = '''\
+def noop(ctx, n=0):
+    """Does nothing: the bench measures the queue."""
+'''
+
+# Adds jobs in batches and prints the seconds it took, after connecting.
+JOBDEF_ADD = """\
+import json, sys, time
+from jobdef.runtime import connect
+from jobdef.sheets.pipeline import load_registry
+
+url, sheets, count, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with connect(url, load_registry([sheets])) as queue:
+    start = time.perf_counter()
+    for first in range(0, count, batch):
+        queue.enqueue_many("noop", ({"n": n} for n in range(first, min(count, first + batch))))
+    print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+
+def database_url(server_url: str, system: str) -> str:
+    parts = urlsplit(server_url)
+    name = f"{parts.path.lstrip('/') or 'postgres'}_bench_{system}"
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def _database(server_url: str, url: str, create: bool) -> None:
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if create:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def install_graphile(folder: Path) -> None:
+    """``npm install graphile-worker pg`` into ``folder`` (a temporary one)."""
+    subprocess.run(["npm", "init", "-y"], cwd=folder, check=True, capture_output=True)
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", f"graphile-worker@{GRAPHILE_VERSION}", "pg"],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+
+
+class Bench:
+    """The files both systems run from, in one temporary folder."""
+
+    def __init__(self, server_url: str, node_dir: Path, work: Path, concurrency: int) -> None:
+        self.server_url = server_url
+        self.node_dir = node_dir
+        self.work = work
+        self.concurrency = concurrency
+        (work / "tasks").mkdir()
+        (work / "tasks" / "noop.js").write_text(GRAPHILE_TASK)
+        (work / "graphile.config.js").write_text(GRAPHILE_CONFIG)
+        (work / "add.js").write_text(GRAPHILE_ADD)
+        (work / "sheets").mkdir()
+        (work / "sheets" / "noop.yaml").write_text(JOBDEF_SHEET)
+        (work / "bench_noop.py").write_text(JOBDEF_HANDLER)
+        (work / "add.py").write_text(JOBDEF_ADD)
+
+    def env(self, system: str) -> dict[str, str]:
+        url = database_url(self.server_url, system)
+        if system == "graphile":
+            return os.environ | {
+                "DATABASE_URL": url,
+                "NODE_PATH": str(self.node_dir / "node_modules"),
+                "NO_LOG_SUCCESS": "1",
+            }
+        return dict(os.environ)
+
+    def fresh(self, system: str) -> None:
+        url = database_url(self.server_url, system)
+        _database(self.server_url, url, create=True)
+        if system == "graphile":
+            self._run(system, [*self._graphile_cli(), "--schema-only"])
+        else:
+            from jobdef.backends import open_backend
+
+            open_backend(url).close()
+
+    def drop(self, system: str) -> None:
+        _database(self.server_url, database_url(self.server_url, system), create=False)
+
+    def _graphile_cli(self) -> list[str]:
+        cli = self.node_dir / "node_modules" / ".bin" / "graphile-worker"
+        return [str(cli), "-C", str(self.work / "graphile.config.js")]
+
+    def worker_command(self, system: str) -> list[str]:
+        if system == "graphile":
+            return [*self._graphile_cli(), "--once"]
+        url = database_url(self.server_url, system)
+        return [
+            *(sys.executable, "-m", "jobdef", "worker"),
+            *("--db", url, "--sheets", str(self.work / "sheets")),
+            *("--pythonpath", str(self.work), "--burst"),
+            *("--concurrency", str(self.concurrency), "--log-level", "warning"),
+        ]
+
+    def _run(self, system: str, command: list[str]) -> str:
+        done = subprocess.run(
+            command,
+            cwd=self.work,
+            env=self.env(system),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{system}: {' '.join(command[:3])} failed:\n{done.stderr[-2000:]}")
+        return done.stdout
+
+    def add(self, system: str, count: int, batch: int) -> float:
+        """Seconds to add ``count`` jobs in batches of ``batch``, timed in the client."""
+        if system == "graphile":
+            command = ["node", str(self.work / "add.js"), str(count), str(batch)]
+        else:
+            url = database_url(self.server_url, system)
+            sheets = str(self.work / "sheets")
+            command = [sys.executable, str(self.work / "add.py"), url, sheets, str(count)]
+            command.append(str(batch))
+        out = self._run(system, command)
+        return float(json.loads(out.strip().splitlines()[-1])["seconds"])
+
+    def workers(self, system: str, processes: int) -> float:
+        """Wall seconds of ``processes`` workers started together, until all exit."""
+        command = self.worker_command(system)
+        start = time.perf_counter()
+        running = [
+            subprocess.Popen(
+                command,
+                cwd=self.work,
+                env=self.env(system),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(processes)
+        ]
+        failed = []
+        for process in running:
+            _, err = process.communicate(timeout=600)
+            if process.returncode != 0:
+                failed.append(err.decode(errors="replace")[-2000:])
+        wall = time.perf_counter() - start
+        if failed:
+            raise SystemExit(f"{system} worker failed:\n{failed[0]}")
+        return wall
+
+    def left(self, system: str) -> int:
+        """Jobs not finished."""
+        statement = (
+            "SELECT count(*) FROM graphile_worker.jobs"
+            if system == "graphile"
+            else "SELECT count(*) FROM jobdef_jobs WHERE state <> 'done'"
+        )
+        with psycopg.connect(database_url(self.server_url, system), autocommit=True) as conn:
+            row = conn.execute(statement).fetchone()
+            return int(row[0]) if row else 0
+
+
+def run(args: argparse.Namespace, bench: Bench) -> dict[str, dict[str, list[float]]]:
+    """``{what: {system: [figure of each run]}}``."""
+    table: dict[str, dict[str, list[float]]] = {}
+
+    def record(what: str, system: str, value: float) -> None:
+        table.setdefault(what, {}).setdefault(system, []).append(value)
+
+    for round_ in range(args.runs):
+        for processes in args.processes:
+            for system in args.systems:
+                bench.fresh(system)
+                startup = bench.workers(system, processes)
+                seconds = bench.add(system, args.jobs, args.batch)
+                wall = bench.workers(system, processes)
+                left = bench.left(system)
+                if left:
+                    raise SystemExit(f"{system}: {left} jobs left after the drain")
+                drain = args.jobs / max(wall - startup, 1e-9)
+                record("bulk add (jobs/s)", system, args.jobs / seconds)
+                record(f"drain {processes}p, N/(wall - start-up) (jobs/s)", system, drain)
+                record(f"start-up {processes}p (ms)", system, startup * 1000)
+                record(f"drain {processes}p, wall incl. start-up (s)", system, wall)
+                print(
+                    f"  run {round_ + 1} {system:8} {processes}p: "
+                    f"add {args.jobs / seconds:,.0f}/s, "
+                    f"start-up {startup * 1000:.0f} ms, wall {wall:.2f} s, "
+                    f"drain {drain:,.0f}/s",
+                    file=sys.stderr,
+                )
+                bench.drop(system)
+    return table
+
+
+def report(table: dict[str, dict[str, list[float]]], systems: Sequence[str]) -> str:
+    lines = [f"| what | {' | '.join(systems)} | jobdef / graphile |", "| --- |" + " --- |" * 3]
+    for what, values in sorted(table.items()):
+        medians = {s: statistics.median(values[s]) for s in systems if s in values}
+        cells = [f"{medians[s]:,.1f}" if s in medians else "-" for s in systems]
+        ratio = (
+            f"{medians['jobdef'] / medians['graphile']:.2f}x"
+            if "jobdef" in medians and "graphile" in medians
+            else "-"
+        )
+        lines.append(f"| {what} | {' | '.join(cells)} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--jobs", type=int, default=20_000, help="jobs per run")
+    parser.add_argument("--batch", type=int, default=1000, help="jobs per bulk add call")
+    parser.add_argument("--processes", default="1,2", help="worker process counts")
+    parser.add_argument("--runs", type=int, default=3, help="runs; the table shows medians")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument(
+        "--concurrency", type=int, default=2, help="jobdef's handler processes per worker"
+    )
+    parser.add_argument(
+        "--node-dir",
+        type=Path,
+        help="a folder where `npm install graphile-worker@0.18.0 pg` was run "
+        "(default: install into a temporary folder, removed after)",
+    )
+    args = parser.parse_args(argv)
+    args.processes = [int(n) for n in args.processes.split(",")]
+    args.systems = [s for s in args.systems.split(",") if s]
+    work = Path(tempfile.mkdtemp(prefix="jobdef-graphile-bench-"))
+    try:
+        node_dir = args.node_dir
+        if node_dir is None and "graphile" in args.systems:
+            node_dir = work / "node"
+            node_dir.mkdir()
+            print(f"installing graphile-worker {GRAPHILE_VERSION} into {node_dir}", file=sys.stderr)
+            install_graphile(node_dir)
+        bench = Bench(args.url, node_dir or work, work, args.concurrency)
+        print(
+            f"{args.jobs:,} no-op jobs, bulk batches of {args.batch}, {os.cpu_count()} cores, "
+            f"jobdef --concurrency {args.concurrency}, medians of {args.runs} interleaved run(s)",
+            file=sys.stderr,
+        )
+        print(report(run(args, bench), args.systems))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The CLI loads only what a command uses: `import jobdef.cli` loads no third-party
+library at all, and `jobdef enqueue` on SQLite none of the dashboard's, the
+schema validator's, PostgreSQL's driver or asyncio (read in a fresh interpreter's
+sys.modules, not timed: start-up time is measured in bench/, never asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from jobdef.backends import open_backend
+
+# Libraries some commands need and others must not pay for.
+HEAVY = (
+    "asyncio",
+    "jsonschema",
+    "referencing",
+    "jinja2",
+    "psycopg",
+    "starlette",
+    "yaml",
+    "sqlite3",
+    "prometheus_client",
+    "opentelemetry",
+)
+
+# Runs the command (none: only imports the CLI) in a fresh interpreter and prints the
+# modules it loaded, as JSON, on the last line of stdout.
+WRAPPER = """
+import json, sys
+from jobdef.cli import main
+code = main(sys.argv[1:]) if sys.argv[1:] else 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _loaded(*argv: str) -> tuple[int, set[str]]:
+    result = subprocess.run(
+        [sys.executable, "-c", WRAPPER, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    return found["code"], set(found["modules"])
+
+
+def test_importing_the_cli_loads_none_of_the_heavy_libraries() -> None:
+    _, modules = _loaded()
+    assert [name for name in HEAVY if name in modules] == []
+
+
+def test_enqueue_on_sqlite_loads_neither_asyncio_nor_the_other_engines_libraries(
+    tmp_path: Path, example_sheets: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(url).close()
+    code, modules = _loaded(
+        *("enqueue", "send_reservation_mail", "--args", '{"reservation_id": 1}'),
+        *("--db", url, "--sheets", str(example_sheets)),
+    )
+    assert code == 0
+    unused = ("asyncio", "jsonschema", "referencing", "jinja2", "psycopg", "starlette")
+    assert [name for name in unused if name in modules] == []
