@@ -65,3 +65,5 @@ def test_enqueue_on_sqlite_loads_neither_asyncio_nor_the_other_engines_libraries
     assert code == 0
     unused = ("asyncio", "jsonschema", "referencing", "jinja2", "psycopg", "starlette")
     assert [name for name in unused if name in modules] == []
+    # No tracer provider can be set in this process: its enqueue span would be a no-op.
+    assert "opentelemetry" not in modules

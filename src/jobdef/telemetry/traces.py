@@ -36,16 +36,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-try:
-    from opentelemetry import context as otel_context
-    from opentelemetry import propagate, trace
-except ImportError:  # the otel extra is not installed: every function here is a no-op
-    trace = None  # type: ignore[assignment]
+# The OpenTelemetry API, imported by _api() once spans can be recorded.
+trace: Any = None
+propagate: Any = None
+otel_context: Any = None
 
 SYSTEM = "jobdef"
 _TRACER = "jobdef"
@@ -53,9 +54,30 @@ _TRACER = "jobdef"
 _MAX_CONTEXT_CHARS = 4096
 
 
+def _api() -> bool:
+    """Import the OpenTelemetry API when a tracer provider can be set, and say whether it
+    is here. A provider is set by code that imported ``opentelemetry`` already (the SDK,
+    ``opentelemetry-instrument``) or named by ``OTEL_PYTHON_TRACER_PROVIDER``; in any
+    other process the import (tens of milliseconds of every CLI enqueue) would buy a
+    no-op. Asked again at each call, so a provider set later is seen."""
+    global trace, propagate, otel_context
+    if trace is not None:
+        return True
+    if "opentelemetry" not in sys.modules and not os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"):
+        return False
+    try:
+        from opentelemetry import context
+        from opentelemetry import propagate as propagation
+        from opentelemetry import trace as tracing
+    except ImportError:  # the otel extra is not installed: every function here is a no-op
+        return False
+    trace, propagate, otel_context = tracing, propagation, context
+    return True
+
+
 def enabled() -> bool:
     """Whether spans are recorded: the API is installed and a tracer provider is set."""
-    if trace is None:
+    if not _api():
         return False
     provider = trace.get_tracer_provider()
     return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
