@@ -95,7 +95,7 @@ def test_an_unknown_job_is_one_line_and_exit_2(jobdef):
     result = jobdef("export", "no_such_job")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert "no sheet defines a job named 'no_such_job'" in result.stderr
+    assert "no sheet defines a job or workflow named 'no_such_job'" in result.stderr
 
 
 def test_an_unknown_format_is_refused_by_the_parser(jobdef):
