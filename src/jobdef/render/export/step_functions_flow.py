@@ -182,9 +182,6 @@ def convert_flow(flow: WorkflowPolicy, registry: Registry, notes: Notes) -> dict
             name = level[0]
             on_dead = None if _goes_on(flow, name, notes) else failed
             states.update(_step_states(flow, registry, name, notes, then=then, on_dead=on_dead))
-            if then is None:
-                states[name].pop("Next", None)
-                states[name]["End"] = True
             continue
         branches = []
         for name in level:
