@@ -1,5 +1,6 @@
-"""``jobdef export FLOW --format step-functions``: a flow as one valid state machine, in
-layers, each step its job's Task, with a note for each thing the layers cannot say."""
+"""``jobdef export FLOW --format step-functions``: a flow as one valid state machine of
+sequences and Parallel states, each step its job's Task, with a note for each thing
+Step Functions cannot say."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from export_cases import asl_valid
 
 from jobdef.errors import UsageError
 from jobdef.render.export import FLOW_FORMATS, FORMATS, export
-from jobdef.render.export.step_functions_flow import layers
+from jobdef.render.export.step_functions_flow import nest
 
 JOBS = {
     "a": "max_attempts: 3\n",
@@ -35,7 +36,7 @@ DIAMOND = flow(
     "  last: {job: d, after: {left: cancel, right: run}}\n",
     "finally: {job: d}\n",
 )
-# right waits for first only, but the layers make it wait for left too.
+# Series-parallel, but not layer by layer: a chain beside a single step.
 SKEWED = flow(
     "skewed",
     "  first: {job: a}\n"
@@ -43,6 +44,11 @@ SKEWED = flow(
     "  right: {job: c, after: [left]}\n"
     "  side: {job: d, after: [first]}\n"
     "  join: {job: d, after: [right, side]}\n",
+)
+# Not series-parallel (an N): d waits for b only, but the machine makes it wait for a.
+NSHAPE = flow(
+    "nshape",
+    "  a: {job: a}\n  b: {job: b}\n  c: {job: c, after: [a, b]}\n  d: {job: d, after: [b]}\n",
 )
 MIXED = flow(
     "mixed",
@@ -60,8 +66,9 @@ def machine(registry, name: str) -> tuple[dict, list[str]]:
 
 
 def test_every_flow_is_valid_asl(sheets, asl_validator):
-    registry = sheets(JOBS, DIAMOND + SKEWED + MIXED)
-    asl_valid(asl_validator, *(machine(registry, n)[0] for n in ("diamond", "skewed", "mixed")))
+    registry = sheets(JOBS, DIAMOND + SKEWED + NSHAPE + MIXED)
+    names = ("diamond", "skewed", "nshape", "mixed")
+    asl_valid(asl_validator, *(machine(registry, n)[0] for n in names))
 
 
 def test_the_example_flow_is_valid_asl(examples, asl_validator):
@@ -73,8 +80,8 @@ def test_a_diamond_is_a_task_a_parallel_and_a_task_then_finally(sheets):
     definition, notes = machine(registry, "diamond")
     states = definition["States"]
     assert definition["StartAt"] == "first"
-    assert states["first"]["Next"] == "layer 2"
-    parallel = states["layer 2"]
+    assert states["first"]["Next"] == "parallel 1"
+    parallel = states["parallel 1"]
     assert parallel["Type"] == "Parallel"
     assert [b["StartAt"] for b in parallel["Branches"]] == ["left", "right"]
     assert parallel["Next"] == "last"
@@ -109,7 +116,7 @@ def test_each_step_is_its_jobs_task_with_the_sheets_retriers(sheets):
 def test_a_cancel_edge_fails_the_branch_and_a_run_edge_goes_on(sheets):
     registry = sheets(JOBS, DIAMOND)
     definition, notes = machine(registry, "diamond")
-    left, right = (b["States"] for b in definition["States"]["layer 2"]["Branches"])
+    left, right = (b["States"] for b in definition["States"]["parallel 1"]["Branches"])
     assert left["left.RecordDead"]["Next"] == "left.Dead"
     assert left["left.Dead"]["Type"] == "Fail"
     # right's only edge runs anyway: its failure ends its branch normally.
@@ -119,20 +126,25 @@ def test_a_cancel_edge_fails_the_branch_and_a_run_edge_goes_on(sheets):
     assert any("stops the other branches" in n for n in notes)
 
 
-def test_a_step_made_to_wait_for_more_than_its_parents_is_noted(sheets):
+def test_a_chain_beside_a_step_is_a_branch_of_its_own_exactly(sheets):
     registry = sheets(JOBS, SKEWED)
-    assert layers(registry.workflow("skewed")) == [
-        ["first"],
-        ["left", "side"],
-        ["right"],
-        ["join"],
-    ]
-    _, notes = machine(registry, "skewed")
+    assert nest(registry.workflow("skewed")) == ["first", [["left", "right"], ["side"]], "join"]
+    definition, notes = machine(registry, "skewed")
+    chain = definition["States"]["parallel 1"]["Branches"][0]
+    assert chain["StartAt"] == "left"
+    assert chain["States"]["left"]["Next"] == "right"
+    assert not [n for n in notes if ".after" in n.partition(":")[0]]
+
+
+def test_a_step_made_to_wait_for_more_than_its_parents_is_noted(sheets, asl_validator):
+    registry = sheets(JOBS, NSHAPE)
+    assert nest(registry.workflow("nshape")) == [[["a"], ["b"]], [["c"], ["d"]]]
+    _, notes = machine(registry, "nshape")
     assert (
-        "steps.right.after: Step Functions runs the flow in layers, so right also waits "
-        "for side, which the sheet does not make it wait for" in notes
+        "steps.d.after: the graph is not series-parallel, so in Step Functions d also "
+        "waits for a, which the sheet does not make it wait for" in notes
     )
-    assert not [n for n in notes if n.startswith("steps.join.after")]
+    assert not [n for n in notes if n.startswith("steps.c.after")]
 
 
 def test_a_run_edge_beside_a_cancel_edge_of_one_parent_is_noted(sheets):

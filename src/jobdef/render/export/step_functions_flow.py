@@ -1,26 +1,25 @@
 """``jobdef export FLOW --format step-functions``: a Workflow as one ASL state machine.
 
-The steps run in topological layers (a step's layer is one more than its deepest
-parent's): a layer of one step is that step's states, a layer of several is a
-``Parallel`` state with one branch per step. Each step is the ``Task`` that
-``jobdef export JOB --format step-functions`` writes for its job (its retriers and
-its catch into a ``RecordDead`` message from the job's sheet); what happens after
-its ``RecordDead`` follows the edges out of the step:
+The steps are nested as sequences and ``Parallel`` states (:func:`nest`): a chain is
+a sequence, independent groups of steps are the branches of a ``Parallel``, and a
+fan-in ends one. Each step is the ``Task`` that ``jobdef export JOB --format
+step-functions`` writes for its job (its retriers and its catch into a
+``RecordDead`` message from the job's sheet); what happens after its ``RecordDead``
+follows the edges out of the step:
 
 - every edge ``run`` or ``ignore``: the step's failure ends its branch normally, and
   the flow goes on (the error is dropped);
 - otherwise (a ``cancel`` edge, or no child): the failure fails the step's branch,
-  which fails the layer's ``Parallel`` (Step Functions stops its other branches), so
-  no later layer runs.
+  which fails its ``Parallel`` (Step Functions stops the other branches), and so on
+  up to the top, so nothing after it runs.
 
-A failed layer is caught into the ``finally`` step when the flow has one (the
-error under ``$.error``), which then ends the execution in ``Failed``; after
-success it ends in ``Done``. Without ``finally`` a failed layer ends in ``Failed``.
+A failure at the top is caught into the ``finally`` step when the flow has one
+(the error under ``$.error``), which then ends the execution in ``Failed``; after
+success it ends in ``Done``. Without ``finally`` a failure ends in ``Failed``.
 
-What the layers cannot say is a note: a step that waits for more than its parents
-(a graph that is not layer by layer: a step whose parents are not the whole layer
-before it), a ``run`` edge beside a ``cancel`` edge of the same parent, siblings
-stopped by a failing branch, args read from a parent's result.
+What the machine cannot say is a note: a step that waits for more than its parents
+(a graph that is not series-parallel), a ``run`` edge beside a ``cancel`` edge of the
+same parent, siblings stopped by a failing branch, args read from a parent's result.
 """
 
 from __future__ import annotations
@@ -47,19 +46,92 @@ DONE_STATE = "Done"
 ENDED_STATE = "Ended"
 
 
-def layers(flow: WorkflowPolicy) -> list[list[str]]:
-    """The steps (``finally`` apart) by layer: each step one layer after its deepest parent,
-    in sheet order within a layer."""
-    depth: dict[str, int] = {}
-    for name in flow.order():
-        step = flow.steps[name]
-        if step.is_finally:
+# A piece of the flow: a step's name, or a Parallel state's branches, each a sequence.
+Item = str | list[list["Item"]]
+
+
+def nest(flow: WorkflowPolicy) -> list[Item]:
+    """The steps (``finally`` apart) as a sequence of steps and Parallel states.
+
+    Of the steps left, the only one waiting for none of the others comes first; steps
+    that fall apart into groups with no edge between them are a Parallel state, a
+    branch per group; in a group with several first steps, a step that every other
+    one waits for or is waited for by (a fan-in) splits it in two, its ancestors
+    before it. A group with none of these (a graph that is not series-parallel, or a
+    full fan-in of several steps) takes its first steps as a Parallel state of their
+    own, then the rest: a step may then wait for more than its parents (noted by the
+    caller).
+    """
+    steps = [name for name in flow.order() if not flow.steps[name].is_finally]
+    return _sequence(flow, steps)
+
+
+def _sequence(flow: WorkflowPolicy, names: list[str]) -> list[Item]:
+    out: list[Item] = []
+    left = list(names)
+    while left:
+        inside = set(left)
+        groups = _groups(flow, left)
+        if len(groups) > 1:
+            out.append([_sequence(flow, group) for group in groups])
+            return out
+        firsts = [n for n in left if not any(p in inside for p in flow.steps[n].after)]
+        join = _join(flow, left) if len(firsts) > 1 else None
+        if join is not None:  # what join waits for, then join: a series split
+            before = [n for n in left if n in flow.ancestors(join)]
+            out.extend(_sequence(flow, before))
+            out.append(join)
+            left = [n for n in left if n not in before and n != join]
             continue
-        depth[name] = 1 + max((depth[p] for p in step.after if p in depth), default=-1)
-    out: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
-    for name, level in depth.items():
-        out[level].append(name)
+        out.append(firsts[0] if len(firsts) == 1 else [[name] for name in firsts])
+        left = [n for n in left if n not in firsts]
     return out
+
+
+def _join(flow: WorkflowPolicy, names: list[str]) -> str | None:
+    """The first of ``names`` that every other one waits for or is waited for by."""
+    for name in names:
+        before = flow.ancestors(name)
+        if all(o == name or o in before or name in flow.ancestors(o) for o in names):
+            return name
+    return None
+
+
+def _groups(flow: WorkflowPolicy, names: list[str]) -> list[list[str]]:
+    """``names`` in groups joined by edges (either way), each in ``names``' order."""
+    inside = set(names)
+    group: dict[str, int] = {}
+    for start in names:
+        if start in group:
+            continue
+        group[start] = start_id = len(set(group.values()))
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            near = [p for p in flow.steps[node].after if p in inside]
+            near += [c for c in flow.children(node) if c in inside]
+            for other in near:
+                if other not in group:
+                    group[other] = start_id
+                    stack.append(other)
+    count = len(set(group.values()))
+    return [[n for n in names if group[n] == i] for i in range(count)]
+
+
+def _waits(
+    items: list[Item], before: frozenset[str], out: dict[str, frozenset[str]]
+) -> frozenset[str]:
+    """What each step waits for in the state machine (``out``); returns the steps ended
+    after ``items``."""
+    done = before
+    for item in items:
+        if isinstance(item, str):
+            out[item] = done
+            done = done | {item}
+        else:
+            ended = [_waits(branch, done, out) for branch in item]
+            done = done.union(*ended)
+    return done
 
 
 def _goes_on(flow: WorkflowPolicy, step: str, notes: Notes) -> bool:
@@ -147,20 +219,22 @@ def _step_states(
     return states
 
 
-def _note_layers(flow: WorkflowPolicy, levels: list[list[str]], notes: Notes) -> None:
-    """A note per step that waits, in layers, for steps that are not its ancestors."""
-    before: list[str] = []
-    for level in levels:
-        for name in level:
-            extra = [s for s in before if s not in flow.ancestors(name)]
-            if extra:
-                notes.add(
-                    f"steps.{name}.after",
-                    f"Step Functions runs the flow in layers, so {name} also waits for "
-                    f"{', '.join(extra)}, which the sheet does not make it wait for",
-                )
-        before.extend(level)
-    if any(len(level) > 1 for level in levels):
+def _note_waits(flow: WorkflowPolicy, items: list[Item], notes: Notes) -> None:
+    """A note per step that waits, in the state machine, for steps that are not its
+    ancestors; one for the branches a failing branch stops."""
+    waits: dict[str, frozenset[str]] = {}
+    _waits(items, frozenset(), waits)
+    for name in flow.order():
+        extra = [
+            s for s in flow.order() if s in waits.get(name, ()) and s not in flow.ancestors(name)
+        ]
+        if extra:
+            notes.add(
+                f"steps.{name}.after",
+                f"the graph is not series-parallel, so in Step Functions {name} also waits "
+                f"for {', '.join(extra)}, which the sheet does not make it wait for",
+            )
+    if any(not isinstance(item, str) for item in items):
         notes.add(
             "steps",
             "a failing branch stops the other branches of its Parallel state; jobdef lets "
@@ -168,37 +242,68 @@ def _note_layers(flow: WorkflowPolicy, levels: list[list[str]], notes: Notes) ->
         )
 
 
+class _Builder:
+    """The states of a sequence of items, Parallel states named in order."""
+
+    def __init__(self, flow: WorkflowPolicy, registry: Registry, notes: Notes, failed: str):
+        self.flow, self.registry, self.notes, self.failed = flow, registry, notes, failed
+        self.count = 0
+        self.heads: dict[int, str] = {}
+
+    def head(self, item: Item) -> str:
+        if isinstance(item, str):
+            return item
+        if id(item) not in self.heads:
+            self.count += 1
+            self.heads[id(item)] = f"parallel {self.count}"
+        return self.heads[id(item)]
+
+    def sequence(self, items: list[Item], then: str | None, *, top: bool) -> dict[str, Any]:
+        states: dict[str, Any] = {}
+        heads = [self.head(item) for item in items]
+        for i, item in enumerate(items):
+            after = heads[i + 1] if i + 1 < len(heads) else then
+            if isinstance(item, str):
+                on_dead = None
+                if not _goes_on(self.flow, item, self.notes):
+                    on_dead = self.failed if top else ""
+                states.update(
+                    _step_states(
+                        self.flow, self.registry, item, self.notes, then=after, on_dead=on_dead
+                    )
+                )
+                continue
+            parallel: dict[str, Any] = {
+                "Type": "Parallel",
+                "Branches": [
+                    {
+                        "StartAt": self.head(branch[0]),
+                        "States": self.sequence(branch, None, top=False),
+                    }
+                    for branch in item
+                ],
+                "ResultPath": None,
+            }
+            if top:
+                parallel["Catch"] = [
+                    {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": self.failed}
+                ]
+            if after is None:
+                parallel["End"] = True
+            else:
+                parallel["Next"] = after
+            states[heads[i]] = parallel
+        return states
+
+
 def convert_flow(flow: WorkflowPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
     """The state machine definition of ``flow``."""
-    levels = layers(flow)
+    items = nest(flow)
     last = flow.finally_step
     failed = last.name if last is not None else FAILED_STATE
-    heads = [level[0] if len(level) == 1 else f"layer {i + 1}" for i, level in enumerate(levels)]
-    after_body = last.name if last is not None else None
-    states: dict[str, Any] = {}
-    for i, level in enumerate(levels):
-        then = heads[i + 1] if i + 1 < len(heads) else after_body
-        if len(level) == 1:
-            name = level[0]
-            on_dead = None if _goes_on(flow, name, notes) else failed
-            states.update(_step_states(flow, registry, name, notes, then=then, on_dead=on_dead))
-            continue
-        branches = []
-        for name in level:
-            on_dead = None if _goes_on(flow, name, notes) else ""
-            branch = _step_states(flow, registry, name, notes, then=None, on_dead=on_dead)
-            branches.append({"StartAt": name, "States": branch})
-        parallel: dict[str, Any] = {
-            "Type": "Parallel",
-            "Branches": branches,
-            "ResultPath": None,
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": failed}],
-        }
-        if then is None:
-            parallel["End"] = True
-        else:
-            parallel["Next"] = then
-        states[heads[i]] = parallel
+    builder = _Builder(flow, registry, notes, failed)
+    start = builder.head(items[0]) if items else failed
+    states = builder.sequence(items, last.name if last is not None else None, top=True)
     if last is not None:
         states.update(
             _step_states(flow, registry, last.name, notes, then=ENDED_STATE, on_dead=FAILED_STATE)
@@ -214,11 +319,11 @@ def convert_flow(flow: WorkflowPolicy, registry: Registry, notes: Notes) -> dict
         "Error": "jobdef.FlowFailed",
         "Cause": f"a step of {flow.name} is dead",
     }
-    _note_layers(flow, levels, notes)
+    _note_waits(flow, items, notes)
     _note_flow(flow, notes)
     sheet = PurePath(flow.file).name or "its sheet"
     machine: dict[str, Any] = {"Comment": f"{flow.name}: exported by jobdef from {sheet}"}
-    machine["StartAt"] = heads[0] if heads else failed
+    machine["StartAt"] = start
     if flow.deadline is not None:
         machine["TimeoutSeconds"] = whole_seconds(
             flow.deadline,
