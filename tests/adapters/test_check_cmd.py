@@ -15,6 +15,7 @@ import pytest
 
 from jobdef.adapters.fidelity import acceptable_fields, markdown_table
 from jobdef.cli import main
+from jobdef.sheets.files import shown_path as shown
 from jobdef.sheets.schema_check import schema
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "runtimes.md"
@@ -186,3 +187,47 @@ def test_a_field_of_the_defaults_is_accepted_once_in_the_defaults_for_every_job(
         accepted = {f["field"] for f in job["fields"] if f["accepted"]}
         want = {"retention.done", "priority"} if job["job"] == "ship_order" else {"retention.done"}
         assert accepted == want, job["job"]
+
+
+FLOW = """\
+apiVersion: jobdef/v1
+kind: Workflow
+name: restock
+steps:
+  first: {job: sync_stock}
+  again: {job: sync_stock, after: {first: run}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("runtime", "maps", "lost"),
+    [
+        ("celery", "a chord for each fan-in, which needs a result backend", "or of finally"),
+        ("rq", "Dependency(allow_failure=True) for a run edge", "never cancelled"),
+    ],
+)
+def test_a_workflow_is_one_line_saying_it_runs_only_on_jobdefs_worker(
+    tmp_path: Path, runtime: str, maps: str, lost: str
+) -> None:
+    sheets = _sheets(tmp_path)
+    alone = _run(["check", "--runtime", runtime, "--no-app", "--sheets", str(sheets)])[0]
+    (sheets / "restock.yaml").write_text(FLOW, encoding="utf-8")
+    code, out, _ = _run(["check", "--runtime", runtime, "--no-app", "--sheets", str(sheets)])
+    assert code == alone  # a flow's line never fails the check: validate refuses (JD372)
+    [line] = [line for line in out.splitlines() if line.startswith("workflow ")]
+    assert line.startswith(
+        f"workflow restock ({shown(sheets / 'restock.yaml')}): runs only on jobdef's "
+        f"worker (jobdef start restock), not on {runtime}: "
+    )
+    assert maps in line
+    assert lost in line
+    assert line.endswith(
+        "run jobdef worker on its steps' queues (default), apart from the "
+        "queues that runtime serves"
+    )
+    code, out, _ = _run(
+        ["check", "--runtime", runtime, "--no-app", "--sheets", str(sheets), "--format", "json"]
+    )
+    [flow] = json.loads(out)["workflows"]
+    assert flow["workflow"] == "restock"
+    assert line.endswith(flow["text"])

@@ -312,3 +312,35 @@ def test_docs_runtimes_shows_what_validate_prints_for_its_celery_layout(
     assert done.returncode == 1
     finding = _block("console", "jobdefs/send_reservation_mail.yaml:5:10: error JD303 ")
     assert done.stdout.startswith(finding)
+
+
+@pytest.mark.slow
+def test_a_flow_step_whose_job_is_a_celery_task_is_refused_in_one_line(project) -> None:
+    """A flow runs only on jobdef's worker, which leaves a Celery task to Celery."""
+    folder, package = project
+    _celery_app(
+        folder,
+        package,
+        """
+        @sheet_task(app, "send_mail")
+        def send_mail(reservation_id: int, note: str | None = None) -> None: ...
+        """,
+    )
+    _sheet(folder, "send_mail", f"{package}.tasks:send_mail")
+    (folder / "jobdefs" / "mail_flow.yaml").write_text(
+        "apiVersion: jobdef/v1\nkind: Workflow\nname: mail_flow\n"
+        "args: {reservation_id: {type: integer}}\n"
+        "steps:\n  mail:\n    job: send_mail\n"
+        "    args: {reservation_id: {from: args.reservation_id}}\n",
+        encoding="utf-8",
+    )
+    code, out = _validate(folder)
+    assert code == 1
+    [finding] = [line for line in out.splitlines() if " JD372 " in line]
+    assert finding == (
+        "jobdefs/mail_flow.yaml:7:10: error JD372 step 'mail' of workflow 'mail_flow' runs "
+        f"job 'send_mail', but its handler {package}.tasks:send_mail is a Celery task, which "
+        "a Celery worker runs, and a flow's steps run only on jobdef's worker; give the step "
+        "a job whose handler jobdef's worker calls, handler(ctx, **args) (the same code, its "
+        "own sheet)"
+    )

@@ -95,7 +95,7 @@ def test_an_unknown_job_is_one_line_and_exit_2(jobdef):
     result = jobdef("export", "no_such_job")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert "no sheet defines a job named 'no_such_job'" in result.stderr
+    assert "no sheet defines a job or workflow named 'no_such_job'" in result.stderr
 
 
 def test_an_unknown_format_is_refused_by_the_parser(jobdef):
@@ -116,3 +116,17 @@ def test_dash_o_dash_is_standard_output(jobdef):
     assert result.returncode == 0
     assert result.stdout.startswith("# jobdef export: export_csv\n")
     assert not (REPO / "-").exists()
+
+
+def test_a_workflow_exports_to_step_functions_and_other_formats_refuse_it(jobdef):
+    result = jobdef("export", "order_placed", "--format", "step-functions")
+    assert result.returncode == 0
+    assert list(json.loads(result.stdout)["workflows"]) == ["order_placed"]
+    assert "jobdef export: note: order_placed: steps: a failing branch stops" in result.stderr
+    result = jobdef("export", "order_placed", "--format", "temporal")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "'order_placed' is a workflow, and only --format step-functions exports" in (
+        result.stderr
+    )

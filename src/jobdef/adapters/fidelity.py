@@ -374,3 +374,26 @@ def markdown_table() -> str:
         row = [f"`{path}`", cells["celery"], cells["rq"]]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     return "\n".join(lines) + "\n"
+
+
+# What each runtime's own way of ordering tasks would take of a flow, and what it would
+# not: a flow runs only on jobdef's worker, whatever runtime runs its jobs alone.
+_FLOW_MAPPING: dict[Runtime, str] = {
+    "celery": "Celery's canvas would take its order alone (chain, group, and a chord for "
+    "each fan-in, which needs a result backend), with no equivalent of the edge policies "
+    "(cancel's cascade, run, ignore) or of finally",
+    "rq": "RQ's depends_on would take its order alone (Dependency(allow_failure=True) for a "
+    "run edge), but a dead parent leaves a cancel edge's child deferred, never cancelled, "
+    "and ignore and finally have no equivalent",
+}
+
+
+def flow_line(runtime: Runtime, flow: str, queues: Iterable[str]) -> str:
+    """One line for ``jobdef check --runtime``: a flow runs on jobdef's worker, not on
+    ``runtime``; what ``runtime``'s own ordering would keep; where jobdef's worker runs."""
+    served = ", ".join(dict.fromkeys(queues))
+    return (
+        f"runs only on jobdef's worker (jobdef start {flow}), not on {runtime}: "
+        f"{_FLOW_MAPPING[runtime]}; run jobdef worker on its steps' queues ({served}), "
+        "apart from the queues that runtime serves"
+    )

@@ -7,9 +7,12 @@ sheet accepts it (``runtime: {celery: {accept: [field, ...]}}``). With ``--app``
 infrastructure is checked too (see :mod:`jobdef.adapters.infra`): for
 Celery, the app loaded as ``celery -A`` loads it, a task per sheet, no Celery retry
 setting left on a sheet task, and a running worker consuming every sheet's queue.
-Exit 1 when a job uses a field the runtime cannot honour exactly and its sheet
-does not accept it, or when the infrastructure falls short of the sheets (each
-finding is one ``infrastructure:`` line).
+Each workflow gets one line: a flow runs only on jobdef's worker, and the line says
+what the runtime's own ordering (a Celery canvas, RQ's ``depends_on``) would keep of
+it and what not; it never fails the check (``jobdef validate`` refuses a step whose
+job that runtime runs, JD372). Exit 1 when a job uses a field the runtime cannot
+honour exactly and its sheet does not accept it, or when the infrastructure falls
+short of the sheets (each finding is one ``infrastructure:`` line).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from jobdef.sheets.files import shown_path
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.adapters.fidelity import unaccepted, verdicts
+    from jobdef.adapters.fidelity import flow_line, unaccepted, verdicts
 
     config = config_from(args)
     registry = registry_from(config)
@@ -56,13 +59,30 @@ def run(args: argparse.Namespace) -> int:
                 "from_defaults": _from_defaults(job, refused),
             }
         )
+    flows = [
+        {
+            "workflow": flow.name,
+            "sheet": flow.file,
+            "text": flow_line(
+                args.runtime,
+                flow.name,
+                (registry.jobs[s.job].queue for s in flow.steps.values() if s.job in registry.jobs),
+            ),
+        }
+        for flow in (registry.workflows[name] for name in sorted(registry.workflows))
+    ]
     named = None if args.no_app else _named_app(args, config)
     problems = [] if named is None else _infrastructure(args.runtime, jobs, named, config)
     if args.format == "json":
-        data = {"runtime": args.runtime, "jobs": report, "infrastructure": problems}
+        data = {
+            "runtime": args.runtime,
+            "jobs": report,
+            "workflows": flows,
+            "infrastructure": problems,
+        }
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
-        _print_text(args.runtime, report, problems, checked=named is not None)
+        _print_text(args.runtime, report, flows, problems, checked=named is not None)
     return EXIT_FINDINGS if failing or problems else EXIT_OK
 
 
@@ -100,7 +120,12 @@ def _infrastructure(
 
 
 def _print_text(
-    runtime: str, report: list[dict[str, Any]], problems: list[str], *, checked: bool
+    runtime: str,
+    report: list[dict[str, Any]],
+    flows: list[dict[str, str]],
+    problems: list[str],
+    *,
+    checked: bool,
 ) -> None:
     for entry in report:
         print(f"{visible(entry['job'])} on {runtime} ({visible(shown_path(entry['sheet']))})")
@@ -114,6 +139,11 @@ def _print_text(
         if entry["unaccepted"]:
             _print_advice(runtime, entry["unaccepted"], entry["from_defaults"])
         print()
+    for flow in flows:
+        print(
+            f"workflow {visible(flow['workflow'])} ({visible(shown_path(flow['sheet']))}): "
+            f"{visible(flow['text'])}"
+        )
     if not checked:
         from jobdef.adapters.requeue import APP_KEYS, APP_OBJECTS
 
@@ -161,7 +191,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="For each job: a table of its fields, each exact, approximate (how) or "
         "unsupported (why) on the runtime through jobdef's adapter, and whether the sheet "
         "accepts it (runtime: {celery: {accept: [field, ...]}}). With --app the live "
-        "infrastructure is checked too. Exit 1 when a job uses a field the runtime cannot "
+        "infrastructure is checked too. Each workflow gets one line: it runs only on "
+        "jobdef's worker, and what the runtime's own ordering would keep of it. Exit 1 "
+        "when a job uses a field the runtime cannot "
         "honour exactly and its sheet does not accept it, or when the infrastructure falls "
         "short of the sheets.",
     )

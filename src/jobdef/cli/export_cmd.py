@@ -40,7 +40,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "stderr (one line each) and written into the output where the format allows.",
     )
     parser.add_argument(
-        "names", nargs="*", metavar="NAME", help="the jobs to export (default: all jobs)"
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="the jobs to export (default: all jobs); a workflow named here is exported as "
+        "one state machine (--format step-functions only)",
     )
     add_sheets(parser)
     parser.add_argument(

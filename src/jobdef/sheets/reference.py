@@ -90,10 +90,10 @@ WORKFLOW_RULES: Mapping[str, tuple[str, ...]] = {
     "deadline": ("JD201", "JD371"),
     "notify.channel": ("JD251",),
     "steps": ("JD355", "JD358", "JD371"),
-    "steps.<name>.job": ("JD351",),
+    "steps.<name>.job": ("JD351", "JD372"),
     "steps.<name>.after": ("JD352", "JD353", "JD354", "JD367"),
     "steps.<name>.args": _STEP_ARGS,
-    "finally.job": ("JD351",),
+    "finally.job": ("JD351", "JD372"),
     "finally.args": _STEP_ARGS,
 }
 

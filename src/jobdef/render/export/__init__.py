@@ -30,12 +30,21 @@ from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
 from jobdef.redact import sensitive_names
 from jobdef.render.escape import visible
-from jobdef.render.export import cloud_tasks, kubernetes, sqs, step_functions, temporal
+from jobdef.render.export import (
+    cloud_tasks,
+    kubernetes,
+    sqs,
+    step_functions,
+    step_functions_flow,
+    temporal,
+)
 from jobdef.render.export.common import Note, Notes
 from jobdef.render.export.resolved import resolved_document
 from jobdef.render.export.resolved import schema_text as schema_text  # the CLI prints it
 
 FORMATS = ("json", "sqs", "cloud-tasks", "step-functions", "temporal", "kubernetes")
+# The formats that export a workflow (a flow of jobs) as well as jobs.
+FLOW_FORMATS = ("step-functions",)
 
 Converter = Callable[[JobPolicy, Registry, Notes], dict[str, Any]]
 _CONVERTERS: dict[str, Converter] = {
@@ -95,10 +104,20 @@ def export(
     *,
     base: str | Path | None = None,
 ) -> Export:
-    """The jobs ``names`` (all, by name, when empty) in format ``fmt``."""
+    """The jobs ``names`` (all, by name, when empty) in format ``fmt``; a workflow named
+    among them is exported too, as one state machine (``step-functions`` only)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
-    jobs = [registry.job(name) for name in dict.fromkeys(names)] if names else list(registry)
+    for name in names:
+        registry.known(name)
+    flows = [registry.workflow(n) for n in dict.fromkeys(names) if n in registry.workflows]
+    if flows and fmt not in FLOW_FORMATS:
+        raise UsageError(
+            f"{flows[0].name!r} is a workflow, and only --format {', '.join(FLOW_FORMATS)} "
+            f"exports a workflow; --format {fmt} takes jobs (export each step's job by name)"
+        )
+    job_names = [n for n in dict.fromkeys(names) if n not in registry.workflows]
+    jobs = [registry.job(name) for name in job_names] if names else list(registry)
     if fmt in _NAMED_APART:
         _NAMED_APART[fmt](registry)
     if fmt == "json":
@@ -121,6 +140,12 @@ def export(
         entry = _CONVERTERS[fmt](job, registry, notes)
         entry["notes"] = notes.texts()
         out["jobs"][job.name] = entry
+        collected.extend(notes.items)
+    for flow in flows:
+        notes = Notes(flow.name)
+        entry = step_functions_flow.convert_flow(flow, registry, notes)
+        entry["notes"] = notes.texts()
+        out.setdefault("workflows", {})[flow.name] = entry
         collected.extend(notes.items)
     return Export(_dumps(out), tuple(collected))
 

@@ -50,6 +50,7 @@ MODULES = (
     "workflows",
     "flow_args",
     "flow_deadline",
+    "flow_runtime",
 )
 
 
