@@ -109,6 +109,8 @@ class FlowRecord:
     note: str | None
     steps: Mapping[str, str]  # step name -> state ("missing": its row is gone)
     step_ids: Mapping[str, int] = field(default_factory=dict)
+    # The graph the flow was started with (see jobdef.runtime.flows.flow_graph).
+    graph: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
@@ -391,6 +393,7 @@ def flow_record(tx: FlowTx, row: Mapping[str, Any]) -> FlowRecord:
         note=row["note"],
         steps=states,
         step_ids={s["step"]: s["id"] for s in steps},
+        graph=graph,
     )
 
 
