@@ -1,5 +1,6 @@
 """A flow in a real headless Chromium, on SQLite and on PostgreSQL: a real worker
-drains its first step (the next one's queue is not served), the flows list and the
+drains its first step (the next one's queue is not served) while its page is open
+and follows without a reload, the flows list and the
 flow's page show each step's state, a step's job page links back, and the flow's
 cancel, confirmed, cancels the steps left."""
 
@@ -26,6 +27,10 @@ def test_a_flow_part_drained_shows_its_steps_and_cancels_from_its_page(
 ) -> None:
     with connect(store_url, load_registry([SHEETS])) as queue:
         flow_id = queue.start("order_out", {"order_id": 5}).id
+    dashboard = serve(create_app(store_url, SHEETS, poll_seconds=0.2))
+    page.goto(f"{dashboard.url}/flows/{flow_id}")
+    expect(page.locator("#step-pick .step-state")).to_have_text("queued")
+    expect(page.locator("#live")).to_have_text("live")
     processes = Processes(tmp_path, importable=(HERE,))
     try:
         # Only the default queue: pick runs, and releases pack onto "packing".
@@ -34,7 +39,9 @@ def test_a_flow_part_drained_shows_its_steps_and_cancels_from_its_page(
         assert worker.process.wait(120) == 0, processes.log("w")
     finally:
         processes.close()
-    dashboard = serve(create_app(store_url, SHEETS, poll_seconds=0.2))
+    # The open page follows without a reload.
+    expect(page.locator("#step-pick .step-state")).to_have_text("done")
+    expect(page.locator("#step-pack .step-state")).to_have_text("queued")
 
     page.goto(f"{dashboard.url}/")
     page.get_by_role("link", name="Flows", exact=True).click()
