@@ -142,3 +142,31 @@ def test_a_read_only_dashboard_offers_no_cancel(started, store_url, serve, clock
     status, _, body = client.request(f"/flows/{first}")
     assert status == 200
     assert 'id="cancel-flow"' not in body
+
+
+def test_a_filtered_flows_list_searches_a_window_of_ids_per_page(
+    store_url, serve, clock, monkeypatch
+):
+    from jobdef.dashboard import flows
+
+    monkeypatch.setattr(flows, "WINDOW", 2)
+    queue = Queue(open_backend(store_url, clock=clock), load_registry([FLOW_SHEETS]))
+    try:
+        ids = [queue.start("order_out", {"order_id": n}).id for n in range(1, 6)]
+        assert queue.cancel_flow(ids[0], "test")
+    finally:
+        queue.close()
+    client = Client(serve(create_app(store_url, FLOW_SHEETS, clock=clock)).url)
+    pages, path = [], "/flows?state=cancelled"
+    while path:
+        data = api(client, path)
+        pages.append(([f["id"] for f in data["flows"]], data["searched"]))
+        path = f"/flows?state=cancelled&before={data['older']}" if data["older"] else ""
+    assert pages == [
+        ([], [ids[3], ids[4]]),
+        ([], [ids[1], ids[2]]),
+        ([ids[0]], [ids[0], ids[0]]),
+    ]
+    # Unfiltered, a page is the newest flows whatever their ids.
+    assert [f["id"] for f in api(client, "/flows")["flows"]] == ids[::-1]
+    assert client.request("/flows?before=x")[0] == 400

@@ -41,6 +41,8 @@ from typing import Any
 from jobdef.backends.records import Notification, Receipt
 from jobdef.backends.rows import dump_json, receipt_token
 
+# Above every flow id (a signed 64-bit integer): list_flows from the newest.
+NO_FLOW_CURSOR = 2**63 - 1
 # A step in one of these has ended; ``missing`` is a parent whose row is gone.
 ENDED = frozenset({"done", "dead", "resolved", "cancelled", "missing"})
 # A step in one of these may still end, and its end settles the flow.

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobdef.backends.flows import FlowRecord
+from jobdef.backends.flows import NO_FLOW_CURSOR, FlowRecord
 from jobdef.dashboard.plan import LATE_GRACE
 from jobdef.dashboard.store import Store
-from jobdef.dashboard.views import MAX_ID, age, when
+from jobdef.dashboard.views import MAX_ID, age, parse_id, when
 from jobdef.errors import UsageError
 from jobdef.policy.flow_timeline import FlowTimeline, flow_timeline
 from jobdef.policy.leases import DEFAULT_LEASE
@@ -32,6 +32,9 @@ from jobdef.policy.registry import Registry
 FLOW_STATES = ("running", "done", "failed", "cancelled")
 # Flows listed on one page, newest first.
 PAGE_SIZE = 50
+# Flow ids a filtered page searches, below its cursor: the flows table has no index
+# on an ended state, so a filter walks the primary key, at most this far.
+WINDOW = 20_000
 
 
 def flows(store: Store, registry: Registry, params: Mapping[str, str]) -> dict[str, Any]:
@@ -43,7 +46,27 @@ def flows(store: Store, registry: Registry, params: Mapping[str, str]) -> dict[s
     if name is not None and name not in registry.workflows:
         known = ", ".join(sorted(registry.workflows)) or "none"
         raise UsageError(f"workflow: no sheet defines {name[:60]!r} (workflows: {known})")
-    records = store.call(store.verbs.list_flows, state=state, name=name, limit=PAGE_SIZE)
+    before = NO_FLOW_CURSOR
+    if params.get("before"):
+        cursor = parse_id(params["before"])
+        if cursor is None:
+            raise UsageError("before: a flow id, a whole number from 1 to 2^63 - 1 (0-9)")
+        before = cursor
+    newest = store.call(store.verbs.list_flows, limit=1, before=before)
+    records: list[FlowRecord] = []
+    floor = 0
+    if newest:
+        floor = max(1, newest[0].id - WINDOW + 1) if state or name else 0
+        records = store.call(
+            store.verbs.list_flows,
+            state=state,
+            name=name,
+            limit=PAGE_SIZE,
+            before=before,
+            floor=floor,
+        )
+    # Older flows: below the last one listed when the page filled, else below the window.
+    older = records[-1].id if len(records) >= PAGE_SIZE else (floor if floor > 1 else None)
     now = store.clock()
     return {
         "flows": [_summary(r, now) for r in records],
@@ -52,7 +75,9 @@ def flows(store: Store, registry: Registry, params: Mapping[str, str]) -> dict[s
         "states": FLOW_STATES,
         "workflows": sorted(registry.workflows),
         "page_size": PAGE_SIZE,
-        "more": len(records) >= PAGE_SIZE,
+        "window": WINDOW,
+        "searched": None if not (newest and (state or name)) else [floor, newest[0].id],
+        "older": older,
     }
 
 
