@@ -36,7 +36,7 @@ def clock() -> Clock:
 @pytest.fixture
 def started(store_url: str, clock: Clock):
     """Two flows of order_out: the first with pick done late and pack queued, the
-    second just started."""
+    second with pick still running, late."""
     queue = Queue(open_backend(store_url, clock=clock), load_registry([FLOW_SHEETS]))
     try:
         first = queue.start("order_out", {"order_id": 1})
@@ -82,7 +82,7 @@ def test_the_flows_list_shows_state_and_steps_done_filtered_by_state(
 def test_a_flows_page_shows_its_steps_by_depth_and_flags_a_late_end(
     started, store_url, serve, clock
 ):
-    _queue, first, _ = started
+    _queue, first, second = started
     client = Client(serve(create_app(store_url, FLOW_SHEETS, clock=clock)).url)
     data = api(client, f"/flows/{first}")
     levels = [[(s["name"], s["state"]) for s in level["steps"]] for level in data["levels"]]
@@ -104,6 +104,11 @@ def test_a_flows_page_shows_its_steps_by_depth_and_flags_a_late_end(
     assert f'href="/flows/{first}" id="job-flow"' in body
     assert "step pick" in body
     assert client.request("/flows/999999")[0] == 404
+    running = api(client, f"/flows/{second}")
+    pick = next(s for s in running["steps"] if s["name"] == "pick")
+    assert pick["state"] == "running"
+    assert pick["late"].startswith("still running ")
+    assert running["late"] == [f"pick: {pick['late']}"]
 
 
 def test_cancel_flow_asks_first_then_cancels_its_waiting_and_queued_steps(
