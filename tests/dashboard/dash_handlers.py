@@ -22,3 +22,15 @@ def quote_order(ctx, order_id: int) -> dict:
         "note": "<script>alert('x')</script> & co",
         "api_token": "t0k3n",
     }
+
+
+def pick_items(ctx, order_id: int) -> None:
+    pass
+
+
+def pack_box(ctx, order_id: int) -> None:
+    pass
+
+
+def ship_box(ctx, order_id: int) -> None:
+    pass

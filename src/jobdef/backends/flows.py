@@ -41,6 +41,8 @@ from typing import Any
 from jobdef.backends.records import Notification, Receipt
 from jobdef.backends.rows import dump_json, receipt_token
 
+# Above every flow id (a signed 64-bit integer): list_flows from the newest.
+NO_FLOW_CURSOR = 2**63 - 1
 # A step in one of these has ended; ``missing`` is a parent whose row is gone.
 ENDED = frozenset({"done", "dead", "resolved", "cancelled", "missing"})
 # A step in one of these may still end, and its end settles the flow.
@@ -109,6 +111,8 @@ class FlowRecord:
     note: str | None
     steps: Mapping[str, str]  # step name -> state ("missing": its row is gone)
     step_ids: Mapping[str, int] = field(default_factory=dict)
+    # The graph the flow was started with (see jobdef.runtime.flows.flow_graph).
+    graph: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
@@ -391,6 +395,7 @@ def flow_record(tx: FlowTx, row: Mapping[str, Any]) -> FlowRecord:
         note=row["note"],
         steps=states,
         step_ids={s["step"]: s["id"] for s in steps},
+        graph=graph,
     )
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from jobdef.backends.flows import FlowRecord, NewFlow
+from jobdef.backends.flows import NO_FLOW_CURSOR, FlowRecord, NewFlow
 from jobdef.backends.records import (
     AttemptRecord,
     ClaimOptions,
@@ -219,9 +219,16 @@ class Backend(Versioned, Protocol):
         """The flow whose receipt token is ``token``, or None."""
 
     def list_flows(
-        self, state: str | None = None, name: str | None = None, limit: int = 100
+        self,
+        state: str | None = None,
+        name: str | None = None,
+        limit: int = 100,
+        *,
+        before: int = NO_FLOW_CURSOR,
+        floor: int = 0,
     ) -> list[FlowRecord]:
-        """Flows, newest first."""
+        """Flows, newest first, with ids in [``floor``, ``before``): a window of the
+        primary key bounds a filter's walk."""
 
     def flow_counts(self) -> list[tuple[str, str, int]]:
         """(flow name, state, count) of every flow stored."""

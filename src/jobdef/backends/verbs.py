@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from jobdef.backends import flows
 from jobdef.backends.elsewhere import ElsewhereVerbs
-from jobdef.backends.flows import FlowRecord, FlowTx, NewFlow
+from jobdef.backends.flows import NO_FLOW_CURSOR, FlowRecord, FlowTx, NewFlow
 from jobdef.backends.records import (
     AttemptRecord,
     JobRecord,
@@ -159,10 +159,16 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
         return found if found is not None and same_token(found.receipt, token) else None
 
     def list_flows(
-        self, state: str | None = None, name: str | None = None, limit: int = 100
+        self,
+        state: str | None = None,
+        name: str | None = None,
+        limit: int = 100,
+        *,
+        before: int = NO_FLOW_CURSOR,
+        floor: int = 0,
     ) -> list[FlowRecord]:
         """Flows, newest first, with their steps' states."""
-        params = {"state": state, "name": name, "limit": limit}
+        params = {"state": state, "name": name, "limit": limit, "before": before, "floor": floor}
         return self._flow_tx(
             lambda tx: [flows.flow_record(tx, row) for row in tx.run("flow_list", params)],
             reads=True,

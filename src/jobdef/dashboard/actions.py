@@ -286,6 +286,18 @@ def retry_outbox(store: Store, ids: Sequence[int], who: str) -> Outcome:
     return outcome
 
 
+def cancel_flows(store: Store, ids: Sequence[int], who: str, note: str) -> Outcome:
+    """Cancel running flows (:meth:`~jobdef.runtime.queue.Queue.cancel_flow`'s verb): their
+    waiting and queued steps are cancelled with the reason, a running one finishes. A flow
+    that already ended is left alone and counted unchanged."""
+    unique = list(dict.fromkeys(ids))
+    reason = f"{note} (cancelled by {who} in the dashboard)" if note else f"cancelled by {who}"
+    changed = sum(bool(store.call(store.verbs.cancel_flow, i, reason)) for i in unique)
+    outcome = Outcome("cancel flow", changed, len(unique))
+    log.info("%s: %s on flows %s", who, outcome.text, _ids_text(unique))
+    return outcome
+
+
 def _ids_text(ids: Sequence[int]) -> str:
     shown = ", ".join(str(i) for i in ids[:20])
     return shown + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")

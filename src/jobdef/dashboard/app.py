@@ -26,12 +26,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from jobdef.dashboard import views, workers
+from jobdef.dashboard import flows, views, workers
 from jobdef.dashboard.guard import Guard
 from jobdef.dashboard.live import events_endpoint
 from jobdef.dashboard.posts import (
     action_endpoint,
     dead_action,
+    flow_action,
     job_action,
     outbox_action,
     queue_action,
@@ -154,7 +155,8 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
             except JobdefError as exc:
                 return d.fail(request, 503, exc.message, as_json)
             if data is None:
-                return d.fail(request, 404, "no such job", as_json)
+                missing = "no such flow" if title == "Flow" else "no such job"
+                return d.fail(request, 404, missing, as_json)
             if as_json:
                 return JSONResponse(data)
             return d.page(request, template, title=title, data=data, since=since)
@@ -190,6 +192,15 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
             "job.html",
             "Job",
         ),
+        ("/flows", lambda r: flows.flows(store, registry, r.query_params), "flows.html", "Flows"),
+        (
+            "/flows/{flow_id:int}",
+            lambda r: flows.flow_detail(
+                store, registry, int(r.path_params["flow_id"]), lease=d.lease
+            ),
+            "flow.html",
+            "Flow",
+        ),
         ("/dead", lambda r: views.dead_letter(store, registry), "dead.html", "Dead letter"),
         ("/schedules", lambda r: views.schedules(store, registry), "schedules.html", "Schedules"),
         ("/outbox", lambda r: views.outbox(store), "outbox.html", "Outbox"),
@@ -207,6 +218,7 @@ def _routes(d: Dashboard) -> list[Route | Mount]:
         Route("/actions/jobs", action_endpoint(d, job_action), methods=["POST"]),
         Route("/actions/queues", action_endpoint(d, queue_action), methods=["POST"]),
         Route("/actions/outbox", action_endpoint(d, outbox_action), methods=["POST"]),
+        Route("/actions/flows", action_endpoint(d, flow_action), methods=["POST"]),
         Route("/actions/dead", action_endpoint(d, dead_action, "groups"), methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -101,6 +101,11 @@ def _ask(d: Dashboard, handler: Handler, fields: Form, ids: list[str]) -> dict[s
     if handler is outbox_action:
         count = f"{len(ids)} outbox message{'s' if len(ids) != 1 else ''}"
         return {"question": f"Retry delivery of {count} now?", "button": "Retry", "fatal": []}
+    if handler is flow_action:
+        numbers = _int_ids(ids)
+        if len(numbers) != 1:
+            raise UsageError("ids: cancel one flow at a time, from its page")
+        return {"question": f"Cancel flow {numbers[0]}?", "button": "Cancel the flow", "fatal": []}
     if handler is dead_action:
         groups = _groups(d, ids)
         if action not in actions.GROUP_ACTIONS:
@@ -323,3 +328,17 @@ def dead_action(
     action = str(fields.get("action", ""))
     outcome = actions.on_groups(d.store, action, groups, who, note, through=d.app)
     return _safe_back(fields, "/dead"), outcome
+
+
+def flow_action(
+    d: Dashboard, fields: Form, ids: list[str], who: str
+) -> tuple[str, actions.Outcome]:
+    """Cancel the posted flow (the one action a flow takes)."""
+    if fields.get("action") != "cancel":
+        raise UsageError("action: a flow takes cancel")
+    numbers = _int_ids(ids)
+    if len(numbers) != 1:
+        raise UsageError("ids: cancel one flow at a time, from its page")
+    note = str(fields.get("note", ""))[:2000]
+    outcome = actions.cancel_flows(d.store, numbers, who, note)
+    return _safe_back(fields, f"/flows/{numbers[0]}"), outcome

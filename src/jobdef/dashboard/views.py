@@ -591,6 +591,8 @@ def job_detail(
         "progress": None if record.progress is None else shown(dict(record.progress)),
         "result": result_facts(record, policy, store.clock(), shown),
         "note": record.note,
+        "flow_id": record.flow_id,
+        "step": record.step,
         "worker_id": record.worker_id,
         "lease_until": when(record.lease_until),
         "created_at": when(record.created_at),

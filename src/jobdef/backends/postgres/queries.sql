@@ -1075,7 +1075,8 @@ FROM {schema}.jobdef_flows WHERE receipt = %(receipt)s;
 -- name: flow_list
 SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
 FROM {schema}.jobdef_flows
-WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+WHERE id < %(before)s AND id >= %(floor)s
+  AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(name)s::text IS NULL OR name = %(name)s::text)
 ORDER BY id DESC LIMIT %(limit)s;
 

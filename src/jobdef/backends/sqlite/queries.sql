@@ -684,7 +684,8 @@ FROM jobdef_flows WHERE receipt = :receipt;
 -- name: flow_list
 SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at, note
 FROM jobdef_flows
-WHERE (:state IS NULL OR state = :state) AND (:name IS NULL OR name = :name)
+WHERE id < :before AND id >= :floor
+  AND (:state IS NULL OR state = :state) AND (:name IS NULL OR name = :name)
 ORDER BY id DESC LIMIT :limit;
 
 -- name: flow_counts
