@@ -40,6 +40,7 @@ from jobdef.runtime.queue import Queue
 from jobdef.runtime.receipt_view import (
     HEADERS,
     LOOK_SECONDS,
+    METHOD_NOT_ALLOWED,
     NOT_FOUND,
     STREAM_HEADERS,
     STREAM_SECONDS,
@@ -51,6 +52,8 @@ from jobdef.runtime.receipt_view import (
     events_async,
     find,
     language,
+    preflight_headers,
+    vary,
 )
 
 log = logging.getLogger("jobdef.receipts")
@@ -72,7 +75,7 @@ def receipt_app(
     opens another).
     """
     origins = allowed_origins(allow_origins)
-    vary = "Accept-Language, Origin" if origins else "Accept-Language"
+    varies = vary(origins)
 
     def headers(request: Request, base: Any = HEADERS) -> dict[str, str]:
         return {**base, **cors_headers(request.headers.get("origin"), origins)}
@@ -102,7 +105,7 @@ def receipt_app(
             return found
         lang = language(request.headers.get("accept-language"))
         text = body_text(found, queue, lang)
-        answer = {**headers(request), "content-language": lang, "vary": vary}
+        answer = {**headers(request), "content-language": lang, "vary": varies}
         return Response(text, headers=answer, media_type="application/json")
 
     async def events(request: Request) -> Response:
@@ -120,23 +123,16 @@ def receipt_app(
             look_seconds=look_seconds,
             stream_seconds=stream_seconds,
         )
-        answer = {**headers(request, STREAM_HEADERS), "content-language": lang, "vary": vary}
+        answer = {**headers(request, STREAM_HEADERS), "content-language": lang, "vary": varies}
         return StreamingResponse(stream, headers=answer, media_type="text/event-stream")
 
     def preflight(request: Request) -> Response:
-        answer = headers(request)
-        if "access-control-allow-origin" in answer:
-            answer |= {
-                "access-control-allow-methods": "GET",
-                "access-control-allow-headers": "accept, accept-language, cache-control",
-                "access-control-max-age": "600",
-            }
-        return Response(status_code=204, headers=answer)
+        return Response(status_code=204, headers=preflight_headers(headers(request)))
 
     async def refused(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException) and exc.status_code == 405:
             return Response(
-                '{"error":"method_not_allowed"}',
+                METHOD_NOT_ALLOWED,
                 405,
                 headers={**headers(request), "allow": "GET"},
                 media_type="application/json",

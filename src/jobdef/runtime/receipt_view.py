@@ -62,6 +62,9 @@ NOT_FOUND = '{"error":"not_found"}'
 UNAVAILABLE = '{"error":"unavailable"}'
 """The body of a 503: the job store cannot be read now (the reason goes to the log only)."""
 
+METHOD_NOT_ALLOWED = '{"error":"method_not_allowed"}'
+"""The body of a 405: the endpoint answers GET (and preflights) only."""
+
 HEADERS: Mapping[str, str] = {
     # A receipt's state changes: no cache, shared or private, keeps an answer.
     "cache-control": "no-store",
@@ -186,6 +189,24 @@ def cors_headers(origin: str | None, allowed: Iterable[str]) -> dict[str, str]:
     if origin not in allowed:
         return {"vary": "Origin"}
     return {"access-control-allow-origin": origin, "vary": "Origin"}
+
+
+def preflight_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The headers of the answer to a preflight: ``headers`` (the request's CORS
+    headers among them), with what it may ask when its origin is allowed."""
+    if "access-control-allow-origin" not in headers:
+        return headers
+    return {
+        **headers,
+        "access-control-allow-methods": "GET",
+        "access-control-allow-headers": "accept, accept-language, cache-control",
+        "access-control-max-age": "600",
+    }
+
+
+def vary(origins: Iterable[str]) -> str:
+    """The ``Vary`` header of an answer that tells a receipt (CORS adds ``Origin``)."""
+    return "Accept-Language, Origin" if tuple(origins) else "Accept-Language"
 
 
 def allowed_origins(origins: Iterable[str] | str) -> tuple[str, ...]:

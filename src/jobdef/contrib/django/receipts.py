@@ -34,6 +34,7 @@ from jobdef.runtime.queue import Queue
 from jobdef.runtime.receipt_view import (
     HEADERS,
     LOOK_SECONDS,
+    METHOD_NOT_ALLOWED,
     NOT_FOUND,
     STREAM_HEADERS,
     STREAM_SECONDS,
@@ -46,6 +47,8 @@ from jobdef.runtime.receipt_view import (
     events_sync,
     find,
     language,
+    preflight_headers,
+    vary,
 )
 
 log = logging.getLogger("jobdef.receipts")
@@ -66,7 +69,7 @@ def receipt_urls(
     :func:`jobdef.contrib.receipts.receipt_app`.
     """
     origins = allowed_origins(allow_origins)
-    vary = "Accept-Language, Origin" if origins else "Accept-Language"
+    varies = vary(origins)
 
     def queue() -> Queue:
         from jobdef.contrib.django.worker import project_backend
@@ -87,17 +90,10 @@ def receipt_urls(
     def refused(request: Any) -> HttpResponse | None:
         """The answer to a request that asks no receipt: a preflight, another method."""
         if request.method == "OPTIONS":
-            answer = headers(request)
-            if "access-control-allow-origin" in answer:
-                answer |= {
-                    "access-control-allow-methods": "GET",
-                    "access-control-allow-headers": "accept, accept-language, cache-control",
-                    "access-control-max-age": "600",
-                }
-            return HttpResponse(status=204, headers=answer)
+            return HttpResponse(status=204, headers=preflight_headers(headers(request)))
         if request.method not in ("GET", "HEAD"):
             return HttpResponse(
-                '{"error":"method_not_allowed"}',
+                METHOD_NOT_ALLOWED,
                 status=405,
                 headers={**headers(request), "allow": "GET"},
                 content_type="application/json",
@@ -134,7 +130,7 @@ def receipt_urls(
         lang = language(request.headers.get("accept-language"))
         return HttpResponse(
             body_text(found, jobs, lang),
-            headers={**headers(request), "content-language": lang, "vary": vary},
+            headers={**headers(request), "content-language": lang, "vary": varies},
             content_type="application/json",
         )
 
@@ -153,7 +149,7 @@ def receipt_urls(
         )
         return StreamingHttpResponse(
             chunks,
-            headers={**headers(request, STREAM_HEADERS), "content-language": lang, "vary": vary},
+            headers={**headers(request, STREAM_HEADERS), "content-language": lang, "vary": varies},
             content_type="text/event-stream",
         )
 
