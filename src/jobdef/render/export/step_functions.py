@@ -167,23 +167,7 @@ def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
     task["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": RECORD_STATE}]
     task.update(_result_paths(job, notes))
     task["End"] = True
-    sheet = PurePath(job.file).name or "its sheet"  # the name alone: the same from any folder
-    machine: dict[str, Any] = {"Comment": f"{job.name}: exported by jobdef from {sheet}"}
-    machine["StartAt"] = state
-    if job.deadline is not None:
-        machine["TimeoutSeconds"] = whole_seconds(
-            job.deadline,
-            1,
-            INTEGER_MAX,
-            notes,
-            "deadline",
-            target="the state machine's TimeoutSeconds",
-        )
-        notes.add(
-            "deadline",
-            "an execution past its TimeoutSeconds fails with States.Timeout uncaught: "
-            "RecordDead does not run for it",
-        )
+    machine = state_machine(job.name, job.file, state, job.deadline, notes, catch=RECORD_STATE)
     _notes(job, notes)
     if notes.items:
         task["Comment"] = "jobdef notes: " + " | ".join(notes.texts())
@@ -202,6 +186,32 @@ def convert(job: JobPolicy, registry: Registry, notes: Notes) -> dict[str, Any]:
         },
     }
     return {"definition": machine}
+
+
+def state_machine(
+    name: str, file: str, start: str, deadline: float | None, notes: Notes, *, catch: str
+) -> dict[str, Any]:
+    """The head of the state machine of ``name`` (from the sheet ``file``), its states
+    to add: its comment, first state and the deadline as its ``TimeoutSeconds``, with
+    the note that ``catch``, the state that records an end, does not run past it."""
+    sheet = PurePath(file).name or "its sheet"  # the name alone: the same from any folder
+    machine: dict[str, Any] = {"Comment": f"{name}: exported by jobdef from {sheet}"}
+    machine["StartAt"] = start
+    if deadline is not None:
+        machine["TimeoutSeconds"] = whole_seconds(
+            deadline,
+            1,
+            INTEGER_MAX,
+            notes,
+            "deadline",
+            target="the state machine's TimeoutSeconds",
+        )
+        notes.add(
+            "deadline",
+            "an execution past its TimeoutSeconds fails with States.Timeout uncaught: "
+            f"{catch} does not run for it",
+        )
+    return machine
 
 
 def _result_paths(job: JobPolicy, notes: Notes) -> dict[str, Any]:

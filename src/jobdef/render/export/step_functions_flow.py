@@ -24,17 +24,16 @@ same parent, siblings stopped by a failing branch, args read from a parent's res
 
 from __future__ import annotations
 
-from pathlib import PurePath
 from typing import Any
 
 from jobdef.policy.registry import Registry
 from jobdef.policy.workflow import WorkflowPolicy
-from jobdef.render.export.common import Notes, whole_seconds
+from jobdef.render.export.common import Notes
 from jobdef.render.export.step_functions import (
-    INTEGER_MAX,
     RECORD_STATE,
     STATE_NAME_MAX,
     convert,
+    state_machine,
 )
 
 # The notes of a job's own export that do not hold for it as a step: the flow has its own
@@ -321,23 +320,7 @@ def convert_flow(flow: WorkflowPolicy, registry: Registry, notes: Notes) -> dict
     }
     _note_waits(flow, items, notes)
     _note_flow(flow, notes)
-    sheet = PurePath(flow.file).name or "its sheet"
-    machine: dict[str, Any] = {"Comment": f"{flow.name}: exported by jobdef from {sheet}"}
-    machine["StartAt"] = start
-    if flow.deadline is not None:
-        machine["TimeoutSeconds"] = whole_seconds(
-            flow.deadline,
-            1,
-            INTEGER_MAX,
-            notes,
-            "deadline",
-            target="the state machine's TimeoutSeconds",
-        )
-        notes.add(
-            "deadline",
-            "an execution past its TimeoutSeconds fails with States.Timeout uncaught: "
-            "finally does not run for it",
-        )
+    machine = state_machine(flow.name, flow.file, start, flow.deadline, notes, catch="finally")
     machine["States"] = states
     return {"definition": machine}
 
