@@ -55,15 +55,8 @@ def run(args: argparse.Namespace) -> int:
     if status is None:
         raise unknown(found)
     timed_out = not status.ended
-    if args.format == "json":
-        print(as_json(status, timed_out=timed_out))
-    elif timed_out:
-        print(f"{line(status)}; not ended after {format_duration(timeout)}")
-    else:
-        print(line(status))
-    if timed_out:
-        return EXIT_TIMEOUT
-    return EXIT_DONE if status.state == "done" else EXIT_ENDED_OTHERWISE
+    text = as_json(status, timed_out=timed_out) if args.format == "json" else line(status)
+    return _report(args, text, timed_out, timeout, status.state)
 
 
 def _wait_flow(args: argparse.Namespace, queue: Queue, flow_id: int, timeout: float) -> int:
@@ -77,15 +70,21 @@ def _wait_flow(args: argparse.Namespace, queue: Queue, flow_id: int, timeout: fl
             break
         time.sleep(min(FLOW_POLL, max(0.0, limit - time.monotonic())))
     timed_out = not flow.ended
-    if args.format == "json":
-        print(flow_json(flow, timed_out=timed_out))
-    elif timed_out:
-        print(f"{flow_line(flow)}; not ended after {format_duration(timeout)}")
-    else:
-        print(flow_line(flow))
+    text = flow_json(flow, timed_out=timed_out) if args.format == "json" else flow_line(flow)
+    return _report(args, text, timed_out, timeout, flow.state)
+
+
+def _report(
+    args: argparse.Namespace, text: str, timed_out: bool, timeout: float, state: str
+) -> int:
+    """Print the job's or flow's ``text`` (a plain line says the wait timed out) and
+    return the exit status its ``state`` gives."""
+    if timed_out and args.format != "json":
+        text = f"{text}; not ended after {format_duration(timeout)}"
+    print(text)
     if timed_out:
         return EXIT_TIMEOUT
-    return EXIT_DONE if flow.state == "done" else EXIT_ENDED_OTHERWISE
+    return EXIT_DONE if state == "done" else EXIT_ENDED_OTHERWISE
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
