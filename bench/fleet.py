@@ -44,26 +44,12 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent))
 from delay_proxy import _ping_ms, proxy_process
+from pg_store import drop_schema, noop_sheet
 
 SCHEMA = "bench_fleet"
 APP = "jobdef_fleet"
 CLAIMS = ("claim_jobs", "complete_and_claim", "claim_jobs_limited")
-SHEET = """\
-apiVersion: jobdef/v1
-kind: Job
-name: noop
-handler: bench_fleet_noop:noop
-owner: bench
-queue: default
-max_attempts: 3
-backoff: {strategy: fixed, initial: 1s}
-timeout: 60s
-errors: {default: retry}
-on_reclaim: retry
-retention: {done: 30d, dead: until_resolved}
-args:
-  n: {type: integer, required: false}
-"""
+SHEET = noop_sheet("bench_fleet_noop:noop")
 HANDLER = "def noop(ctx, n=0):\n    pass\n"
 
 
@@ -187,8 +173,7 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
     from jobdef.sheets.pipeline import load_registry
 
     direct = args.url
-    with psycopg.connect(direct, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    drop_schema(direct, SCHEMA)
     store = f"{direct}?schema={SCHEMA}"
     parts = direct.split("@", 1)
     host_db = parts[1].split("/", 1)
@@ -252,8 +237,7 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
     finally:
         monitor.close()
         backend.close()
-        with psycopg.connect(direct, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        drop_schema(direct, SCHEMA)
 
 
 def single_jobs(count: int, queue: Any, monitor: Any, pending: Any) -> list[float]:

@@ -43,9 +43,10 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+
+from pg_store import database_url, drop_database, fresh_database, noop_sheet
 
 GRAPHILE_VERSION = "0.18.0"
 SYSTEMS = ("graphile", "jobdef")
@@ -89,22 +90,7 @@ async function main() {
 main().catch((e) => { console.error(e); process.exit(1); });
 """
 
-JOBDEF_SHEET = """\
-apiVersion: jobdef/v1
-kind: Job
-name: noop
-handler: bench_noop:noop
-owner: bench
-queue: default
-max_attempts: 3
-backoff: {strategy: fixed, initial: 1s}
-timeout: 60s
-errors: {default: retry}
-on_reclaim: retry
-retention: {done: 30d, dead: until_resolved}
-args:
-  n: {type: integer, required: false}
-"""
+JOBDEF_SHEET = noop_sheet("bench_noop:noop")
 
 JOBDEF_HANDLER = '''\
 def noop(ctx, n=0):
@@ -124,20 +110,6 @@ with connect(url, load_registry([sheets])) as queue:
         queue.enqueue_many("noop", ({"n": n} for n in range(first, min(count, first + batch))))
     print(json.dumps({"seconds": time.perf_counter() - start}))
 """
-
-
-def database_url(server_url: str, system: str) -> str:
-    parts = urlsplit(server_url)
-    name = f"{parts.path.lstrip('/') or 'postgres'}_bench_{system}"
-    return urlunsplit(parts._replace(path="/" + name))
-
-
-def _database(server_url: str, url: str, create: bool) -> None:
-    name = urlsplit(url).path.lstrip("/")
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if create:
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def install_graphile(folder: Path) -> None:
@@ -180,7 +152,7 @@ class Bench:
 
     def fresh(self, system: str) -> None:
         url = database_url(self.server_url, system)
-        _database(self.server_url, url, create=True)
+        fresh_database(self.server_url, url)
         if system == "graphile":
             self._run(system, [*self._graphile_cli(), "--schema-only"])
         else:
@@ -189,7 +161,7 @@ class Bench:
             open_backend(url).close()
 
     def drop(self, system: str) -> None:
-        _database(self.server_url, database_url(self.server_url, system), create=False)
+        drop_database(self.server_url, database_url(self.server_url, system))
 
     def _graphile_cli(self) -> list[str]:
         cli = self.node_dir / "node_modules" / ".bin" / "graphile-worker"

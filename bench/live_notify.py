@@ -20,15 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from queue_postgres import (
-    SPAWN,
-    System,
-    database_url,
-    drop_database,
-    fresh_database,
-    measure_drain,
-    run_worker,
-)
+from pg_store import database_url, drop_database, fresh_database
+from queue_postgres import SPAWN, System, measure_drain, run_worker
 
 MODES = ("notify", "quiet")
 

@@ -32,9 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import psycopg
+
+from pg_store import database_url, drop_database, fresh_database, noop_sheet
 
 SPAWN = multiprocessing.get_context("spawn")
 SYSTEMS = ("jobdef", "procrastinate", "pgqueuer")
@@ -43,25 +45,6 @@ BATCH = 10  # jobs a worker takes per claim: pgqueuer's default batch size
 
 
 # -- databases ------------------------------------------------------------------------------
-
-
-def database_url(server_url: str, system: str) -> str:
-    parts = urlsplit(server_url)
-    name = f"{parts.path.lstrip('/') or 'postgres'}_bench_{system}"
-    return urlunsplit(parts._replace(path="/" + name))
-
-
-def fresh_database(server_url: str, url: str) -> None:
-    name = urlsplit(url).path.lstrip("/")
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def drop_database(server_url: str, url: str) -> None:
-    name = urlsplit(url).path.lstrip("/")
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def scalar(url: str, statement: str) -> Any:
@@ -84,22 +67,7 @@ def noop(ctx: Any, n: int = 0) -> None:
     """jobdef's no-op handler (run in the worker's child processes)."""
 
 
-SHEET = """\
-apiVersion: jobdef/v1
-kind: Job
-name: noop
-handler: queue_postgres:noop
-owner: bench
-queue: default
-max_attempts: 3
-backoff: {strategy: fixed, initial: 1s}
-timeout: 60s
-errors: {default: retry}
-on_reclaim: retry
-retention: {done: 30d, dead: until_resolved}
-args:
-  n: {type: integer, required: false}
-"""
+SHEET = noop_sheet("queue_postgres:noop")
 
 
 def jobdef_sheets(queue_limits: str = "") -> str:

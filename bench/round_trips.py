@@ -31,23 +31,10 @@ from typing import Any
 
 import psycopg
 
+from pg_store import drop_schema, noop_sheet
+
 SCHEMA = "bench_round_trips"
-SHEET = """\
-apiVersion: jobdef/v1
-kind: Job
-name: noop
-handler: bench_round_trips_noop:noop
-owner: bench
-queue: default
-max_attempts: 3
-backoff: {strategy: fixed, initial: 1s}
-timeout: 60s
-errors: {default: retry}
-on_reclaim: retry
-retention: {done: 30d, dead: until_resolved}
-args:
-  n: {type: integer, required: false}
-"""
+SHEET = noop_sheet("bench_round_trips_noop:noop")
 HANDLER = "def noop(ctx, n=0):\n    pass\n"
 
 
@@ -149,8 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (folder / "bench_round_trips_noop.py").write_text(HANDLER)
     sys.path.insert(0, str(folder))
     url = f"{args.url}?schema={SCHEMA}"
-    with psycopg.connect(args.url, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    drop_schema(args.url, SCHEMA)
     counter = Counter()
     try:
         registry = load_registry([str(folder)])
@@ -177,8 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             backend.close()
     finally:
-        with psycopg.connect(args.url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        drop_schema(args.url, SCHEMA)
         shutil.rmtree(folder, ignore_errors=True)
     return 0
 

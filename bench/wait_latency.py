@@ -95,15 +95,10 @@ def _store(engine: str, server: str, folder: Path) -> tuple[str, Any]:
     """The URL of a fresh store, and how to remove it."""
     if engine == "sqlite":
         return f"sqlite:///{folder / 'jobs.db'}", lambda: None
-    import psycopg
+    from pg_store import drop_schema
 
     schema = f"bench_wait_{uuid.uuid4().hex[:8]}"
-
-    def drop() -> None:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-    return f"{server}?schema={schema}", drop
+    return f"{server}?schema={schema}", lambda: drop_schema(server, schema)
 
 
 def main(argv: list[str] | None = None) -> int:
