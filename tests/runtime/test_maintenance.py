@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
+
 from jobdef.backends import open_backend
 from jobdef.backends.flows import NewFlow, NewStep
 from jobdef.backends.records import ClaimOptions, NewJob
@@ -95,6 +97,7 @@ def test_the_pruner_deletes_done_jobs_past_the_sheets_retention(db_url, registry
     backend.close()
 
 
+@pytest.mark.every_engine
 def test_the_pruner_deletes_a_flow_after_its_last_step(db_url, registry):
     """The step goes by its job's retention; the ended flow's row goes after it,
     in the same tick."""
