@@ -65,7 +65,10 @@ def test_prune_imports_only_retention_and_deletes_past_retention(
     *printed, last = result.stdout.splitlines()
     report = json.loads(last)
     assert report["code"] == 0
-    assert printed == ["deleted 1 finished job past retention"]
+    assert printed == [
+        "deleted 1 finished job past retention",
+        "deleted 0 ended flows with no step left",
+    ]
     assert "jobdef.runtime.maintenance.retention" in report["modules"]
     assert [name for name in UNUSED if name in report["modules"]] == []
     with sqlite3.connect(path) as conn:

@@ -123,7 +123,11 @@ def test_requeue_by_job_name_and_state(run, backend):
 def test_prune_dry_run_counts_without_deleting(run, backend):
     run(*_sheets("enqueue", "noop", "--args", '{"n": 1}'))
     code, out, _ = run(*_sheets("prune", "--dry-run"))
-    assert (code, out) == (0, "would delete 0 finished jobs past retention\n")
+    assert (code, out) == (
+        0,
+        "would delete 0 finished jobs past retention\n"
+        "would delete 0 ended flows with no step left\n",
+    )
 
 
 def test_a_missing_database_is_one_clear_line_not_a_new_file(tmp_path, capsys):

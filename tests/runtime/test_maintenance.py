@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
+
 from jobdef.backends import open_backend
+from jobdef.backends.flows import NewFlow, NewStep
 from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.policy.registry import Registry
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext
@@ -91,4 +94,32 @@ def test_the_pruner_deletes_done_jobs_past_the_sheets_retention(db_url, registry
     clock.advance(3601)
     pruner.tick(clock.now)
     assert backend.list_jobs() == []
+    backend.close()
+
+
+@pytest.mark.every_engine
+def test_the_pruner_deletes_a_flow_after_its_last_step(db_url, registry):
+    """The step goes by its job's retention; the ended flow's row goes after it,
+    in the same tick."""
+    clock = ManualClock(1_700_000_000.0)
+    backend = open_backend(db_url, clock=clock)
+    ctx = MaintenanceContext(backend, registry, "maint", clock, random.Random(1))
+    queue = registry.job("noop").queue
+    graph = {
+        "title": "one",
+        "steps": {"a": {"job": "noop", "after": {}, "args": {}, "finally": False}},
+        "notify": None,
+    }
+    receipt = backend.start_flow(
+        NewFlow("one", {}, graph, [NewStep("a", "noop", queue, 0, 1, {"n": 1})])
+    )
+    backend.complete([_claim(backend).lease])
+    assert backend.get_flow(receipt.id).state == "done"
+    pruner = RetentionPruner(ctx)
+    pruner.tick(clock.now)
+    assert backend.find_flow(receipt.token) is not None  # its step is kept an hour
+    clock.advance(3601)
+    pruner.tick(clock.now)
+    assert backend.list_jobs() == []
+    assert backend.find_flow(receipt.token) is None
     backend.close()

@@ -233,6 +233,11 @@ class Backend(Versioned, Protocol):
     def flow_counts(self) -> list[tuple[str, str, int]]:
         """(flow name, state, count) of every flow stored."""
 
+    def prune_flows(self, batch_size: int = 1000, *, dry_run: bool = False) -> int:
+        """Delete, in batches, the ended flows none of whose steps' rows remain (each
+        step goes by its own job's retention: a flow outlives its last step). Returns
+        how many; with ``dry_run`` nothing is deleted and the count is of what would be."""
+
     # Outbox: notifications written with the transitions above, delivered by a sender.
     def outbox_claim(self, limit: int, lease_seconds: float) -> list[OutboxRecord]:
         """Take due undelivered messages for sending (leased, so two senders do not race)."""

@@ -179,6 +179,21 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
         rows = self._read("flow_counts", {})
         return [(row["name"], row["state"], int(row["count"])) for row in rows]
 
+    def prune_flows(self, batch_size: int = 1000, *, dry_run: bool = False) -> int:
+        """Delete the ended flows none of whose steps' rows remain, in batches of
+        ``batch_size``, each its own short transaction, walking the ended flows once
+        by id. Returns how many; with ``dry_run`` only counts them."""
+        if dry_run:
+            return int(self._read("prune_flows_count", {})[0]["count"])
+        deleted, after = 0, 0
+        while True:
+            params = {"after": after, "limit": batch_size}
+            [rows] = self._write_all([Statement("prune_flows_batch", params)])
+            deleted += len(rows)
+            if len(rows) < batch_size:
+                return deleted
+            after = max(int(row["id"]) for row in rows)
+
     def requeue(
         self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
     ) -> int:

@@ -1,4 +1,5 @@
-"""``jobdef prune``: delete finished jobs past their sheet's retention (workers also do this)."""
+"""``jobdef prune``: delete finished jobs past their sheet's retention, then the ended
+flows none of whose steps remain (workers also do this)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ def run(args: argparse.Namespace) -> int:
     backend = runtime_options.backend(args)
     try:
         count = backend.prune(rules, args.batch_size, dry_run=args.dry_run)
+        # After the jobs: a flow whose last steps this run deleted goes in the same run
+        # (a dry run counts only the flows with no step left now).
+        flows = backend.prune_flows(args.batch_size, dry_run=args.dry_run)
     finally:
         backend.close()
     verb = "would delete" if args.dry_run else "deleted"
     print(f"{verb} {count} finished job{'s' if count != 1 else ''} past retention")
+    print(f"{verb} {flows} ended flow{'s' if flows != 1 else ''} with no step left")
     return 0
 
 

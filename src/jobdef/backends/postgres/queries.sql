@@ -1084,3 +1084,26 @@ ORDER BY id DESC LIMIT %(limit)s;
 SELECT name, state, count(*) AS count FROM {schema}.jobdef_flows
 GROUP BY name, state ORDER BY name, state;
 
+
+-- name: prune_flows_batch
+-- One batch of ended flows none of whose steps' rows remain, after the cursor
+-- %(after)s (the walk of one prune reads each ended flow once). jobdef_flows_ended
+-- holds only ended flows; each one's steps are probed through jobdef_jobs_flow. An
+-- ended flow gets no new step, so a flow seen here with no step has none for good.
+-- SKIP LOCKED, as prune_batch: it never waits on, nor blocks, anyone.
+WITH doomed AS (
+    SELECT f.id FROM {schema}.jobdef_flows AS f
+    WHERE f.state <> 'running' AND f.id > %(after)s
+      AND NOT EXISTS (SELECT 1 FROM {schema}.jobdef_jobs AS j WHERE j.flow_id = f.id)
+    ORDER BY f.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM {schema}.jobdef_flows AS f USING doomed WHERE f.id = doomed.id
+RETURNING f.id;
+
+-- name: prune_flows_count
+-- As prune_flows_batch, counted (prune --dry-run).
+SELECT count(*) AS count FROM {schema}.jobdef_flows AS f
+WHERE f.state <> 'running'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.jobdef_jobs AS j WHERE j.flow_id = f.id);

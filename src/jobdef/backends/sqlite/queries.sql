@@ -691,3 +691,25 @@ ORDER BY id DESC LIMIT :limit;
 -- name: flow_counts
 SELECT name, state, count(*) AS count FROM jobdef_flows GROUP BY name, state ORDER BY name, state;
 
+
+-- name: prune_flows_batch
+-- One batch of ended flows none of whose steps' rows remain, after the cursor :after
+-- (the walk of one prune reads each ended flow once). jobdef_flows_ended holds only
+-- ended flows; each one's steps are probed through jobdef_jobs_flow. An ended flow
+-- gets no new step, so a flow seen here with no step has none for good.
+DELETE FROM jobdef_flows WHERE id IN (
+    SELECT f.id FROM jobdef_flows AS f INDEXED BY jobdef_flows_ended
+    WHERE f.state <> 'running' AND f.id > :after
+      AND NOT EXISTS (
+          SELECT 1 FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_flow WHERE j.flow_id = f.id)
+    ORDER BY f.id
+    LIMIT :limit
+)
+RETURNING id;
+
+-- name: prune_flows_count
+-- As prune_flows_batch, counted (prune --dry-run).
+SELECT count(*) AS count FROM jobdef_flows AS f INDEXED BY jobdef_flows_ended
+WHERE f.state <> 'running'
+  AND NOT EXISTS (
+      SELECT 1 FROM jobdef_jobs AS j INDEXED BY jobdef_jobs_flow WHERE j.flow_id = f.id);

@@ -1,4 +1,5 @@
 """Retention pruning: delete finished jobs once their sheet's ``retention`` has passed,
+then the ended flows none of whose steps' rows remain (a flow outlives its last step),
 and the rows of workers that stopped heart-beating a day ago (``jobdef workers``)."""
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class RetentionPruner:
         deleted = self.ctx.backend.prune(retention_rules(self.ctx.registry), self.batch_size)
         if deleted:
             self.ctx.log.info("pruned %d finished jobs past their retention", deleted)
+        flows = self.ctx.backend.prune_flows(self.batch_size)
+        if flows:
+            self.ctx.log.info("pruned %d ended flows none of whose steps remain", flows)
         if tracks_workers(self.ctx.backend):
             gone = self.ctx.backend.prune_workers()
             if gone:
