@@ -55,6 +55,11 @@ def test_enqueue_with_bad_args_is_one_line_and_stores_nothing(run, backend):
     code, _, err = run(*_sheets("enqueue", "noop", "--args", "{n: 1}"))
     assert code == 2
     assert "--args is not JSON" in err
+    code, out, err = run(*_sheets("enqueue", "noop", "--args", "[" * 100_000))
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "--args is nested too deep" in err
+    assert backend.list_jobs() == []
 
 
 @pytest.mark.slow

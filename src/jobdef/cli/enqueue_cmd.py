@@ -19,6 +19,10 @@ def json_args(text: str, example: str) -> dict[str, Any]:
         raise ArgsError(
             f"--args is not JSON ({exc.msg} at column {exc.colno}); write e.g. --args '{example}'"
         ) from None
+    except RecursionError:
+        raise ArgsError(
+            f"--args is nested too deep to read; write a flat JSON object, e.g. --args '{example}'"
+        ) from None
     if not isinstance(values, dict):
         raise ArgsError(f"--args must be a JSON object such as '{example}'")
     return values
