@@ -49,7 +49,7 @@ from jobdef.runtime.payloads import (
     truncated,
 )
 from jobdef.runtime.results import ResultRule, kept_result
-from jobdef.runtime.wire import Progress, Ready, Results, Stop, Task, TaskFailed, ToChild
+from jobdef.runtime.wire import Cancel, Progress, Ready, Results, Stop, Task, TaskFailed, ToChild
 from jobdef.telemetry.logs import LogSettings
 from jobdef.telemetry.logs import configure as configure_logs
 from jobdef.telemetry.traces import attempt_span
@@ -185,6 +185,8 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
             return
         if isinstance(message, Stop):
             return
+        if isinstance(message, Cancel):
+            continue  # sent only to a child that runs coroutines side by side
         shared[READ] += 1
         pending = _Pending(conn)
         for task in message.tasks:

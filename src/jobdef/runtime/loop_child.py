@@ -118,10 +118,10 @@ class _LoopChild:
                 # child that died before running anything by it.
                 self.shared[STARTED_AT] = now
                 self.shared[STARTED] = task.seq
+                self.slot_of[task.seq] = slot
         if not start:
             HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
             return
-        self.slot_of[task.seq] = slot
         coroutine = self._attempt(task, now)
         self.running[task.seq] = asyncio.get_running_loop().create_task(coroutine)
 
@@ -211,7 +211,7 @@ async def _run(
         return failed(task.seq, exc), None, scope.expired()
     if scope.expired():
         # It swallowed its cancellation and returned: still past its timeout.
-        error = TimeoutError(f"the handler ran past its timeout of {task.timeout:g}s")
-        return failed(task.seq, error), None, True
+        late = TimeoutError(f"the handler ran past its timeout of {task.timeout:g}s")
+        return failed(task.seq, late), None, True
     error, value = kept(task, settings, result)
     return error, value, False
