@@ -16,8 +16,9 @@ finished task again, nor loses what it returned.
 Coroutine handlers (``async def``) run on one event loop per child, created at the
 first one and reused, so clients bound to a loop can be kept between jobs; the
 worker's timeout kill applies to them as to any handler. A worker that runs
-coroutines side by side (``async_slots`` above 1) gives its children to
-:mod:`jobdef.runtime.loop_child` once they are ready.
+coroutines side by side (``async_slots`` above 1) starts its children at
+:func:`jobdef.runtime.loop_child.run_loop_child` instead, which starts as this one
+does (:func:`start_child`).
 """
 
 from __future__ import annotations
@@ -145,13 +146,17 @@ def resolve_task_handler(path: str) -> Callable[..., Any]:
         raise HandlerUnavailable(f"handler {path} does not import ({what})") from exc
 
 
-def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+def start_child(
+    conn: Connection, shared: Any, lock_path: str, settings: ChildSettings
+) -> FileLock | None:
+    """What every child does before its first task: watch the worker, set signals and
+    logs up, import the handlers, say Ready. None if the worker is gone already."""
     parent = os.getppid()
     # Should the worker die, what this child holds and has not started goes back to the
     # queue (under the worker's id, which its leases name); see runtime.orphan.
     HOLDINGS.watch(settings.worker_id, settings.store_url, RECALL, conn, shared)
     if os.getppid() != parent:
-        return
+        return None
     # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
     # process group must not kill a handler half-way.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -170,10 +175,12 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
         with contextlib.suppress(BaseException):
             resolve_handler(path)
     conn.send(Ready(coroutine_handlers(settings.handlers)))
-    if settings.async_slots > 1:
-        from jobdef.runtime.loop_child import serve
+    return lock
 
-        serve(conn, shared, lock, settings)
+
+def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+    lock = start_child(conn, shared, lock_path, settings)
+    if lock is None:
         return
     while True:
         try:

@@ -43,16 +43,25 @@ from jobdef.runtime.child import (
     failed,
     kept,
     resolve_task_handler,
+    start_child,
 )
 from jobdef.runtime.orphan import HOLDINGS
 from jobdef.runtime.wire import Cancel, Results, Stop, Task, TaskFailed
 from jobdef.telemetry.traces import attempt_span
 
 
-def serve(conn: Connection, shared: Any, lock: FileLock, settings: ChildSettings) -> None:
-    """Run the tasks the worker sends, side by side, until it sends Stop or goes away."""
-    loop = event_loop()
-    loop.run_until_complete(_LoopChild(conn, shared, lock, settings).run())
+def run_loop_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+    """A child process's entry: start as every child does, then run the tasks the worker
+    sends, side by side, until it sends Stop or goes away. Should a send to the worker
+    break because the worker died, the tasks not started are given back first."""
+    try:
+        lock = start_child(conn, shared, lock_path, settings)
+        if lock is None:
+            return
+        event_loop().run_until_complete(_LoopChild(conn, shared, lock, settings).run())
+    except OSError:
+        HOLDINGS.ended()
+        raise
 
 
 class _LoopChild:

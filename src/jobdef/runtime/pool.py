@@ -1,7 +1,9 @@
 """The persistent pool of child processes that run handlers, with real timeout kills.
 
 This is the worker's side; what runs in a child is in :mod:`jobdef.runtime.child`,
-the messages on the pipe between the two in :mod:`jobdef.runtime.wire`.
+the messages on the pipe between the two in :mod:`jobdef.runtime.wire`. A worker
+whose children run many coroutine handlers at once uses the subclass in
+:mod:`jobdef.runtime.loop_pool`.
 
 Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
@@ -69,6 +71,7 @@ from jobdef.runtime.child import (
     run_child,
     shared_size,
 )
+from jobdef.runtime.loop_child import run_loop_child
 from jobdef.runtime.wire import Batch, FromChild, Progress, Ready, Results, Stop, Task, ToChild
 
 log = logging.getLogger("jobdef.worker")
@@ -97,7 +100,9 @@ class Finished:
 
 @dataclass(frozen=True, slots=True)
 class Killed:
-    """The child running ``task`` was killed at the timeout, or died on its own."""
+    """The child running ``task`` was killed at the timeout, or died on its own; or, in a
+    child that runs coroutines side by side, the child cancelled ``task`` at its timeout
+    (``timed_out``), or was killed while it ran ``task`` beside another."""
 
     task: Task
     timed_out: bool
@@ -228,7 +233,7 @@ class _Child:
         parent_conn, child_conn = ctx.Pipe()
         self.conn = _Channel(parent_conn)
         self.process = ctx.Process(
-            target=run_child,
+            target=run_loop_child if settings.async_slots > 1 else run_child,
             args=(child_conn, self.shared, self.lock_path, settings),
             daemon=True,
             name="jobdef-child",
