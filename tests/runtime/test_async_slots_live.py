@@ -184,7 +184,7 @@ def test_drain_lets_running_coroutines_finish(
 ) -> None:
     jobs = registry(job("wait", "wait", "seconds"))
     ids = [r.id for r in Queue(backend, jobs).enqueue_many("wait", [{"seconds": 1.5}] * 20)]
-    workers = Workers(db_url, tmp_path, sheets=_sheet(tmp_path))
+    workers = Workers(db_url, tmp_path, sheets=_sheet(tmp_path, "wait"))
     try:
         process = workers.start("--async-per-process", "20", lease="30s")
         eventually(
@@ -199,13 +199,67 @@ def test_drain_lets_running_coroutines_finish(
         assert outcomes(backend, job_id) == ["done"]
 
 
-def _sheet(tmp_path: Path) -> Path:
+def test_drain_past_its_grace_kills_the_coroutines_and_retries_them(
+    db_url: str, backend: Backend, tmp_path: Path
+) -> None:
+    jobs = registry(job("wait", "wait_first", "seconds"))
+    ids = [r.id for r in Queue(backend, jobs).enqueue_many("wait", [{"seconds": 60}] * 10)]
+    workers = Workers(db_url, tmp_path, sheets=_sheet(tmp_path, "wait_first"))
+    try:
+        process = workers.start("--async-per-process", "10", "--grace", "1s", lease="30s")
+        eventually(
+            lambda: sum(backend.get(i).state == "running" for i in ids) == 10,  # type: ignore[union-attr]
+            what="the 10 jobs to run",
+        )
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+    finally:
+        workers.stop_all()
+    for job_id in ids:
+        # Killed at the end of the grace: a crashed attempt, queued again per the sheet.
+        assert outcomes(backend, job_id) == ["crashed"]
+        assert backend.get(job_id).state == "queued"  # type: ignore[union-attr]
+
+
+def _sheet(tmp_path: Path, handler: str) -> Path:
     folder = tmp_path / "sheets"
     folder.mkdir()
     (folder / "jobs.yaml").write_text(
-        "apiVersion: jobdef/v1\nkind: Job\nname: wait\n"
-        f"handler: {HANDLERS}:wait\nerrors: {{default: retry}}\n"
+        "apiVersion: jobdef/v1\nkind: Job\nname: wait\nmax_attempts: 3\n"
+        f"handler: {HANDLERS}:{handler}\nerrors: {{default: retry}}\n"
         "args:\n  seconds: {type: number}\n",
         encoding="utf-8",
     )
     return folder
+
+
+def test_sync_task_waits_for_an_empty_process_which_takes_no_new_coroutines(
+    tmp_path: Path,
+) -> None:
+    handlers = (f"{HANDLERS}:wait", f"{HANDLERS}:nap")
+    settings = ChildSettings(f"sqlite:///{tmp_path / 'unused.db'}", handlers=handlers)
+    pool = LoopPool(1, settings, slots=5)
+    try:
+        pool.wait_ready(60, lambda: False)
+        assert pool.dispatch([_task(pool.next_seq(), 1, 0.5)]) == []
+        nap = Task(pool.next_seq(), 2, 1, "nap", f"{HANDLERS}:nap", {"seconds": 0.1}, None, 1, 60.0)
+        assert pool.dispatch([nap]) == [nap]
+        # Set aside for the sync task: no new coroutine goes to it meanwhile.
+        assert pool.capacity() == 0
+        later = _task(pool.next_seq(), 3, 0.1)
+        done: list[int] = []
+
+        def poll() -> None:
+            events = pool.poll(0.05) + pool.enforce()
+            done.extend(e.task.job_id for e in events if isinstance(e, Finished))
+
+        # Placed once the coroutine before it has ended.
+        eventually(lambda: poll() or not pool.dispatch([nap]), what="the sync task starts")
+        assert done == [1]
+        assert pool.dispatch([later]) == [later]  # the sync task runs alone
+        eventually(lambda: poll() or 2 in done, what="the sync task ends")
+        assert pool.dispatch([later]) == []
+        eventually(lambda: poll() or 3 in done, what="the coroutine after it ends")
+        assert done == [1, 2, 3]
+    finally:
+        pool.close()

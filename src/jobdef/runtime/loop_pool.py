@@ -77,12 +77,12 @@ class LoopPool(Pool):
     def dispatch(self, tasks: list[Task]) -> list[Task]:
         """Hand out ``tasks``: each coroutine to the least busy child with room, each sync
         task to an empty child; return those no child could take now."""
-        if self._reserved is not None and self._reserved not in self.children:
-            self._reserved = None
+        # A child stays set aside only while a sync task of this call waits for it.
+        previous, self._reserved = self._reserved, None
         sent: dict[int, tuple[_Child, list[Task]]] = {}
         left = []
         for task in tasks:
-            child = self._place(task)
+            child = self._place(task, previous)
             if child is None:
                 left.append(task)
                 continue
@@ -93,7 +93,9 @@ class LoopPool(Pool):
             child.conn.send(Batch(batch))
         return left
 
-    def _place(self, task: Task) -> _Child | None:
+    def _place(self, task: Task, previous: _Child | None) -> _Child | None:
+        """The child to run ``task`` now (None: none can); a sync task that finds no empty
+        child sets one aside, the one set aside before if it still runs."""
         ready = [child for child in self.children if child.ready]
         if not ready:
             return None
@@ -102,11 +104,10 @@ class LoopPool(Pool):
             return min(open_children, key=lambda c: len(c.tasks), default=None)
         empty = [c for c in ready if self._takes(c) and not c.tasks and not c.cancelling]
         if empty:
-            child = self._reserved if self._reserved in empty else empty[0]
-            self._reserved = None
-            return child
+            return previous if previous in empty else empty[0]
         if self._reserved is None:
-            self._reserved = min(ready, key=lambda c: len(c.tasks) + len(c.cancelling))
+            busy = min(ready, key=lambda c: len(c.tasks) + len(c.cancelling))
+            self._reserved = previous if previous in ready else busy
         return None
 
     # -- timeouts and lost leases -------------------------------------------------
