@@ -140,10 +140,10 @@ class _LoopChild:
         finally:
             self.running.pop(task.seq, None)
         self.outbox.add(task.seq, time.monotonic() - started, error, value, timed_out)
-        if not self.outbox.scheduled:
-            # The tasks that end in this turn of the loop go back as one message.
-            self.outbox.scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        # Sent now, before the loop runs anything else: a neighbour that then blocks the
+        # loop until the process is killed must not take a finished attempt down with it
+        # (it would count as crashed and run again).
+        self._flush()
 
     def _flush(self) -> None:
         """Send what ended, then free the tasks' slots: a kill in between finds them
@@ -162,7 +162,6 @@ class _Outbox:
         self._clear()
 
     def _clear(self) -> None:
-        self.scheduled = False
         self.done: list[int] = []
         self.failed: list[TaskFailed] = []
         self.elapsed: dict[int, float] = {}
