@@ -546,24 +546,40 @@ ORDER BY lease_until, id
 LIMIT %(limit)s;
 
 -- name: prune_batch
--- One batch of finished rows past their retention. Short transactions, and
--- SKIP LOCKED: pruning never waits on, nor blocks, a claim or an operator.
--- SQLite's selects the batch's ids and its engine deletes the jobs and their
--- attempts (delete_jobs, delete_attempts); here one statement deletes them,
--- the attempts through ON DELETE CASCADE, and one batch spans several states.
+-- One batch of one job's rows in one finished state past their retention, oldest
+-- first, from the cursor %(after)s (the end time the previous batch reached, or
+-- -Infinity): `deleted` rows, and the end time `reached`, which the next batch
+-- starts from. One state per call, as SQLite's, so jobdef_jobs_finished (job, state,
+-- finished_at) gives the order and the LIMIT stops the walk after the batch (with
+-- several states the index gives no order: each batch read and sorted every row
+-- still due, and a day's worth cost a batch tens of milliseconds). The cursor keeps
+-- each batch from walking again the index entries of the rows the batches before
+-- it deleted, which stay until VACUUM: a batch reads about as many rows as it
+-- deletes however long the backlog. `>=`: rows that end at the same time as the
+-- last one deleted are read again, not skipped.
+-- Short transactions, and SKIP LOCKED: pruning never waits on, nor blocks, a claim
+-- or an operator (a locked row is left for the next run). SQLite's selects the
+-- batch's ids and its engine deletes the jobs and their attempts (delete_jobs,
+-- delete_attempts); here one statement deletes them, the attempts through ON
+-- DELETE CASCADE.
 WITH doomed AS (
-    SELECT id FROM {schema}.jobdef_jobs
-    WHERE job = %(job)s AND state = ANY (%(states)s::text[])
-      AND finished_at IS NOT NULL AND finished_at < %(before)s
+    SELECT id, finished_at FROM {schema}.jobdef_jobs
+    WHERE job = %(job)s AND state = %(state)s
+      AND finished_at IS NOT NULL
+      AND finished_at >= %(after)s AND finished_at < %(before)s
       -- A step of a running flow is kept: a waiting step may still read its result.
       AND (flow_id IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobdef_flows AS f
           WHERE f.id = flow_id AND f.state = 'running'))
-    ORDER BY finished_at, id
+    ORDER BY finished_at
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id
+    RETURNING doomed.finished_at
 )
-DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id;
+SELECT count(*) AS deleted, max(finished_at) AS reached FROM deleted;
 
 -- name: prune_count
 -- Several states at once, as prune_batch (SQLite: one state per call).
