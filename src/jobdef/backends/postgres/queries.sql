@@ -793,7 +793,10 @@ levels(queue, priority, run_after) AS (
 oldest AS (
     SELECT queue, min(run_after) AS run_after FROM levels GROUP BY queue
 ),
-depths AS (
+-- MATERIALIZED: counted once per queue. Inlined, the counts became a subquery the
+-- planner may rescan: on a big table it joined them as the inner side of a nested
+-- loop, and counted every queue once per queue (5 queues, 25 counts of up to cap).
+depths AS MATERIALIZED (
     SELECT p.queue,
            (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_jobs AS j
                                   WHERE j.state = 'queued'
