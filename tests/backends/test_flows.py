@@ -177,19 +177,27 @@ def test_cancelling_a_queued_step_settles_its_flow(backend):
     assert backend.get_flow(receipt.id).state == "failed"
 
 
-def test_cancelling_a_flow_cascades_and_a_running_step_ends_it(backend, worker):
+def test_cancelling_a_flow_cancels_its_running_step_too_and_ends_at_once(backend, worker):
     spec = {"a": ({}, {}), "b": ({}, {}), "c": ({"a": "run"}, {}), "finally": ({}, {})}
     receipt = backend.start_flow(new_flow(spec))
     [a] = worker.claim(1)  # a runs; b stays queued
     assert backend.cancel_flow(receipt.id, "customer left")
     steps = _steps(backend, receipt.id)
-    assert steps == {"a": "running", "b": "cancelled", "c": "cancelled", "finally": "cancelled"}
-    assert backend.get(_ids(backend, receipt.id)["c"]).note == (
-        "the flow was cancelled: customer left"
-    )
-    assert backend.get_flow(receipt.id).state == "running"
-    assert backend.complete([a.lease]) == [True]
+    assert set(steps.values()) == {"cancelled"}
+    note = "the flow was cancelled: customer left"
+    assert backend.get(_ids(backend, receipt.id)["c"]).note == note
     assert backend.get_flow(receipt.id).state == "cancelled"
+    # The running step's attempt ended with the cancel; its lease no longer holds.
+    record = backend.get(a.id)
+    assert (record.state, record.note, record.lease_until) == ("cancelled", note, None)
+    [attempt] = backend.attempts(a.id)
+    assert (attempt.attempt, attempt.worker_id, attempt.outcome) == (1, a.worker_id, "cancelled")
+    assert attempt.finished_at is not None
+    assert attempt.error.message == f"the attempt was cancelled while it ran: {note}"
+    assert not backend.heartbeat(a.lease, 30)
+    assert backend.complete([a.lease]) == [False]
+    assert not backend.retry(a.lease, BOOM, run_after=0, delay=0)
+    assert [x.outcome for x in backend.attempts(a.id)] == ["cancelled"]
     assert not backend.cancel_flow(receipt.id, "again")
 
 
