@@ -480,15 +480,15 @@ class Worker:
             del self._held[job_id]
             with contextlib.suppress(ValueError):
                 self._backlog.remove(job_id)
-            cancelled = self._cancelled_here(held)
+            cancelled = self._cancelled_here(held.lease)
             task = next((t for t in pool.in_flight() if t.job_id == job_id), None)
             events = pool.abandon(task) if task is not None else []
             if cancelled:
                 self.telemetry.finished(
                     held.record,
                     "cancelled",
-                    detail="the job was cancelled while it ran: its handler was stopped "
-                    "and its attempt is recorded by the cancel",
+                    detail="it was running: its handler was stopped, and the cancel "
+                    "recorded the attempt",
                 )
             else:
                 log.warning(
@@ -501,19 +501,19 @@ class Worker:
             for event in events:
                 self._handle(event, self.phase)
 
-    def _cancelled_here(self, held: _Held) -> bool:
-        """Whether the refused lease of ``held`` was ended by a cancel of this very
-        attempt (else it was reclaimed): the job's row read once, cancelled with this
-        attempt and worker still on it (a reclaim clears the worker)."""
+    def _cancelled_here(self, lease: Lease) -> bool:
+        """Whether the refused ``lease`` was ended by a cancel of its very attempt (else
+        the job was reclaimed): the job's row read once, cancelled with this attempt and
+        worker still on it (a reclaim clears the worker)."""
         try:
-            now = self.backend.get(held.record.id)
+            now = self.backend.get(lease.job_id)
         except BackendError:
             return False  # said as a lost lease: either way the handler is stopped
         return (
             now is not None
             and now.state == "cancelled"
-            and now.attempt == held.lease.attempt
-            and now.worker_id == held.lease.worker_id
+            and now.attempt == lease.attempt
+            and now.worker_id == lease.worker_id
         )
 
     def _last_flush(self) -> None:
@@ -756,6 +756,15 @@ class Worker:
     def _refused(self, verb: str, record: JobRecord) -> None:
         self.stats.refused += 1
         self.telemetry.refused(record)
+        if self._cancelled_here(record.lease):
+            log.info(
+                "late %s of job %s attempt %d refused: the job was cancelled while it ran, "
+                "and the cancel recorded the attempt",
+                verb,
+                record.id,
+                record.attempt,
+            )
+            return
         log.warning(
             "late %s of job %s attempt %d refused: its lease expired and the job was reclaimed",
             verb,
