@@ -55,6 +55,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "id", action=JobIds, help="the id of the queued or running job (see jobdef jobs)"
     )
-    parser.add_argument("--note", default=None, help="why, kept on the job and its attempt")
+    parser.add_argument(
+        "--note",
+        default=None,
+        help="why, kept on the job and on its running attempt (default: none)",
+    )
     runtime_options.add_db(parser)
     parser.set_defaults(handler=run)
