@@ -1069,10 +1069,16 @@ FOR UPDATE;
 
 -- name: flow_cancel_steps
 -- Waiting, queued and running steps; a running one's lease is cleared (cancel_job).
-UPDATE {schema}.jobdef_jobs
-SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s,
-    lease_until = NULL
-WHERE flow_id = %(flow_id)s AND state IN ('waiting', 'queued', 'running');
+-- It tells the steps' waiters, if they have any (ended_notify).
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s,
+        lease_until = NULL
+    WHERE flow_id = %(flow_id)s AND state IN ('waiting', 'queued', 'running')
+    RETURNING id, watched
+),
+-- include: ended_notify
+SELECT count(*) FROM ended;
 
 -- name: flow_cancel_orphans
 -- Waiting steps whose flow row is gone.
