@@ -347,10 +347,13 @@ def cancel(tx: FlowTx, flow_id: int, reason: str) -> bool:
     handler at its next heartbeat, :mod:`jobdef.backends.cancels`), and the flow ends
     ``cancelled`` in the same transaction. False: no running flow."""
     # The steps first, then the flow's row: a step's end takes them in that order.
-    targets = tx.run("flow_cancel_targets", {"flow_id": flow_id})
+    tx.run("flow_cancel_targets", {"flow_id": flow_id})
     locked = tx.run("flow_lock", {"flow_id": flow_id})
     if not locked or locked[0]["state"] != "running":
         return False
+    # Read again under the flow's lock: a step that a parent's end released while the
+    # first read waited for that parent's row may have been claimed since.
+    targets = tx.run("flow_cancel_targets", {"flow_id": flow_id})
     note = f"the flow was cancelled: {reason}"
     tx.run("flow_mark_cancelled", {"flow_id": flow_id, "note": reason})
     tx.run("flow_cancel_steps", {"flow_id": flow_id, "note": note, "now": tx.now})
