@@ -8,9 +8,12 @@ with real worker processes.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
+import random
 import threading
+import time
 
 import pytest
 from flow_specs import new_flow
@@ -329,6 +332,56 @@ def test_two_parents_ending_at_once_release_the_fan_in_exactly_once(store, clock
             assert fan_in.step == "fan_in"
             first.complete([fan_in.lease])
             assert first.get_flow(receipt.id).state == "done"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_flow_cancelled_as_its_running_step_ends_settles_once_without_a_deadlock(store, clock):
+    """The cancel and the step's end on two connections at the same moment: whichever
+    commits first wins. Either the step is done (its child released, then cancelled by
+    the flow's cancel) or the cancel ended its attempt and the completion is refused;
+    the flow ends cancelled, and the step has one attempt row, which agrees."""
+    first = open_backend(store.url, clock=clock)
+    second = open_backend(store.url, clock=clock)
+    try:
+        spec = {"a": ({}, {}), "b": ({"a": "cancel"}, {}), "c": ({"b": "cancel"}, {})}
+        rng = random.Random(5)
+        won = collections.Counter()
+        for _ in range(20):
+            receipt = first.start_flow(new_flow(spec))
+            [a] = first.claim(ClaimOptions("w", 30, limit=1))
+            barrier = threading.Barrier(2)
+            answers = {}
+
+            # One side or the other a little late, so either may commit first.
+            late = rng.choice(["complete", "cancel"])
+            delay = rng.uniform(0, 0.003)
+
+            def complete(a=a, barrier=barrier, answers=answers, late=late, delay=delay):
+                barrier.wait()
+                time.sleep(delay if late == "complete" else 0)
+                answers["complete"] = second.complete([a.lease])
+
+            def cancel(receipt=receipt, barrier=barrier, answers=answers, late=late, delay=delay):
+                barrier.wait()
+                time.sleep(delay if late == "cancel" else 0)
+                answers["cancel"] = first.cancel_flow(receipt.id, "race")
+
+            threads = [threading.Thread(target=complete), threading.Thread(target=cancel)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            flow = first.get_flow(receipt.id)
+            assert answers["cancel"] is True
+            assert flow.state == "cancelled"
+            state = flow.steps["a"]
+            assert answers["complete"] == [state == "done"]
+            assert [x.outcome for x in first.attempts(a.id)] == [state]
+            assert {flow.steps["b"], flow.steps["c"]} == {"cancelled"}
+            won[state] += 1
+        assert set(won) <= {"done", "cancelled"}
     finally:
         first.close()
         second.close()
