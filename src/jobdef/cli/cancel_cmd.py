@@ -22,8 +22,9 @@ def run(args: argparse.Namespace) -> int:
     backend = runtime_options.backend(args)
     reason = "cancelled with jobdef cancel" + (f": {args.note}" if args.note else "")
     try:
-        record = backend.get(args.id)
         was = backend.cancel(args.id, reason)
+        # Read after the cancel: the state that refused it, or the worker it stops.
+        record = backend.get(args.id)
         lease = _lease_of(backend, record) if was == "running" else None
     finally:
         backend.close()
