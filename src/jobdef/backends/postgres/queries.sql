@@ -462,17 +462,36 @@ ended AS (
     SELECT pg_notify(%(ended_channel)s, id::text) FROM moved WHERE watched
 )
 
+-- name: cancel_job_target
+-- The job a cancel takes, as it is before the cancel (jobdef.backends.cancels),
+-- locked for the cancel's transaction: a completion, heartbeat or claim waits, and
+-- this reads the state it left. Queued, or running (its open attempt is then
+-- ended `cancelled`).
+SELECT id, state, attempt, worker_id, started_at FROM {schema}.jobdef_jobs
+WHERE id = %(job_id)s AND state IN ('queued', 'running')
+FOR UPDATE;
+
 -- name: cancel_job
 -- It tells the job's waiters, if it has any (ended_notify); one row per job cancelled,
 -- with the flow it is a step of (settled in the same transaction, jobdef.backends.flows).
+-- The lease is cleared, so the running attempt's heartbeat, completion and failure
+-- are refused by their fence; the worker id stays, naming whose attempt was cancelled.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
-    SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
-    WHERE id = %(job_id)s AND state = 'queued'
+    SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s,
+        lease_until = NULL
+    WHERE id = %(job_id)s AND state IN ('queued', 'running')
     RETURNING id, watched, flow_id
 ),
 -- include: ended_notify
 SELECT id, flow_id FROM moved WHERE (SELECT count(*) FROM ended) >= 0;
+
+-- name: record_cancelled_attempt
+-- The attempts row of a running attempt a cancel ended, in the cancel's transaction.
+INSERT INTO {schema}.jobdef_attempts
+    (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+VALUES (%(job_id)s, %(attempt)s, %(worker_id)s, %(started_at)s, %(now)s, 'cancelled',
+        %(error)s::jsonb);
 
 -- fragment: requeue_target
 -- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
@@ -1058,10 +1077,27 @@ WHERE id = %(flow_id)s;
 -- name: flow_mark_cancelled
 UPDATE {schema}.jobdef_flows SET note = %(note)s WHERE id = %(flow_id)s AND note IS NULL;
 
+-- name: flow_cancel_targets
+-- A cancelled flow's steps that may still end, as they are before the cancel (as
+-- cancel_job_target), locked in id order before the flow's row: a step's end
+-- locks its row and then the flow's, so taking them in this order too leaves no
+-- cycle to wait in.
+SELECT id, state, attempt, worker_id, started_at FROM {schema}.jobdef_jobs
+WHERE flow_id = %(flow_id)s AND state IN ('queued', 'running') ORDER BY id
+FOR UPDATE;
+
 -- name: flow_cancel_steps
-UPDATE {schema}.jobdef_jobs
-SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s
-WHERE flow_id = %(flow_id)s AND state IN ('waiting', 'queued');
+-- Waiting, queued and running steps; a running one's lease is cleared (cancel_job).
+-- It tells the steps' waiters, if they have any (ended_notify).
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s,
+        lease_until = NULL
+    WHERE flow_id = %(flow_id)s AND state IN ('waiting', 'queued', 'running')
+    RETURNING id, watched
+),
+-- include: ended_notify
+SELECT count(*) FROM ended;
 
 -- name: flow_cancel_orphans
 -- Waiting steps whose flow row is gone.
