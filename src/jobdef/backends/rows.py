@@ -19,6 +19,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import fields
 from typing import Any, Protocol
 
 from jobdef.backends.records import (
@@ -121,35 +122,49 @@ def error_info(value: Any) -> ErrorInfo | None:
 
 def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
     """One row of the jobs table."""
-    return JobRecord(
-        id=row["id"],
-        job=row["job"],
-        queue=row["queue"],
-        priority=row["priority"],
-        args=decode(row["args"]),
-        state=row["state"],
-        attempt=row["attempt"],
-        max_attempts=row["max_attempts"],
-        idempotency_key=row["idempotency_key"],
-        run_after=row["run_after"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        finished_at=row["finished_at"],
-        worker_id=row["worker_id"],
-        lease_until=row["lease_until"],
-        last_error=error_info(decode(row["last_error"])),
-        last_delay=row["last_delay"],
-        progress=decode(row["progress"]),
-        note=row["note"],
-        slot=row["slot"],
-        trace_context=_optional(row, "trace_context"),
-        result=decode(_optional(row, "result")),
-        positional_args=_optional(row, "positional_args"),
-        receipt=_optional(row, "receipt"),
-        started_at=_optional(row, "started_at"),
-        flow_id=_optional(row, "flow_id"),
-        step=_optional(row, "step"),
-    )
+    values = [row[column] for column in _REQUIRED]
+    values += [_optional(row, column) for column in _COLUMNS[len(_REQUIRED) :]]
+    return _job_from(values, decode)
+
+
+class IndexedRow(Protocol):
+    """A row that also reads by position and names its columns (``sqlite3.Row``)."""
+
+    def __getitem__(self, index: int, /) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+
+def job_records(rows: Sequence[IndexedRow], decode: Decode = decoded) -> list[JobRecord]:
+    """The rows of one query of the jobs table, as :func:`job_record` reads each, with
+    the columns located once for all of them: a claim maps a whole batch, and reading a
+    ``sqlite3.Row`` by name costs a scan of its column names per column."""
+    if not rows:
+        return []
+    where = {name: index for index, name in enumerate(rows[0].keys())}
+    for column in _REQUIRED:
+        if column not in where:
+            raise KeyError(column)
+    picks = [where.get(column) for column in _COLUMNS]
+    return [_job_from([None if at is None else row[at] for at in picks], decode) for row in rows]
+
+
+# The record's fields in order: the columns every query of the jobs table selects, then
+# those a store older than the query may lack (read as None).
+_COLUMNS = tuple(field.name for field in fields(JobRecord))
+_REQUIRED = _COLUMNS[: _COLUMNS.index("trace_context")]
+_ARGS, _LAST_ERROR, _PROGRESS, _RESULT = (
+    _COLUMNS.index(name) for name in ("args", "last_error", "progress", "result")
+)
+
+
+def _job_from(values: list[Any], decode: Decode) -> JobRecord:
+    """The record of a row's values in :data:`_COLUMNS` order, its JSON columns decoded."""
+    values[_ARGS] = decode(values[_ARGS])
+    values[_LAST_ERROR] = error_info(decode(values[_LAST_ERROR]))
+    values[_PROGRESS] = decode(values[_PROGRESS])
+    values[_RESULT] = decode(values[_RESULT])
+    return JobRecord(*values)
 
 
 def _optional(row: Row, column: str) -> Any:

@@ -46,6 +46,7 @@ from jobdef.backends.records import (
 from jobdef.backends.rows import (
     dump_json,
     in_claim_order,
+    job_records,
     json_text,
     outbox_columns,
     receipt_token,
@@ -335,7 +336,7 @@ class SQLiteBackend(SharedVerbs):
         else:
             params["limit"] = options.limit
             rows = conn.execute(_q("claim_jobs"), params).fetchall()
-        return in_claim_order(self._job(row) for row in rows)
+        return in_claim_order(job_records(rows, self._decode))
 
     def _claim_limited(
         self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any], now: float
