@@ -61,7 +61,9 @@ class WorkerSettings:
     lease_seconds: float = DEFAULT_LEASE
     poll_interval: float = 0.25
     grace: float = 10.0
-    prefetch: int = 32
+    # Two claims' worth of 32 jobs: a child runs one batch while the worker completes
+    # the previous one and claims the next in one transaction, so neither waits.
+    prefetch: int = 64
     child_setup: str | None = None
     id: str | None = None
     async_per_process: int = 1
@@ -74,7 +76,7 @@ class WorkerSettings:
             MAX_CONCURRENCY,
             ", and start more worker processes for more",
         )
-        _whole("prefetch", self.prefetch, MAX_PREFETCH, " (32 by default)")
+        _whole("prefetch", self.prefetch, MAX_PREFETCH, " (64 by default)")
         _whole(
             "async_per_process",
             self.async_per_process,
