@@ -67,6 +67,7 @@ from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
 from jobdef.runtime.child import ChildSettings
+from jobdef.runtime.claim_window import ClaimWindow
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
@@ -83,18 +84,27 @@ from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 from jobdef.runtime.results import result_rules
 from jobdef.runtime.settings import WorkerSettings
+from jobdef.runtime.wake_share import WakeShare
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
 from jobdef.telemetry.presence import Presence
 
 log = logging.getLogger("jobdef.worker")
 
-# After a wake-up from the store (a notification), an idle worker claims again every
-# RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it goes back to the poll
-# interval: the job that caused the notification may be due a few milliseconds after
-# the first claim, as the hosts' readings of the server's clock differ slightly.
+# After a wake-up from the store (a notification) whose claim found nothing, an idle
+# worker claims again every RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it
+# goes back to the poll interval: the job that caused the notification may be due a few
+# milliseconds after the first claim, as the hosts' readings of the server's clock
+# differ slightly. A claim that finds a job ends it.
 RECHECK_AFTER_WAKE = 0.5
 RECHECK_INTERVAL = 0.05
+# Seconds between the claims of an idle worker while the engine tells it of every
+# enqueue (LISTEN is up): a safety net for what no notification announces, a job
+# whose run_after or retry backoff comes due; jittered down to three quarters.
+SAFETY_POLL = 1.0
+# Seconds between two reads of the workers table by an idle worker, at its safety polls,
+# so that its turns (runtime.wake_share) follow a fleet that grows or shrinks.
+PEERS_READ_IDLE = 2.0
 
 
 class Phase(enum.Enum):
@@ -214,6 +224,10 @@ class Worker:
             concurrency=settings.concurrency,
             lease_seconds=settings.lease_seconds,
         )
+        # Whose turn a wake-up is (runtime.wake_share), from the workers table's rows.
+        self._share = WakeShare(self.id, self.settings.queues)
+        if can_wait_for_jobs(backend):
+            self._presence.on_rows = self._share.seen
         self.queue_limits = concurrency_limits(registry.queues)
         self.queue_rates = rate_limits(registry.queues)
         ctx = MaintenanceContext(
@@ -224,6 +238,9 @@ class Worker:
             factories.append(GaugeReader)
         self.services = [factory(ctx) for factory in factories]
         self._held: dict[int, _Held] = {}
+        # How many jobs this worker holds at once (runtime.claim_window says why).
+        self._window = ClaimWindow(settings.concurrency, settings.concurrency * settings.prefetch)
+        self._starved = False
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
         # Jobs whose heartbeat was refused this turn: their handlers are stopped.
@@ -357,10 +374,7 @@ class Worker:
 
         waiting = self._wait_budget(pool, phase, mono)
         if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
-            # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
-            # LISTEN/NOTIFY); the poll interval stays the fallback.
-            if self.backend.wait_for_jobs(waiting):
-                self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
+            self._wait_for_jobs(waiting)
             waiting = 0.0
         self._collect(pool, waiting, phase)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
@@ -393,10 +407,42 @@ class Worker:
         self.phase = phase
         return phase
 
+    def _wait_for_jobs(self, budget: float) -> None:
+        """Idle: wait up to ``budget`` seconds for the engine to tell of new jobs (PostgreSQL
+        LISTEN/NOTIFY) that it is this worker's turn to claim (runtime.wake_share)."""
+        assert can_wait_for_jobs(self.backend)
+        deadline = time.monotonic() + budget
+        while (left := deadline - time.monotonic()) > 0:
+            wakeups = self.backend.wait_for_jobs(left)
+            if not wakeups:
+                # The poll: claim anyway, and see who else is there now (the turns of
+                # the next wake-ups are taken among them).
+                self._presence.read_rows(time.monotonic(), PEERS_READ_IDLE)
+                return
+            delay = self._share.delay(wakeups)
+            if delay is None:
+                continue  # other workers' turn
+            if delay == 0:
+                self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
+            else:
+                # A backup: claim a moment later, in case the workers whose turn it is
+                # could not (what is heard meanwhile changes nothing: this worker claims).
+                self.backend.wait_for_jobs(delay)
+            return
+
+    def _idle_poll(self) -> float:
+        """Seconds between two claims of an idle worker: the poll interval, or, while the
+        engine hears enqueues (LISTEN is up), the longer safety poll, jittered so that a
+        fleet's polls do not fall together."""
+        poll = self.settings.poll_interval
+        if can_wait_for_jobs(self.backend) and self.backend.listening:
+            poll = max(poll, SAFETY_POLL * self.rng.uniform(0.75, 1.0))
+        return poll
+
     def _wait_budget(self, pool: Pool, phase: Phase, mono: float) -> float:
         """How long this turn may wait for the children (or, idle, for new jobs)."""
         # Idle, the poll interval; with work claimed, no wait.
-        waiting = self.settings.poll_interval if self._idle else 0.0
+        waiting = self._idle_poll() if self._idle else 0.0
         if self._idle and mono < self._recheck_until:
             waiting = min(waiting, RECHECK_INTERVAL)
         if pool.in_flight():
@@ -501,12 +547,16 @@ class Worker:
             )
 
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
-        """What to claim now: what the children can take ahead (:meth:`Pool.capacity`) less
-        what already waits for them, once a quarter of that room is free (or a child sits
-        idle), so claims come in batches; the module says why no more."""
-        free = pool.capacity() - len(self._backlog)
-        if free <= 0 or (free < pool.size * pool.depth // 4 and pool.idle_children() == 0):
+        """What to claim now: what the claim window lets this worker hold more
+        (:mod:`jobdef.runtime.claim_window`), within what the children can take ahead
+        (:meth:`Pool.capacity`) less what already waits for them, once a quarter of the
+        window is free (or a child sits idle), so claims come in batches."""
+        starved = pool.idle_children() > 0
+        holding = len(self._held) - len(self._completions)
+        free = min(pool.capacity() - len(self._backlog), self._window.want(holding))
+        if free <= 0 or (free < self._window.size // 4 and not starved):
             return None
+        self._starved = starved
         return ClaimOptions(
             worker_id=self.id,
             lease_seconds=self.settings.lease_seconds,
@@ -550,6 +600,10 @@ class Worker:
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
         self.telemetry.claimed(records)
+        if records:
+            self._recheck_until = 0.0  # what woke the worker was found
+        if options is not None:
+            self._window.claimed(options.limit, len(records), self._starved)
         return options is not None and not records
 
     def _burst_done(self, idle: bool) -> bool:
