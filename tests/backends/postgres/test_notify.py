@@ -93,3 +93,8 @@ def test_behind_a_transaction_pooler_nothing_listens_and_a_wait_only_sleeps(
         assert not pooled.listening
         assert pooled.try_maintenance_lock()  # the lease is a row, on its one session
         assert pooled.listener._session is None
+        # Nothing a pooler would lose or leak between transactions: no prepared
+        # statement, no session setting.
+        session = pooled.sessions.connection()
+        assert session.prepare_threshold is None
+        assert session.execute("SHOW enable_bitmapscan").fetchone() == ("on",)
