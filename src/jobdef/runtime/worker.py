@@ -433,9 +433,12 @@ class Worker:
     def _idle_poll(self) -> float:
         """Seconds between two claims of an idle worker: the poll interval, or, while the
         engine hears enqueues (LISTEN is up), the longer safety poll, jittered so that a
-        fleet's polls do not fall together."""
+        fleet's polls do not fall together. A worker of a rate-limited queue keeps the
+        poll interval: no notification tells it that the queue's tokens refilled."""
         poll = self.settings.poll_interval
-        if can_wait_for_jobs(self.backend) and self.backend.listening:
+        if self.queue_rates or not can_wait_for_jobs(self.backend):
+            return poll
+        if self.backend.listening:
             poll = max(poll, SAFETY_POLL * self.rng.uniform(0.75, 1.0))
         return poll
 
