@@ -3,8 +3,8 @@
 Builds a SQLite store in a temporary folder with jobs of the example sheets
 (``jobdefs/``) in every state, through the backend verbs on a hand-moved
 clock (attempts that retried, one that started late, dead jobs, a failing
-outbox message, a paused queue), serves the dashboard with uvicorn on
-loopback and photographs its pages in headless Chromium (Debian's
+outbox message, a paused queue, an order's flow half way through), serves
+the dashboard with uvicorn on loopback and photographs its pages in headless Chromium (Debian's
 ``/usr/bin/chromium`` driven by Playwright). The PNGs go to
 ``docs/images/dashboard-*.png``.
 
@@ -15,6 +15,7 @@ empty boxes, so the script refuses to run until ``fc-list :lang=ja`` names one
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -26,8 +27,11 @@ from pathlib import Path
 
 from jobdef import __version__
 from jobdef.backends import open_backend, upgrade
-from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
+from jobdef.backends.protocol import Backend
+from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, NewJob, Notification
 from jobdef.backends.workers import WorkerInfo
+from jobdef.runtime.queue import Queue
+from jobdef.sheets.pipeline import load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SHEETS = ROOT / "jobdefs"
@@ -77,8 +81,9 @@ class Clock:
         return self.now
 
 
-def fill(url: str) -> int:
-    """Jobs of the example sheets in every state; returns the id of one worth a close look."""
+def fill(url: str) -> tuple[int, int]:
+    """Jobs of the example sheets in every state; returns the id of one worth a close
+    look and that of a flow half way through."""
     upgrade(url)
     clock = Clock(time.time() - 3000)
     store = open_backend(url, clock=clock)
@@ -165,9 +170,45 @@ def fill(url: str) -> int:
                 last_beat=0.0,
             )
             store.register_worker(info)
-        return late.id
+        return late.id, _flows(store, clock)
     finally:
         store.close()
+
+
+def _flows(store: Backend, clock: Clock) -> int:
+    """Three order_placed flows: one done, one cancelled, and one half way through (its
+    charge done, its receipt mail running, its points retried once), whose id is
+    returned: the graph with a step in each state worth showing."""
+    queue = Queue(store, load_registry([SHEETS]))
+    options = ClaimOptions("web-1:4242", 300, limit=5, queues=["payments", "receipts", "points"])
+
+    def start(order: int) -> int:
+        return queue.start("order_placed", {"order_id": order, "member_id": 17, "amount": 4800}).id
+
+    def run(order: int, finish: bool = True) -> list[JobRecord]:
+        claimed = store.claim(options)
+        clock.now += 1.3
+        charges = {r.id: json.dumps({"charge_id": f"ch_{order}", "amount": 4800}) for r in claimed}
+        done = [r for r in claimed if finish or r.job == "charge_order"]
+        store.complete([r.lease for r in done], results=charges)
+        clock.now += 0.4
+        return [r for r in claimed if r not in done]
+
+    clock.now = time.time() - 1500
+    start(6998)
+    for _ in range(3):  # charge; the mail and the points; the ledger
+        run(6998)
+    clock.now += 200
+    cancelled = start(6999)
+    clock.now += 30
+    queue.cancel_flow(cancelled, "the customer cancelled the order")
+    clock.now = time.time() - 90
+    half = start(7001)
+    run(7001)
+    for record in run(7001, finish=False):
+        if record.job == "award_member_points":
+            store.retry(record.lease, SMTP, clock.now + 30, 30)
+    return half
 
 
 def main() -> int:
@@ -183,7 +224,7 @@ def main() -> int:
     IMAGES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'jobs.db'}"
-        late = fill(url)
+        late, flow = fill(url)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -202,6 +243,8 @@ def main() -> int:
             "dead": "/dead",
             "workers": "/workers",
             "sheets": "/sheets",
+            "flows": "/flows",
+            "flow": f"/flows/{flow}",
         }
         try:
             with sync_playwright() as playwright:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
+from runtime_workers import max_overlap, running_worker
 
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
@@ -60,31 +59,6 @@ def _handlers_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(HERE))
 
 
-@contextmanager
-def running_worker(
-    db_url: str, registry: Registry, clock: Callable[[], float] | None = None, **options: Any
-) -> Iterator[Worker]:
-    """A worker in a thread of this process (its handlers run in child processes).
-
-    ``clock`` is both the worker's and its store's: the store stamps claims and
-    refills rate buckets with it.
-    """
-    backend = open_backend(db_url) if clock is None else open_backend(db_url, clock=clock)
-    settings = WorkerSettings(poll_interval=0.02, **options)
-    worker = Worker(backend, registry, settings, clock=clock)
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
-        yield worker
-    finally:
-        worker.request_stop()
-        thread.join(timeout=30)
-        if thread.is_alive():
-            worker.request_stop()
-            thread.join(timeout=30)
-        backend.close()
-
-
 def state(backend: Backend, job_id: int) -> str:
     record = backend.get(job_id)
     assert record is not None
@@ -112,27 +86,6 @@ def test_heavy_queue_at_its_limit_does_not_delay_a_light_queue(
         )
     # Never more than the limit of heavy jobs ran at once.
     assert max_overlap(backend, heavy) == 2
-
-
-def max_overlap(backend: Backend, job_ids: list[int], slack: float = 0.0) -> int:
-    """The most attempts of these jobs running at one time, from the attempts table.
-
-    ``slack`` seconds are taken off the start of each attempt: on PostgreSQL each
-    timestamp is read from the process clock just before its statement, so under
-    load a claim can be stamped a few milliseconds before the completion that
-    freed its place. A real breach of the limit overlaps for most of a job.
-    """
-    events = []
-    for job_id in job_ids:
-        for attempt in backend.attempts(job_id):
-            assert attempt.finished_at is not None
-            events.append((attempt.started_at + slack, 1))
-            events.append((attempt.finished_at, -1))
-    running = peak = 0
-    for _, change in sorted(events):  # at equal times an end (-1) sorts before a start
-        running += change
-        peak = max(peak, running)
-    return peak
 
 
 def _worker_process(db_url: str, queues: dict[str, QueuePolicy]) -> None:

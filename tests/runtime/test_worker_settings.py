@@ -30,6 +30,10 @@ OUT_OF_BOUNDS = [
     ({"concurrency": True}, "concurrency True is out of bounds"),
     ({"prefetch": 0}, "prefetch 0 is out of bounds: write a whole number from 1 to 10,000"),
     ({"prefetch": 10_001}, "prefetch 10001 is out of bounds"),
+    (
+        {"async_per_process": 0},
+        "async_per_process 0 is out of bounds: write a whole number from 1 to 10,000",
+    ),
     ({"lease_seconds": 0.5}, "lease_seconds 0.5s is too short"),
     ({"poll_interval": 0.0}, "poll_interval 0s is too short"),
     ({"grace": -1.0}, "grace -1s is negative: write 0s or more"),
@@ -88,6 +92,8 @@ def test_the_command_builds_each_flag_into_its_setting() -> None:
             "2s",
             "--prefetch",
             "4",
+            "--async-per-process",
+            "50",
         ),
         "w1",
     )
@@ -99,6 +105,7 @@ def test_the_command_builds_each_flag_into_its_setting() -> None:
         poll_interval=0.05,
         grace=2.0,
         prefetch=4,
+        async_per_process=50,
         id="w1",
     )
 

@@ -196,3 +196,41 @@ def test_names_taken_in_the_default_registry_leave_the_enqueue_uncounted_not_fai
     assert fresh.looked
     assert fresh.counters is None
     assert "enqueue counters are not counted" in caplog.text
+
+
+@pytest.mark.slow
+def test_jobdef_enqueue_counts_only_where_a_scrape_can_see_it(app: App, tmp_path: Path) -> None:
+    """`jobdef enqueue` exits at once: its default registry is never scraped, so it
+    loads no prometheus_client; in multiprocess mode its count outlives it in a file."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    script = (
+        "import json, sys\n"
+        "from jobdef.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(json.dumps([code, 'prometheus_client' in sys.modules]))"
+    )
+    open_backend(app.db).close()  # the store the command finds (it creates none)
+    argv = ["enqueue", "mail", "--args", '{"i": 1}', "--db", app.db, "--sheets", str(SHEETS)]
+    alone = subprocess.run(
+        [sys.executable, "-c", script, *argv],
+        env=app.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(alone.stdout.splitlines()[-1]) == [0, False], alone.stderr
+    directory = tmp_path / "prometheus"
+    directory.mkdir()
+    env = app.env | {"PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    argv[3] = '{"i": 2}'
+    counted = subprocess.run(
+        [sys.executable, "-c", script, *argv], env=env, capture_output=True, text=True, check=False
+    )
+    assert json.loads(counted.stdout.splitlines()[-1]) == [0, True], counted.stderr
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(directory))
+    labels = {"job": "mail", "queue": "default"}
+    assert registry.get_sample_value(ENQUEUED, labels) == 1.0
+    assert stored(app.db) == {("mail", "default"): 2}

@@ -30,7 +30,9 @@ def json_args(text: str, example: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from jobdef.runtime.queue import Queue
+    from jobdef.telemetry import enqueues
 
+    enqueues.one_shot_process()
     values = json_args(args.args, '{"reservation_id": 42}')
     registry = runtime_options.registry(args)
     # Like every operator command it creates nothing: a mistyped --db is one line

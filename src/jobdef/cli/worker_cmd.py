@@ -18,6 +18,7 @@ from jobdef.policy.durations import format_duration, format_wait, parse_duration
 from jobdef.project import use_pythonpath
 from jobdef.redact import url_secrets
 from jobdef.runtime.settings import (
+    MAX_ASYNC_PER_PROCESS,
     MAX_CONCURRENCY,
     MAX_PREFETCH,
     WorkerOptionError,
@@ -63,6 +64,7 @@ FLAGS = {
     "poll_interval": "--poll",
     "grace": "--grace",
     "prefetch": "--prefetch",
+    "async_per_process": "--async-per-process",
 }
 
 
@@ -79,6 +81,7 @@ def worker_settings(args: argparse.Namespace, wid: str) -> WorkerSettings:
             poll_interval=parse_duration(args.poll),
             grace=parse_duration(args.grace),
             prefetch=args.prefetch,
+            async_per_process=args.async_per_process,
             id=wid,
         )
     except WorkerOptionError as exc:
@@ -171,6 +174,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "a worker claims ahead (on a deep backlog; it claims two per process when the "
         "backlog is shallow); jobs stuck behind a slow one are taken back after 0.5s "
         f"(default: {defaults.prefetch})",
+    )
+    parser.add_argument(
+        "--async-per-process",
+        type=whole_number(1, MAX_ASYNC_PER_PROCESS),
+        default=defaults.async_per_process,
+        metavar="N",
+        help="async def handlers each handler process runs at once on its event loop, "
+        f"1 to {MAX_ASYNC_PER_PROCESS:,}; the sheet's timeout cancels one, and one that "
+        "blocks the loop past its timeout gets its process killed with the jobs beside it; "
+        "sync handlers still run one per process, and --prefetch does not apply "
+        f"(default: {defaults.async_per_process}: one job at a time per process)",
     )
     parser.add_argument(
         "--no-migrate",

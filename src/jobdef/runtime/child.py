@@ -15,7 +15,10 @@ finished task again, nor loses what it returned.
 
 Coroutine handlers (``async def``) run on one event loop per child, created at the
 first one and reused, so clients bound to a loop can be kept between jobs; the
-worker's timeout kill applies to them as to any handler.
+worker's timeout kill applies to them as to any handler. A worker that runs
+coroutines side by side (``async_slots`` above 1) starts its children at
+:func:`jobdef.runtime.loop_child.run_loop_child` instead, which starts as this one
+does (:func:`start_child`).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from jobdef.runtime.payloads import (
     truncated,
 )
 from jobdef.runtime.results import ResultRule, kept_result
-from jobdef.runtime.wire import Progress, Ready, Results, Stop, Task, TaskFailed, ToChild
+from jobdef.runtime.wire import Cancel, Progress, Ready, Results, Stop, Task, TaskFailed, ToChild
 from jobdef.telemetry.logs import LogSettings
 from jobdef.telemetry.logs import configure as configure_logs
 from jobdef.telemetry.traces import attempt_span
@@ -60,6 +63,15 @@ log = logging.getLogger("jobdef.worker")
 # the sequence number of the last task whose handler returned or raised.
 STARTED, STARTED_AT, RECALL, READ, FINISHED = 0, 1, 2, 3, 4
 SLOTS = 5
+
+
+def shared_size(async_slots: int) -> int:
+    """The slots of a child's shared block: after the five above, a child that runs
+    ``async_slots`` coroutines side by side has a pair per coroutine, the sequence number
+    of the task it runs (0: free) and when it started (:mod:`jobdef.runtime.loop_child`)."""
+    return SLOTS + 2 * async_slots if async_slots > 1 else SLOTS
+
+
 # How long a child may hold finished results back while it runs the rest of a batch.
 _RESULT_DELAY = 0.02
 
@@ -76,7 +88,9 @@ class ChildSettings:
     ``log_format`` (``text`` or ``json``), to ``log_file`` if the worker logs to one.
     ``results``: each job's :class:`~jobdef.runtime.results.ResultRule`, by name (a job
     not in it gets the defaults), so a return value is checked, and one its sheet does
-    not keep dropped, before it crosses the pipe.
+    not keep dropped, before it crosses the pipe. ``async_slots``: how many coroutine
+    handlers the child runs at once on its event loop (1: one task at a time, whatever
+    the handler).
     """
 
     store_url: str
@@ -87,6 +101,7 @@ class ChildSettings:
     log_format: str = "text"
     log_file: str | None = None
     results: Mapping[str, ResultRule] = field(default_factory=dict)
+    async_slots: int = 1
 
 
 class FileLock:
@@ -120,7 +135,7 @@ def resolve_handler(path: str) -> Callable[..., Any]:
     return _handlers[path]
 
 
-def _resolve(path: str) -> Callable[..., Any]:
+def resolve_task_handler(path: str) -> Callable[..., Any]:
     """The handler at ``path``; one whose module or function is gone raises
     :class:`HandlerUnavailable`: the code changed under the worker, and the worker
     releases the job instead of failing it (:mod:`jobdef.runtime.handlers`)."""
@@ -131,13 +146,17 @@ def _resolve(path: str) -> Callable[..., Any]:
         raise HandlerUnavailable(f"handler {path} does not import ({what})") from exc
 
 
-def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+def start_child(
+    conn: Connection, shared: Any, lock_path: str, settings: ChildSettings
+) -> FileLock | None:
+    """What every child does before its first task: watch the worker, set signals and
+    logs up, import the handlers, say Ready. None if the worker is gone already."""
     parent = os.getppid()
     # Should the worker die, what this child holds and has not started goes back to the
     # queue (under the worker's id, which its leases name); see runtime.orphan.
     HOLDINGS.watch(settings.worker_id, settings.store_url, RECALL, conn, shared)
     if os.getppid() != parent:
-        return
+        return None
     # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
     # process group must not kill a handler half-way.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -155,7 +174,14 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
         # fails its own jobs when they run, with the error.
         with contextlib.suppress(BaseException):
             resolve_handler(path)
-    conn.send(Ready())
+    conn.send(Ready(coroutine_handlers(settings.handlers)))
+    return lock
+
+
+def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+    lock = start_child(conn, shared, lock_path, settings)
+    if lock is None:
+        return
     while True:
         try:
             with HOLDINGS.reading:
@@ -166,6 +192,8 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
             return
         if isinstance(message, Stop):
             return
+        if isinstance(message, Cancel):
+            continue  # sent only to a child that runs coroutines side by side
         shared[READ] += 1
         pending = _Pending(conn)
         for task in message.tasks:
@@ -239,12 +267,53 @@ def run_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSett
         raise
 
 
+def coroutine_handlers(paths: tuple[str, ...]) -> frozenset[str]:
+    """The handlers among ``paths`` (imported already) that are ``async def``: a function,
+    or an object whose ``__call__`` is one."""
+    found = set()
+    for path in paths:
+        handler = _handlers.get(path)
+        if handler is None:
+            continue
+        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004  # an async __call__, not callable()
+        ):
+            found.add(path)
+    return frozenset(found)
+
+
 def _run(
     task: Task, conn: Connection, settings: ChildSettings
 ) -> tuple[TaskFailed | None, str | None]:
     """Run one task's handler: what it raised (or None), and what it returned as JSON
     text (None when it returned None, raised, or its sheet keeps no value). A value the
     sheet refuses fails the attempt with :class:`ResultRefused`."""
+    ctx = context(task, conn, settings)
+    span = attempt_span(task.job, task.queue, task.job_id, task.attempt, task.trace_context)
+    try:
+        with span:
+            result = resolve_task_handler(task.handler)(ctx, **task.args)
+            if inspect.isawaitable(result):
+                result = event_loop().run_until_complete(result)
+    except BaseException as exc:  # a handler's SystemExit is a failed attempt too
+        return failed(task.seq, exc), None
+    return kept(task, settings, result)
+
+
+def kept(task: Task, settings: ChildSettings, result: Any) -> tuple[TaskFailed | None, str | None]:
+    """What the handler of ``task`` returned, as JSON text if its sheet keeps it; a value
+    the sheet refuses is a failure (:class:`ResultRefused`)."""
+    rule = settings.results.get(task.job) or _DEFAULT_RULE
+    try:
+        return None, kept_result(rule, result, task.job_id, task.job, task.attempt)
+    except ResultRefused as exc:
+        log.warning("%s", exc)
+        return failed(task.seq, exc), None
+
+
+def context(task: Task, conn: Connection, settings: ChildSettings) -> Context:
+    """The ``ctx`` the handler of ``task`` gets; its heartbeats go to the worker on
+    ``conn``, progress that is not plain JSON dropped with one warning."""
 
     refused: list[str] = []
 
@@ -268,7 +337,7 @@ def _run(
                 progress = None  # the beat still extends the lease
         conn.send(Progress(task.seq, progress))
 
-    ctx = Context(
+    return Context(
         job_id=task.job_id,
         job=task.job,
         attempt=task.attempt,
@@ -279,26 +348,12 @@ def _run(
         queue=task.queue,
         _send=send_beat,
     )
-    span = attempt_span(task.job, task.queue, task.job_id, task.attempt, task.trace_context)
-    try:
-        with span:
-            result = _resolve(task.handler)(ctx, **task.args)
-            if inspect.isawaitable(result):
-                result = _event_loop().run_until_complete(result)
-    except BaseException as exc:  # a handler's SystemExit is a failed attempt too
-        return _failed(task.seq, exc), None
-    rule = settings.results.get(task.job) or _DEFAULT_RULE
-    try:
-        return None, kept_result(rule, result, task.job_id, task.job, task.attempt)
-    except ResultRefused as exc:
-        log.warning("%s", exc)
-        return _failed(task.seq, exc), None
 
 
 _DEFAULT_RULE = ResultRule()
 
 
-def _failed(seq: int, exc: BaseException) -> TaskFailed:
+def failed(seq: int, exc: BaseException) -> TaskFailed:
     """What ``exc`` says, bounded: user code chooses the size of a message."""
     try:
         message = str(exc)
@@ -320,7 +375,7 @@ def _failed(seq: int, exc: BaseException) -> TaskFailed:
 _loops: list[asyncio.AbstractEventLoop] = []
 
 
-def _event_loop() -> asyncio.AbstractEventLoop:
+def event_loop() -> asyncio.AbstractEventLoop:
     """This child's event loop for coroutine handlers: one, reused from job to job."""
     if not _loops or _loops[0].is_closed():
         _loops[:] = [asyncio.new_event_loop()]

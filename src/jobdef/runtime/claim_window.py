@@ -18,17 +18,17 @@ per process within a few claims, which is the batching of a lone worker.
 
 from __future__ import annotations
 
-# Tasks per handler process the window starts at: the one it runs and one waiting,
-# so a process starts its next job without waiting for the worker's next claim.
-START_PER_PROCESS = 2
+# Tasks per place the window starts at: the one a process runs and one waiting, so
+# it starts its next job without waiting for the worker's next claim.
+START_PER_PLACE = 2
 
 
 class ClaimWindow:
-    """The number of jobs a worker of ``processes`` handler processes holds (claimed and
-    not yet completed), between what they start soon and ``most``."""
+    """The number of jobs a worker holds (claimed and not yet completed), between what its
+    handler processes start soon (``places``: the jobs they run at once) and ``most``."""
 
-    def __init__(self, processes: int, most: int) -> None:
-        self.least = min(most, processes * START_PER_PROCESS)
+    def __init__(self, places: int, most: int) -> None:
+        self.least = min(most, places * START_PER_PLACE)
         self.most = most
         self.size = self.least
 

@@ -26,7 +26,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
-from jobdef.runtime.wire import Task
+from jobdef.runtime.wire import Stop, Task
 
 log = logging.getLogger("jobdef.worker")
 
@@ -59,10 +59,12 @@ class Holdings:
 
     def read(self, message: object) -> None:
         """The main thread read ``message`` from the pipe (with ``reading`` held)."""
-        tasks = getattr(message, "tasks", None)
-        if tasks is None:
+        if isinstance(message, Stop):
             self.stopped = True
             return
+        tasks = getattr(message, "tasks", None)
+        if tasks is None:
+            return  # a Cancel: no task to hold
         with self.guard:
             for task in tasks:
                 self.waiting[task.seq] = task

@@ -1,7 +1,9 @@
 """The persistent pool of child processes that run handlers, with real timeout kills.
 
 This is the worker's side; what runs in a child is in :mod:`jobdef.runtime.child`,
-the messages on the pipe between the two in :mod:`jobdef.runtime.wire`.
+the messages on the pipe between the two in :mod:`jobdef.runtime.wire`. A worker
+whose children run many coroutine handlers at once uses the subclass in
+:mod:`jobdef.runtime.loop_pool`.
 
 Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
@@ -62,14 +64,15 @@ from jobdef.runtime.child import (
     FINISHED,
     READ,
     RECALL,
-    SLOTS,
     STARTED,
     STARTED_AT,
     ChildSettings,
     FileLock,
     run_child,
+    shared_size,
 )
-from jobdef.runtime.wire import Batch, FromChild, Progress, Results, Stop, Task, ToChild
+from jobdef.runtime.loop_child import run_loop_child
+from jobdef.runtime.wire import Batch, FromChild, Progress, Ready, Results, Stop, Task, ToChild
 
 log = logging.getLogger("jobdef.worker")
 
@@ -97,7 +100,9 @@ class Finished:
 
 @dataclass(frozen=True, slots=True)
 class Killed:
-    """The child running ``task`` was killed at the timeout, or died on its own."""
+    """The child running ``task`` was killed at the timeout, or died on its own; or, in a
+    child that runs coroutines side by side, the child cancelled ``task`` at its timeout
+    (``timed_out``), or was killed while it ran ``task`` beside another."""
 
     task: Task
     timed_out: bool
@@ -212,17 +217,23 @@ class _Channel:
 
 class _Child:
     def __init__(self, ctx: Any, settings: ChildSettings, lock_dir: str) -> None:
-        self.shared = ctx.RawArray("d", [0.0] * SLOTS)
+        self.shared = ctx.RawArray("d", [0.0] * shared_size(settings.async_slots))
         self.sent = 0
         # Set when the child says it has started and imported the handlers: until then
         # it takes no work, so no job is claimed only to wait for a process to boot.
         self.ready = False
+        # Its handlers that are ``async def`` (it says so when ready).
+        self.coroutines: frozenset[str] = frozenset()
+        # Tasks whose coroutine the worker cancelled (lease lost) and that still run, with
+        # the monotonic time by which they must have ended (a child running coroutines
+        # side by side only, see jobdef.runtime.loop_pool).
+        self.cancelling: dict[int, tuple[Task, float]] = {}
         fd, self.lock_path = tempfile.mkstemp(prefix="child-", suffix=".lock", dir=lock_dir)
         self.lock = FileLock(fd)
         parent_conn, child_conn = ctx.Pipe()
         self.conn = _Channel(parent_conn)
         self.process = ctx.Process(
-            target=run_child,
+            target=run_loop_child if settings.async_slots > 1 else run_child,
             args=(child_conn, self.shared, self.lock_path, settings),
             daemon=True,
             name="jobdef-child",
@@ -407,8 +418,9 @@ class Pool:
                 task = child.tasks.get(message.seq)
                 if task is not None:
                     events.append(Beat(task, message.progress))
-            else:
+            elif isinstance(message, Ready):
                 child.ready = True
+                child.coroutines = message.coroutines
         return not child.conn.eof
 
     def enforce(self) -> list[Event]:
@@ -466,21 +478,31 @@ class Pool:
     ) -> None:
         """Kill ``child`` (if alive), account for each of its tasks, start a fresh child."""
         events.extend(self._end(child))
-        seq, started_at = child.started()
-        ran = time.monotonic() - started_at
+        running = self._running(child)
+        now = time.monotonic()
         exitcode = child.process.exitcode
         for task in list(child.tasks.values()):
             if abandoned is not None and task.seq == abandoned.seq:
                 continue
-            if task.seq != seq:
-                events.append(Returned(task))  # not started: the child ran tasks in order
-            elif timed_out is not None and task.seq == timed_out.seq:
-                detail = f"killed after running past its timeout of {task.timeout:g}s"
+            if task.seq not in running:
+                events.append(Returned(task))  # not started
+                continue
+            ran = now - running[task.seq]
+            if timed_out is not None and task.seq == timed_out.seq:
+                detail = self._timeout_detail(task)
                 events.append(Killed(task, timed_out=True, detail=detail, duration=ran))
+            elif timed_out is not None:  # a neighbour on the same event loop
+                detail = (
+                    f"killed with its handler process, in which job {timed_out.job_id} "
+                    f"({timed_out.job}) held the event loop past its timeout of "
+                    f"{timed_out.timeout:g}s"
+                )
+                events.append(Killed(task, timed_out=False, detail=detail, duration=ran))
             else:
                 events.append(Killed(task, timed_out=False, detail=_death(exitcode), duration=ran))
         child.tasks.clear()
-        if timed_out is None and abandoned is None and seq == 0:
+        child.cancelling.clear()
+        if timed_out is None and abandoned is None and child.started()[0] == 0:
             # It died before running anything: a broken start, not a handler's crash.
             self._failed_starts += 1
             if self._failed_starts >= _MAX_FAILED_STARTS:
@@ -493,6 +515,15 @@ class Pool:
             self._failed_starts = 0
         index = self.children.index(child)
         self.children[index] = self._spawn()
+
+    def _running(self, child: _Child) -> dict[int, float]:
+        """The tasks ``child`` started and has not finished (read after ``_end``: the shared
+        block outlives the child), with when each started: here the one it ran last."""
+        seq, at = child.started()
+        return {seq: at} if seq else {}
+
+    def _timeout_detail(self, task: Task) -> str:
+        return f"killed after running past its timeout of {task.timeout:g}s"
 
     # -- shutting down ----------------------------------------------------------
 
@@ -507,14 +538,17 @@ class Pool:
         started."""
         events: list[Event] = []
         for child in self.children:
-            seq, at = child.started()
             events.extend(self._end(child))
-            running = child.tasks.pop(seq, None)
-            if running is not None:
-                ran = max(0.0, time.monotonic() - at)
-                events.append(Killed(running, timed_out=False, detail=why, duration=ran))
-            events.extend(Returned(task) for task in child.tasks.values())
+            running = self._running(child)
+            now = time.monotonic()
+            for task in child.tasks.values():
+                if task.seq in running:
+                    ran = max(0.0, now - running[task.seq])
+                    events.append(Killed(task, timed_out=False, detail=why, duration=ran))
+                else:
+                    events.append(Returned(task))
             child.tasks.clear()
+            child.cancelling.clear()
         return events
 
     def _end(self, child: _Child) -> list[Event]:
@@ -567,13 +601,19 @@ def _finished(child: _Child, results: Results) -> list[Event]:
     events: list[Event] = []
     elapsed = results.elapsed or {}
     returned = results.returned or {}
+    timed_out = results.timed_out or frozenset()
     for seq in results.done:
+        child.cancelling.pop(seq, None)
         task = child.tasks.pop(seq, None)
         if task is not None:
             events.append(Finished(task, duration=elapsed.get(seq), result=returned.get(seq)))
     for failed in results.failed:
+        child.cancelling.pop(failed.seq, None)
         task = child.tasks.pop(failed.seq, None)
-        if task is not None:
+        if task is not None and failed.seq in timed_out:
+            detail = f"cancelled after running past its timeout of {task.timeout:g}s"
+            events.append(Killed(task, True, detail, elapsed.get(failed.seq)))
+        elif task is not None:
             error = ErrorInfo(failed.error_type, failed.message, failed.traceback)
             events.append(Finished(task, error, tuple(failed.names), elapsed.get(failed.seq)))
     if results.failed:

@@ -19,6 +19,8 @@ from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 MAX_CONCURRENCY = 256
 # Jobs handed ahead to each handler process, at most.
 MAX_PREFETCH = 10_000
+# Coroutine handlers one handler process runs at once, at most.
+MAX_ASYNC_PER_PROCESS = 10_000
 
 
 class WorkerOptionError(UsageError, ValueError):
@@ -46,7 +48,10 @@ class WorkerSettings:
     lets running jobs finish. ``prefetch``: jobs handed ahead to each handler process, 1
     to 10,000: the most its claim window grows to on a deep backlog. ``child_setup``:
     ``module:function`` each handler process calls before it imports a handler (Django's
-    setup). ``id``: the worker's
+    setup). ``async_per_process``: how many ``async def`` handlers each handler process
+    runs at once on its event loop, 1 to 10,000 (1: one job at a time per process,
+    whatever the handler; above 1, each process holds that many jobs and ``prefetch``
+    does not apply, see :mod:`jobdef.runtime.loop_pool`). ``id``: the worker's
     name in leases, logs and ``jobdef workers`` (default: ``host:pid:random``, new for
     each worker).
     """
@@ -60,6 +65,7 @@ class WorkerSettings:
     prefetch: int = 32
     child_setup: str | None = None
     id: str | None = None
+    async_per_process: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queues", _queues(self.queues))
@@ -70,6 +76,12 @@ class WorkerSettings:
             ", and start more worker processes for more",
         )
         _whole("prefetch", self.prefetch, MAX_PREFETCH, " (32 by default)")
+        _whole(
+            "async_per_process",
+            self.async_per_process,
+            MAX_ASYNC_PER_PROCESS,
+            " (1 by default: one job at a time per process)",
+        )
         if self.lease_seconds < MIN_LEASE:
             raise WorkerOptionError(
                 "lease_seconds",

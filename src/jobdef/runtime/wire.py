@@ -1,8 +1,9 @@
 """The messages on the pipe between a worker and its child processes, one named tuple per kind.
 
-On the pipe, the worker sends :class:`Batch` (tasks to run, in order) and, at the
-end, :class:`Stop`. The child answers :class:`Ready` once, when it has imported
-the handlers, then :class:`Progress` whenever a handler calls
+On the pipe, the worker sends :class:`Batch` (tasks to run, in order), to a child
+that runs coroutines side by side :class:`Cancel` (stop one of them: its lease was
+lost), and, at the end, :class:`Stop`. The child answers :class:`Ready` once, when
+it has imported the handlers, then :class:`Progress` whenever a handler calls
 ``ctx.heartbeat(progress)`` and :class:`Results` (which tasks it ran returned,
 with the return values that are not ``None`` as JSON text, and a
 :class:`TaskFailed` for each that raised) at the end of each batch, or sooner
@@ -53,8 +54,19 @@ class Stop(NamedTuple):
     """Worker to child: exit (sent to idle children when the worker stops)."""
 
 
+class Cancel(NamedTuple):
+    """Worker to a child that runs coroutines side by side: cancel the coroutine of task
+    ``seq`` (its lease was lost); the child reports its end like any other."""
+
+    seq: int
+
+
 class Ready(NamedTuple):
-    """Child to worker: started and imported the handlers; it takes work from now on."""
+    """Child to worker: started and imported the handlers; it takes work from now on.
+    ``coroutines``: the handlers (``module:function``) that are ``async def``, which a
+    child running coroutines side by side may run several at once."""
+
+    coroutines: frozenset[str] = frozenset()
 
 
 class Progress(NamedTuple):
@@ -86,7 +98,9 @@ class Results(NamedTuple):
     # The return values of the tasks in ``done`` that returned something other than
     # None, as JSON text, by sequence number (checked: plain JSON, bounded).
     returned: dict[int, str] | None = None
+    # Tasks of ``failed`` whose coroutine the child cancelled at the task's timeout.
+    timed_out: frozenset[int] | None = None
 
 
-ToChild = Batch | Stop
+ToChild = Batch | Cancel | Stop
 FromChild = Ready | Progress | Results

@@ -77,6 +77,7 @@ from jobdef.runtime.handlers import (
     jobless_queues,
     unavailable_line,
 )
+from jobdef.runtime.loop_pool import LoopPool
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext, Service
 from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
@@ -238,8 +239,13 @@ class Worker:
             factories.append(GaugeReader)
         self.services = [factory(ctx) for factory in factories]
         self._held: dict[int, _Held] = {}
-        # How many jobs this worker holds at once (runtime.claim_window says why).
-        self._window = ClaimWindow(settings.concurrency, settings.concurrency * settings.prefetch)
+        # How many jobs this worker holds at once (runtime.claim_window says why): with
+        # async handlers each process starts its slots at once, and holds no more.
+        slots = settings.async_per_process
+        held_per_process = slots if slots > 1 else settings.prefetch
+        self._window = ClaimWindow(
+            settings.concurrency * slots, settings.concurrency * held_per_process
+        )
         self._starved = False
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
@@ -299,8 +305,15 @@ class Worker:
             log_file=_log_file(),
             results=result_rules(self.registry),
         )
-        pool = Pool(self.settings.concurrency, children, depth=self.settings.prefetch)
-        log.info("worker %s started: concurrency %d", self.id, self.settings.concurrency)
+        pool = self._pool(children)
+        log.info(
+            "worker %s started: concurrency %d%s",
+            self.id,
+            self.settings.concurrency,
+            f", {slots} async jobs per process"
+            if (slots := self.settings.async_per_process) > 1
+            else "",
+        )
         jobless = jobless_queues(self.registry, self.settings.queues)
         if jobless:
             log.warning(
@@ -330,6 +343,14 @@ class Worker:
         self.stats.next_due = min(self._retry_due.values(), default=None)
         log.info("worker %s stopped: %s", self.id, self.stats)
         return self.stats
+
+    def _pool(self, children: ChildSettings) -> Pool:
+        """The handler processes: one job at a time each, or with ``async_per_process``
+        above 1, that many coroutine handlers at once each (:mod:`jobdef.runtime.loop_pool`)."""
+        settings = self.settings
+        if settings.async_per_process > 1:
+            return LoopPool(settings.concurrency, children, slots=settings.async_per_process)
+        return Pool(settings.concurrency, children, depth=settings.prefetch)
 
     # -- the loop ---------------------------------------------------------------
 

@@ -162,9 +162,10 @@ def _set_aside(
     errors_of: dict[int, list[Diagnostic]],
     check_imports: bool,
 ) -> list[Diagnostic]:
-    """The findings of the effective policies' rules about the jobs the run above could
-    not build: each Job and Defaults document with errors read again without its fields
-    in error (:mod:`jobdef.sheets.salvage`), so one run reports every finding it can."""
+    """The findings of the effective policies' rules about the jobs and flows the run
+    above could not build: each Job, Defaults and Workflow document with errors read
+    again without its fields in error (:mod:`jobdef.sheets.salvage`), so one run
+    reports every finding it can."""
     valid_ids = {id(doc) for doc in valid}
     salvaged = {
         id(doc): found
@@ -185,17 +186,25 @@ def _set_aside(
         for doc, read in zip(documents, readable, strict=True)
         if id(doc) in valid_ids or id(doc) in salvaged
     ]
-    # The Job documents whose policy the run above did not build, and what each lacks.
+    # The Job and Workflow documents the run above did not build, and what each lacks
+    # (a flow's steps take nothing from the Defaults: only its own fields set aside).
     pending = [
         (doc, lacking | (salvaged[id(doc)].unknown if id(doc) in salvaged else frozenset()))
         for doc in documents
         if doc.kind == "Job" and (id(doc) in salvaged or (broken_defaults and id(doc) in valid_ids))
+    ] + [
+        (doc, salvaged[id(doc)].unknown)
+        for doc in documents
+        if doc.kind == "Workflow" and id(doc) in salvaged
     ]
     if not pending:
         return []
     defaults = [doc for doc in now_valid if doc.kind == "Defaults"]
     jobs = [(doc, build_job(doc, defaults)) for doc in now_valid if doc.kind == "Job"]
-    context = Context(documents=readable, valid=now_valid, jobs=jobs, check_imports=check_imports)
+    flows = [(doc, build_workflow(doc)) for doc in now_valid if doc.kind == "Workflow"]
+    context = Context(
+        documents=readable, valid=now_valid, jobs=jobs, check_imports=check_imports, workflows=flows
+    )
     return [
         diagnostic
         for diagnostic in check(context)

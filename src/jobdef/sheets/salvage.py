@@ -1,7 +1,7 @@
 """Every finding in one run: the rules of the effective policy also read a sheet that
 has errors, with the fields in error set aside.
 
-A Job (or Defaults) document with an error at a field (``max_attemps: 5``,
+A Job, Defaults or Workflow document with an error at a field (``max_attemps: 5``,
 ``timeout: 30 seconds``) cannot be built as written, so the rules that read
 effective policies used to skip it, and its other findings (a backoff cut below
 its start, a key naming no arg) only came once the first were fixed. Here the
@@ -26,8 +26,8 @@ from jobdef.sheets.schema_check import check_document as check_schema
 
 # Fields that make a document what it is: one in error leaves nothing to read.
 _IDENTITY = frozenset({"apiVersion", "kind", "name"})
-# The kinds whose fields make the effective policy of a job.
-KINDS = ("Job", "Defaults")
+# The kinds the rules read as built policies: a job's effective policy, a flow's graph.
+KINDS = ("Job", "Defaults", "Workflow")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,225 @@
+"""A handler process that runs many coroutine handlers at once on its event loop.
+
+A worker started with ``async_slots`` above 1 (``jobdef worker
+--async-per-process N``) gives each child up to N tasks of ``async def`` handlers
+at a time, and the child starts every one as soon as it reads it: each is an
+:class:`asyncio.Task` on the child's one event loop, so hundreds of handlers that
+wait on I/O share one process. A task of a plain (sync) handler still runs alone:
+the worker hands it only to a child that holds nothing, and gives that child
+nothing more until it is done (:mod:`jobdef.runtime.loop_pool`).
+
+The shared block tells the worker which tasks run: the child takes a free pair of
+slots (``shared_size``) for each task it starts, writing the start time, then the
+sequence number, under the lock the worker holds to recall or to kill; it frees the
+pair only after the task's result is on the pipe. So a kill finds in the block every
+task that started and whose result the pipe does not hold, and nothing else.
+
+Isolation: the tasks of one child share a process and a loop. The sheet's timeout
+cancels the coroutine (:class:`asyncio.Timeout`): its attempt ends as a timeout and
+the others go on. A coroutine that ignores its cancellation, or code that blocks the
+loop, holds every task of the child; the worker kills the child once the task is past
+its timeout by a grace (:data:`jobdef.runtime.loop_pool.KILL_GRACE`), and each task
+the child was running ends as a crashed attempt, the blocking one as a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from jobdef.runtime.child import (
+    READ,
+    RECALL,
+    SLOTS,
+    STARTED,
+    STARTED_AT,
+    ChildSettings,
+    FileLock,
+    context,
+    event_loop,
+    failed,
+    kept,
+    resolve_task_handler,
+    start_child,
+)
+from jobdef.runtime.orphan import HOLDINGS
+from jobdef.runtime.wire import Cancel, Results, Stop, Task, TaskFailed
+from jobdef.telemetry.traces import attempt_span
+
+
+def run_loop_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+    """A child process's entry: start as every child does, then run the tasks the worker
+    sends, side by side, until it sends Stop or goes away. Should a send to the worker
+    break because the worker died, the tasks not started are given back first."""
+    try:
+        lock = start_child(conn, shared, lock_path, settings)
+        if lock is None:
+            return
+        event_loop().run_until_complete(_LoopChild(conn, shared, lock, settings).run())
+    except OSError:
+        HOLDINGS.ended()
+        raise
+
+
+class _LoopChild:
+    def __init__(
+        self, conn: Connection, shared: Any, lock: FileLock, settings: ChildSettings
+    ) -> None:
+        self.conn = conn
+        self.shared = shared
+        self.lock = lock
+        self.settings = settings
+        self.running: dict[int, asyncio.Task[None]] = {}
+        # The pair of slots of each task started, by sequence number.
+        self.slot_of: dict[int, int] = {}
+        self.free = list(range(settings.async_slots - 1, -1, -1))
+        self.outbox = _Outbox()
+        self.ended: asyncio.Future[None] | None = None
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.ended = loop.create_future()
+        loop.add_reader(self.conn.fileno(), self._read)
+        try:
+            await self.ended
+        finally:
+            loop.remove_reader(self.conn.fileno())
+
+    def _end(self) -> None:
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(None)
+
+    def _read(self) -> None:
+        """The pipe is readable: take one message and act on it."""
+        try:
+            with HOLDINGS.reading:
+                message = self.conn.recv()
+                HOLDINGS.read(message)
+        except (EOFError, OSError):
+            HOLDINGS.ended()
+            self._end()
+            return
+        if isinstance(message, Stop):
+            self._end()
+        elif isinstance(message, Cancel):
+            task = self.running.get(message.seq)
+            if task is not None:
+                task.cancel()
+        else:
+            self.shared[READ] += 1
+            for task in message.tasks:
+                self._start(task)
+
+    def _start(self, task: Task) -> None:
+        with self.lock, HOLDINGS.guard:
+            now = time.monotonic()
+            start = HOLDINGS.may_start(task.seq, self.shared[RECALL])
+            if start:
+                # The worker hands a child no more tasks than it has pairs of slots.
+                slot = self.free.pop()
+                at = SLOTS + 2 * slot
+                self.shared[at + 1] = now
+                self.shared[at] = task.seq
+                # The last task started, as in a one-at-a-time child: the worker tells a
+                # child that died before running anything by it.
+                self.shared[STARTED_AT] = now
+                self.shared[STARTED] = task.seq
+                self.slot_of[task.seq] = slot
+        if not start:
+            HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
+            return
+        coroutine = self._attempt(task, now)
+        self.running[task.seq] = asyncio.get_running_loop().create_task(coroutine)
+
+    async def _attempt(self, task: Task, started: float) -> None:
+        try:
+            error, value, timed_out = await _run(task, self.conn, self.settings)
+        finally:
+            self.running.pop(task.seq, None)
+        self.outbox.add(task.seq, time.monotonic() - started, error, value, timed_out)
+        # Sent now, before the loop runs anything else: a neighbour that then blocks the
+        # loop until the process is killed must not take a finished attempt down with it
+        # (it would count as crashed and run again).
+        self._flush()
+
+    def _flush(self) -> None:
+        """Send what ended, then free the tasks' slots: a kill in between finds them
+        still running, and their results in the pipe."""
+        seqs = self.outbox.send(self.conn)
+        for seq in seqs:
+            slot = self.slot_of.pop(seq)
+            self.shared[SLOTS + 2 * slot] = 0
+            self.free.append(slot)
+
+
+class _Outbox:
+    """What ended since the last :class:`Results`."""
+
+    def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
+        self.done: list[int] = []
+        self.failed: list[TaskFailed] = []
+        self.elapsed: dict[int, float] = {}
+        self.returned: dict[int, str] = {}
+        self.timed_out: set[int] = set()
+
+    def add(
+        self,
+        seq: int,
+        elapsed: float,
+        error: TaskFailed | None,
+        value: str | None,
+        timed_out: bool,
+    ) -> None:
+        self.elapsed[seq] = elapsed
+        if error is None:
+            self.done.append(seq)
+            if value is not None:
+                self.returned[seq] = value
+        else:
+            self.failed.append(error)
+            if timed_out:
+                self.timed_out.add(seq)
+
+    def send(self, conn: Connection) -> list[int]:
+        """Send one :class:`Results` and start afresh; the sequence numbers it told of."""
+        seqs = self.done + [error.seq for error in self.failed]
+        results = Results(
+            self.done,
+            self.failed,
+            self.elapsed,
+            self.returned or None,
+            frozenset(self.timed_out) or None,
+        )
+        self._clear()
+        conn.send(results)
+        return seqs
+
+
+async def _run(
+    task: Task, conn: Connection, settings: ChildSettings
+) -> tuple[TaskFailed | None, str | None, bool]:
+    """Run one task's handler with its timeout as a cancellation: what it raised (or
+    None), what it returned as JSON text, and whether the timeout cancelled it."""
+    ctx = context(task, conn, settings)
+    span = attempt_span(task.job, task.queue, task.job_id, task.attempt, task.trace_context)
+    scope = asyncio.timeout(task.timeout)
+    try:
+        with span:
+            async with scope:
+                result = resolve_task_handler(task.handler)(ctx, **task.args)
+                if inspect.isawaitable(result):
+                    result = await result
+    except BaseException as exc:  # a handler's SystemExit is a failed attempt too
+        return failed(task.seq, exc), None, scope.expired()
+    if scope.expired():
+        # It swallowed its cancellation and returned: still past its timeout.
+        late = TimeoutError(f"the handler ran past its timeout of {task.timeout:g}s")
+        return failed(task.seq, late), None, True
+    error, value = kept(task, settings, result)
+    return error, value, False
