@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from jobdef.backends.records import Wakeup
 from jobdef.backends.workers import WorkerInfo
-from jobdef.runtime.wake_share import BACKUP_DELAY, WakeShare
+from jobdef.runtime.wake_share import Turn, WakeShare
 
 NOW = 1000.0
+FIRST_AND_BACKUP = [Turn.BACKUP, Turn.FIRST]  # in the order sorted() gives by value
 
 
 def _row(worker_id: str, queues: tuple[str, ...] | None = None, beat: float = NOW) -> WorkerInfo:
@@ -21,29 +22,32 @@ def _fleet(size: int) -> list[WakeShare]:
     return shares
 
 
-def test_one_job_wakes_one_worker_at_once_and_one_backup_and_turns_go_round() -> None:
+def _claimants(turns: list[Turn | None]) -> list[Turn]:
+    return sorted((turn for turn in turns if turn is not None), key=lambda turn: turn.value)
+
+
+def test_one_job_wakes_the_worker_whose_turn_it_is_and_one_backup_and_turns_go_round() -> None:
     fleet = _fleet(8)
     first_claimants = set()
     for job_id in range(100, 116):
-        delays = [share.delay([Wakeup("default", 1, job_id)]) for share in fleet]
-        assert delays.count(0.0) == 1
-        assert delays.count(BACKUP_DELAY) == 1
-        assert delays.count(None) == 6
-        first_claimants.add(delays.index(0.0))
+        turns = [share.turn([Wakeup("default", 1, job_id)]) for share in fleet]
+        assert _claimants(turns) == FIRST_AND_BACKUP
+        assert turns.count(None) == 6
+        first_claimants.add(turns.index(Turn.FIRST))
     assert first_claimants == set(range(8))  # every worker gets its turn
 
 
 def test_a_batch_wakes_as_many_workers_as_jobs_and_a_big_one_wakes_all() -> None:
     fleet = _fleet(8)
-    delays = [share.delay([Wakeup("default", 3, 40)]) for share in fleet]
-    assert (delays.count(0.0), delays.count(BACKUP_DELAY)) == (3, 3)
-    assert all(share.delay([Wakeup("default", 8, 40)]) == 0.0 for share in fleet)
+    turns = [share.turn([Wakeup("default", 3, 40)]) for share in fleet]
+    assert (turns.count(Turn.FIRST), turns.count(Turn.BACKUP)) == (3, 3)
+    assert all(share.turn([Wakeup("default", 8, 40)]) is Turn.FIRST for share in fleet)
 
 
 def test_a_wakeup_without_a_count_or_queue_wakes_everyone() -> None:
     fleet = _fleet(4)
-    assert all(share.delay([Wakeup("default")]) == 0.0 for share in fleet)  # a release
-    assert all(share.delay([Wakeup()]) == 0.0 for share in fleet)  # wake(), a lost session
+    assert all(share.turn([Wakeup("default")]) is Turn.FIRST for share in fleet)  # a release
+    assert all(share.turn([Wakeup()]) is Turn.FIRST for share in fleet)  # wake(), lost session
 
 
 def test_only_the_workers_of_the_queue_take_turns_and_others_ignore_it() -> None:
@@ -51,9 +55,8 @@ def test_only_the_workers_of_the_queue_take_turns_and_others_ignore_it() -> None
     shares = {row.id: WakeShare(row.id, row.queues) for row in rows}
     for share in shares.values():
         share.seen(rows, NOW)
-    assert shares["c"].delay([Wakeup("mail", 1, 7)]) is None
-    mail = sorted(str(shares[w].delay([Wakeup("mail", 1, 7)])) for w in "ab")
-    assert mail == sorted([str(0.0), str(BACKUP_DELAY)])
+    assert shares["c"].turn([Wakeup("mail", 1, 7)]) is None
+    assert _claimants([shares[w].turn([Wakeup("mail", 1, 7)]) for w in "ab"]) == FIRST_AND_BACKUP
 
 
 def test_stale_rows_take_no_turn_and_a_worker_not_seen_yet_claims() -> None:
@@ -63,15 +66,15 @@ def test_stale_rows_take_no_turn_and_a_worker_not_seen_yet_claims() -> None:
         share.seen(rows, NOW)
     # b is dead: a and c share every job between them.
     for job_id in range(10):
-        delays = [share.delay([Wakeup("default", 1, job_id)]) for share in shares]
-        assert sorted(map(str, delays)) == sorted([str(0.0), str(BACKUP_DELAY)])
+        turns = [share.turn([Wakeup("default", 1, job_id)]) for share in shares]
+        assert _claimants(turns) == FIRST_AND_BACKUP
     newcomer = WakeShare("d", None)
     newcomer.seen(rows, NOW)
-    assert newcomer.delay([Wakeup("default", 1, 3)]) == 0.0
+    assert newcomer.turn([Wakeup("default", 1, 3)]) is Turn.FIRST
 
 
-def test_of_several_wakeups_the_soonest_turn_counts() -> None:
+def test_of_several_wakeups_the_first_turn_counts() -> None:
     fleet = _fleet(4)
-    mine = next(job_id for job_id in range(4) if fleet[0].delay([Wakeup("q", 1, job_id)]) == 0.0)
-    others = [Wakeup("q", 1, job_id) for job_id in range(4) if job_id != mine]
-    assert fleet[0].delay([*others, Wakeup("q", 1, mine)]) == 0.0
+    mine = next(n for n in range(4) if fleet[0].turn([Wakeup("q", 1, n)]) is Turn.FIRST)
+    others = [Wakeup("q", 1, n) for n in range(4) if n != mine]
+    assert fleet[0].turn([*others, Wakeup("q", 1, mine)]) is Turn.FIRST

@@ -9,8 +9,10 @@ every worker sees the same notifications in the same order (commit order).
 Each worker also reads, now and then, the live workers of the workers table
 (:mod:`jobdef.backends.workers`), so each can rank itself among the ``n``
 workers of the queue: the ``count`` workers from rank ``first_id mod n`` on
-claim at once, the next ``count`` a moment later (:data:`BACKUP_DELAY`: the
-first may be busy, or its row stale) and the rest leave the jobs to them. The
+claim (:attr:`Turn.FIRST`), and so do the next ``count`` (:attr:`Turn.BACKUP`:
+the first may be busy, or its row stale, and on a busy host the first of two
+processes to get the CPU starts the job sooner than one alone), and the rest
+leave the jobs to them. So a job costs two claims, not one per idle worker. The
 first ids move on with every enqueue, so the turns go round the fleet.
 
 Workers read the table at different times, so their views can disagree for a
@@ -23,14 +25,18 @@ yet.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Sequence
 
 from jobdef.backends.records import Wakeup
 from jobdef.backends.workers import WorkerInfo
 
-# Seconds the backups of a wake-up wait before they claim: more than the claim of the
-# workers whose turn it is takes on a fast network, less than a p99 target of 10 ms.
-BACKUP_DELAY = 0.003
+
+class Turn(enum.Enum):
+    """A worker's part in a wake-up."""
+
+    FIRST = "first"  # claims; if it finds nothing, looks again soon (clock skew)
+    BACKUP = "backup"  # claims once: a worker whose turn it is most likely took the job
 
 
 class WakeShare:
@@ -50,37 +56,32 @@ class WakeShare:
     def serves(self, queue: str) -> bool:
         return self.queues is None or queue in self.queues
 
-    def delay(self, wakeups: Iterable[Wakeup]) -> float | None:
-        """Seconds to wait before claiming after ``wakeups``, or None: not this worker's
-        turn (nor a queue it serves)."""
-        soonest: float | None = None
-        for wakeup in wakeups:
-            wait = self._turn(wakeup)
-            if wait is not None and (soonest is None or wait < soonest):
-                soonest = wait
-            if soonest == 0.0:
-                break
-        return soonest
+    def turn(self, wakeups: Iterable[Wakeup]) -> Turn | None:
+        """This worker's part in ``wakeups``: the first it has, or None (not its turn, nor
+        a queue it serves)."""
+        parts = {self._turn(wakeup) for wakeup in wakeups}
+        if Turn.FIRST in parts:
+            return Turn.FIRST
+        return Turn.BACKUP if Turn.BACKUP in parts else None
 
-    def _turn(self, wakeup: Wakeup) -> float | None:
+    def _turn(self, wakeup: Wakeup) -> Turn | None:
         if wakeup.queue is None:
-            return 0.0
+            return Turn.FIRST
         if not self.serves(wakeup.queue):
             return None
         if wakeup.count is None or wakeup.first_id is None:
-            return 0.0
+            return Turn.FIRST
         place = self._rank(wakeup.queue)
         if place is None:
-            return 0.0
+            return Turn.FIRST
         rank, size = place
-        at_once = wakeup.count
-        if at_once >= size:
-            return 0.0
+        if wakeup.count >= size:
+            return Turn.FIRST
         behind = (rank - wakeup.first_id) % size
-        if behind < at_once:
-            return 0.0
-        if behind < at_once + wakeup.count:
-            return BACKUP_DELAY
+        if behind < wakeup.count:
+            return Turn.FIRST
+        if behind < 2 * wakeup.count:
+            return Turn.BACKUP
         return None
 
     def _rank(self, queue: str) -> tuple[int, int] | None:

@@ -85,7 +85,7 @@ from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 from jobdef.runtime.results import result_rules
 from jobdef.runtime.settings import WorkerSettings
-from jobdef.runtime.wake_share import WakeShare
+from jobdef.runtime.wake_share import Turn, WakeShare
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
 from jobdef.telemetry.presence import Presence
@@ -440,15 +440,11 @@ class Worker:
                 # the next wake-ups are taken among them).
                 self._presence.read_rows(time.monotonic(), PEERS_READ_IDLE)
                 return
-            delay = self._share.delay(wakeups)
-            if delay is None:
+            turn = self._share.turn(wakeups)
+            if turn is None:
                 continue  # other workers' turn
-            if delay == 0:
+            if turn is Turn.FIRST:
                 self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
-            else:
-                # A backup: claim a moment later, in case the workers whose turn it is
-                # could not (what is heard meanwhile changes nothing: this worker claims).
-                self.backend.wait_for_jobs(delay)
             return
 
     def _idle_poll(self) -> float:
