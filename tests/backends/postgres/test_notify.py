@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 
 import psycopg
+import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.backends.records import NewJob, Wakeup
+from jobdef.errors import BackendError
 
 from .helpers import terminate
 
@@ -98,3 +100,13 @@ def test_behind_a_transaction_pooler_nothing_listens_and_a_wait_only_sleeps(
         session = pooled.sessions.connection()
         assert session.prepare_threshold is None
         assert session.execute("SHOW enable_bitmapscan").fetchone() == ("on",)
+
+
+def test_an_unknown_wake_mode_is_one_line_naming_both(postgres_url: str) -> None:
+    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}wake=loud"
+    with pytest.raises(BackendError) as caught:
+        PostgresBackend(url)
+    assert str(caught.value) == (
+        "?wake=loud in the database URL is not a wake mode; write ?wake=listen "
+        "(the default: LISTEN/NOTIFY) or ?wake=poll (behind PgBouncer in transaction mode)"
+    )

@@ -4,7 +4,9 @@ Claims use ``FOR UPDATE SKIP LOCKED`` through a partial index of queued rows,
 so workers never wait on each other and claim cost does not grow with
 finished rows. Enqueue notifies a channel (``LISTEN/NOTIFY``) so an idle
 worker wakes at once; :meth:`PostgresBackend.wait_for_jobs` falls back to
-plain polling when the listening session is gone.
+plain polling when the listening session is gone, and with ``?wake=poll`` in
+the URL (behind PgBouncer in transaction mode) nothing listens and no session
+state is used (:func:`~jobdef.backends.postgres.session.wake_mode`).
 
 Every verb runs on the engine's own autocommit connection, as one statement
 or one transaction, through its :class:`~jobdef.backends.postgres.session.SessionManager`.

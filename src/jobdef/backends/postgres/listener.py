@@ -1,9 +1,13 @@
 """The listening session: it wakes idle workers on LISTEN/NOTIFY and keeps the maintenance lease.
 
 Each engine keeps one long-lived session besides the one its verbs use: it
-listens on the schema's channel, which every enqueue notifies, and renews the
-maintenance lease that elects the one engine that runs maintenance. When the
-session is lost, waiting falls back to plain polling.
+listens on the schema's channel, which every enqueue notifies (``queue count
+first_id``, read as a :class:`~jobdef.backends.records.Wakeup`: the worker takes
+its turn from it, :mod:`jobdef.runtime.wake_share`), and renews the maintenance
+lease that elects the one engine that runs maintenance. When the session is
+lost, waiting falls back to plain polling. With ``?wake=poll`` (behind a
+transaction pooler, where a session is not kept) there is no such session: a
+wait only sleeps, and the lease is renewed on the verbs' session.
 
 The lease is a row (``jobdef_leases``), not a session-level advisory lock: a
 frozen worker (SIGSTOP, a deadlock) keeps its session, and would keep such a
