@@ -8,9 +8,12 @@ with real worker processes.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
+import random
 import threading
+import time
 
 import pytest
 from flow_specs import new_flow
@@ -177,19 +180,27 @@ def test_cancelling_a_queued_step_settles_its_flow(backend):
     assert backend.get_flow(receipt.id).state == "failed"
 
 
-def test_cancelling_a_flow_cascades_and_a_running_step_ends_it(backend, worker):
+def test_cancelling_a_flow_cancels_its_running_step_too_and_ends_at_once(backend, worker):
     spec = {"a": ({}, {}), "b": ({}, {}), "c": ({"a": "run"}, {}), "finally": ({}, {})}
     receipt = backend.start_flow(new_flow(spec))
     [a] = worker.claim(1)  # a runs; b stays queued
     assert backend.cancel_flow(receipt.id, "customer left")
     steps = _steps(backend, receipt.id)
-    assert steps == {"a": "running", "b": "cancelled", "c": "cancelled", "finally": "cancelled"}
-    assert backend.get(_ids(backend, receipt.id)["c"]).note == (
-        "the flow was cancelled: customer left"
-    )
-    assert backend.get_flow(receipt.id).state == "running"
-    assert backend.complete([a.lease]) == [True]
+    assert set(steps.values()) == {"cancelled"}
+    note = "the flow was cancelled: customer left"
+    assert backend.get(_ids(backend, receipt.id)["c"]).note == note
     assert backend.get_flow(receipt.id).state == "cancelled"
+    # The running step's attempt ended with the cancel; its lease no longer holds.
+    record = backend.get(a.id)
+    assert (record.state, record.note, record.lease_until) == ("cancelled", note, None)
+    [attempt] = backend.attempts(a.id)
+    assert (attempt.attempt, attempt.worker_id, attempt.outcome) == (1, a.worker_id, "cancelled")
+    assert attempt.finished_at is not None
+    assert attempt.error.message == f"the attempt was cancelled while it ran: {note}"
+    assert not backend.heartbeat(a.lease, 30)
+    assert backend.complete([a.lease]) == [False]
+    assert not backend.retry(a.lease, BOOM, run_after=0, delay=0)
+    assert [x.outcome for x in backend.attempts(a.id)] == ["cancelled"]
     assert not backend.cancel_flow(receipt.id, "again")
 
 
@@ -321,6 +332,56 @@ def test_two_parents_ending_at_once_release_the_fan_in_exactly_once(store, clock
             assert fan_in.step == "fan_in"
             first.complete([fan_in.lease])
             assert first.get_flow(receipt.id).state == "done"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_flow_cancelled_as_its_running_step_ends_settles_once_without_a_deadlock(store, clock):
+    """The cancel and the step's end on two connections at the same moment: whichever
+    commits first wins. Either the step is done (its child released, then cancelled by
+    the flow's cancel) or the cancel ended its attempt and the completion is refused;
+    the flow ends cancelled, and the step has one attempt row, which agrees."""
+    first = open_backend(store.url, clock=clock)
+    second = open_backend(store.url, clock=clock)
+    try:
+        spec = {"a": ({}, {}), "b": ({"a": "cancel"}, {}), "c": ({"b": "cancel"}, {})}
+        rng = random.Random(5)
+        won = collections.Counter()
+        for _ in range(20):
+            receipt = first.start_flow(new_flow(spec))
+            [a] = first.claim(ClaimOptions("w", 30, limit=1))
+            barrier = threading.Barrier(2)
+            answers = {}
+
+            # One side or the other a little late, so either may commit first.
+            late = rng.choice(["complete", "cancel"])
+            delay = rng.uniform(0, 0.003)
+
+            def complete(a=a, barrier=barrier, answers=answers, late=late, delay=delay):
+                barrier.wait()
+                time.sleep(delay if late == "complete" else 0)
+                answers["complete"] = second.complete([a.lease])
+
+            def cancel(receipt=receipt, barrier=barrier, answers=answers, late=late, delay=delay):
+                barrier.wait()
+                time.sleep(delay if late == "cancel" else 0)
+                answers["cancel"] = first.cancel_flow(receipt.id, "race")
+
+            threads = [threading.Thread(target=complete), threading.Thread(target=cancel)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            flow = first.get_flow(receipt.id)
+            assert answers["cancel"] is True
+            assert flow.state == "cancelled"
+            state = flow.steps["a"]
+            assert answers["complete"] == [state == "done"]
+            assert [x.outcome for x in first.attempts(a.id)] == [state]
+            assert {flow.steps["b"], flow.steps["c"]} == {"cancelled"}
+            won[state] += 1
+        assert set(won) <= {"done", "cancelled"}
     finally:
         first.close()
         second.close()

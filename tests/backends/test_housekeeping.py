@@ -34,6 +34,22 @@ def test_prune_deletes_done_rows_older_than_retention_in_batches(backend, clock,
     assert backend.attempts(fresh[0]) != []
 
 
+def test_prune_in_batches_deletes_every_row_of_an_end_time_a_batch_boundary_splits(
+    backend, clock, worker
+):
+    # Three rows end at each of two times; batches of two split both groups, and the
+    # batch after each split reads the rest of that end time again.
+    for _ in range(2):
+        _enqueue(backend, 3)
+        _finish(backend, worker, 3, "done")
+        clock.advance(10)
+    _enqueue(backend, 1)
+    _finish(backend, worker, 1, "done")
+    clock.advance(100)
+    assert backend.prune([RetentionRule("j", done=105, dead=None)], batch_size=2) == 6
+    assert [r.state for r in backend.list_jobs()] == ["done"]
+
+
 def test_prune_deletes_the_attempts_of_pruned_jobs(backend, clock, worker):
     [job_id] = _enqueue(backend)
     _finish(backend, worker, 1, "done")

@@ -11,14 +11,14 @@ from types import ModuleType
 
 import pytest
 
-from jobdef.backends import elsewhere, flows, transitions, verbs, workers
+from jobdef.backends import cancels, elsewhere, flows, transitions, verbs, workers
 from jobdef.backends.postgres import engine as postgres
 from jobdef.backends.sql import load_queries
 from jobdef.backends.sqlite import engine as sqlite
 
 ENGINES: dict[str, ModuleType] = {"sqlite": sqlite, "postgres": postgres}
 # Modules written once for both engines over the engines' primitives.
-SHARED: tuple[ModuleType, ...] = (verbs, transitions, elsewhere, workers, flows)
+SHARED: tuple[ModuleType, ...] = (verbs, transitions, elsewhere, workers, flows, cancels)
 _BLOCK = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 # The calls that take a query's name as a positional argument.
 _TAKERS = {"_q", "_read", "_write_one", "_fenced_move", "_count", "_rowcount"}

@@ -245,3 +245,37 @@ def test_postgres_queue_depths_never_walks_a_table_or_a_backlog(postgres_url, po
         for node in reads
     )
     assert entries <= 40, entries  # the min() over the backlog read 30,000
+
+
+def test_postgres_queue_depths_counts_each_queue_once(postgres_url, postgres_schema):
+    """Each queue's backlog is counted up to the cap once per statement, whatever join
+    the planner picks: with 10,000,000 finished rows it put the counts on the inner side
+    of a nested loop, and counted every queue once per queue (25 counts for 5 queues).
+    Nested loops are forced here, as the statistics of a big table chose them."""
+    import psycopg
+
+    table = f'"{postgres_schema}".jobdef_jobs'
+    open_backend(f"{postgres_url}?schema={postgres_schema}").close()
+    queues = [f"q{n}" for n in range(5)]
+    columns = "job, queue, priority, args, state, max_attempts, run_after, created_at, updated_at"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {table} ({columns}) SELECT 'j', q, 0, '{{}}', 'queued', 1, g, 0, 0 "
+            "FROM unnest(%(queues)s::text[]) AS q, generate_series(1, 20000) AS g",
+            {"queues": queues},
+        )
+        conn.execute(f"VACUUM ANALYZE {table}")
+        conn.execute("SET enable_hashjoin = off")
+        conn.execute("SET enable_mergejoin = off")
+        sql = load_queries("jobdef.backends.postgres", "queries.sql")["queue_depths"]
+        sql = sql.replace("{schema}", f'"{postgres_schema}"')
+        params = {"now": 50_000.0, "cap": 100}
+        [(plan,)] = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params).fetchall()
+        rows = conn.execute(sql, params).fetchall()
+    assert [(row[0], row[2]) for row in rows] == [(queue, 100) for queue in queues]
+    entries = sum(
+        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+        for node in _postgres_plan_nodes(plan[0]["Plan"])
+        if node.get("Relation Name") == "jobdef_jobs"
+    )
+    assert entries <= len(queues) * 100 + 100, entries  # the counts, and the probes

@@ -167,13 +167,49 @@ def test_release_gives_the_attempt_back(backend, worker, other_worker):
     assert [a.outcome for a in backend.attempts(job_id)] == ["released", None]
 
 
-def test_cancel_applies_to_queued_jobs_only(backend, worker):
+def test_cancel_of_a_queued_job_writes_no_attempt(backend):
     queued = _enqueue(backend)
-    assert backend.cancel(queued)
-    assert backend.get(queued).state == "cancelled"
-    running = _enqueue(backend)
-    worker.claim_one()
-    assert not backend.cancel(running)
+    assert backend.cancel(queued, "not needed") == "queued"
+    record = backend.get(queued)
+    assert (record.state, record.note) == ("cancelled", "not needed")
+    assert backend.attempts(queued) == []
+
+
+def test_cancel_of_a_running_job_ends_its_attempt_and_fences_its_worker(backend, clock, worker):
+    job_id = _enqueue(backend)
+    lease = worker.claim_one().lease
+    clock.advance(2)
+    assert backend.cancel(job_id, "cancelled by ops: wrong input") == "running"
+    record = backend.get(job_id)
+    assert (record.state, record.note) == ("cancelled", "cancelled by ops: wrong input")
+    assert (record.lease_until, record.finished_at, record.worker_id) == (None, clock.now, "w1")
+    [attempt] = backend.attempts(job_id)
+    assert (attempt.attempt, attempt.worker_id, attempt.outcome) == (1, "w1", "cancelled")
+    assert attempt.finished_at == clock.now
+    assert attempt.error == ErrorInfo(
+        "jobdef.Cancelled",
+        "the attempt was cancelled while it ran: cancelled by ops: wrong input",
+    )
+    # Whatever the worker says next is refused: nothing is retried or recorded twice.
+    assert not backend.heartbeat(lease, 30)
+    assert backend.complete([lease]) == [False]
+    assert not backend.retry(lease, BOOM, run_after=clock.now, delay=0)
+    assert not backend.bury(lease, BOOM)
+    assert not backend.release(lease)
+    assert [a.outcome for a in backend.attempts(job_id)] == ["cancelled"]
+    assert worker.claim(10) == []
+
+
+def test_cancel_refuses_done_dead_and_cancelled_jobs(backend, worker):
+    done, dead = _enqueue(backend), _enqueue(backend)
+    [first, second] = worker.claim(limit=2)
+    assert backend.complete([first.lease]) == [True]
+    assert backend.bury(second.lease, BOOM)
+    cancelled = _enqueue(backend)
+    assert backend.cancel(cancelled)
+    for job_id in (done, dead, cancelled):
+        assert backend.cancel(job_id) is None
+    assert [len(backend.attempts(i)) for i in (done, dead, cancelled)] == [1, 1, 0]
 
 
 def test_requeue_resets_attempts_and_keeps_history(backend, clock, worker):

@@ -129,3 +129,36 @@ def test_retry_delivery_now_makes_a_failing_message_due_once(store_url):
         assert views.outbox(store)["channels"] == []
     finally:
         store.close()
+
+
+def test_cancel_takes_a_running_job_and_ends_its_attempt(store_url):
+    backend = open_backend(store_url)
+    try:
+        [running, queued] = [
+            r.id
+            for r in backend.enqueue(
+                [NewJob("ship_order", {"order_id": i}, "default") for i in (1, 2)]
+            )
+        ]
+        [claimed] = backend.claim(ClaimOptions(worker_id="t", lease_seconds=60, limit=1))
+        assert claimed.id == running
+    finally:
+        backend.close()
+    store = Store(store_url)
+    try:
+        assert views.applicable(["running"]) == ["cancel"]
+        outcome = actions.on_jobs(store, "cancel", [running, queued], "ops", "wrong address")
+        assert (outcome.changed, outcome.asked) == (2, 2)
+        record = store.verbs.get(running)
+        assert (record.state, record.note) == (
+            "cancelled",
+            "wrong address (cancelled by ops in the dashboard)",
+        )
+        [attempt] = store.verbs.attempts(running)
+        assert attempt.outcome == "cancelled"
+        assert "wrong address (cancelled by ops in the dashboard)" in attempt.error.message
+        assert store.verbs.attempts(queued) == []
+        again = actions.on_jobs(store, "cancel", [running], "ops")
+        assert (again.changed, again.asked) == (0, 1)
+    finally:
+        store.close()

@@ -179,6 +179,35 @@ def test_lost_lease_cancels_its_coroutine_only(tmp_path: Path) -> None:
         pool.close()
 
 
+def test_cancel_of_a_running_job_cancels_its_coroutine_only(
+    db_url: str, backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``jobdef cancel``'s verb on a running async job: its worker learns it at the job's
+    next heartbeat and cancels that coroutine, as for a lost lease; its neighbours on the
+    same event loop finish, and nothing is retried."""
+    jobs = registry(job("wait", "wait", "seconds"))
+    queue = Queue(backend, jobs)
+    long = queue.enqueue("wait", {"seconds": 60}).id
+    others = [r.id for r in queue.enqueue_many("wait", [{"seconds": 4}] * 2)]
+    caplog.set_level("INFO", logger="jobdef.worker")
+    with running_worker(db_url, jobs, concurrency=1, async_per_process=5, lease_seconds=3):
+        eventually(
+            lambda: all(backend.get(i).state == "running" for i in [long, *others]),  # type: ignore[union-attr]
+            what="the three jobs to run on one event loop",
+        )
+        assert backend.cancel(long, "not needed") == "running"
+        eventually(
+            lambda: f"job {long} wait attempt 1 was cancelled" in caplog.text,
+            what="the worker to cancel the coroutine",
+        )
+        eventually(lambda: all_done(backend, others), what="the neighbours to finish")
+    assert outcomes(backend, long) == ["cancelled"]
+    assert backend.get(long).state == "cancelled"  # type: ignore[union-attr]
+    for job_id in others:
+        assert outcomes(backend, job_id) == ["done"]
+    assert "0 crashed" in caplog.text
+
+
 def test_drain_lets_running_coroutines_finish(
     db_url: str, backend: Backend, tmp_path: Path
 ) -> None:

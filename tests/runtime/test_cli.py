@@ -116,7 +116,7 @@ def test_requeue_resolve_and_cancel(run, backend):
     assert run("cancel", "3")[:2] == (0, "job 3 cancelled\n")
     code, _, err = run("cancel", "3")
     assert code == 2
-    assert "job 3 is cancelled; only queued jobs" in err
+    assert "job 3 is cancelled; only queued and running jobs can be cancelled" in err
 
 
 def test_requeue_by_job_name_and_state(run, backend):

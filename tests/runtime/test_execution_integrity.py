@@ -27,6 +27,7 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
+from support.workers import process_alive
 
 pytestmark = pytest.mark.slow
 
@@ -260,17 +261,7 @@ def test_a_worker_that_lost_a_lease_stops_the_handler_and_records_nothing(
     eventually(lambda: backend.get(job).state == "done", what="the fresh worker to finish")
     stale.send_signal(signal.SIGCONT)
     # Within a heartbeat interval (lease/3) and a turn: the stale child is gone.
-    eventually(lambda: not _alive(child), timeout=10, what="the stale handler to be stopped")
+    eventually(lambda: not process_alive(child), timeout=10, what="the stale handler to be stopped")
     eventually(lambda: "was lost" in workers.log("stale"), what="the stale worker to say so")
     assert _outcomes(backend, job) == ["reclaimed", "done"]
     assert stale.poll() is None  # the worker itself goes on
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie child of the stale worker counts as gone.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(") ", 1)[1][:1] != "Z"

@@ -9,6 +9,8 @@ hold these, read from the store and the ledger:
 - no step started before each of its parents ended (its attempts' starts are after
   the parents' ends, on the store's clock);
 - every fan-in ran exactly once or was cancelled with a note naming why;
+- a cancelled step never ran, or ran once: the attempt a cancel ended while it
+  ran, recorded ``cancelled``;
 - nothing is left waiting, queued or running, and the flow row has ended;
 - each step ended by its latest end on the flow's worst-case timeline (``jobdef
   explain FLOW``'s, at the workers' lease).
@@ -41,6 +43,7 @@ from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 from support.stores import engine_db_url
+from support.workers import process_alive
 
 pytestmark = pytest.mark.slow
 
@@ -60,6 +63,7 @@ args:
   fail: {type: boolean, required: false}
   seconds: {type: number, required: false}
   v: {type: integer, required: false}
+  marks: {type: string, required: false}
 result:
   schema:
     type: object
@@ -147,6 +151,17 @@ FLOWS = "".join(
             "slow_parent",
             [_step("parent", seconds=2.0), _step("child", {"parent": "cancel"}, seconds=30.0)],
         ),
+        _flow(
+            "cancelled_while_running",
+            [
+                _step("slow", seconds=25.0, marks="{from: args.marks}"),
+                _step("quick", marks="{from: args.marks}"),
+                _step("next", {"slow": "run", "quick": "cancel"}),
+            ],
+            final="finally",
+        ).replace(
+            "  fail: {type: boolean}\n", "  fail: {type: boolean}\n  marks: {type: string}\n"
+        ),
     ]
 )
 
@@ -207,7 +222,11 @@ def _check_invariants(
         assert runs.get(record.id, 0) <= allowed, (name, runs.get(record.id))
         if state == "cancelled":
             assert record.note, f"{name} was cancelled with no reason"
-            assert runs.get(record.id, 0) == 0
+            # Cancelled before it ran, or while it ran: then its one attempt ended
+            # cancelled, and it never ran again.
+            attempts = backend.attempts(record.id)
+            assert runs.get(record.id, 0) == len(attempts) <= 1, (name, attempts)
+            assert all(a.outcome == "cancelled" for a in attempts), (name, attempts)
             continue
         starts = [a.started_at for a in backend.attempts(record.id)]
         parents = list(policy.steps[name].after)
@@ -336,3 +355,49 @@ def test_a_worker_killed_right_after_a_parent_commits_has_already_released_the_c
     worker.wait(10)
     assert seen["child"] in ("queued", "running")  # never "waiting" once parent is done
     assert backend.get(ids["child"]).state in ("queued", "running")
+
+
+def test_cancelling_a_flow_stops_its_running_step_and_ends_the_flow_at_once(
+    backend, registry, workers, ledger, tmp_path
+):
+    """The running step's attempt ends cancelled in the cancel's transaction, the flow
+    ends cancelled in it too, and the worker stops the handler at its next heartbeat:
+    the handler never reaches its end, and nothing runs again."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    queue = Queue(backend, registry)
+    args = {"ledger": ledger, "fail": False, "marks": str(marks)}
+    receipt = queue.start("cancelled_while_running", args)
+    ids = backend.get_flow(receipt.id).step_ids
+    worker = workers.start("--concurrency", "2", lease="3s")
+    started = marks / f"{ids['slow']}.started"
+    eventually(started.exists, timeout=60, what="the slow step's handler to start")
+    eventually((marks / f"{ids['quick']}.finished").exists, what="the quick step")
+    eventually(
+        lambda: backend.get(ids["quick"]).state == "done", what="the quick step to be recorded"
+    )
+    pid = int(started.read_text("utf-8"))
+    assert queue.cancel_flow(receipt, "the customer left")
+    flow = backend.get_flow(receipt.id)
+    assert (flow.state, flow.note) == ("cancelled", "the customer left")
+    assert flow.steps == {
+        "slow": "cancelled",
+        "quick": "done",
+        "next": "cancelled",
+        "finally": "cancelled",
+    }
+    [attempt] = backend.attempts(ids["slow"])
+    assert (attempt.outcome, attempt.attempt) == ("cancelled", 1)
+    assert attempt.finished_at is not None
+    assert "the customer left" in attempt.error.message
+    # A heartbeat every second (lease 3s): the handler is stopped long before its 25 s.
+    eventually(
+        lambda: not process_alive(pid), timeout=20, what="the cancelled handler to be stopped"
+    )
+    eventually(lambda: "was cancelled" in workers.log(), timeout=10, what="the worker's line")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert not (marks / f"{ids['slow']}.finished").exists()
+    assert [a.outcome for a in backend.attempts(ids["slow"])] == ["cancelled"]
+    assert [job for job, _, _ in ledger_handlers.entries(ledger)].count(ids["slow"]) == 1
+    _check_invariants(backend, registry, ledger, receipt.id, lease=3.0)

@@ -26,6 +26,20 @@ REAP_TIMEOUT = 30.0
 _STARTED = re.compile(r"worker \S+ started")
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` (a handler's child, say) still runs; a zombie its parent
+    has not reaped yet counts as ended."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split(") ", 1)[1][:1] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
 def worker_command(db_url: str, sheets: Path, *options: str, poll: str = "50ms") -> list[str]:
     """``python -m jobdef worker`` on ``db_url`` and ``sheets``, polling every ``poll``."""
     command = [sys.executable, "-m", "jobdef", "worker", "--db", db_url]

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from jobdef.backends.cancels import Run, end_running_attempts
 from jobdef.backends.records import Notification, Receipt
 from jobdef.backends.rows import dump_json, receipt_token
 
@@ -47,8 +48,6 @@ NO_FLOW_CURSOR = 2**63 - 1
 ENDED = frozenset({"done", "dead", "resolved", "cancelled", "missing"})
 # A step in one of these may still end, and its end settles the flow.
 ACTIVE = frozenset({"queued", "running"})
-
-Run = Callable[[str, Mapping[str, Any]], Sequence[Any]]
 
 
 @dataclass
@@ -343,15 +342,22 @@ def _end_flow(
 
 
 def cancel(tx: FlowTx, flow_id: int, reason: str) -> bool:
-    """Cancel a running flow: its waiting and queued steps are cancelled with
-    ``reason``; a running step finishes its attempt (and is not retried: its end
-    settles the flow, which then ends ``cancelled``). False: no running flow."""
+    """Cancel a running flow: its waiting, queued and running steps are cancelled with
+    ``reason``, a running one's open attempt ended ``cancelled`` (its worker stops the
+    handler at its next heartbeat, :mod:`jobdef.backends.cancels`), and the flow ends
+    ``cancelled`` in the same transaction. False: no running flow."""
+    # The steps first, then the flow's row: a step's end takes them in that order.
+    tx.run("flow_cancel_targets", {"flow_id": flow_id})
     locked = tx.run("flow_lock", {"flow_id": flow_id})
     if not locked or locked[0]["state"] != "running":
         return False
+    # Read again under the flow's lock: a step that a parent's end released while the
+    # first read waited for that parent's row may have been claimed since.
+    targets = tx.run("flow_cancel_targets", {"flow_id": flow_id})
     note = f"the flow was cancelled: {reason}"
     tx.run("flow_mark_cancelled", {"flow_id": flow_id, "note": reason})
     tx.run("flow_cancel_steps", {"flow_id": flow_id, "note": note, "now": tx.now})
+    end_running_attempts(tx.run, targets, note, tx.now)
     _settle_one(tx, flow_id)
     return True
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from jobdef.backends.cancels import CancelledFrom
 from jobdef.backends.flows import NO_FLOW_CURSOR, FlowRecord, NewFlow
 from jobdef.backends.records import (
     AttemptRecord,
@@ -131,8 +132,11 @@ class Backend(Versioned, Protocol):
         ``released``.
         """
 
-    def cancel(self, job_id: int) -> bool:
-        """Cancel a queued job."""
+    def cancel(self, job_id: int, reason: str = "cancelled") -> CancelledFrom | None:
+        """Cancel a queued or running job with ``reason`` as its note; a running one's
+        attempt ends ``cancelled`` and its worker stops the handler at its next
+        heartbeat (:mod:`jobdef.backends.cancels`). The state the job was in, or None
+        when it was neither queued nor running."""
 
     def requeue(
         self, job_ids: Sequence[int] = (), job: str | None = None, state: State = "dead"
@@ -206,8 +210,9 @@ class Backend(Versioned, Protocol):
         ``waiting``), or return the receipt of the flow with the same key it merges into."""
 
     def cancel_flow(self, flow_id: int, reason: str) -> bool:
-        """Cancel a running flow: its waiting and queued steps are cancelled with
-        ``reason``, a running one finishes; False when the flow is not running."""
+        """Cancel a running flow: its waiting, queued and running steps are cancelled
+        with ``reason`` (a running one as :meth:`cancel` does) and the flow ends
+        ``cancelled``; False when the flow is not running."""
 
     def sweep_flows(self, limit: int = 100) -> tuple[int, int]:
         """Settle the running flows no step's end can settle any more, cancel those

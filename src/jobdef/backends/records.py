@@ -14,7 +14,9 @@ ACTIVE_STATES: tuple[State, ...] = ("queued", "running")
 FINAL_STATES: tuple[State, ...] = ("done", "dead", "resolved", "cancelled")
 
 # How one attempt ended.
-Outcome = Literal["done", "retry", "dead", "timeout", "crashed", "reclaimed", "released"]
+Outcome = Literal[
+    "done", "retry", "dead", "timeout", "crashed", "reclaimed", "released", "cancelled"
+]
 
 
 @dataclass(frozen=True, slots=True)

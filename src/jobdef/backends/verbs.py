@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from jobdef.backends import flows
+from jobdef.backends.cancels import CancelledFrom, end_running_attempts
 from jobdef.backends.elsewhere import ElsewhereVerbs
 from jobdef.backends.flows import NO_FLOW_CURSOR, FlowRecord, FlowTx, NewFlow
 from jobdef.backends.records import (
@@ -117,13 +118,21 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
 
     # -- operator verbs ---------------------------------------------------------
 
-    def cancel(self, job_id: int) -> bool:
-        """Cancel a queued job; a step of a flow settles its flow in the same transaction."""
+    def cancel(self, job_id: int, reason: str = "cancelled") -> CancelledFrom | None:
+        """Cancel a queued or running job (:mod:`jobdef.backends.cancels`); a step of a
+        flow settles its flow in the same transaction. The state it was in, or None
+        when it was in neither."""
 
-        def work(tx: FlowTx) -> bool:
-            rows = tx.run("cancel_job", {"job_id": job_id, "now": tx.now, **self._ends()})
+        def work(tx: FlowTx) -> CancelledFrom | None:
+            targets = tx.run("cancel_job_target", {"job_id": job_id})
+            if not targets:
+                return None
+            params = {"job_id": job_id, "note": reason, "now": tx.now, **self._ends()}
+            rows = tx.run("cancel_job", params)
+            end_running_attempts(tx.run, targets, reason, tx.now)
             flows.settle(tx, [row["flow_id"] for row in rows if row["flow_id"] is not None])
-            return bool(rows)
+            was: CancelledFrom = "running" if targets[0]["state"] == "running" else "queued"
+            return was
 
         return self._flow_tx(work)
 

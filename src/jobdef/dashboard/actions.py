@@ -2,7 +2,7 @@
 
 Every action is logged on the ``jobdef.dashboard`` logger with who did it.
 The verbs move only rows still in the state they expect (requeue and resolve
-take dead jobs, cancel takes queued ones, a retried outbox message must be
+take dead jobs, cancel takes queued and running ones, a retried outbox message must be
 undelivered), so the same action posted twice changes nothing the second time.
 
 An action on *every job matching a filter* walks the list the way its pages do
@@ -71,7 +71,8 @@ def _verb(
         text = f"{note} (resolved by {who} in the dashboard)" if note else f"resolved by {who}"
         return lambda ids: sum(bool(store.call(verbs.resolve, i, text)) for i in ids)
     if action == "cancel":
-        return lambda ids: sum(bool(store.call(verbs.cancel, i)) for i in ids)
+        reason = f"{note} (cancelled by {who} in the dashboard)" if note else f"cancelled by {who}"
+        return lambda ids: sum(bool(store.call(verbs.cancel, i, reason)) for i in ids)
     raise UsageError(f"unknown action {action!r}; use one of {', '.join(JOB_ACTIONS)}")
 
 
@@ -288,7 +289,8 @@ def retry_outbox(store: Store, ids: Sequence[int], who: str) -> Outcome:
 
 def cancel_flows(store: Store, ids: Sequence[int], who: str, note: str) -> Outcome:
     """Cancel running flows (:meth:`~jobdef.runtime.queue.Queue.cancel_flow`'s verb): their
-    waiting and queued steps are cancelled with the reason, a running one finishes. A flow
+    waiting, queued and running steps are cancelled with the reason (a running one's
+    handler is stopped by its worker at its next heartbeat). A flow
     that already ended is left alone and counted unchanged."""
     unique = list(dict.fromkeys(ids))
     reason = f"{note} (cancelled by {who} in the dashboard)" if note else f"cancelled by {who}"

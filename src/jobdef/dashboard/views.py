@@ -118,16 +118,20 @@ def shown(value: Any, limit: int | None = DETAIL_CHARS) -> str:
 # -- what applies ---------------------------------------------------------------------
 
 JOB_ACTIONS = ("requeue", "resolve", "cancel")
-# The state each action takes jobs from: the filter of a bulk action is narrowed to it.
+# The state each action takes jobs from when it is applied to every job matching a
+# filter: the filter is narrowed to it. A filter's cancel leaves running jobs alone
+# (each stops a handler): they are cancelled one at a time or by selection.
 FROM_STATE = {"requeue": "dead", "resolve": "dead", "cancel": "queued"}
+# The states each action takes a chosen job from (a running job's cancel stops its handler).
+TAKES = {"requeue": ("dead",), "resolve": ("dead",), "cancel": ("queued", "running")}
 
 
 def applicable(states: Iterable[str]) -> list[str]:
     """The actions that apply to jobs in any of ``states``, the usual one first: a dead
-    job is requeued (or resolved, when it should not run again), a queued one cancelled;
-    a running, done, resolved or cancelled job takes none."""
+    job is requeued (or resolved, when it should not run again), a queued or running one
+    cancelled; a done, resolved or cancelled job takes none."""
     present = set(states)
-    return [action for action in JOB_ACTIONS if FROM_STATE[action] in present]
+    return [action for action in JOB_ACTIONS if present.intersection(TAKES[action])]
 
 
 def fatal_reason(registry: Registry, job: str, error_type: str | None) -> str | None:

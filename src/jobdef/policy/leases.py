@@ -18,3 +18,17 @@ DEFAULT_LEASE = 30.0
 MIN_LEASE = 1.0
 # How often every worker looks for expired leases and reclaims their jobs.
 RECLAIM_INTERVAL = 2.0
+# One turn of the worker's loop while it holds running jobs (see MIN_LEASE).
+TURN_WHILE_RUNNING = 0.1
+
+
+def heartbeat_period(lease_seconds: float) -> float:
+    """How often a worker heartbeats each job it runs: a third of its lease."""
+    return lease_seconds / 3
+
+
+def cancel_reach(lease_seconds: float) -> float:
+    """The longest a cancel of a running job takes to reach its handler: the worker
+    learns it at the job's next heartbeat, which its fence refuses (up to one period
+    away, once per turn of its loop), and stops the handler's child in that turn."""
+    return heartbeat_period(lease_seconds) + TURN_WHILE_RUNNING

@@ -161,6 +161,11 @@ def state_transitions(job: JobPolicy, timeline: Timeline, lang: str) -> list[Tra
             "dead", "resolved", _pick(lang, "resolved by an operator", "運用者が対応済みにした")
         ),
         Transition("queued", "cancelled", _pick(lang, "cancelled", "取り消し")),
+        Transition(
+            "running",
+            "cancelled",
+            _pick(lang, "cancelled (the handler is stopped)", "取り消し（ハンドラーを停止）"),
+        ),
     ]
     for state, keep in (("done", job.retention.done), ("dead", job.retention.dead)):
         if keep is not None:

@@ -76,7 +76,6 @@ class _LoopChild:
         # The pair of slots of each task started, by sequence number.
         self.slot_of: dict[int, int] = {}
         self.free = list(range(settings.async_slots - 1, -1, -1))
-        self.outbox = _Outbox()
         self.ended: asyncio.Future[None] | None = None
 
     async def run(self) -> None:
@@ -139,66 +138,22 @@ class _LoopChild:
             error, value, timed_out = await _run(task, self.conn, self.settings)
         finally:
             self.running.pop(task.seq, None)
-        self.outbox.add(task.seq, time.monotonic() - started, error, value, timed_out)
+        elapsed = {task.seq: time.monotonic() - started}
+        if error is None:
+            returned = {task.seq: value} if value is not None else None
+            results = Results([task.seq], [], elapsed, returned)
+        else:
+            results = Results(
+                [], [error], elapsed, None, frozenset([task.seq]) if timed_out else None
+            )
         # Sent now, before the loop runs anything else: a neighbour that then blocks the
         # loop until the process is killed must not take a finished attempt down with it
-        # (it would count as crashed and run again).
-        self._flush()
-
-    def _flush(self) -> None:
-        """Send what ended, then free the tasks' slots: a kill in between finds them
-        still running, and their results in the pipe."""
-        seqs = self.outbox.send(self.conn)
-        for seq in seqs:
-            slot = self.slot_of.pop(seq)
-            self.shared[SLOTS + 2 * slot] = 0
-            self.free.append(slot)
-
-
-class _Outbox:
-    """What ended since the last :class:`Results`."""
-
-    def __init__(self) -> None:
-        self._clear()
-
-    def _clear(self) -> None:
-        self.done: list[int] = []
-        self.failed: list[TaskFailed] = []
-        self.elapsed: dict[int, float] = {}
-        self.returned: dict[int, str] = {}
-        self.timed_out: set[int] = set()
-
-    def add(
-        self,
-        seq: int,
-        elapsed: float,
-        error: TaskFailed | None,
-        value: str | None,
-        timed_out: bool,
-    ) -> None:
-        self.elapsed[seq] = elapsed
-        if error is None:
-            self.done.append(seq)
-            if value is not None:
-                self.returned[seq] = value
-        else:
-            self.failed.append(error)
-            if timed_out:
-                self.timed_out.add(seq)
-
-    def send(self, conn: Connection) -> list[int]:
-        """Send one :class:`Results` and start afresh; the sequence numbers it told of."""
-        seqs = self.done + [error.seq for error in self.failed]
-        results = Results(
-            self.done,
-            self.failed,
-            self.elapsed,
-            self.returned or None,
-            frozenset(self.timed_out) or None,
-        )
-        self._clear()
-        conn.send(results)
-        return seqs
+        # (it would count as crashed and run again). The task's slots are freed only
+        # after: a kill in between finds it still running, and its result in the pipe.
+        self.conn.send(results)
+        slot = self.slot_of.pop(task.seq)
+        self.shared[SLOTS + 2 * slot] = 0
+        self.free.append(slot)
 
 
 async def _run(

@@ -30,7 +30,7 @@ import time
 from dataclasses import replace
 
 from jobdef.runtime.child import READ, SLOTS, ChildSettings
-from jobdef.runtime.pool import Event, Pool, Returned, _Child
+from jobdef.runtime.pool import Event, Pool, _Child
 from jobdef.runtime.wire import Batch, Cancel, Task
 
 # Seconds a coroutine has, past its timeout (or past a cancellation at a lost lease), to
@@ -183,23 +183,13 @@ class LoopPool(Pool):
                 os.kill(child.process.pid, signal.SIGKILL)
         return True
 
-    def abandon(self, task: Task) -> list[Event]:
-        """Stop ``task`` for good (its lease was lost): take it back if it has not started,
-        cancel its coroutine if it runs one (the child's other tasks run on), kill its
-        child if it runs a sync handler. Nothing tells of ``task`` itself."""
-        child = next((c for c in self.children if task.seq in c.tasks), None)
-        if child is None:
-            return []
-        events: list[Event] = []
-        if child.started()[0] < task.seq:
-            events.extend(Returned(t) for t in child.recall_waiting() if t.seq != task.seq)
-            if task.seq not in child.tasks:
-                return events  # taken back before it started
+    def _stop_started(self, child: _Child, task: Task, events: list[Event]) -> None:
+        """Cancel ``task``'s coroutine if it runs one (the child's other tasks run on);
+        kill the child if it runs ``task``'s sync handler."""
         if not self._coroutine(child, task):
             if self._kill_if_running(child, task.seq):
                 self._replace(child, events, timed_out=None, abandoned=task)
-            return events
+            return
         del child.tasks[task.seq]
         child.cancelling[task.seq] = (task, time.monotonic() + KILL_GRACE)
         child.conn.send(Cancel(task.seq))
-        return events

@@ -464,10 +464,15 @@ class Pool:
             events.extend(Returned(t) for t in child.recall_waiting() if t.seq != task.seq)
             if task.seq not in child.tasks:
                 return events  # taken back before it started
+        self._stop_started(child, task, events)
+        return events
+
+    def _stop_started(self, child: _Child, task: Task, events: list[Event]) -> None:
+        """Stop ``task``, which ``child`` started: kill the child if it still runs it
+        (the events of its other tasks join ``events``). Otherwise it has finished:
+        its result arrives and is ignored."""
         if child.stop_running(task.seq):
             self._replace(child, events, timed_out=None, abandoned=task)
-        # Otherwise it has finished: its result arrives and is ignored.
-        return events
 
     def _replace(
         self,

@@ -201,8 +201,9 @@ class Queue:
         return self.backend.start_flow(new, connection=connection)
 
     def cancel_flow(self, receipt: Receipt | str | int, reason: str = "cancelled") -> bool:
-        """Cancel a running flow: waiting and queued steps are cancelled, a running
-        step finishes its attempt; the flow ends ``cancelled`` when none is left."""
+        """Cancel a running flow: its waiting, queued and running steps are cancelled
+        and the flow ends ``cancelled`` at once; a running step's attempt ends
+        ``cancelled`` and its worker stops the handler at its next heartbeat."""
         found = self.flow(receipt)
         return found is not None and self.backend.cancel_flow(found.id, reason)
 

@@ -28,7 +28,11 @@ another worker reclaims the job.
 A worker that learns it lost a job's lease (a heartbeat refused: it was frozen
 past the lease and another worker reclaimed the job) kills that handler's child
 at once and records nothing for it: the job's new attempt belongs to the other
-worker.
+worker. A job cancelled while it ran is learnt the same way (the cancel ended
+the attempt in the store, :mod:`jobdef.backends.cancels`): the child is killed,
+nothing is recorded, and the line says it was cancelled. A handler's Beat goes
+through the same heartbeat, so a cancel reaches a running handler within one
+heartbeat period (a third of the lease) and one turn of the loop.
 
 When the store fails under it (a full disk, a server that went away), the
 worker keeps running: what finished waits in memory to be recorded, and the
@@ -63,6 +67,7 @@ from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, O
 from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.durations import format_wait
+from jobdef.policy.leases import TURN_WHILE_RUNNING, heartbeat_period
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
@@ -468,7 +473,8 @@ class Worker:
         if pool.in_flight():
             # Results come in any time: look again soon, and at the earliest timeout.
             deadline = pool.next_deadline()
-            waiting = min(0.1, max(0.0, deadline - mono) if deadline is not None else 0.1)
+            turn = TURN_WHILE_RUNNING
+            waiting = min(turn, max(0.0, deadline - mono) if deadline is not None else turn)
         elif pool.starting():
             waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
         if phase is Phase.DRAINING:
@@ -540,17 +546,41 @@ class Worker:
             del self._held[job_id]
             with contextlib.suppress(ValueError):
                 self._backlog.remove(job_id)
+            cancelled = self._cancelled_here(held.lease)
             task = next((t for t in pool.in_flight() if t.job_id == job_id), None)
             events = pool.abandon(task) if task is not None else []
-            log.warning(
-                "lease of job %s (%s) attempt %d was lost (the job was reclaimed): "
-                "its handler was stopped and nothing is recorded for it",
-                job_id,
-                held.record.job,
-                held.record.attempt,
-            )
+            if cancelled:
+                self.telemetry.finished(
+                    held.record,
+                    "cancelled",
+                    detail="it was running: its handler was stopped, and the cancel "
+                    "recorded the attempt",
+                )
+            else:
+                log.warning(
+                    "lease of job %s (%s) attempt %d was lost (the job was reclaimed): "
+                    "its handler was stopped and nothing is recorded for it",
+                    job_id,
+                    held.record.job,
+                    held.record.attempt,
+                )
             for event in events:
                 self._handle(event, self.phase)
+
+    def _cancelled_here(self, lease: Lease) -> bool:
+        """Whether the refused ``lease`` was ended by a cancel of its very attempt (else
+        the job was reclaimed): the job's row read once, cancelled with this attempt and
+        worker still on it (a reclaim clears the worker)."""
+        try:
+            now = self.backend.get(lease.job_id)
+        except BackendError:
+            return False  # said as a lost lease: either way the handler is stopped
+        return (
+            now is not None
+            and now.state == "cancelled"
+            and now.attempt == lease.attempt
+            and now.worker_id == lease.worker_id
+        )
 
     def _last_flush(self) -> None:
         """Record what finished before stopping; if the store cannot take it, the leases
@@ -800,6 +830,15 @@ class Worker:
     def _refused(self, verb: str, record: JobRecord) -> None:
         self.stats.refused += 1
         self.telemetry.refused(record)
+        if self._cancelled_here(record.lease):
+            log.info(
+                "late %s of job %s attempt %d refused: the job was cancelled while it ran, "
+                "and the cancel recorded the attempt",
+                verb,
+                record.id,
+                record.attempt,
+            )
+            return
         log.warning(
             "late %s of job %s attempt %d refused: its lease expired and the job was reclaimed",
             verb,
@@ -832,7 +871,8 @@ class Worker:
         """Keep the leases of held jobs alive while this worker lives."""
         # While the store is out, every turn that tries it again beats: a call that
         # works is what ends the outage.
-        every = self.settings.lease_seconds / 3 if self._outage.since is None else 0.0
+        period = heartbeat_period(self.settings.lease_seconds)
+        every = period if self._outage.since is None else 0.0
         for held in list(self._held.values()):
             if mono - held.last_beat >= every:
                 kept = self.backend.heartbeat(held.lease, self.settings.lease_seconds)

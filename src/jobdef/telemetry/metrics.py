@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from jobdef.backends.protocol import Backend
 
 # Outcomes of an attempt, as the attempts table records them.
-OUTCOMES = ("done", "retry", "dead", "timeout", "crashed", "reclaimed", "released")
+OUTCOMES = ("done", "retry", "dead", "timeout", "crashed", "reclaimed", "released", "cancelled")
 # Attempt durations, seconds: from a few milliseconds to the hour a batch job may take.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 # The histogram's "le" labels, as Prometheus writes them (1.0, not 1).

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("jobdef.worker")
 
 # Outcomes logged at info; the others (dead, timeout, crashed, reclaimed) at warning.
-_PLANNED = frozenset({"done", "retry", "released"})
+# A cancel is an operator's decision: planned.
+_PLANNED = frozenset({"done", "retry", "released", "cancelled"})
 # Outcomes of an attempt whose handler process was killed or died.
 _KILLED = frozenset({"timeout", "crashed"})
 # How an attempt's line says its outcome (the `outcome` field keeps the stored word):
@@ -46,6 +47,7 @@ _SAID = {
     "timeout": "timed out",
     "crashed": "crashed",
     "released": "released",
+    "cancelled": "was cancelled",
 }
 
 

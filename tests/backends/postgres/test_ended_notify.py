@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import psycopg
+from flow_specs import new_flow
 from psycopg import sql
 
 from jobdef.backends.postgres.ends import EndListener, ended_channel
@@ -116,3 +117,18 @@ def test_wake_ends_a_wait_for_ends_at_once(pg_backend: PostgresBackend) -> None:
         assert time.monotonic() - started < 30.0  # woken, not timed out
     finally:
         listener.close()
+
+
+def test_a_cancel_tells_the_watched_running_job_and_the_cancelled_flows_steps(
+    pg_backend: PostgresBackend,
+) -> None:
+    [running] = _jobs(pg_backend, 1)
+    receipt = pg_backend.start_flow(new_flow({"a": ({}, {}), "b": ({"a": "cancel"}, {})}))
+    steps = pg_backend.get_flow(receipt.id).step_ids
+    _claim(pg_backend, 10)  # the plain job and the flow's root step run
+    pg_backend.watch_jobs([running, steps["a"], steps["b"]])
+    with _listening(pg_backend) as conn:
+        assert pg_backend.cancel(running) == "running"
+        assert pg_backend.cancel_flow(receipt.id, "not needed")
+        told = _told(conn)
+    assert sorted(told) == sorted(str(i) for i in (running, steps["a"], steps["b"]))

@@ -95,5 +95,5 @@ def test_a_database_held_locked_too_long_is_one_clear_error(tmp_path):
     finally:
         holder.rollback()
         holder.close()
-    assert backend.cancel(1) is False
+    assert backend.cancel(1) is None
     backend.close()

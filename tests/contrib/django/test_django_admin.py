@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from jd_support import Project, dead_job
 
+from jobdef.backends.records import ClaimOptions
+
 
 @pytest.fixture
 def admin_client(project: Project) -> Any:
@@ -66,8 +68,22 @@ def test_resolve_and_cancel_go_through_the_verbs(project: Project, admin_client:
 
     queued = int(tasks.send_confirmation.enqueue(uuid.uuid4().int % 2**31 + 1).id)
     assert "Cancelled 1 of 2 selected jobs" in act(admin_client, "cancel", queued, dead)
-    assert project.backend("default").engine().get(queued).state == "cancelled"
-    assert project.backend("default").engine().get(dead).state == "resolved"
+    engine = project.backend("default").engine()
+    assert engine.get(queued).state == "cancelled"
+    assert engine.get(dead).state == "resolved"
+
+    # A running job: its attempt ends cancelled, naming the user.
+    running = int(tasks.send_confirmation.enqueue(uuid.uuid4().int % 2**31 + 1).id)
+    claimed = engine.claim(ClaimOptions(worker_id="admin-test", lease_seconds=30, limit=1000))
+    for record in claimed:
+        if record.id != running:  # another test's job: give it back untouched
+            engine.release(record.lease)
+    assert engine.get(running).state == "running"
+    assert "Cancelled 1 of 1 selected jobs" in act(admin_client, "cancel", running)
+    record = engine.get(running)
+    assert record.state == "cancelled"
+    assert record.note.startswith("cancelled in the Django admin by ops-")
+    assert [a.outcome for a in engine.attempts(running)] == ["cancelled"]
 
 
 def test_the_admin_is_read_only(project: Project, admin_client: Any) -> None:

@@ -38,6 +38,7 @@ applications can share a database, each in its own.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -751,22 +752,34 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         total = 0
         for rule in rules:
             for states, keep in retention_periods(rule):
-                params = {
-                    "job": rule.job,
-                    "states": list(states),
-                    "before": now - keep,
-                    "batch_size": batch_size,
-                }
                 if dry_run:
+                    params = {"job": rule.job, "states": list(states), "before": now - keep}
                     total += self._count("prune_count", params)
                     continue
-                while True:
-                    deleted = self._rowcount("prune_batch", params)
-                    total += deleted
-                    if deleted < batch_size:
-                        break
+                for state in states:  # one state at a time: the jobdef_jobs_finished index
+                    total += self._prune_batches(rule.job, state, now - keep, batch_size)
         self._changed(total and not dry_run)
         return total
+
+    def _prune_batches(self, job: str, state: str, before: float, batch_size: int) -> int:
+        """Delete ``job``'s rows in ``state`` that ended before ``before``, batch after
+        batch, each from the end time the one before reached (see prune_batch)."""
+        params: dict[str, Any] = {
+            "job": job,
+            "state": state,
+            "before": before,
+            "after": -math.inf,
+            "batch_size": batch_size,
+        }
+        sql = self._q("prune_batch")
+        deleted = 0
+        while True:
+            [row] = self._run(lambda conn: _fetch_on(conn, sql, params))
+            count = int(row["deleted"])
+            deleted += count
+            if count < batch_size:
+                return deleted
+            params["after"] = row["reached"]
 
     def expire_results(self, rules: Sequence[ResultRetention], batch_size: int = 1000) -> int:
         """Clear in batches of ``batch_size``, each its own short transaction."""

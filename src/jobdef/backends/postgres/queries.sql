@@ -465,17 +465,36 @@ ended AS (
     SELECT pg_notify(%(ended_channel)s, id::text) FROM moved WHERE watched
 )
 
+-- name: cancel_job_target
+-- The job a cancel takes, as it is before the cancel (jobdef.backends.cancels),
+-- locked for the cancel's transaction: a completion, heartbeat or claim waits, and
+-- this reads the state it left. Queued, or running (its open attempt is then
+-- ended `cancelled`).
+SELECT id, state, attempt, worker_id, started_at FROM {schema}.jobdef_jobs
+WHERE id = %(job_id)s AND state IN ('queued', 'running')
+FOR UPDATE;
+
 -- name: cancel_job
 -- It tells the job's waiters, if it has any (ended_notify); one row per job cancelled,
 -- with the flow it is a step of (settled in the same transaction, jobdef.backends.flows).
+-- The lease is cleared, so the running attempt's heartbeat, completion and failure
+-- are refused by their fence; the worker id stays, naming whose attempt was cancelled.
 WITH moved AS (
     UPDATE {schema}.jobdef_jobs
-    SET state = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
-    WHERE id = %(job_id)s AND state = 'queued'
+    SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s,
+        lease_until = NULL
+    WHERE id = %(job_id)s AND state IN ('queued', 'running')
     RETURNING id, watched, flow_id
 ),
 -- include: ended_notify
 SELECT id, flow_id FROM moved WHERE (SELECT count(*) FROM ended) >= 0;
+
+-- name: record_cancelled_attempt
+-- The attempts row of a running attempt a cancel ended, in the cancel's transaction.
+INSERT INTO {schema}.jobdef_attempts
+    (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+VALUES (%(job_id)s, %(attempt)s, %(worker_id)s, %(started_at)s, %(now)s, 'cancelled',
+        %(error)s::jsonb);
 
 -- fragment: requeue_target
 -- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
@@ -549,24 +568,40 @@ ORDER BY lease_until, id
 LIMIT %(limit)s;
 
 -- name: prune_batch
--- One batch of finished rows past their retention. Short transactions, and
--- SKIP LOCKED: pruning never waits on, nor blocks, a claim or an operator.
--- SQLite's selects the batch's ids and its engine deletes the jobs and their
--- attempts (delete_jobs, delete_attempts); here one statement deletes them,
--- the attempts through ON DELETE CASCADE, and one batch spans several states.
+-- One batch of one job's rows in one finished state past their retention, oldest
+-- first, from the cursor %(after)s (the end time the previous batch reached, or
+-- -Infinity): `deleted` rows, and the end time `reached`, which the next batch
+-- starts from. One state per call, as SQLite's, so jobdef_jobs_finished (job, state,
+-- finished_at) gives the order and the LIMIT stops the walk after the batch (with
+-- several states the index gives no order: each batch read and sorted every row
+-- still due, and a day's worth cost a batch tens of milliseconds). The cursor keeps
+-- each batch from walking again the index entries of the rows the batches before
+-- it deleted, which stay until VACUUM: a batch reads about as many rows as it
+-- deletes however long the backlog. `>=`: rows that end at the same time as the
+-- last one deleted are read again, not skipped.
+-- Short transactions, and SKIP LOCKED: pruning never waits on, nor blocks, a claim
+-- or an operator (a locked row is left for the next run). SQLite's selects the
+-- batch's ids and its engine deletes the jobs and their attempts (delete_jobs,
+-- delete_attempts); here one statement deletes them, the attempts through ON
+-- DELETE CASCADE.
 WITH doomed AS (
-    SELECT id FROM {schema}.jobdef_jobs
-    WHERE job = %(job)s AND state = ANY (%(states)s::text[])
-      AND finished_at IS NOT NULL AND finished_at < %(before)s
+    SELECT id, finished_at FROM {schema}.jobdef_jobs
+    WHERE job = %(job)s AND state = %(state)s
+      AND finished_at IS NOT NULL
+      AND finished_at >= %(after)s AND finished_at < %(before)s
       -- A step of a running flow is kept: a waiting step may still read its result.
       AND (flow_id IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobdef_flows AS f
           WHERE f.id = flow_id AND f.state = 'running'))
-    ORDER BY finished_at, id
+    ORDER BY finished_at
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id
+    RETURNING doomed.finished_at
 )
-DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id;
+SELECT count(*) AS deleted, max(finished_at) AS reached FROM deleted;
 
 -- name: prune_count
 -- Several states at once, as prune_batch (SQLite: one state per call).
@@ -780,7 +815,10 @@ levels(queue, priority, run_after) AS (
 oldest AS (
     SELECT queue, min(run_after) AS run_after FROM levels GROUP BY queue
 ),
-depths AS (
+-- MATERIALIZED: counted once per queue. Inlined, the counts became a subquery the
+-- planner may rescan: on a big table it joined them as the inner side of a nested
+-- loop, and counted every queue once per queue (5 queues, 25 counts of up to cap).
+depths AS MATERIALIZED (
     SELECT p.queue,
            (SELECT count(*) FROM (SELECT 1 FROM {schema}.jobdef_jobs AS j
                                   WHERE j.state = 'queued'
@@ -1042,10 +1080,27 @@ WHERE id = %(flow_id)s;
 -- name: flow_mark_cancelled
 UPDATE {schema}.jobdef_flows SET note = %(note)s WHERE id = %(flow_id)s AND note IS NULL;
 
+-- name: flow_cancel_targets
+-- A cancelled flow's steps that may still end, as they are before the cancel (as
+-- cancel_job_target), locked in id order before the flow's row: a step's end
+-- locks its row and then the flow's, so taking them in this order too leaves no
+-- cycle to wait in.
+SELECT id, state, attempt, worker_id, started_at FROM {schema}.jobdef_jobs
+WHERE flow_id = %(flow_id)s AND state IN ('queued', 'running') ORDER BY id
+FOR UPDATE;
+
 -- name: flow_cancel_steps
-UPDATE {schema}.jobdef_jobs
-SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s
-WHERE flow_id = %(flow_id)s AND state IN ('waiting', 'queued');
+-- Waiting, queued and running steps; a running one's lease is cleared (cancel_job).
+-- It tells the steps' waiters, if they have any (ended_notify).
+WITH moved AS (
+    UPDATE {schema}.jobdef_jobs
+    SET state = 'cancelled', note = %(note)s, finished_at = %(now)s, updated_at = %(now)s,
+        lease_until = NULL
+    WHERE flow_id = %(flow_id)s AND state IN ('waiting', 'queued', 'running')
+    RETURNING id, watched
+),
+-- include: ended_notify
+SELECT count(*) FROM ended;
 
 -- name: flow_cancel_orphans
 -- Waiting steps whose flow row is gone.

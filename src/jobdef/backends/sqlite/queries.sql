@@ -224,12 +224,28 @@ SET state = 'queued', attempt = attempt - 1, updated_at = :now,
 WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running'
 RETURNING started_at;
 
+-- name: cancel_job_target
+-- The job a cancel takes, as it is before the cancel (jobdef.backends.cancels):
+-- queued, or running (its open attempt is then ended `cancelled`). PostgreSQL's
+-- locks the row; the write lock serves here.
+SELECT id, state, attempt, worker_id, started_at FROM jobdef_jobs
+WHERE id = :job_id AND state IN ('queued', 'running');
+
 -- name: cancel_job
 -- One row per job cancelled, with the flow it is a step of (settled in the same
--- transaction, jobdef.backends.flows).
-UPDATE jobdef_jobs SET state = 'cancelled', finished_at = :now, updated_at = :now
-WHERE id = :job_id AND state = 'queued'
+-- transaction, jobdef.backends.flows). The lease is cleared, so the running
+-- attempt's heartbeat, completion and failure are refused by their fence; the
+-- worker id stays, naming whose attempt was cancelled.
+UPDATE jobdef_jobs
+SET state = 'cancelled', note = :note, finished_at = :now, updated_at = :now,
+    lease_until = NULL
+WHERE id = :job_id AND state IN ('queued', 'running')
 RETURNING id, flow_id;
+
+-- name: record_cancelled_attempt
+-- The attempts row of a running attempt a cancel ended, in the cancel's transaction.
+INSERT INTO jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error)
+VALUES (:job_id, :attempt, :worker_id, :started_at, :now, 'cancelled', :error);
 
 -- fragment: requeue_target
 -- Of the `named` jobs (each requeue query's own CTE), those a requeue moves: a
@@ -650,9 +666,18 @@ UPDATE jobdef_flows SET state = :state, finished_at = :now WHERE id = :flow_id;
 -- name: flow_mark_cancelled
 UPDATE jobdef_flows SET note = :note WHERE id = :flow_id AND note IS NULL;
 
+-- name: flow_cancel_targets
+-- A cancelled flow's steps that may still end, as they are before the cancel
+-- (as cancel_job_target); PostgreSQL's locks them, in id order, before the flow's row.
+SELECT id, state, attempt, worker_id, started_at FROM jobdef_jobs
+WHERE flow_id = :flow_id AND state IN ('queued', 'running') ORDER BY id;
+
 -- name: flow_cancel_steps
-UPDATE jobdef_jobs SET state = 'cancelled', note = :note, finished_at = :now, updated_at = :now
-WHERE flow_id = :flow_id AND state IN ('waiting', 'queued');
+-- Waiting, queued and running steps; a running one's lease is cleared (cancel_job).
+UPDATE jobdef_jobs
+SET state = 'cancelled', note = :note, finished_at = :now, updated_at = :now,
+    lease_until = NULL
+WHERE flow_id = :flow_id AND state IN ('waiting', 'queued', 'running');
 
 -- name: flow_cancel_orphans
 -- Waiting steps whose flow row is gone.

@@ -51,6 +51,7 @@ MODULES = (
     "flow_args",
     "flow_deadline",
     "flow_runtime",
+    "flow_notify",
 )
 
 

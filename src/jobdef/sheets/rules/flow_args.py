@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from jobdef.policy.keys import key_placeholders
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
 from jobdef.sheets.args_check import args_check
@@ -24,7 +23,7 @@ from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.rules.idempotency import UNKNOWN_ARG as KEY_UNKNOWN_ARG
+from jobdef.sheets.rules.idempotency import recipe_findings
 from jobdef.sheets.rules.notify import UNKNOWN_CHANNEL
 from jobdef.sheets.rules.workflows import at, step_path
 from jobdef.sheets.words import did_you_mean
@@ -323,22 +322,11 @@ def check(context: Context) -> Iterator[Diagnostic]:
 def _flow_fields(
     doc: Document, flow: WorkflowPolicy, channels: Mapping[str, Document]
 ) -> Iterator[Diagnostic]:
-    """The flow's own key recipe and notify channel, under the rules a Job's obey."""
-    names = list(flow.args.get("properties", {}))
+    """The flow's own key recipe and notify channel, under the rules a Job's obey
+    (JD241-JD245, JD251)."""
     recipe = flow.idempotency.key if flow.idempotency is not None else None
-    try:
-        placeholders = key_placeholders(recipe or "")
-    except ValueError:
-        placeholders = []  # JD244's, as for a job's recipe: not checked for flows yet
-    if placeholders:
-        for placeholder in placeholders:
-            if placeholder not in names:
-                yield KEY_UNKNOWN_ARG.at_origin(
-                    at(doc, ("idempotency", "key")),
-                    f"idempotency.key uses {{{placeholder}}}, which is no arg of workflow "
-                    f"{flow.name!r}{did_you_mean(placeholder, names)} (args: "
-                    f"{', '.join(names) or 'none'}); name one of the flow's args",
-                )
+    if recipe is not None:
+        yield from recipe_findings(recipe, flow.args, at(doc, ("idempotency", "key")), "flow")
     channel = flow.notify.channel if flow.notify is not None else None
     if channel is not None and channel not in channels:
         yield UNKNOWN_CHANNEL.at_origin(

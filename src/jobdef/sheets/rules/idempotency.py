@@ -1,16 +1,19 @@
 """Idempotency key recipes (JD241-JD245): one key per piece of work, built from its args.
 
 A recipe is read by :func:`jobdef.policy.keys.key_placeholders`, the way the
-queue fills it in at enqueue.
+queue fills it in at enqueue. A Workflow's own key (a start with the same key
+merges into the running flow) obeys the same rules, over the flow's args
+(:mod:`jobdef.sheets.rules.flow_args`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from jobdef.policy.keys import key_placeholders
 from jobdef.redact import sensitive_arg
-from jobdef.sheets.diagnostics import Diagnostic
+from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.words import did_you_mean
@@ -56,52 +59,61 @@ def check(context: Context) -> Iterator[Diagnostic]:
         recipe = policy.idempotency.key
         if recipe is None:
             continue
-        args = list(policy.args_schema.get("properties", {}))
         where = context.where(doc, policy, "idempotency.key")
-        try:
-            placeholders = key_placeholders(recipe)
-        except ValueError as exc:
-            yield UNREADABLE.at_origin(
+        yield from recipe_findings(recipe, policy.args_schema, where, "job")
+
+
+def recipe_findings(
+    recipe: str, args_schema: Mapping[str, Any], where: Location, what: str
+) -> Iterator[Diagnostic]:
+    """The findings of one key recipe, over the args schema of the ``what`` (``job``, or
+    ``flow`` for a Workflow's own key: a start with the same key merges into one flow)
+    it belongs to, located at ``where``."""
+    schemas: Mapping[str, Any] = args_schema.get("properties", {})
+    args = list(schemas)
+    try:
+        placeholders = key_placeholders(recipe)
+    except ValueError as exc:
+        yield UNREADABLE.at_origin(
+            where,
+            f"idempotency.key {recipe!r} cannot be filled in ({exc}); write each "
+            "placeholder as {arg}, and double a brace meant literally ({{ or }})",
+        )
+        return
+    if not placeholders:
+        example = f"{{{args[0]}}}" if args else "{order_id}"
+        yield NO_PLACEHOLDER.at_origin(
+            where,
+            f"idempotency.key {recipe!r} has no {{arg}} placeholder, so every enqueue gets "
+            f"the same key and collapses into one {what}; build it from args, such as "
+            f'"{example}:{recipe}"',
+        )
+        return
+    for name in placeholders:
+        if name in args and sensitive_arg(name, schemas[name]):
+            others = [a for a in args if not sensitive_arg(a, schemas[a])]
+            instead = f" such as {{{others[0]}}}" if others else ""
+            yield USES_SENSITIVE.at_origin(
                 where,
-                f"idempotency.key {recipe!r} cannot be filled in ({exc}); write each "
-                "placeholder as {arg}, and double a brace meant literally ({{ or }})",
+                f"idempotency.key uses {{{name}}}, a sensitive arg, and keys are stored "
+                "and shown in clear; build the key from args that identify the work "
+                f"without a secret{instead} (or write `sensitive: false` in "
+                f"args.{name} if it is not a secret)",
             )
             continue
-        if not placeholders:
-            example = f"{{{args[0]}}}" if args else "{order_id}"
-            yield NO_PLACEHOLDER.at_origin(
+        if name in args:
+            continue
+        if name.lower() in _JOB_ID_NAMES:
+            yield USES_JOB_ID.at_origin(
                 where,
-                f"idempotency.key {recipe!r} has no {{arg}} placeholder, so every enqueue gets "
-                f"the same key and collapses into one job; build it from args, such as "
-                f'"{example}:{recipe}"',
+                f"idempotency.key uses {{{name}}}, which differs on every enqueue, so two "
+                "enqueues of the same event get different keys; build the key from the "
+                "args that identify the event",
             )
             continue
-        schemas = policy.args_schema.get("properties", {})
-        for name in placeholders:
-            if name in args and sensitive_arg(name, schemas[name]):
-                others = [a for a in args if not sensitive_arg(a, schemas[a])]
-                instead = f" such as {{{others[0]}}}" if others else ""
-                yield USES_SENSITIVE.at_origin(
-                    where,
-                    f"idempotency.key uses {{{name}}}, a sensitive arg, and keys are stored "
-                    "and shown in clear; build the key from args that identify the work "
-                    f"without a secret{instead} (or write `sensitive: false` in "
-                    f"args.{name} if it is not a secret)",
-                )
-                continue
-            if name in args:
-                continue
-            if name.lower() in _JOB_ID_NAMES:
-                yield USES_JOB_ID.at_origin(
-                    where,
-                    f"idempotency.key uses {{{name}}}, which differs on every enqueue, so two "
-                    "enqueues of the same event get different keys; build the key from the "
-                    "args that identify the event",
-                )
-                continue
-            known = ", ".join(args) or "none"
-            yield UNKNOWN_ARG.at_origin(
-                where,
-                f"idempotency.key placeholder {{{name}}} names no arg{did_you_mean(name, args)} "
-                f"(args: {known}); use an arg name or add the arg",
-            )
+        known = ", ".join(args) or "none"
+        yield UNKNOWN_ARG.at_origin(
+            where,
+            f"idempotency.key placeholder {{{name}}} names no arg{did_you_mean(name, args)} "
+            f"(args: {known}); use an arg name or add the arg",
+        )
