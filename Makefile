@@ -5,8 +5,8 @@ install:  ## install jobdef with the test dependencies (editable)
 	python3 -m pip install -e '.[test]'
 test:  ## run the test suite
 	python3 -m pytest
-test-fast:  ## the fast tier while editing: no services (PostgreSQL, Redis, RabbitMQ, Chromium), no slow tests
-	python3 -m pytest -m "not slow and not services"
+test-fast:  ## the fast tier while editing: no services (PostgreSQL, Redis, RabbitMQ, Chromium), no slow tests, on every core
+	python3 -m pytest -m "not slow and not services" -n auto
 lint:  ## the static checks CI runs: ruff lint and format check, then mypy
 	python3 -m ruff check . && python3 -m ruff format --check . && python3 -m mypy
 typecheck:  ## mypy over src/jobdef (settings in pyproject.toml)

@@ -12,7 +12,8 @@ loads this file, so every test folder imports the shared helpers of
 Tiers: a test that takes a fixture of :data:`SERVICE_FIXTURES` (a server or a
 browser), or runs on an engine that needs a server, is marked ``services`` here,
 at collection; one that takes a fixture of :data:`PROCESS_FIXTURES` (real worker
-processes) is marked ``slow``; other subprocess-heavy tests carry ``slow`` by hand.
+processes, an external program) is marked ``slow``; other tests that start the CLI, a
+worker or an application in a subprocess carry ``slow`` by hand.
 ``make test-fast`` runs ``-m "not slow and not services"``.
 """
 
@@ -43,8 +44,9 @@ AMQP_URL = os.environ.get("JOBDEF_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:
 
 # What a test needs a running service for: PostgreSQL, Redis, RabbitMQ, Chromium.
 SERVICE_FIXTURES = frozenset({"postgres_url", "redis_url", "amqp_url", "browser"})
-# The fixtures that start real processes (workers, applications), stopped at teardown.
-PROCESS_FIXTURES = frozenset({"workers", "workers_on", "processes"})
+# The fixtures of real processes: workers and applications, stopped at teardown, and
+# the command of the Node program asl-validator (installed by npm at first use).
+PROCESS_FIXTURES = frozenset({"workers", "workers_on", "processes", "asl_validator"})
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,6 +38,7 @@ from hostile_project import (
     write_project,
 )
 from jobdef.backends.records import ErrorInfo
+from support.served import serve_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ class EchoingReceiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_thread(self.server)
 
     def stop(self) -> None:
         self.server.shutdown()

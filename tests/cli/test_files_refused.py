@@ -127,6 +127,7 @@ def test_validate_refuses_a_symlinked_folder_named_or_found(
         assert SECRET not in output
 
 
+@pytest.mark.slow
 def test_validate_refuses_a_fifo_without_waiting_for_a_writer(tmp_path: Path) -> None:
     project = _project(tmp_path)
     os.mkfifo(project / "jobdefs" / "pipe.yaml")

@@ -6,14 +6,16 @@ own actions, and overview counts that say whether they count attempts or jobs.""
 from __future__ import annotations
 
 import html
+import json
 import re
 
 from dashboard_steps import Client, make_dead
 
 from jobdef.backends import open_backend, upgrade
-from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
+from jobdef.backends.records import OUTCOMES, ClaimOptions, ErrorInfo, JobRecord, NewJob
 from jobdef.dashboard import actions
 from jobdef.dashboard.store import Store
+from support import eventually
 
 CONNECTION = ErrorInfo("ConnectionError", "carrier timed out", "")
 # As a worker stores it: the sheet lists ValueError in errors.fatal.
@@ -179,6 +181,55 @@ def test_the_overview_counts_failed_attempts_and_dead_jobs_apart(dashboard, queu
     assert re.search(r"\b1 dead job\b", words)
     assert "1 dead job of ship_order" in text(body)
     assert "failed attempts" in text(re.search(r"<thead>.*?</thead>", body, re.S).group(0))
+
+
+def _claim(backend, job_id: int) -> JobRecord:
+    """The running record of ``job_id``, the only queued job, once it is claimable."""
+    claimed: list[JobRecord] = []
+
+    def got() -> bool:
+        claimed.extend(backend.claim(ClaimOptions(worker_id="t", lease_seconds=60)))
+        return bool(claimed)
+
+    eventually(got, 10, f"job {job_id} to be claimable")
+    [record] = claimed
+    assert record.id == job_id
+    return record
+
+
+def test_the_overview_counts_cancelled_and_released_attempts_as_neither_done_nor_failed(
+    dashboard, queue, backend
+):
+    make_dead(backend, queue, "ship_order", [{"order_id": 1}], CONNECTION)
+    done = _claim(backend, queue.enqueue("ship_order", {"order_id": 2}).id)
+    assert backend.complete([done.lease]) == [True]
+    cancelled = _claim(backend, queue.enqueue("ship_order", {"order_id": 3}).id)
+    assert backend.cancel(cancelled.id, "duplicate order") == "running"
+    released = _claim(backend, queue.enqueue("ship_order", {"order_id": 4}).id)
+    assert backend.release(released.lease)
+    client = Client(dashboard.url)
+    _, _, body = client.request("/")
+    row = re.search(r'<tr data-queue="default">.*?</tr>', body, re.S)
+    assert row is not None
+    # The words and the share: one failure in two attempts that succeeded or failed.
+    assert "1 done, 1 failed, 1 released, 1 cancelled attempts" in text(row.group(0))
+    assert "50%" in text(row.group(0))
+    neither = re.findall(r'height="([0-9.]+)" class="neither"', row.group(0))
+    assert sum(float(h) for h in neither) > 0
+    status, _, raw = client.request("/api/overview")
+    assert status == 200
+    [default] = [q for q in json.loads(raw)["queues"] if q["queue"] == "default"]
+    assert (default["done_last_hour"], default["failed_last_hour"]) == (1, 1)
+    assert default["failure_rate"] == 0.5
+    # Keyed as jobdef_jobs_finished_total's outcome label, every outcome present.
+    assert default["attempts_last_hour"] == {
+        **dict.fromkeys(OUTCOMES, 0),
+        "done": 1,
+        "dead": 1,
+        "released": 1,
+        "cancelled": 1,
+    }
+    assert [sum(part) for part in zip(*default["chart"], strict=True)] == [1, 1, 2]
 
 
 def test_a_dead_letter_group_goes_in_batches_of_500_and_leaves_the_other_groups(tmp_path):

@@ -48,6 +48,7 @@ def _refused(url: str, cwd: Path, *options: str) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.slow
 def test_a_public_host_without_auth_refuses_to_start(sqlite_url, tmp_path):
     result = _refused(sqlite_url, tmp_path, "--host", "0.0.0.0")
     assert result.returncode == 2
@@ -59,6 +60,7 @@ def test_a_public_host_without_auth_refuses_to_start(sqlite_url, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("lease", "says"),
     [

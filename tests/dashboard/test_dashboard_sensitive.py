@@ -10,7 +10,6 @@ answer an unknown hook. The dashboard is served over HTTP on each engine.
 from __future__ import annotations
 
 import textwrap
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +21,7 @@ from dashboard_steps import HERE, Client
 from jobdef.dashboard import create_app
 from jobdef.runtime import connect
 from jobdef.sheets.pipeline import load_registry
+from support.served import serve_in_thread
 from support.workers import Processes, worker_command
 
 HOOK_ENV = "DASH_SECRET_HOOK_URL"
@@ -50,7 +50,7 @@ class QuotingReceiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_thread(self.server)
 
     def close(self) -> None:
         self.server.shutdown()

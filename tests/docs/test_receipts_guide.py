@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from jobdef.sheets.pipeline import validate_sheets
 from support import eventually
+from support.served import serve_in_thread
 from support.workers import worker_command, worker_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def receiving(on_notification: Any) -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/jobdef-hook"
     finally:

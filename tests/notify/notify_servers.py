@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from support.served import serve_in_thread
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -76,7 +78,7 @@ class WebhookServer:
         self._server.daemon_threads = True
         if self.tls is not None:
             self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        serve_in_thread(self._server)
         return self
 
     def stop(self) -> None:

@@ -159,6 +159,7 @@ def _run_burst(
         processes.close()
 
 
+@pytest.mark.slow
 def test_a_real_worker_posts_the_receipt_and_the_named_fields_to_a_webhook(
     tmp_path: Path, store_url: str, webhook: WebhookServer
 ) -> None:
@@ -185,6 +186,7 @@ def test_a_real_worker_posts_the_receipt_and_the_named_fields_to_a_webhook(
     assert "4242" not in json.dumps(plain)
 
 
+@pytest.mark.slow
 def test_a_real_worker_logs_the_receipt_and_the_named_fields_on_the_log_channel(
     tmp_path: Path, store_url: str
 ) -> None:

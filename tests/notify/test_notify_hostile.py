@@ -27,6 +27,7 @@ from jobdef.notify.sender import OutboxSender, SenderSettings, SenderThread
 from jobdef.policy.model import ChannelPolicy, freeze
 from jobdef.policy.registry import Registry
 from support import ManualClock, eventually
+from support.served import serve_in_thread
 
 TOKEN = "Bearer tok-SECRET"
 
@@ -206,7 +207,7 @@ class EchoingServer(WebhookServer):
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        serve_in_thread(self._server)
         return self
 
 

@@ -71,6 +71,7 @@ def _definition(page: str, label: str) -> str:
     return lines[0].strip("|").split("|")[-1].strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["listed_job", "fixed_job"])
 def test_an_inherited_cap_that_cuts_a_wait_has_its_row_and_origin(
     tmp_path: Path, name: str

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import ledger_handlers
 import pytest
 from runtime_workers import SHEETS, Workers
 
@@ -25,3 +26,12 @@ def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
     started = Workers(db_url, tmp_path)
     yield started
     started.stop_all()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> str:
+    """A ledger file (``ledger_handlers``) the handlers append each run to, outside the
+    job database."""
+    path = str(tmp_path / "ledger.db")
+    ledger_handlers.create(path)
+    return path

@@ -53,13 +53,6 @@ def marks(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> str:
-    path = str(tmp_path / "ledger.db")
-    ledger_handlers.create(path)
-    return path
-
-
-@pytest.fixture
 def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
     sheets = tmp_path / "sheets"
     sheets.mkdir()

@@ -186,13 +186,6 @@ def registry(sheets: Path) -> Registry:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> str:
-    path = str(tmp_path / "ledger.db")
-    ledger_handlers.create(path)
-    return path
-
-
-@pytest.fixture
 def workers(db_url: str, tmp_path: Path, sheets: Path) -> Iterator[Workers]:
     started = Workers(db_url, tmp_path, sheets=sheets)
     yield started

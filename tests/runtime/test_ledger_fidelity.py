@@ -128,13 +128,6 @@ def registry(sheets: Path) -> Registry:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> str:
-    path = str(tmp_path / "ledger.db")
-    ledger_handlers.create(path)
-    return path
-
-
-@pytest.fixture
 def workers(db_url: str, tmp_path: Path, sheets: Path) -> Iterator[Workers]:
     """The runtime folder's worker processes, serving this file's sheet."""
     started = Workers(db_url, tmp_path, sheets=sheets)

@@ -3,11 +3,14 @@ that loads sheets, with one line and no traceback."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from jobdef.cli import main
+
+JobdefIn = Callable[..., tuple[int, str]]
 
 SHEET = """\
 apiVersion: jobdef/v1
@@ -21,16 +24,6 @@ timeout: 30s
 errors:
   default: fatal
 """
-
-
-def _jobdef(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jobdef", *args],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        check=False,
-    )
 
 
 QUEUE = """\
@@ -50,6 +43,22 @@ CASES = {
 }
 
 
+@pytest.fixture
+def jobdef(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> JobdefIn:
+    """Runs the CLI in this process in ``tmp_path``: its exit status and all it printed
+    (a traceback would be an exception out of ``main``)."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*argv: str) -> tuple[int, str]:
+        returned = main(list(argv))
+        captured = capsys.readouterr()
+        return returned, captured.out + captured.err
+
+    return run
+
+
 # validate exits 1 on findings; docs, which cannot run on such sheets, exits 2.
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize(
@@ -58,13 +67,12 @@ CASES = {
     ids=["validate", "docs"],
 )
 def test_a_value_no_channel_or_store_takes_is_one_line_at_its_place(
-    tmp_path: Path, case: str, command: list[str], status: int
+    tmp_path: Path, case: str, command: list[str], status: int, jobdef: JobdefIn
 ) -> None:
     text, line, code = CASES[case]
     (tmp_path / "sheet.yaml").write_text(text, encoding="utf-8")
-    result = _jobdef(tmp_path, *command)
-    output = result.stdout + result.stderr
-    assert result.returncode == status, output
+    returned, output = jobdef(*command)
+    assert returned == status, output
     assert "Traceback" not in output
     assert f"sheet.yaml:{line}:" in output, output
     assert code in output, output

@@ -103,6 +103,7 @@ def test_without_check_imports_nothing_is_imported(project) -> None:
     assert validate_sheets([sheet]).diagnostics == []
 
 
+@pytest.mark.slow
 def test_the_cli_fails_and_points_at_the_handler_line(project) -> None:
     folder, module = project
     (folder / "sheet.yaml").write_text(

@@ -1,12 +1,28 @@
-"""An ASGI app served by uvicorn in a thread of the test process, on a loopback port of
-its own: what the dashboard's and the receipt endpoint's tests talk HTTP to."""
+"""Servers in a thread of the test process, on a loopback port of their own: an ASGI app
+served by uvicorn (what the dashboard's and the receipt endpoint's tests talk HTTP to),
+and the standard library's socketserver servers (the receivers tests deliver to)."""
 
 from __future__ import annotations
 
 import socket
+import socketserver
 import threading
 import time
 from typing import Any
+
+# How often a socketserver server looks whether shutdown() was called. Its default,
+# half a second, is what every stop of a test's receiver would wait.
+SHUTDOWN_POLL = 0.02
+
+
+def serve_in_thread(server: socketserver.BaseServer) -> threading.Thread:
+    """Serve ``server`` in a daemon thread until ``server.shutdown()``, which then
+    returns within :data:`SHUTDOWN_POLL`; the thread."""
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL}, daemon=True
+    )
+    thread.start()
+    return thread
 
 
 class Served:
@@ -15,7 +31,10 @@ class Served:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named, not left 0: asyncio turns Nagle off (TCP_NODELAY) only on
+        # sockets whose proto says TCP, and with Nagle on, each answer on a kept-alive
+        # connection waits for the client's delayed ACK (some 40 ms a request).
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"

@@ -105,6 +105,7 @@ def stored(db: str) -> dict[tuple[str, str], float]:
         backend.close()
 
 
+@pytest.mark.slow
 def test_an_application_serving_its_own_metrics_counts_what_it_stored(app: App) -> None:
     port = app.serve("--mails", "7", "--reports", "5", "--again", "3")
     samples = scrape(port)

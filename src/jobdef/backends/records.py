@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from jobdef.redact import redact
 
@@ -17,6 +17,12 @@ FINAL_STATES: tuple[State, ...] = ("done", "dead", "resolved", "cancelled")
 Outcome = Literal[
     "done", "retry", "dead", "timeout", "crashed", "reclaimed", "released", "cancelled"
 ]
+# Every outcome, in that order: the ``outcome`` label of ``jobdef_jobs_finished_total``.
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+# The outcomes that are neither a success nor a failure: a worker that stopped handed
+# the job back unrun (``released``), an operator stopped it (``cancelled``). A failure
+# rate leaves them out; every other outcome but ``done`` is a failed attempt.
+NEITHER_OUTCOMES: frozenset[Outcome] = frozenset({"released", "cancelled"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.backends.elsewhere import elsewhere
-from jobdef.backends.records import JobRecord
+from jobdef.backends.records import NEITHER_OUTCOMES, OUTCOMES, JobRecord
 from jobdef.dashboard.plan import place
 from jobdef.dashboard.results import result_facts
 from jobdef.dashboard.store import Store
@@ -168,11 +168,14 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
     since = now - 3600
     recent = store.rows("recent_attempts", since=since, cap=RECENT_CAP)
     newest = store.rows("newest_ids", cap=COUNT_CAP)[0]
-    buckets: dict[str, list[list[int]]] = {n: [[0, 0] for _ in range(CHART_BUCKETS)] for n in names}
+    buckets: dict[str, list[list[int]]] = {n: _empty_chart() for n in names}
+    by_outcome: dict[str, dict[str, int]] = {}
     for row in recent:
         slot = min(CHART_BUCKETS - 1, int((row["finished_at"] - since) // 300))
-        per = buckets.setdefault(row["queue"], [[0, 0] for _ in range(CHART_BUCKETS)])
-        per[max(0, slot)][0 if row["outcome"] == "done" else 1] += 1
+        per = buckets.setdefault(row["queue"], _empty_chart())
+        per[max(0, slot)][_chart_part(row["outcome"])] += 1
+        counts = by_outcome.setdefault(row["queue"], dict.fromkeys(OUTCOMES, 0))
+        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
     starts = rate_use(store, registry, recent, now)
     queues = []
     for name in sorted(set(names) | set(buckets)):
@@ -184,6 +187,7 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         chart = buckets.get(name, [])
         done = sum(b[0] for b in chart)
         failed = sum(b[1] for b in chart)
+        outcomes = by_outcome.get(name) or dict.fromkeys(OUTCOMES, 0)
         concurrency = policy.concurrency if policy else None
         rate = policy.rate if policy else None
         queues.append(
@@ -197,9 +201,8 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
                 "oldest_wait_text": age(oldest),
                 "done_last_hour": done,
                 "failed_last_hour": failed,
-                "attempts_text": (
-                    f"{done:,} done, {failed:,} failed attempt{'s' if failed != 1 else ''}"
-                ),
+                "attempts_last_hour": outcomes,
+                "attempts_text": attempts_text(done, failed, outcomes),
                 "failure_rate": None if done + failed == 0 else failed / (done + failed),
                 "chart": chart,
                 "concurrency": concurrency,
@@ -229,6 +232,29 @@ def overview(store: Store, registry: Registry) -> dict[str, Any]:
         "dead": dead,
         "jobs_ever": int(newest["job"] or 0),
     }
+
+
+def _chart_part(outcome: str) -> int:
+    """Which part of the overview's chart an attempt of ``outcome`` adds to: 0 done, 1
+    failed, 2 neither (released or cancelled, :data:`NEITHER_OUTCOMES`)."""
+    if outcome == "done":
+        return 0
+    return 2 if outcome in NEITHER_OUTCOMES else 1
+
+
+def _empty_chart() -> list[list[int]]:
+    return [[0, 0, 0] for _ in range(CHART_BUCKETS)]
+
+
+def attempts_text(done: int, failed: int, outcomes: Mapping[str, int]) -> str:
+    """``28 done, 30 failed attempts``, then the attempts that are neither, each by its
+    outcome as the metrics label it: ``28 done, 3 failed, 2 cancelled attempts``
+    (``attempt`` only when there is one in all)."""
+    shown = [(done, "done"), (failed, "failed")]
+    shown += [(outcomes[o], o) for o in OUTCOMES if o in NEITHER_OUTCOMES and outcomes.get(o)]
+    said = ", ".join(f"{count:,} {word}" for count, word in shown)
+    one = sum(count for count, _ in shown) == 1
+    return f"{said} attempt{'' if one else 's'}"
 
 
 def dead_jobs_text(count: int) -> str:

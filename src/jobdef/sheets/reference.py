@@ -58,6 +58,7 @@ JOB_RULES: Mapping[str, tuple[str, ...]] = {
     "errors": ("JD231", "JD232", "JD233", "JD234", "JD235"),
     "notify.channel": ("JD251", "JD253"),
     "notify.events": ("JD252",),
+    "notify.key_args": ("JD255",),
     "retention": ("JD201", "JD291", "JD292"),
     "limits.args_bytes": ("JD112",),
     "result.store": ("JD333",),

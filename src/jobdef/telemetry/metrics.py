@@ -33,14 +33,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import choose_encoder
 
+from jobdef.backends.records import OUTCOMES
 from jobdef.telemetry.gauges import GAUGES, StoreGauges, read, samples
 from jobdef.telemetry.http_server import DEFAULT_HOST, GuardedHTTPServer, Reply, Request, Route
 
 if TYPE_CHECKING:
     from jobdef.backends.protocol import Backend
 
-# Outcomes of an attempt, as the attempts table records them.
-OUTCOMES = ("done", "retry", "dead", "timeout", "crashed", "reclaimed", "released", "cancelled")
 # Attempt durations, seconds: from a few milliseconds to the hour a batch job may take.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 # The histogram's "le" labels, as Prometheus writes them (1.0, not 1).
@@ -62,7 +61,7 @@ class Series:
 
     def __init__(self) -> None:
         self.started = 0
-        self.finished = dict.fromkeys(OUTCOMES, 0)
+        self.finished: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.refused = 0
         self.reclaims = 0
         # Observations per bucket (not cumulative), the last one past every bound.

@@ -96,6 +96,7 @@ def test_the_document_is_what_resolved_document_returns(examples):
     )
 
 
+@pytest.mark.slow
 def test_jobdef_schema_export_prints_the_shipped_file():
     out = subprocess.run(
         [sys.executable, "-m", "jobdef", "schema", "export"],

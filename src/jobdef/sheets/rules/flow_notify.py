@@ -4,7 +4,8 @@ A Workflow's ``notify.key_args`` names the flow args its end message shows
 (``key args: order_id=7``), so whoever reads it knows which flow ended. The message
 takes each name from the flow's args as the start passed them, and leaves out a
 name the flow does not have: a misspelt name shows nothing in every message, and
-nothing else would say so.
+nothing else would say so. A job's own ``notify.key_args`` is checked alike (JD255,
+:mod:`jobdef.sheets.rules.notify`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Iterator
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
+from jobdef.sheets.rules.notify import unknown_key_arg
 from jobdef.sheets.rules.workflows import at
-from jobdef.sheets.words import did_you_mean
 
 NOTIFY_UNKNOWN_ARG = Rule(
     "JD373",
@@ -37,7 +38,10 @@ def check(context: Context) -> Iterator[Diagnostic]:
                 continue
             yield NOTIFY_UNKNOWN_ARG.at_origin(
                 at(doc, ("notify", "key_args", index)),
-                f"notify.key_args names {name!r}, which is no arg of workflow {flow.name!r}"
-                f"{did_you_mean(name, names)} (args: {', '.join(names) or 'none'}); name one "
-                "of the flow's args, or remove it",
+                unknown_key_arg(
+                    name,
+                    names,
+                    f"workflow {flow.name!r}",
+                    "name one of the flow's args, or remove it",
+                ),
             )

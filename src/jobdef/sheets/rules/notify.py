@@ -1,10 +1,18 @@
-"""Notifications (JD251-JD254): a channel that exists, events to send to it, and values
-that fit the headers they become."""
+"""Notifications (JD251-JD255): a channel that exists, events to send to it, values that
+fit the headers they become, and key args that are args of the job.
+
+A message shows the args ``notify.key_args`` names (``key args: order_id=7``), so whoever
+reads it knows which piece of work it is about; it takes each name from the job's args
+and leaves out a name the job does not have (:func:`jobdef.notify.events.key_args`): a
+misspelt name shows nothing in every message, and nothing else would say so. A
+Workflow's end message reads its flow's args the same way (JD373,
+:mod:`jobdef.sheets.rules.flow_notify`).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from jobdef.policy.registry import Registry
 from jobdef.sheets.diagnostics import Diagnostic
@@ -40,7 +48,14 @@ HEADER_UNSAFE = Rule(
     "A job's title becomes a mail subject, a channel's from/to mail headers, a headers_env "
     "key an HTTP header name; a line break there fails every notification sent.",
 )
-RULES = (UNKNOWN_CHANNEL, NO_EVENTS, CHANNEL_NOT_READY, HEADER_UNSAFE)
+UNKNOWN_KEY_ARG = Rule(
+    "JD255",
+    "notify-unknown-arg",
+    "error",
+    "A message shows the args notify.key_args names; a name that is no arg of the job is "
+    "left out of every message, so the reader cannot tell which piece of work it is about.",
+)
+RULES = (UNKNOWN_CHANNEL, NO_EVENTS, CHANNEL_NOT_READY, HEADER_UNSAFE, UNKNOWN_KEY_ARG)
 
 # C0 controls but tab, and DEL: a header cannot hold them (a line break would end it).
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -115,6 +130,15 @@ def check_env(registry: Registry, environ: Mapping[str, str]) -> list[Diagnostic
     ]
 
 
+def unknown_key_arg(name: str, args: Sequence[str], owner: str, instead: str) -> str:
+    """The message for a ``notify.key_args`` name that is not among ``args``, the args of
+    ``owner`` (``job 'x'`` or ``workflow 'x'``); ``instead``: what to write."""
+    return (
+        f"notify.key_args names {name!r}, which is no arg of {owner}{did_you_mean(name, args)} "
+        f"(args: {', '.join(args) or 'none'}); {instead}"
+    )
+
+
 def check(context: Context) -> Iterator[Diagnostic]:
     channels = context.channels
     for doc, policy in context.jobs:
@@ -132,3 +156,17 @@ def check(context: Context) -> Iterator[Diagnostic]:
                 context.where(doc, policy, "notify.events", "notify.channel"),
                 "notify has no events, so nothing is ever sent; list them, such as events: [dead]",
             )
+        args = list(policy.args_schema.get("properties", {}))
+        origin = policy.origin("notify.key_args")
+        for index, name in enumerate(notify.key_args):
+            where = context.item(origin, ("notify", "key_args"), index, (doc, policy))
+            if name in args or where is None:
+                continue
+            if origin is not None and origin.source == "defaults":  # at_job names the job
+                owner = "this job"
+                example = f"key_args: [{''.join(args[:1])}]"
+                instead = f"write notify.key_args in this job's sheet, such as {example}"
+            else:
+                owner = f"job {policy.name!r}"
+                instead = "name one of the job's args, or remove it"
+            yield UNKNOWN_KEY_ARG.at_origin(where, unknown_key_arg(name, args, owner, instead))
