@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import math
 import os
 import random
 import signal
@@ -111,6 +112,9 @@ SAFETY_POLL = 1.0
 # Seconds between two reads of the workers table by an idle worker, at its safety polls,
 # so that its turns (runtime.wake_share) follow a fleet that grows or shrinks.
 PEERS_READ_IDLE = 2.0
+# How long after a retry's backoff ends its worker claims it: the store's clock, which
+# dates the job, and this host's may differ by a little.
+DUE_MARGIN = 0.01
 
 
 class Phase(enum.Enum):
@@ -219,6 +223,10 @@ class Worker:
         # claimed again: what it leaves waiting (WorkerStats.waiting). Kept in a burst
         # only: another worker may claim the job, and the entry would never be dropped.
         self._retry_due: dict[int, float] = {}
+        # When (monotonic) the soonest retry this worker scheduled comes due: an idle
+        # worker claims then rather than at its next safety poll. No notification says
+        # a backoff is over, and this worker is the one that knows when.
+        self._due_at = math.inf
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
         self.telemetry = telemetry or WorkerTelemetry()
         self.telemetry.worker_id = self.id
@@ -452,22 +460,25 @@ class Worker:
                 self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
             return
 
-    def _idle_poll(self) -> float:
+    def _idle_poll(self, mono: float) -> float:
         """Seconds between two claims of an idle worker: the poll interval, or, while the
         engine hears enqueues (LISTEN is up), the longer safety poll, jittered so that a
-        fleet's polls do not fall together. A worker of a rate-limited queue keeps the
-        poll interval: no notification tells it that the queue's tokens refilled."""
+        fleet's polls do not fall together, cut short when a retry this worker scheduled
+        comes due. A worker of a rate-limited queue keeps the poll interval: no
+        notification tells it that the queue's tokens refilled."""
         poll = self.settings.poll_interval
         if self.queue_rates or not can_wait_for_jobs(self.backend):
             return poll
         if self.backend.listening:
             poll = max(poll, SAFETY_POLL * self.rng.uniform(0.75, 1.0))
-        return poll
+        if self._due_at <= mono:
+            self._due_at = math.inf  # due: the claim of this turn's end takes it
+        return min(poll, self._due_at - mono)
 
     def _wait_budget(self, pool: Pool, phase: Phase, mono: float) -> float:
         """How long this turn may wait for the children (or, idle, for new jobs)."""
         # Idle, the poll interval; with work claimed, no wait.
-        waiting = self._idle_poll() if self._idle else 0.0
+        waiting = self._idle_poll(mono) if self._idle else 0.0
         if self._idle and mono < self._recheck_until:
             waiting = min(waiting, RECHECK_INTERVAL)
         if pool.in_flight():
@@ -789,6 +800,8 @@ class Worker:
             return
         if decision.action == "retry":
             self.stats.retried += 1
+            due = time.monotonic() + (decision.delay or 0.0) + DUE_MARGIN
+            self._due_at = min(self._due_at, due)
             if self.settings.burst:  # only a burst reports them; a long-lived worker keeps none
                 self._retry_due[record.id] = self.clock() + (decision.delay or 0.0)
             detail = f"next attempt in {format_wait(decision.delay or 0.0)}"

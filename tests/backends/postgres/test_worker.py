@@ -18,6 +18,7 @@ import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.runtime.queue import Queue
+from jobdef.runtime.worker import SAFETY_POLL
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 
@@ -180,6 +181,27 @@ def test_an_idle_worker_is_woken_by_notify_not_by_its_poll(
             (attempt,) = backend.attempts(job.id)
             latencies.append(attempt.started_at - backend.get(job.id).created_at)
     print(f"median enqueue-to-start latency: {statistics.median(latencies) * 1000:.1f} ms")
+
+
+def test_a_retry_starts_when_its_backoff_ends_not_at_the_next_safety_poll(
+    postgres_url: str, pg_backend: PostgresBackend, workers: Workers, sheets: Path
+) -> None:
+    """No notification says a backoff is over; the worker that scheduled the retry claims
+    when it comes due, where an idle worker's safety poll (LISTEN up) would wait 0.75 s
+    or more. The sheet's backoff is 200 ms."""
+    workers.start(concurrency=1)
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as backend:
+        queue = Queue(backend, load_registry([sheets]))
+        waits = []
+        for n in range(5):
+            job = queue.enqueue("fail_first", {"n": n})
+            eventually(lambda job=job: backend.get(job.id).state == "done", timeout=60)
+            failed, done = backend.attempts(job.id)
+            assert failed.outcome == "retry"
+            assert failed.finished_at is not None
+            waits.append(done.started_at - failed.finished_at)
+    assert min(waits) >= 0.2 - 0.05  # the backoff is kept (the clock's reading may lag)
+    assert statistics.median(waits) < SAFETY_POLL * 0.75, waits
 
 
 def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:
