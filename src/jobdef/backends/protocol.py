@@ -50,6 +50,7 @@ from jobdef.backends.records import (
     State,
     StateCount,
     StoreSettings,
+    Wakeup,
 )
 from jobdef.backends.schema import Versioned
 
@@ -284,8 +285,13 @@ class Backend(Versioned, Protocol):
 class WakesWorkers(Protocol):
     """An engine that can tell an idle worker that jobs were enqueued (LISTEN/NOTIFY)."""
 
-    def wait_for_jobs(self, timeout: float) -> bool:
-        """Block until an enqueue may have made jobs runnable (True) or ``timeout`` passed."""
+    def wait_for_jobs(self, timeout: float) -> list[Wakeup]:
+        """Block until jobs may have become runnable (what the engine heard, never empty),
+        or ``timeout`` passed (empty)."""
+
+    @property
+    def listening(self) -> bool:
+        """Whether a wait hears enqueues as they commit (else an idle worker must poll)."""
 
     def wake(self) -> None:
         """End a ``wait_for_jobs`` at once (the worker was asked to stop); signal-safe."""

@@ -271,3 +271,27 @@ class StoreSettings:
     host: str = ""
     port: str = ""
     schema: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Wakeup:
+    """Why an idle worker's wait for jobs ended early.
+
+    ``count`` jobs were enqueued on ``queue``, the first of them with id ``first_id``;
+    ``count`` None: jobs became runnable there in some other way (a release, a
+    requeue), in an unknown number. ``queue`` None: look at every queue (the wait was
+    ended on purpose, or the engine can no longer tell).
+    """
+
+    queue: str | None = None
+    count: int | None = None
+    first_id: int | None = None
+
+    @classmethod
+    def parse(cls, payload: str) -> Wakeup:
+        """The wake-up an enqueue's notification carries: ``queue`` or ``queue count id``."""
+        queue, _, rest = payload.partition(" ")
+        count, _, first = rest.partition(" ")
+        if count.isdigit() and first.isdigit():
+            return cls(queue or None, int(count), int(first))
+        return cls(queue or None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
 from jobdef.backends.rows import Row
@@ -90,6 +90,14 @@ class WorkerVerbs(ABC):
         for row in self._read("running_by_worker", {}):
             running.setdefault(row["worker_id"], []).append(int(row["id"]))
         return [
+            replace(info, running=tuple(sorted(running.get(info.id, []))))
+            for info in self.worker_rows()
+        ]
+
+    def worker_rows(self) -> list[WorkerInfo]:
+        """Every registered worker, oldest start first, without its running jobs (one
+        small read: what an idle worker reads to take its turns, runtime.wake_share)."""
+        return [
             WorkerInfo(
                 id=row["id"],
                 host=row["host"],
@@ -100,7 +108,6 @@ class WorkerVerbs(ABC):
                 version=row["version"],
                 started_at=float(row["started_at"]),
                 last_beat=float(row["last_beat"]),
-                running=tuple(sorted(running.get(row["id"], []))),
             )
             for row in self._read("list_workers", {})
         ]

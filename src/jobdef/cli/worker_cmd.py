@@ -171,7 +171,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=whole_number(1, MAX_PREFETCH),
         default=defaults.prefetch,
         help=f"jobs handed ahead to each handler process, 1 to {MAX_PREFETCH:,}, which is all "
-        "a worker claims ahead; jobs stuck behind a slow one are taken back after 0.5s "
+        "a worker claims ahead (on a deep backlog; it claims two per process when the "
+        "backlog is shallow); jobs stuck behind a slow one are taken back after 0.5s "
         f"(default: {defaults.prefetch})",
     )
     parser.add_argument(
@@ -200,6 +201,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--grace", default=grace, help=f"drain time after SIGTERM (default: {grace})"
     )
-    parser.add_argument("--poll", default=poll, help=f"idle poll interval (default: {poll})")
+    parser.add_argument(
+        "--poll",
+        default=poll,
+        help=f"idle poll interval (default: {poll}); on PostgreSQL, while LISTEN wakes the "
+        "worker, it polls only about every second; with ?wake=poll in the URL (behind "
+        "PgBouncer in transaction mode) it polls at this interval",
+    )
     add_telemetry_options(parser)
     parser.set_defaults(handler=run)

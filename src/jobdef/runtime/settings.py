@@ -43,14 +43,15 @@ class WorkerSettings:
     ``queues``: the queues it serves (None: every one). ``concurrency``: handler
     processes, 1 to 256. ``burst``: stop once nothing is runnable. ``lease_seconds``:
     how long a claim holds without a heartbeat (at least 1s; the worker beats every
-    third of it). ``poll_interval``: seconds between claims while idle. ``grace``:
-    seconds a drain lets running jobs finish. ``prefetch``: jobs handed ahead to each
-    handler process, 1 to 10,000. ``child_setup``: ``module:function`` each handler
-    process calls before it imports a handler (Django's setup). ``async_per_process``:
-    how many ``async def`` handlers each handler process runs at once on its event loop,
-    1 to 10,000 (1: one job at a time per process, whatever the handler; above 1, each
-    process holds that many jobs and ``prefetch`` does not apply, see
-    :mod:`jobdef.runtime.loop_pool`). ``id``: the worker's
+    third of it). ``poll_interval``: seconds between claims while idle (while LISTEN
+    wakes it, an idle worker polls only about every second). ``grace``: seconds a drain
+    lets running jobs finish. ``prefetch``: jobs handed ahead to each handler process, 1
+    to 10,000: the most its claim window grows to on a deep backlog. ``child_setup``:
+    ``module:function`` each handler process calls before it imports a handler (Django's
+    setup). ``async_per_process``: how many ``async def`` handlers each handler process
+    runs at once on its event loop, 1 to 10,000 (1: one job at a time per process,
+    whatever the handler; above 1, each process holds that many jobs and ``prefetch``
+    does not apply, see :mod:`jobdef.runtime.loop_pool`). ``id``: the worker's
     name in leases, logs and ``jobdef workers`` (default: ``host:pid:random``, new for
     each worker).
     """

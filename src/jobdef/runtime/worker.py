@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import math
 import os
 import random
 import signal
@@ -72,6 +73,7 @@ from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
 from jobdef.runtime.child import ChildSettings
+from jobdef.runtime.claim_window import ClaimWindow
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
@@ -89,18 +91,30 @@ from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 from jobdef.runtime.results import result_rules
 from jobdef.runtime.settings import WorkerSettings
+from jobdef.runtime.wake_share import Turn, WakeShare
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
 from jobdef.telemetry.presence import Presence
 
 log = logging.getLogger("jobdef.worker")
 
-# After a wake-up from the store (a notification), an idle worker claims again every
-# RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it goes back to the poll
-# interval: the job that caused the notification may be due a few milliseconds after
-# the first claim, as the hosts' readings of the server's clock differ slightly.
+# After a wake-up from the store (a notification) whose claim found nothing, an idle
+# worker claims again every RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it
+# goes back to the poll interval: the job that caused the notification may be due a few
+# milliseconds after the first claim, as the hosts' readings of the server's clock
+# differ slightly. A claim that finds a job ends it.
 RECHECK_AFTER_WAKE = 0.5
 RECHECK_INTERVAL = 0.05
+# Seconds between the claims of an idle worker while the engine tells it of every
+# enqueue (LISTEN is up): a safety net for what no notification announces, a job
+# whose run_after or retry backoff comes due; jittered down to three quarters.
+SAFETY_POLL = 1.0
+# Seconds between two reads of the workers table by an idle worker, at its safety polls,
+# so that its turns (runtime.wake_share) follow a fleet that grows or shrinks.
+PEERS_READ_IDLE = 2.0
+# How long after a retry's backoff ends its worker claims it: the store's clock, which
+# dates the job, and this host's may differ by a little.
+DUE_MARGIN = 0.01
 
 
 class Phase(enum.Enum):
@@ -209,6 +223,10 @@ class Worker:
         # claimed again: what it leaves waiting (WorkerStats.waiting). Kept in a burst
         # only: another worker may claim the job, and the entry would never be dropped.
         self._retry_due: dict[int, float] = {}
+        # When (monotonic) the soonest retry this worker scheduled comes due: an idle
+        # worker claims then rather than at its next safety poll. No notification says
+        # a backoff is over, and this worker is the one that knows when.
+        self._due_at = math.inf
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
         self.telemetry = telemetry or WorkerTelemetry()
         self.telemetry.worker_id = self.id
@@ -220,6 +238,10 @@ class Worker:
             concurrency=settings.concurrency,
             lease_seconds=settings.lease_seconds,
         )
+        # Whose turn a wake-up is (runtime.wake_share), from the workers table's rows.
+        self._share = WakeShare(self.id, self.settings.queues)
+        if can_wait_for_jobs(backend):
+            self._presence.on_rows = self._share.seen
         self.queue_limits = concurrency_limits(registry.queues)
         self.queue_rates = rate_limits(registry.queues)
         ctx = MaintenanceContext(
@@ -230,6 +252,14 @@ class Worker:
             factories.append(GaugeReader)
         self.services = [factory(ctx) for factory in factories]
         self._held: dict[int, _Held] = {}
+        # How many jobs this worker holds at once (runtime.claim_window says why): with
+        # async handlers each process starts its slots at once, and holds no more.
+        slots = settings.async_per_process
+        held_per_process = slots if slots > 1 else settings.prefetch
+        self._window = ClaimWindow(
+            settings.concurrency * slots, settings.concurrency * held_per_process
+        )
+        self._starved = False
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
         # Jobs whose heartbeat was refused this turn: their handlers are stopped.
@@ -378,10 +408,7 @@ class Worker:
 
         waiting = self._wait_budget(pool, phase, mono)
         if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
-            # Idle: the engine wakes us the moment a job is enqueued (PostgreSQL
-            # LISTEN/NOTIFY); the poll interval stays the fallback.
-            if self.backend.wait_for_jobs(waiting):
-                self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
+            self._wait_for_jobs(waiting)
             waiting = 0.0
         self._collect(pool, waiting, phase)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
@@ -414,10 +441,44 @@ class Worker:
         self.phase = phase
         return phase
 
+    def _wait_for_jobs(self, budget: float) -> None:
+        """Idle: wait up to ``budget`` seconds for the engine to tell of new jobs (PostgreSQL
+        LISTEN/NOTIFY) that it is this worker's turn to claim (runtime.wake_share)."""
+        assert can_wait_for_jobs(self.backend)
+        deadline = time.monotonic() + budget
+        while (left := deadline - time.monotonic()) > 0:
+            wakeups = self.backend.wait_for_jobs(left)
+            if not wakeups:
+                # The poll: claim anyway, and see who else is there now (the turns of
+                # the next wake-ups are taken among them).
+                self._presence.read_rows(time.monotonic(), PEERS_READ_IDLE)
+                return
+            turn = self._share.turn(wakeups)
+            if turn is None:
+                continue  # other workers' turn
+            if turn is Turn.FIRST:
+                self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
+            return
+
+    def _idle_poll(self, mono: float) -> float:
+        """Seconds between two claims of an idle worker: the poll interval, or, while the
+        engine hears enqueues (LISTEN is up), the longer safety poll, jittered so that a
+        fleet's polls do not fall together, cut short when a retry this worker scheduled
+        comes due. A worker of a rate-limited queue keeps the poll interval: no
+        notification tells it that the queue's tokens refilled."""
+        poll = self.settings.poll_interval
+        if self.queue_rates or not can_wait_for_jobs(self.backend):
+            return poll
+        if self.backend.listening:
+            poll = max(poll, SAFETY_POLL * self.rng.uniform(0.75, 1.0))
+        if self._due_at <= mono:
+            self._due_at = math.inf  # due: the claim of this turn's end takes it
+        return min(poll, self._due_at - mono)
+
     def _wait_budget(self, pool: Pool, phase: Phase, mono: float) -> float:
         """How long this turn may wait for the children (or, idle, for new jobs)."""
         # Idle, the poll interval; with work claimed, no wait.
-        waiting = self.settings.poll_interval if self._idle else 0.0
+        waiting = self._idle_poll(mono) if self._idle else 0.0
         if self._idle and mono < self._recheck_until:
             waiting = min(waiting, RECHECK_INTERVAL)
         if pool.in_flight():
@@ -547,12 +608,16 @@ class Worker:
             )
 
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
-        """What to claim now: what the children can take ahead (:meth:`Pool.capacity`) less
-        what already waits for them, once a quarter of that room is free (or a child sits
-        idle), so claims come in batches; the module says why no more."""
-        free = pool.capacity() - len(self._backlog)
-        if free <= 0 or (free < pool.size * pool.depth // 4 and pool.idle_children() == 0):
+        """What to claim now: what the claim window lets this worker hold more
+        (:mod:`jobdef.runtime.claim_window`), within what the children can take ahead
+        (:meth:`Pool.capacity`) less what already waits for them, once a quarter of the
+        window is free (or a child sits idle), so claims come in batches."""
+        starved = pool.idle_children() > 0
+        holding = len(self._held) - len(self._completions)
+        free = min(pool.capacity() - len(self._backlog), self._window.want(holding))
+        if free <= 0 or (free < self._window.size // 4 and not starved):
             return None
+        self._starved = starved
         return ClaimOptions(
             worker_id=self.id,
             lease_seconds=self.settings.lease_seconds,
@@ -596,6 +661,10 @@ class Worker:
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
         self.telemetry.claimed(records)
+        if records:
+            self._recheck_until = 0.0  # what woke the worker was found
+        if options is not None:
+            self._window.claimed(options.limit, len(records), self._starved)
         return options is not None and not records
 
     def _burst_done(self, idle: bool) -> bool:
@@ -731,6 +800,8 @@ class Worker:
             return
         if decision.action == "retry":
             self.stats.retried += 1
+            due = time.monotonic() + (decision.delay or 0.0) + DUE_MARGIN
+            self._due_at = min(self._due_at, due)
             if self.settings.burst:  # only a burst reports them; a long-lived worker keeps none
                 self._retry_due[record.id] = self.clock() + (decision.delay or 0.0)
             detail = f"next attempt in {format_wait(decision.delay or 0.0)}"

@@ -10,10 +10,11 @@ tried again at the next beat.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jobdef import __version__
@@ -55,6 +56,10 @@ class Presence:
         )
         self._last: float | None = None
         self._failing = False
+        # Called with the workers table's rows and the store's time at each beat, when
+        # given (the worker's turns after a wake-up, runtime.wake_share).
+        self.on_rows: Callable[[list[WorkerInfo], float], None] | None = None
+        self._rows_read: float | None = None
 
     def start(self, mono: float) -> None:
         if self.backend is None:
@@ -65,6 +70,7 @@ class Presence:
                 return
             self.backend.register_worker(self.info)
             self._last = mono
+            self._read_rows()
         except BackendError as exc:
             log.warning("could not register worker %s in the workers table: %s", self.info.id, exc)
 
@@ -76,12 +82,29 @@ class Presence:
         try:
             if not self.backend.beat_worker(self.info.id):
                 self.backend.register_worker(self.info)
+            self._read_rows()
         except BackendError as exc:
             if not self._failing:
                 log.warning("could not beat worker %s in the workers table: %s", self.info.id, exc)
             self._failing = True
         else:
             self._failing = False
+
+    def _read_rows(self) -> None:
+        if self.on_rows is not None and self.backend is not None:
+            self.on_rows(self.backend.worker_rows(), self.backend.clock())
+            self._rows_read = self._last
+
+    def read_rows(self, mono: float, every: float) -> None:
+        """Read the table's rows for ``on_rows`` now if ``every`` seconds have passed since
+        the last read (besides the reads at each beat); a store error is left for later."""
+        if self.on_rows is None or self.backend is None:
+            return
+        if self._rows_read is not None and mono - self._rows_read < every:
+            return
+        self._rows_read = mono
+        with contextlib.suppress(BackendError):
+            self.on_rows(self.backend.worker_rows(), self.backend.clock())
 
     def stop(self) -> None:
         if self.backend is None:

@@ -26,3 +26,9 @@ def pause(ctx: Any, marker: str, seconds: float) -> None:
     """Announce the start in ``marker``, then take ``seconds``."""
     Path(marker).write_text(f"{ctx.attempt} {os.getpid()}\n")
     time.sleep(seconds)
+
+
+def fail_first(ctx: Any, n: int = 0) -> None:
+    """Fail the first attempt (its sheet retries it after a short backoff)."""
+    if ctx.attempt == 1:
+        raise ConnectionError("the first attempt fails")

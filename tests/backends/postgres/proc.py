@@ -49,12 +49,14 @@ def run_worker(
     log_file: str | None = None,
     queues: list[str] | None = None,
     clock_skew: float = 0.0,
+    url_options: str = "",
 ) -> None:
     """A real worker process on the engine at ``url``/``schema`` running ``sheets``;
     ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's);
     ``log_file``: where it logs (default stderr); ``queues``: the queues it serves (default
     all); ``clock_skew``: seconds this process's wall clock (``time.time``) is ahead, as on
-    a host whose clock is wrong."""
+    a host whose clock is wrong; ``url_options``: more of the store URL's query
+    (``&wake=poll``)."""
     import logging
     import time
 
@@ -72,7 +74,7 @@ def run_worker(
         filename=log_file,
         format="%(asctime)s %(levelname)s:%(name)s:%(message)s",
     )
-    database_url = f"{url}?schema={schema}"
+    database_url = f"{url}?schema={schema}{url_options}"
     backend = open_backend(database_url)
     if maintenance_lease is not None:
         backend.listener.lease_seconds = maintenance_lease  # type: ignore[attr-defined]

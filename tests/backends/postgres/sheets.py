@@ -29,8 +29,12 @@ args:
 """
 
 
+# fail_first's args, then its own backoff: its retry is due a moment after the failure.
+RETRIED = "  n: {type: integer, required: false}\nbackoff: {strategy: fixed, initial: 200ms, jitter: none}\n"
+
+
 def write_sheets(folder: Path) -> Path:
-    """The sheets of the jobs ``noop``, ``slow_first_attempt`` and ``pause``."""
+    """The sheets of the jobs ``noop``, ``slow_first_attempt``, ``pause`` and ``fail_first``."""
     folder.mkdir(parents=True, exist_ok=True)
     jobs = [
         ("noop", "noop", "  n: {type: integer, required: false}"),
@@ -44,5 +48,6 @@ def write_sheets(folder: Path) -> Path:
     text = DEFAULTS + "".join(
         JOB.format(name=name, handler=handler, args=args) for name, handler, args in jobs
     )
+    text += JOB.format(name="fail_first", handler="fail_first", args=RETRIED)
     (folder / "jobs.yaml").write_text(text)
     return folder

@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 
 import psycopg
+import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
-from jobdef.backends.records import NewJob
+from jobdef.backends.records import NewJob, Wakeup
+from jobdef.errors import BackendError
 
 from .helpers import terminate
 
@@ -17,7 +19,7 @@ LONG = 60.0  # a wait this long ends early only through a notification
 def test_an_enqueue_elsewhere_wakes_a_waiting_engine(
     pg_backend: PostgresBackend, postgres_url: str
 ) -> None:
-    assert pg_backend.wait_for_jobs(0.01) is False  # now listening
+    assert pg_backend.wait_for_jobs(0.01) == []  # now listening
 
     def enqueue_elsewhere() -> None:
         with PostgresBackend(postgres_url, schema=pg_backend.schema) as other:
@@ -26,16 +28,19 @@ def test_an_enqueue_elsewhere_wakes_a_waiting_engine(
     thread = threading.Thread(target=enqueue_elsewhere)
     thread.start()
     try:
-        assert pg_backend.wait_for_jobs(LONG) is True
+        heard = pg_backend.wait_for_jobs(LONG)
     finally:
         thread.join()
+    # The queue, how many jobs and the first one's id: whose turn it is (wake_share).
+    assert [(w.queue, w.count) for w in heard] == [("default", 1)]
+    assert heard[0].first_id is not None
 
 
 def test_an_enqueue_while_busy_is_not_missed(pg_backend: PostgresBackend) -> None:
     pg_backend.wait_for_jobs(0.01)
     pg_backend.enqueue([NewJob("a", {}, "default")])
     pg_backend.try_maintenance_lock()  # another statement on the listening session
-    assert pg_backend.wait_for_jobs(LONG) is True
+    assert pg_backend.wait_for_jobs(LONG)
 
 
 def test_a_rolled_back_enqueue_wakes_nobody(pg_backend: PostgresBackend) -> None:
@@ -43,7 +48,7 @@ def test_a_rolled_back_enqueue_wakes_nobody(pg_backend: PostgresBackend) -> None
     with psycopg.connect(pg_backend.conninfo) as conn:
         pg_backend.enqueue([NewJob("a", {}, "default")], connection=conn)
         conn.rollback()
-    assert pg_backend.wait_for_jobs(0.3) is False
+    assert pg_backend.wait_for_jobs(0.3) == []
 
 
 def test_after_losing_the_listening_session_it_polls_then_listens_again(
@@ -51,10 +56,10 @@ def test_after_losing_the_listening_session_it_polls_then_listens_again(
 ) -> None:
     pg_backend.wait_for_jobs(0.01)
     terminate(pg_backend.conninfo, pg_backend.listener._session.info.backend_pid)
-    assert pg_backend.wait_for_jobs(LONG) is True  # lost: claim now, by polling
-    assert pg_backend.wait_for_jobs(0.01) is False  # listening again on a new session
+    assert pg_backend.wait_for_jobs(LONG) == [Wakeup()]  # lost: claim now, by polling
+    assert pg_backend.wait_for_jobs(0.01) == []  # listening again on a new session
     pg_backend.enqueue([NewJob("a", {}, "default")])
-    assert pg_backend.wait_for_jobs(LONG) is True
+    assert pg_backend.wait_for_jobs(LONG)
 
 
 def test_wake_ends_a_wait_at_once(pg_backend: PostgresBackend) -> None:
@@ -62,7 +67,46 @@ def test_wake_ends_a_wait_at_once(pg_backend: PostgresBackend) -> None:
     timer = threading.Timer(0.05, pg_backend.wake)
     timer.start()
     try:
-        assert pg_backend.wait_for_jobs(LONG) is True
+        assert pg_backend.wait_for_jobs(LONG) == [Wakeup()]  # every queue: claim
     finally:
         timer.join()
-    assert pg_backend.wait_for_jobs(0.01) is False  # the wake-up was used up
+    assert pg_backend.wait_for_jobs(0.01) == []  # the wake-up was used up
+
+
+def test_a_batch_says_per_queue_how_many_jobs_came_and_the_first_id(
+    pg_backend: PostgresBackend,
+) -> None:
+    pg_backend.wait_for_jobs(0.01)
+    jobs = [NewJob("a", {"n": n}, "default") for n in range(3)] + [NewJob("a", {}, "mail")]
+    receipts = pg_backend.enqueue(jobs)
+    heard = {w.queue: w for w in pg_backend.wait_for_jobs(LONG)}
+    assert (heard["default"].count, heard["default"].first_id) == (3, receipts[0].job_id)
+    assert (heard["mail"].count, heard["mail"].first_id) == (1, receipts[3].job_id)
+
+
+def test_behind_a_transaction_pooler_nothing_listens_and_a_wait_only_sleeps(
+    postgres_url: str, pg_backend: PostgresBackend
+) -> None:
+    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}wake=poll"
+    with PostgresBackend(url, schema=pg_backend.schema) as pooled:
+        assert pooled.wait_for_jobs(0.01) == []
+        pg_backend.enqueue([NewJob("a", {}, "default")])
+        assert pooled.wait_for_jobs(0.2) == []  # nobody tells it: it polls
+        assert not pooled.listening
+        assert pooled.try_maintenance_lock()  # the lease is a row, on its one session
+        assert pooled.listener._session is None
+        # Nothing a pooler would lose or leak between transactions: no prepared
+        # statement, no session setting.
+        session = pooled.sessions.connection()
+        assert session.prepare_threshold is None
+        assert session.execute("SHOW enable_bitmapscan").fetchone() == ("on",)
+
+
+def test_an_unknown_wake_mode_is_one_line_naming_both(postgres_url: str) -> None:
+    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}wake=loud"
+    with pytest.raises(BackendError) as caught:
+        PostgresBackend(url)
+    assert str(caught.value) == (
+        "?wake=loud in the database URL is not a wake mode; write ?wake=listen "
+        "(the default: LISTEN/NOTIFY) or ?wake=poll (behind PgBouncer in transaction mode)"
+    )

@@ -1,4 +1,5 @@
-"""The worker on PostgreSQL, in real processes: many workers, kill -9, lost sessions, wake-up."""
+"""The worker on PostgreSQL, in real processes: many workers, kill -9, lost sessions, wake-up,
+the sessions it holds."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import signal
 import statistics
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.runtime.queue import Queue
+from jobdef.runtime.worker import SAFETY_POLL
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 
@@ -180,6 +183,27 @@ def test_an_idle_worker_is_woken_by_notify_not_by_its_poll(
     print(f"median enqueue-to-start latency: {statistics.median(latencies) * 1000:.1f} ms")
 
 
+def test_a_retry_starts_when_its_backoff_ends_not_at_the_next_safety_poll(
+    postgres_url: str, pg_backend: PostgresBackend, workers: Workers, sheets: Path
+) -> None:
+    """No notification says a backoff is over; the worker that scheduled the retry claims
+    when it comes due, where an idle worker's safety poll (LISTEN up) would wait 0.75 s
+    or more. The sheet's backoff is 200 ms."""
+    workers.start(concurrency=1)
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as backend:
+        queue = Queue(backend, load_registry([sheets]))
+        waits = []
+        for n in range(5):
+            job = queue.enqueue("fail_first", {"n": n})
+            eventually(lambda job=job: backend.get(job.id).state == "done", timeout=60)
+            failed, done = backend.attempts(job.id)
+            assert failed.outcome == "retry"
+            assert failed.finished_at is not None
+            waits.append(done.started_at - failed.finished_at)
+    assert min(waits) >= 0.2 - 0.05  # the backoff is kept (the clock's reading may lag)
+    assert statistics.median(waits) < SAFETY_POLL * 0.75, waits
+
+
 def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:
     idle = workers.start(poll_interval=120.0)
     eventually(lambda: query(workers.url, LISTENING, (f"jobdef_{workers.schema}",)))
@@ -217,3 +241,47 @@ def test_a_worker_rides_out_a_store_that_fails_and_records_every_job_once(
     assert worker.is_alive()
     runs = [job_id for job_id, *_ in _attempts(pg_backend)]
     assert sorted(runs) == sorted(job.id for job in jobs)  # each job once: none lost, none twice
+
+
+# The sessions a worker process opens, with LISTEN (the default) and with ?wake=poll
+# (behind PgBouncer in transaction mode): how many, and that the second listens to nothing.
+SESSIONS = "SELECT query FROM pg_stat_activity WHERE application_name = %s"
+
+
+def _run_twenty(pg_backend: PostgresBackend, queue: Queue) -> None:
+    ids = [r.id for r in queue.enqueue_many("noop", ({"n": n} for n in range(20)))]
+
+    def all_done() -> bool:
+        return all(job is not None and job.state == "done" for job in map(pg_backend.get, ids))
+
+    eventually(all_done, timeout=60)
+
+
+def test_a_worker_process_holds_one_session_for_its_verbs_and_one_that_listens(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue
+) -> None:
+    app = f"jobdef_t{uuid.uuid4().hex[:8]}"
+    # Three handler processes: they open no session of their own for the worker.
+    workers.start(concurrency=3, url_options=f"&application_name={app}")
+    _run_twenty(pg_backend, queue)
+    # The verbs' session and the listening one (which renews the maintenance lease too);
+    # and, on the one worker that maintains (this one), the outbox sender's.
+    eventually(lambda: len(query(pg_backend.conninfo, SESSIONS, (app,))) == 3)
+    _run_twenty(pg_backend, queue)
+    assert len(query(pg_backend.conninfo, SESSIONS, (app,))) == 3  # and no more
+
+
+def test_with_wake_poll_a_worker_listens_to_nothing_and_still_runs_every_job(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue
+) -> None:
+    app = f"jobdef_t{uuid.uuid4().hex[:8]}"
+    workers.start(
+        concurrency=3, poll_interval=0.05, url_options=f"&wake=poll&application_name={app}"
+    )
+    _run_twenty(pg_backend, queue)
+    _run_twenty(pg_backend, queue)  # and again, after it went idle: it polls
+    # The verbs' session, which renews the maintenance lease too; and, on the one worker
+    # that maintains (this one), the outbox sender's.
+    sessions = eventually(lambda: query(pg_backend.conninfo, SESSIONS, (app,)))
+    assert len(sessions) == 2, sessions
+    assert not any(q.upper().startswith(("LISTEN", "SET")) for (q,) in sessions)

@@ -14,7 +14,7 @@ from jobdef.backends.postgres.changes import ChangeListener
 from jobdef.backends.postgres.ends import EndListener
 from jobdef.backends.postgres.engine import MIGRATIONS, PostgresBackend, record_processed_key_on
 from jobdef.backends.postgres.reader import PostgresReader
-from jobdef.backends.postgres.session import describe, split_url
+from jobdef.backends.postgres.session import describe, split_url, wake_mode
 from jobdef.backends.records import StoreSettings
 from jobdef.errors import BackendError
 
@@ -92,7 +92,7 @@ class PostgresDriver:
     def end_signal(self, url: str) -> EndListener:
         """A session of its own that LISTENs for the ends of watched jobs."""
         conninfo, schema = split_url(url)
-        return EndListener(conninfo, schema)
+        return EndListener(conninfo, schema, pooled=wake_mode(url) == "poll")
 
 
 DRIVER = PostgresDriver()

@@ -60,9 +60,11 @@ class EndListener:
     """The :class:`~jobdef.backends.protocol.EndSignal` of a PostgreSQL store: one
     session LISTENing on the schema's :func:`ended_channel`."""
 
-    def __init__(self, conninfo: str, schema: str) -> None:
+    def __init__(self, conninfo: str, schema: str, *, pooled: bool = False) -> None:
         self.conninfo = conninfo
         self.channel = ended_channel(schema)
+        # Behind a transaction pooler (?wake=poll) LISTEN hears nothing: only poll.
+        self.pooled = pooled
         self._session: Connection | None = None
         self._next_try = 0.0
         self._checked = time.monotonic()
@@ -85,6 +87,8 @@ class EndListener:
         return None if session is None else int(session.info.backend_pid)
 
     def listen(self) -> bool:
+        if self.pooled:
+            return False
         session = self._session
         if session is not None and not (session.closed or session.broken):
             if time.monotonic() - self._checked < CHECK_SECONDS:

@@ -4,7 +4,9 @@ Claims use ``FOR UPDATE SKIP LOCKED`` through a partial index of queued rows,
 so workers never wait on each other and claim cost does not grow with
 finished rows. Enqueue notifies a channel (``LISTEN/NOTIFY``) so an idle
 worker wakes at once; :meth:`PostgresBackend.wait_for_jobs` falls back to
-plain polling when the listening session is gone.
+plain polling when the listening session is gone, and with ``?wake=poll`` in
+the URL (behind PgBouncer in transaction mode) nothing listens and no session
+state is used (:func:`~jobdef.backends.postgres.session.wake_mode`).
 
 Every verb runs on the engine's own autocommit connection, as one statement
 or one transaction, through its :class:`~jobdef.backends.postgres.session.SessionManager`.
@@ -55,6 +57,7 @@ from jobdef.backends.postgres.session import (
     query_error,
     require_psycopg,
     split_url,
+    wake_mode,
 )
 from jobdef.backends.protocol import ElectsMaintainer, WaitsForItsServer, WakesWorkers
 from jobdef.backends.records import (
@@ -65,6 +68,7 @@ from jobdef.backends.records import (
     Receipt,
     ResultRetention,
     RetentionRule,
+    Wakeup,
 )
 from jobdef.backends.rows import (
     dump_json,
@@ -143,11 +147,14 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         self.ended_channel = ended_channel(self.schema)
         quoted = '"' + self.schema + '"'
         self._sql = {name: text.replace("{schema}", quoted) for name, text in QUERIES.items()}
+        # ?wake=poll: behind a transaction pooler, no session state (session.wake_mode).
+        self.wake_mode = wake_mode(url)
         self.sessions = SessionManager(
             self.conninfo,
             self.schema,
             settings=self._q("session_settings"),
             reconnect_timeout=reconnect_timeout,
+            pooled=self.wake_mode == "poll",
         )
         self.listener = Listener(
             self.conninfo,
@@ -155,6 +162,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             lease_seconds=maintenance_lease,
             take_sql=self._q("take_lease"),
             give_back_sql=self._q("give_back_lease"),
+            pooled=self.sessions if self.wake_mode == "poll" else None,
         )
         self._limited_queues_known: set[str] = set()
         self.changes = ChangeNotifier(self._notify_change)
@@ -178,8 +186,8 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     def close(self) -> None:
         self.changes.close()  # sends what is pending, on the session closed next
+        self.listener.close()  # gives the lease back, with ?wake=poll on the verbs' session
         self.sessions.close()
-        self.listener.close()
 
     def _notify_change(self) -> None:
         """One change notification (see :class:`ChangeNotifier`); never retried."""
@@ -802,10 +810,15 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
 
     # Waking idle workers ------------------------------------------------------------------------
 
-    def wait_for_jobs(self, timeout: float) -> bool:
+    def wait_for_jobs(self, timeout: float) -> list[Wakeup]:
         """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
         or ``timeout`` passes (see :meth:`Listener.wait_for_jobs`)."""
         return self.listener.wait_for_jobs(timeout)
+
+    @property
+    def listening(self) -> bool:
+        """Whether idle workers hear enqueues now (LISTEN is up; never with ?wake=poll)."""
+        return self.listener.listening
 
     def wake(self) -> None:
         """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""

@@ -1,9 +1,13 @@
 """The listening session: it wakes idle workers on LISTEN/NOTIFY and keeps the maintenance lease.
 
 Each engine keeps one long-lived session besides the one its verbs use: it
-listens on the schema's channel, which every enqueue notifies, and renews the
-maintenance lease that elects the one engine that runs maintenance. When the
-session is lost, waiting falls back to plain polling.
+listens on the schema's channel, which every enqueue notifies (``queue count
+first_id``, read as a :class:`~jobdef.backends.records.Wakeup`: the worker takes
+its turn from it, :mod:`jobdef.runtime.wake_share`), and renews the maintenance
+lease that elects the one engine that runs maintenance. When the session is
+lost, waiting falls back to plain polling. With ``?wake=poll`` (behind a
+transaction pooler, where a session is not kept) there is no such session: a
+wait only sleeps, and the lease is renewed on the verbs' session.
 
 The lease is a row (``jobdef_leases``), not a session-level advisory lock: a
 frozen worker (SIGSTOP, a deadlock) keeps its session, and would keep such a
@@ -32,9 +36,11 @@ import uuid
 from jobdef.backends.postgres.session import (
     CONNECT_TIMEOUT,
     Connection,
+    SessionManager,
     connect,
     keep_inherited,
 )
+from jobdef.backends.records import Wakeup
 from jobdef.errors import BackendError
 
 try:
@@ -64,8 +70,12 @@ class Listener:
         lease_seconds: float,
         take_sql: str,
         give_back_sql: str,
+        pooled: SessionManager | None = None,
     ) -> None:
         self.conninfo = conninfo
+        # Behind a transaction pooler (?wake=poll): no session of its own, no LISTEN;
+        # the lease is renewed on the verbs' session, and a wait only sleeps.
+        self.pooled = pooled
         self.channel = channel
         self.lease_seconds = lease_seconds
         self._take_sql = take_sql
@@ -108,9 +118,13 @@ class Listener:
         """
         with self._session_lock:
             held = self.generation
+            params = self._lease_params(held)
             try:
-                session = self._listening_session()
-                row = session.execute(self._take_sql, self._lease_params(held)).fetchone()
+                if self.pooled is not None:
+                    take = self._take_sql
+                    row = self.pooled.run(lambda conn: conn.execute(take, params).fetchone())
+                else:
+                    row = self._listening_session().execute(self._take_sql, params).fetchone()
             except (psycopg.Error, BackendError) as exc:
                 if isinstance(exc, psycopg.Error):
                     self._drop_session()
@@ -144,48 +158,63 @@ class Listener:
     def _give_back(self) -> None:
         """Let the next engine take the lease at once (this one is closing)."""
         held, self.generation = self.generation, None
+        if held is not None and self.pooled is not None:
+            params, give_back = self._lease_params(held), self._give_back_sql
+            with contextlib.suppress(BackendError):
+                self.pooled.run(lambda conn: conn.execute(give_back, params), retry=False)
+            return
         session = self._session
         if held is None or session is None or session.closed or session.broken:
             return
         with contextlib.suppress(psycopg.Error):
             session.execute(self._give_back_sql, self._lease_params(held))
 
-    def wait_for_jobs(self, timeout: float) -> bool:
+    @property
+    def listening(self) -> bool:
+        """Whether the listening session is up (an idle worker may then poll seldom)."""
+        session = self._session
+        return self.pooled is None and session is not None and not session.broken
+
+    def wait_for_jobs(self, timeout: float) -> list[Wakeup]:
         """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
         or ``timeout`` passes.
 
-        True means "claim now" (a notification came, a wake-up, or the
-        listening session was lost and the caller should poll); False means the
-        timeout passed. Without a listening session (server down) this just
-        waits, so callers fall back to polling.
+        Returns what was heard, each notification as a :class:`Wakeup` (the
+        enqueue's queue, count and first id), or one for every queue when
+        :meth:`wake` was called or the listening session was lost (the caller
+        should claim, and poll until it is back); empty when the timeout
+        passed. Without a listening session (server down, or ``pooled``) this
+        just waits.
         """
         with self._session_lock:
             wake_fd = self._wake_pipe()[0]
             try:
+                if self.pooled is not None:
+                    raise BackendError("no listening session behind a transaction pooler")
                 session = self._listening_session()
             except BackendError:
                 select.select([wake_fd], [], [], timeout)
-                return self._drain_wakes()
+                return [Wakeup()] if self._drain_wakes() else []
             deadline = time.monotonic() + timeout
             try:
                 # Notifications that came while the session ran another statement
                 # (the maintenance lease) wait in psycopg's backlog: read them first.
-                while not self._notified(session):
+                while not (heard := self._heard(session)):
                     if session.broken:
                         raise psycopg.OperationalError("the listening session was lost")
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
-                        return False
+                        return []
                     readable = [session.pgconn.socket, wake_fd]
                     ready, _, _ = select.select(readable, [], [], remaining)
                     if self._drain_wakes():
-                        return True
+                        return [Wakeup()]
                     if not ready:
-                        return False
-                return True
+                        return []
+                return heard
             except (psycopg.Error, OSError):
                 self._drop_session()
-                return True
+                return [Wakeup()]
 
     def wake(self) -> None:
         """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""
@@ -208,8 +237,9 @@ class Listener:
         return woken
 
     @staticmethod
-    def _notified(session: Connection) -> bool:
-        return any(True for _ in session.notifies(timeout=0, stop_after=1))
+    def _heard(session: Connection) -> list[Wakeup]:
+        """Every notification that has come, without waiting."""
+        return [Wakeup.parse(note.payload) for note in session.notifies(timeout=0)]
 
     def _listening_session(self) -> Connection:
         """The long-lived session that listens for enqueues and renews the maintenance lease."""

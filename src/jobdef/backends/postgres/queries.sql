@@ -58,8 +58,10 @@ FROM generate_series(1, %(n)s);
 -- already active is skipped (the caller merges it into the active one); the
 -- caller tells the inserted rows by their receipt tokens, each its own. Wakes
 -- listening workers of each queue that got a job: the notification is
--- delivered when the transaction commits. `notified` is read in the final
--- SELECT because a CTE that nothing reads is never run.
+-- delivered when the transaction commits, and says `queue count first_id`, from
+-- which each idle worker tells whether it is one of those that claim them
+-- (jobdef.runtime.wake_share). `notified` is read in the final SELECT because a
+-- CTE that nothing reads is never run.
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         id, job, queue, priority, args, state, attempt, max_attempts,
@@ -85,7 +87,8 @@ WITH inserted AS (
     RETURNING id, queue, receipt
 ),
 notified AS (
-    SELECT pg_notify(%(channel)s, q.queue) FROM (SELECT DISTINCT queue FROM inserted) AS q
+    SELECT pg_notify(%(channel)s, concat_ws(' ', q.queue, q.n, q.first_id))
+    FROM (SELECT queue, count(*) AS n, min(id) AS first_id FROM inserted GROUP BY queue) AS q
 )
 SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
@@ -93,7 +96,7 @@ SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 -- One job without a key, slot or dedupe window: a single round trip. Differs
 -- from SQLite's: jobs with a key or a slot go through insert_jobs here (a batch
 -- that merges duplicates with ON CONFLICT), so this one takes neither; and it
--- notifies the listening workers.
+-- notifies the listening workers (`queue 1 id`, as insert_jobs says).
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         job, queue, priority, args, state, attempt, max_attempts,
@@ -104,7 +107,7 @@ WITH inserted AS (
     RETURNING id, queue
 ),
 notified AS (
-    SELECT pg_notify(%(channel)s, queue) FROM inserted
+    SELECT pg_notify(%(channel)s, concat_ws(' ', queue, 1, id)) FROM inserted
 )
 SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 

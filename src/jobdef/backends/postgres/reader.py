@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobdef.backends.postgres.session import SessionManager, split_url
+from jobdef.backends.postgres.session import SessionManager, split_url, wake_mode
 from jobdef.backends.reads import arg_literal, arg_number, reader_queries
 from jobdef.backends.records import JobRecord
 from jobdef.backends.rows import job_record
@@ -56,7 +56,13 @@ class PostgresReader:
             "SET default_transaction_read_only = on; SET enable_bitmapscan = off; "
             "SET max_parallel_workers_per_gather = 0; SET jit = off"
         )
-        self.sessions = SessionManager(conninfo, schema, settings=settings, reconnect_timeout=5)
+        self.sessions = SessionManager(
+            conninfo,
+            schema,
+            settings=settings,
+            reconnect_timeout=5,
+            pooled=wake_mode(url) == "poll",
+        )
 
     def rows(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         return self._run(self._queries[name], name, params)

@@ -31,6 +31,9 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 DEFAULT_SCHEMA = "public"
 APPLICATION_NAME = "jobdef"
+# URL parameters jobdef reads itself (libpq never sees them).
+OUR_PARAMETERS = ("schema", "wake")
+WAKE_MODES = ("listen", "poll")
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 URL_HINT = "write it as postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
 
@@ -57,14 +60,15 @@ def require_psycopg() -> None:
 def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
     """The libpq connection string and the schema, taken from ``?schema=`` unless given.
 
-    ``schema`` is ours, not libpq's, so it is removed from the URL before connecting.
+    ``schema`` and ``wake`` (:func:`wake_mode`) are ours, not libpq's, so they are
+    removed from the URL before connecting.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
         raise BackendError(f"{redact(url)} is not a PostgreSQL URL; {URL_HINT}")
     query = parse_qsl(parts.query, keep_blank_values=True)
     from_url = [value for key, value in query if key == "schema"]
-    rest = [(key, value) for key, value in query if key != "schema"]
+    rest = [(key, value) for key, value in query if key not in OUR_PARAMETERS]
     chosen = schema or (from_url[-1] if from_url else None) or DEFAULT_SCHEMA
     check_schema_name(chosen)
     # quote, not urlencode's default quote_plus: libpq reads "+" as a plus sign.
@@ -74,6 +78,25 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
         # would come out as postgresql:/db, which libpq refuses.
         conninfo = f"{parts.scheme}://{conninfo.partition(':')[2]}"
     return conninfo, chosen
+
+
+def wake_mode(url: str) -> str:
+    """How idle workers learn of new jobs: ``?wake=listen`` (the default) or ``?wake=poll``.
+
+    ``listen`` keeps a session per worker process that LISTENs for enqueues.
+    ``poll`` is for a pooler in transaction mode (PgBouncer's ``pool_mode =
+    transaction``), where a session is not kept between transactions: no LISTEN, no
+    session setting, no prepared statement; idle workers poll every
+    ``poll_interval`` (docs/operations.md says what works there and what does not).
+    """
+    found = [v for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True) if k == "wake"]
+    mode = found[-1] if found else "listen"
+    if mode not in WAKE_MODES:
+        raise BackendError(
+            f"?wake={mode} in the database URL is not a wake mode; write ?wake=listen "
+            "(the default: LISTEN/NOTIFY) or ?wake=poll (behind PgBouncer in transaction mode)"
+        )
+    return mode
 
 
 def check_schema_name(schema: str) -> None:
@@ -194,11 +217,19 @@ class SessionManager:
     """
 
     def __init__(
-        self, conninfo: str, schema: str, *, settings: str, reconnect_timeout: float
+        self,
+        conninfo: str,
+        schema: str,
+        *,
+        settings: str,
+        reconnect_timeout: float,
+        pooled: bool = False,
     ) -> None:
         self.conninfo = conninfo
         self.schema = schema
         self.settings = settings
+        # Behind a transaction pooler (?wake=poll): no session state, see _open_session.
+        self.pooled = pooled
         self.reconnect_timeout = reconnect_timeout
         self.connect_timeout = CONNECT_TIMEOUT
         self._conn: Connection | None = None
@@ -229,7 +260,17 @@ class SessionManager:
         for an index walk, so this engine's own sessions (never a caller's)
         do without bitmap scans, and without JIT compiling, which only pays off
         for long analytic queries.
+
+        Behind a transaction pooler (``pooled``) the session is not ours between
+        transactions: a SET would stay on a server connection that other clients
+        get next, and a prepared statement would be missing on the next one. So
+        neither is used there (``prepare_threshold=None``; the two settings go on
+        the role instead, as docs/operations.md shows).
         """
+        if self.pooled:
+            return connect(
+                self.conninfo, connect_timeout=self.connect_timeout, prepare_threshold=None
+            )
         conn = connect(self.conninfo, connect_timeout=self.connect_timeout)
         try:
             conn.execute(self.settings)

@@ -1,0 +1,94 @@
+"""Which idle workers claim after an enqueue's notification: :class:`WakeShare`.
+
+Every idle worker of a fleet listens on the same channel, so every enqueue
+wakes all of them; if all claimed, one would get the job and the others would
+each pay a claim for nothing (the thundering herd), a cost that grows with the
+fleet for every job. Instead each enqueue's notification says its queue, how
+many jobs it stored (``count``) and the first one's id (:class:`Wakeup`), and
+every worker sees the same notifications in the same order (commit order).
+Each worker also reads, now and then, the live workers of the workers table
+(:mod:`jobdef.backends.workers`), so each can rank itself among the ``n``
+workers of the queue: the ``count`` workers from rank ``first_id mod n`` on
+claim (:attr:`Turn.FIRST`), and so do the next ``count`` (:attr:`Turn.BACKUP`:
+the first may be busy, or its row stale, and on a busy host the first of two
+processes to get the CPU starts the job sooner than one alone), and the rest
+leave the jobs to them. So a job costs two claims, not one per idle worker. The
+first ids move on with every enqueue, so the turns go round the fleet.
+
+Workers read the table at different times, so their views can disagree for a
+while (a worker that just started, one that just died): a job may then wake two
+workers, or only its backups, or none, and the worker's safety poll takes it.
+A wake-up without a count (a release, a requeue) or for more jobs than the
+queue has workers wakes everyone, as does a worker that is not in its own view
+yet.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+
+from jobdef.backends.records import Wakeup
+from jobdef.backends.workers import WorkerInfo
+
+
+class Turn(enum.Enum):
+    """A worker's part in a wake-up."""
+
+    FIRST = "first"  # claims; if it finds nothing, looks again soon (clock skew)
+    BACKUP = "backup"  # claims once: a worker whose turn it is most likely took the job
+
+
+class WakeShare:
+    """The turns of one worker (``worker_id``, serving ``queues``; None: every queue)."""
+
+    def __init__(self, worker_id: str, queues: Sequence[str] | None) -> None:
+        self.worker_id = worker_id
+        self.queues = None if queues is None else frozenset(queues)
+        self._peers: list[WorkerInfo] = []
+        self._ranks: dict[str, tuple[int, int] | None] = {}
+
+    def seen(self, workers: Iterable[WorkerInfo], now: float) -> None:
+        """The rows of the workers table read at ``now`` (the store's clock)."""
+        self._peers = sorted((w for w in workers if not w.stale(now)), key=lambda w: w.id)
+        self._ranks = {}
+
+    def serves(self, queue: str) -> bool:
+        return self.queues is None or queue in self.queues
+
+    def turn(self, wakeups: Iterable[Wakeup]) -> Turn | None:
+        """This worker's part in ``wakeups``: the first it has, or None (not its turn, nor
+        a queue it serves)."""
+        parts = {self._turn(wakeup) for wakeup in wakeups}
+        if Turn.FIRST in parts:
+            return Turn.FIRST
+        return Turn.BACKUP if Turn.BACKUP in parts else None
+
+    def _turn(self, wakeup: Wakeup) -> Turn | None:
+        if wakeup.queue is None:
+            return Turn.FIRST
+        if not self.serves(wakeup.queue):
+            return None
+        if wakeup.count is None or wakeup.first_id is None:
+            return Turn.FIRST
+        place = self._rank(wakeup.queue)
+        if place is None:
+            return Turn.FIRST
+        rank, size = place
+        if wakeup.count >= size:
+            return Turn.FIRST
+        behind = (rank - wakeup.first_id) % size
+        if behind < wakeup.count:
+            return Turn.FIRST
+        if behind < 2 * wakeup.count:
+            return Turn.BACKUP
+        return None
+
+    def _rank(self, queue: str) -> tuple[int, int] | None:
+        """(this worker's rank, the number of live workers) among those serving ``queue``;
+        None when this worker is not among them (not seen yet)."""
+        if queue not in self._ranks:
+            ids = [w.id for w in self._peers if w.queues is None or queue in w.queues]
+            mine = self.worker_id in ids
+            self._ranks[queue] = (ids.index(self.worker_id), len(ids)) if mine else None
+        return self._ranks[queue]
