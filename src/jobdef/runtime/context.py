@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from jobdef.redact import redact
@@ -34,14 +35,16 @@ class Context:
     database_url: str = field(default="", repr=False)  # shown redacted by __repr__
     slot: datetime | None = None
     queue: str = ""
-    logger: logging.LoggerAdapter[logging.Logger] = field(init=False, repr=False)
     _send: Callable[[Any], None] | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        # The job's identity rides on every record, beside the handler's own ``extra``.
+    @cached_property
+    def logger(self) -> logging.LoggerAdapter[logging.Logger]:
+        """The handler's logger; the job's identity rides on every record, beside the
+        handler's own ``extra``. Made at first use: most handlers never log, and a
+        context is made for every attempt."""
         base = logging.getLogger(f"jobdef.jobs.{self.job}")
         identity = {"job": self.job, "job_id": self.job_id, "attempt": self.attempt}
-        self.logger = JobLogger(base, identity | ({"queue": self.queue} if self.queue else {}))
+        return JobLogger(base, identity | ({"queue": self.queue} if self.queue else {}))
 
     def __repr__(self) -> str:
         # A handler may log its ctx: the database URL appears without its password.
