@@ -153,17 +153,16 @@ def job_records(rows: Sequence[IndexedRow], decode: Decode = decoded) -> list[Jo
 # those a store older than the query may lack (read as None).
 _COLUMNS = tuple(field.name for field in fields(JobRecord))
 _REQUIRED = _COLUMNS[: _COLUMNS.index("trace_context")]
-_ARGS, _LAST_ERROR, _PROGRESS, _RESULT = (
-    _COLUMNS.index(name) for name in ("args", "last_error", "progress", "result")
-)
+_JSON_AT = tuple(_COLUMNS.index(name) for name in ("args", "last_error", "progress", "result"))
+_LAST_ERROR = _COLUMNS.index("last_error")
 
 
 def _job_from(values: list[Any], decode: Decode) -> JobRecord:
     """The record of a row's values in :data:`_COLUMNS` order, its JSON columns decoded."""
-    values[_ARGS] = decode(values[_ARGS])
-    values[_LAST_ERROR] = error_info(decode(values[_LAST_ERROR]))
-    values[_PROGRESS] = decode(values[_PROGRESS])
-    values[_RESULT] = decode(values[_RESULT])
+    for at in _JSON_AT:  # mostly NULL but args: not decoded
+        if values[at] is not None:
+            values[at] = decode(values[at])
+    values[_LAST_ERROR] = error_info(values[_LAST_ERROR])
     return JobRecord(*values)
 
 

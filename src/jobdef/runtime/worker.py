@@ -684,10 +684,7 @@ class Worker:
         )
 
     def _policy(self, record: JobRecord) -> JobPolicy | None:
-        try:
-            return self.registry.job(record.job)
-        except UnknownJobError:
-            return None
+        return self.registry.jobs.get(record.job)
 
     def _dispatch(self, pool: Pool) -> None:
         tasks: list[Task] = []
