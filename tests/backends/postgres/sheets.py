@@ -30,7 +30,10 @@ args:
 
 
 # fail_first's args, then its own backoff: its retry is due a moment after the failure.
-RETRIED = "  n: {type: integer, required: false}\nbackoff: {strategy: fixed, initial: 200ms, jitter: none}\n"
+RETRIED = (
+    "  n: {type: integer, required: false}\n"
+    "backoff: {strategy: fixed, initial: 200ms, jitter: none}\n"
+)
 
 
 def write_sheets(folder: Path) -> Path:
