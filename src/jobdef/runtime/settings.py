@@ -62,9 +62,10 @@ class WorkerSettings:
     lease_seconds: float = DEFAULT_LEASE
     poll_interval: float = 0.25
     grace: float = 10.0
-    # Two claims' worth of 32 jobs: a child runs one batch while the worker completes
-    # the previous one and claims the next in one transaction, so neither waits.
-    prefetch: int = 64
+    # The most a process is handed ahead, which the claim window reaches only on a deep
+    # backlog of quick jobs (runtime.claim_window): there a transaction's fixed cost (its
+    # commit, its statements, a turn of the worker's loop) is spread over this many jobs.
+    prefetch: int = 128
     child_setup: str | None = None
     id: str | None = None
     async_per_process: int = 1
@@ -77,7 +78,7 @@ class WorkerSettings:
             MAX_CONCURRENCY,
             ", and start more worker processes for more",
         )
-        _whole("prefetch", self.prefetch, MAX_PREFETCH, " (64 by default)")
+        _whole("prefetch", self.prefetch, MAX_PREFETCH, " (128 by default)")
         _whole(
             "async_per_process",
             self.async_per_process,
