@@ -410,9 +410,8 @@ LOCKS = {
     "attempts-table": "LOCK TABLE {schema}.jobdef_attempts IN SHARE MODE",
     "job-rows": "SELECT id FROM {schema}.jobdef_jobs WHERE id IN ({ids}) FOR NO KEY UPDATE",
 }
-"""What the test holds while the worker's completion waits, each catching one way a
-completion could fall apart (in its transaction of its own, the test's lock is taken
-before the worker sends anything):
+"""What the test holds, in a transaction of its own taken before the gate opens, while
+the worker's completion waits; each catches one way a completion could fall apart:
 
 - ``attempts-table``: every statement that writes an attempt row waits (heartbeats do
   not). A completion that committed the jobs' new state before their attempt rows
@@ -463,13 +462,13 @@ def test_a_worker_killed_while_its_batched_completion_waits_loses_and_repeats_no
     transaction of its own and opens the gate, so the completion the worker then sends
     waits on the lock; the worker is killed while pg_stat_activity shows that statement
     waiting. The server ends the dead worker's statement before the lock goes (its
-    sessions ask it to look for a lost client), so nothing of it is written: neither
-    the jobs it finished nor the ones it would have claimed with them. A second worker
-    reclaims the killed worker's runs (``on_reclaim: retry``) and finishes everything.
-    The ledger and the attempts table agree one to one, each run of the killed worker
-    is one ``reclaimed`` attempt run once more, and no attempt ran twice. Nothing here
-    depends on how many jobs one completion takes: a completion per job waits on the
-    lock the same way."""
+    sessions ask it to look for a lost client, PostgreSQL 14 and later), so nothing of
+    it is written: neither the jobs it finished nor the ones it would have claimed with
+    them. A second worker reclaims the killed worker's runs (``on_reclaim: retry``) and
+    finishes everything. The ledger and the attempts table agree one to one, each run
+    of the killed worker is one ``reclaimed`` attempt run once more, and no attempt ran
+    twice. Nothing here depends on how many jobs one completion takes: a completion per
+    job waits on the lock the same way."""
     import psycopg
 
     schema = f'"{backend.schema}"'  # the test's own (db_url)
