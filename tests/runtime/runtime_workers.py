@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,16 +33,9 @@ class Workers:
         self.sheets = sheets
         self.processes = Processes(tmp_path, importable=(HERE,))
 
-    def start(
-        self,
-        *extra: str,
-        name: str = "w",
-        lease: str = "1s",
-        env: Mapping[str, str] | None = None,
-    ) -> subprocess.Popen[bytes]:
-        """``jobdef worker`` with ``extra`` options; ``env`` added to its environment."""
+    def start(self, *extra: str, name: str = "w", lease: str = "1s") -> subprocess.Popen[bytes]:
         command = worker_command(self.db_url, self.sheets, "--lease", lease, *extra)
-        return self.processes.start(name, command, env=env).process
+        return self.processes.start(name, command).process
 
     def log(self, name: str = "w") -> str:
         return self.processes.log(name)
