@@ -33,7 +33,16 @@
 -- No JIT: every statement here is a short index walk, and a statement the planner
 -- misjudges as costly (stale statistics on a big table) would spend tens of
 -- milliseconds compiling what runs in one.
+-- A lost client is looked for every 250 ms while a statement runs: a worker killed
+-- while its statement waits on a row or table lock (an operator's transaction, a
+-- migration) would otherwise have that statement run on when the lock goes, and a
+-- completion that claims (complete_and_claim) would lease jobs to the dead worker,
+-- each then charged a reclaimed attempt that never started. The server aborts it
+-- instead. PostgreSQL 14 and later on Linux, macOS and the BSDs; set through
+-- pg_settings so that an older server, which lacks the setting, sets nothing.
 SET enable_bitmapscan = off; SET jit = off;
+SELECT set_config(name, '250ms', false) FROM pg_settings
+WHERE name = 'client_connection_check_interval';
 
 -- name: one_snapshot
 -- PostgreSQL only: the first statement of a transaction whose reads must see
