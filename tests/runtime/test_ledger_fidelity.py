@@ -45,7 +45,7 @@ from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 from support.proxy import CuttableProxy
-from support.stores import ENGINES, engine_db_url
+from support.stores import ENGINES, POSTGRES, engine_db_url
 from support.workers import process_alive
 
 pytestmark = pytest.mark.slow
@@ -369,7 +369,7 @@ def _sqlite_writable(url: str) -> bool:
         conn.close()
 
 
-@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("db_url", [POSTGRES], indirect=True)
 def test_a_postgresql_restart_mid_drain_leaves_one_attempt_row_per_run(
     db_url, backend, registry, workers, ledger
 ):
@@ -452,7 +452,7 @@ def _session_alive(watcher: Any, pid: int) -> bool:
 
 
 @pytest.mark.parametrize("lock", list(LOCKS))
-@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("db_url", [POSTGRES], indirect=True)
 def test_a_worker_killed_while_its_batched_completion_waits_loses_and_repeats_nothing(
     postgres_url, backend, registry, workers, ledger, *, lock
 ):
