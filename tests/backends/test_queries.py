@@ -30,7 +30,8 @@ _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 # other name is in both files, and means the same thing in both.
 _LIMITED_STEPS = "a step of the limited claim, which PostgreSQL does in claim_jobs_limited"
 POSTGRES_ONLY: dict[str, str] = {
-    "session_settings": "the verbs' session turns bitmap scans off; SQLite pins with INDEXED BY",
+    "session_settings": "the verbs' session turns bitmap scans off (SQLite pins with INDEXED BY) "
+    "and has the server abort the statement of a client that is gone",
     "one_snapshot": "reads of one transaction share a snapshot; a SQLite transaction's do",
     "reserve_job_ids": "a batch draws its ids first; SQLite reads each one from lastrowid",
     "insert_jobs": "a batch in one statement; SQLite inserts one job at a time (insert_job)",

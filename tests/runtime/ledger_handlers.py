@@ -72,6 +72,13 @@ def exit_first(ctx, ledger: str) -> None:
         os._exit(1)
 
 
+def gated(ctx, ledger: str, gate: str) -> None:
+    """Hold until the file ``gate`` exists, so a test chooses when the runs finish."""
+    record(ledger, ctx)
+    while not os.path.exists(gate):
+        time.sleep(0.01)
+
+
 def hold_first(ctx, ledger: str) -> None:
     """Hold attempt 1 (25s, within the 30s timeout) so it can be killed mid-handler."""
     record(ledger, ctx)

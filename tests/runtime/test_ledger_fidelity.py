@@ -14,8 +14,9 @@ Then the rest of what can go wrong under a running worker, each on both engines
 with real processes, each ending with a SIGTERM that drains: a child SIGKILLed
 in the middle of a handler; a worker SIGSTOPped past its lease while a second
 one reclaims its jobs, then SIGCONTed (its late completions are refused and
-record nothing); and, on PostgreSQL, the server going away mid-drain. The last
-one cuts the worker's connections at a TCP proxy on loopback that the worker
+record nothing); and, on PostgreSQL, the server going away mid-drain, and a
+worker SIGKILLed while its batched completion waits on a lock. The restart
+cuts the worker's connections at a TCP proxy on loopback that the worker
 reaches the server through, and restores it: from the worker, that is what a
 restart of the server looks like, without restarting the server that other
 tests share.
@@ -31,18 +32,21 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import ledger_handlers
 import pytest
 from runtime_workers import Workers
 
+from jobdef.backends.postgres.engine import QUERIES
 from jobdef.backends.protocol import Backend
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 from support.proxy import CuttableProxy
-from support.stores import ENGINES, engine_db_url
+from support.stores import ENGINES, POSTGRES, engine_db_url
+from support.workers import process_alive
 
 pytestmark = pytest.mark.slow
 
@@ -102,6 +106,14 @@ name: exit_first
 handler: ledger_handlers:exit_first
 args:
   ledger: {type: string}
+---
+apiVersion: jobdef/v1
+kind: Job
+name: gated
+handler: ledger_handlers:gated
+args:
+  ledger: {type: string}
+  gate: {type: string}
 """
 
 BLOB = "m" * 1_000_000
@@ -357,7 +369,7 @@ def _sqlite_writable(url: str) -> bool:
         conn.close()
 
 
-@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize("db_url", [POSTGRES], indirect=True)
 def test_a_postgresql_restart_mid_drain_leaves_one_attempt_row_per_run(
     db_url, backend, registry, workers, ledger
 ):
@@ -392,3 +404,137 @@ def test_a_postgresql_restart_mid_drain_leaves_one_attempt_row_per_run(
         assert time.monotonic() - began < 60
     finally:
         proxy.close()
+
+
+LOCKS = {
+    "attempts-table": "LOCK TABLE {schema}.jobdef_attempts IN SHARE MODE",
+    "job-rows": "SELECT id FROM {schema}.jobdef_jobs WHERE id IN ({ids}) FOR NO KEY UPDATE",
+}
+"""What the test holds, in a transaction of its own taken before the gate opens, while
+the worker's completion waits; each catches one way a completion could fall apart:
+
+- ``attempts-table``: every statement that writes an attempt row waits (heartbeats do
+  not). A completion that committed the jobs' new state before their attempt rows
+  would leave jobs done with no attempt row.
+- ``job-rows``: the running jobs' rows, in the mode an UPDATE of them takes, so the
+  foreign key check of an attempt row passes. A completion that committed the attempt
+  rows before the jobs' new state would leave an attempt recorded twice (done, and
+  then reclaimed)."""
+
+
+def _waiting_on(watcher: Any, holder: int) -> list[tuple[int, str]]:
+    """The sessions that wait on a lock that the session ``holder`` (a backend pid) holds:
+    (pid, statement). pg_stat_activity is read once per statement and
+    pg_blocking_pids() live, so a session is taken only when the read also shows it
+    waiting on a lock: its statement is then the one that waits, not the one before."""
+    rows = watcher.execute(
+        "SELECT pid, query FROM pg_stat_activity "
+        "WHERE wait_event_type = 'Lock' AND %s = ANY(pg_blocking_pids(pid))",
+        [holder],
+    ).fetchall()
+    return [(pid, query) for pid, query in rows]
+
+
+def _completion_starts(schema: str) -> set[str]:
+    """The engine's statements that write jobs or their attempts as done (the completion,
+    whatever its name, however many jobs it takes and in however many statements), as
+    pg_stat_activity shows them, each up to its first parameter (where psycopg sends
+    ``$1``)."""
+    return {
+        text.replace("{schema}", f'"{schema}"').split("%(", 1)[0]
+        for text in QUERIES.values()
+        if "SET state = 'done'" in text or ("jobdef_attempts" in text and "'done'" in text)
+    }
+
+
+def _session_alive(watcher: Any, pid: int) -> bool:
+    return bool(watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchall())
+
+
+@pytest.mark.parametrize("lock", list(LOCKS))
+@pytest.mark.parametrize("db_url", [POSTGRES], indirect=True)
+def test_a_worker_killed_while_its_batched_completion_waits_loses_and_repeats_nothing(
+    postgres_url, backend, registry, workers, ledger, *, lock
+):
+    """SIGKILL a worker while the statement that completes its finished jobs is in flight.
+
+    Two handlers run and wait at a gate; the test takes one of :data:`LOCKS` in a
+    transaction of its own and opens the gate, so the completion the worker then sends
+    waits on the lock; the worker is killed while pg_stat_activity shows that statement
+    waiting. The server ends the dead worker's statement before the lock goes (its
+    sessions ask it to look for a lost client, PostgreSQL 14 and later), so nothing of
+    it is written: neither the jobs it finished nor the ones it would have claimed with
+    them. A second worker reclaims the killed worker's runs (``on_reclaim: retry``) and
+    finishes everything. The ledger and the attempts table agree one to one, each run
+    of the killed worker is one ``reclaimed`` attempt run once more, and no attempt ran
+    twice. Nothing here depends on how many jobs one completion takes: a completion per
+    job waits on the lock the same way."""
+    import psycopg
+
+    schema = f'"{backend.schema}"'  # the test's own (db_url)
+    queue = Queue(backend, registry)
+    gate = Path(ledger).with_name("gate")
+    ids = [queue.enqueue("gated", {"ledger": ledger, "gate": str(gate)}).id for _ in range(20)]
+    first = workers.start("--concurrency", "2", name="first", lease="3s")
+
+    def held_jobs_run() -> set[int]:
+        """Both handlers run, and the worker holds no other job: what waited behind them
+        it gave back (``released``), so the only attempt rows it can write next are the
+        completions of these two."""
+        ran = {job for job, _attempt, _pid in ledger_handlers.entries(ledger)}
+        running = {job for job in ids if backend.get(job).state == "running"}
+        return ran if len(ran) == 2 and running == ran else set()
+
+    held = sorted(eventually(held_jobs_run, 20, "both handlers to run, and nothing else held"))
+    # Just after a heartbeat the next is a third of the lease away: the heartbeat, which
+    # the job-rows lock would hold up too, does not come before the completion.
+    leases = {job: backend.get(job).lease_until for job in held}
+    eventually(
+        lambda: all(backend.get(job).lease_until != until for job, until in leases.items()),
+        10,
+        "the worker's next heartbeat",
+    )
+    with (
+        psycopg.connect(postgres_url, autocommit=True) as watcher,
+        psycopg.connect(postgres_url) as locker,
+    ):
+        locker.execute(LOCKS[lock].format(schema=schema, ids=", ".join(map(str, held))))
+        gate.touch()
+        [(session, statement)] = eventually(
+            lambda: _waiting_on(watcher, locker.info.backend_pid),
+            20,
+            "the worker's completion to wait on the lock",
+        )
+        assert statement.split("$", 1)[0] in _completion_starts(backend.schema), statement
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(10) == -signal.SIGKILL
+        runs = ledger_handlers.entries(ledger)
+        eventually(
+            lambda: not any(process_alive(pid) for _job, _attempt, pid in runs),
+            20,
+            "the killed worker's handler processes to exit",
+        )
+        eventually(
+            lambda: not _session_alive(watcher, session),
+            10,
+            "the server to end the killed worker's statement while it still waits",
+        )
+        locker.rollback()
+    killed = {(job, attempt) for job, attempt, _pid in ledger_handlers.entries(ledger)}
+    assert {job for job, _attempt in killed} >= set(held), killed
+    second = workers.start("--concurrency", "2", name="second", lease="3s")
+    eventually(
+        lambda: all(backend.get(job).state == "done" for job in ids),
+        timeout=40,
+        what="the second worker to reclaim and finish every job",
+    )
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(30) == 0, workers.log("second")
+    outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
+    assert outcomes == Counter({"done": len(ids), "reclaimed": len(killed)}), outcomes
+    for job, attempt in sorted(killed):
+        ran = [row.outcome for row in backend.attempts(job) if row.outcome != "released"]
+        assert ran == ["reclaimed", "done"], (job, attempt, ran)
+    # No job ran more often than its attempts allow (max_attempts 3): once per worker.
+    runs_per_job = Counter(job for job, _attempt, _pid in ledger_handlers.entries(ledger))
+    assert max(runs_per_job.values()) <= 2, runs_per_job

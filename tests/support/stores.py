@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.services)]
+# A test of PostgreSQL alone parametrizes db_url with this, so it is marked as well.
+POSTGRES = pytest.param("postgres", marks=pytest.mark.services)
+ENGINES = ["sqlite", POSTGRES]
 
 
 def engine_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:

@@ -235,3 +235,28 @@ def test_jobdef_enqueue_counts_only_where_a_scrape_can_see_it(app: App, tmp_path
     labels = {"job": "mail", "queue": "default"}
     assert registry.get_sample_value(ENQUEUED, labels) == 1.0
     assert stored(app.db) == {("mail", "default"): 2}
+
+
+def test_a_cli_enqueue_made_in_process_leaves_the_next_enqueues_counted(tmp_path: Path) -> None:
+    """The CLI's choice not to count is scoped to its own enqueue: a program that calls
+    `jobdef.cli.main` and then enqueues itself counts its own enqueues as usual."""
+    db = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(db).close()
+    script = (
+        "import json, sys\n"
+        "from jobdef import connect, load_registry\n"
+        "from jobdef.cli import main\n"
+        "from jobdef.telemetry import enqueues\n"
+        f"argv = ['enqueue', 'mail', '--args', '{{\"i\": 1}}', '--db', {db!r}]\n"
+        f"code = main([*argv, '--sheets', {str(SHEETS)!r}])\n"
+        "after_cli = 'prometheus_client' in sys.modules\n"
+        f"queue = connect({db!r}, load_registry([{str(SHEETS)!r}]))\n"
+        "queue.enqueue('mail', {'i': 2})\n"
+        "print(json.dumps([code, after_cli, enqueues._state.counters is not None]))"
+    )
+    env = os.environ | {"PYTHONPATH": str(SRC)}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [0, False, True]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -280,18 +281,29 @@ class Wakeup:
     ``count`` jobs were enqueued on ``queue``, the first of them with id ``first_id``;
     ``count`` None: jobs became runnable there in some other way (a release, a
     requeue), in an unknown number. ``queue`` None: look at every queue (the wait was
-    ended on purpose, or the engine can no longer tell).
+    ended on purpose, or the engine can no longer tell). ``due``: every one of those
+    jobs was enqueued with a delay, and the first comes due then (the engine's clock,
+    epoch seconds): claim then, not now.
     """
 
     queue: str | None = None
     count: int | None = None
     first_id: int | None = None
+    due: float | None = None
 
     @classmethod
     def parse(cls, payload: str) -> Wakeup:
-        """The wake-up an enqueue's notification carries: ``queue`` or ``queue count id``."""
+        """The wake-up an enqueue's notification carries: ``queue``, ``queue count id``
+        or ``queue count id due``."""
         queue, _, rest = payload.partition(" ")
-        count, _, first = rest.partition(" ")
-        if count.isdigit() and first.isdigit():
-            return cls(queue or None, int(count), int(first))
-        return cls(queue or None)
+        count, _, rest = rest.partition(" ")
+        first, _, due = rest.partition(" ")
+        if not (count.isdigit() and first.isdigit()):
+            return cls(queue or None)
+        try:
+            when: float | None = float(due) if due else None
+        except ValueError:
+            when = None
+        if when is not None and not math.isfinite(when):
+            when = None
+        return cls(queue or None, int(count), int(first), when)

@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     from jobdef.runtime.queue import Queue
     from jobdef.telemetry import enqueues
 
-    enqueues.one_shot_process()
     values = json_args(args.args, '{"reservation_id": 42}')
     registry = runtime_options.registry(args)
     # Like every operator command it creates nothing: a mistyped --db is one line
@@ -40,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     queue = Queue(runtime_options.backend(args), registry)
     try:
         delay = parse_duration(args.delay) if args.delay else None
-        result = queue.enqueue(args.name, values, delay=delay, priority=args.priority)
+        with enqueues.from_the_cli():
+            result = queue.enqueue(args.name, values, delay=delay, priority=args.priority)
     finally:
         queue.close()
     # The receipt's token: what `jobdef result` and `jobdef wait` (and an application's

@@ -223,9 +223,10 @@ class Worker:
         # claimed again: what it leaves waiting (WorkerStats.waiting). Kept in a burst
         # only: another worker may claim the job, and the entry would never be dropped.
         self._retry_due: dict[int, float] = {}
-        # When (monotonic) the soonest retry this worker scheduled comes due: an idle
-        # worker claims then rather than at its next safety poll. No notification says
-        # a backoff is over, and this worker is the one that knows when.
+        # When (monotonic) the soonest job this worker knows of comes due, a retry it
+        # scheduled or a delayed enqueue whose notification gave it the turn: an idle
+        # worker claims then rather than at its next safety poll (no notification says
+        # that a wait is over).
         self._due_at = math.inf
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
         self.telemetry = telemetry or WorkerTelemetry()
@@ -453,9 +454,16 @@ class Worker:
                 # the next wake-ups are taken among them).
                 self._presence.read_rows(time.monotonic(), PEERS_READ_IDLE)
                 return
-            turn = self._share.turn(wakeups)
+            delayed = [wakeup for wakeup in wakeups if wakeup.due is not None]
+            if delayed and self._share.turn(delayed) is not None:
+                # Its turn to claim jobs that are not due yet: at their time, not now.
+                soonest = min(wakeup.due for wakeup in delayed if wakeup.due is not None)
+                mono = time.monotonic()
+                self._due_at = min(self._due_at, mono + soonest - self.clock() + DUE_MARGIN)
+                deadline = min(deadline, self._due_at)
+            turn = self._share.turn(wakeup for wakeup in wakeups if wakeup.due is None)
             if turn is None:
-                continue  # other workers' turn
+                continue  # other workers' turn, or nothing due yet
             if turn is Turn.FIRST:
                 self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
             return
@@ -464,8 +472,9 @@ class Worker:
         """Seconds between two claims of an idle worker: the poll interval, or, while the
         engine hears enqueues (LISTEN is up), the longer safety poll, jittered so that a
         fleet's polls do not fall together, cut short when a retry this worker scheduled
-        comes due. A worker of a rate-limited queue keeps the poll interval: no
-        notification tells it that the queue's tokens refilled."""
+        or a delayed job it is to claim (its enqueue's notification said when) comes
+        due. A worker of a rate-limited queue keeps the poll interval: no notification
+        tells it that the queue's tokens refilled."""
         poll = self.settings.poll_interval
         if self.queue_rates or not can_wait_for_jobs(self.backend):
             return poll

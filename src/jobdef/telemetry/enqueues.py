@@ -28,8 +28,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 
@@ -62,6 +65,8 @@ class _State:
 
 
 _state = _State()
+# Set while the CLI enqueues (from_the_cli).
+_FROM_THE_CLI: ContextVar[bool] = ContextVar("jobdef_enqueue_from_the_cli", default=False)
 _lock = threading.Lock()
 
 
@@ -88,21 +93,36 @@ def _load() -> None:
         _state.looked = True
 
 
-def one_shot_process() -> None:
-    """Say that this process enqueues and exits (``jobdef enqueue``, ``jobdef start``).
+@contextmanager
+def from_the_cli() -> Iterator[None]:
+    """While the block runs (``jobdef enqueue``), an enqueue is counted only where a
+    scrape can see it: in multiprocess mode (``PROMETHEUS_MULTIPROC_DIR`` set), whose
+    files outlive the process, or in a process that imported prometheus_client
+    already (one that calls the CLI's ``main`` and serves its own /metrics). A
+    process that enqueues and exits has a default registry nobody scrapes, so it
+    does not import prometheus_client (a tenth of the command's time). Scoped to
+    the block, not the process: whatever enqueues afterwards counts as usual."""
+    token = _FROM_THE_CLI.set(True)
+    try:
+        yield
+    finally:
+        _FROM_THE_CLI.reset(token)
 
-    Its default registry ends with it, never scraped, so it counts only in
-    multiprocess mode (``PROMETHEUS_MULTIPROC_DIR`` set), whose files outlive the
-    process; otherwise prometheus_client, about a fifth of such a command's time,
-    is not imported at all."""
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        with _lock:
-            _state.looked = True
+
+def _unseen() -> bool:
+    """Whether this enqueue, made by the CLI, would be counted where no scrape sees it."""
+    return (
+        _FROM_THE_CLI.get()
+        and not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        and "prometheus_client" not in sys.modules
+    )
 
 
 def count(job: str, queue: str, results: Sequence[_Stored]) -> None:
     """Count what one enqueue of ``job`` on ``queue`` stored (``results``: one per call)."""
     if not _state.looked:
+        if _unseen():
+            return
         _load()
     counters = _state.counters
     if counters is None:

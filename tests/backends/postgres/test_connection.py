@@ -167,3 +167,13 @@ def test_the_engine_and_the_dashboard_plan_without_jit_or_bitmap_scans(
         reader.close()
     # Other sessions keep the server's settings.
     assert query(postgres_url, "SHOW jit") == [("on",)]
+
+
+def test_the_engine_has_the_server_abort_a_statement_whose_client_is_gone(
+    pg_backend: PostgresBackend,
+) -> None:
+    """A killed worker's statement that waits on a lock is aborted, not run on once the
+    lock goes (tests/runtime/test_ledger_fidelity.py kills a worker there)."""
+    conn = pg_backend.sessions.connection()
+    setting = conn.execute("SHOW client_connection_check_interval").fetchone()[0]
+    assert setting == "250ms"

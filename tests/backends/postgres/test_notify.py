@@ -84,6 +84,21 @@ def test_a_batch_says_per_queue_how_many_jobs_came_and_the_first_id(
     assert (heard["mail"].count, heard["mail"].first_id) == (1, receipts[3].job_id)
 
 
+def test_a_batch_of_delayed_jobs_says_when_the_first_comes_due(
+    pg_backend: PostgresBackend,
+) -> None:
+    pg_backend.wait_for_jobs(0.01)
+    now = pg_backend.clock()
+    later = [NewJob("a", {"n": n}, "default", run_after=now + 30 + n) for n in range(2)]
+    mixed = [NewJob("a", {}, "mail", run_after=now + 30), NewJob("a", {}, "mail")]
+    pg_backend.enqueue(later + mixed)
+    heard = {w.queue: w for w in pg_backend.wait_for_jobs(LONG)}
+    assert heard["default"].due == pytest.approx(now + 30)
+    assert heard["mail"].due is None  # one of them is due now: claim now
+    assert Wakeup.parse("default 1 7 nan").due is None  # only a time it can wait for
+    assert Wakeup.parse("default 1 7 soon") == Wakeup("default", 1, 7)
+
+
 def test_behind_a_transaction_pooler_nothing_listens_and_a_wait_only_sleeps(
     postgres_url: str, pg_backend: PostgresBackend
 ) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.runtime.queue import Queue
-from jobdef.runtime.worker import SAFETY_POLL
+from jobdef.runtime.worker import RECHECK_AFTER_WAKE, SAFETY_POLL
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 
@@ -202,6 +202,31 @@ def test_a_retry_starts_when_its_backoff_ends_not_at_the_next_safety_poll(
             waits.append(done.started_at - failed.finished_at)
     assert min(waits) >= 0.2 - 0.05  # the backoff is kept (the clock's reading may lag)
     assert statistics.median(waits) < SAFETY_POLL * 0.75, waits
+
+
+def test_a_delayed_job_starts_when_it_comes_due_not_at_the_next_safety_poll(
+    postgres_url: str, pg_backend: PostgresBackend, workers: Workers, sheets: Path
+) -> None:
+    """The enqueue's notification of a delayed job says when it is due, and the worker
+    whose turn it is claims then; an idle worker's safety poll (LISTEN up) would find it
+    0.75 s or more later. The delay outlasts the look-again window after a wake-up."""
+    workers.start(concurrency=1)
+    delay = 0.8
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as backend:
+        queue = Queue(backend, load_registry([sheets]))
+        eventually(lambda: bool(backend.workers()), what="the worker registered")
+        lates = []
+        for n in range(5):
+            job = queue.enqueue("noop", {"n": n}, delay=delay)
+            eventually(lambda job=job: backend.get(job.id).state == "done", timeout=60)
+            record = backend.get(job.id)
+            assert record is not None
+            (attempt,) = backend.attempts(job.id)
+            lates.append(attempt.started_at - (record.created_at + delay))
+    assert min(lates) >= -0.05  # never before it is due (the clocks' readings may lag)
+    # Claimed at a wake-up's look-again window, or at a safety poll after it, the job
+    # would start at least RECHECK_AFTER_WAKE + 0.75 * SAFETY_POLL - delay = 0.45 s late.
+    assert statistics.median(lates) < (RECHECK_AFTER_WAKE + 0.75 * SAFETY_POLL - delay) / 2, lates
 
 
 def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:

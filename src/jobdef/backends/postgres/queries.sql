@@ -33,7 +33,16 @@
 -- No JIT: every statement here is a short index walk, and a statement the planner
 -- misjudges as costly (stale statistics on a big table) would spend tens of
 -- milliseconds compiling what runs in one.
+-- A lost client is looked for every 250 ms while a statement runs: a worker killed
+-- while its statement waits on a row or table lock (an operator's transaction, a
+-- migration) would otherwise have that statement run on when the lock goes, and a
+-- completion that claims (complete_and_claim) would lease jobs to the dead worker,
+-- each then charged a reclaimed attempt that never started. The server aborts it
+-- instead. PostgreSQL 14 and later on Linux, macOS and the BSDs; set through
+-- pg_settings so that an older server, which lacks the setting, sets nothing.
 SET enable_bitmapscan = off; SET jit = off;
+SELECT set_config(name, '250ms', false) FROM pg_settings
+WHERE name = 'client_connection_check_interval';
 
 -- name: one_snapshot
 -- PostgreSQL only: the first statement of a transaction whose reads must see
@@ -60,7 +69,8 @@ FROM generate_series(1, %(n)s);
 -- listening workers of each queue that got a job: the notification is
 -- delivered when the transaction commits, and says `queue count first_id`, from
 -- which each idle worker tells whether it is one of those that claim them
--- (jobdef.runtime.wake_share). `notified` is read in the final SELECT because a
+-- (jobdef.runtime.wake_share), and `due` after them when every job is delayed
+-- (the first one's run_after: those workers claim then, not now). `notified` is read in the final SELECT because a
 -- CTE that nothing reads is never run.
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
@@ -84,11 +94,16 @@ WITH inserted AS (
     ON CONFLICT (job, idempotency_key)
         WHERE state IN ('queued', 'running') AND idempotency_key IS NOT NULL
         DO NOTHING
-    RETURNING id, queue, receipt
+    RETURNING id, queue, receipt, run_after
 ),
 notified AS (
-    SELECT pg_notify(%(channel)s, concat_ws(' ', q.queue, q.n, q.first_id))
-    FROM (SELECT queue, count(*) AS n, min(id) AS first_id FROM inserted GROUP BY queue) AS q
+    SELECT pg_notify(%(channel)s, concat_ws(' ', q.queue, q.n, q.first_id, q.due))
+    FROM (
+        SELECT queue, count(*) AS n, min(id) AS first_id,
+               -- every job delayed: when the first is due (concat_ws leaves out NULL)
+               CASE WHEN min(run_after) > %(now)s THEN min(run_after) END AS due
+        FROM inserted GROUP BY queue
+    ) AS q
 )
 SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
@@ -104,10 +119,13 @@ WITH inserted AS (
     )
     VALUES (%(job)s, %(queue)s, %(priority)s, %(args)s::jsonb, 'queued', 0, %(max_attempts)s,
             %(run_after)s, %(now)s, %(now)s, %(receipt)s)
-    RETURNING id, queue
+    RETURNING id, queue, run_after
 ),
 notified AS (
-    SELECT pg_notify(%(channel)s, concat_ws(' ', queue, 1, id)) FROM inserted
+    SELECT pg_notify(
+        %(channel)s,
+        concat_ws(' ', queue, 1, id, CASE WHEN run_after > %(now)s THEN run_after END)
+    ) FROM inserted
 )
 SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 

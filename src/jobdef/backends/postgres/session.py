@@ -259,12 +259,14 @@ class SessionManager:
         then cost more the longer the queue. Every statement here is written
         for an index walk, so this engine's own sessions (never a caller's)
         do without bitmap scans, and without JIT compiling, which only pays off
-        for long analytic queries.
+        for long analytic queries. They also ask the server to look for a lost
+        client while a statement runs, so a killed worker's statement that waits on
+        a lock is aborted rather than run on after its death (see queries.sql).
 
         Behind a transaction pooler (``pooled``) the session is not ours between
         transactions: a SET would stay on a server connection that other clients
         get next, and a prepared statement would be missing on the next one. So
-        neither is used there (``prepare_threshold=None``; the two settings go on
+        neither is used there (``prepare_threshold=None``; the settings go on
         the role instead, as docs/operations.md shows).
         """
         if self.pooled:
