@@ -16,6 +16,8 @@ its migration takes on a full jobs table, and enqueue with and without it.
 from __future__ import annotations
 
 import argparse
+import atexit
+import shutil
 import statistics
 import sys
 import tempfile
@@ -151,6 +153,7 @@ def main() -> None:
             flush=True,
         )
     sheets = Path(tempfile.mkdtemp(prefix="jobdef-bench-"))
+    atexit.register(shutil.rmtree, sheets, ignore_errors=True)
     (sheets / "mail.yaml").write_text(SHEET)
     results: dict[tuple[str, bool], list[float]] = {}
     for run in range(args.runs):

@@ -24,8 +24,10 @@ window. The dead letter page grows with the dead rows up to its caps (a count to
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import random
+import shutil
 import socket
 import sqlite3
 import statistics
@@ -169,6 +171,7 @@ def time_pages(url: str, requests: int) -> dict[str, float]:
     sock.bind(("127.0.0.1", 0))
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     sheets = Path(tempfile.mkdtemp(prefix="jobdef-bench-"))
+    atexit.register(shutil.rmtree, sheets, ignore_errors=True)
     (sheets / "jobs.yaml").write_text((SHEETS / "jobs.yaml").read_text())
     (sheets / "queues.yaml").write_text(RATE_QUEUE)
     server = uvicorn.Server(uvicorn.Config(create_app(url, sheets), log_level="warning"))

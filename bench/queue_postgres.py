@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -74,6 +76,7 @@ def jobdef_sheets(queue_limits: str = "") -> str:
     """A folder with the no-op sheet; ``queue_limits`` (e.g. ``rate: 1000000/s``) adds a
     Queue document for its queue, so the claim takes the limited path (row lock, bucket)."""
     folder = Path(tempfile.mkdtemp(prefix="jobdef-bench-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     (folder / "noop.yaml").write_text(SHEET)
     if queue_limits:
         queue = f"apiVersion: jobdef/v1\nkind: Queue\nname: default\n{queue_limits}\n"
