@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import heapq
 import logging
-import math
 import os
 import random
 import signal
@@ -223,11 +223,11 @@ class Worker:
         # claimed again: what it leaves waiting (WorkerStats.waiting). Kept in a burst
         # only: another worker may claim the job, and the entry would never be dropped.
         self._retry_due: dict[int, float] = {}
-        # When (monotonic) the soonest job this worker knows of comes due, a retry it
-        # scheduled or a delayed enqueue whose notification gave it the turn: an idle
-        # worker claims then rather than at its next safety poll (no notification says
-        # that a wait is over).
-        self._due_at = math.inf
+        # When (monotonic, a heap) the jobs this worker knows of come due, the retries it
+        # scheduled and the delayed enqueues whose notification gave it the turn: an idle
+        # worker claims at each rather than at its next safety poll (no notification
+        # says that a wait is over).
+        self._dues: list[float] = []
         # Log lines per attempt, and metrics and health when asked for (jobdef.telemetry).
         self.telemetry = telemetry or WorkerTelemetry()
         self.telemetry.worker_id = self.id
@@ -458,9 +458,7 @@ class Worker:
             if delayed and self._share.turn(delayed) is not None:
                 # Its turn to claim jobs that are not due yet: at their time, not now.
                 soonest = min(wakeup.due for wakeup in delayed if wakeup.due is not None)
-                mono = time.monotonic()
-                self._due_at = min(self._due_at, mono + soonest - self.clock() + DUE_MARGIN)
-                deadline = min(deadline, self._due_at)
+                deadline = min(deadline, self._due(soonest - self.clock()))
             turn = self._share.turn(wakeup for wakeup in wakeups if wakeup.due is None)
             if turn is None:
                 continue  # other workers' turn, or nothing due yet
@@ -480,9 +478,24 @@ class Worker:
             return poll
         if self.backend.listening:
             poll = max(poll, SAFETY_POLL * self.rng.uniform(0.75, 1.0))
-        if self._due_at <= mono:
-            self._due_at = math.inf  # due: the claim of this turn's end takes it
-        return min(poll, self._due_at - mono)
+        due = self._next_due(mono)
+        return poll if due is None else min(poll, due - mono)
+
+    def _next_due(self, mono: float) -> float | None:
+        """The soonest of :attr:`_dues` still to come; those past are dropped (the claim
+        of this turn's end takes them)."""
+        while self._dues and self._dues[0] <= mono:
+            heapq.heappop(self._dues)
+        return self._dues[0] if self._dues else None
+
+    def _due(self, delay: float) -> float:
+        """Note that a job this worker is to claim comes due in ``delay`` seconds; when
+        that is, monotonic."""
+        now = time.monotonic()
+        self._next_due(now)  # a busy worker keeps only what is to come
+        at = now + delay + DUE_MARGIN
+        heapq.heappush(self._dues, at)
+        return at
 
     def _wait_budget(self, pool: Pool, phase: Phase, mono: float) -> float:
         """How long this turn may wait for the children (or, idle, for new jobs)."""
@@ -806,8 +819,7 @@ class Worker:
             return
         if decision.action == "retry":
             self.stats.retried += 1
-            due = time.monotonic() + (decision.delay or 0.0) + DUE_MARGIN
-            self._due_at = min(self._due_at, due)
+            self._due(decision.delay or 0.0)
             if self.settings.burst:  # only a burst reports them; a long-lived worker keeps none
                 self._retry_due[record.id] = self.clock() + (decision.delay or 0.0)
             detail = f"next attempt in {format_wait(decision.delay or 0.0)}"
