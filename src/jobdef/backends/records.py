@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -274,6 +275,10 @@ class StoreSettings:
     schema: str | None = None
 
 
+# A count or id of a wake-up: ASCII digits, at most a bigint's.
+_WHOLE = re.compile(r"[0-9]{1,19}")
+
+
 @dataclass(frozen=True, slots=True)
 class Wakeup:
     """Why an idle worker's wait for jobs ended early.
@@ -298,7 +303,9 @@ class Wakeup:
         queue, _, rest = payload.partition(" ")
         count, _, rest = rest.partition(" ")
         first, _, due = rest.partition(" ")
-        if not (count.isdigit() and first.isdigit()):
+        # Any role that can connect may NOTIFY on the channel: what is not our own
+        # payload is read as a wake-up of the queue, never raised.
+        if not (_WHOLE.fullmatch(count) and _WHOLE.fullmatch(first)):
             return cls(queue or None)
         try:
             when: float | None = float(due) if due else None

@@ -99,6 +99,23 @@ def test_a_batch_of_delayed_jobs_says_when_the_first_comes_due(
     assert Wakeup.parse("default 1 7 soon") == Wakeup("default", 1, 7)
 
 
+def test_a_stranger_s_notify_on_the_channel_is_a_wake_up_never_an_error(
+    pg_backend: PostgresBackend,
+) -> None:
+    """Any role that can connect may NOTIFY on the workers' channel: payloads that are
+    not the engine's (non-ASCII digits, a number past any id, garbage) wake the
+    waiting worker for that queue and raise nothing."""
+    pg_backend.wait_for_jobs(0.01)
+    hostile = ["default \u00b2 1", "default 1 " + "9" * 5000, "default x y z", ""]
+    with psycopg.connect(pg_backend.conninfo, autocommit=True) as conn:
+        for payload in hostile:
+            conn.execute("SELECT pg_notify(%s, %s)", [pg_backend.channel, payload])
+    heard: list[Wakeup] = []
+    while len(heard) < len(hostile):
+        heard.extend(pg_backend.wait_for_jobs(LONG))
+    assert heard == [Wakeup("default")] * 3 + [Wakeup()]
+
+
 def test_behind_a_transaction_pooler_nothing_listens_and_a_wait_only_sleeps(
     postgres_url: str, pg_backend: PostgresBackend
 ) -> None:
