@@ -17,10 +17,15 @@ from jobdef.errors import UsageError
 from jobdef.policy.durations import format_duration
 from jobdef.policy.leases import DEFAULT_LEASE, cancel_reach
 
+# Characters of --note kept (the dashboard's reasons are cut to as many).
+MAX_NOTE = 2000
+
 
 def run(args: argparse.Namespace) -> int:
     backend = runtime_options.backend(args)
-    reason = "cancelled with jobdef cancel" + (f": {args.note}" if args.note else "")
+    # The note is kept on the job and its attempt: bounded, as the dashboard's are.
+    note = args.note[:MAX_NOTE] if args.note else ""
+    reason = "cancelled with jobdef cancel" + (f": {note}" if note else "")
     try:
         was = backend.cancel(args.id, reason)
         # Read after the cancel: the state that refused it, or the worker it stops.
@@ -46,7 +51,8 @@ def _lease_of(backend: object, record: JobRecord | None) -> float | None:
     worker is not registered there)."""
     if record is None or not tracks_workers(backend):
         return None
-    return next((w.lease_seconds for w in backend.workers() if w.id == record.worker_id), None)
+    rows = backend.worker_rows()  # not workers(): their running jobs are not needed
+    return next((w.lease_seconds for w in rows if w.id == record.worker_id), None)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
