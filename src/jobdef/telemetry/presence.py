@@ -70,9 +70,9 @@ class Presence:
                 return
             self.backend.register_worker(self.info)
             self._last = mono
-            self._read_rows()
         except BackendError as exc:
             log.warning("could not register worker %s in the workers table: %s", self.info.id, exc)
+        self.read_rows(mono, 0.0)
 
     def beat(self, mono: float) -> None:
         """Stamp the row if lease/3 has passed; write it again if it was pruned meanwhile."""
@@ -82,22 +82,17 @@ class Presence:
         try:
             if not self.backend.beat_worker(self.info.id):
                 self.backend.register_worker(self.info)
-            self._read_rows()
         except BackendError as exc:
             if not self._failing:
                 log.warning("could not beat worker %s in the workers table: %s", self.info.id, exc)
             self._failing = True
         else:
             self._failing = False
-
-    def _read_rows(self) -> None:
-        if self.on_rows is not None and self.backend is not None:
-            self.on_rows(self.backend.worker_rows(), self.backend.clock())
-            self._rows_read = self._last
+        self.read_rows(mono, 0.0)
 
     def read_rows(self, mono: float, every: float) -> None:
         """Read the table's rows for ``on_rows`` now if ``every`` seconds have passed since
-        the last read (besides the reads at each beat); a store error is left for later."""
+        the last read (0: now; each beat reads them); a store error is left for later."""
         if self.on_rows is None or self.backend is None:
             return
         if self._rows_read is not None and mono - self._rows_read < every:
