@@ -282,8 +282,11 @@ def test_sync_task_waits_for_an_empty_process_which_takes_no_new_coroutines(
             events = pool.poll(0.05) + pool.enforce()
             done.extend(e.task.job_id for e in events if isinstance(e, Finished))
 
-        # Placed once the coroutine before it has ended.
-        eventually(lambda: poll() or not pool.dispatch([nap]), what="the sync task starts")
+        # Placed once the coroutine before it has ended: the worker dispatches only while
+        # the pool says it has room, so the child set aside counts once it is empty.
+        eventually(lambda: poll() or 1 in done, what="the coroutine before it ends")
+        assert pool.capacity() == 1
+        assert pool.dispatch([nap]) == []
         assert done == [1]
         assert pool.dispatch([later]) == [later]  # the sync task runs alone
         eventually(lambda: poll() or 2 in done, what="the sync task ends")

@@ -58,8 +58,13 @@ class LoopPool(Pool):
 
     def _room(self, child: _Child) -> int:
         """How many more coroutines ``child`` may start now."""
-        if not self._takes(child) or child is self._reserved:
+        if not self._takes(child):
             return 0
+        if child is self._reserved:
+            # Set aside for a sync task: open, once empty, to that task alone (it comes
+            # first in the next dispatch). Counted, or a worker whose other children are
+            # full would never dispatch again, and the task would wait for good.
+            return 1 if not child.tasks and not child.cancelling else 0
         if any(not self._coroutine(child, task) for task in child.tasks.values()):
             return 0  # a sync task runs alone
         return max(0, self.depth - len(child.tasks) - len(child.cancelling))
