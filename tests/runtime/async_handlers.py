@@ -37,3 +37,14 @@ async def beat(ctx: Context, steps: int) -> None:
 def nap(ctx: Context, seconds: float) -> None:
     """A sync handler: it runs alone in its process."""
     time.sleep(seconds)
+
+
+def run_own_loop(ctx: Context) -> str:
+    """A sync handler that runs an event loop of its own (asyncio.run), as sync code
+    calling an async library does: refused inside a running loop."""
+    return asyncio.run(_answer())
+
+
+async def _answer() -> str:
+    await asyncio.sleep(0)
+    return "ran"

@@ -295,3 +295,29 @@ def test_sync_task_waits_for_an_empty_process_which_takes_no_new_coroutines(
         assert done == [1, 2, 3]
     finally:
         pool.close()
+
+
+def test_a_sync_handler_runs_off_the_loop_so_it_may_run_a_loop_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Sync code that calls asyncio.run() (or that refuses a running loop in its thread,
+    as Django's ORM does) works in a process that runs coroutines too."""
+    own = f"{HANDLERS}:run_own_loop"
+    settings = ChildSettings(f"sqlite:///{tmp_path / 'unused.db'}", handlers=(own,))
+    pool = LoopPool(1, settings, slots=5)
+    try:
+        pool.wait_ready(60, lambda: False)
+        task = Task(pool.next_seq(), 1, 1, "own", own, {}, None, 1, 60.0)
+        assert pool.dispatch([task]) == []
+        ended: list[Finished] = []
+
+        def poll() -> bool:
+            events = pool.poll(0.05) + pool.enforce()
+            ended.extend(e for e in events if isinstance(e, Finished))
+            return bool(ended)
+
+        eventually(poll, what="the sync handler ends")
+        assert ended[0].error is None, ended[0].error
+        assert ended[0].result == '"ran"'
+    finally:
+        pool.close()

@@ -31,6 +31,7 @@ import inspect
 import logging
 import os
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -54,6 +55,11 @@ from jobdef.runtime.wire import Cancel, Progress, Ready, Results, Stop, Task, Ta
 from jobdef.telemetry.logs import LogSettings
 from jobdef.telemetry.logs import configure as configure_logs
 from jobdef.telemetry.traces import attempt_span
+
+# Held around every message the child sends to the worker: a handler may beat from a
+# thread of its own while the child sends results, and a message over a pipe's buffer
+# is written in several parts, which must not interleave.
+SENDING = threading.Lock()
 
 log = logging.getLogger("jobdef.worker")
 
@@ -253,7 +259,8 @@ class _Pending:
             self.send()
 
     def send(self) -> None:
-        self.conn.send(Results(self.done, self.failed, self.elapsed, self.returned or None))
+        with SENDING:
+            self.conn.send(Results(self.done, self.failed, self.elapsed, self.returned or None))
         self._clear()
 
 
@@ -335,7 +342,8 @@ def context(task: Task, conn: Connection, settings: ChildSettings) -> Context:
                     )
                 refused.append(str(exc))
                 progress = None  # the beat still extends the lease
-        conn.send(Progress(task.seq, progress))
+        with SENDING:
+            conn.send(Progress(task.seq, progress))
 
     return Context(
         job_id=task.job_id,

@@ -33,12 +33,14 @@ from typing import Any
 from jobdef.runtime.child import (
     READ,
     RECALL,
+    SENDING,
     SLOTS,
     STARTED,
     STARTED_AT,
     ChildSettings,
     FileLock,
     context,
+    coroutine_handlers,
     event_loop,
     failed,
     kept,
@@ -72,6 +74,9 @@ class _LoopChild:
         self.shared = shared
         self.lock = lock
         self.settings = settings
+        # The handlers that are `async def` (imported by start_child): the others run off
+        # the loop (see _run).
+        self.coroutines = coroutine_handlers(settings.handlers)
         self.running: dict[int, asyncio.Task[None]] = {}
         # The pair of slots of each task started, by sequence number.
         self.slot_of: dict[int, int] = {}
@@ -135,7 +140,7 @@ class _LoopChild:
 
     async def _attempt(self, task: Task, started: float) -> None:
         try:
-            error, value, timed_out = await _run(task, self.conn, self.settings)
+            error, value, timed_out = await _run(task, self.conn, self.settings, self.coroutines)
         finally:
             self.running.pop(task.seq, None)
         elapsed = {task.seq: time.monotonic() - started}
@@ -150,24 +155,32 @@ class _LoopChild:
         # loop until the process is killed must not take a finished attempt down with it
         # (it would count as crashed and run again). The task's slots are freed only
         # after: a kill in between finds it still running, and its result in the pipe.
-        self.conn.send(results)
+        with SENDING:
+            self.conn.send(results)
         slot = self.slot_of.pop(task.seq)
         self.shared[SLOTS + 2 * slot] = 0
         self.free.append(slot)
 
 
 async def _run(
-    task: Task, conn: Connection, settings: ChildSettings
+    task: Task, conn: Connection, settings: ChildSettings, coroutines: frozenset[str]
 ) -> tuple[TaskFailed | None, str | None, bool]:
     """Run one task's handler with its timeout as a cancellation: what it raised (or
     None), what it returned as JSON text, and whether the timeout cancelled it."""
     ctx = context(task, conn, settings)
     span = attempt_span(task.job, task.queue, task.job_id, task.attempt, task.trace_context)
     scope = asyncio.timeout(task.timeout)
+    handler = resolve_task_handler(task.handler)
     try:
         with span:
             async with scope:
-                result = resolve_task_handler(task.handler)(ctx, **task.args)
+                if task.handler in coroutines:
+                    result = handler(ctx, **task.args)
+                else:
+                    # A sync handler runs alone in its process, as in a one-job process:
+                    # off the loop's thread, where asyncio.run() and code that refuses a
+                    # running loop (Django's ORM) work. Its timeout kills the process.
+                    result = await asyncio.to_thread(handler, ctx, **task.args)
                 if inspect.isawaitable(result):
                     result = await result
     except BaseException as exc:  # a handler's SystemExit is a failed attempt too
