@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -160,14 +160,15 @@ class GuardedProtocol(asyncio.Protocol):
     # -- asyncio's protocol methods, passed on -------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport, though not always an asyncio.Transport instance: uvloop's
+        # (which uvicorn picks when it is installed) is its own class.
+        self.transport = stream = cast(asyncio.Transport, transport)
         if not self.connections.admit(self):
             self._closed = True
-            transport.abort()  # every slot is serving a request: this one is refused
+            stream.abort()  # every slot is serving a request: this one is refused
             return
         self._made = True
-        self.inner.connection_made(transport)
+        self.inner.connection_made(stream)
         self._start_waiting()
 
     def data_received(self, data: bytes) -> None:
