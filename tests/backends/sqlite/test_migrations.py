@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobdef.backends import open_backend, schema_status
+from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, RetentionRule
 from jobdef.backends.sql import migration_files
 from jobdef.backends.sqlite import engine
 from jobdef.backends.sqlite.engine import MIGRATIONS
@@ -127,3 +128,50 @@ def test_several_processes_creating_a_store_at_once_all_succeed(tmp_path: Path) 
     assert versions == [LATEST] * 4
     applied = _query(path, "SELECT version FROM jobdef_schema_version")
     assert sorted(version for (version,) in applied) == list(range(FIRST, LATEST + 1))
+
+
+STATES = ("waiting", "queued", "running", "done", "dead", "resolved", "cancelled")
+
+
+def test_the_state_checks_of_a_store_of_the_previous_version_become_comparisons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0014 rewrites jobdef_jobs' state CHECK and the finished rows' index condition
+    without an IN list (SQLite builds one per row written inside them): the CHECK
+    admits the same states, the index holds the same rows, and a connection opened
+    before the upgrade reads the new definition."""
+    path = tmp_path / "jobs.db"
+    url = f"sqlite:///{path}"
+    monkeypatch.setattr(engine, "migration_files", lambda p: migration_files(p)[:-1])
+    old = open_backend(url)
+    old.enqueue([NewJob("j", {"n": n}, "default", max_attempts=1) for n in range(3)])
+    done, dead, _ = old.claim(ClaimOptions("w1", 60.0, limit=3))
+    assert old.complete([done.lease]) == [True]
+    assert old.bury(dead.lease, ErrorInfo("E", "boom"))
+    old.close()
+    monkeypatch.undo()
+    assert schema_status(url).current == 13
+    before_upgrade = sqlite3.connect(path)
+    before_upgrade.execute("SELECT count(*) FROM jobdef_jobs").fetchone()
+
+    new = open_backend(url)
+    try:
+        [(table,)] = _query(path, "SELECT sql FROM sqlite_master WHERE name = 'jobdef_jobs'")
+        check = re.search(r"CHECK \((.*?)\)\)?,\n", table, re.S)
+        assert check is not None
+        assert " IN " not in check.group(1)
+        assert _schema(path)["jobdef_jobs_finished"][1] == "finished_at IS NOT NULL"
+        assert _query(path, "PRAGMA integrity_check") == [("ok",)]
+        # The index holds the rows that ended, as before: dead_count and prune read it.
+        assert new.dead_count("j", 10) == 1
+        assert new.prune([RetentionRule("j", done=-1.0, dead=None)]) == 1
+        move = "UPDATE jobdef_jobs SET state = ? WHERE id = ?"
+        for connection in (before_upgrade, sqlite3.connect(path)):
+            for state in STATES:
+                connection.execute(move, (state, dead.id))
+            with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+                connection.execute(move, ("lost", dead.id))
+            connection.rollback()
+            connection.close()
+    finally:
+        new.close()

@@ -311,14 +311,14 @@ LIMIT :limit;
 
 -- name: prune_batch
 -- Ids of one job's rows in one final state that finished before :before. One
--- state per call, so jobdef_jobs_finished (job, state, finished_at) serves it;
+-- state per call, so jobdef_jobs_finished (job, state, finished_at) serves it
+-- (`finished_at < :before` implies its condition, finished_at IS NOT NULL);
 -- the engine then deletes the jobs and their attempts (delete_jobs,
 -- delete_attempts): DELETE ... LIMIT needs a compile option that a SQLite
 -- build need not have, and these tables have no ON DELETE CASCADE.
 -- PostgreSQL's deletes a batch of several states in one statement.
 SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
-  AND state IN ('done', 'dead', 'resolved', 'cancelled')
   -- A step of a running flow is kept: a waiting step may still read its result.
   AND (flow_id IS NULL OR NOT EXISTS (
       SELECT 1 FROM jobdef_flows AS f WHERE f.id = flow_id AND f.state = 'running'))
@@ -328,7 +328,6 @@ LIMIT :limit;
 -- One state per call, as prune_batch.
 SELECT count(*) FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
 WHERE job = :job AND state = :state AND finished_at < :before
-  AND state IN ('done', 'dead', 'resolved', 'cancelled')
   -- A step of a running flow is kept: a waiting step may still read its result.
   AND (flow_id IS NULL OR NOT EXISTS (
       SELECT 1 FROM jobdef_flows AS f WHERE f.id = flow_id AND f.state = 'running'));
@@ -603,11 +602,10 @@ RETURNING id;
 
 -- name: dead_count
 -- One job's dead rows, counted up to :cap through the finished-rows index (the
--- IN term lets SQLite use that partial index).
+-- finished_at term is its condition, which lets SQLite use that partial index).
 SELECT count(*) AS count FROM (
     SELECT 1 FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
-    WHERE job = :job AND state = 'dead'
-      AND state IN ('done', 'dead', 'resolved', 'cancelled') LIMIT :cap
+    WHERE job = :job AND state = 'dead' AND finished_at IS NOT NULL LIMIT :cap
 ) AS d;
 
 -- Flows (jobdef.backends.flows): each runs inside a transaction the engine holds,

@@ -99,8 +99,7 @@ SELECT coalesce(json_extract(last_error, '$.type'), '(none)') AS error_type,
        max(id) AS newest_id,
        max(json_extract(last_error, '$.message')) AS sample
 FROM (SELECT id, last_error, finished_at FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
-      WHERE job = :job AND state = 'dead'
-        AND state IN ('done', 'dead', 'resolved', 'cancelled')
+      WHERE job = :job AND state = 'dead' AND finished_at IS NOT NULL
       ORDER BY finished_at DESC LIMIT :cap) AS d
 GROUP BY 1
 ORDER BY count DESC;
@@ -110,8 +109,7 @@ ORDER BY count DESC;
 -- error stored), below the cursor :before, newest first, :limit at most: one batch
 -- of a dead letter group's requeue or resolve (the (job, state, finished_at) index).
 SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_finished
-WHERE job = :job AND state = 'dead' AND id < :before
-  AND state IN ('done', 'dead', 'resolved', 'cancelled')
+WHERE job = :job AND state = 'dead' AND id < :before AND finished_at IS NOT NULL
   AND coalesce(json_extract(last_error, '$.type'), '(none)') = :error_type
 ORDER BY id DESC
 LIMIT :limit;
