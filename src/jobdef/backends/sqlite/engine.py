@@ -481,10 +481,10 @@ class SQLiteBackend(SharedVerbs):
             [x.job_id, x.attempt, x.worker_id, done.results.get(x.job_id)] for x in done.leases
         ]
         rows = conn.execute(_q("complete_jobs"), {"leases": json.dumps(leases), "now": now})
-        finished = [list(row) for row in rows.fetchall()]
+        finished = [row[0] for row in rows.fetchall()]
         if finished:
-            conn.execute(_q("record_done_attempts"), {"done": json.dumps(finished), "now": now})
-        ids = {row[0] for row in finished}
+            conn.execute(_q("record_done_attempts"), {"ids": json.dumps(finished), "now": now})
+        ids = set(finished)
         notes = done.notifications
         accepted = [x.job_id for x in done.leases if x.job_id in ids]
         self._insert_outbox(conn, [n for i in accepted for n in notes.get(i, ())], now)

@@ -23,9 +23,9 @@
 --   or the outbox messages in the statement that moves a job, this engine runs
 --   a second statement in the same transaction. A fenced move (retry_job,
 --   bury_job, release_job) returns the attempt's started_at for record_attempt,
---   complete_jobs its finished rows for record_done_attempts; then insert_outbox,
---   one row per message (the engine's _fenced_move and _complete, under
---   jobdef.backends.transitions).
+--   complete_jobs the ids of the jobs it finished, whose rows record_done_attempts
+--   reads; then insert_outbox, one row per message (the engine's _fenced_move and
+--   _complete, under jobdef.backends.transitions).
 -- - Workers poll: no statement notifies them (PostgreSQL's `pg_notify`).
 --
 -- A fragment is one or more whole CTEs, or a whole statement; a query includes
@@ -185,15 +185,16 @@ FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS a
       FROM json_each(:leases)) AS lease
 WHERE jobdef_jobs.id = lease.id AND jobdef_jobs.attempt = lease.attempt
   AND jobdef_jobs.worker_id = lease.worker_id AND jobdef_jobs.state = 'running'
-RETURNING jobdef_jobs.id, jobdef_jobs.attempt, jobdef_jobs.worker_id, jobdef_jobs.started_at;
+RETURNING jobdef_jobs.id;
 
 -- name: record_done_attempts
--- The attempts rows of the jobs complete_jobs finished, in one statement; each
--- element of :done is [job id, attempt, worker id, started_at].
+-- The attempts rows of the jobs complete_jobs finished (:ids, a JSON array of their
+-- ids), in one statement, read from the rows it just wrote: attempt, worker and
+-- start are the finished attempt's. Only the ids make the round trip through
+-- Python and JSON.
 INSERT INTO jobdef_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]'), :now, 'done'
-FROM json_each(:done);
+SELECT id, attempt, worker_id, started_at, :now, 'done' FROM jobdef_jobs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'done' AND finished_at = :now;
 
 -- name: retry_job
 -- Back to the queue after a failed attempt; last_error and last_delay feed the
