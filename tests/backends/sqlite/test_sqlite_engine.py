@@ -54,6 +54,17 @@ def test_the_database_is_in_wal_mode_with_a_schema_version(tmp_path):
     conn.close()
 
 
+def test_the_connection_keeps_16_mib_of_pages_in_memory(tmp_path):
+    """A claim and a completion walk the same pages turn after turn: SQLite's default
+    2 MiB cache sent them back to the file in a drain of 20,000 jobs."""
+    backend = open_backend(f"sqlite:///{tmp_path}/jobs.db")
+    assert isinstance(backend, SQLiteBackend)
+    try:
+        assert backend._conn.execute("PRAGMA cache_size").fetchone()[0] == -16 * 1024
+    finally:
+        backend.close()
+
+
 def test_postgres_url_without_the_engine_module_is_a_clear_error(monkeypatch):
     import sys
 
