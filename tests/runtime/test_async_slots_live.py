@@ -321,3 +321,35 @@ def test_a_sync_handler_runs_off_the_loop_so_it_may_run_a_loop_of_its_own(
         assert ended[0].result == '"ran"'
     finally:
         pool.close()
+
+
+def test_a_handler_that_no_longer_imports_ends_its_task_at_once_and_frees_its_slots(
+    tmp_path: Path,
+) -> None:
+    """The code changed under the worker: the task ends with HandlerUnavailable (the worker
+    releases such a job), as in a one-at-a-time process, instead of leaving its slots taken
+    until the process is killed at the timeout."""
+    gone = f"{HANDLERS}:no_such_handler"
+    settings = ChildSettings(f"sqlite:///{tmp_path / 'unused.db'}", handlers=(gone,))
+    pool = LoopPool(1, settings, slots=5)
+    try:
+        pool.wait_ready(60, lambda: False)
+        pid = pool.children[0].process.pid
+        task = Task(pool.next_seq(), 1, 1, "gone", gone, {}, None, 1, 600.0)
+        assert pool.dispatch([task]) == []
+        ended: list[Finished] = []
+
+        def poll() -> bool:
+            events = pool.poll(0.05) + pool.enforce()
+            ended.extend(e for e in events if isinstance(e, Finished))
+            return bool(ended)
+
+        eventually(poll, what="the task ends", timeout=30)
+        error = ended[0].error
+        assert error is not None
+        assert error.type == "jobdef.runtime.errors.HandlerUnavailable"
+        assert f"handler {gone} does not import" in error.message
+        assert pool.capacity() == 5
+        assert pool.children[0].process.pid == pid
+    finally:
+        pool.close()
