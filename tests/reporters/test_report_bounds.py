@@ -12,6 +12,7 @@ import pytest
 
 from jobdef.cli import main
 from jobdef.sheets.diagnostics import MAX_PER_RULE
+from jobdef.sheets.words import MAX_LISTED
 
 CHANNEL = "apiVersion: jobdef/v1\nkind: Channel\nname: ops\ntype: log\ndescription: the ops log\n"
 
@@ -82,3 +83,30 @@ def test_a_short_line_is_echoed_whole(tmp_path: Path, capsys: pytest.CaptureFixt
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == " 15 |   key_args: [rid, missing]"
     assert lines[2] == "    |                   ^"
+
+
+def test_a_name_defined_thousands_of_times_lists_a_few_places_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "channels.yaml").write_text("---\n".join([CHANNEL] * 3000), encoding="utf-8")
+    assert main(["validate", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith(f"{tmp_path / 'channels.yaml'}:3:7: error JD273 ")
+    assert first.count("channels.yaml:") == 1 + MAX_LISTED
+    assert "and 2,979 more; rename one of them" in first
+    assert out.count("  see also ") == MAX_LISTED * MAX_PER_RULE
+    assert "2,950 more JD273 findings in this file" in out
+
+
+def test_a_message_lists_a_few_of_thousands_of_args(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ", ".join(f"a{i:04d}: {{type: integer}}" for i in range(2000))
+    text = sheet("nope").replace("args:\n  rid: {type: integer}\n", f"args: {{{args}}}\n")
+    (tmp_path / "channels.yaml").write_text(CHANNEL, encoding="utf-8")
+    (tmp_path / "job.yaml").write_text(text, encoding="utf-8")
+    assert main(["validate", str(tmp_path)]) == 1
+    [finding] = [line for line in capsys.readouterr().out.splitlines() if " JD255 " in line]
+    assert "(args: a0000, a0001, " in finding
+    assert f"a{MAX_LISTED - 1:04d} and {2000 - MAX_LISTED:,} more); name one of" in finding
