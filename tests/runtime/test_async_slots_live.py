@@ -20,7 +20,7 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue
 from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.loop_pool import LoopPool
-from jobdef.runtime.pool import Finished
+from jobdef.runtime.pool import Finished, Killed
 from jobdef.runtime.wire import Task
 from support import eventually
 
@@ -351,5 +351,39 @@ def test_a_handler_that_no_longer_imports_ends_its_task_at_once_and_frees_its_sl
         assert f"handler {gone} does not import" in error.message
         assert pool.capacity() == 5
         assert pool.children[0].process.pid == pid
+    finally:
+        pool.close()
+
+
+def test_a_cancelled_coroutine_that_does_not_end_takes_its_neighbours_down_named_as_such(
+    tmp_path: Path,
+) -> None:
+    """A lost lease cancels a coroutine that ignores it: past the grace its process is
+    killed, and the neighbours' attempts say it was that cancellation, not a timeout."""
+    handlers = (f"{HANDLERS}:shrug", f"{HANDLERS}:wait")
+    settings = ChildSettings(f"sqlite:///{tmp_path / 'unused.db'}", handlers=handlers)
+    pool = LoopPool(1, settings, slots=5)
+    try:
+        pool.wait_ready(60, lambda: False)
+        stubborn = Task(pool.next_seq(), 1, 1, "shrug", handlers[0], {"seconds": 60}, None, 1, 60.0)
+        neighbour = _task(pool.next_seq(), 2, 60.0)
+        assert pool.dispatch([stubborn, neighbour]) == []
+        eventually(lambda: len(pool._running(pool.children[0])) == 2, what="both start")
+        assert pool.abandon(stubborn) == []
+        killed: list[Killed] = []
+
+        def poll() -> bool:
+            events = pool.poll(0.05) + pool.enforce()
+            killed.extend(e for e in events if isinstance(e, Killed))
+            return bool(killed)
+
+        eventually(poll, what="the process to be killed", timeout=30)
+        [event] = killed
+        assert event.task.job_id == 2
+        assert event.timed_out is False
+        assert event.detail == (
+            "killed with its handler process, in which job 1 (shrug) did not end within 2s "
+            "of its cancellation (its lease was lost or it was cancelled)"
+        )
     finally:
         pool.close()
