@@ -73,8 +73,34 @@ def _value_problem(value: Any, path: tuple[str | int, ...]) -> str | None:
     return f"{where(path)} is a {kind}, which is not JSON; pass {instead}"
 
 
+def _flat_and_plain(args: Mapping[str, Any]) -> bool:
+    """Whether ``args`` hold no container, and only ints, bools, None, finite floats
+    and ASCII strings without NUL under ASCII keys without NUL: JSON holds them as
+    they are (the common case, answered without :func:`_shape_problem`'s walk)."""
+    for key, value in args.items():
+        if type(key) is not str or not key.isascii() or "\x00" in key:
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() or "\x00" in value:
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is not int and kind is not bool and value is not None:
+            return False
+    return True
+
+
 def _shape_problem(args: Mapping[str, Any], max_depth: int) -> str | None:
     """The first value, key or nesting level of ``args`` that JSON cannot hold as it is."""
+    if max_depth >= 1 and _flat_and_plain(args):
+        return None
+    return _walk_problem(args, max_depth)
+
+
+def _walk_problem(args: Mapping[str, Any], max_depth: int) -> str | None:
+    """:func:`_shape_problem` of any args: every container and leaf in them visited."""
     stack: list[tuple[Any, tuple[str | int, ...], int]] = [(dict(args), (), 1)]
     while stack:
         value, path, depth = stack.pop()
