@@ -136,15 +136,16 @@ STATES = ("waiting", "queued", "running", "done", "dead", "resolved", "cancelled
 def test_the_state_checks_of_a_store_of_the_previous_version_become_comparisons(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """0014 rewrites jobdef_jobs' state CHECK and the finished rows' index condition
-    without an IN list (SQLite builds one per row written inside them): the CHECK
-    admits the same states, the index holds the same rows, and a connection opened
-    before the upgrade reads the new definition."""
+    """0014 rebuilds jobdef_jobs with its state CHECK and the finished rows' index
+    condition written without an IN list (SQLite builds one per row written inside
+    them): the CHECK admits the same states, the index holds the same rows, ids are not
+    handed out again, and a connection opened before the upgrade reads the new
+    definition."""
     path = tmp_path / "jobs.db"
     url = f"sqlite:///{path}"
     monkeypatch.setattr(engine, "migration_files", lambda p: migration_files(p)[:-1])
     old = open_backend(url)
-    old.enqueue([NewJob("j", {"n": n}, "default", max_attempts=1) for n in range(3)])
+    old.enqueue([NewJob("j", {"n": n}, "default", max_attempts=1) for n in range(4)])
     done, dead, _ = old.claim(ClaimOptions("w1", 60.0, limit=3))
     assert old.complete([done.lease]) == [True]
     assert old.bury(dead.lease, ErrorInfo("E", "boom"))
@@ -152,7 +153,8 @@ def test_the_state_checks_of_a_store_of_the_previous_version_become_comparisons(
     monkeypatch.undo()
     assert schema_status(url).current == 13
     before_upgrade = sqlite3.connect(path)
-    before_upgrade.execute("SELECT count(*) FROM jobdef_jobs").fetchone()
+    with before_upgrade:  # the newest id is gone: the next must not be handed out again
+        before_upgrade.execute("DELETE FROM jobdef_jobs WHERE id = 4")
 
     new = open_backend(url)
     try:
@@ -164,6 +166,8 @@ def test_the_state_checks_of_a_store_of_the_previous_version_become_comparisons(
         assert _query(path, "PRAGMA integrity_check") == [("ok",)]
         # The index holds the rows that ended, as before: dead_count and prune read it.
         assert new.dead_count("j", 10) == 1
+        [receipt] = new.enqueue([NewJob("j", {"n": 4}, "default", max_attempts=1)])
+        assert receipt.id == 5
         assert new.prune([RetentionRule("j", done=-1.0, dead=None)]) == 1
         move = "UPDATE jobdef_jobs SET state = ? WHERE id = ?"
         for connection in (before_upgrade, sqlite3.connect(path)):
