@@ -35,6 +35,8 @@ POSTGRES_ONLY: dict[str, str] = {
     "one_snapshot": "reads of one transaction share a snapshot; a SQLite transaction's do",
     "reserve_job_ids": "a batch draws its ids first; SQLite reads each one from lastrowid",
     "insert_jobs": "a batch in one statement; SQLite inserts one job at a time (insert_job)",
+    "insert_alike_jobs": "a keyless batch of one job's calls sent in pipelined statements; "
+    "SQLite inserts one job at a time (insert_job)",
     "repoint_slot": "a slot taken for a reserved id whose row merged; SQLite reserves no ids",
     "ensure_queue_rows": "the limited claim locks queue rows; SQLite's one writer locks none",
     "lock_limited_queues": "locks limited queues between workers; SQLite reads queue_buckets",
