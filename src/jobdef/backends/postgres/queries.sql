@@ -222,7 +222,10 @@ chosen AS (
 )
 
 -- fragment: lease_chosen
--- Lease the `chosen` jobs to the worker: the step every claim ends with.
+-- Lease the `chosen` jobs to the worker: the step every claim ends with. Their ids
+-- are read as one array, so the rows are found through the primary key: a join
+-- with `chosen` is planned as a hash join over a scan of the whole table, done
+-- rows included, on every claim.
 claimed AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'running',
@@ -231,8 +234,7 @@ claimed AS (
         started_at = %(now)s,
         lease_until = %(lease_until)s,
         updated_at = %(now)s
-    FROM chosen
-    WHERE j.id = chosen.id
+    WHERE j.id = ANY (ARRAY(SELECT chosen.id FROM chosen))
     RETURNING j.*
 )
 
