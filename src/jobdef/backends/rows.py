@@ -141,7 +141,15 @@ def job_records(rows: Sequence[IndexedRow], decode: Decode = decoded) -> list[Jo
     ``sqlite3.Row`` by name costs a scan of its column names per column."""
     if not rows:
         return []
-    where = {name: index for index, name in enumerate(rows[0].keys())}
+    return job_records_by_position(rows[0].keys(), rows, decode)
+
+
+def job_records_by_position(
+    names: Sequence[str], rows: Iterable[Sequence[Any]], decode: Decode = decoded
+) -> list[JobRecord]:
+    """Rows read by position, ``names`` their columns (a cursor's description): what
+    :func:`job_records` does, for rows that do not name their columns (tuples)."""
+    where = {name: index for index, name in enumerate(names)}
     for column in _REQUIRED:
         if column not in where:
             raise KeyError(column)
