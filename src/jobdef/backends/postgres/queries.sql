@@ -333,7 +333,8 @@ WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
 -- fragment: finish_done
--- Four CTEs: finish every attempt whose lease still holds (`finished`), with
+-- The leases' arrays are sent in binary (`%(name)b`): a batch's lists are the
+-- most a worker sends, and psycopg dumps them for less so. Four CTEs: finish every attempt whose lease still holds (`finished`), with
 -- the handler's return value as its result (`results`: JSON text checked by the
 -- worker's child, or NULL), record each finished attempt (`history`), store
 -- the outbox messages of the finished jobs only (`outbox`; `note_*` arrays,
@@ -344,8 +345,8 @@ finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
         result = l.result::jsonb
-    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[],
-                %(results)s::text[])
+    FROM unnest(%(ids)b::bigint[], %(attempts)b::int[], %(workers)b::text[],
+                %(results)b::text[])
         AS l(id, attempt, worker_id, result)
     WHERE j.id = l.id AND j.state = 'running'
       AND j.attempt = l.attempt AND j.worker_id = l.worker_id
