@@ -14,9 +14,9 @@ from . import proc
 from .helpers import query
 
 
-def _claim_plan(backend: PostgresBackend) -> str:
-    """The plan of a 10-job claim over all queues, on the engine's own session."""
-    params = backend._claim_params(ClaimOptions("w", 30, limit=10), backend.clock())
+def _claim_plan(backend: PostgresBackend, limit: int = 10) -> str:
+    """The plan of a ``limit``-job claim over all queues, on the engine's own session."""
+    params = backend._claim_params(ClaimOptions("w", 30, limit=limit), backend.clock())
     rows = backend.sessions.connection().execute("EXPLAIN " + backend._q("claim_jobs"), params)
     return "\n".join(row[0] for row in rows)
 
@@ -64,6 +64,25 @@ def test_claim_reads_the_partial_index_not_the_finished_rows(
     pg_backend.enqueue([NewJob("new", {}, "default") for _ in range(20)])
     plan = _claim_plan(pg_backend)
     assert "jobdef_jobs_claim" in plan
+    assert "Seq Scan on jobdef_jobs" not in plan
+
+
+def test_a_big_claim_leases_its_jobs_through_the_primary_key_not_a_table_scan(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """A worker's batch of hundreds of jobs: joined to the table, the planner hashed the
+    picks and scanned every row of the table, done ones included, on each claim."""
+    schema = pg_backend.schema
+    query(
+        postgres_url,
+        f'INSERT INTO "{schema}".jobdef_jobs (job, queue, args, state, max_attempts, '
+        "run_after, created_at, updated_at, finished_at) "
+        "SELECT 'old', 'default', '{}', 'done', 1, 0, 0, 0, 1 FROM generate_series(1, 20000)",
+    )
+    pg_backend.enqueue([NewJob("new", {"n": n}, "default") for n in range(2000)])
+    query(postgres_url, f'ANALYZE "{schema}".jobdef_jobs')
+    plan = _claim_plan(pg_backend, limit=500)
+    assert "Index Scan using jobdef_jobs_pkey on jobdef_jobs" in plan
     assert "Seq Scan on jobdef_jobs" not in plan
 
 
