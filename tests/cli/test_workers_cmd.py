@@ -27,7 +27,9 @@ def workers_json(db_url: str, capsys: pytest.CaptureFixture[str]) -> list[dict[s
 
 
 def start_worker(db_url: str, tmp_path: Path) -> WorkerProcess:
-    command = worker_command(db_url, SHEETS, "--lease", "1s", "--queues", "default,later")
+    command = worker_command(
+        db_url, SHEETS, "--lease", "1s", "--queues", "default,later", "--async-per-process", "3"
+    )
     return start_process(command, tmp_path / "w.log", env=worker_env(SHEETS.parent))
 
 
@@ -44,7 +46,7 @@ def test_a_frozen_worker_is_stale_and_a_stopped_one_is_gone(
         assert (row["pid"], row["queues"], row["concurrency"]) == (
             process.pid,
             ["default", "later"],
-            1,
+            3,  # one handler process running up to 3 coroutine handlers: 3 jobs at once
         )
         assert row["stale"] is False
         assert str(row["id"]).split(":")[1] == str(process.pid)

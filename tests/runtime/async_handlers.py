@@ -48,3 +48,13 @@ def run_own_loop(ctx: Context) -> str:
 async def _answer() -> str:
     await asyncio.sleep(0)
     return "ran"
+
+
+async def shrug(ctx: Context, seconds: float) -> None:
+    """Ignore cancellation: wait on until ``seconds`` have passed."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        try:
+            await asyncio.sleep(left)
+        except asyncio.CancelledError:
+            continue

@@ -20,7 +20,7 @@ from jobdef.policy.registry import Registry
 from jobdef.runtime import Queue
 from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.loop_pool import LoopPool
-from jobdef.runtime.pool import Finished
+from jobdef.runtime.pool import Finished, Killed
 from jobdef.runtime.wire import Task
 from support import eventually
 
@@ -319,5 +319,71 @@ def test_a_sync_handler_runs_off_the_loop_so_it_may_run_a_loop_of_its_own(
         eventually(poll, what="the sync handler ends")
         assert ended[0].error is None, ended[0].error
         assert ended[0].result == '"ran"'
+    finally:
+        pool.close()
+
+
+def test_a_handler_that_no_longer_imports_ends_its_task_at_once_and_frees_its_slots(
+    tmp_path: Path,
+) -> None:
+    """The code changed under the worker: the task ends with HandlerUnavailable (the worker
+    releases such a job), as in a one-at-a-time process, instead of leaving its slots taken
+    until the process is killed at the timeout."""
+    gone = f"{HANDLERS}:no_such_handler"
+    settings = ChildSettings(f"sqlite:///{tmp_path / 'unused.db'}", handlers=(gone,))
+    pool = LoopPool(1, settings, slots=5)
+    try:
+        pool.wait_ready(60, lambda: False)
+        pid = pool.children[0].process.pid
+        task = Task(pool.next_seq(), 1, 1, "gone", gone, {}, None, 1, 600.0)
+        assert pool.dispatch([task]) == []
+        ended: list[Finished] = []
+
+        def poll() -> bool:
+            events = pool.poll(0.05) + pool.enforce()
+            ended.extend(e for e in events if isinstance(e, Finished))
+            return bool(ended)
+
+        eventually(poll, what="the task ends", timeout=30)
+        error = ended[0].error
+        assert error is not None
+        assert error.type == "jobdef.runtime.errors.HandlerUnavailable"
+        assert f"handler {gone} does not import" in error.message
+        assert pool.capacity() == 5
+        assert pool.children[0].process.pid == pid
+    finally:
+        pool.close()
+
+
+def test_a_cancelled_coroutine_that_does_not_end_takes_its_neighbours_down_named_as_such(
+    tmp_path: Path,
+) -> None:
+    """A lost lease cancels a coroutine that ignores it: past the grace its process is
+    killed, and the neighbours' attempts say it was that cancellation, not a timeout."""
+    handlers = (f"{HANDLERS}:shrug", f"{HANDLERS}:wait")
+    settings = ChildSettings(f"sqlite:///{tmp_path / 'unused.db'}", handlers=handlers)
+    pool = LoopPool(1, settings, slots=5)
+    try:
+        pool.wait_ready(60, lambda: False)
+        stubborn = Task(pool.next_seq(), 1, 1, "shrug", handlers[0], {"seconds": 60}, None, 1, 60.0)
+        neighbour = _task(pool.next_seq(), 2, 60.0)
+        assert pool.dispatch([stubborn, neighbour]) == []
+        eventually(lambda: len(pool._running(pool.children[0])) == 2, what="both start")
+        assert pool.abandon(stubborn) == []
+        killed: list[Killed] = []
+
+        def poll() -> bool:
+            events = pool.poll(0.05) + pool.enforce()
+            killed.extend(e for e in events if isinstance(e, Killed))
+            return bool(killed)
+
+        eventually(poll, what="the process to be killed", timeout=30)
+        [event] = killed
+        assert event.task.job_id == 2
+        assert event.timed_out is False
+        assert event.detail == (
+            "killed with its handler process, in which job 1 (shrug) did not end within 2s "
+            "of its cancellation (its lease was lost or it was cancelled)"
+        )
     finally:
         pool.close()

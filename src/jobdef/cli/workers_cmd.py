@@ -96,7 +96,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "workers",
         help="list the workers serving the store, stale ones marked",
-        description="The workers registered in the store: host, pid, queues, concurrency, "
+        description="The workers registered in the store: host, pid, queues, concurrency "
+        "(the jobs it may run at once: handler processes times --async-per-process), "
         "start, last heartbeat and running jobs. A worker whose last beat is older than "
         "its lease is marked stale (dead or frozen).",
     )

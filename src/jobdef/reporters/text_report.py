@@ -8,6 +8,10 @@ from __future__ import annotations
 from jobdef.render.escape import display_width, visible
 from jobdef.reporters import Report
 
+# Characters of a long source line shown before and after the column a finding points at.
+BEFORE, AFTER = 60, 60
+_CUT = "..."
+
 
 def render(report: Report) -> str:
     out: list[str] = []
@@ -17,11 +21,24 @@ def render(report: Report) -> str:
         if source is not None:
             number = str(d.line)
             gutter = " " * len(number)
-            spaced = source.replace("\t", " ")
-            caret = " " * display_width(visible(spaced[: d.column - 1]))
-            out.append(f" {number} | {visible(spaced)}")
+            shown, before = _around(source.replace("\t", " "), d.column - 1)
+            caret = " " * display_width(visible(before))
+            out.append(f" {number} | {visible(shown)}")
             out.append(f" {gutter} | {caret}^")
         for related in d.related:
             out.append(f"  see also {report.location(related.file, related.line, related.column)}")
     out.append(report.summary())
     return "\n".join(out) + "\n"
+
+
+def _around(line: str, column: int) -> tuple[str, str]:
+    """The part of ``line`` shown for a finding at ``column`` (0-based), and the part of
+    it before the column (where the caret goes): a line of 100,000 characters is cut to
+    the characters around the column, so each finding echoes a bounded excerpt."""
+    if len(line) <= BEFORE + AFTER:
+        return line, line[:column]
+    start = max(0, column - BEFORE)
+    end = min(len(line), max(column, start) + AFTER)
+    head = _CUT if start > 0 else ""
+    tail = _CUT if end < len(line) else ""
+    return head + line[start:end] + tail, head + line[start:column]

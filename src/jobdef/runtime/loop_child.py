@@ -167,11 +167,15 @@ async def _run(
 ) -> tuple[TaskFailed | None, str | None, bool]:
     """Run one task's handler with its timeout as a cancellation: what it raised (or
     None), what it returned as JSON text, and whether the timeout cancelled it."""
-    ctx = context(task, conn, settings)
-    span = attempt_span(task.job, task.queue, task.job_id, task.attempt, task.trace_context)
     scope = asyncio.timeout(task.timeout)
-    handler = resolve_task_handler(task.handler)
     try:
+        # Inside the try, as in a one-at-a-time child: a handler that no longer imports
+        # (HandlerUnavailable, the job is released) or a context that cannot be made is
+        # this task's result, not an exception that would leave its slots taken and its
+        # process to be killed at the timeout.
+        ctx = context(task, conn, settings)
+        span = attempt_span(task.job, task.queue, task.job_id, task.attempt, task.trace_context)
+        handler = resolve_task_handler(task.handler)
         with span:
             async with scope:
                 if task.handler in coroutines:

@@ -156,7 +156,17 @@ class LoopPool(Pool):
             if task is None:
                 continue
             if not alive or self._kill_if_running(child, task.seq):
-                self._replace(child, events, timed_out=task)
+                if task.seq in child.cancelling:
+                    # A cancelled coroutine (lost lease, `jobdef cancel`) that did not end:
+                    # its attempt is recorded already; its neighbours say why they died.
+                    why = (
+                        f"killed with its handler process, in which job {task.job_id} "
+                        f"({task.job}) did not end within {KILL_GRACE:g}s of its "
+                        "cancellation (its lease was lost or it was cancelled)"
+                    )
+                    self._replace(child, events, timed_out=None, why=why)
+                else:
+                    self._replace(child, events, timed_out=task)
         return events
 
     def next_deadline(self) -> float | None:

@@ -482,8 +482,11 @@ class Pool:
         events: list[Event],
         timed_out: Task | None,
         abandoned: Task | None = None,
+        why: str | None = None,
     ) -> None:
-        """Kill ``child`` (if alive), account for each of its tasks, start a fresh child."""
+        """Kill ``child`` (if alive), account for each of its tasks, start a fresh child.
+        ``why``: what the killed tasks' attempts say, when it is not their own doing and
+        no neighbour timed out (default: how the process died)."""
         events.extend(self._end(child))
         running = self._running(child)
         now = time.monotonic()
@@ -506,10 +509,11 @@ class Pool:
                 )
                 events.append(Killed(task, timed_out=False, detail=detail, duration=ran))
             else:
-                events.append(Killed(task, timed_out=False, detail=_death(exitcode), duration=ran))
+                detail = why or _death(exitcode)
+                events.append(Killed(task, timed_out=False, detail=detail, duration=ran))
         child.tasks.clear()
         child.cancelling.clear()
-        if timed_out is None and abandoned is None and child.started()[0] == 0:
+        if timed_out is None and abandoned is None and why is None and child.started()[0] == 0:
             # It died before running anything: a broken start, not a handler's crash.
             self._failed_starts += 1
             if self._failed_starts >= _MAX_FAILED_STARTS:

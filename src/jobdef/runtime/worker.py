@@ -236,7 +236,8 @@ class Worker:
             backend,
             self.id,
             queues=self.settings.queues,
-            concurrency=settings.concurrency,
+            # The jobs it may run at once, as `jobdef workers` and the dashboard show it.
+            concurrency=settings.concurrency * settings.async_per_process,
             lease_seconds=settings.lease_seconds,
         )
         # Whose turn a wake-up is (runtime.wake_share), from the workers table's rows.

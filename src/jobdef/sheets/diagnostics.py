@@ -8,7 +8,7 @@ list of them into text, JSON, SARIF and so on, and the exit code is decided in
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Severity = Literal["error", "warning"]
@@ -53,13 +53,40 @@ class Diagnostic:
         return (self.file, self.line, self.column)
 
 
+# Findings of one rule in one file shown in full; past it, one finding says how many more.
+MAX_PER_RULE = 50
+
+
 def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """File by file, top to bottom; exact duplicates dropped.
+    """File by file, top to bottom; exact duplicates dropped, and at most
+    :data:`MAX_PER_RULE` findings of one rule in one file.
 
     Findings at the same place keep their order, so the most relevant one
-    (as the checker ranked them) stays first.
+    (as the checker ranked them) stays first. The findings of a rule past the limit
+    become one, at the first of them, that says how many there are: a sheet that names
+    20,000 unknown args gets a report its reader can use, not 20,000 lines.
     """
-    return sorted(dict.fromkeys(diagnostics), key=Diagnostic.sort_key)
+    ordered = sorted(dict.fromkeys(diagnostics), key=Diagnostic.sort_key)
+    seen: dict[tuple[str, str], int] = {}
+    for d in ordered:
+        seen[d.file, d.code] = seen.get((d.file, d.code), 0) + 1
+    if all(n <= MAX_PER_RULE for n in seen.values()):
+        return ordered
+    kept: list[Diagnostic] = []
+    shown: dict[tuple[str, str], int] = {}
+    for d in ordered:
+        key = (d.file, d.code)
+        n = shown[key] = shown.get(key, 0) + 1
+        if n <= MAX_PER_RULE:
+            kept.append(d)
+        elif n == MAX_PER_RULE + 1:
+            more = seen[key] - MAX_PER_RULE
+            message = (
+                f"{more:,} more {d.code} findings in this file, from here on, are not shown; "
+                "fix the ones above and run again"
+            )
+            kept.append(replace(d, message=message, related=(), excerpt=False))
+    return kept
 
 
 def count(diagnostics: Iterable[Diagnostic]) -> tuple[int, int]:

@@ -13,13 +13,23 @@ Two questions, two measures, both here so that every caller asks them the same w
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+
+# Past these sizes no suggestion is made: a guess among thousands of names helps nobody,
+# and difflib's cost per word grows with each (a sheet of 5,000 unknown names against
+# 5,000 args took 100 s of validation).
+MAX_CHOICES = 1000
+MAX_WORD = 200
+# Names a message lists before it says how many more there are.
+MAX_LISTED = 20
 
 
 def closest(word: str, choices: Collection[str]) -> str | None:
     """The choice :func:`did_you_mean` would suggest for ``word``, or None."""
     import difflib
 
+    if len(choices) > MAX_CHOICES or len(word) > MAX_WORD:
+        return None
     match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return match[0] if match else None
 
@@ -28,6 +38,16 @@ def did_you_mean(word: str, choices: Collection[str]) -> str:
     """``; did you mean 'x'?`` for the closest choice, or an empty string."""
     match = closest(word, choices)
     return f"; did you mean {match!r}?" if match else ""
+
+
+def listing(items: Iterable[str], empty: str = "none") -> str:
+    """``a, b, c`` for a message, at most :data:`MAX_LISTED` of ``items`` and then how many
+    more (``..., t and 4,980 more``); ``empty`` when there are none. A message that lists
+    every name of a hostile sheet would make each finding as big as the sheet."""
+    items = list(items)
+    if len(items) <= MAX_LISTED:
+        return ", ".join(items) or empty
+    return f"{', '.join(items[:MAX_LISTED])} and {len(items) - MAX_LISTED:,} more"
 
 
 def edits(a: str, b: str) -> int:

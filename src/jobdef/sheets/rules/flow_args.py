@@ -26,7 +26,7 @@ from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.idempotency import recipe_findings
 from jobdef.sheets.rules.notify import UNKNOWN_CHANNEL
 from jobdef.sheets.rules.workflows import at, step_path
-from jobdef.sheets.words import did_you_mean
+from jobdef.sheets.words import did_you_mean, listing
 
 UNKNOWN_ARG = Rule(
     "JD361",
@@ -178,7 +178,7 @@ class _Step:
         who = f"step {step.name!r} (job {job.name!r})"
         missing = [name for name in required if name not in step.args]
         if missing:
-            listed = ", ".join(missing)
+            listed = listing(missing)
             yield MISSING_ARG.at_origin(
                 at(self.doc, (*step_path(step), "args"), key=True)
                 if step.args
@@ -189,7 +189,7 @@ class _Step:
             )
         for name, source in step.args.items():
             if name not in props:
-                known = ", ".join(props) or "none"
+                known = listing(props)
                 hint = did_you_mean(name, props) or f" (its args: {known})"
                 yield UNKNOWN_ARG.at_origin(
                     self.arg_at(name),

@@ -16,7 +16,7 @@ from jobdef.redact import sensitive_arg
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.words import did_you_mean
+from jobdef.sheets.words import did_you_mean, listing
 
 UNKNOWN_ARG = Rule(
     "JD241",
@@ -111,7 +111,7 @@ def recipe_findings(
                 "args that identify the event",
             )
             continue
-        known = ", ".join(args) or "none"
+        known = listing(args)
         yield UNKNOWN_ARG.at_origin(
             where,
             f"idempotency.key placeholder {{{name}}} names no arg{did_you_mean(name, args)} "

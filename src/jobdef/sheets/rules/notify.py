@@ -20,7 +20,7 @@ from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.schema_check import dotted
-from jobdef.sheets.words import did_you_mean
+from jobdef.sheets.words import did_you_mean, listing
 
 UNKNOWN_CHANNEL = Rule(
     "JD251",
@@ -135,7 +135,7 @@ def unknown_key_arg(name: str, args: Sequence[str], owner: str, instead: str) ->
     ``owner`` (``job 'x'`` or ``workflow 'x'``); ``instead``: what to write."""
     return (
         f"notify.key_args names {name!r}, which is no arg of {owner}{did_you_mean(name, args)} "
-        f"(args: {', '.join(args) or 'none'}); {instead}"
+        f"(args: {listing(args)}); {instead}"
     )
 
 
@@ -144,7 +144,7 @@ def check(context: Context) -> Iterator[Diagnostic]:
     for doc, policy in context.jobs:
         notify = policy.notify
         if notify.channel is not None and notify.channel not in channels:
-            known = ", ".join(sorted(channels)) or "none"
+            known = listing(sorted(channels))
             yield UNKNOWN_CHANNEL.at_origin(
                 context.where(doc, policy, "notify.channel"),
                 f"notify.channel {notify.channel!r} is not defined by any Channel"

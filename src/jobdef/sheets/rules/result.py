@@ -35,7 +35,7 @@ from jobdef.sheets.rules.args import (
 )
 from jobdef.sheets.rules.base import Rule, human
 from jobdef.sheets.rules.context import Context
-from jobdef.sheets.words import closest
+from jobdef.sheets.words import closest, listing
 
 BYTES_OVER_LIMIT = Rule(
     "JD331",
@@ -263,7 +263,7 @@ def _named_field(
             )
             return
         if not shape.admitted(name):
-            defines = ", ".join(sorted(shape.top)) or "no properties"
+            defines = listing(sorted(shape.top), "no properties")
             if name in shape.fields:
                 fix = (
                     f"it is defined in an allOf/anyOf/oneOf branch, which that does not "

@@ -9,6 +9,7 @@ from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
+from jobdef.sheets.words import MAX_LISTED
 
 DUPLICATE_JOB = Rule(
     "JD271",
@@ -47,8 +48,13 @@ def _duplicates(context: Context, kind: str, rule: Rule) -> Iterator[Diagnostic]
             continue
         places = [_name_location(doc) for doc in docs]
         for here in places:
-            others = [p for p in places if p != here]
+            # The first few others, and how many more: 10,000 sheets of one name must
+            # not give 10,000 findings that each list the other 9,999.
+            others = [p for p in places[: MAX_LISTED + 1] if p is not here][:MAX_LISTED]
             listed = ", ".join(f"{p.file}:{p.line}" for p in others)
+            more = len(places) - 1 - len(others)
+            if more:
+                listed += f" and {more:,} more"
             yield rule.at_origin(
                 here,
                 f"{kind} name {name!r} is also defined at {listed}; rename one of them",
