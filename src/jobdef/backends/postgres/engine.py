@@ -658,8 +658,9 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             limits = self._claim_limits(claim)
             if limits:
                 return self._claim_limited(conn, claim, limits, now, params)
+            both = {**params, **self._claim_params(claim, now)}
             with conn.cursor() as cur:
-                cur.execute(self._q("complete_and_claim"), {**params, **self._claim_params(claim, now)})
+                cur.execute(self._q("complete_and_claim"), both)
                 rows, records = _claimed(cur)
             # done_ids, the first column, is the same on every row: the finished jobs.
             return set(rows[0][0]), records
