@@ -127,10 +127,14 @@ def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
     return _job_from(values, decode)
 
 
-class IndexedRow(Protocol):
-    """A row that also reads by position and names its columns (``sqlite3.Row``)."""
+class PositionalRow(Protocol):
+    """A row that reads by position (a tuple)."""
 
     def __getitem__(self, index: int, /) -> Any: ...
+
+
+class IndexedRow(PositionalRow, Protocol):
+    """A row that also reads by position and names its columns (``sqlite3.Row``)."""
 
     def keys(self) -> list[str]: ...
 
@@ -145,7 +149,7 @@ def job_records(rows: Sequence[IndexedRow], decode: Decode = decoded) -> list[Jo
 
 
 def job_records_by_position(
-    names: Sequence[str], rows: Iterable[Sequence[Any]], decode: Decode = decoded
+    names: Sequence[str], rows: Iterable[PositionalRow], decode: Decode = decoded
 ) -> list[JobRecord]:
     """Rows read by position, ``names`` their columns (a cursor's description): what
     :func:`job_records` does, for rows that do not name their columns (tuples)."""
