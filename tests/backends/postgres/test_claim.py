@@ -6,8 +6,9 @@ import multiprocessing
 
 import pytest
 
-from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend, _complete_params
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
+from jobdef.backends.transitions import Completion
 from support import ManualClock
 
 from . import proc
@@ -84,6 +85,28 @@ def test_a_big_claim_leases_its_jobs_through_the_primary_key_not_a_table_scan(
     plan = _claim_plan(pg_backend, limit=500)
     assert "Index Scan using jobdef_jobs_pkey on jobdef_jobs" in plan
     assert "Seq Scan on jobdef_jobs" not in plan
+
+
+def test_a_turn_sends_its_finished_ids_once_not_with_every_claimed_job(
+    pg_backend: PostgresBackend,
+) -> None:
+    """complete_and_claim's rows: the batch's finished ids on the first row only; on
+    every row, the server would write and the worker read them once per claimed job."""
+    pg_backend.enqueue([NewJob("j", {"n": n}, "default") for n in range(30)])
+    options = ClaimOptions("w", 30, limit=10)
+    leases = [job.lease for job in pg_backend.claim(options)]
+    now = pg_backend.clock()
+    params = _complete_params(Completion(leases, {}, {}), now) | pg_backend._ends()
+    params |= pg_backend._claim_params(options, now)
+    conn = pg_backend.sessions.connection()
+    rows = conn.execute(pg_backend._q("complete_and_claim"), params).fetchall()
+    assert len(rows) == 10
+    assert sorted(rows[0][0]) == sorted(lease.job_id for lease in leases)
+    assert [row[0] for row in rows[1:]] == [None] * 9
+    (done, claimed) = pg_backend.complete_and_claim(
+        [job.lease for job in pg_backend.claim(ClaimOptions("w", 30, limit=5))], {}, options
+    )
+    assert (done, len(claimed)) == ([True] * 5, 5)
 
 
 def test_a_concurrency_limit_holds_across_processes(

@@ -662,7 +662,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             with conn.cursor() as cur:
                 cur.execute(self._q("complete_and_claim"), both)
                 rows, records = _claimed(cur)
-            # done_ids, the first column, is the same on every row: the finished jobs.
+            # done_ids, the first column of the first row: the finished jobs.
             return set(rows[0][0]), records
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:

@@ -386,11 +386,14 @@ SELECT id FROM finished WHERE (SELECT count(*) FROM ended) >= 0;
 -- then claim_jobs. The two touch different rows (running ones, queued ones),
 -- so one snapshot serves both. One row comes back even when nothing was
 -- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
+-- Only the first row carries `done_ids` (NULL on the others): on every row, a
+-- batch's array would be written by the server and read by the worker once per
+-- claimed job, the batch's size squared.
 WITH
 -- include: finish_done,
 -- include: choose_runnable,
 -- include: lease_chosen
-SELECT done.done_ids, claimed.*
+SELECT CASE WHEN row_number() OVER () = 1 THEN done.done_ids END AS done_ids, claimed.*
 FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished
       WHERE (SELECT count(*) FROM ended) >= 0) AS done
 LEFT JOIN claimed ON true;
