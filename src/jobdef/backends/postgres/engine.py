@@ -883,7 +883,8 @@ def _claimed(cur: Any) -> tuple[list[Any], list[JobRecord]]:
     position: a claim maps a whole batch, and a dict per row would cost more than the
     rest of the mapping. A row with no job (NULL id: complete_and_claim's one row when
     nothing was claimed) leases none."""
-    names = [column.name for column in cur.description]
+    result = cur.pgresult  # its column names: cheaper than cur.description's Column objects
+    names = [bytes(result.fname(at) or b"").decode() for at in range(result.nfields)]
     rows: list[Any] = cur.fetchall()
     id_at = names.index("id")
     leased = [row for row in rows if row[id_at] is not None]
