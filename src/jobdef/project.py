@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -58,6 +57,8 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 
 def _from_pyproject(path: Path) -> dict[str, Any]:
+    import tomllib  # here: a project without a pyproject.toml never needs it
+
     try:
         with path.open("rb") as stream:
             tool = tomllib.load(stream).get("tool", {})

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
+from jobdef.backends.rows import dump_json
 from jobdef.errors import ArgsError
 from jobdef.policy.registry import Registry
 from jobdef.runtime.queue import Queue
+from jobdef.sheets.args_json import encode_args
 from jobdef.sheets.pipeline import load_registry
 
 SHEET = """\
@@ -96,17 +98,46 @@ def test_one_bad_call_in_a_bulk_enqueue_stores_none_of_them(queue: Queue) -> Non
     assert queue.backend.list_jobs() == []
 
 
+# Args within the limits that JSON holds in more than one way.
+PAYLOAD = {
+    "text": "日本語 and emoji 🎉",
+    "deep": _nested(30),
+    "numbers": [0, -1, 2**62, 1.5, True, None],
+    "tuple": (1, 2),
+}
+
+
 def test_args_within_the_limits_come_back_as_they_were_given(queue: Queue) -> None:
-    payload = {
-        "text": "日本語 and emoji 🎉",
-        "deep": _nested(30),
-        "numbers": [0, -1, 2**62, 1.5, True, None],
-        "tuple": (1, 2),
-    }
-    result = queue.enqueue("carry", {"payload": payload})
+    result = queue.enqueue("carry", {"payload": PAYLOAD})
     record = queue.backend.get(result.id)
     assert record is not None
-    assert record.args == {"payload": payload | {"tuple": [1, 2]}}
+    assert record.args == {"payload": PAYLOAD | {"tuple": [1, 2]}}
+
+
+def test_a_bulk_enqueue_stores_each_call_s_args_as_they_were_given(queue: Queue) -> None:
+    calls = [{"payload": PAYLOAD | {"n": n}} for n in range(2 * 250 + 1)]  # several statements
+    results = queue.enqueue_many("carry", calls)
+    stored = [queue.backend.get(r.id) for r in results]
+    assert [r.args if r else None for r in stored] == [
+        {"payload": call["payload"] | {"tuple": [1, 2]}} for call in calls
+    ]
+
+
+def test_a_call_too_large_late_in_a_bulk_enqueue_stores_none_of_them(queue: Queue) -> None:
+    calls = [{"payload": n} for n in range(2 * 250 + 1)]
+    calls[-1] = {"payload": "x" * 5000}
+    with pytest.raises(ArgsError, match=r"args are 5014 bytes as JSON, more than the 4096"):
+        queue.enqueue_many("carry", calls)
+    assert queue.backend.list_jobs() == []
+
+
+def test_the_text_the_size_check_encodes_is_the_text_stored() -> None:
+    """The queue stores the encode its size check made: it is the text of dump_json,
+    which every other write of a JSON column uses."""
+    args = {"payload": PAYLOAD, "z": 1, "a": [None, False]}
+    text, problem = encode_args(args, max_bytes=4096)
+    assert (text, problem) == (dump_json(args), None)
+    assert encode_args({"payload": "x" * 5000}, max_bytes=4096)[0] is None
 
 
 def test_the_limit_counts_utf8_bytes_and_defaults_to_256_kib(backend, tmp_path: Path) -> None:

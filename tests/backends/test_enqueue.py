@@ -66,6 +66,42 @@ def test_duplicates_inside_one_bulk_call_return_the_first_ones_receipt(backend):
     assert results[0].id < results[1].id
 
 
+# More jobs than PostgreSQL stores in one statement of a batch alike but for the
+# args (engine.ALIKE_CHUNK).
+MANY = 2 * 250 + 1
+
+
+def test_a_batch_alike_but_for_the_args_stores_every_job_with_the_shared_fields(backend, clock):
+    shared = {
+        "priority": 7,
+        "run_after": clock.now + 90,
+        "trace_context": '{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-01"}',
+        "positional_args": 1,
+    }
+    results = backend.enqueue([_job(args={"id": n, "s": "ü"}, **shared) for n in range(MANY)])
+    assert all(r.created for r in results)
+    assert [r.id for r in results] == sorted(r.id for r in results)
+    records = [backend.get(r.id) for r in results]
+    assert [dict(r.args) for r in records] == [{"id": n, "s": "ü"} for n in range(MANY)]
+    assert {(r.priority, r.run_after, r.trace_context, r.positional_args) for r in records} == {
+        (7, clock.now + 90, shared["trace_context"], 1)
+    }
+    assert [r.receipt for r in records] == [r.token for r in results]
+
+
+def test_a_long_batch_mixing_keyed_and_unkeyed_jobs_merges_only_the_keyed(backend):
+    [active] = backend.enqueue([_job(idempotency_key="k")])
+    jobs = [_job(args={"id": n}) for n in range(MANY)]
+    jobs[3] = _job(idempotency_key="k")
+    jobs[-1] = _job(idempotency_key="new")
+    jobs[-2] = _job(idempotency_key="new")
+    results = backend.enqueue(jobs)
+    assert [r.created for r in results] == [n not in (3, MANY - 1) for n in range(MANY)]
+    assert (results[3].id, results[3].token) == (active.id, active.token)
+    assert (results[-1].id, results[-1].token) == (results[-2].id, results[-2].token)
+    assert len(backend.list_jobs(limit=2 * MANY)) == MANY - 1
+
+
 def test_a_dedupe_window_holds_for_duplicates_inside_one_bulk_call(backend, clock, worker):
     [done] = backend.enqueue([_job(idempotency_key="k", dedupe_window=60)])
     backend.complete([worker.claim_one().lease])

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from jobdef.backends.records import NewJob, Receipt, RetentionRule
-from jobdef.backends.rows import receipt_token
+from jobdef.backends.rows import receipt_token, receipt_tokens
 
 TOKEN = re.compile(r"[0-9a-f]{12}[A-Za-z0-9_-]{23}")  # its time, then 136 random bits
 
@@ -47,6 +47,17 @@ def test_no_token_starts_with_a_dash_which_a_command_line_takes_for_an_option():
     assert all(TOKEN.fullmatch(token) for token in tokens)
     assert len(set(tokens)) == len(tokens)
     assert [t[:12] for t in tokens] == sorted(t[:12] for t in tokens)
+
+
+def test_the_tokens_of_a_batch_are_drawn_alike_and_all_differ():
+    """A batch's tokens (one draw of random bytes for all) look as the tokens drawn one
+    at a time do, start with the same time, and none repeats."""
+    tokens = receipt_tokens(10_000)
+    assert all(TOKEN.fullmatch(token) for token in tokens)
+    assert {len(token) for token in tokens} == {len(receipt_token())}
+    assert len({token[12:] for token in tokens}) == len(tokens)
+    assert [t[:12] for t in tokens] == sorted(t[:12] for t in tokens)
+    assert receipt_tokens(0) == []
 
 
 def test_a_receipt_shows_only_the_start_of_its_token(backend):

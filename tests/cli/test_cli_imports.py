@@ -1,11 +1,13 @@
 """The CLI loads only what a command uses: `import jobdef.cli` loads no third-party
-library at all, and `jobdef enqueue` on SQLite none of the dashboard's, the
-schema validator's, PostgreSQL's driver or asyncio (read in a fresh interpreter's
+library at all, `jobdef enqueue` on SQLite none of the dashboard's, the
+schema validator's, PostgreSQL's driver or asyncio, and neither it nor `jobdef validate`
+the workflows' code for sheets without a workflow (read in a fresh interpreter's
 sys.modules, not timed: start-up time is measured in bench/, never asserted)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,13 +38,27 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def _loaded(*argv: str) -> tuple[int, set[str]]:
+# What a project of Job sheets alone, without a pyproject.toml, has no use for: the
+# workflows' policies and timelines, the TOML reader, HTML escaping (the docs'), the
+# logging package (nothing to log) and uuid (the scratch stores of tests).
+NOT_FOR_JOBS_ALONE = (
+    "jobdef.policy.workflow",
+    "jobdef.policy.flow_timeline",
+    "tomllib",
+    "html",
+    "logging",
+    "uuid",
+)
+
+
+def _loaded(*argv: str, cwd: Path | None = None) -> tuple[int, set[str]]:
     result = subprocess.run(
         [sys.executable, "-c", WRAPPER, *argv],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+        cwd=cwd,
     )
     found = json.loads(result.stdout.strip().splitlines()[-1])
     return found["code"], set(found["modules"])
@@ -67,3 +83,39 @@ def test_enqueue_on_sqlite_loads_neither_asyncio_nor_the_other_engines_libraries
     assert [name for name in unused if name in modules] == []
     # No tracer provider can be set in this process: its enqueue span would be a no-op.
     assert "opentelemetry" not in modules
+
+
+def _jobs_alone(tmp_path: Path, example_sheets: Path) -> Path:
+    """A sheets folder with one Job, its channel and its queue: no workflow."""
+    sheets = tmp_path / "jobdefs"
+    sheets.mkdir()
+    for name in ("send_reservation_mail.yaml", "channels.yaml", "queues.yaml"):
+        shutil.copy(example_sheets / name, sheets / name)
+    return sheets
+
+
+def test_validate_of_jobs_alone_loads_no_workflow_code_nor_the_toml_reader(
+    tmp_path: Path, example_sheets: Path
+) -> None:
+    sheets = _jobs_alone(tmp_path, example_sheets)
+    code, modules = _loaded("validate", str(sheets), cwd=tmp_path)
+    assert code == 0
+    assert [name for name in NOT_FOR_JOBS_ALONE if name in modules] == []
+    # Nor what only other runs need: the registry (built by enqueue and --check-env),
+    # the second reading of documents with errors (none here).
+    assert [m for m in ("jobdef.policy.registry", "jobdef.sheets.salvage") if m in modules] == []
+
+
+def test_enqueue_of_jobs_alone_loads_no_workflow_code_nor_logging(
+    tmp_path: Path, example_sheets: Path
+) -> None:
+    sheets = _jobs_alone(tmp_path, example_sheets)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(url).close()
+    code, modules = _loaded(
+        *("enqueue", "send_reservation_mail", "--args", '{"reservation_id": 1}'),
+        *("--db", url, "--sheets", str(sheets)),
+        cwd=tmp_path,
+    )
+    assert code == 0
+    assert [name for name in NOT_FOR_JOBS_ALONE if name in modules] == []

@@ -45,6 +45,46 @@ def test_bulk_enqueue_stores_all_in_one_call(queue, backend):
     assert len(backend.list_jobs(limit=100)) == 50
 
 
+# More calls than PostgreSQL stores in one statement of a batch without keys
+# (engine.ALIKE_CHUNK), so that the batch takes several.
+MANY = 3 * 250 + 7
+
+
+@pytest.mark.every_engine
+def test_bulk_enqueue_of_a_job_without_a_key_stores_every_call_in_its_order(queue, backend):
+    calls = [{"seconds": n / 10, "marker": f"m{n}é"} for n in range(MANY)]
+    results = queue.enqueue_many("sleep", calls)
+    assert all(r.created for r in results)
+    assert [r.id for r in results] == sorted(r.id for r in results)  # claimed in call order
+    assert len({r.token for r in results}) == MANY
+    records = {r.id: r for r in backend.list_jobs(limit=2 * MANY)}
+    assert [dict(records[r.id].args) for r in results] == calls
+    assert {(rec.job, rec.queue, rec.state) for rec in records.values()} == {
+        ("sleep", "default", "queued")
+    }
+    assert backend.find_receipt(results[-1].token).id == results[-1].id
+
+
+@pytest.mark.every_engine
+def test_bulk_enqueue_of_a_job_without_a_key_stores_nothing_when_a_late_call_is_bad(queue, backend):
+    calls = [{"seconds": 1} for _ in range(MANY)]
+    calls[-3] = {"seconds": "soon"}
+    with pytest.raises(ArgsError, match=r"args\.seconds"):
+        queue.enqueue_many("sleep", calls)
+    assert backend.list_jobs() == []
+    assert len(queue.enqueue_many("sleep", [{"seconds": 1}] * 3)) == 3  # the store works on
+
+
+@pytest.mark.every_engine
+def test_bulk_enqueue_merges_duplicates_inside_the_batch_and_of_active_jobs(queue, backend):
+    active = queue.enqueue("noop", {"n": 1})
+    results = queue.enqueue_many("noop", [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 2}, {"n": 1}])
+    assert [r.created for r in results] == [False, True, True, False, False]
+    assert results[0].id == results[4].id == active.id
+    assert (results[3].id, results[3].token) == (results[1].id, results[1].token)
+    assert sorted(dict(r.args)["n"] for r in backend.list_jobs()) == [1, 2, 3]
+
+
 def test_a_duplicate_of_an_active_job_returns_the_existing_one(queue, backend):
     first = queue.enqueue("noop", {"n": 1})
     second = queue.enqueue("noop", {"n": 1})

@@ -4,12 +4,14 @@ fast schema check always agrees with jsonschema."""
 from __future__ import annotations
 
 import copy
+import math
 import tempfile
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
@@ -215,3 +217,35 @@ def test_enqueue_args_check_agrees_with_jsonschema(args: dict[str, Any], values:
     except ArgsError:
         accepted = False
     assert accepted == Draft7Validator(full).is_valid(values)
+
+
+awkward_scalars = st.one_of(
+    json_scalars,
+    st.floats(),  # NaN and the infinities too
+    st.text(alphabet=st.characters(codec=None), max_size=6),  # NUL, lone surrogates
+    st.sampled_from([Decimal("1.5"), b"x", (1, 2), 2**70, "\x00", "\ud800", "é"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@example({"a": "\x00"})
+@example({"\x00": 1})
+@example({"a": "\ud800"})
+@example({"\ud800": 1})
+@example({"a": float("nan")})
+@example({"a": -math.inf})
+@example({1: 1})
+@example({"a": Decimal("1.5")})
+@example({"é": "ü", "a": True, "b": None, "c": 2**70, "d": 0.5})
+@given(
+    st.dictionaries(
+        st.one_of(st.text(alphabet=st.characters(codec=None), max_size=4), st.integers(0, 3)),
+        st.one_of(awkward_scalars, st.lists(awkward_scalars, max_size=2)),
+        max_size=4,
+    )
+)
+def test_the_shape_check_of_flat_args_answers_as_the_full_walk(args: dict[Any, Any]) -> None:
+    """The quick answer for args without containers (the common case) is the walk's."""
+    from jobdef.sheets.args_json import _shape_problem, _walk_problem
+
+    assert _shape_problem(args, 32) == _walk_problem(args, 32)

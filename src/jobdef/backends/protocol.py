@@ -27,7 +27,7 @@ the same query names in every engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
@@ -298,6 +298,21 @@ class WakesWorkers(Protocol):
 
 
 @runtime_checkable
+class EnqueuesAlike(Protocol):
+    """An engine that stores a batch of jobs alike but for their args while the caller
+    is still checking them (``Queue.enqueue_many`` of a job without a key): its server
+    writes the first jobs of the batch while the caller checks the args of the next."""
+
+    def enqueue_alike(
+        self, job: NewJob, args_json: Iterable[str], connection: Any = None
+    ) -> list[Receipt]:
+        """Store one job per args text (the JSON the args are stored as, in order), each
+        ``job`` but for its args (``job.args`` is not read; ``job`` has no idempotency key
+        and no slot), in one transaction; none when iterating ``args_json`` raises.
+        ``connection``: as :meth:`Backend.enqueue` takes it."""
+
+
+@runtime_checkable
 class ElectsMaintainer(Protocol):
     """An engine that lets one worker at a time run the maintenance services."""
 
@@ -323,6 +338,11 @@ def fail_fast(backend: object) -> None:
 def can_wait_for_jobs(backend: object) -> TypeGuard[WakesWorkers]:
     """Whether ``backend`` wakes idle workers itself (else the worker polls)."""
     return isinstance(backend, WakesWorkers)
+
+
+def enqueues_alike(backend: object) -> TypeGuard[EnqueuesAlike]:
+    """Whether ``backend`` stores a batch alike but for the args as the caller checks it."""
+    return isinstance(backend, EnqueuesAlike)
 
 
 def elects_maintainer(backend: object) -> TypeGuard[ElectsMaintainer]:

@@ -68,6 +68,10 @@ class NewJob:
     # How many args the enqueuer passed by position, in the order of the handler's
     # parameters (a django.tasks call); None when all were named, as a sheet's are.
     positional_args: int | None = None
+    # The JSON text of ``args`` to store, when the caller encoded them already (the
+    # queue does, checking their size; it is what ``dump_json(args)`` makes of them);
+    # None: the store encodes ``args``.
+    args_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -13,6 +13,7 @@ Errors are stored the same way in both engines and both tables: one JSON object
 
 from __future__ import annotations
 
+import base64
 import hmac
 import json
 import re
@@ -27,6 +28,7 @@ from jobdef.backends.records import (
     ErrorInfo,
     JobRecord,
     Lease,
+    NewJob,
     Notification,
     OutboxRecord,
     RetentionRule,
@@ -73,6 +75,22 @@ def receipt_token() -> str:
     never starts an option of a command line (``jobdef wait TOKEN``).
     """
     return f"{time.time_ns() // 1_000_000:012x}{secrets.token_urlsafe(17)}"
+
+
+def receipt_tokens(count: int) -> list[str]:
+    """``count`` receipt tokens, as :func:`receipt_token` draws them, for a batch: one
+    draw of random bytes and one base64 encode for all. Each token's 23 characters are
+    the first of the 24 that its own 18 bytes encode to (138 random bits, of which 136
+    are kept), so the one encode splits at token boundaries."""
+    stamp = f"{time.time_ns() // 1_000_000:012x}"
+    text = base64.urlsafe_b64encode(secrets.token_bytes(18 * count)).decode("ascii")
+    return [stamp + text[at : at + 23] for at in range(0, 24 * count, 24)]
+
+
+def args_json_of(job: NewJob) -> str:
+    """The JSON text a new job's args are stored as (encoded once, by the queue, when
+    it could)."""
+    return dump_json(job.args) if job.args_json is None else job.args_json
 
 
 # What a receipt token may look like: url-safe base64 text (the tokens jobdef draws

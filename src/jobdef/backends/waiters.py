@@ -29,19 +29,29 @@ waiter's request thread is never held up behind it, nor it behind them.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jobdef.backends.engines import driver
 from jobdef.backends.protocol import Backend, EndSignal
 from jobdef.backends.records import JobRecord
 from jobdef.errors import JobdefError
 
-log = logging.getLogger("jobdef.waiters")
+if TYPE_CHECKING:
+    import logging
+
+
+def _log() -> logging.Logger:
+    """The waiters' logger. logging is imported when there is something to say: a
+    command that enqueues one job and exits would pay for it at every start."""
+    import logging
+
+    return logging.getLogger("jobdef.waiters")
+
 
 # Seconds the thread stays (with its sessions) after the last waiter left.
 IDLE_SECONDS = 30.0
@@ -148,9 +158,9 @@ class JobWaiters:
             store = self._open_store()
             self._serve(store, signal)
         except JobdefError as exc:  # the waiters time out; the next one starts a new thread
-            log.warning("waiters cannot reach the job store: %s", exc)
+            _log().warning("waiters cannot reach the job store: %s", exc)
         except Exception:
-            log.exception("the thread that tells waiters their jobs ended stopped")
+            _log().exception("the thread that tells waiters their jobs ended stopped")
         finally:
             with self._cond:
                 if self._thread is threading.current_thread():
@@ -191,7 +201,7 @@ class JobWaiters:
                     told, heard = heard, set()
                     ran = self._read(store, told & self._waited() - new) or ran
             except JobdefError as exc:  # the store is out of reach: wait, then try again
-                log.debug("waiters cannot read the job store: %s", exc)
+                _log().debug("waiters cannot read the job store: %s", exc)
                 with self._cond:
                     self._new |= new & set(self._watches)
                 time.sleep(RETRY_SECONDS)
@@ -243,7 +253,7 @@ class JobWaiters:
             try:
                 watch.on_end(answer)
             except Exception:  # one waiter's callback does not stop the others'
-                log.exception("a waiter's callback for job %d failed", watch.job_id)
+                _log().exception("a waiter's callback for job %d failed", watch.job_id)
 
 
 class _Hubs:

@@ -9,6 +9,7 @@ only: 0 clean, 1 findings, 2 usage error or unreadable input.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import re
@@ -23,7 +24,13 @@ from jobdef.render.escape import clip, visible
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
-_NOT_UTF8 = re.compile("[\ud800-\udfff]")
+
+# Commands that read, check or store and then exit, run without the cyclic garbage
+# collector: what they make holds next to no cycles (`jobdef validate` of 2,000 sheets
+# peaks at the same memory without it), yet each collection walks every object the
+# imports and the sheets made, a fifth of such a run's CPU. It is on again when the
+# command returns: main is called in-process too (tests, an application's own code).
+WITHOUT_GC = frozenset({"validate", "enqueue"})
 
 # Subcommand modules, in the order `jobdef --help` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -82,8 +89,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    _printable_streams()
     first = next((arg for arg in argv if not arg.startswith("-")), None)
+    pause = first in WITHOUT_GC and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        return _run(argv, first)
+    finally:
+        if pause:
+            gc.enable()
+
+
+def _run(argv: list[str], first: str | None) -> int:
+    _printable_streams()
     parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
@@ -105,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # holding one cannot be stored or sent (a path can, and is used as given).
         from jobdef.redact import redact  # as in _without_secrets: on errors only
 
-        bad = next((arg for arg in argv if _NOT_UTF8.search(arg)), "")
+        not_utf8 = re.compile("[\ud800-\udfff]")  # lone surrogates: undecodable bytes
+        bad = next((arg for arg in argv if not_utf8.search(arg)), "")
         message = (
             f"the argument {clip(redact(bad), 80)!r} holds bytes that are not UTF-8; "
             "pass it as UTF-8 text"

@@ -11,7 +11,7 @@ import datetime
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 from jobdef.cli.options import add_sheets
@@ -53,16 +53,21 @@ def config(args: argparse.Namespace) -> Config:
 
     In a Django project (``DJANGO_SETTINGS_MODULE`` set, as ``manage.py jobdef`` sets
     it), a command that talks to the job database takes --db and --sheets from the
-    project's ``JobdefBackend`` unless they are given, as the worker does."""
+    project's ``JobdefBackend`` unless they are given, as the worker does.
+
+    Read once per command: `jobdef enqueue` asks for the sheets and then the database,
+    and pyproject.toml is not parsed again for the same options."""
     if hasattr(args, "db") and os.environ.get("DJANGO_SETTINGS_MODULE"):
         django_project(args)
-    found = load_config(
-        {
-            "database": getattr(args, "db", None),
-            "sheets": getattr(args, "sheets", None),
-            "pythonpath": getattr(args, "pythonpath", None),
-        }
-    )
+    given = {
+        "database": getattr(args, "db", None),
+        "sheets": getattr(args, "sheets", None),
+        "pythonpath": getattr(args, "pythonpath", None),
+    }
+    read = getattr(args, "_config", None)
+    if read is not None and read[0] == given:
+        return cast(Config, read[1])
+    found = load_config(given)
     try:
         urlsplit(found.database)
     except ValueError as exc:
@@ -72,6 +77,7 @@ def config(args: argparse.Namespace) -> Config:
             "postgresql://user@host:5432/dbname (an IPv6 host as [::1]) or "
             "sqlite:///jobdef.db, with reserved characters of a password percent-encoded"
         ) from None
+    args._config = (given, found)
     return found
 
 

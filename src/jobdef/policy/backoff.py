@@ -10,11 +10,14 @@ Jitter"): full ``uniform(0, d)``, equal ``d/2 + uniform(0, d/2)``, decorrelated
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
 from jobdef.policy.model import BackoffPolicy, JobPolicy
+
+if TYPE_CHECKING:
+    import random
 
 # An exponential schedule is computed with the exponent capped here, so that a
 # sheet with max_attempts in the thousands cannot overflow a float.
@@ -87,6 +90,8 @@ def next_delay(
     ``rng`` is injectable so tests can seed it; ``previous`` is the wait drawn
     after the attempt before (decorrelated jitter only; defaults to ``initial``).
     """
+    import random  # here, not at import: loading sheets draws nothing
+
     draw = (rng or random).uniform
     if policy.jitter == "decorrelated":
         prev = policy.initial if previous is None else previous

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jobdef.errors import UnknownJobError, UnknownWorkflowError
 from jobdef.policy.model import ChannelPolicy, JobPolicy, QueuePolicy
-from jobdef.policy.workflow import WorkflowPolicy
+
+if TYPE_CHECKING:
+    from jobdef.policy.workflow import WorkflowPolicy
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ escapes start with one) and bidirectional overrides are shown escaped
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 
@@ -86,6 +85,8 @@ def clip(text: str, width: int) -> str:
 
 
 def _markdown(text: str) -> str:
+    import html  # here: the CLI's tables and messages never need it
+
     escaped = html.escape(text, quote=False)
     if not _MD_SPECIAL.search(escaped):  # e.g. only underscores inside words
         return escaped

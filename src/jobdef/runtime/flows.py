@@ -11,16 +11,18 @@ flows started after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobdef.backends.flows import NewFlow, NewStep
 from jobdef.errors import ArgsError
 from jobdef.policy.keys import idempotency_key, key_placeholders
 from jobdef.policy.model import DEFAULT_ARGS_BYTES, JobPolicy, thaw
 from jobdef.policy.registry import Registry
-from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
 from jobdef.sheets.args_check import ArgsCheck
 from jobdef.sheets.args_json import args_problem, where
+
+if TYPE_CHECKING:
+    from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
 
 CheckArgs = Callable[[JobPolicy, Mapping[str, Any]], None]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from jobdef.backends import open_backend
 from jobdef.backends.flows import FlowRecord
-from jobdef.backends.protocol import Backend
+from jobdef.backends.protocol import Backend, enqueues_alike
 from jobdef.backends.records import JobRecord, NewJob, Receipt
 from jobdef.backends.rows import same_token
 from jobdef.errors import ArgsError, UsageError
@@ -38,7 +38,7 @@ from jobdef.runtime.receipts import (
     wait_for_end,
 )
 from jobdef.sheets.args_check import args_check
-from jobdef.sheets.args_json import args_problem, where
+from jobdef.sheets.args_json import encode_args, where
 from jobdef.telemetry import enqueues
 from jobdef.telemetry.traces import enqueue_span
 
@@ -47,16 +47,26 @@ def validate_args(policy: JobPolicy, args: Mapping[str, Any]) -> None:
     """Raise :class:`ArgsError` when ``args`` cannot be stored as they are (not plain JSON,
     too large, nested too deep: the same answer on every engine, before any sees them), or
     listing every way they break the sheet's ``args`` schema."""
-    problem = args_problem(args, max_bytes=policy.limits.args_bytes)
-    if problem is not None:
+    stored_args(policy, args)
+
+
+def stored_args(policy: JobPolicy, args: Mapping[str, Any]) -> str:
+    """The JSON text to store of ``args``, validated as :func:`validate_args` says (the
+    size check's encode is the one stored)."""
+    text, problem = encode_args(args, max_bytes=policy.limits.args_bytes)
+    if text is None:
         raise ArgsError(f"job {policy.name!r}: {problem}. Nothing was stored")
-    errors = args_check(policy).errors(args)
+    check = args_check(policy)
+    if type(args) is dict and check.passes(args):
+        return text
+    errors = check.errors(args)
     if errors:
         details = "; ".join(f"{where(tuple(e.path))}: {e.message}" for e in errors)
         raise ArgsError(
             f"job {policy.name!r}: {details}. Nothing was stored; pass args that match "
             f"the `args` of {policy.file or 'its sheet'}"
         )
+    return text
 
 
 # The latest time a job may be postponed to: 9999-12-31T23:59:59Z, the last second a
@@ -110,7 +120,7 @@ class Queue:
         """Validate a call and turn it into the row to store (raises :class:`ArgsError`)."""
         policy = self.registry.job(job)
         args = dict(args or {})
-        validate_args(policy, args)
+        text = stored_args(policy, args)
         if priority is not None and (type(priority) is not int or priority not in PRIORITIES):
             raise ArgsError(
                 f"job {policy.name!r}: priority {_shown(priority)} is not a whole "
@@ -135,6 +145,7 @@ class Queue:
             run_after=run_after,
             dedupe_window=policy.idempotency.dedupe_window,
             trace_context=trace_context,
+            args_json=text,
         )
 
     def enqueue(
@@ -174,15 +185,59 @@ class Queue:
         *,
         connection: Any = None,
     ) -> list[Receipt]:
-        """Store many jobs of one kind in one transaction; every call is validated first."""
+        """Store many jobs of one kind in one transaction; every call is validated, and
+        one that fails stores none of them (raises :class:`ArgsError`)."""
         policy = self.registry.job(job)
         calls = list(args_list)
         with enqueue_span(policy.name, policy.queue, len(calls)) as span:
-            jobs = [self.new_job(job, args, trace_context=span.context) for args in calls]
-            results = self.backend.enqueue(jobs, connection=connection)
+            if calls and policy.idempotency.key is None and enqueues_alike(self.backend):
+                # No job of the batch can merge into another: alike but for the args,
+                # checked as the engine stores them.
+                alike = NewJob(
+                    job=policy.name,
+                    args={},
+                    queue=policy.queue,
+                    priority=policy.priority,
+                    max_attempts=policy.max_attempts,
+                    trace_context=span.context,
+                )
+                texts = (stored_args(policy, dict(call or {})) for call in calls)
+                results = self.backend.enqueue_alike(alike, texts, connection=connection)
+            else:
+                jobs = self._new_jobs(policy, calls, span.context)
+                results = self.backend.enqueue(jobs, connection=connection)
             span.stored([result.id for result in results])
         enqueues.count(policy.name, policy.queue, results)
         return results
+
+    @staticmethod
+    def _new_jobs(
+        policy: JobPolicy, calls: list[Mapping[str, Any]], trace_context: str | None
+    ) -> list[NewJob]:
+        """:meth:`new_job` of each call of a batch (none gives a priority or a time): what
+        the sheet says is read once for the batch, not once a job."""
+        name, queue, priority = policy.name, policy.queue, policy.priority
+        max_attempts, window = policy.max_attempts, policy.idempotency.dedupe_window
+        keyed = policy.idempotency.key is not None
+        jobs = []
+        for call in calls:
+            args = dict(call or {})
+            text = stored_args(policy, args)
+            key = idempotency_key(policy, args) if keyed else None
+            jobs.append(
+                NewJob(
+                    job=name,
+                    args=args,
+                    queue=queue,
+                    priority=priority,
+                    max_attempts=max_attempts,
+                    idempotency_key=key,
+                    dedupe_window=window,
+                    trace_context=trace_context,
+                    args_json=text,
+                )
+            )
+        return jobs
 
     def get(self, job_id: int) -> JobRecord | None:
         return self.backend.get(job_id)

@@ -168,6 +168,18 @@ class ArgsCheck:
                 found.extend(root.errors(args[name], (name,)))
         return sorted(found, key=lambda e: list(map(str, e.path)))
 
+    def passes(self, args: dict[str, Any]) -> bool:
+        """Whether the fast checks alone find ``args`` valid: the answer of the common
+        case, without the lists :meth:`errors` builds. False is not "invalid": a root the
+        fast check does not compile, or args it refuses, are for :meth:`errors` to word."""
+        fast = self._object.fast
+        if fast is None or not fast(args):
+            return False
+        for name, root in self._args.items():
+            if name in args and (root.fast is None or not root.fast(args[name])):
+                return False
+        return True
+
     def arg_errors(self, name: str, value: Any) -> list[ArgError]:
         """What is wrong with ``value`` as the arg ``name`` alone (a workflow step's literal);
         ``[]`` for a name the schema does not define."""

@@ -73,8 +73,34 @@ def _value_problem(value: Any, path: tuple[str | int, ...]) -> str | None:
     return f"{where(path)} is a {kind}, which is not JSON; pass {instead}"
 
 
+def _flat_and_plain(args: Mapping[str, Any]) -> bool:
+    """Whether ``args`` hold no container, and only ints, bools, None, finite floats
+    and ASCII strings without NUL under ASCII keys without NUL: JSON holds them as
+    they are (the common case, answered without :func:`_shape_problem`'s walk)."""
+    for key, value in args.items():
+        if type(key) is not str or not key.isascii() or "\x00" in key:
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() or "\x00" in value:
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is not int and kind is not bool and value is not None:
+            return False
+    return True
+
+
 def _shape_problem(args: Mapping[str, Any], max_depth: int) -> str | None:
     """The first value, key or nesting level of ``args`` that JSON cannot hold as it is."""
+    if max_depth >= 1 and _flat_and_plain(args):
+        return None
+    return _walk_problem(args, max_depth)
+
+
+def _walk_problem(args: Mapping[str, Any], max_depth: int) -> str | None:
+    """:func:`_shape_problem` of any args: every container and leaf in them visited."""
     stack: list[tuple[Any, tuple[str | int, ...], int]] = [(dict(args), (), 1)]
     while stack:
         value, path, depth = stack.pop()
@@ -106,23 +132,42 @@ def _shape_problem(args: Mapping[str, Any], max_depth: int) -> str | None:
     return None
 
 
+# The stored text of args: compact JSON, other than ASCII kept as it is. One encoder,
+# made once: ``json.dumps`` with options builds a new one for every call.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 def encoded_size(args: Mapping[str, Any]) -> int:
     """UTF-8 bytes of ``args`` as compact JSON (for args :func:`args_problem` accepts)."""
-    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
+    return _utf8_size(_COMPACT.encode(args))
+
+
+def encode_args(
+    args: Mapping[str, Any], *, max_bytes: int, max_depth: int = MAX_ARGS_DEPTH
+) -> tuple[str, None] | tuple[None, str]:
+    """``(text, None)``: the compact JSON text of ``args``, which an engine stores as it
+    is (the text :func:`jobdef.backends.rows.dump_json` makes of them); or ``(None,
+    why)`` when they cannot be stored as they are (see :func:`args_problem`). The size
+    check and the store share one encode."""
+    problem = _shape_problem(args, max_depth)
+    if problem is not None:
+        return None, problem
+    text = _COMPACT.encode(args)
+    size = _utf8_size(text)
+    if size > max_bytes:
+        return None, (
+            f"args are {size} bytes as JSON, more than the {max_bytes} this job allows "
+            "(limits.args_bytes); store the data elsewhere (a file, a table) and pass its id"
+        )
+    return text, None
 
 
 def args_problem(
     args: Mapping[str, Any], *, max_bytes: int, max_depth: int = MAX_ARGS_DEPTH
 ) -> str | None:
     """Why ``args`` cannot be stored as they are (one sentence naming the arg), or None."""
-    problem = _shape_problem(args, max_depth)
-    if problem is not None:
-        return problem
-    size = encoded_size(args)
-    if size > max_bytes:
-        return (
-            f"args are {size} bytes as JSON, more than the {max_bytes} this job allows "
-            "(limits.args_bytes); store the data elsewhere (a file, a table) and pass its id"
-        )
-    return None
+    return encode_args(args, max_bytes=max_bytes, max_depth=max_depth)[1]

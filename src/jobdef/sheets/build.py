@@ -13,7 +13,7 @@ import functools
 import types
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobdef.policy.durations import parse_duration
 from jobdef.policy.fields import FIELDS, JOB_FIELDS, PolicyField
@@ -28,18 +28,12 @@ from jobdef.policy.model import (
     Source,
     freeze,
 )
-from jobdef.policy.registry import Registry
 from jobdef.policy.sizes import parse_size
-from jobdef.policy.workflow import (
-    DEFAULT_EDGE,
-    FINALLY,
-    ArgSource,
-    EdgePolicy,
-    FlowNotifyPolicy,
-    Step,
-    WorkflowPolicy,
-)
 from jobdef.sheets.document import Document, Path_
+
+if TYPE_CHECKING:
+    from jobdef.policy.registry import Registry
+    from jobdef.policy.workflow import ArgSource, EdgePolicy, Step, WorkflowPolicy
 
 # Fields a Job may inherit from Defaults, merged one level deep for mappings.
 _MERGED_MAPPINGS = (
@@ -290,6 +284,8 @@ def build_queue(doc: Document) -> QueuePolicy:
 def arg_source(written: Any) -> ArgSource:
     """One arg of a step as the sheet writes it: ``{from: "steps.charge.result.id"}``,
     ``{value: {...}}`` (a literal mapping) or any other literal."""
+    from jobdef.policy.workflow import ArgSource  # here: sheets without a workflow skip it
+
     if isinstance(written, Mapping):
         if "from" in written:
             return ArgSource(path=tuple(str(written["from"]).split(".")))
@@ -299,12 +295,16 @@ def arg_source(written: Any) -> ArgSource:
 
 def edges(written: Any) -> dict[str, EdgePolicy]:
     """A step's ``after:`` as parent -> edge policy: a list takes the default edge."""
+    from jobdef.policy.workflow import DEFAULT_EDGE
+
     if isinstance(written, Mapping):
         return {str(parent): policy for parent, policy in written.items()}
     return {str(parent): DEFAULT_EDGE for parent in written or ()}
 
 
 def _step(name: str, written: Mapping[str, Any], is_finally: bool = False) -> Step:
+    from jobdef.policy.workflow import Step
+
     return Step(
         name=name,
         job=str(written["job"]),
@@ -316,6 +316,8 @@ def _step(name: str, written: Mapping[str, Any], is_finally: bool = False) -> St
 
 def build_workflow(doc: Document) -> WorkflowPolicy:
     """The policy of one validated ``Workflow`` document."""
+    from jobdef.policy.workflow import FINALLY, FlowNotifyPolicy, WorkflowPolicy
+
     data = doc.data
     steps = {str(name): _step(str(name), step) for name, step in data["steps"].items()}
     if isinstance(data.get("finally"), Mapping):
@@ -359,6 +361,8 @@ def build_registry(
     ``jobs``: the jobs' policies when the caller already built them (validation
     does, to run its rules); otherwise they are built here.
     """
+    from jobdef.policy.registry import Registry  # here: validating builds none
+
     if jobs is None:
         defaults = [d for d in documents if d.kind == "Defaults"]
         jobs = [build_job(d, defaults) for d in documents if d.kind == "Job"]

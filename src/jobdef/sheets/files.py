@@ -156,12 +156,12 @@ def _link_new(tmp: Path, target: Path, data: bytes) -> None:
 def project_root(start: Path | None = None) -> Path:
     """The folder paths are shown relative to: the one holding the nearest pyproject.toml
     when it has a ``[tool.jobdef]`` table, else the working directory (``start``)."""
-    import tomllib
-
     here = (start or Path.cwd()).absolute()
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
+            import tomllib  # here: a project without a pyproject.toml never needs it
+
             try:
                 tool = tomllib.loads(read_regular(candidate).decode("utf-8")).get("tool", {})
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from jobdef.errors import SheetError, UnreadableInputError
 from jobdef.policy.model import JobPolicy
-from jobdef.policy.registry import Registry
 from jobdef.sheets.build import build_job, build_registry, build_workflow
 from jobdef.sheets.diagnostics import Diagnostic, sort_diagnostics
 from jobdef.sheets.document import Document
@@ -24,9 +23,11 @@ from jobdef.sheets.rules import check, check_document
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.durations import DURATION_FORMAT
 from jobdef.sheets.rules.loading import NO_SHEETS, YAML11_AMBIGUOUS
-from jobdef.sheets.salvage import KINDS, mentions, salvage, within
 from jobdef.sheets.schema_check import check_document as check_schema
 from jobdef.sheets.strict_yaml import read_file
+
+if TYPE_CHECKING:
+    from jobdef.policy.registry import Registry
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -167,6 +168,10 @@ def _set_aside(
     again without its fields in error (:mod:`jobdef.sheets.salvage`), so one run
     reports every finding it can."""
     valid_ids = {id(doc) for doc in valid}
+    if len(valid_ids) == len(documents):
+        return []  # nothing to read again (and the salvage module is not loaded)
+    from jobdef.sheets.salvage import KINDS, mentions, salvage, within
+
     salvaged = {
         id(doc): found
         for doc in documents

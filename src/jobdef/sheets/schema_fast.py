@@ -44,6 +44,11 @@ _ANNOTATIONS = frozenset(
 )
 
 
+def _anything(value: Any) -> bool:
+    """The check of the schema ``true``, which every value passes."""
+    return True
+
+
 def _is_integer(value: Any) -> bool:
     if isinstance(value, bool):
         return False
@@ -137,7 +142,7 @@ class Compiler:
 
     def compile(self, schema: Any) -> Check:
         if schema is True:
-            return lambda v: True
+            return _anything
         if schema is False:
             return lambda v: False
         if not isinstance(schema, Mapping):
@@ -155,7 +160,11 @@ class Compiler:
                 raise UnsupportedSchema(f"keyword {keyword!r} is not supported")
             if keyword in ("then", "else"):
                 continue  # compiled together with "if"
-            checks.append(builder(value, schema))
+            check = builder(value, schema)
+            if check is not _anything:  # e.g. properties whose schemas are all `true`
+                checks.append(check)
+        if not checks:
+            return _anything
         if len(checks) == 1:
             return checks[0]
 
@@ -172,6 +181,8 @@ class Compiler:
         if not names or any(name not in _TYPES for name in names):
             raise UnsupportedSchema(f"type {value!r} is not a JSON Schema type")
         tests = [_TYPES[name] for name in names]
+        if len(tests) == 1:
+            return tests[0]
         return lambda v: any(test(v) for test in tests)
 
     def _enum(self, value: list[Any], schema: Mapping[str, Any]) -> Check:
@@ -211,7 +222,7 @@ class Compiler:
 
     def _uniqueItems(self, value: bool, schema: Mapping[str, Any]) -> Check:
         if not value:
-            return lambda v: True
+            return _anything
 
         def unique(v: Any) -> bool:
             if not isinstance(v, list):
@@ -231,7 +242,10 @@ class Compiler:
         return lambda v: not isinstance(v, dict) or all(name in v for name in names)
 
     def _properties(self, value: Mapping[str, Any], schema: Mapping[str, Any]) -> Check:
-        props = {name: self.compile(sub) for name, sub in value.items()}
+        compiled = {name: self.compile(sub) for name, sub in value.items()}
+        props = {name: check for name, check in compiled.items() if check is not _anything}
+        if not props:
+            return _anything
 
         def properties(v: Any) -> bool:
             if not isinstance(v, dict):

@@ -26,7 +26,6 @@ lookups and two tests.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
@@ -40,8 +39,6 @@ class _Stored(Protocol):
     @property
     def created(self) -> bool: ...
 
-
-log = logging.getLogger("jobdef.telemetry")
 
 _ENQUEUED = "jobdef_jobs_enqueued"
 _DEDUPLICATED = "jobdef_jobs_enqueue_deduplicated"
@@ -89,7 +86,11 @@ def _load() -> None:
             except ValueError as exc:
                 # The names are taken in the default registry (this module reloaded, or
                 # the application's own metric): the job is stored, only not counted.
-                log.warning("jobdef's enqueue counters are not counted: %s", exc)
+                import logging  # here: only this warning needs it
+
+                logging.getLogger("jobdef.telemetry").warning(
+                    "jobdef's enqueue counters are not counted: %s", exc
+                )
         _state.looked = True
 
 

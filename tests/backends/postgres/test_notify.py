@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import psycopg
 import pytest
 
-from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.postgres.engine import ALIKE_CHUNK, PostgresBackend
 from jobdef.backends.records import NewJob, Wakeup
-from jobdef.errors import BackendError
+from jobdef.errors import ArgsError, BackendError
 
 from .helpers import terminate
 
@@ -97,6 +98,66 @@ def test_a_batch_of_delayed_jobs_says_when_the_first_comes_due(
     assert heard["mail"].due is None  # one of them is due now: claim now
     assert Wakeup.parse("default 1 7 nan").due is None  # only a time it can wait for
     assert Wakeup.parse("default 1 7 soon") == Wakeup("default", 1, 7)
+
+
+def _heard(backend: PostgresBackend, count: int) -> list[Wakeup]:
+    """The wake-ups of ``count`` notifications (delivered together at a commit)."""
+    heard: list[Wakeup] = []
+    while len(heard) < count:
+        more = backend.wait_for_jobs(LONG)
+        assert more, f"heard {len(heard)} of {count} notifications"
+        heard.extend(more)
+    return heard
+
+
+def test_a_batch_alike_but_for_the_args_says_each_statement_s_count_and_first_id(
+    pg_backend: PostgresBackend,
+) -> None:
+    """A batch longer than one statement (ALIKE_CHUNK jobs) notifies once a statement:
+    the counts add up to the batch, each first id is its statement's first job."""
+    pg_backend.wait_for_jobs(0.01)
+    size = 2 * ALIKE_CHUNK + 7
+    texts = (f'{{"n": {n}}}' for n in range(size))
+    receipts = pg_backend.enqueue_alike(NewJob("a", {}, "default"), texts)
+    heard = sorted(_heard(pg_backend, 3), key=lambda w: w.first_id or 0)
+    assert [(w.queue, w.count, w.due) for w in heard] == [
+        ("default", ALIKE_CHUNK, None),
+        ("default", ALIKE_CHUNK, None),
+        ("default", 7, None),
+    ]
+    firsts = [receipts[0], receipts[ALIKE_CHUNK], receipts[2 * ALIKE_CHUNK]]
+    assert [w.first_id for w in heard] == [r.job_id for r in firsts]
+
+
+def test_a_delayed_batch_alike_but_for_the_args_says_when_it_comes_due(
+    pg_backend: PostgresBackend,
+) -> None:
+    pg_backend.wait_for_jobs(0.01)
+    now = pg_backend.clock()
+    job = NewJob("a", {}, "mail", run_after=now + 30)
+    pg_backend.enqueue_alike(job, ['{"n": 1}', '{"n": 2}'])
+    [heard] = _heard(pg_backend, 1)
+    assert (heard.queue, heard.count) == ("mail", 2)
+    assert heard.due == pytest.approx(now + 30)
+
+
+def test_a_batch_alike_whose_args_fail_midway_stores_nothing_and_wakes_nobody(
+    pg_backend: PostgresBackend,
+) -> None:
+    """The statements of the chunks read before the failure were sent already: the
+    transaction they are in rolls back, their notifications with it."""
+    pg_backend.wait_for_jobs(0.01)
+
+    def texts() -> Iterator[str]:
+        yield from ['{"n": 1}'] * (2 * ALIKE_CHUNK + 1)
+        raise ArgsError("job 'a': args.n is bad. Nothing was stored")
+
+    with pytest.raises(ArgsError, match="Nothing was stored"):
+        pg_backend.enqueue_alike(NewJob("a", {}, "default"), texts())
+    assert pg_backend.wait_for_jobs(0.3) == []
+    assert pg_backend.list_jobs() == []
+    [stored] = pg_backend.enqueue_alike(NewJob("a", {}, "default"), ['{"n": 2}'])
+    assert pg_backend.get(stored.job_id).args == {"n": 2}
 
 
 def test_a_stranger_s_notify_on_the_channel_is_a_wake_up_never_an_error(

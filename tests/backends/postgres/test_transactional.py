@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import psycopg
 import pytest
 
-from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.postgres.engine import ALIKE_CHUNK, PostgresBackend
 from jobdef.backends.records import NewJob
-from jobdef.errors import BackendError
+from jobdef.errors import ArgsError, BackendError
 
 
 def test_a_rolled_back_transaction_leaves_no_job(pg_backend: PostgresBackend) -> None:
@@ -40,6 +42,44 @@ def test_an_autocommit_connection_outside_a_transaction_stores_at_once(
     with psycopg.connect(pg_backend.conninfo, autocommit=True) as conn:
         (result,) = pg_backend.enqueue([NewJob("a", {}, "default")], connection=conn)
     assert pg_backend.get(result.id) is not None
+
+
+def test_a_batch_alike_but_for_the_args_exists_only_if_the_caller_commits(
+    pg_backend: PostgresBackend,
+) -> None:
+    job = NewJob("a", {}, "default")
+    texts = [f'{{"n": {n}}}' for n in range(2 * ALIKE_CHUNK + 1)]  # several statements
+    with psycopg.connect(pg_backend.conninfo) as conn:
+        dropped = pg_backend.enqueue_alike(job, texts, connection=conn)
+        conn.rollback()
+        kept = pg_backend.enqueue_alike(job, texts, connection=conn)
+        assert pg_backend.list_jobs() == []
+        conn.commit()
+    assert all(pg_backend.get(r.job_id) is None for r in dropped)
+    stored = {r.id: r for r in pg_backend.list_jobs(limit=2 * len(texts))}
+    assert sorted(stored) == sorted(r.job_id for r in kept)
+    assert [stored[r.job_id].args for r in kept] == [{"n": n} for n in range(len(texts))]
+
+
+def test_a_batch_alike_whose_args_fail_writes_nothing_in_the_callers_transaction(
+    pg_backend: PostgresBackend,
+) -> None:
+    """Every args text is read before the first row is written: the caller's own
+    transaction holds no job of the batch and is not aborted."""
+
+    def texts() -> Iterator[str]:
+        yield from ['{"n": 1}'] * (ALIKE_CHUNK + 1)
+        raise ArgsError("job 'a': args.n is bad. Nothing was stored")
+
+    with psycopg.connect(pg_backend.conninfo) as conn:
+        conn.execute("CREATE TEMP TABLE orders (id int)")
+        conn.execute("INSERT INTO orders VALUES (1)")
+        with pytest.raises(ArgsError):
+            pg_backend.enqueue_alike(NewJob("a", {}, "default"), texts(), connection=conn)
+        assert conn.execute("SELECT count(*) FROM orders").fetchone() == (1,)
+        assert pg_backend.get_on(conn, 1) == (None, [])
+        conn.commit()
+    assert pg_backend.list_jobs() == []
 
 
 def test_a_connection_that_is_not_psycopg_is_refused(pg_backend: PostgresBackend) -> None:

@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from itertools import islice
 from typing import Any, TypeVar
 
 from jobdef.backends.flows import FlowTx
@@ -59,7 +60,12 @@ from jobdef.backends.postgres.session import (
     split_url,
     wake_mode,
 )
-from jobdef.backends.protocol import ElectsMaintainer, WaitsForItsServer, WakesWorkers
+from jobdef.backends.protocol import (
+    ElectsMaintainer,
+    EnqueuesAlike,
+    WaitsForItsServer,
+    WakesWorkers,
+)
 from jobdef.backends.records import (
     ClaimOptions,
     JobRecord,
@@ -71,11 +77,13 @@ from jobdef.backends.records import (
     Wakeup,
 )
 from jobdef.backends.rows import (
+    args_json_of,
     dump_json,
     in_claim_order,
     job_records_by_position,
     outbox_columns,
     receipt_token,
+    receipt_tokens,
     retention_periods,
 )
 from jobdef.backends.rows import job_record as _record
@@ -101,6 +109,10 @@ MIGRATIONS = "jobdef.backends.postgres.migrations"
 # Seconds a maintainer's lease lasts without renewal (it renews about every second):
 # a frozen maintainer is replaced within about this long.
 MAINTENANCE_LEASE = 10.0
+# Jobs a statement of a batch alike but for the args stores (insert_alike_jobs):
+# small enough that the server writes one chunk while the client checks the args
+# of the next, large enough that each statement's own cost is shared by many.
+ALIKE_CHUNK = 250
 # Writes no page of the dashboard shows: they send no change notification.
 QUIET_WRITES = frozenset(
     {
@@ -120,7 +132,9 @@ def advisory_key(purpose: str, schema: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsServer):
+class PostgresBackend(
+    SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsServer, EnqueuesAlike
+):
     """The :class:`~jobdef.backends.protocol.Backend` protocol on PostgreSQL (psycopg 3),
     with the capabilities of an engine that many hosts share: it wakes idle workers
     (:class:`~jobdef.backends.protocol.WakesWorkers`), elects the one that
@@ -340,10 +354,32 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             return []
         now = self.clock()
         if connection is not None:
-            return self._enqueue_on_callers(connection, jobs, now)
+            return self._on_callers(connection, lambda conn: self._enqueue_batch(conn, jobs, now))
         # A batch is retried after a lost session only when a retry cannot store twice.
         safe = all(j.idempotency_key is not None or j.slot is not None for j in jobs)
         return self._run(lambda conn: self._enqueue_own(conn, jobs, now), retry=safe)
+
+    def enqueue_alike(
+        self, job: NewJob, args_json: Iterable[str], connection: Any = None
+    ) -> list[Receipt]:
+        """Store one job per args text, each ``job`` but for its args, in one
+        transaction (:class:`~jobdef.backends.protocol.EnqueuesAlike`).
+
+        On the engine's session the texts are read a chunk at a time and each chunk's
+        insert is sent at once, pipelined: the server writes a chunk while the caller
+        checks the args of the next, and one round trip ends the batch. When reading
+        them raises, the transaction rolls back and nothing is stored. On a caller's
+        ``connection`` every text is read before the first row is written.
+        """
+        now = self.clock()
+        if connection is not None:
+            texts = list(args_json)
+            return (
+                self._on_callers(connection, lambda conn: self._insert_alike(conn, job, texts, now))
+                if texts
+                else []
+            )
+        return self._run(lambda conn: self._stream_alike(conn, job, args_json, now), retry=False)
 
     def _enqueue_own(self, conn: Connection, jobs: Sequence[NewJob], now: float) -> list[Receipt]:
         if len(jobs) == 1 and _is_plain(jobs[0]):
@@ -351,9 +387,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         with conn.transaction():
             return self._enqueue_batch(conn, jobs, now)
 
-    def _enqueue_on_callers(
-        self, connection: Any, jobs: Sequence[NewJob], now: float
-    ) -> list[Receipt]:
+    def _on_callers(self, connection: Any, work: Callable[[Connection], T]) -> T:
         """Write on the caller's psycopg connection: the jobs exist iff the caller commits."""
         if psycopg is None or not isinstance(connection, psycopg.Connection):
             raise BackendError(
@@ -365,8 +399,8 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
             if connection.autocommit and idle:
                 # Not inside a transaction: make the batch atomic on its own.
                 with connection.transaction():
-                    return self._enqueue_batch(connection, jobs, now)
-            return self._enqueue_batch(connection, jobs, now)
+                    return work(connection)
+            return work(connection)
         except psycopg.Error as exc:
             raise self.sessions.translate(exc) from None
 
@@ -378,7 +412,7 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
                 "job": job.job,
                 "queue": job.queue,
                 "priority": job.priority,
-                "args": dump_json(job.args),
+                "args": args_json_of(job),
                 "max_attempts": job.max_attempts,
                 "run_after": now if job.run_after is None else job.run_after,
                 "now": now,
@@ -396,8 +430,61 @@ class PostgresBackend(SharedVerbs, WakesWorkers, ElectsMaintainer, WaitsForItsSe
         and a row whose key is active merges into the active job. A merged job
         returns the receipt of the one it merged into.
         """
+        if _alike(jobs):
+            return self._insert_alike(conn, jobs[0], [args_json_of(job) for job in jobs], now)
         results = self._insert_batch(conn, jobs, now)
         return self._with_tokens(conn, [results[i] for i in range(len(jobs))])
+
+    def _insert_alike(
+        self, conn: Connection, job: NewJob, texts: Sequence[str], now: float
+    ) -> list[Receipt]:
+        """Store a job like ``job`` for each args text, a chunk of them a statement."""
+        sent = [
+            self._send_alike(conn, job, texts[at : at + ALIKE_CHUNK], now)
+            for at in range(0, len(texts), ALIKE_CHUNK)
+        ]
+        return [receipt for chunk in sent for receipt in _alike_receipts(*chunk)]
+
+    def _stream_alike(
+        self, conn: Connection, job: NewJob, args_json: Iterable[str], now: float
+    ) -> list[Receipt]:
+        """:meth:`_insert_alike` as the texts come, each chunk's statement sent before the
+        next chunk is read (pipeline mode; without it, on a libpq older than 14, the
+        texts are all read first)."""
+        if not psycopg.Pipeline.is_supported():  # pragma: no cover - libpq < 14
+            with conn.transaction():
+                return self._insert_alike(conn, job, list(args_json), now)
+        pending = iter(args_json)
+        sent = []
+        with conn.pipeline(), conn.transaction():
+            while chunk := list(islice(pending, ALIKE_CHUNK)):
+                sent.append(self._send_alike(conn, job, chunk, now))
+        return [receipt for chunk in sent for receipt in _alike_receipts(*chunk)]
+
+    def _send_alike(
+        self, conn: Connection, job: NewJob, texts: Sequence[str], now: float
+    ) -> tuple[Any, list[str]]:
+        """Execute insert_alike_jobs for ``texts`` (in pipeline mode: send it); the
+        cursor its rows come on, and the receipt tokens of the jobs in order."""
+        tokens = receipt_tokens(len(texts))
+        params = {
+            "job": job.job,
+            "queue": job.queue,
+            "priority": job.priority,
+            "max_attempts": job.max_attempts,
+            "run_after": now if job.run_after is None else job.run_after,
+            "trace_context": job.trace_context,
+            "positional_args": job.positional_args,
+            # One JSON array and one spaced string: the server splits them, where
+            # an array parameter would cost the client a conversion per value.
+            "args": f"[{','.join(texts)}]",
+            "receipts": " ".join(tokens),
+            "now": now,
+            "channel": self.channel,
+        }
+        cursor = conn.cursor()
+        cursor.execute(self._q("insert_alike_jobs"), params)
+        return cursor, tokens
 
     def _insert_batch(
         self, conn: Connection, jobs: Sequence[NewJob], now: float
@@ -901,6 +988,42 @@ def _fetch_on(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dic
 def _dedupe_since(job: NewJob, now: float) -> float | None:
     """The oldest finish of a done job that ``job`` merges into (None: no dedupe window)."""
     return None if job.dedupe_window is None else now - job.dedupe_window
+
+
+def _alike_receipts(cursor: Any, tokens: list[str]) -> list[Receipt]:
+    """The receipts of the jobs insert_alike_jobs stored, in the order of ``tokens``."""
+    ids = {token: job_id for job_id, token in cursor.fetchall()}
+    return [Receipt(ids[token], token, True) for token in tokens]
+
+
+def _alike(jobs: Sequence[NewJob]) -> bool:
+    """Whether insert_alike_jobs stores ``jobs``: no job has a key or a slot (none can
+    merge into another job, or be merged into), and they share every column but the args."""
+    first = jobs[0]
+    shared = (
+        first.job,
+        first.queue,
+        first.priority,
+        first.max_attempts,
+        first.run_after,
+        first.trace_context,
+        first.positional_args,
+    )
+    return all(
+        job.idempotency_key is None
+        and job.slot is None
+        and (
+            job.job,
+            job.queue,
+            job.priority,
+            job.max_attempts,
+            job.run_after,
+            job.trace_context,
+            job.positional_args,
+        )
+        == shared
+        for job in jobs
+    )
 
 
 def _is_plain(job: NewJob) -> bool:

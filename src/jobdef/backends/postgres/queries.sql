@@ -107,6 +107,35 @@ notified AS (
 )
 SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
+-- name: insert_alike_jobs
+-- PostgreSQL only. A batch whose jobs differ in their args alone, none with a key
+-- or a slot (so none merges into another job): Queue.enqueue_many's common case.
+-- What the jobs share is sent once, the args (JSON text, as the queue encoded them
+-- to check their size) and the receipt tokens as one array each; no ON CONFLICT (a
+-- row without a key cannot conflict, and a speculative insert costs a WAL record a
+-- row) and no sort (ids are drawn in the arrays' order). Notifies as insert_jobs.
+WITH inserted AS (
+    INSERT INTO {schema}.jobdef_jobs (
+        job, queue, priority, args, state, attempt, max_attempts,
+        run_after, created_at, updated_at, receipt, trace_context, positional_args
+    )
+    SELECT %(job)s, %(queue)s, %(priority)s, n.args, 'queued', 0, %(max_attempts)s,
+           %(run_after)s, %(now)s, %(now)s, n.receipt, %(trace_context)s, %(positional_args)s
+    FROM ROWS FROM (
+        jsonb_array_elements(%(args)s::jsonb), unnest(string_to_array(%(receipts)s, ' '))
+    ) AS n(args, receipt)
+    RETURNING id, receipt
+),
+notified AS (
+    SELECT pg_notify(
+        %(channel)s,
+        concat_ws(' ', %(queue)s, count(*), min(id),
+                  CASE WHEN %(run_after)s::float8 > %(now)s::float8 THEN %(run_after)s::float8 END)
+    )
+    FROM inserted
+)
+SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
+
 -- name: insert_job
 -- One job without a key, slot or dedupe window: a single round trip. Differs
 -- from SQLite's: jobs with a key or a slot go through insert_jobs here (a batch

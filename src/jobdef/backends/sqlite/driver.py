@@ -4,9 +4,6 @@ notification goes between processes."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,6 +44,10 @@ class SQLiteDriver:
     def scratch_store(self, url: str | None, folder: Path | None) -> tuple[str, Callable[[], None]]:
         """A new file in ``folder`` (default a new temporary folder, which the cleanup
         removes); the file ``url`` names is left alone."""
+        import shutil  # here: only tests and benches ask for a scratch store
+        import tempfile
+        import uuid
+
         made = folder is None
         where = Path(tempfile.mkdtemp(prefix="jobdef-test-")) if folder is None else folder
         new = f"sqlite:///{where.resolve() / f'jobdef-{uuid.uuid4().hex[:8]}.db'}"

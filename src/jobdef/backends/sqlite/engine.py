@@ -44,7 +44,7 @@ from jobdef.backends.records import (
     RetentionRule,
 )
 from jobdef.backends.rows import (
-    dump_json,
+    args_json_of,
     in_claim_order,
     job_records,
     json_text,
@@ -270,7 +270,7 @@ class SQLiteBackend(SharedVerbs):
                     "job": new.job,
                     "queue": new.queue,
                     "priority": new.priority,
-                    "args": dump_json(new.args),
+                    "args": args_json_of(new),
                     "max_attempts": new.max_attempts,
                     "key": new.idempotency_key,
                     "run_after": now if new.run_after is None else new.run_after,

@@ -14,11 +14,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jobdef.policy.model import JobPolicy, Origin
-from jobdef.policy.workflow import WorkflowPolicy
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document, Path_
+
+if TYPE_CHECKING:
+    from jobdef.policy.workflow import WorkflowPolicy
 
 
 @dataclass

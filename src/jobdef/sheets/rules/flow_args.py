@@ -14,10 +14,9 @@ would be no result to read.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobdef.policy.model import JobPolicy
-from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
 from jobdef.sheets.args_check import args_check
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document
@@ -27,6 +26,9 @@ from jobdef.sheets.rules.idempotency import recipe_findings
 from jobdef.sheets.rules.notify import UNKNOWN_CHANNEL
 from jobdef.sheets.rules.workflows import at, step_path
 from jobdef.sheets.words import did_you_mean, listing
+
+if TYPE_CHECKING:
+    from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
 
 UNKNOWN_ARG = Rule(
     "JD361",

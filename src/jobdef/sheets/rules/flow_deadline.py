@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from jobdef.policy.flow_timeline import flow_timeline
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule, human
 from jobdef.sheets.rules.context import Context
@@ -26,6 +25,10 @@ RULES = (FLOW_OVER_DEADLINE,)
 
 
 def check(context: Context) -> Iterator[Diagnostic]:
+    if not context.workflows:
+        return  # and the timeline's module is not loaded
+    from jobdef.policy.flow_timeline import flow_timeline
+
     jobs = {policy.name: policy for _, policy in context.jobs}
     for doc, flow in context.workflows:
         if flow.deadline is None or on_cycles(flow):

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from jobdef.policy.registry import Registry
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.schema_check import dotted
 from jobdef.sheets.words import did_you_mean, listing
+
+if TYPE_CHECKING:
+    from jobdef.policy.registry import Registry
 
 UNKNOWN_CHANNEL = Rule(
     "JD251",

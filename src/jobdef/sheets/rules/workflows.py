@@ -5,14 +5,17 @@ the steps form a graph without a cycle, so that every step can start.
 or through others, for a step on a cycle. Such a step can never start (the cycle never
 ends), so the flow could never end. A step without parents and children is not
 unreachable: it starts with the flow, beside the others.
+
+:mod:`jobdef.policy.workflow` is imported by the checks that reach a Workflow, not
+here: every `jobdef validate` and `jobdef enqueue` loads these rules, and a project
+without a workflow need not pay for that module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobdef.policy.workflow import FINALLY, Step, WorkflowPolicy
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.rules.base import Rule
@@ -20,6 +23,9 @@ from jobdef.sheets.rules.context import Context
 from jobdef.sheets.rules.schema import UNKNOWN_FIELD, WRONG_TYPE
 from jobdef.sheets.schema_check import dotted
 from jobdef.sheets.words import did_you_mean
+
+if TYPE_CHECKING:
+    from jobdef.policy.workflow import Step, WorkflowPolicy
 
 UNKNOWN_JOB = Rule(
     "JD351",
@@ -84,6 +90,8 @@ RULES = (
 
 def step_path(step: Step) -> Path_:
     """Where a step is written in its sheet: ``("steps", name)`` or ``("finally",)``."""
+    from jobdef.policy.workflow import FINALLY
+
     return (FINALLY,) if step.is_finally else ("steps", step.name)
 
 
@@ -153,6 +161,8 @@ _SOURCES = frozenset({"from", "value"})
 
 
 def _written_steps(doc: Document) -> Iterator[tuple[Path_, Any]]:
+    from jobdef.policy.workflow import FINALLY
+
     steps = doc.data.get("steps")
     if isinstance(steps, Mapping):
         for name, step in steps.items():
@@ -198,6 +208,8 @@ def _after_shape(doc: Document, path: Path_, step: Any) -> Iterator[tuple[Path_,
     """``after:`` written as one name, or under ``finally``: said in the sheet's words."""
     if not isinstance(step, Mapping) or "after" not in step:
         return
+    from jobdef.policy.workflow import FINALLY
+
     where = (*path, "after")
     if path == (FINALLY,):
         yield (
@@ -240,6 +252,8 @@ def check(context: Context) -> Iterator[Diagnostic]:
 
 
 def _graph(doc: Document, flow: WorkflowPolicy, jobs: set[str]) -> Iterator[Diagnostic]:
+    from jobdef.policy.workflow import FINALLY
+
     written = doc.data.get("steps", {})
     if FINALLY in written:
         yield RESERVED_STEP.at_origin(
