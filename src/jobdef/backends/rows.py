@@ -145,10 +145,14 @@ def job_record(row: Row, decode: Decode = decoded) -> JobRecord:
     return _job_from(values, decode)
 
 
-class IndexedRow(Protocol):
-    """A row that also reads by position and names its columns (``sqlite3.Row``)."""
+class PositionalRow(Protocol):
+    """A row that reads by position (a tuple)."""
 
     def __getitem__(self, index: int, /) -> Any: ...
+
+
+class IndexedRow(PositionalRow, Protocol):
+    """A row that also reads by position and names its columns (``sqlite3.Row``)."""
 
     def keys(self) -> list[str]: ...
 
@@ -159,7 +163,15 @@ def job_records(rows: Sequence[IndexedRow], decode: Decode = decoded) -> list[Jo
     ``sqlite3.Row`` by name costs a scan of its column names per column."""
     if not rows:
         return []
-    where = {name: index for index, name in enumerate(rows[0].keys())}
+    return job_records_by_position(rows[0].keys(), rows, decode)
+
+
+def job_records_by_position(
+    names: Sequence[str], rows: Iterable[PositionalRow], decode: Decode = decoded
+) -> list[JobRecord]:
+    """Rows read by position, ``names`` their columns (a cursor's description): what
+    :func:`job_records` does, for rows that do not name their columns (tuples)."""
+    where = {name: index for index, name in enumerate(names)}
     for column in _REQUIRED:
         if column not in where:
             raise KeyError(column)

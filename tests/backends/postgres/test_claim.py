@@ -6,17 +6,18 @@ import multiprocessing
 
 import pytest
 
-from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.postgres.engine import PostgresBackend, _complete_params
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
+from jobdef.backends.transitions import Completion
 from support import ManualClock
 
 from . import proc
 from .helpers import query
 
 
-def _claim_plan(backend: PostgresBackend) -> str:
-    """The plan of a 10-job claim over all queues, on the engine's own session."""
-    params = backend._claim_params(ClaimOptions("w", 30, limit=10), backend.clock())
+def _claim_plan(backend: PostgresBackend, limit: int = 10) -> str:
+    """The plan of a ``limit``-job claim over all queues, on the engine's own session."""
+    params = backend._claim_params(ClaimOptions("w", 30, limit=limit), backend.clock())
     rows = backend.sessions.connection().execute("EXPLAIN " + backend._q("claim_jobs"), params)
     return "\n".join(row[0] for row in rows)
 
@@ -65,6 +66,47 @@ def test_claim_reads_the_partial_index_not_the_finished_rows(
     plan = _claim_plan(pg_backend)
     assert "jobdef_jobs_claim" in plan
     assert "Seq Scan on jobdef_jobs" not in plan
+
+
+def test_a_big_claim_leases_its_jobs_through_the_primary_key_not_a_table_scan(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """A worker's batch of hundreds of jobs: joined to the table, the planner hashed the
+    picks and scanned every row of the table, done ones included, on each claim."""
+    schema = pg_backend.schema
+    query(
+        postgres_url,
+        f'INSERT INTO "{schema}".jobdef_jobs (job, queue, args, state, max_attempts, '
+        "run_after, created_at, updated_at, finished_at) "
+        "SELECT 'old', 'default', '{}', 'done', 1, 0, 0, 0, 1 FROM generate_series(1, 20000)",
+    )
+    pg_backend.enqueue([NewJob("new", {"n": n}, "default") for n in range(2000)])
+    query(postgres_url, f'ANALYZE "{schema}".jobdef_jobs')
+    plan = _claim_plan(pg_backend, limit=500)
+    assert "Index Scan using jobdef_jobs_pkey on jobdef_jobs" in plan
+    assert "Seq Scan on jobdef_jobs" not in plan
+
+
+def test_a_turn_sends_its_finished_ids_once_not_with_every_claimed_job(
+    pg_backend: PostgresBackend,
+) -> None:
+    """complete_and_claim's rows: the batch's finished ids on the first row only; on
+    every row, the server would write and the worker read them once per claimed job."""
+    pg_backend.enqueue([NewJob("j", {"n": n}, "default") for n in range(30)])
+    options = ClaimOptions("w", 30, limit=10)
+    leases = [job.lease for job in pg_backend.claim(options)]
+    now = pg_backend.clock()
+    params = _complete_params(Completion(leases, {}, {}), now) | pg_backend._ends()
+    params |= pg_backend._claim_params(options, now)
+    conn = pg_backend.sessions.connection()
+    rows = conn.execute(pg_backend._q("complete_and_claim"), params).fetchall()
+    assert len(rows) == 10
+    assert sorted(rows[0][0]) == sorted(lease.job_id for lease in leases)
+    assert [row[0] for row in rows[1:]] == [None] * 9
+    (done, claimed) = pg_backend.complete_and_claim(
+        [job.lease for job in pg_backend.claim(ClaimOptions("w", 30, limit=5))], {}, options
+    )
+    assert (done, len(claimed)) == ([True] * 5, 5)
 
 
 def test_a_concurrency_limit_holds_across_processes(

@@ -80,6 +80,7 @@ from jobdef.backends.rows import (
     args_json_of,
     dump_json,
     in_claim_order,
+    job_records_by_position,
     outbox_columns,
     receipt_token,
     receipt_tokens,
@@ -647,9 +648,9 @@ class PostgresBackend(
         limits = self._claim_limits(options)
         if limits:
             return self._claim_limited(conn, options, limits, now)[1]
-        with conn.cursor(row_factory=dict_row) as cur:
-            params = self._claim_params(options, now)
-            return _records(cur.execute(self._q("claim_jobs"), params).fetchall())
+        with conn.cursor() as cur:
+            cur.execute(self._q("claim_jobs"), self._claim_params(options, now))
+            return _claimed(cur)[1]
 
     def _claim_limited(
         self,
@@ -744,11 +745,12 @@ class PostgresBackend(
             limits = self._claim_limits(claim)
             if limits:
                 return self._claim_limited(conn, claim, limits, now, params)
-            with conn.cursor(row_factory=dict_row) as cur:
-                both = {**params, **self._claim_params(claim, now)}
-                rows = cur.execute(self._q("complete_and_claim"), both).fetchall()
-            claimed = [row for row in rows if row["id"] is not None]
-            return set(rows[0]["done_ids"]), _records(claimed)
+            both = {**params, **self._claim_params(claim, now)}
+            with conn.cursor() as cur:
+                cur.execute(self._q("complete_and_claim"), both)
+                rows, records = _claimed(cur)
+            # done_ids, the first column of the first row: the finished jobs.
+            return set(rows[0][0]), records
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             if not steps:  # no step of a flow among them: one statement, as before
@@ -961,6 +963,19 @@ def _record_key(connection: Any, key: str, job_id: int, now: float, schema: str)
 def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
     """Claimed rows as records, in claim order (RETURNING has no order of its own)."""
     return in_claim_order(_record(row) for row in rows)
+
+
+def _claimed(cur: Any) -> tuple[list[Any], list[JobRecord]]:
+    """The rows a claim's cursor holds, and the jobs they lease in claim order, read by
+    position: a claim maps a whole batch, and a dict per row would cost more than the
+    rest of the mapping. A row with no job (NULL id: complete_and_claim's one row when
+    nothing was claimed) leases none."""
+    result = cur.pgresult  # its column names: cheaper than cur.description's Column objects
+    names = [bytes(result.fname(at) or b"").decode() for at in range(result.nfields)]
+    rows: list[Any] = cur.fetchall()
+    id_at = names.index("id")
+    leased = [row for row in rows if row[id_at] is not None]
+    return rows, in_claim_order(job_records_by_position(names, leased))
 
 
 def _fetch_on(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -251,7 +251,10 @@ chosen AS (
 )
 
 -- fragment: lease_chosen
--- Lease the `chosen` jobs to the worker: the step every claim ends with.
+-- Lease the `chosen` jobs to the worker: the step every claim ends with. Their ids
+-- are read as one array, so the rows are found through the primary key: a join
+-- with `chosen` is planned as a hash join over a scan of the whole table, done
+-- rows included, on every claim.
 claimed AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'running',
@@ -260,8 +263,7 @@ claimed AS (
         started_at = %(now)s,
         lease_until = %(lease_until)s,
         updated_at = %(now)s
-    FROM chosen
-    WHERE j.id = chosen.id
+    WHERE j.id = ANY (ARRAY(SELECT chosen.id FROM chosen))
     RETURNING j.*
 )
 
@@ -360,7 +362,8 @@ WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
 -- fragment: finish_done
--- Four CTEs: finish every attempt whose lease still holds (`finished`), with
+-- The leases' arrays are sent in binary (`%(name)b`): a batch's lists are the
+-- most a worker sends, and psycopg dumps them for less so. Four CTEs: finish every attempt whose lease still holds (`finished`), with
 -- the handler's return value as its result (`results`: JSON text checked by the
 -- worker's child, or NULL), record each finished attempt (`history`), store
 -- the outbox messages of the finished jobs only (`outbox`; `note_*` arrays,
@@ -371,8 +374,8 @@ finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
         result = l.result::jsonb
-    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[],
-                %(results)s::text[])
+    FROM unnest(%(ids)b::bigint[], %(attempts)b::int[], %(workers)b::text[],
+                %(results)b::text[])
         AS l(id, attempt, worker_id, result)
     WHERE j.id = l.id AND j.state = 'running'
       AND j.attempt = l.attempt AND j.worker_id = l.worker_id
@@ -412,11 +415,14 @@ SELECT id FROM finished WHERE (SELECT count(*) FROM ended) >= 0;
 -- then claim_jobs. The two touch different rows (running ones, queued ones),
 -- so one snapshot serves both. One row comes back even when nothing was
 -- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
+-- Only the first row carries `done_ids` (NULL on the others): on every row, a
+-- batch's array would be written by the server and read by the worker once per
+-- claimed job, the batch's size squared.
 WITH
 -- include: finish_done,
 -- include: choose_runnable,
 -- include: lease_chosen
-SELECT done.done_ids, claimed.*
+SELECT CASE WHEN row_number() OVER () = 1 THEN done.done_ids END AS done_ids, claimed.*
 FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished
       WHERE (SELECT count(*) FROM ended) >= 0) AS done
 LEFT JOIN claimed ON true;

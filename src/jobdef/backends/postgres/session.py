@@ -26,6 +26,8 @@ try:
     import psycopg
     from psycopg import errors as pg_errors
     from psycopg.conninfo import conninfo_to_dict
+
+    from jobdef.backends.postgres.jsonb import QuickJsonbLoader
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
@@ -268,12 +270,17 @@ class SessionManager:
         get next, and a prepared statement would be missing on the next one. So
         neither is used there (``prepare_threshold=None``; the settings go on
         the role instead, as docs/operations.md shows).
+
+        jsonb columns are read by :class:`QuickJsonbLoader` (see jsonb.py).
         """
         if self.pooled:
-            return connect(
+            conn = connect(
                 self.conninfo, connect_timeout=self.connect_timeout, prepare_threshold=None
             )
+            conn.adapters.register_loader("jsonb", QuickJsonbLoader)
+            return conn
         conn = connect(self.conninfo, connect_timeout=self.connect_timeout)
+        conn.adapters.register_loader("jsonb", QuickJsonbLoader)
         try:
             conn.execute(self.settings)
         except psycopg.Error as exc:

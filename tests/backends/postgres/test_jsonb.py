@@ -1,0 +1,47 @@
+"""The engine's jsonb reading (jsonb.py): the values the server stored, read back as
+json.loads would read them, for less."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jobdef.backends.postgres.engine import PostgresBackend
+from jobdef.backends.postgres.jsonb import QuickJsonbLoader
+from jobdef.backends.records import ClaimOptions, NewJob
+
+ARGS = [
+    {"n": 1},
+    {"text": 'é☃ "quoted" \\ back\nslash', "empty": ""},
+    {"nested": {"list": [1, 2.5, None, True, False, "x"]}, "big": 2**70},
+    {"float": 1e-7, "negative": -3, "unicode_key_é": [[], {}]},
+]
+
+
+def test_a_claim_reads_each_jobs_args_as_they_were_enqueued(pg_backend: PostgresBackend) -> None:
+    pg_backend.enqueue([NewJob("j", args, "default") for args in ARGS])
+    claimed = pg_backend.claim(ClaimOptions("w", 30, limit=10))
+    assert [job.args for job in claimed] == ARGS
+
+
+def test_the_engines_sessions_read_jsonb_with_the_quick_loader(
+    pg_backend: PostgresBackend,
+) -> None:
+    conn = pg_backend.sessions.connection()
+    value = conn.execute("SELECT %s::jsonb", [json.dumps(ARGS)]).fetchone()
+    assert value == (ARGS,)
+    assert conn.adapters.get_loader(3802, 0) is QuickJsonbLoader  # jsonb, text form
+
+
+def test_text_the_server_never_writes_is_read_as_json_loads_reads_it() -> None:
+    assert QuickJsonbLoader(3802).load(b' \n{"a": [1]}  ') == {"a": [1]}
+
+
+@pytest.mark.parametrize("text", [b'{"a": 1} x', b'{"a": 1}{}', b"", b" {"])
+def test_text_that_is_not_one_json_value_fails_as_json_loads_says(text: bytes) -> None:
+    with pytest.raises(json.JSONDecodeError) as raised:
+        QuickJsonbLoader(3802).load(text)
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(text)
+    assert raised.value.msg == expected.value.msg
