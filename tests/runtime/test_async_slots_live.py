@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from runtime_workers import HERE, Workers, max_overlap, running_worker
@@ -148,6 +149,22 @@ def test_heartbeats_and_sync_handlers_beside_coroutines(db_url: str, backend: Ba
         assert backend.get(job_id).progress == {"step": steps}  # type: ignore[union-attr]
     for job_id in beats + naps:
         assert outcomes(backend, job_id) == ["done"]
+
+
+E = TypeVar("E")
+
+
+def _first_events(pool: LoopPool, kind: type[E], what: str) -> list[E]:
+    """Poll ``pool`` (and enforce its timeouts) until events of ``kind`` come: those."""
+    found: list[E] = []
+
+    def poll() -> bool:
+        events = pool.poll(0.05) + pool.enforce()
+        found.extend(e for e in events if isinstance(e, kind))
+        return bool(found)
+
+    eventually(poll, what=what, timeout=30)
+    return found
 
 
 def _task(seq: int, job_id: int, seconds: float) -> Task:
@@ -309,14 +326,7 @@ def test_a_sync_handler_runs_off_the_loop_so_it_may_run_a_loop_of_its_own(
         pool.wait_ready(60, lambda: False)
         task = Task(pool.next_seq(), 1, 1, "own", own, {}, None, 1, 60.0)
         assert pool.dispatch([task]) == []
-        ended: list[Finished] = []
-
-        def poll() -> bool:
-            events = pool.poll(0.05) + pool.enforce()
-            ended.extend(e for e in events if isinstance(e, Finished))
-            return bool(ended)
-
-        eventually(poll, what="the sync handler ends")
+        ended = _first_events(pool, Finished, "the sync handler ends")
         assert ended[0].error is None, ended[0].error
         assert ended[0].result == '"ran"'
     finally:
@@ -337,14 +347,7 @@ def test_a_handler_that_no_longer_imports_ends_its_task_at_once_and_frees_its_sl
         pid = pool.children[0].process.pid
         task = Task(pool.next_seq(), 1, 1, "gone", gone, {}, None, 1, 600.0)
         assert pool.dispatch([task]) == []
-        ended: list[Finished] = []
-
-        def poll() -> bool:
-            events = pool.poll(0.05) + pool.enforce()
-            ended.extend(e for e in events if isinstance(e, Finished))
-            return bool(ended)
-
-        eventually(poll, what="the task ends", timeout=30)
+        ended = _first_events(pool, Finished, "the task ends")
         error = ended[0].error
         assert error is not None
         assert error.type == "jobdef.runtime.errors.HandlerUnavailable"
@@ -370,15 +373,7 @@ def test_a_cancelled_coroutine_that_does_not_end_takes_its_neighbours_down_named
         assert pool.dispatch([stubborn, neighbour]) == []
         eventually(lambda: len(pool._running(pool.children[0])) == 2, what="both start")
         assert pool.abandon(stubborn) == []
-        killed: list[Killed] = []
-
-        def poll() -> bool:
-            events = pool.poll(0.05) + pool.enforce()
-            killed.extend(e for e in events if isinstance(e, Killed))
-            return bool(killed)
-
-        eventually(poll, what="the process to be killed", timeout=30)
-        [event] = killed
+        [event] = _first_events(pool, Killed, "the process to be killed")
         assert event.task.job_id == 2
         assert event.timed_out is False
         assert event.detail == (
