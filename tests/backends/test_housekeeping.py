@@ -52,10 +52,12 @@ def test_prune_in_batches_deletes_every_row_of_an_end_time_a_batch_boundary_spli
 
 def test_prune_deletes_the_attempts_of_pruned_jobs(backend, clock, worker):
     [job_id] = _enqueue(backend)
-    _finish(backend, worker, 1, "done")
+    [kept] = _enqueue(backend, job="k")
+    _finish(backend, worker, 2, "done")
     clock.advance(10)
     backend.prune([RetentionRule("j", done=5, dead=None)])
     assert backend.attempts(job_id) == []
+    assert [a.outcome for a in backend.attempts(kept)] == ["done"]
 
 
 def test_prune_keeps_dead_jobs_until_resolved(backend, clock, worker):

@@ -63,7 +63,7 @@ SQLITE_ONLY: dict[str, str] = {
     "record_attempt": "the attempt row after a fenced move; PostgreSQL's move writes it",
     "record_done_attempts": "the attempt rows after complete_jobs; PostgreSQL's writes them",
     "delete_jobs": "prune deletes a batch by ids; PostgreSQL's prune_batch deletes itself",
-    "delete_attempts": "and their attempts; PostgreSQL's go by ON DELETE CASCADE",
+    "delete_attempts": "and their attempts; PostgreSQL's prune_batch deletes them too",
     "set_trace_context": "after each insert_job; PostgreSQL's insert_jobs writes it in the row",
     "set_positional_args": "after each insert_job; PostgreSQL's insert_jobs writes it too",
 }

@@ -54,6 +54,17 @@ def test_migrate_twice_applies_each_migration_once(pg_backend: PostgresBackend) 
     assert [row[0] for row in rows] == [n for n, _name, _sql in migration_files(MIGRATIONS)]
 
 
+def test_the_attempts_name_their_job_without_a_foreign_key(pg_backend: PostgresBackend) -> None:
+    """Migration 0014: no key is checked at every attempt insert (each is written under
+    its job's lock); prune deletes a job's attempts itself (test_housekeeping)."""
+    keys = query(
+        pg_backend.conninfo,
+        "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = %s::regclass",
+        (f'"{pg_backend.schema}".jobdef_attempts',),
+    )
+    assert keys == []
+
+
 def test_two_processes_migrating_at_once_both_succeed(
     postgres_url: str, postgres_schema: str
 ) -> None:

@@ -635,8 +635,8 @@ LIMIT %(limit)s;
 -- Short transactions, and SKIP LOCKED: pruning never waits on, nor blocks, a claim
 -- or an operator (a locked row is left for the next run). SQLite's selects the
 -- batch's ids and its engine deletes the jobs and their attempts (delete_jobs,
--- delete_attempts); here one statement deletes them, the attempts through ON
--- DELETE CASCADE.
+-- delete_attempts); here one statement deletes both (no foreign key does it for
+-- prune: migration 0014).
 WITH doomed AS (
     SELECT id, finished_at FROM {schema}.jobdef_jobs
     WHERE job = %(job)s AND state = %(state)s
@@ -652,7 +652,10 @@ WITH doomed AS (
 ),
 deleted AS (
     DELETE FROM {schema}.jobdef_jobs AS j USING doomed WHERE j.id = doomed.id
-    RETURNING doomed.finished_at
+    RETURNING j.id, doomed.finished_at
+),
+attempts_deleted AS (
+    DELETE FROM {schema}.jobdef_attempts AS a USING deleted WHERE a.job_id = deleted.id
 )
 SELECT count(*) AS deleted, max(finished_at) AS reached FROM deleted;
 
