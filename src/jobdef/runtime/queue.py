@@ -204,40 +204,11 @@ class Queue:
                 texts = (stored_args(policy, dict(call or {})) for call in calls)
                 results = self.backend.enqueue_alike(alike, texts, connection=connection)
             else:
-                jobs = self._new_jobs(policy, calls, span.context)
+                jobs = [self.new_job(job, call, trace_context=span.context) for call in calls]
                 results = self.backend.enqueue(jobs, connection=connection)
             span.stored([result.id for result in results])
         enqueues.count(policy.name, policy.queue, results)
         return results
-
-    @staticmethod
-    def _new_jobs(
-        policy: JobPolicy, calls: list[Mapping[str, Any]], trace_context: str | None
-    ) -> list[NewJob]:
-        """:meth:`new_job` of each call of a batch (none gives a priority or a time): what
-        the sheet says is read once for the batch, not once a job."""
-        name, queue, priority = policy.name, policy.queue, policy.priority
-        max_attempts, window = policy.max_attempts, policy.idempotency.dedupe_window
-        keyed = policy.idempotency.key is not None
-        jobs = []
-        for call in calls:
-            args = dict(call or {})
-            text = stored_args(policy, args)
-            key = idempotency_key(policy, args) if keyed else None
-            jobs.append(
-                NewJob(
-                    job=name,
-                    args=args,
-                    queue=queue,
-                    priority=priority,
-                    max_attempts=max_attempts,
-                    idempotency_key=key,
-                    dedupe_window=window,
-                    trace_context=trace_context,
-                    args_json=text,
-                )
-            )
-        return jobs
 
     def get(self, job_id: int) -> JobRecord | None:
         return self.backend.get(job_id)

@@ -999,30 +999,23 @@ def _alike_receipts(cursor: Any, tokens: list[str]) -> list[Receipt]:
 def _alike(jobs: Sequence[NewJob]) -> bool:
     """Whether insert_alike_jobs stores ``jobs``: no job has a key or a slot (none can
     merge into another job, or be merged into), and they share every column but the args."""
-    first = jobs[0]
-    shared = (
-        first.job,
-        first.queue,
-        first.priority,
-        first.max_attempts,
-        first.run_after,
-        first.trace_context,
-        first.positional_args,
-    )
+    shared = _shared_columns(jobs[0])
     return all(
-        job.idempotency_key is None
-        and job.slot is None
-        and (
-            job.job,
-            job.queue,
-            job.priority,
-            job.max_attempts,
-            job.run_after,
-            job.trace_context,
-            job.positional_args,
-        )
-        == shared
+        job.idempotency_key is None and job.slot is None and _shared_columns(job) == shared
         for job in jobs
+    )
+
+
+def _shared_columns(job: NewJob) -> tuple[Any, ...]:
+    """What insert_alike_jobs stores once for a whole batch (all but the args)."""
+    return (
+        job.job,
+        job.queue,
+        job.priority,
+        job.max_attempts,
+        job.run_after,
+        job.trace_context,
+        job.positional_args,
     )
 
 
