@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,37 @@ def test_a_child_runs_a_batch_and_reports_progress_and_each_outcome(db_url: str)
         {"step": 2, "of": 2},
     ]
     assert events[-1] == Finished(tasks[2])
+
+
+def test_a_child_reports_each_half_depth_of_a_batch_while_the_rest_runs(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Quick tasks come back while the child still runs the rest of their batch, so the
+    worker records them and hands out more before the child runs dry."""
+    gate = tmp_path / "gate"
+    handlers = ("rt_handlers:noop", "queue_handlers:hold")
+    pool = Pool(1, ChildSettings(db_url, handlers=handlers), depth=4)
+    try:
+        pool.wait_ready(60.0, lambda: False)
+        quick = [_task(pool.next_seq(), "rt_handlers:noop", {}) for _ in range(2)]
+        held = [
+            _task(pool.next_seq(), "queue_handlers:hold", {"gate": str(gate)}) for _ in range(2)
+        ]
+        assert pool.dispatch(quick + held) == []
+        events: list[Event] = []
+
+        def quick_finished() -> bool:
+            events.extend(pool.poll(0.05))
+            return [e.task.seq for e in events if isinstance(e, Finished)] == [t.seq for t in quick]
+
+        eventually(quick_finished, what="the half of the batch that ran to come back")
+        gate.touch()
+
+        def all_finished() -> bool:
+            events.extend(pool.poll(0.05))
+            return sum(isinstance(e, Finished) for e in events) == 4
+
+        eventually(all_finished, what="the whole batch to finish")
+    finally:
+        pool.close()
+    assert all(e.error is None for e in events if isinstance(e, Finished))

@@ -202,11 +202,14 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
             continue  # sent only to a child that runs coroutines side by side
         shared[READ] += 1
         pending = _Pending(conn)
+        every = message.report_every or len(message.tasks)
         for task in message.tasks:
-            # Results wait for the batch to end, unless they have waited long enough. Sent
-            # outside the lock: a send waits while the pipe is full, and the worker takes
-            # the lock to recall tasks or to kill, so it must never wait on a pipe.
-            if pending and time.monotonic() - pending.oldest > _RESULT_DELAY:
+            # Results wait for the batch to end, unless they are as many as the worker
+            # asked for or have waited long enough. Sent outside the lock: a send waits
+            # while the pipe is full, and the worker takes the lock to recall tasks or
+            # to kill, so it must never wait on a pipe.
+            held = len(pending)
+            if held and (held >= every or time.monotonic() - pending.oldest > _RESULT_DELAY):
                 pending.send()
             with lock, HOLDINGS.guard:
                 now = time.monotonic()
@@ -238,8 +241,8 @@ class _Pending:
         self.elapsed: dict[int, float] = {}
         self.returned: dict[int, str] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self.done or self.failed)
+    def __len__(self) -> int:
+        return len(self.done) + len(self.failed)
 
     def add(self, seq: int, started: float, error: TaskFailed | None, value: str | None) -> None:
         """Task ``seq`` (started at ``started``, monotonic) raised ``error`` or returned

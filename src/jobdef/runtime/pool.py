@@ -8,11 +8,14 @@ whose children run many coroutine handlers at once uses the subclass in
 Each child is a long-lived process (started once, not once per job) that reads
 tasks from its pipe and runs them one at a time. The worker may hand a child
 several tasks ahead (``depth``, sent as one message), so the child never waits
-for a round trip and reports results a batch at a time; a small shared block
-tells the worker exactly which task the child started and when, which is what
-timeouts are measured from. The child writes the start time
-before the sequence number, so a reader that sees the new number also sees the
-new time.
+for a round trip. It reports results a batch at a time, and within a batch each
+half a ``depth``: the worker records one half and hands out the next batch while
+the child runs the other, instead of the two taking turns (the worker idle while
+the child runs a whole batch, the child idle while the worker records it and
+claims the next). A small shared block tells the worker exactly which task the
+child started and when, which is what timeouts are measured from. The child
+writes the start time before the sequence number, so a reader that sees the new
+number also sees the new time.
 
 A task waiting in a child behind a slow one (running longer than
 ``recall_after``) is *recalled*: under a lock the worker raises ``recall`` above
@@ -300,6 +303,7 @@ class Pool:
         self.settings = settings
         self.size = size
         self.depth = depth
+        self._report_every = max(1, depth // 2)
         self.recall_after = recall_after
         _remove_stale_lock_dirs()
         self._lock_dir = tempfile.mkdtemp(prefix=f"{_LOCK_DIR_PREFIX}{os.getpid()}-")
@@ -380,7 +384,7 @@ class Pool:
         for child in children:
             if id(child) in batches:
                 child.sent += 1
-                child.conn.send(Batch(batches[id(child)]))
+                child.conn.send(Batch(batches[id(child)], report_every=self._report_every))
         return left
 
     # -- hearing back -----------------------------------------------------------

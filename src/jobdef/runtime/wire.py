@@ -6,8 +6,9 @@ lost), and, at the end, :class:`Stop`. The child answers :class:`Ready` once, wh
 it has imported the handlers, then :class:`Progress` whenever a handler calls
 ``ctx.heartbeat(progress)`` and :class:`Results` (which tasks it ran returned,
 with the return values that are not ``None`` as JSON text, and a
-:class:`TaskFailed` for each that raised) at the end of each batch, or sooner
-when a result has waited a moment (:data:`jobdef.runtime.child._RESULT_DELAY`).
+:class:`TaskFailed` for each that raised) at the end of each batch, or sooner:
+each time the results held number the batch's ``report_every``, or when a
+result has waited a moment (:data:`jobdef.runtime.child._RESULT_DELAY`).
 
 Both sides import this module: the worker (:mod:`jobdef.runtime.pool`), the child
 (:mod:`jobdef.runtime.child`) and the child's watcher that gives back what it holds
@@ -48,6 +49,10 @@ class Batch(NamedTuple):
     once the child has read this one, see the shared block's ``READ``)."""
 
     tasks: list[Task]
+    # Send the results held each time they number this many, not only at the batch's
+    # end (None: at the end), so the worker records them and hands out the next batch
+    # while the child runs the rest of this one.
+    report_every: int | None = None
 
 
 class Stop(NamedTuple):
