@@ -5,6 +5,8 @@ application's code), whose collector must be on again after the command."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,46 @@ def test_validate_runs_without_a_collection_and_turns_the_collector_on_again(
     assert collections == []
     assert gc.isenabled()
     assert "no findings" in capsys.readouterr().out
+
+
+# In a fresh interpreter, where validate's imports make most of what it allocates:
+# prints how many collections the allocations after the command start.
+AFTER_VALIDATE = """
+import gc, sys
+from jobdef.cli import main
+started, returned = [], [False]
+gc.callbacks.append(lambda phase, info: phase == "start" and returned[0] and started.append(1))
+main(["validate", sys.argv[1]])
+returned[0] = True
+made_after = [[] for _ in range(100)]
+print(len(started))
+"""
+
+
+def test_what_validate_made_is_left_to_no_collection_of_the_youngest(example_sheets: Path) -> None:
+    """The objects the command made count as old once it returns: the first allocations
+    after it do not start a collection of all of them."""
+    result = subprocess.run(
+        [sys.executable, "-c", AFTER_VALIDATE, str(example_sheets)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_what_the_process_froze_stays_frozen(
+    example_sheets: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker: list[int] = []  # a tracked object, frozen with the rest (a server that forks)
+    gc.freeze()
+    try:
+        assert main(["validate", str(example_sheets)]) == 0
+        # Frozen objects are in no generation the collector looks at.
+        assert not any(found is marker for found in gc.get_objects())
+    finally:
+        gc.unfreeze()
 
 
 def test_enqueue_runs_without_a_collection(
