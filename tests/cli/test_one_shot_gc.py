@@ -93,3 +93,46 @@ def test_enqueue_runs_without_a_collection(
     assert main([*argv, "--db", url, "--sheets", str(example_sheets)]) == 0
     assert collections == []
     assert gc.isenabled()
+
+
+# The process's own command line (main without argv, as the `jobdef` script calls it);
+# then garbage in a cycle, which only a collection finds: its __del__ says whether the
+# interpreter's exit looked for cycles.
+AT_EXIT = """
+import sys
+from jobdef.cli import main
+
+class Ring:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        print("scanned at exit")
+
+in_process = sys.argv[1] == "in-process"
+sys.argv = ["jobdef", *sys.argv[2:]]
+main(sys.argv[1:] if in_process else None)
+Ring()
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "options", "scanned"),
+    [
+        ("own", (), False),
+        ("own", ("--check-imports",), True),  # the project's code ran: its cycles are found
+        ("in-process", (), True),  # main called by other code: nothing changes at exit
+    ],
+)
+def test_a_validate_process_exits_without_looking_for_cycles(
+    example_sheets: Path, how: str, options: tuple[str, ...], scanned: bool
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", AT_EXIT, how, "validate", *options, str(example_sheets)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=example_sheets.parent,
+    )
+    assert ("scanned at exit" in result.stdout) is scanned
