@@ -22,8 +22,9 @@ from pathlib import Path
 
 from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
-from jobdef.policy.model import BackoffPolicy, ErrorPolicy, JobPolicy, freeze
+from jobdef.policy.model import BackoffPolicy, ErrorPolicy, JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.runtime.settings import WorkerSettings
 from jobdef.runtime.worker import Worker
 

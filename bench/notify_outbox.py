@@ -31,8 +31,9 @@ from jobdef.backends import open_backend
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob, Notification
 from jobdef.notify.checks import build_channels
 from jobdef.notify.sender import OutboxSender, SenderSettings
-from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
+from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 
 
 class Clock:

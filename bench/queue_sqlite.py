@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING
 
 from jobdef.backends import open_backend
 from jobdef.backends.records import ClaimOptions, NewJob
-from jobdef.policy.model import BackoffPolicy, ErrorPolicy, JobPolicy, freeze
+from jobdef.policy.model import BackoffPolicy, ErrorPolicy, JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 
 if TYPE_CHECKING:
     from jobdef.telemetry.observer import WorkerTelemetry

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from jobdef.policy.model import JobPolicy, freeze
+from jobdef.policy.model import JobPolicy
+from jobdef.policy.values import freeze
 from jobdef.redact import (
     MASK,
     redact,

@@ -7,6 +7,7 @@ sys.modules, not timed: start-up time is measured in bench/, never asserted)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,57 @@ def test_enqueue_of_jobs_alone_loads_no_workflow_code_nor_logging(
     )
     assert code == 0
     assert [name for name in NOT_FOR_JOBS_ALONE if name in modules] == []
+
+
+# A fresh interpreter without site, so that no .pth file of the environment imports a
+# module before the command does; sys.path is the one site made for this one.
+WITHOUT_SITE = """
+import json, sys
+before = set(sys.modules)
+from jobdef.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(set(sys.modules) - before)}))
+"""
+
+# What `jobdef validate` of a freshly initialised project (its Defaults and its Channel,
+# no Job) has no use for: the policy model and the builder (nothing to build), argparse's
+# way to the terminal's width (shutil, which loads the compression modules) and the
+# finder of the draft-07 meta-schema (read for a job's args).
+NOT_FOR_A_PROJECT_WITHOUT_JOBS = (
+    "jobdef.policy.model",
+    "jobdef.sheets.build",
+    "shutil",
+    "importlib.util",
+)
+
+
+def _loaded_by_command(*argv: str, cwd: Path) -> tuple[int, set[str]]:
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", WITHOUT_SITE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    return found["code"], set(found["modules"])
+
+
+def test_validate_of_a_project_without_jobs_loads_neither_the_policy_model_nor_shutil(
+    tmp_path: Path,
+) -> None:
+    subprocess.run([sys.executable, "-m", "jobdef", "init"], cwd=tmp_path, check=True)
+    code, modules = _loaded_by_command("validate", cwd=tmp_path)
+    assert code == 0
+    assert "jobdef.sheets.strict_yaml" in modules  # what the command loaded is seen
+    assert [name for name in NOT_FOR_A_PROJECT_WITHOUT_JOBS if name in modules] == []
+
+
+def test_validate_of_a_job_loads_the_policy_model(tmp_path: Path, example_sheets: Path) -> None:
+    sheets = _jobs_alone(tmp_path, example_sheets)
+    code, modules = _loaded_by_command("validate", str(sheets), cwd=tmp_path)
+    assert code == 0
+    assert {"jobdef.policy.model", "jobdef.sheets.build"} <= modules
+    assert "shutil" not in modules

@@ -5,6 +5,8 @@ application's code), whose collector must be on again after the command."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,46 @@ def test_validate_runs_without_a_collection_and_turns_the_collector_on_again(
     assert "no findings" in capsys.readouterr().out
 
 
+# In a fresh interpreter, where validate's imports make most of what it allocates:
+# prints how many collections the allocations after the command start.
+AFTER_VALIDATE = """
+import gc, sys
+from jobdef.cli import main
+started, returned = [], [False]
+gc.callbacks.append(lambda phase, info: phase == "start" and returned[0] and started.append(1))
+main(["validate", sys.argv[1]])
+returned[0] = True
+made_after = [[] for _ in range(100)]
+print(len(started))
+"""
+
+
+def test_what_validate_made_is_left_to_no_collection_of_the_youngest(example_sheets: Path) -> None:
+    """The objects the command made count as old once it returns: the first allocations
+    after it do not start a collection of all of them."""
+    result = subprocess.run(
+        [sys.executable, "-c", AFTER_VALIDATE, str(example_sheets)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_what_the_process_froze_stays_frozen(
+    example_sheets: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker: list[int] = []  # a tracked object, frozen with the rest (a server that forks)
+    gc.freeze()
+    try:
+        assert main(["validate", str(example_sheets)]) == 0
+        # Frozen objects are in no generation the collector looks at.
+        assert not any(found is marker for found in gc.get_objects())
+    finally:
+        gc.unfreeze()
+
+
 def test_enqueue_runs_without_a_collection(
     tmp_path: Path, example_sheets: Path, collections: list[int]
 ) -> None:
@@ -51,3 +93,46 @@ def test_enqueue_runs_without_a_collection(
     assert main([*argv, "--db", url, "--sheets", str(example_sheets)]) == 0
     assert collections == []
     assert gc.isenabled()
+
+
+# The process's own command line (main without argv, as the `jobdef` script calls it);
+# then garbage in a cycle, which only a collection finds: its __del__ says whether the
+# interpreter's exit looked for cycles.
+AT_EXIT = """
+import sys
+from jobdef.cli import main
+
+class Ring:
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        print("scanned at exit")
+
+in_process = sys.argv[1] == "in-process"
+sys.argv = ["jobdef", *sys.argv[2:]]
+main(sys.argv[1:] if in_process else None)
+Ring()
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "options", "scanned"),
+    [
+        ("own", (), False),
+        ("own", ("--check-imports",), True),  # the project's code ran: its cycles are found
+        ("in-process", (), True),  # main called by other code: nothing changes at exit
+    ],
+)
+def test_a_validate_process_exits_without_looking_for_cycles(
+    example_sheets: Path, how: str, options: tuple[str, ...], scanned: bool
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", AT_EXIT, how, "validate", *options, str(example_sheets)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=example_sheets.parent,
+    )
+    assert ("scanned at exit" in result.stdout) is scanned

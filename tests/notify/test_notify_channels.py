@@ -18,7 +18,8 @@ from jobdef.notify.channels import build_sender
 from jobdef.notify.message import digest_message, single_message
 from jobdef.notify.render import Renderer
 from jobdef.notify.sample import sample_notification
-from jobdef.policy.model import ChannelPolicy, freeze
+from jobdef.policy.model import ChannelPolicy
+from jobdef.policy.values import freeze
 
 AT = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

@@ -13,8 +13,9 @@ from notify_servers import WebhookServer, free_port
 from jobdef.cli import main
 from jobdef.errors import ChannelError
 from jobdef.notify.checks import build_channels, check_channel_env
-from jobdef.policy.model import ChannelPolicy, freeze
+from jobdef.policy.model import ChannelPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.sheets.pipeline import load_registry
 
 

@@ -24,8 +24,9 @@ from jobdef.notify.checks import Channel, build_channels, check_channel_env
 from jobdef.notify.message import Message
 from jobdef.notify.render import Renderer
 from jobdef.notify.sender import OutboxSender, SenderSettings, SenderThread
-from jobdef.policy.model import ChannelPolicy, freeze
+from jobdef.policy.model import ChannelPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from support import ManualClock, eventually
 from support.served import serve_in_thread
 

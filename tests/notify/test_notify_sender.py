@@ -15,8 +15,9 @@ from jobdef.notify.checks import Channel, build_channels
 from jobdef.notify.digest import MAX_DIGEST_ITEMS
 from jobdef.notify.sender import DELIVERY_BACKOFF, OutboxSender, SenderSettings, SenderThread
 from jobdef.policy.backoff import delay_range
-from jobdef.policy.model import ChannelPolicy, freeze
+from jobdef.policy.model import ChannelPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from support import ManualClock, eventually
 
 

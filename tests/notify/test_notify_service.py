@@ -10,8 +10,9 @@ from notify_servers import WebhookServer
 from sqlite_outbox import NEW_YEAR_2026, bury_with, dead, open_store
 
 from jobdef.notify.sender import SenderSettings
-from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy, freeze
+from jobdef.policy.model import ChannelPolicy, JobPolicy, NotifyPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.runtime.maintenance import MaintenanceContext
 from jobdef.runtime.maintenance.outbox import OutboxService
 from support import ManualClock, eventually

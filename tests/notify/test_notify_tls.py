@@ -19,7 +19,8 @@ from jobdef.notify.channels import build_sender
 from jobdef.notify.message import single_message
 from jobdef.notify.render import Renderer
 from jobdef.notify.sample import sample_notification
-from jobdef.policy.model import ChannelPolicy, freeze
+from jobdef.policy.model import ChannelPolicy
+from jobdef.policy.values import freeze
 
 
 @pytest.fixture(scope="module")

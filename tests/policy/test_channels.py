@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from jobdef.policy.channels import MailSettings, WebhookSettings, read_channel
-from jobdef.policy.model import ChannelPolicy, freeze
+from jobdef.policy.model import ChannelPolicy
+from jobdef.policy.values import freeze
 
 SECRET_URL = "https://hooks.example.test/T000/B000/s3cr3t"
 

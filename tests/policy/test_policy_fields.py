@@ -30,14 +30,15 @@ import pytest
 
 from jobdef.adapters.fidelity import RULES, RUNTIMES
 from jobdef.policy.fields import FIELDS, JOB_FIELDS
-from jobdef.policy.model import EMPTY, JobPolicy
+from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import EMPTY
 from jobdef.render.docs import RunsAfter, render_docs
 from jobdef.render.explain import explain_data
 from jobdef.render.export.resolved import LEFT_OUT, resolved_job, schema_text
 from jobdef.review.diff import diff_jobs
 from jobdef.review.new_sheet import _STARTERS, render_sheet
-from jobdef.sheets import build
+from jobdef.sheets import field_paths
 from jobdef.sheets.build import build_job
 from jobdef.sheets.document import Document
 from jobdef.sheets.rules import durations, sizes
@@ -413,7 +414,7 @@ def test_every_group_a_defaults_document_sets_merges_field_by_field() -> None:
     defaults = schema()["definitions"]["Defaults"]["properties"]
     groups = {name for name, node in defaults.items() if "properties" in node}
     # `runtime` merges too, one entry per runtime, its accept lists added together.
-    assert {*build._MERGED_MAPPINGS, build._RUNTIME} == groups, (
-        "sheets/build.py _MERGED_MAPPINGS (and _RUNTIME) should list the groups the "
+    assert {*field_paths.MERGED_MAPPINGS, field_paths.RUNTIME} == groups, (
+        "sheets/field_paths.py MERGED_MAPPINGS (and RUNTIME) should list the groups the "
         f"schema's Defaults has: {sorted(groups)}"
     )

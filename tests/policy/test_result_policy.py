@@ -10,8 +10,9 @@ from types import MappingProxyType
 import pytest
 
 from jobdef.policy.fields import declares_result
-from jobdef.policy.model import DEFAULT_RESULT_BYTES, JobPolicy, ResultPolicy
+from jobdef.policy.model import JobPolicy, ResultPolicy
 from jobdef.policy.sizes import format_size, parse_size, parse_size_or_none
+from jobdef.policy.values import DEFAULT_RESULT_BYTES
 from jobdef.redact import public_arg, public_names
 from jobdef.sheets.build import build_job
 from jobdef.sheets.document import Document

@@ -16,8 +16,9 @@ import pytest
 from runtime_workers import HERE, Workers, max_overlap, running_worker
 
 from jobdef.backends.protocol import Backend
-from jobdef.policy.model import BackoffPolicy, JobPolicy, QueuePolicy, freeze
+from jobdef.policy.model import BackoffPolicy, JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.runtime import Queue
 from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.loop_pool import LoopPool

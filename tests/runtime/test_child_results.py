@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from jobdef.policy.model import DEFAULT_RESULT_BYTES
+from jobdef.policy.values import DEFAULT_RESULT_BYTES
 from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.pool import Event, Finished, Killed, Pool
 from jobdef.runtime.results import ResultRule

@@ -15,8 +15,9 @@ from runtime_workers import max_overlap, running_worker
 from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.cli import main
-from jobdef.policy.model import JobPolicy, QueuePolicy, freeze
+from jobdef.policy.model import JobPolicy, QueuePolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.runtime import Queue, Worker, WorkerSettings
 from support import ManualClock, eventually
 

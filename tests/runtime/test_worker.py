@@ -8,8 +8,8 @@ import sys
 import tempfile
 
 from jobdef.backends.records import NewJob
-from jobdef.policy.model import freeze
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue

@@ -14,8 +14,8 @@ from jobdef.backends.protocol import Backend
 from jobdef.cli import build_parser
 from jobdef.cli.worker_cmd import FLAGS, worker_settings
 from jobdef.errors import UsageError
-from jobdef.policy.model import freeze
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.runtime.embedded import EMBEDDED_SETTINGS, EmbeddedWorker
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerOptionError, WorkerSettings

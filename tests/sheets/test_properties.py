@@ -205,7 +205,8 @@ arg_schemas = st.fixed_dictionaries(
 )
 def test_enqueue_args_check_agrees_with_jsonschema(args: dict[str, Any], values: Any) -> None:
     from jobdef.errors import ArgsError
-    from jobdef.policy.model import JobPolicy, freeze
+    from jobdef.policy.model import JobPolicy
+    from jobdef.policy.values import freeze
     from jobdef.runtime.queue import validate_args
     from jobdef.sheets.build import args_schema
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobdef.policy.model import DEFAULT_RESULT_BYTES
+from jobdef.policy.values import DEFAULT_RESULT_BYTES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "jobdefs"
 

@@ -34,7 +34,7 @@ from jobdef.backends.records import (
     RetentionRule,
     State,
 )
-from jobdef.policy.model import thaw
+from jobdef.policy.values import thaw
 
 Decode = Callable[[Any], Any]
 

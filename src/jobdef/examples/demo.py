@@ -37,8 +37,8 @@ from jobdef.backends import open_backend
 from jobdef.backends.protocol import Backend
 from jobdef.backends.records import JobRecord
 from jobdef.policy.durations import format_duration
-from jobdef.policy.model import freeze
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.sheets.pipeline import load_registry
 
 WAIT_SCALE = 0.01

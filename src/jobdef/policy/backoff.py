@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
-from jobdef.policy.model import BackoffPolicy, JobPolicy
 
 if TYPE_CHECKING:
     import random
+
+    from jobdef.policy.model import BackoffPolicy, JobPolicy
 
 # An exponential schedule is computed with the exponent capped here, so that a
 # sheet with max_attempts in the thousands cannot overflow a float.

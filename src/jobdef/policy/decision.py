@@ -25,9 +25,10 @@ The flow, first answer that decides wins (an unanswered question is skipped):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from jobdef.policy.model import DecisionAnswers
+if TYPE_CHECKING:
+    from jobdef.policy.model import DecisionAnswers
 
 Recommendation = Literal["sync", "async", "batch"]
 

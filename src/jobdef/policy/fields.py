@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jobdef.policy.backoff import cut_by_max
-from jobdef.policy.model import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES, JobPolicy
+from jobdef.policy.values import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 # text: as written; integer and number: an int and a float; duration: float seconds
 # (None: none or forever); durations: a list of them; bytes: an int, written as one or

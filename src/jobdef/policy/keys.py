@@ -11,10 +11,12 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobdef.errors import ArgsError
-from jobdef.policy.model import JobPolicy
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 
 def key_placeholders(recipe: str) -> list[str]:

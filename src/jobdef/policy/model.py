@@ -4,15 +4,18 @@ The sheet loader merges ``Defaults`` into each ``Job``, parses durations and
 records where every value came from. Docs, review tools and the runtime read
 only these objects; nothing downstream re-reads YAML.
 
-All durations are ``float`` seconds.
+All durations are ``float`` seconds. The plain values the model uses (the byte bounds
+of args and results, :func:`~jobdef.policy.values.freeze`) are in
+:mod:`jobdef.policy.values`, which checks of sheets read without loading these classes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Literal
+
+from jobdef.policy.values import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES, EMPTY, freeze
 
 Strategy = Literal["fixed", "linear", "exponential", "list"]
 Jitter = Literal["none", "full", "equal", "decorrelated"]
@@ -21,32 +24,6 @@ Mode = Literal["async", "batch"]
 ReclaimAction = Literal["retry", "fail"]
 NotifyEvent = Literal["dead", "retry", "timeout", "reclaimed", "done"]
 CatchUp = Literal["none", "latest", "all"]
-
-EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def freeze(value: Any) -> Any:
-    """Turn dicts and lists (e.g. a JSON Schema) into read-only mappings and tuples."""
-    if type(value) in _SCALARS:  # the common case, without the slower ABC check below
-        return value
-    if isinstance(value, Mapping):
-        return MappingProxyType({key: freeze(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(freeze(item) for item in value)
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """Undo :func:`freeze`, for libraries (jsonschema, json) that want plain dicts and lists."""
-    if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [thaw(item) for item in value]
-    return value
-
 
 Source = Literal["sheet", "defaults", "builtin"]
 
@@ -125,21 +102,11 @@ class RetentionPolicy:
     dead: float | None = None
 
 
-# The default of ``limits.args_bytes``, and the value past which validate warns.
-DEFAULT_ARGS_BYTES = 256 * 1024
-ARGS_BYTES_WARN = 1024 * 1024
-
-
 @dataclass(frozen=True, slots=True)
 class LimitsPolicy:
     """Bounds on what one job may carry: ``args_bytes``, its args as UTF-8 JSON."""
 
     args_bytes: int = DEFAULT_ARGS_BYTES
-
-
-# The default of ``result.max_bytes``, and the most a sheet may allow (JD331 refuses more).
-DEFAULT_RESULT_BYTES = 64 * 1024
-RESULT_BYTES_MAX = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jobdef.policy.model import EMPTY, IdempotencyPolicy, Origin, freeze
+from jobdef.policy.model import IdempotencyPolicy, Origin
+from jobdef.policy.values import EMPTY, freeze
 
 EdgePolicy = Literal["cancel", "run", "ignore"]
 EDGE_POLICIES: tuple[EdgePolicy, ...] = ("cancel", "run", "ignore")

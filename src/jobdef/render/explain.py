@@ -18,8 +18,9 @@ from typing import Any
 from jobdef.errors import UsageError
 from jobdef.policy.fields import declares_result
 from jobdef.policy.leases import DEFAULT_LEASE
-from jobdef.policy.model import DecisionAnswers, JobPolicy, thaw
+from jobdef.policy.model import DecisionAnswers, JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import thaw
 from jobdef.render import describe
 from jobdef.render.context import job_context, next_run_times
 from jobdef.render.labels import translate

@@ -117,7 +117,7 @@ def step_args(step: Step, job: JobPolicy | None) -> dict[str, str]:
 
 def describe_literal(value: Any) -> Any:
     """A frozen literal as JSON can write it."""
-    from jobdef.policy.model import thaw
+    from jobdef.policy.values import thaw
 
     return thaw(value)
 

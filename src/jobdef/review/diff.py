@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jobdef.policy.backoff import retry_timeline
-from jobdef.policy.model import ChannelPolicy, JobPolicy, Origin, QueuePolicy, thaw
+from jobdef.policy.model import ChannelPolicy, JobPolicy, Origin, QueuePolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import thaw
 from jobdef.review.effective import effective_values, value_origin
 from jobdef.review.flow_diff import FlowChange, diff_flows
 

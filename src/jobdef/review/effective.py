@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from jobdef.policy.fields import JOB_FIELDS, policy_value
-from jobdef.policy.model import JobPolicy, Origin, thaw
+from jobdef.policy.model import JobPolicy, Origin
+from jobdef.policy.values import thaw
 
 
 def _args(job: JobPolicy) -> dict[str, Any]:

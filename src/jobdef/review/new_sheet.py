@@ -27,8 +27,8 @@ from jobdef.errors import UsageError
 from jobdef.policy.fields import JOB_FIELDS
 from jobdef.render.escape import clip
 from jobdef.review.task_signature import Found
-from jobdef.sheets.build import field_paths
 from jobdef.sheets.document import Document
+from jobdef.sheets.field_paths import field_paths
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 # The longest job name the sheet schema allows (its `maxLength`).

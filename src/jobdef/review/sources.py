@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobdef.errors import JobdefError, UsageError
-from jobdef.policy.model import Origin, freeze
+from jobdef.policy.model import Origin
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import freeze
 from jobdef.sheets.pipeline import load_registry
 
 GIT_PREFIX = "git:"

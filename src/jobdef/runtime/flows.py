@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from jobdef.backends.flows import NewFlow, NewStep
 from jobdef.errors import ArgsError
 from jobdef.policy.keys import idempotency_key, key_placeholders
-from jobdef.policy.model import DEFAULT_ARGS_BYTES, JobPolicy, thaw
+from jobdef.policy.model import JobPolicy
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import DEFAULT_ARGS_BYTES, thaw
 from jobdef.sheets.args_check import ArgsCheck
 from jobdef.sheets.args_json import args_problem, where
 

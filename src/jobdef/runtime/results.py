@@ -22,8 +22,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from jobdef.policy.model import DEFAULT_RESULT_BYTES, JobPolicy, thaw
+from jobdef.policy.model import JobPolicy
 from jobdef.policy.sizes import format_size
+from jobdef.policy.values import DEFAULT_RESULT_BYTES, thaw
 from jobdef.runtime.classify import class_name
 from jobdef.runtime.errors import ResultRefused
 from jobdef.runtime.payloads import MAX_RESULT_DEPTH, RefusedPayload, TooBig, json_text

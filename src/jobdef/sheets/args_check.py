@@ -20,17 +20,19 @@ every job, so enqueue never meets a schema it cannot check.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from jobdef.policy.model import JobPolicy, thaw
+from jobdef.policy.values import thaw
 from jobdef.redact import secret_name, sensitive_arg
 from jobdef.sheets.schema_fast import Check, UnsupportedSchema, compile_schema
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 
 class ArgError(NamedTuple):
@@ -45,6 +47,8 @@ def draft7_meta_schema() -> dict[str, Any]:
     """The draft-07 meta-schema, read from the file ``jsonschema`` ships (via its
     ``jsonschema_specifications``) without importing either: validating a valid sheet
     imports no ``jsonschema`` at all."""
+    import importlib.util  # here: only sheets with args read the meta-schema
+
     spec = importlib.util.find_spec("jsonschema_specifications")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("jsonschema-specifications is missing; reinstall jobdef")

@@ -10,7 +10,7 @@ the arg and the type, and the same call gets the same answer on both engines.
 
 Size is the UTF-8 length of the compact JSON text; a sheet may raise the default
 with ``limits.args_bytes`` (``jobdef validate`` warns past
-:data:`~jobdef.policy.model.ARGS_BYTES_WARN`). Nesting is bounded by
+:data:`~jobdef.policy.values.ARGS_BYTES_WARN`). Nesting is bounded by
 :data:`MAX_ARGS_DEPTH` whatever the sheet says: deeper data is refused before the
 encoder or a handler's own code meets it (a loop in the data is refused this way
 too).

@@ -26,49 +26,15 @@ from jobdef.policy.model import (
     QueuePolicy,
     RuntimesPolicy,
     Source,
-    freeze,
 )
 from jobdef.policy.sizes import parse_size
+from jobdef.policy.values import freeze
 from jobdef.sheets.document import Document, Path_
+from jobdef.sheets.field_paths import MERGED_MAPPINGS, RUNTIME, field_paths
 
 if TYPE_CHECKING:
     from jobdef.policy.registry import Registry
     from jobdef.policy.workflow import ArgSource, EdgePolicy, Step, WorkflowPolicy
-
-# Fields a Job may inherit from Defaults, merged one level deep for mappings.
-_MERGED_MAPPINGS = (
-    "backoff",
-    "idempotency",
-    "errors",
-    "dead_letter",
-    "notify",
-    "retention",
-    "limits",
-    "result",
-)
-
-
-# ``runtime`` is opened one level too, into one entry per runtime (``runtime.celery``):
-# a Job's entry is merged with the Defaults' (:func:`_merged_runtime`).
-_RUNTIME = "runtime"
-
-
-def _flatten(data: Mapping[str, Any], prefix: Path_ = ()) -> dict[Path_, Any]:
-    out: dict[Path_, Any] = {}
-    for key, value in data.items():
-        path = (*prefix, key)
-        opened = key in _MERGED_MAPPINGS or key == _RUNTIME
-        if opened and isinstance(value, Mapping) and not prefix:
-            out.update({(*path, k): v for k, v in value.items()})
-        else:
-            out[path] = value
-    return out
-
-
-def field_paths(data: Mapping[str, Any]) -> dict[Path_, Any]:
-    """The fields a document sets, mappings that merge (``backoff``...) and ``runtime``
-    opened one level."""
-    return _flatten(data)
 
 
 def _merged_runtime(inherited: Any, own: Any) -> Any:
@@ -94,12 +60,12 @@ def _effective(
     origins: dict[str, Origin] = {}
     sources: list[tuple[Document, Source]] = [*((d, "defaults") for d in defaults), (job, "sheet")]
     for doc, source in sources:
-        for path, value in _flatten(doc.data).items():
+        for path, value in field_paths(doc.data).items():
             if path[0] in ("apiVersion", "kind") or (source == "defaults" and path[0] == "name"):
                 continue
-            if source == "sheet" and path[0] in _MERGED_MAPPINGS and len(path) == 1:
+            if source == "sheet" and path[0] in MERGED_MAPPINGS and len(path) == 1:
                 continue
-            if path[0] == _RUNTIME and len(path) == 2:
+            if path[0] == RUNTIME and len(path) == 2:
                 values[path] = _merged_runtime(values.get(path), value)
             else:
                 values[path] = value
@@ -241,7 +207,7 @@ def build_job(job: Document, defaults: Sequence[Document] = ()) -> JobPolicy:
     values |= {"name": name, "origins": freeze(origins), "file": job.file}
     # A runtime the sheet or its Defaults names (`runtime: {rq: {}}`) runs the job.
     values |= {
-        f"{_RUNTIME}.{runtime.name}.named": (_RUNTIME, runtime.name) in v
+        f"{RUNTIME}.{runtime.name}.named": (RUNTIME, runtime.name) in v
         for runtime in dataclasses.fields(RuntimesPolicy)
     }
     policy: JobPolicy = _assemble(JobPolicy, values, {str(path[0]) for path in v}, "")

@@ -7,9 +7,10 @@ check, the rules and the builder read them. There is no other document type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobdef.policy.model import Origin, Source
+if TYPE_CHECKING:
+    from jobdef.policy.model import Origin, Source
 
 Path_ = tuple[str | int, ...]
 
@@ -52,5 +53,9 @@ class Document:
         return str(self.data.get("kind", ""))
 
     def origin(self, path: Path_, source: Source) -> Origin:
+        # Here: only building a policy asks, and sheets without a job or a workflow are
+        # checked without loading the policy model (see jobdef.policy.values).
+        from jobdef.policy.model import Origin
+
         line, column = self.positions.get(path, (self.line, 1))
         return Origin(self.file, line, column, source)

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from jobdef.errors import SheetError, UnreadableInputError
-from jobdef.policy.model import JobPolicy
-from jobdef.sheets.build import build_job, build_registry, build_workflow
 from jobdef.sheets.diagnostics import Diagnostic, sort_diagnostics
 from jobdef.sheets.document import Document
 from jobdef.sheets.files import RefusedFile, shown_path
@@ -27,7 +25,9 @@ from jobdef.sheets.schema_check import check_document as check_schema
 from jobdef.sheets.strict_yaml import read_file
 
 if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
     from jobdef.policy.registry import Registry
+    from jobdef.policy.workflow import WorkflowPolicy
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -136,10 +136,9 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
         raise UnreadableInputError("\n".join(unreadable))
     valid = [doc for doc in documents if buildable[id(doc)]]
     defaults = [doc for doc in documents if doc.kind == "Defaults"]
-    jobs: list[tuple[Document, JobPolicy]] = []
-    if all(buildable[id(doc)] for doc in defaults):
-        jobs = [(doc, build_job(doc, defaults)) for doc in valid if doc.kind == "Job"]
-    flows = [(doc, build_workflow(doc)) for doc in valid if doc.kind == "Workflow"]
+    jobs, flows = _built(
+        valid, defaults, defaults_valid=all(buildable[id(doc)] for doc in defaults)
+    )
     context = Context(
         documents=documents,
         valid=valid,
@@ -155,6 +154,25 @@ def validate_sheets(paths: Sequence[str | Path], *, check_imports: bool = False)
         [str(f) for f in files],
         [policy for _, policy in jobs],
     )
+
+
+def _built(
+    valid: list[Document], defaults: list[Document], *, defaults_valid: bool = True
+) -> tuple[list[tuple[Document, JobPolicy]], list[tuple[Document, WorkflowPolicy]]]:
+    """The policy of each valid Job (when the Defaults are valid too) and Workflow.
+
+    Sheets without either build nothing, and do not load the policy model that building
+    needs (:mod:`jobdef.policy.values` says why that matters).
+    """
+    if not any(doc.kind in ("Job", "Workflow") for doc in valid):
+        return [], []
+    from jobdef.sheets.build import build_job, build_workflow
+
+    jobs = []
+    if defaults_valid:
+        jobs = [(doc, build_job(doc, defaults)) for doc in valid if doc.kind == "Job"]
+    flows = [(doc, build_workflow(doc)) for doc in valid if doc.kind == "Workflow"]
+    return jobs, flows
 
 
 def _set_aside(
@@ -205,8 +223,7 @@ def _set_aside(
     if not pending:
         return []
     defaults = [doc for doc in now_valid if doc.kind == "Defaults"]
-    jobs = [(doc, build_job(doc, defaults)) for doc in now_valid if doc.kind == "Job"]
-    flows = [(doc, build_workflow(doc)) for doc in now_valid if doc.kind == "Workflow"]
+    jobs, flows = _built(now_valid, defaults)
     context = Context(
         documents=readable, valid=now_valid, jobs=jobs, check_imports=check_imports, workflows=flows
     )
@@ -248,5 +265,7 @@ def load_registry(paths: Sequence[str | Path]) -> Registry:
     Raises :class:`~jobdef.errors.SheetError` listing every finding when any
     sheet has an error.
     """
+    from jobdef.sheets.build import build_registry  # as in _built: loaded when used
+
     checked = load_checked(paths)
     return build_registry(checked.documents, checked.jobs)

@@ -197,7 +197,9 @@ class _Discard:
 _DISCARD = _Discard()
 
 
-@dataclass(slots=True)
+# Never compared nor printed: without the generated __eq__ and __repr__, each of which
+# costs `jobdef validate` start-up time.
+@dataclass(slots=True, repr=False, eq=False)
 class _Frame:
     """One mapping or list being built, with what its next event needs to know."""
 

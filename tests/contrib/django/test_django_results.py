@@ -12,7 +12,7 @@ import pytest
 from jd_support import Project, drain, unique
 
 from jobdef.contrib.django.compat import TaskResultStatus
-from jobdef.policy.model import DEFAULT_RESULT_BYTES
+from jobdef.policy.values import DEFAULT_RESULT_BYTES
 
 pytestmark = pytest.mark.slow
 

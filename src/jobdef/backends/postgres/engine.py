@@ -92,8 +92,8 @@ from jobdef.backends.sql import Statement, load_queries, migration_files
 from jobdef.backends.transitions import Completion
 from jobdef.backends.verbs import SharedVerbs
 from jobdef.errors import BackendError
-from jobdef.policy.model import thaw
 from jobdef.policy.queue_controls import Bucket, QueueControl
+from jobdef.policy.values import thaw
 
 try:
     import psycopg

@@ -22,8 +22,9 @@ from typing import Any
 
 from jobdef.policy.backoff import delay_range, retry_timeline
 from jobdef.policy.fields import JOB_FIELDS, PolicyField, batch_only, policy_value
-from jobdef.policy.model import ErrorClass, JobPolicy, Origin, thaw
+from jobdef.policy.model import ErrorClass, JobPolicy, Origin
 from jobdef.policy.registry import Registry
+from jobdef.policy.values import thaw
 from jobdef.render.describe import display_path, effective_fields
 from jobdef.render.export.common import effective_cap, queue_policy, retries, timeout_action
 

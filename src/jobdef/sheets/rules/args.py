@@ -66,7 +66,9 @@ _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _META = "http://json-schema.org/draft-07/schema#"
 
 
-@dataclass(frozen=True)
+# Never compared nor printed: without the generated __eq__ and __repr__, each of which
+# costs `jobdef validate` start-up time.
+@dataclass(frozen=True, repr=False, eq=False)
 class SchemaScope:
     """A JSON Schema written in a sheet (an arg's, a result's): the rules that check it,
     how messages name it and who checks values against it, and jobdef's own keywords in it.

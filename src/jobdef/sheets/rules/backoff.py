@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from jobdef.policy.backoff import base_delay, cut_by_max
-from jobdef.policy.model import JobPolicy
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.rules.base import Rule, human
 from jobdef.sheets.rules.context import Context
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 MAX_BELOW_INITIAL = Rule(
     "JD211",

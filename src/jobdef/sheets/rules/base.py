@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jobdef.policy.model import Origin
 from jobdef.sheets.diagnostics import Diagnostic, Location, Severity
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import Origin
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,15 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jobdef.policy.model import JobPolicy, Origin
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document, Path_
 
 if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy, Origin
     from jobdef.policy.workflow import WorkflowPolicy
 
 
-@dataclass
+# Never compared nor printed: without the generated __eq__ and __repr__, each of which
+# costs `jobdef validate` start-up time.
+@dataclass(repr=False, eq=False)
 class Context:
     """The documents of one validation run.
 

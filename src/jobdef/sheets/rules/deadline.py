@@ -5,12 +5,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from jobdef.policy.backoff import retry_timeline
-from jobdef.policy.model import JobPolicy
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule, human
 from jobdef.sheets.rules.context import Context
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 OVER_DEADLINE = Rule(
     "JD221",

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from jobdef.policy.model import JobPolicy
 from jobdef.sheets.args_check import args_check
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document
@@ -28,6 +27,7 @@ from jobdef.sheets.rules.workflows import at, step_path
 from jobdef.sheets.words import did_you_mean, listing
 
 if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
     from jobdef.policy.workflow import ArgSource, Step, WorkflowPolicy
 
 UNKNOWN_ARG = Rule(

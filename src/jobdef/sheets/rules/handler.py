@@ -9,7 +9,6 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from jobdef.policy.model import JobPolicy
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
 from jobdef.sheets.files import shown_path
@@ -17,6 +16,7 @@ from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 
 if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
     from jobdef.sheets.rules.imports import Answer
 
 HANDLER_SHAPE = Rule(

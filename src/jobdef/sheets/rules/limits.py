@@ -3,15 +3,15 @@
 Every enqueue stores the args as JSON and every claim reads them back, into the
 worker and over the pipe to the handler's process; past a megabyte that is a
 database used as a file store. ``limits.args_bytes`` may raise the default
-(:data:`~jobdef.policy.model.DEFAULT_ARGS_BYTES`), and past
-:data:`~jobdef.policy.model.ARGS_BYTES_WARN` this rule says to pass an id instead.
+(:data:`~jobdef.policy.values.DEFAULT_ARGS_BYTES`), and past
+:data:`~jobdef.policy.values.ARGS_BYTES_WARN` this rule says to pass an id instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from jobdef.policy.model import ARGS_BYTES_WARN
+from jobdef.policy.values import ARGS_BYTES_WARN
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context

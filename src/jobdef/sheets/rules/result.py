@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobdef.policy.durations import format_duration
-from jobdef.policy.model import RESULT_BYTES_MAX, JobPolicy
 from jobdef.policy.sizes import format_size
+from jobdef.policy.values import RESULT_BYTES_MAX
 from jobdef.redact import secret_name
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document, Path_
@@ -36,6 +36,9 @@ from jobdef.sheets.rules.args import (
 from jobdef.sheets.rules.base import Rule, human
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.words import closest, listing
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 BYTES_OVER_LIMIT = Rule(
     "JD331",
@@ -168,7 +171,9 @@ _TYPE_WORDS = {
 }
 
 
-@dataclass
+# Never compared nor printed: without the generated __eq__ and __repr__, each of which
+# costs `jobdef validate` start-up time.
+@dataclass(repr=False, eq=False)
 class _Shape:
     """What result.schema says of the value's top-level fields.
 

@@ -6,13 +6,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import cache
+from typing import TYPE_CHECKING
 
-from jobdef.policy.model import JobPolicy
 from jobdef.sheets.diagnostics import Diagnostic
 from jobdef.sheets.document import Document
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.words import did_you_mean
+
+if TYPE_CHECKING:
+    from jobdef.policy.model import JobPolicy
 
 BATCH_WITHOUT_SCHEDULE = Rule(
     "JD281",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from jobdef.sheets.build import field_paths
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document
+from jobdef.sheets.field_paths import field_paths
 from jobdef.sheets.rules.base import Rule
 from jobdef.sheets.rules.context import Context
 from jobdef.sheets.words import MAX_LISTED

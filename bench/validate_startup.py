@@ -1,0 +1,99 @@
+"""Milliseconds of one `jobdef validate` of a freshly initialised project, as pre-commit
+runs it on every commit: a whole process, start-up included.
+
+Runs ``jobdef init`` in a temporary folder (its Defaults and its Channel; ``--job`` adds
+the sheet ``jobdef new`` writes), then times, as separate processes interleaved run by
+run so that each sees the same machine load:
+
+- the ``jobdef`` script next to this Python, once per ``--src`` given (that folder first
+  on PYTHONPATH, so two checkouts compare side by side; none: the installed jobdef),
+- the same with ``python -S -m jobdef`` (no site: no .pth file of the environment runs),
+- ``python -c pass`` and ``python -S -c pass``, the interpreter's own start.
+
+Usage: ``python bench/validate_startup.py [--runs 40] [--job] [--src DIR ...]``.
+Prints the median and the minimum wall time and the median CPU time of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, check=True)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed * 1000, cpu * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40, help="runs of each command")
+    parser.add_argument("--job", action="store_true", help="add the sheet `jobdef new` writes")
+    parser.add_argument("--src", action="append", default=[], help="a checkout's src folder")
+    args = parser.parse_args()
+    python = sys.executable
+    script = str(Path(python).parent / "jobdef")
+    site_packages = sysconfig.get_paths()["purelib"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    commands: dict[str, tuple[list[str], dict[str, str]]] = {}
+    for src in args.src or [""]:
+        name = f" ({src})" if src else ""
+        plain = {**env, "PYTHONPATH": src} if src else env
+        no_site = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [src, site_packages]))}
+        commands[f"jobdef validate{name}"] = ([python, script, "validate"], plain)
+        commands[f"python -S -m jobdef validate{name}"] = (
+            [python, "-S", "-m", "jobdef", "validate"],
+            no_site,
+        )
+    commands["python -c pass"] = ([python, "-c", "pass"], env)
+    commands["python -S -c pass"] = ([python, "-S", "-c", "pass"], env)
+    folder = Path(tempfile.mkdtemp(prefix="jobdef-startup-"))
+    try:
+        first_env = next(iter(commands.values()))[1]
+        setup = [["init"], ["new", "my_job"]] if args.job else [["init"]]
+        for words in setup:
+            subprocess.run(
+                [python, script, *words],
+                cwd=folder,
+                env=first_env,
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
+        for command, command_env in commands.values():  # compiles and caches the bytecode
+            timed(command, folder, command_env)
+        runs: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}
+        labels = list(commands)
+        for number in range(args.runs):
+            for label in labels if number % 2 == 0 else reversed(labels):
+                command, command_env = commands[label]
+                runs[label].append(timed(command, folder, command_env))
+        print(f"medians of {args.runs} interleaved runs, load {os.getloadavg()[0]:.2f}")
+        for label, times in runs.items():
+            wall = [t[0] for t in times]
+            cpu = statistics.median(t[1] for t in times)
+            print(
+                f"{label:60} {statistics.median(wall):6.1f} ms wall "
+                f"(min {min(wall):6.1f})  {cpu:6.1f} ms CPU"
+            )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
