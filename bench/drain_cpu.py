@@ -63,7 +63,9 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def one_run(server_url: str, jobs: int, concurrency: int, folder: Path) -> dict[str, float]:
+def one_run(
+    server_url: str, jobs: int, concurrency: int, prefetch: int | None, folder: Path
+) -> dict[str, float]:
     from jobdef.backends import open_backend
     from jobdef.runtime import Queue, Worker, WorkerSettings
     from jobdef.sheets.pipeline import load_registry
@@ -83,7 +85,9 @@ def one_run(server_url: str, jobs: int, concurrency: int, folder: Path) -> dict[
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("VACUUM ANALYZE")
                 conn.execute("CHECKPOINT")
-            worker = Worker(backend, registry, WorkerSettings(burst=True, concurrency=concurrency))
+            ahead = {} if prefetch is None else {"prefetch": prefetch}
+            settings = WorkerSettings(burst=True, concurrency=concurrency, **ahead)
+            worker = Worker(backend, registry, settings)
             pg, main, children = backends_cpu(database), time.process_time(), children_cpu()
             start = time.perf_counter()
             worker.run()
@@ -110,6 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=2, help="handler processes")
     parser.add_argument("--runs", type=int, default=3, help="runs; medians are printed")
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        default=None,
+        help="tasks each handler process takes ahead (bench/queue_postgres.py uses 10; "
+        "default: the worker's own)",
+    )
     args = parser.parse_args(argv)
 
     folder = Path(tempfile.mkdtemp(prefix="jobdef-drain-cpu-"))
@@ -123,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         runs = []
         for number in range(args.runs):
-            figures = one_run(args.url, args.jobs, args.concurrency, folder)
+            figures = one_run(args.url, args.jobs, args.concurrency, args.prefetch, folder)
             load = os.getloadavg()[0]
             print(
                 f"  run {number + 1}: {json.dumps(_rounded(figures))} load {load:.2f}",
@@ -134,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(folder, ignore_errors=True)
     medians = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
     print(
-        f"{args.jobs:,} no-op jobs, concurrency {args.concurrency}, medians of {args.runs}: "
+        f"{args.jobs:,} no-op jobs, concurrency {args.concurrency}, prefetch "
+        f"{args.prefetch or 'default'}, medians of {args.runs}: "
         f"{medians['jobs_s']:,.0f} jobs/s; CPU us/job: main {medians['main']:.1f}, "
         f"children {medians['children']:.1f}, PostgreSQL {medians['pg']:.1f}"
     )

@@ -32,6 +32,9 @@ _LIMITED_STEPS = "a step of the limited claim, which PostgreSQL does in claim_jo
 POSTGRES_ONLY: dict[str, str] = {
     "session_settings": "the verbs' session turns bitmap scans off (SQLite pins with INDEXED BY) "
     "and has the server abort the statement of a client that is gone",
+    "fixed_plans": "a worker's turn runs on plans made once per session; SQLite's planner "
+    "has no plan cache to steer",
+    "fresh_plans": "back to planning each statement, after fixed_plans",
     "one_snapshot": "reads of one transaction share a snapshot; a SQLite transaction's do",
     "reserve_job_ids": "a batch draws its ids first; SQLite reads each one from lastrowid",
     "insert_jobs": "a batch in one statement; SQLite inserts one job at a time (insert_job)",

@@ -170,6 +170,7 @@ class PostgresBackend(
             settings=self._q("session_settings"),
             reconnect_timeout=reconnect_timeout,
             pooled=self.wake_mode == "poll",
+            plans=(self._q("fixed_plans"), self._q("fresh_plans")),
         )
         self.listener = Listener(
             self.conninfo,
@@ -187,9 +188,14 @@ class PostgresBackend(
 
     # Connections -------------------------------------------------------------------------
 
-    def _run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
-        """Run ``work`` on the verbs' session (see :meth:`SessionManager.run`)."""
-        return self.sessions.run(work, retry=retry)
+    def _run(
+        self, work: Callable[[Connection], T], *, retry: bool = True, plan_once: bool = False
+    ) -> T:
+        """Run ``work`` on the verbs' session (see :meth:`SessionManager.run`).
+        ``plan_once``: it runs only statements planned once per session (queries.sql:
+        fixed_plans): a worker's turn (claim_jobs, complete_jobs, complete_and_claim)
+        and the change notification sent between turns."""
+        return self.sessions.run(work, retry=retry, plan_once=plan_once)
 
     def _q(self, name: str) -> str:
         """The SQL of the query ``name`` in ``queries.sql``, in this engine's schema."""
@@ -209,6 +215,7 @@ class PostgresBackend(
         self._run(
             lambda conn: conn.execute("SELECT pg_notify(%s, '')", [self.changes_channel]),
             retry=False,
+            plan_once=True,  # no table: between two turns, not worth setting plans back
         )
 
     def _changed(self, changed: object = True) -> None:
@@ -618,7 +625,8 @@ class PostgresBackend(
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
         now = self.clock()
-        records = self._run(lambda conn: self._claim_on(conn, options, now))
+        plain = not self._claim_limits(options)  # claim_jobs, not the limited claim
+        records = self._run(lambda conn: self._claim_on(conn, options, now), plan_once=plain)
         self._changed(records)
         return records
 
@@ -766,7 +774,8 @@ class PostgresBackend(
                 return finished, [] if claim is None else self._claim_on(conn, claim, now)
 
         steps = any(lease.flow_id is not None for lease in done.leases)
-        finished, records = self._run(work)
+        plain = not steps and (claim is None or not self._claim_limits(claim))
+        finished, records = self._run(work, plan_once=plain)
         self._changed(finished or records)
         return finished, records
 

@@ -44,6 +44,27 @@ SET enable_bitmapscan = off; SET jit = off;
 SELECT set_config(name, '250ms', false) FROM pg_settings
 WHERE name = 'client_connection_check_interval';
 
+-- name: fixed_plans
+-- PostgreSQL only. Before the statements of a worker's turn (claim_jobs,
+-- complete_jobs, complete_and_claim, and the change notification sent between two
+-- turns) when the session's last statement was another; fresh_plans undoes it
+-- before any other (SessionManager.run). PostgreSQL plans a prepared statement
+-- anew at every execution while it judges a custom plan cheaper than the generic
+-- one, and it always does here: a generic plan must guess the claim's LIMIT (a
+-- tenth of the queued rows). complete_and_claim takes ~0.3 ms to plan (three
+-- reads of a table with a dozen partial indexes), as much as it takes to run a
+-- turn of ten jobs. So these statements are planned once per session. Without
+-- sequential scans: a plan made once must hold as the table grows, and one made
+-- on an empty table would read it whole to lease a few rows by id; with them
+-- off, each table is read through the index the statement is written for.
+SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;
+
+-- name: fresh_plans
+-- PostgreSQL only: back to the session's defaults (see fixed_plans) for every
+-- statement other than a turn's: their plans depend on their parameters (an
+-- optional filter, a rare state).
+RESET plan_cache_mode; RESET enable_seqscan;
+
 -- name: one_snapshot
 -- PostgreSQL only: the first statement of a transaction whose reads must see
 -- one snapshot (a job's attempts and its row). READ COMMITTED takes a snapshot

@@ -226,10 +226,15 @@ class SessionManager:
         settings: str,
         reconnect_timeout: float,
         pooled: bool = False,
+        plans: tuple[str, str] | None = None,
     ) -> None:
         self.conninfo = conninfo
         self.schema = schema
         self.settings = settings
+        # The statements that set the planning of a worker's turn and set it back
+        # (queries.sql: fixed_plans, fresh_plans); None: every statement as configured.
+        self.plans = None if pooled else plans
+        self._fixed_on: Connection | None = None  # the session the turn's planning is on
         # Behind a transaction pooler (?wake=poll): no session state, see _open_session.
         self.pooled = pooled
         self.reconnect_timeout = reconnect_timeout
@@ -303,18 +308,25 @@ class SessionManager:
         self.reconnect_timeout = 0.0
         self.connect_timeout = QUICK_CONNECT_TIMEOUT
 
-    def run(self, work: Callable[[Connection], T], *, retry: bool = True) -> T:
+    def run(
+        self, work: Callable[[Connection], T], *, retry: bool = True, plan_once: bool = False
+    ) -> T:
         """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
 
         A lost session (a restart, a failover, ``pg_terminate_backend``) is
         replaced for up to ``reconnect_timeout`` seconds, so a caller rides out
         a short outage (after :meth:`fail_fast`, one try at once); a server
         that never answered is reported at once.
+
+        ``plan_once``: ``work`` runs only statements whose best plan depends neither
+        on their parameters nor on the tables' size (a worker's turn), and they are
+        planned once per session (:attr:`plans`).
         """
         with self._lock:
             for attempt in (1, 2):
                 conn = self.connection()
                 try:
+                    self._plan(conn, plan_once)
                     return work(conn)
                 except psycopg.Error as exc:
                     if not is_connection_lost(exc, conn):
@@ -328,6 +340,15 @@ class SessionManager:
                         ) from None
                     self._reconnect()
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def _plan(self, conn: Connection, once: bool) -> None:
+        """Set how the session plans, when that changes: on plans made once, or each
+        statement as the session is configured. Outside of the work's transaction, so
+        that a rollback does not undo it; a new session starts as configured."""
+        if self.plans is None or once == (conn is self._fixed_on):
+            return
+        conn.execute(self.plans[0] if once else self.plans[1])
+        self._fixed_on = conn if once else None
 
     def _reconnect(self) -> None:
         """Connect again, waiting between tries (0.1 s doubling to 2 s) up to the timeout."""
