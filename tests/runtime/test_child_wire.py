@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobdef.runtime.child import ChildSettings
-from jobdef.runtime.pool import Beat, Event, Finished, Pool
+from jobdef.runtime.pool import _EARLY_REPORT_MIN, Beat, Event, Finished, Pool
 from jobdef.runtime.wire import (
     Batch,
     Progress,
@@ -75,35 +75,71 @@ def test_a_child_runs_a_batch_and_reports_progress_and_each_outcome(db_url: str)
     assert events[-1] == Finished(tasks[2])
 
 
+def _quick_then_held(
+    db_url: str, gate: Path, depth: int, quick: int
+) -> tuple[Pool, list[Task], list[Task]]:
+    """A pool of one child given ``quick`` no-op tasks, then two held until ``gate`` exists,
+    as one batch."""
+    handlers = ("rt_handlers:noop", "queue_handlers:hold")
+    pool = Pool(1, ChildSettings(db_url, handlers=handlers), depth=depth)
+    pool.wait_ready(60.0, lambda: False)
+    fast = [_task(pool.next_seq(), "rt_handlers:noop", {}) for _ in range(quick)]
+    held = [_task(pool.next_seq(), "queue_handlers:hold", {"gate": str(gate)}) for _ in range(2)]
+    assert pool.dispatch(fast + held) == []
+    return pool, fast, held
+
+
+def _finished(events: list[Event]) -> list[int]:
+    return [e.task.seq for e in events if isinstance(e, Finished)]
+
+
 def test_a_child_reports_each_half_depth_of_a_batch_while_the_rest_runs(
     db_url: str, tmp_path: Path
 ) -> None:
     """Quick tasks come back while the child still runs the rest of their batch, so the
     worker records them and hands out more before the child runs dry."""
     gate = tmp_path / "gate"
-    handlers = ("rt_handlers:noop", "queue_handlers:hold")
-    pool = Pool(1, ChildSettings(db_url, handlers=handlers), depth=4)
+    half = _EARLY_REPORT_MIN
+    pool, quick, _ = _quick_then_held(db_url, gate, depth=2 * half, quick=half)
     try:
-        pool.wait_ready(60.0, lambda: False)
-        quick = [_task(pool.next_seq(), "rt_handlers:noop", {}) for _ in range(2)]
-        held = [
-            _task(pool.next_seq(), "queue_handlers:hold", {"gate": str(gate)}) for _ in range(2)
-        ]
-        assert pool.dispatch(quick + held) == []
         events: list[Event] = []
 
         def quick_finished() -> bool:
             events.extend(pool.poll(0.05))
-            return [e.task.seq for e in events if isinstance(e, Finished)] == [t.seq for t in quick]
+            return _finished(events) == [t.seq for t in quick]
 
         eventually(quick_finished, what="the half of the batch that ran to come back")
         gate.touch()
 
         def all_finished() -> bool:
             events.extend(pool.poll(0.05))
-            return sum(isinstance(e, Finished) for e in events) == 4
+            return len(_finished(events)) == half + 2
 
         eventually(all_finished, what="the whole batch to finish")
     finally:
         pool.close()
     assert all(e.error is None for e in events if isinstance(e, Finished))
+
+
+def test_a_small_depth_is_reported_a_batch_at_a_time_not_in_halves(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Each report is a turn of the worker (a transaction): halves of a small batch only
+    add turns, so below the minimum a batch comes back when it ends (or when a result
+    has waited long enough, which the held tasks here prevent)."""
+    gate = tmp_path / "gate"
+    pool, _, _ = _quick_then_held(db_url, gate, depth=10, quick=5)
+    try:
+        events: list[Event] = []
+        for _ in range(10):  # half a second: the quick five ran long before its end
+            events.extend(pool.poll(0.05))
+        assert _finished(events) == []
+        gate.touch()
+
+        def all_finished() -> bool:
+            events.extend(pool.poll(0.05))
+            return len(_finished(events)) == 7
+
+        eventually(all_finished, what="the whole batch to finish")
+    finally:
+        pool.close()
