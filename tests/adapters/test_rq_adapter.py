@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import redis
 from conformance import Cell, explain, run_matrix, write_sheets
 from notify_servers import WebhookServer
+from rq import Queue
+from rq.registry import ScheduledJobRegistry
 
-from jobdef.adapters.rq import SheetQueue, sampled_waits
+from jobdef.adapters.rq import SheetQueue, retry_interval, sampled_waits
 from jobdef.backends import open_backend
 from jobdef.errors import ArgsError
 from jobdef.sheets.pipeline import load_registry
@@ -169,3 +173,37 @@ def test_an_async_def_handler_is_awaited_on_rq_and_retried_by_the_sheet(
     client = redis.Redis.from_url(redis_url)
     assert client.llen(f"{prefix}:ledger:r_async") == 2
     client.close()
+
+
+@pytest.mark.parametrize("wait", [0.2, 1.0, 1.5, 3.0])
+@pytest.mark.parametrize("fraction", [0.0, 0.06, 0.5, 0.94, 0.999])
+def test_a_retrys_interval_keeps_it_from_running_early_when_rq_cuts_its_time(
+    wait: float, fraction: float
+) -> None:
+    """RQ stores a retry's time (its clock plus the interval) cut to the whole second:
+    ``ceil(wait)`` from 0.94 past a second would deliver the retry 0.06 s later."""
+    now = 1_800_000_000 + fraction
+    interval = retry_interval(wait, now)
+    for later in (0.0, 0.003, 0.5, 0.999, 1.7):  # when RQ reads its clock, after ours
+        stored = math.floor(now + later + interval)
+        assert now + wait <= stored < now + later + wait + 2
+
+
+def test_rq_schedules_the_retry_no_sooner_than_the_sheets_wait(
+    tmp_path: Path, redis_url: str, prefix: str
+) -> None:
+    """The same, through RQ itself, at the moment of a second where cutting hurts most."""
+    sheets = _queue(tmp_path, redis_url, prefix, CELLS)
+    job = sheets.enqueue("r_fixed_dead", cell="x", script=["retry"])
+    while time.time() % 1.0 < 0.9:  # late in a second
+        time.sleep(0.01)
+    now = time.time()
+    job.retry_intervals = [retry_interval(1.0, now)]
+    job.retries_left = 1
+    queue = Queue(prefix, connection=job.connection)
+    with job.connection.pipeline() as pipe:
+        job.retry(queue, pipe)
+        pipe.execute()
+    stored = job.connection.zscore(ScheduledJobRegistry(queue=queue).key, job.id)
+    assert stored is not None
+    assert now + 1.0 <= stored < now + 3.0

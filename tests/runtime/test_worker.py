@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 import tempfile
 
 from jobdef.backends.records import NewJob
+from jobdef.errors import BackendError
 from jobdef.policy.registry import Registry
 from jobdef.policy.values import freeze
 from jobdef.runtime.child import ChildSettings
@@ -81,3 +83,34 @@ def test_a_killed_workers_lock_folder_is_removed_by_the_next_pool(tmp_path, monk
     finally:
         pool.close()
     assert list(tmp_path.glob("jobdef-pool-*")) == []
+
+
+class _StoreGoneOnce:
+    """A maintenance service whose first round meets the store gone, as the first call
+    after a server stops may be a maintenance one."""
+
+    name = "store-gone-once"
+    interval = 0.0
+    every_worker = True
+
+    def __init__(self, ctx: object) -> None:
+        self.rounds = 0
+
+    def tick(self, now: float) -> None:
+        self.rounds += 1
+        if self.rounds == 1:
+            raise BackendError("lost the connection to the store: gone for a moment")
+
+
+def test_a_maintenance_round_that_meets_the_store_gone_is_an_outage_logged_once(
+    backend, registry, caplog
+):
+    """Logged as the outage it is (one line), not as a failed service with a traceback."""
+    Queue(backend, registry).enqueue("noop", {"n": 1})
+    worker = Worker(backend, registry, WorkerSettings(burst=True), services=[_StoreGoneOnce])
+    with caplog.at_level(logging.INFO, logger="jobdef.worker"):
+        stats = worker.run()
+    assert stats.done == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "jobdef.worker"]
+    assert sum("the job store cannot be used" in line for line in lines) == 1
+    assert not any(r.exc_info for r in caplog.records)

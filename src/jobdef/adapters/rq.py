@@ -34,6 +34,7 @@ import json
 import logging
 import math
 import random
+import time
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -312,11 +313,27 @@ def _stop_retrying(job: Job) -> None:
     job.retries_left = 0
 
 
+def retry_interval(wait: float, now: float) -> int:
+    """The whole seconds to give RQ for a delivery no sooner than ``wait`` seconds after
+    ``now`` (epoch seconds, read before RQ schedules the retry).
+
+    RQ schedules a retry at its clock plus the interval and stores that time cut to
+    the whole second, so ``ceil(wait)`` alone could deliver it up to a second early
+    (a fixed 1 s backoff, failed at 0.94 past a second, ran 0.06 s later). Counting
+    the interval from the whole second ``now`` is in makes the stored time at least
+    ``now + wait`` whenever RQ reads its clock after ``now``; the delivery is then
+    late by less than a second, never early.
+    """
+    if wait <= 0:
+        return 0
+    return math.ceil(wait + now % 1.0)
+
+
 def _next_delivery(job: Job, wait: float) -> None:
     """RQ delivers the job once more, ``wait`` seconds after this delivery fails; what
     follows that one is decided then. The sheet decides every retry, so RQ is never
     left a count of its own to run out of while a run can still go on."""
-    job.retry_intervals = [max(0, math.ceil(wait))]
+    job.retry_intervals = [retry_interval(wait, time.time())]
     job.retries_left = 1
 
 

@@ -553,6 +553,10 @@ class Worker:
                     continue
             try:
                 service.tick(now)
+            except BackendError:
+                # The store failed under it (a server gone, a full disk): an outage, which
+                # the loop reports once and rides out, as when a claim meets it first.
+                raise
             except Exception:
                 log.exception("maintenance service %s failed; retrying later", service.name)
 

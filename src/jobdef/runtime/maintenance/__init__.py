@@ -63,7 +63,8 @@ class Service(Protocol):
     interval: float
 
     def tick(self, now: float) -> object:
-        """Do one round of work; errors are logged by the worker and retried next tick.
+        """Do one round of work; errors are logged by the worker and retried next tick
+        (a :class:`~jobdef.errors.BackendError` as an outage of the store, logged once).
 
         The worker ignores what it returns (the scheduler's count of new slots is for tests).
         """
