@@ -446,11 +446,18 @@ class PostgresBackend(
         self, conn: Connection, job: NewJob, texts: Sequence[str], now: float
     ) -> list[Receipt]:
         """Store a job like ``job`` for each args text, a chunk of them a statement."""
-        sent = [
-            self._send_alike(conn, job, texts[at : at + ALIKE_CHUNK], now)
-            for at in range(0, len(texts), ALIKE_CHUNK)
-        ]
-        return [receipt for chunk in sent for receipt in _alike_receipts(*chunk)]
+        return _alike_receipts(self._send_chunks(conn, job, texts, now))
+
+    def _send_chunks(
+        self, conn: Connection, job: NewJob, texts: Iterable[str], now: float
+    ) -> list[tuple[Any, list[str]]]:
+        """:meth:`_send_alike` for each chunk of ``texts``, each sent before the next
+        chunk is read."""
+        pending = iter(texts)
+        sent = []
+        while chunk := list(islice(pending, ALIKE_CHUNK)):
+            sent.append(self._send_alike(conn, job, chunk, now))
+        return sent
 
     def _stream_alike(
         self, conn: Connection, job: NewJob, args_json: Iterable[str], now: float
@@ -461,12 +468,9 @@ class PostgresBackend(
         if not psycopg.Pipeline.is_supported():  # pragma: no cover - libpq < 14
             with conn.transaction():
                 return self._insert_alike(conn, job, list(args_json), now)
-        pending = iter(args_json)
-        sent = []
         with conn.pipeline(), conn.transaction():
-            while chunk := list(islice(pending, ALIKE_CHUNK)):
-                sent.append(self._send_alike(conn, job, chunk, now))
-        return [receipt for chunk in sent for receipt in _alike_receipts(*chunk)]
+            sent = self._send_chunks(conn, job, args_json, now)
+        return _alike_receipts(sent)  # read once the pipeline's one round trip is over
 
     def _send_alike(
         self, conn: Connection, job: NewJob, texts: Sequence[str], now: float
@@ -746,11 +750,11 @@ class PostgresBackend(
         round trip; a claim under queue limits takes three (:meth:`_claim_limited`)."""
         now = self.clock()
         params = _complete_params(done, now) | self._ends()
+        limits = {} if claim is None else self._claim_limits(claim)
 
         def turn(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             if claim is None:
                 return {row[0] for row in conn.execute(self._q("complete_jobs"), params)}, []
-            limits = self._claim_limits(claim)
             if limits:
                 return self._claim_limited(conn, claim, limits, now, params)
             both = {**params, **self._claim_params(claim, now)}
@@ -774,8 +778,7 @@ class PostgresBackend(
                 return finished, [] if claim is None else self._claim_on(conn, claim, now)
 
         steps = any(lease.flow_id is not None for lease in done.leases)
-        plain = not steps and (claim is None or not self._claim_limits(claim))
-        finished, records = self._run(work, plan_once=plain)
+        finished, records = self._run(work, plan_once=not steps and not limits)
         self._changed(finished or records)
         return finished, records
 
@@ -999,10 +1002,14 @@ def _dedupe_since(job: NewJob, now: float) -> float | None:
     return None if job.dedupe_window is None else now - job.dedupe_window
 
 
-def _alike_receipts(cursor: Any, tokens: list[str]) -> list[Receipt]:
-    """The receipts of the jobs insert_alike_jobs stored, in the order of ``tokens``."""
-    ids = {token: job_id for job_id, token in cursor.fetchall()}
-    return [Receipt(ids[token], token, True) for token in tokens]
+def _alike_receipts(sent: Sequence[tuple[Any, list[str]]]) -> list[Receipt]:
+    """The receipts of the jobs insert_alike_jobs stored, in order: for each statement
+    sent, its cursor and the tokens of its jobs."""
+    receipts: list[Receipt] = []
+    for cursor, tokens in sent:
+        ids = {token: job_id for job_id, token in cursor.fetchall()}
+        receipts.extend(Receipt(ids[token], token, True) for token in tokens)
+    return receipts
 
 
 def _alike(jobs: Sequence[NewJob]) -> bool:

@@ -278,14 +278,11 @@ class SessionManager:
 
         jsonb columns are read by :class:`QuickJsonbLoader` (see jsonb.py).
         """
-        if self.pooled:
-            conn = connect(
-                self.conninfo, connect_timeout=self.connect_timeout, prepare_threshold=None
-            )
-            conn.adapters.register_loader("jsonb", QuickJsonbLoader)
-            return conn
-        conn = connect(self.conninfo, connect_timeout=self.connect_timeout)
+        pooled = {"prepare_threshold": None} if self.pooled else {}
+        conn = connect(self.conninfo, connect_timeout=self.connect_timeout, **pooled)
         conn.adapters.register_loader("jsonb", QuickJsonbLoader)
+        if self.pooled:
+            return conn
         try:
             conn.execute(self.settings)
         except psycopg.Error as exc:
