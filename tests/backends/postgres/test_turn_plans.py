@@ -136,3 +136,16 @@ def test_the_turns_planning_is_set_outside_the_work_and_survives_its_rollback(
     with pytest.raises(psycopg.errors.DivisionByZero):
         pg_backend._run(failing, plan_once=True)
     assert _planning(pg_backend) == PLANNED_ONCE
+
+
+def test_a_server_without_one_of_the_settings_sets_the_other_and_fails_nothing(
+    pg_backend: PostgresBackend,
+) -> None:
+    """plan_cache_mode is PostgreSQL 12's: on an older server a SET of it would fail
+    every turn. The settings are set through pg_settings, so one a server lacks (here
+    a made-up name in its place) is left out."""
+    conn = pg_backend.sessions.connection()
+    for name in ("fixed_plans", "fresh_plans"):
+        conn.execute(pg_backend._q(name).replace("plan_cache_mode", "no_such_setting"))
+        wanted = "off" if name == "fixed_plans" else "on"
+        assert conn.execute("SHOW enable_seqscan").fetchone() == (wanted,)

@@ -57,13 +57,18 @@ WHERE name = 'client_connection_check_interval';
 -- sequential scans: a plan made once must hold as the table grows, and one made
 -- on an empty table would read it whole to lease a few rows by id; with them
 -- off, each table is read through the index the statement is written for.
-SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;
+-- Set through pg_settings, as session_settings does: a server older than 12 has no
+-- plan_cache_mode and sets only the other (a SET of it would fail every turn).
+SELECT set_config(name, CASE name WHEN 'plan_cache_mode' THEN 'force_generic_plan'
+                                  ELSE 'off' END, false)
+FROM pg_settings WHERE name IN ('plan_cache_mode', 'enable_seqscan');
 
 -- name: fresh_plans
 -- PostgreSQL only: back to the session's defaults (see fixed_plans) for every
 -- statement other than a turn's: their plans depend on their parameters (an
--- optional filter, a rare state).
-RESET plan_cache_mode; RESET enable_seqscan;
+-- optional filter, a rare state). reset_val is what RESET would restore.
+SELECT set_config(name, reset_val, false)
+FROM pg_settings WHERE name IN ('plan_cache_mode', 'enable_seqscan');
 
 -- name: one_snapshot
 -- PostgreSQL only: the first statement of a transaction whose reads must see
