@@ -102,15 +102,47 @@ class _StoreGoneOnce:
             raise BackendError("lost the connection to the store: gone for a moment")
 
 
-def test_a_maintenance_round_that_meets_the_store_gone_is_an_outage_logged_once(
+def test_a_maintenance_round_that_meets_the_store_gone_is_one_line_not_a_traceback(
     backend, registry, caplog
 ):
-    """Logged as the outage it is (one line), not as a failed service with a traceback."""
     Queue(backend, registry).enqueue("noop", {"n": 1})
     worker = Worker(backend, registry, WorkerSettings(burst=True), services=[_StoreGoneOnce])
     with caplog.at_level(logging.INFO, logger="jobdef.worker"):
         stats = worker.run()
     assert stats.done == 1
     lines = [r.getMessage() for r in caplog.records if r.name == "jobdef.worker"]
-    assert sum("the job store cannot be used" in line for line in lines) == 1
+    assert [line for line in lines if "store-gone-once" in line] == [
+        "maintenance service store-gone-once failed: lost the connection to the store: "
+        "gone for a moment; retrying later"
+    ]
     assert not any(r.exc_info for r in caplog.records)
+
+
+class _Refused:
+    """A maintenance service the store refuses at every round (a role without the right
+    to delete, say), while the verbs the worker runs jobs with work."""
+
+    name = "refused"
+    interval = 0.0
+    every_worker = True
+
+    def __init__(self, ctx: object) -> None:
+        pass
+
+    def tick(self, now: float) -> None:
+        raise BackendError("permission denied for table jobdef_jobs")
+
+
+def test_a_maintenance_service_the_store_keeps_refusing_does_not_hold_up_the_jobs(
+    backend, registry, caplog
+):
+    """Not an outage of the store: the worker does not pause its claims (nor log the
+    store out and back) at each round, and every job runs."""
+    Queue(backend, registry).enqueue_many("noop", [{"n": n} for n in range(30)])
+    worker = Worker(backend, registry, WorkerSettings(burst=True, prefetch=1), services=[_Refused])
+    with caplog.at_level(logging.INFO, logger="jobdef.worker"):
+        stats = worker.run()
+    assert stats.done == 30
+    lines = [r.getMessage() for r in caplog.records if r.name == "jobdef.worker"]
+    assert not any("the job store cannot be used" in line for line in lines)
+    assert any("maintenance service refused failed" in line for line in lines)

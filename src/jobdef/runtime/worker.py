@@ -553,10 +553,12 @@ class Worker:
                     continue
             try:
                 service.tick(now)
-            except BackendError:
-                # The store failed under it (a server gone, a full disk): an outage, which
-                # the loop reports once and rides out, as when a claim meets it first.
-                raise
+            except BackendError as exc:
+                # The store refused it or is out of reach: one line, which says why. Not
+                # an outage of the worker's own: a service refused at every round (a
+                # role without the right to delete) must not hold up the jobs, and a
+                # store that is gone is met, and reported once, by the next claim.
+                log.warning("maintenance service %s failed: %s; retrying later", service.name, exc)
             except Exception:
                 log.exception("maintenance service %s failed; retrying later", service.name)
 

@@ -64,7 +64,7 @@ class Service(Protocol):
 
     def tick(self, now: float) -> object:
         """Do one round of work; errors are logged by the worker and retried next tick
-        (a :class:`~jobdef.errors.BackendError` as an outage of the store, logged once).
+        (a :class:`~jobdef.errors.BackendError` in one line, without a traceback).
 
         The worker ignores what it returns (the scheduler's count of new slots is for tests).
         """
