@@ -40,11 +40,16 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 
 # What a project of Job sheets alone, without a pyproject.toml, has no use for: the
-# workflows' policies and timelines, the TOML reader, HTML escaping (the docs'), the
-# logging package (nothing to log) and uuid (the scratch stores of tests).
+# workflows' policies, timelines and rules, the TOML reader, HTML escaping (the docs'),
+# the logging package (nothing to log) and uuid (the scratch stores of tests).
 NOT_FOR_JOBS_ALONE = (
     "jobdef.policy.workflow",
     "jobdef.policy.flow_timeline",
+    "jobdef.sheets.rules.workflows",
+    "jobdef.sheets.rules.flow_args",
+    "jobdef.sheets.rules.flow_deadline",
+    "jobdef.sheets.rules.flow_runtime",
+    "jobdef.sheets.rules.flow_notify",
     "tomllib",
     "html",
     "logging",
@@ -196,6 +201,7 @@ def test_validate_of_a_job_compiles_no_pattern_that_only_mistakes_and_other_comm
 ) -> None:
     from jobdef import redact
     from jobdef.render import escape
+    from jobdef.sheets import strict_yaml
     from jobdef.sheets.rules import durations, handler, notify, schedule, sizes
 
     subprocess.run([sys.executable, "-m", "jobdef", "init"], cwd=tmp_path, check=True)
@@ -217,6 +223,7 @@ def test_validate_of_a_job_compiles_no_pattern_that_only_mistakes_and_other_comm
         "redact": [redact._USERINFO, redact._SECRET_PARAM],
         "rules": [durations._SEXAGESIMAL, durations._SPACED, handler._DOTTED, sizes._WRITTEN],
         "channels and schedules": [notify._TOKEN, schedule._ITEM],
+        "block scalars": [strict_yaml._GLUED_HEADER_COMMENT],
     }
     compiled = set(found["patterns"])
     assert {
