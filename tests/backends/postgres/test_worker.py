@@ -238,19 +238,29 @@ def _claims(path: Path) -> list[tuple[float, int]]:
 def _idle_claims_after(
     notify: str, pg_backend: PostgresBackend, workers: Workers, tmp_path: Path
 ) -> list[tuple[float, int]]:
-    """The claims an idle lone worker makes in the 0.7 s after the notification ``notify``
-    (a payload; ``{now}`` is the store's clock): its wake-up's claim and what follows."""
+    """The claims an idle lone worker makes in the 0.6 s after the notification ``notify``
+    (a payload; ``{now}`` is the store's clock): its wake-up's claim and what follows.
+    The notification is sent within 50 ms of a safety poll's claim, so the next safety
+    poll (0.75 s or more after the last claim) falls after the window."""
     counted = tmp_path / "claims.json"
     workers.start(concurrency=1, claims_file=str(counted))
     eventually(lambda: bool(pg_backend.workers()), what="the worker registered")
     eventually(lambda: len(_claims(counted)) >= 1, what="the first claim")
-    time.sleep(0.3)  # idle, waiting (the next safety poll is 0.75 s or more away)
-    sent = time.monotonic()
     with psycopg.connect(pg_backend.conninfo, autocommit=True) as conn:
+        seen = len(_claims(counted))
+        deadline = time.monotonic() + 30
+        while True:
+            assert time.monotonic() < deadline, "no safety poll of the idle worker"
+            claims = _claims(counted)
+            if len(claims) > seen and time.monotonic() - claims[-1][0] < 0.05:
+                break
+            seen = len(claims)
+            time.sleep(0.005)
+        sent = time.monotonic()
         payload = notify.format(now=pg_backend.clock())
         conn.execute("SELECT pg_notify(%s, %s)", [pg_backend.channel, payload])
-    time.sleep(0.7)
-    return [claim for claim in _claims(counted) if sent <= claim[0] < sent + 0.7]
+    time.sleep(0.6)
+    return [claim for claim in _claims(counted) if sent <= claim[0] < sent + 0.6]
 
 
 def test_a_wake_up_whose_jobs_another_worker_took_costs_one_claim_not_a_look_again_window(
