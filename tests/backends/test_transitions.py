@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobdef.backends.records import ErrorInfo, Lease, NewJob, Notification
+from jobdef.backends.records import ClaimOptions, ErrorInfo, Lease, NewJob, Notification
 
 BOOM = ErrorInfo("ConnectionError", "refused", "Traceback ...")
 
@@ -28,6 +28,21 @@ def test_complete_marks_done_and_closes_the_attempt(backend, clock, worker):
     assert record.lease_until is None
     [attempt] = backend.attempts(job_id)
     assert (attempt.outcome, attempt.finished_at) == ("done", clock.now)
+
+
+def test_complete_fences_on_worker_ids_of_any_characters(backend):
+    # Ids an operator may set (--worker-id): quotes, backslashes, commas, braces, spaces,
+    # the word NULL; each completes its own leases and no other worker's.
+    names = ['a"b', "c\\d", "e,f", "{g}", " h i ", "NULL", "", "é:1:☃"]
+    for _ in names:
+        _enqueue(backend)
+    leases = [backend.claim(ClaimOptions(name, 30))[0].lease for name in names]
+    swapped = [Lease(x.job_id, x.attempt, names[i - 1]) for i, x in enumerate(leases)]
+    assert backend.complete(swapped) == [False] * len(names)
+    assert backend.complete(leases[::2] + swapped[1::2]) == [True] * 4 + [False] * 4
+    assert backend.complete(leases[1::2]) == [True] * 4
+    assert {backend.get(x.job_id).state for x in leases} == {"done"}
+    assert [backend.attempts(x.job_id)[0].worker_id for x in leases] == names
 
 
 def test_complete_of_many_leases_answers_for_each(backend, worker):

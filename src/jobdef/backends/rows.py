@@ -21,6 +21,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
+from operator import attrgetter, itemgetter
 from typing import Any, Protocol
 
 from jobdef.backends.records import (
@@ -52,7 +53,26 @@ def decoded(value: Any) -> Any:
 
 def json_text(value: Any) -> Any:
     """The decode of JSON stored as text (SQLite); ``NULL`` stays ``None``."""
-    return None if value is None else json.loads(value)
+    return None if value is None else json_value(value)
+
+
+_RAW_DECODE = json.JSONDecoder().raw_decode
+
+
+def json_value(text: str) -> Any:
+    """``json.loads(text)``, at a third to a half of its cost, for the text the engines keep:
+    :func:`dump_json`'s, and PostgreSQL's ``jsonb`` output, have nothing before or after
+    the value, so it is decoded straight from its first character, without the checks
+    ``json.loads`` makes first (a BOM, an encoding, whitespace around). A claim decodes
+    the args of every job it leases. Any other text (or bytes) is left to ``json.loads``:
+    the same values, the same errors."""
+    try:
+        value, end = _RAW_DECODE(text)
+        if end == len(text):
+            return value
+    except (ValueError, TypeError):  # not such text: json.loads says what it is
+        pass
+    return json.loads(text)
 
 
 def dump_json(value: Any) -> str:
@@ -175,8 +195,16 @@ def job_records_by_position(
     for column in _REQUIRED:
         if column not in where:
             raise KeyError(column)
-    picks = [where.get(column) for column in _COLUMNS]
-    return [_job_from([None if at is None else row[at] for at in picks], decode) for row in rows]
+    pick = _picker([where.get(column) for column in _COLUMNS])
+    return [_job_from(list(pick(row)), decode) for row in rows]
+
+
+def _picker(picks: list[int | None]) -> Callable[[PositionalRow], Sequence[Any]]:
+    """What reads a row's values at ``picks`` (None: a column the row lacks, read as None):
+    one C call per row when it has them all."""
+    if None not in picks:
+        return itemgetter(*picks)
+    return lambda row: [None if at is None else row[at] for at in picks]
 
 
 # The record's fields in order: the columns every query of the jobs table selects, then
@@ -192,8 +220,9 @@ def _job_from(values: list[Any], decode: Decode) -> JobRecord:
     for at in _JSON_AT:  # mostly NULL but args: not decoded
         if values[at] is not None:
             values[at] = decode(values[at])
-    values[_LAST_ERROR] = error_info(values[_LAST_ERROR])
-    return JobRecord(*values)
+    if values[_LAST_ERROR] is not None:
+        values[_LAST_ERROR] = error_info(values[_LAST_ERROR])
+    return JobRecord.of_values(values)
 
 
 def _optional(row: Row, column: str) -> Any:
@@ -205,8 +234,17 @@ def _optional(row: Row, column: str) -> Any:
 
 
 def in_claim_order(records: Iterable[JobRecord]) -> list[JobRecord]:
-    """Claimed jobs in claim order: priority desc, run_after, id (RETURNING has no order)."""
-    return sorted(records, key=lambda r: (-r.priority, r.run_after, r.id))
+    """Claimed jobs in claim order: priority desc, run_after, id (RETURNING has no order).
+
+    Two stable sorts, the last one first, each on keys read in C: a key built by a
+    function of Python would cost a call per claimed job."""
+    ordered = sorted(records, key=_RUN_AFTER_ID)
+    ordered.sort(key=_PRIORITY, reverse=True)  # stable: equal priorities keep that order
+    return ordered
+
+
+_RUN_AFTER_ID = attrgetter("run_after", "id")
+_PRIORITY = attrgetter("priority")
 
 
 def attempt_record(row: Row, decode: Decode = decoded) -> AttemptRecord:

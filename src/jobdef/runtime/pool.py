@@ -380,14 +380,19 @@ class Pool:
         """Hand out ``tasks``, least busy child first, one message per child; return the
         tasks no child had room for."""
         children = self._open(time.monotonic())
+        # How many tasks each holds, kept here as tasks are handed out: the least busy
+        # is found without a call of Python per child and task.
+        held = [len(child.tasks) for child in children]
         batches: dict[int, list[Task]] = {}
         left = []
         for task in tasks:
-            child = min(children, key=lambda c: len(c.tasks), default=None)
-            if child is None or len(child.tasks) >= self.depth:
+            at = min(range(len(held)), key=held.__getitem__, default=None)
+            if at is None or held[at] >= self.depth:
                 left.append(task)
                 continue
+            child = children[at]
             child.tasks[task.seq] = task
+            held[at] += 1
             batches.setdefault(id(child), []).append(task)
         for child in children:
             if id(child) in batches:

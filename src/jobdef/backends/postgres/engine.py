@@ -983,7 +983,7 @@ def _claimed(cur: Any) -> tuple[list[Any], list[JobRecord]]:
     rest of the mapping. A row with no job (NULL id: complete_and_claim's one row when
     nothing was claimed) leases none."""
     result = cur.pgresult  # its column names: cheaper than cur.description's Column objects
-    names = [bytes(result.fname(at) or b"").decode() for at in range(result.nfields)]
+    names = [(result.fname(at) or b"").decode() for at in range(result.nfields)]
     rows: list[Any] = cur.fetchall()
     id_at = names.index("id")
     leased = [row for row in rows if row[id_at] is not None]
@@ -1051,21 +1051,50 @@ def _complete_params(done: Completion, now: float) -> dict[str, Any]:
     """complete_jobs' parameters: the leases, their results, and the messages of each
     job (``note_job_ids``), stored only for the jobs that finish."""
     notes = [(job_id, n) for job_id, ns in done.notifications.items() for n in ns]
+    results = [done.results.get(lease.job_id) for lease in done.leases] if done.results else None
     return {
         "now": now,
-        "ids": [lease.job_id for lease in done.leases],
-        "attempts": [lease.attempt for lease in done.leases],
-        "workers": [lease.worker_id for lease in done.leases],
-        "results": [done.results.get(lease.job_id) for lease in done.leases],
-        "note_job_ids": [job_id for job_id, _ in notes],
+        "ids": _int_array([lease.job_id for lease in done.leases]),
+        "attempts": _int_array([lease.attempt for lease in done.leases]),
+        "workers": _text_array([lease.worker_id for lease in done.leases]),
+        # NULL when no handler returned a value: unnest pads the leases with NULL
+        # results as it would from an array of NULLs, and a NULL costs nothing to send.
+        "results": results,
+        "note_job_ids": [job_id for job_id, _ in notes] or None,
         **_outbox_arrays([n for _, n in notes]),
     }
 
 
-def _outbox_arrays(notifications: Sequence[Notification]) -> dict[str, list[Any]]:
-    """Outbox messages as the arrays insert_outbox and complete_jobs read, one per column."""
+def _int_array(values: Sequence[int]) -> str:
+    """The text of a PostgreSQL array of whole numbers: psycopg would dump a list of
+    them with a few calls of Python per value (a turn's leases' ids and attempts), this
+    is one join in C."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def _text_array(values: Sequence[str]) -> str:
+    """The text of a PostgreSQL array of strings, each quoted (so that none reads as
+    NULL, nor splits at a comma or a brace): a turn's leases are all one worker's, so
+    each distinct value is quoted once."""
+    quoted = {value: _array_element(value) for value in set(values)}
+    return "{" + ",".join(map(quoted.__getitem__, values)) + "}"
+
+
+def _array_element(text: str) -> str:
+    """``text`` as an element of an array's text: in double quotes, in which only a
+    double quote and a backslash are escaped (with a backslash)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_OUTBOX_COLUMNS = ("message_id", "channel", "event", "job", "payload")
+
+
+def _outbox_arrays(notifications: Sequence[Notification]) -> dict[str, list[Any] | None]:
+    """Outbox messages as the arrays insert_outbox and complete_jobs read, one per column.
+    No message: NULLs, which unnest reads as it reads empty arrays (no row), and which
+    cost psycopg nothing to send, where an empty array costs it a type's lookup and a
+    dump each: a worker's turn sends these five and rarely has a message."""
+    if not notifications:
+        return dict.fromkeys(f"{column}s" for column in _OUTBOX_COLUMNS)
     rows = [outbox_columns(note) for note in notifications]
-    return {
-        f"{column}s": [row[column] for row in rows]
-        for column in ("message_id", "channel", "event", "job", "payload")
-    }
+    return {f"{column}s": [row[column] for row in rows] for column in _OUTBOX_COLUMNS}

@@ -10,24 +10,16 @@ nothing (it about doubles the cost of a job's args). Any other text is left to
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from psycopg.abc import Buffer
 from psycopg.types.json import JsonbLoader
 
-_decode = json.JSONDecoder().raw_decode
+from jobdef.backends.rows import json_value
 
 
 class QuickJsonbLoader(JsonbLoader):
     """psycopg's jsonb loader, for the text form the server writes (see the module)."""
 
     def load(self, data: Buffer) -> Any:
-        text = str(data, "utf-8")
-        try:
-            value, end = _decode(text)
-            if end == len(text):
-                return value
-        except json.JSONDecodeError:
-            pass
-        return json.loads(text)  # not the server's text: read as it is, or told why not
+        return json_value(str(data, "utf-8"))

@@ -397,8 +397,11 @@ WHERE id = %(job_id)s AND state = 'running'
   AND attempt = %(attempt)s AND worker_id = %(worker_id)s;
 
 -- fragment: finish_done
--- The leases' arrays are sent in binary (`%(name)b`): a batch's lists are the
--- most a worker sends, and psycopg dumps them for less so. Four CTEs: finish every attempt whose lease still holds (`finished`), with
+-- The leases' ids, attempts and workers come as the text of an array each, which
+-- the engine writes (engine._complete_params): a batch's lists are the most a
+-- worker sends, and psycopg would dump them a value at a time; the results, when
+-- there are any, as an array in binary (`%(name)b`), NULL when there are none.
+-- Four CTEs: finish every attempt whose lease still holds (`finished`), with
 -- the handler's return value as its result (`results`: JSON text checked by the
 -- worker's child, or NULL), record each finished attempt (`history`), store
 -- the outbox messages of the finished jobs only (`outbox`; `note_*` arrays,
@@ -409,7 +412,7 @@ finished AS (
     UPDATE {schema}.jobdef_jobs AS j
     SET state = 'done', finished_at = %(now)s, lease_until = NULL, updated_at = %(now)s,
         result = l.result::jsonb
-    FROM unnest(%(ids)b::bigint[], %(attempts)b::int[], %(workers)b::text[],
+    FROM unnest(%(ids)s::bigint[], %(attempts)s::int[], %(workers)s::text[],
                 %(results)b::text[])
         AS l(id, attempt, worker_id, result)
     WHERE j.id = l.id AND j.state = 'running'
