@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pickle
+import sys
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -38,6 +40,47 @@ def _task(seq: int, handler: str, args: dict) -> Task:
 def test_every_message_crosses_a_pipe_as_itself(message: object) -> None:
     assert pickle.loads(pickle.dumps(message)) == message
     assert type(pickle.loads(pickle.dumps(message))) is type(message)
+
+
+def test_a_batch_is_read_without_a_python_call_per_task() -> None:
+    """A task is unpickled by tuple.__new__, not by its named tuple's __new__ (a Python
+    function): the handler process reads a batch of fifty with at most the Batch's call."""
+    tasks = [_task(seq, "rt_handlers:noop", {"n": seq}) for seq in range(1, 51)]
+    data = pickle.dumps(Batch(tasks, report_every=32), pickle.HIGHEST_PROTOCOL)
+    calls: list[str] = []
+
+    def count(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(count)
+    try:
+        batch = pickle.loads(data)
+    finally:
+        sys.setprofile(None)
+    assert batch == Batch(tasks, report_every=32)
+    assert {type(task) for task in batch.tasks} == {Task}
+    assert len(calls) <= 1, calls
+
+
+def test_a_child_that_runs_plain_functions_never_imports_asyncio(db_url: str) -> None:
+    """Its import is a good part of a child's start; only coroutine handlers need it."""
+    pool = Pool(1, ChildSettings(db_url, handlers=("rt_handlers:imported",)))
+    task = _task(1, "rt_handlers:imported", {"module": "asyncio"})
+    events: list[Event] = []
+    try:
+        pool.wait_ready(60.0, lambda: False)
+        task = task._replace(seq=pool.next_seq())
+        assert pool.dispatch([task]) == []
+
+        def finished() -> bool:
+            events.extend(pool.poll(0.05))
+            return bool(events)
+
+        eventually(finished, what="the task to finish")
+    finally:
+        pool.close()
+    assert events == [Finished(task, result="false")]
 
 
 def test_a_child_runs_a_batch_and_reports_progress_and_each_outcome(db_url: str) -> None:
