@@ -13,7 +13,11 @@ For each round trip and each number of worker processes (``--workers``, each
   the herd an enqueue wakes);
 - connections: the most sessions of the fleet seen in ``pg_stat_activity`` at once;
 - enqueue-to-start p50 and p99 with idle workers: ``--latency`` single jobs,
-  enqueued directly one at a time, each after the last has finished.
+  enqueued directly one at a time, each after the last has finished; and the same
+  from the enqueue's return (its commit) to the start: the enqueue's own commit waits
+  for the server's WAL flush (``synchronous_commit``), which on a slow disk is most of
+  the first figure, and which no worker can shorten. The enqueue is direct, on this
+  machine, so its clock is the server's.
 
 The real round trip each proxy adds is measured first (``SELECT 1`` through it)
 and printed: the proxy's threads overshoot what they are asked to hold by a
@@ -220,7 +224,7 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
             rate = args.jobs / max(window[1] - window[0], 1e-9)
             time.sleep(1.0)  # every worker idle, listening
             before = fleet.counts()
-            delays = single_jobs(args.latency, queue, monitor, pending)
+            delays, after_commit = single_jobs(args.latency, queue, monitor, pending)
             after = fleet.counts()
         finally:
             fleet.stop()
@@ -232,7 +236,9 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
             "claims_idle": after["claims"] - before["claims"],
             "sessions": most_sessions,
             "p50": statistics.median(delays),
-            "p99": delays[min(len(delays) - 1, round(0.99 * (len(delays) - 1)))],
+            "p99": p99(delays),
+            "commit_p50": statistics.median(after_commit),
+            "commit_p99": p99(after_commit),
         }
     finally:
         monitor.close()
@@ -240,20 +246,30 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
         drop_schema(direct, SCHEMA)
 
 
-def single_jobs(count: int, queue: Any, monitor: Any, pending: Any) -> list[float]:
-    """Enqueue-to-start milliseconds of ``count`` jobs enqueued one at a time, each
-    once the last has finished, sorted."""
-    ids = []
+def p99(values: list[float]) -> float:
+    """The 99th percentile of sorted ``values`` (nearest rank)."""
+    return values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
+
+
+def single_jobs(
+    count: int, queue: Any, monitor: Any, pending: Any
+) -> tuple[list[float], list[float]]:
+    """Milliseconds from the enqueue's start, and from its return, to the start of
+    ``count`` jobs enqueued one at a time, each once the last has finished; sorted."""
+    returned: dict[int, float] = {}
     for _ in range(count):
-        ids.append(queue.enqueue("noop", {"n": -1}).job_id)
+        job_id = queue.enqueue("noop", {"n": -1}).job_id
+        returned[job_id] = time.time()
         _wait(pending, 60, "a single job")
         time.sleep(0.05)
     found = monitor.execute(
-        f'SELECT a.started_at - j.created_at FROM "{SCHEMA}".jobdef_attempts a '
+        f'SELECT j.id, j.created_at, a.started_at FROM "{SCHEMA}".jobdef_attempts a '
         f'JOIN "{SCHEMA}".jobdef_jobs j ON j.id = a.job_id WHERE j.id = ANY(%s)',
-        [ids],
-    )
-    return sorted(float(row[0]) * 1000 for row in found)
+        [list(returned)],
+    ).fetchall()
+    from_start = sorted((started - created) * 1000 for _, created, started in found)
+    from_return = sorted((started - returned[id_]) * 1000 for id_, _, started in found)
+    return from_start, from_return
 
 
 def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
@@ -273,7 +289,8 @@ def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
                     f"| {rtt:g} ms (adds {added:.2f}) | {workers} | {median('rate'):,.0f} | "
                     f"{median('empty_drain'):.0f} / {median('claims_drain'):.0f} | "
                     f"{median('empty_idle'):.0f} / {median('claims_idle'):.0f} | "
-                    f"{median('sessions'):.0f} | {median('p50'):.2f} | {median('p99'):.2f} |"
+                    f"{median('sessions'):.0f} | {median('p50'):.2f} | {median('p99'):.2f} | "
+                    f"{median('commit_p50'):.2f} | {median('commit_p99'):.2f} |"
                 )
 
 
@@ -298,9 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         "| round trip | workers | drain (jobs/s) | empty claims / claims, drain "
-        "| empty claims / claims, idle | sessions | enqueue-to-start p50 (ms) | p99 (ms) |"
+        "| empty claims / claims, idle | sessions | enqueue-to-start p50 (ms) | p99 (ms) "
+        "| commit-to-start p50 (ms) | p99 (ms) |"
     )
-    print("| --- |" + " --- |" * 7)
+    print("| --- |" + " --- |" * 9)
     try:
         for row in rows(args, folder):
             print(row, flush=True)

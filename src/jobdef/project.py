@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from jobdef.errors import ConfigError
+from jobdef.records import Record
 
 
-@dataclass(frozen=True)
-class Config:
+@dataclass(frozen=True, repr=False, eq=False)
+class Config(Record):
     """Where the sheets, the database, the generated docs and the Celery or RQ application
     objects are."""
 

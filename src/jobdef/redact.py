@@ -42,15 +42,16 @@ MASK = "***"
 # optional: a URL whose scheme is not one (``0://``, ``\x1b[://``) hides its password too.
 # Linear time on any text (stored errors run to 64 KiB): a scheme starts only where no
 # scheme character precedes it, and a password is at most 1024 characters.
-_USERINFO = re.compile(
+# (This and _SECRET_PARAM are compiled on first use, which re's cache keeps: the checks of
+# sheets, which use this module for secret_name, never redact.)
+_USERINFO = (
     r"(?P<head>(?:(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*)?://[^\s:/@]*:)[^\s]{0,1024}@"
 )
 # name=value where the name says secret, in a query string or a libpq keyword string.
-_SECRET_PARAM = re.compile(
-    r"(?P<head>(?:^|(?<=[?&;\s,({\[\"']))[\w.\-]*?"
+_SECRET_PARAM = (
+    r"(?i)(?P<head>(?:^|(?<=[?&;\s,({\[\"']))[\w.\-]*?"
     r"(?:password|passwd|pwd|token|secret|api_?key|apikey|signature|sig)\s*=\s*)"
-    r"(?P<value>[^&;\s\"'#]+)",
-    re.IGNORECASE,
+    r"(?P<value>[^&;\s\"'#]+)"
 )
 # Shorter pieces of a secret are not searched for: they would hide ordinary words.
 _MIN_PIECE = 3
@@ -60,8 +61,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` without passwords, secret parameters and any of ``secrets``."""
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         text = text.replace(secret, MASK)
-    text = _USERINFO.sub(lambda m: f"{m.group('head')}{MASK}@", text)
-    return _SECRET_PARAM.sub(lambda m: f"{m.group('head')}{MASK}", text)
+    text = re.sub(_USERINFO, lambda m: f"{m.group('head')}{MASK}@", text)
+    return re.sub(_SECRET_PARAM, lambda m: f"{m.group('head')}{MASK}", text)
 
 
 def url_secrets(url: str) -> list[str]:
@@ -72,10 +73,10 @@ def url_secrets(url: str) -> list[str]:
     each piece of those split at a reserved character.
     """
     found: list[str] = []
-    match = _USERINFO.search(url)
+    match = re.search(_USERINFO, url)
     if match:
         found.append(url[match.end("head") : match.end() - 1])
-    found.extend(m.group("value") for m in _SECRET_PARAM.finditer(url))
+    found.extend(m.group("value") for m in re.finditer(_SECRET_PARAM, url))
     pieces = [p for s in found for p in re.split(r"[/?#@:&;=\s\"']", s)]
     return [s for s in dict.fromkeys(found + pieces) if len(s) >= _MIN_PIECE]
 

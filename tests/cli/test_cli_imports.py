@@ -40,11 +40,16 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 
 # What a project of Job sheets alone, without a pyproject.toml, has no use for: the
-# workflows' policies and timelines, the TOML reader, HTML escaping (the docs'), the
-# logging package (nothing to log) and uuid (the scratch stores of tests).
+# workflows' policies, timelines and rules, the TOML reader, HTML escaping (the docs'),
+# the logging package (nothing to log) and uuid (the scratch stores of tests).
 NOT_FOR_JOBS_ALONE = (
     "jobdef.policy.workflow",
     "jobdef.policy.flow_timeline",
+    "jobdef.sheets.rules.workflows",
+    "jobdef.sheets.rules.flow_args",
+    "jobdef.sheets.rules.flow_deadline",
+    "jobdef.sheets.rules.flow_runtime",
+    "jobdef.sheets.rules.flow_notify",
     "tomllib",
     "html",
     "logging",
@@ -174,3 +179,54 @@ def test_validate_of_a_job_loads_the_policy_model(tmp_path: Path, example_sheets
     assert code == 0
     assert {"jobdef.policy.model", "jobdef.sheets.build"} <= modules
     assert "shutil" not in modules
+
+
+# Runs `jobdef validate` as _loaded_by_command does, and prints the regular expressions
+# compiled meanwhile (re keeps each compiled pattern in its cache) and how many times
+# typing.get_type_hints ran (it compiles each annotation it reads).
+COMPILED = """
+import json, re, sys, typing
+hints = typing.get_type_hints
+calls = []
+typing.get_type_hints = lambda *args, **kwargs: calls.append(args) or hints(*args, **kwargs)
+from jobdef.cli import main
+code = main(sys.argv[1:])
+patterns = [key[1] for key in re._cache if isinstance(key[1], str)]
+print(json.dumps({"code": code, "patterns": patterns, "hints": len(calls)}))
+"""
+
+
+def test_validate_of_a_job_compiles_no_pattern_that_only_mistakes_and_other_commands_use(
+    tmp_path: Path,
+) -> None:
+    from jobdef import redact
+    from jobdef.render import escape
+    from jobdef.sheets import strict_yaml
+    from jobdef.sheets.rules import durations, handler, notify, schedule, sizes
+
+    subprocess.run([sys.executable, "-m", "jobdef", "init"], cwd=tmp_path, check=True)
+    subprocess.run([sys.executable, "-m", "jobdef", "new", "my_job"], cwd=tmp_path, check=True)
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", COMPILED, "validate"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["code"] == 0
+    assert found["hints"] == 0  # the builder reads the model's annotations as text
+    unused = {
+        "escape": [escape._INVISIBLE, escape._NEWLINES, escape._MD_SPECIAL, escape._MD_ANY],
+        "redact": [redact._USERINFO, redact._SECRET_PARAM],
+        "rules": [durations._SEXAGESIMAL, durations._SPACED, handler._DOTTED, sizes._WRITTEN],
+        "channels and schedules": [notify._TOKEN, schedule._ITEM],
+        "block scalars": [strict_yaml._GLUED_HEADER_COMMENT],
+    }
+    compiled = set(found["patterns"])
+    assert {
+        what: [p for p in patterns if getattr(p, "pattern", p) in compiled]
+        for what, patterns in unused.items()
+    } == {what: [] for what in unused}

@@ -292,29 +292,36 @@ class Wakeup:
     requeue), in an unknown number. ``queue`` None: look at every queue (the wait was
     ended on purpose, or the engine can no longer tell). ``due``: every one of those
     jobs was enqueued with a delay, and the first comes due then (the engine's clock,
-    epoch seconds): claim then, not now.
+    epoch seconds): claim then, not now. ``at``: the enqueuer's reading of the
+    engine's clock when it stored them, by which those not delayed were due (None:
+    not said).
     """
 
     queue: str | None = None
     count: int | None = None
     first_id: int | None = None
     due: float | None = None
+    at: float | None = None
 
     @classmethod
     def parse(cls, payload: str) -> Wakeup:
-        """The wake-up an enqueue's notification carries: ``queue``, ``queue count id``
-        or ``queue count id due``."""
+        """The wake-up an enqueue's notification carries: ``queue``, ``queue count id``,
+        ``queue count id due`` or ``queue count id due at`` (``due`` ``-``: none)."""
         queue, _, rest = payload.partition(" ")
         count, _, rest = rest.partition(" ")
-        first, _, due = rest.partition(" ")
+        first, _, rest = rest.partition(" ")
+        due, _, at = rest.partition(" ")
         # Any role that can connect may NOTIFY on the channel: what is not our own
         # payload is read as a wake-up of the queue, never raised.
         if not (_WHOLE.fullmatch(count) and _WHOLE.fullmatch(first)):
             return cls(queue or None)
-        try:
-            when: float | None = float(due) if due else None
-        except ValueError:
-            when = None
-        if when is not None and not math.isfinite(when):
-            when = None
-        return cls(queue or None, int(count), int(first), when)
+        return cls(queue or None, int(count), int(first), _epoch(due), _epoch(at))
+
+
+def _epoch(text: str) -> float | None:
+    """A finite number of seconds in a notification, or None (absent, ``-``, or not one)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) else None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
+from jobdef.records import Record
 
 if TYPE_CHECKING:
     import random
@@ -105,8 +106,8 @@ def next_delay(
     return delay
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineRow:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class TimelineRow(Record):
     """One attempt of the retry timeline, all times in seconds from the enqueue.
 
     ``wait_min``/``wait_max`` is the pause before this attempt (zero for the
@@ -132,8 +133,8 @@ class TimelineRow:
     latest_start_lost: float
 
 
-@dataclass(frozen=True, slots=True)
-class Timeline:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Timeline(Record):
     """The whole retry schedule of a job in the worst and best case.
 
     ``lease`` and ``reclaim_interval`` are what the bounds after a lost attempt

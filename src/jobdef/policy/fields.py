@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from jobdef.policy.backoff import cut_by_max
 from jobdef.policy.values import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES
+from jobdef.records import Record
 
 if TYPE_CHECKING:
     from jobdef.policy.model import JobPolicy
@@ -100,8 +101,8 @@ def declares_result(job: JobPolicy) -> bool:
     return any(path.startswith("result.") for path in job.origins)
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyField:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class PolicyField(Record):
     """One field of a Job sheet: its path, its kind, its default, and whether it shapes a job.
 
     ``default`` is the value a job has when neither its sheet nor a Defaults document

@@ -7,6 +7,8 @@ only these objects; nothing downstream re-reads YAML.
 All durations are ``float`` seconds. The plain values the model uses (the byte bounds
 of args and results, :func:`~jobdef.policy.values.freeze`) are in
 :mod:`jobdef.policy.values`, which checks of sheets read without loading these classes.
+Each class compares, hashes and shows itself through :class:`~jobdef.records.Record`,
+as a frozen dataclass would, without compiling those methods for each class at import.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jobdef.policy.values import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES, EMPTY, freeze
+from jobdef.records import Record
 
 Strategy = Literal["fixed", "linear", "exponential", "list"]
 Jitter = Literal["none", "full", "equal", "decorrelated"]
@@ -28,8 +31,8 @@ CatchUp = Literal["none", "latest", "all"]
 Source = Literal["sheet", "defaults", "builtin"]
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Origin(Record):
     """Where a value was written: a sheet or a ``Defaults`` document, at file:line:column."""
 
     file: str
@@ -43,8 +46,8 @@ class Origin:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True, slots=True)
-class BackoffPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class BackoffPolicy(Record):
     """How long to wait after failed attempt n before the next one."""
 
     strategy: Strategy
@@ -55,16 +58,16 @@ class BackoffPolicy:
     delays: tuple[float, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorClass:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ErrorClass(Record):
     """An exception class named in ``errors.retry`` or ``errors.fatal``."""
 
     name: str
     description: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ErrorPolicy(Record):
     """Which raised exceptions retry and which bury the job at once."""
 
     retry: tuple[ErrorClass, ...] = ()
@@ -72,8 +75,8 @@ class ErrorPolicy:
     default: ErrorAction = "retry"
 
 
-@dataclass(frozen=True, slots=True)
-class IdempotencyPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class IdempotencyPolicy(Record):
     """The idempotency key recipe over args, e.g. ``"{reservation_id}:confirm-mail"``.
 
     ``dedupe_window``: how long after a job finished a new enqueue with the same
@@ -85,8 +88,8 @@ class IdempotencyPolicy:
     dedupe_window: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NotifyPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class NotifyPolicy(Record):
     """Which channel hears about which events of the job."""
 
     channel: str | None = None
@@ -94,23 +97,23 @@ class NotifyPolicy:
     key_args: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class RetentionPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class RetentionPolicy(Record):
     """How long finished rows are kept. ``dead=None`` means until an operator resolves it."""
 
     done: float | None = None
     dead: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LimitsPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class LimitsPolicy(Record):
     """Bounds on what one job may carry: ``args_bytes``, its args as UTF-8 JSON."""
 
     args_bytes: int = DEFAULT_ARGS_BYTES
 
 
-@dataclass(frozen=True, slots=True)
-class ResultPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ResultPolicy(Record):
     """What becomes of the value a handler returns (the sheet's ``result:``).
 
     ``store``: whether the value is kept with the done job; with ``False`` it is
@@ -139,8 +142,8 @@ class ResultPolicy:
     notify: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeFit:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class RuntimeFit(Record):
     """What a sheet accepts that one runtime does not honour exactly (``jobdef check``).
 
     ``named``: the sheet (or its Defaults) names the runtime (``runtime: {rq: ...}``),
@@ -152,16 +155,16 @@ class RuntimeFit:
     named: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimesPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class RuntimesPolicy(Record):
     """Per runtime the adapters serve (``runtime.celery``, ``runtime.rq``), what is accepted."""
 
     celery: RuntimeFit = field(default_factory=RuntimeFit)
     rq: RuntimeFit = field(default_factory=RuntimeFit)
 
 
-@dataclass(frozen=True, slots=True)
-class DecisionAnswers:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class DecisionAnswers(Record):
     """Answers to the classic sync / async / batch decision flow (all optional)."""
 
     time_triggered: bool | None = None
@@ -176,8 +179,8 @@ class DecisionAnswers:
 PRIORITIES = range(-1000, 1001)
 
 
-@dataclass(frozen=True, slots=True)
-class JobPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class JobPolicy(Record):
     """The fully resolved policy of one job: defaults merged, durations parsed."""
 
     name: str
@@ -223,8 +226,8 @@ class JobPolicy:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelPolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ChannelPolicy(Record):
     """A named notification channel; ``settings`` holds the type-specific fields."""
 
     name: str
@@ -234,8 +237,8 @@ class ChannelPolicy:
     file: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class QueuePolicy:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class QueuePolicy(Record):
     """Limits of one named queue: concurrency and a start rate (``rate`` is starts per second)."""
 
     name: str

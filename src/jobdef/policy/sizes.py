@@ -13,7 +13,8 @@ UNIT_BYTES: dict[str, int] = {"B": 1, "KiB": 1024, "MiB": 1024 * 1024}
 
 # The pattern the sheet schema's ``bytes`` definition holds a string to.
 SIZE_PATTERN = r"^[0-9]+(B|KiB|MiB)$"
-_SIZE = re.compile(SIZE_PATTERN)
+# Compiled on first use (re keeps it): most sheets write no size.
+_SIZE = SIZE_PATTERN
 
 
 def parse_size_or_none(value: object) -> int | None:
@@ -24,7 +25,7 @@ def parse_size_or_none(value: object) -> int | None:
         return value
     if not isinstance(value, str):
         return None
-    match = _SIZE.match(value)
+    match = re.match(_SIZE, value)
     if match is None:
         return None
     return int(value[: match.start(1)]) * UNIT_BYTES[match.group(1)]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_NEWLINES = re.compile(r"\r\n|\r|\n")
+# The patterns are compiled on first use (re's cache keeps them): the CLI's messages
+# and tables, printable ASCII almost always, need none of them (1 ms of every start).
+_NEWLINES = r"\r\n|\r|\n"
 # Characters with inline meaning in CommonMark/GFM. `_` only matters at a word
 # boundary (GFM ignores intraword underscores), so `send_reservation_mail` stays readable.
 # (Each branch starts with its character, `_` looking back past itself, so that the
 # regular expression engine scans for the characters instead of trying every position.)
-_MD_SPECIAL = re.compile(r"[\\`*\[\]|~]|_(?:(?<![0-9A-Za-z]_)|(?![0-9A-Za-z]))")
+_MD_SPECIAL = r"[\\`*\[\]|~]|_(?:(?<![0-9A-Za-z]_)|(?![0-9A-Za-z]))"
 
 # A spreadsheet evaluates a cell that starts with one of these as a formula
 # (OWASP "CSV injection"); the full-width forms are included because some
@@ -29,16 +31,14 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "＝", "＋", "－", "＠")
 TSV_CELL_LIMIT = 32767
 _ELLIPSIS = "…"
 # Any character that markdown_cell would change.
-_MD_ANY = re.compile(r"[\\`*\[\]|~_<>&\r\n\t]")
+_MD_ANY = r"[\\`*\[\]|~_<>&\r\n\t]"
 
 
 # What a terminal or a renderer would act on instead of showing: C0 controls (ESC starts
 # an ANSI sequence), DEL, C1 controls, and the bidirectional controls that reorder
 # what follows them (U+202E shows "txt.exe" as "exe.txt"); and lone surrogates, which
 # stand for the undecodable bytes of a file name and cannot be written as UTF-8.
-_INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_INVISIBLE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -48,11 +48,18 @@ def _shown(match: re.Match[str]) -> str:
     return _SHORT.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
 
 
+def _has_invisible(text: str) -> bool:
+    """Whether ``text`` holds a character of :data:`_INVISIBLE` (printable ASCII holds none)."""
+    if text.isascii() and text.isprintable():
+        return False
+    return re.search(_INVISIBLE, text) is not None
+
+
 def visible(text: object) -> str:
     """``text`` with every control and bidi override character shown escaped
     (``\\x1b``, ``\\u202e``, ``\\n``), so it prints as what it is."""
     text = str(text)
-    return _INVISIBLE.sub(_shown, text) if _INVISIBLE.search(text) else text
+    return re.sub(_INVISIBLE, _shown, text) if _has_invisible(text) else text
 
 
 def char_width(char: str) -> int:
@@ -88,24 +95,24 @@ def _markdown(text: str) -> str:
     import html  # here: the CLI's tables and messages never need it
 
     escaped = html.escape(text, quote=False)
-    if not _MD_SPECIAL.search(escaped):  # e.g. only underscores inside words
+    if not re.search(_MD_SPECIAL, escaped):  # e.g. only underscores inside words
         return escaped
-    return _MD_SPECIAL.sub(r"\\\g<0>", escaped)
+    return re.sub(_MD_SPECIAL, r"\\\g<0>", escaped)
 
 
 def markdown_cell(text: object) -> str:
     """``text`` as a Markdown table cell: no markup, one line, line breaks as ``<br>``."""
     text = str(text)
-    if not _INVISIBLE.search(text):  # one line (line breaks and tabs are controls)
+    if not _has_invisible(text):  # one line (line breaks and tabs are controls)
         # The common case: nothing to escape, or markup characters on one line.
-        return _markdown(text) if _MD_ANY.search(text) else text
-    lines = _NEWLINES.split(text.replace("\t", " "))
+        return _markdown(text) if re.search(_MD_ANY, text) else text
+    lines = re.split(_NEWLINES, text.replace("\t", " "))
     return "<br>".join(_markdown(visible(line)) for line in lines)
 
 
 def markdown_inline(text: object) -> str:
     """``text`` inside a heading or a sentence: no markup, newlines folded to spaces."""
-    return _markdown(visible(" ".join(_NEWLINES.split(str(text).replace("\t", " ")))))
+    return _markdown(visible(" ".join(re.split(_NEWLINES, str(text).replace("\t", " ")))))
 
 
 def tsv_cell(text: object) -> str:
@@ -116,7 +123,7 @@ def tsv_cell(text: object) -> str:
     "this is text"), text longer than a spreadsheet cell holds is cut with ``…``,
     and a cell that starts with ``"`` is written as a quoted cell.
     """
-    cell = visible(" ".join(_NEWLINES.split(str(text).replace("\t", " "))))
+    cell = visible(" ".join(re.split(_NEWLINES, str(text).replace("\t", " "))))
     if cell.startswith(FORMULA_PREFIXES):
         cell = "'" + cell
     if len(cell) > TSV_CELL_LIMIT:
@@ -134,10 +141,10 @@ def tsv_row(cells: list[str] | tuple[str, ...]) -> str:
 
 
 # Characters that end or restructure a Mermaid statement or label.
-_MERMAID_UNSAFE = re.compile(r"[:;#\"'<>{}\[\]|`\\%&\r\n\t]+")
+_MERMAID_UNSAFE = r"[:;#\"'<>{}\[\]|`\\%&\r\n\t]+"
 
 
 def mermaid_label(text: object) -> str:
     """``text`` as a Mermaid transition label: statement-breaking characters become spaces."""
     # Control and bidi characters go too: a backslash escape would not survive Mermaid.
-    return " ".join(_MERMAID_UNSAFE.sub(" ", _INVISIBLE.sub(" ", str(text))).split())
+    return " ".join(re.sub(_MERMAID_UNSAFE, " ", re.sub(_INVISIBLE, " ", str(text))).split())

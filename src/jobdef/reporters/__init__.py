@@ -18,7 +18,9 @@ from jobdef.sheets.files import read_regular, relative_path
 FORMATS = ("text", "json", "github", "sarif", "junit")
 
 
-@dataclass
+# Never compared nor printed: without the generated __eq__ and __repr__, each of which
+# costs `jobdef validate` start-up time.
+@dataclass(repr=False, eq=False)
 class Report:
     """The findings of one run, plus what a reporter needs to show them."""
 

@@ -64,7 +64,7 @@ from jobdef.backends.protocol import (
     fail_fast,
     holds_maintenance_lock,
 )
-from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome
+from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome, Wakeup
 from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.durations import format_wait
@@ -102,7 +102,9 @@ log = logging.getLogger("jobdef.worker")
 # worker claims again every RECHECK_INTERVAL for RECHECK_AFTER_WAKE seconds before it
 # goes back to the poll interval: the job that caused the notification may be due a few
 # milliseconds after the first claim, as the hosts' readings of the server's clock
-# differ slightly. A claim that finds a job ends it.
+# differ slightly. A claim that finds a job ends it. Only for a notification that does
+# not say by when its jobs were due (Wakeup.at): for one that does, the worker knows
+# whether its clock is behind the enqueuer's, and claims once more at that time if so.
 RECHECK_AFTER_WAKE = 0.5
 RECHECK_INTERVAL = 0.05
 # Seconds between the claims of an idle worker while the engine tells it of every
@@ -460,12 +462,28 @@ class Worker:
                 # Its turn to claim jobs that are not due yet: at their time, not now.
                 soonest = min(wakeup.due for wakeup in delayed if wakeup.due is not None)
                 deadline = min(deadline, self._due(soonest - self.clock()))
-            turn = self._share.turn(wakeup for wakeup in wakeups if wakeup.due is None)
+            due_now = [wakeup for wakeup in wakeups if wakeup.due is None]
+            turn = self._share.turn(due_now)
             if turn is None:
                 continue  # other workers' turn, or nothing due yet
             if turn is Turn.FIRST:
-                self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
+                self._look_again_if_behind(due_now)
             return
+
+    def _look_again_if_behind(self, wakeups: list[Wakeup]) -> None:
+        """After a first turn at ``wakeups`` (the claim comes next): if the claim may miss
+        their jobs because this host's reading of the store's clock is behind the
+        enqueuer's, claim once more when they are due by it. A claim that finds nothing
+        at a clock past the enqueue's ``at`` means another worker took the jobs: no
+        look again. A wake-up that does not say ``at`` (a release, an older enqueuer)
+        is looked at again for RECHECK_AFTER_WAKE seconds."""
+        mine = [w for w in wakeups if w.queue is None or self._share.serves(w.queue)]
+        if any(w.at is None for w in mine):
+            self._recheck_until = time.monotonic() + RECHECK_AFTER_WAKE
+            return
+        latest = max((w.at for w in mine if w.at is not None), default=None)
+        if latest is not None and (behind := latest - self.clock()) > 0:
+            self._due(behind)
 
     def _idle_poll(self, mono: float) -> float:
         """Seconds between two claims of an idle worker: the poll interval, or, while the

@@ -11,11 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from jobdef.records import Record
+
 Severity = Literal["error", "warning"]
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Location(Record):
     """A place in a sheet: 1-based line and column."""
 
     file: str
@@ -26,8 +28,8 @@ class Location:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Diagnostic(Record):
     """One finding: the rule that fired, where, and a message that says how to fix it.
 
     ``related`` holds other places the message talks about (the first of two

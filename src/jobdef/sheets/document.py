@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jobdef.records import Record
+
 if TYPE_CHECKING:
     from jobdef.policy.model import Origin, Source
 
@@ -28,8 +30,8 @@ class OverlongInteger(str):
 Position = tuple[int, int]
 
 
-@dataclass(frozen=True)
-class Document:
+@dataclass(frozen=True, repr=False, eq=False)
+class Document(Record):
     """One YAML document of kind Job, Channel, Defaults or Queue, as plain data.
 
     ``data`` is a mapping in every document :func:`~jobdef.sheets.strict_yaml.read_file`

@@ -52,7 +52,8 @@ _FAST: Any = getattr(yaml, "CSafeLoader", None)
 # A plain scalar that YAML forbids inside [ ] or { }: a dash followed by a space or nothing.
 _LONE_DASH = re.compile(r"-(?:$|[ \t])")
 # A block scalar header with a comment glued to it (``>#``): libyaml takes it, YAML does not.
-_GLUED_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*#")
+# (Compiled on first use, which re's cache keeps: few sheets hold a "#" in such a header.)
+_GLUED_HEADER_COMMENT = r"[|>][-+0-9]*#"
 
 
 def _parsers_may_differ(text: str) -> bool:
@@ -67,7 +68,6 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _QUOTES = ("'", '"')
 
 # YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
-_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _INT10 = re.compile(r"^[-+]?[0-9]+$")
 _INT8 = re.compile(r"^0o[0-7]+$")
@@ -77,7 +77,6 @@ _INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
 _NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
 
 # Plain scalars a YAML 1.1 reader types differently (https://yaml.org/type/).
-_YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
 _YAML11_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
 _YAML11_BINARY = re.compile(r"^[-+]?0b[0-1_]+$")
 _YAML11_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
@@ -101,10 +100,6 @@ def resolve_plain(text: str) -> Any:
         return _WORDS[text]
     if text[0] not in _NUMBER_FIRST:
         return text
-    if _NULL.match(text):
-        return None
-    if text in _BOOL:
-        return _BOOL[text]
     if _INT10.match(text):  # an integer too long for int() stays text for rule JD109
         return int(text) if len(text) <= INTEGER_TEXT_LIMIT else OverlongInteger(text)
     if _INT8.match(text):
@@ -154,7 +149,7 @@ def yaml11_reading(text: str) -> str | None:
     """What a YAML 1.1 reader makes of a plain scalar, when that differs from YAML 1.2."""
     if not yaml11_suspect(text):
         return None
-    if _YAML11_BOOL.match(text):
+    if text in _YAML11_WORDS:
         return "the boolean " + ("true" if text.lower() in ("y", "yes", "on") else "false")
     if _YAML11_SEXAGESIMAL.match(text):
         return "a base-60 number (1:30 is 90)"
@@ -181,7 +176,8 @@ def _describe(value: Any) -> str:
     return f"the string {value!r}"
 
 
-@dataclass
+# Never compared nor printed (as _Frame below).
+@dataclass(repr=False, eq=False)
 class LoadedFile:
     """One sheet file read: its documents and what is wrong with it."""
 
@@ -403,7 +399,7 @@ class _Builder:
             start = event.start_mark.index
             end = self.text.find("\n", start)
             header = self.text[start : end if end >= 0 else len(self.text)]
-            if "#" in header and _GLUED_HEADER_COMMENT.match(header):
+            if "#" in header and re.match(_GLUED_HEADER_COMMENT, header):
                 self.parsers_may_differ = True
             return
         self._glued_comment(event.end_mark.index)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Any
+
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.backends.records import ClaimOptions
 
@@ -50,15 +54,20 @@ def run_worker(
     queues: list[str] | None = None,
     clock_skew: float = 0.0,
     url_options: str = "",
+    claims_file: str | None = None,
 ) -> None:
     """A real worker process on the engine at ``url``/``schema`` running ``sheets``;
     ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's);
     ``log_file``: where it logs (default stderr); ``queues``: the queues it serves (default
     all); ``clock_skew``: seconds this process's wall clock (``time.time``) is ahead, as on
     a host whose clock is wrong; ``url_options``: more of the store URL's query
-    (``&wake=poll``)."""
+    (``&wake=poll``); ``claims_file``: where it writes, at every claim, how many claims
+    it made (a JSON list: the claim's time on this host's clock, how many jobs it got)."""
     import logging
     import time
+
+    if claims_file is not None:
+        _count_claims(claims_file)
 
     if clock_skew:
         real_time = time.time
@@ -89,3 +98,24 @@ def run_worker(
         Worker(backend, load_registry([sheets]), settings).run()
     finally:
         backend.close()
+
+
+def _count_claims(path: str) -> None:
+    """Record every claim of this process's worker into the JSON file ``path``."""
+    import json
+    import time
+
+    import jobdef.runtime.worker as worker_module
+
+    claims: list[tuple[float, int]] = []
+    exchange = worker_module.complete_and_claim
+
+    def counted(backend: Any, leases: Any, notes: Any, options: Any, results: Any) -> Any:
+        accepted, records = exchange(backend, leases, notes, options, results)
+        if options is not None:
+            claims.append((time.monotonic(), len(records)))
+            Path(path + ".tmp").write_text(json.dumps(claims))
+            os.replace(path + ".tmp", path)
+        return accepted, records
+
+    worker_module.complete_and_claim = counted  # type: ignore[assignment]

@@ -100,6 +100,31 @@ def test_a_batch_of_delayed_jobs_says_when_the_first_comes_due(
     assert Wakeup.parse("default 1 7 soon") == Wakeup("default", 1, 7)
 
 
+def test_every_enqueue_says_by_its_clock_when_its_jobs_were_due(
+    pg_backend: PostgresBackend,
+) -> None:
+    """``at``: the enqueuer's reading of the engine's clock, by which the jobs due now
+    were due; said by each of the three enqueue statements (one job, a batch with keys,
+    a batch alike but for the args), delayed or not."""
+    pg_backend.wait_for_jobs(0.01)
+    before = pg_backend.clock()
+    pg_backend.enqueue([NewJob("a", {}, "one")])
+    pg_backend.enqueue([NewJob("a", {}, "keyed", idempotency_key="k")])
+    pg_backend.enqueue_alike(NewJob("a", {}, "alike"), ['{"n": 1}', '{"n": 2}'])
+    pg_backend.enqueue([NewJob("a", {}, "later", run_after=before + 30)])
+    after = pg_backend.clock()
+    heard = {w.queue: w for w in _heard(pg_backend, 4)}
+    assert set(heard) == {"one", "keyed", "alike", "later"}
+    for wakeup in heard.values():
+        assert wakeup.at is not None, wakeup
+        assert before <= wakeup.at <= after, wakeup
+    assert [heard[q].due for q in ("one", "keyed", "alike")] == [None, None, None]
+    assert heard["later"].due == pytest.approx(before + 30)
+    assert Wakeup.parse("default 1 7 - 12.5") == Wakeup("default", 1, 7, None, 12.5)
+    assert Wakeup.parse("default 1 7 20 12.5") == Wakeup("default", 1, 7, 20.0, 12.5)
+    assert Wakeup.parse("default 1 7 - inf") == Wakeup("default", 1, 7)
+
+
 def _heard(backend: PostgresBackend, count: int) -> list[Wakeup]:
     """The wake-ups of ``count`` notifications (delivered together at a commit)."""
     heard: list[Wakeup] = []

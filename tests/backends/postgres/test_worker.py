@@ -3,6 +3,7 @@ the sessions it holds."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -227,6 +228,76 @@ def test_a_delayed_job_starts_when_it_comes_due_not_at_the_next_safety_poll(
     # Claimed at a wake-up's look-again window, or at a safety poll after it, the job
     # would start at least RECHECK_AFTER_WAKE + 0.75 * SAFETY_POLL - delay = 0.45 s late.
     assert statistics.median(lates) < (RECHECK_AFTER_WAKE + 0.75 * SAFETY_POLL - delay) / 2, lates
+
+
+def _claims(path: Path) -> list[tuple[float, int]]:
+    """The claims a worker started with ``claims_file=path`` made so far."""
+    return [tuple(claim) for claim in json.loads(path.read_text())] if path.exists() else []
+
+
+def _idle_claims_after(
+    notify: str, pg_backend: PostgresBackend, workers: Workers, tmp_path: Path
+) -> list[tuple[float, int]]:
+    """The claims an idle lone worker makes in the 0.7 s after the notification ``notify``
+    (a payload; ``{now}`` is the store's clock): its wake-up's claim and what follows."""
+    counted = tmp_path / "claims.json"
+    workers.start(concurrency=1, claims_file=str(counted))
+    eventually(lambda: bool(pg_backend.workers()), what="the worker registered")
+    eventually(lambda: len(_claims(counted)) >= 1, what="the first claim")
+    time.sleep(0.3)  # idle, waiting (the next safety poll is 0.75 s or more away)
+    sent = time.monotonic()
+    with psycopg.connect(pg_backend.conninfo, autocommit=True) as conn:
+        payload = notify.format(now=pg_backend.clock())
+        conn.execute("SELECT pg_notify(%s, %s)", [pg_backend.channel, payload])
+    time.sleep(0.7)
+    return [claim for claim in _claims(counted) if sent <= claim[0] < sent + 0.7]
+
+
+def test_a_wake_up_whose_jobs_another_worker_took_costs_one_claim_not_a_look_again_window(
+    pg_backend: PostgresBackend, workers: Workers, tmp_path: Path
+) -> None:
+    """An enqueue's notification says by when its jobs were due on the enqueuer's clock
+    (``at``): a first turn's claim that finds nothing at a later clock knows that another
+    worker took them, and does not claim again every RECHECK_INTERVAL."""
+    claims = _idle_claims_after("default 1 999999 - {now}", pg_backend, workers, tmp_path)
+    assert len(claims) == 1, claims
+    assert claims[0][1] == 0
+
+
+def test_a_wake_up_that_does_not_say_when_its_jobs_were_due_is_looked_at_again(
+    pg_backend: PostgresBackend, workers: Workers, tmp_path: Path
+) -> None:
+    """An older enqueuer's notification (no ``at``): the claim may have come before the job
+    was due by this host's reading of the clock, so the worker looks again for a while."""
+    claims = _idle_claims_after("default 1 999999", pg_backend, workers, tmp_path)
+    assert len(claims) >= 5, claims
+
+
+def test_a_job_from_an_enqueuer_whose_clock_is_ahead_starts_when_due_by_that_clock(
+    postgres_url: str, pg_backend: PostgresBackend, workers: Workers, sheets: Path
+) -> None:
+    """The enqueuer's reading of the store's clock is 0.8 s ahead of the worker's (more
+    than the look-again window after a wake-up): its jobs are not due yet when the worker
+    is woken, and it claims once more when they are, not at a safety poll after."""
+    workers.start(concurrency=1)
+    ahead = 0.8
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as backend:
+        reading = backend.clock
+        backend.clock = lambda: reading() + ahead  # type: ignore[method-assign]
+        queue = Queue(backend, load_registry([sheets]))
+        eventually(lambda: bool(backend.workers()), what="the worker registered")
+        lates = []
+        for n in range(5):
+            job = queue.enqueue("noop", {"n": n})
+            eventually(lambda job=job: backend.get(job.id).state == "done", timeout=60)
+            record = backend.get(job.id)
+            assert record is not None
+            (attempt,) = backend.attempts(job.id)
+            lates.append(attempt.started_at - record.created_at)
+    assert min(lates) >= -0.05  # never before it is due (the clocks' readings may lag)
+    # Claimed at a look-again window's end or a safety poll, it would start 0.75 s or
+    # more after it came due.
+    assert statistics.median(lates) < 0.75 / 2, lates
 
 
 def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:

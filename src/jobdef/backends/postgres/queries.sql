@@ -93,11 +93,14 @@ FROM generate_series(1, %(n)s);
 -- already active is skipped (the caller merges it into the active one); the
 -- caller tells the inserted rows by their receipt tokens, each its own. Wakes
 -- listening workers of each queue that got a job: the notification is
--- delivered when the transaction commits, and says `queue count first_id`, from
--- which each idle worker tells whether it is one of those that claim them
--- (jobdef.runtime.wake_share), and `due` after them when every job is delayed
--- (the first one's run_after: those workers claim then, not now). `notified` is read in the final SELECT because a
--- CTE that nothing reads is never run.
+-- delivered when the transaction commits, and says `queue count first_id due
+-- at` (jobdef.backends.records.Wakeup): from the first three each idle worker
+-- tells whether it is one of those that claim them (jobdef.runtime.wake_share);
+-- `due`, when every job is delayed, is the first one's run_after (those workers
+-- claim then, not now), else `-`; `at` is the enqueue's clock, by which the jobs
+-- due now are due: a worker whose claim finds nothing then knows whether another
+-- took them or its clock is behind the enqueuer's. `notified` is read in the
+-- final SELECT because a CTE that nothing reads is never run.
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         id, job, queue, priority, args, state, attempt, max_attempts,
@@ -123,10 +126,12 @@ WITH inserted AS (
     RETURNING id, queue, receipt, run_after
 ),
 notified AS (
-    SELECT pg_notify(%(channel)s, concat_ws(' ', q.queue, q.n, q.first_id, q.due))
+    SELECT pg_notify(
+        %(channel)s, concat_ws(' ', q.queue, q.n, q.first_id, coalesce(q.due::text, '-'), %(now)s)
+    )
     FROM (
         SELECT queue, count(*) AS n, min(id) AS first_id,
-               -- every job delayed: when the first is due (concat_ws leaves out NULL)
+               -- every job delayed: when the first is due
                CASE WHEN min(run_after) > %(now)s THEN min(run_after) END AS due
         FROM inserted GROUP BY queue
     ) AS q
@@ -156,7 +161,9 @@ notified AS (
     SELECT pg_notify(
         %(channel)s,
         concat_ws(' ', %(queue)s, count(*), min(id),
-                  CASE WHEN %(run_after)s::float8 > %(now)s::float8 THEN %(run_after)s::float8 END)
+                  coalesce((CASE WHEN %(run_after)s::float8 > %(now)s::float8
+                                 THEN %(run_after)s::float8 END)::text, '-'),
+                  %(now)s::float8)
     )
     FROM inserted
 )
@@ -166,7 +173,7 @@ SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 -- One job without a key, slot or dedupe window: a single round trip. Differs
 -- from SQLite's: jobs with a key or a slot go through insert_jobs here (a batch
 -- that merges duplicates with ON CONFLICT), so this one takes neither; and it
--- notifies the listening workers (`queue 1 id`, as insert_jobs says).
+-- notifies the listening workers (`queue 1 id due at`, as insert_jobs says).
 WITH inserted AS (
     INSERT INTO {schema}.jobdef_jobs (
         job, queue, priority, args, state, attempt, max_attempts,
@@ -179,7 +186,9 @@ WITH inserted AS (
 notified AS (
     SELECT pg_notify(
         %(channel)s,
-        concat_ws(' ', queue, 1, id, CASE WHEN run_after > %(now)s THEN run_after END)
+        concat_ws(' ', queue, 1, id,
+                  coalesce((CASE WHEN run_after > %(now)s THEN run_after END)::text, '-'),
+                  %(now)s)
     ) FROM inserted
 )
 SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;

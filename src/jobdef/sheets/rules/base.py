@@ -7,14 +7,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from jobdef.records import Record
 from jobdef.sheets.diagnostics import Diagnostic, Location, Severity
 
 if TYPE_CHECKING:
     from jobdef.policy.model import Origin
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Rule(Record):
     """One check of `jobdef validate`.
 
     ``id`` (``JD212``) never changes meaning once released; ``name`` is a short

@@ -31,8 +31,9 @@ FIELDS: dict[str, tuple[Path_, ...]] = {
     "Defaults": _JOB_FIELDS,
     "Channel": (("timeout",),),
 }
-_SEXAGESIMAL = re.compile(r"^\d+(?::[0-5]?\d)+(?:\.\d*)?$")
-_SPACED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
+# Compiled on first use (re keeps them): only a value written wrong needs them.
+_SEXAGESIMAL = r"^\d+(?::[0-5]?\d)+(?:\.\d*)?$"
+_SPACED = r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$"
 _UNIT_WORDS = {
     "ms": "ms",
     "msec": "ms",
@@ -84,14 +85,14 @@ def problem(value: Any) -> str | None:
         return f'{value!r} has no unit; write "{_number(value)}s" (or m, h, ms, d)'
     if not isinstance(value, str) or is_duration(value) or value == "until_resolved":
         return None
-    if _SEXAGESIMAL.match(value):
+    if re.match(_SEXAGESIMAL, value):
         minutes, _, seconds = value.partition(":")
         return (
             f"{value!r} is a YAML 1.1 base-60 number (a YAML 1.1 reader sees "
             f'{_sexagesimal(value)}); write the units, such as "{minutes}m{seconds}s" '
             f'or "{minutes}h{seconds}m"'
         )
-    spaced = _SPACED.match(value)
+    spaced = re.match(_SPACED, value)
     if spaced and spaced.group(2).lower() in _UNIT_WORDS:
         fixed = spaced.group(1) + _UNIT_WORDS[spaced.group(2).lower()]
         return f'{value!r} is not a duration; write "{fixed}"'

@@ -43,7 +43,8 @@ HANDLER_SIGNATURE = Rule(
 RULES = (HANDLER_SHAPE, HANDLER_IMPORT, HANDLER_SIGNATURE)
 
 _SHAPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
-_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+# Compiled on first use (re keeps it): only a value written wrong needs it.
+_DOTTED = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$"
 
 
 def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
@@ -51,7 +52,7 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
     if not isinstance(handler, str) or _SHAPE.match(handler):
         return
     hint = ""
-    if _DOTTED.match(handler):
+    if re.match(_DOTTED, handler):
         module, _, function = handler.rpartition(".")
         hint = f"; did you mean {module}:{function}?"
     line, column = doc.positions.get(("handler",), (doc.line, 1))

@@ -63,7 +63,8 @@ RULES = (UNKNOWN_CHANNEL, NO_EVENTS, CHANNEL_NOT_READY, HEADER_UNSAFE, UNKNOWN_K
 # C0 controls but tab, and DEL: a header cannot hold them (a line break would end it).
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # An HTTP header name (RFC 9110 token).
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# Compiled on first use (re keeps it): only a channel's headers_env needs it.
+_TOKEN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
 _ONE_LINE = "write it on one line (put the rest in description)"
 _ONE_ADDRESS = "write one address on one line, such as jobdef <jobdef@example.com>"
 _HEADER_OF = {
@@ -105,7 +106,7 @@ def check_document(doc: Document) -> Iterator[tuple[Path_, Diagnostic]]:
         )
     headers = doc.data.get("headers_env") if doc.kind == "Channel" else None
     for name in headers if isinstance(headers, Mapping) else ():
-        if isinstance(name, str) and not _TOKEN.match(name):
+        if isinstance(name, str) and not re.match(_TOKEN, name):
             path = ("headers_env", name)
             line, column = doc.key_positions.get(path, (doc.line, doc.column))
             yield (

@@ -66,7 +66,8 @@ _FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
     ("month", 1, 12, {name: i + 1 for i, name in enumerate(_MONTHS)}),
     ("day of week", 0, 7, {name: i for i, name in enumerate(_DAYS)}),
 )
-_ITEM = re.compile(r"^(\*|[0-9a-z]+(?:-[0-9a-z]+)?)(?:/([0-9]+))?$")
+# Compiled on first use (re keeps it): only a batch job's schedule needs it.
+_ITEM = r"^(\*|[0-9a-z]+(?:-[0-9a-z]+)?)(?:/([0-9]+))?$"
 
 
 def cron_problem(line: str) -> str | None:
@@ -79,7 +80,7 @@ def cron_problem(line: str) -> str | None:
         )
     for text, (name, low, high, names) in zip(fields, _FIELDS, strict=True):
         for item in text.lower().split(","):
-            match = _ITEM.match(item)
+            match = re.match(_ITEM, item)
             if not match:
                 return f"{name} field {text!r} is not valid cron; use *, n, n-m, */k or lists"
             body, step = match.groups()

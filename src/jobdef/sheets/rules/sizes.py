@@ -25,7 +25,8 @@ RULES = (SIZE_FORMAT,)
 FIELDS: tuple[Path_, ...] = tuple(
     tuple(field.path.split(".")) for field in JOB_FIELDS if field.kind == "bytes"
 )
-_WRITTEN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$")
+# Compiled on first use (re keeps it): only a value written wrong needs it.
+_WRITTEN = r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$"
 # How people write the units, by lower-case word: the binary unit each one is taken to mean.
 _UNITS = {
     **dict.fromkeys(("b", "byte", "bytes"), "B"),
@@ -47,7 +48,7 @@ def problem(value: Any) -> str | None:
         return None
     if value.strip().isdigit():
         return f"{value!r} is quoted; write {value.strip()} (a number of bytes) without quotes"
-    written = _WRITTEN.match(value)
+    written = re.match(_WRITTEN, value)
     unit = _UNITS.get(written.group(2).lower()) if written else None
     if written is None or unit is None:
         return (
