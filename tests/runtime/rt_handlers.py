@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +15,11 @@ def noop(ctx, n: int = 0) -> None:
 
 def store_url(ctx, n: int = 0) -> str:
     return ctx.database_url
+
+
+def imported(ctx, module: str) -> bool:
+    """Whether the handler's process has imported ``module``."""
+    return module in sys.modules
 
 
 def sleep(ctx, seconds: float, marker: str = "") -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -19,6 +22,7 @@ from jobdef.runtime.wire import (
     TaskFailed,
 )
 from support import eventually
+from support.workers import worker_env
 
 
 def _task(seq: int, handler: str, args: dict) -> Task:
@@ -38,6 +42,101 @@ def _task(seq: int, handler: str, args: dict) -> Task:
 def test_every_message_crosses_a_pipe_as_itself(message: object) -> None:
     assert pickle.loads(pickle.dumps(message)) == message
     assert type(pickle.loads(pickle.dumps(message))) is type(message)
+
+
+def test_a_batch_is_read_without_a_python_call_per_task() -> None:
+    """A task is unpickled by tuple.__new__, not by its named tuple's __new__ (a Python
+    function): the handler process reads a batch of fifty with at most the Batch's call."""
+    tasks = [_task(seq, "rt_handlers:noop", {"n": seq}) for seq in range(1, 51)]
+    data = pickle.dumps(Batch(tasks, report_every=32), pickle.HIGHEST_PROTOCOL)
+    calls: list[str] = []
+
+    def count(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(count)
+    try:
+        batch = pickle.loads(data)
+    finally:
+        sys.setprofile(None)
+    assert batch == Batch(tasks, report_every=32)
+    assert {type(task) for task in batch.tasks} == {Task}
+    assert len(calls) <= 1, calls
+
+
+# A child's loop in a process of its own (it ignores SIGINT and sets logging up), fed
+# two batches of 64 no-op tasks through a stand-in for its pipe; the Python functions
+# called while it runs the second are counted.
+_COUNTED_LOOP = """
+import sys, tempfile
+from multiprocessing.sharedctypes import RawArray
+from jobdef.runtime.child import ChildSettings, child_main, shared_size
+from jobdef.runtime.wire import Batch, Stop, Task
+
+def batch(first):
+    return Batch([Task(seq, seq, 1, "noop", "rt_handlers:noop", {"n": seq}, None, 3, 30.0)
+                  for seq in range(first, first + 64)], report_every=32)
+
+messages = [batch(1), batch(65)]
+calls = []
+
+def count(frame, event, arg):
+    if event == "call":
+        calls.append(frame.f_code.co_name)
+
+class Pipe:
+    def recv(self):
+        sys.setprofile(None)
+        if not messages:
+            return Stop()
+        if len(messages) == 1:
+            sys.setprofile(count)
+        return messages.pop(0)
+
+    def send_bytes(self, data):
+        pass
+
+lock = tempfile.NamedTemporaryFile()
+shared = RawArray("d", shared_size(1))
+child_main(Pipe(), shared, lock.name, ChildSettings("", handlers=("rt_handlers:noop",)))
+print(calls.count("noop"), len(calls) / 64)
+"""
+
+
+def test_a_no_op_task_costs_the_child_few_python_calls() -> None:
+    """What a child runs per task, as Python calls: 15 (27 before a no-op attempt span
+    was shared, a Task unpickled without one, a None result left unchecked)."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _COUNTED_LOOP],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=worker_env(Path(__file__).parent),
+    )
+    handlers, per_task = ran.stdout.split()
+    assert handlers == "64"
+    assert float(per_task) <= 15.5
+
+
+def test_a_child_that_runs_plain_functions_never_imports_asyncio(db_url: str) -> None:
+    """Its import is a good part of a child's start; only coroutine handlers need it."""
+    pool = Pool(1, ChildSettings(db_url, handlers=("rt_handlers:imported",)))
+    task = _task(1, "rt_handlers:imported", {"module": "asyncio"})
+    events: list[Event] = []
+    try:
+        pool.wait_ready(60.0, lambda: False)
+        task = task._replace(seq=pool.next_seq())
+        assert pool.dispatch([task]) == []
+
+        def finished() -> bool:
+            events.extend(pool.poll(0.05))
+            return bool(events)
+
+        eventually(finished, what="the task to finish")
+    finally:
+        pool.close()
+    assert events == [Finished(task, result="false")]
 
 
 def test_a_child_runs_a_batch_and_reports_progress_and_each_outcome(db_url: str) -> None:

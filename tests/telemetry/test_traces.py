@@ -5,6 +5,7 @@ child of the enqueue and linked to it, across the processes through the stored c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,37 @@ def test_without_a_tracer_provider_nothing_is_recorded_or_stored(db_url: str) ->
     )
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert ran.stdout.split() == ["False", "None"]
+
+
+def test_an_attempt_without_a_provider_makes_no_span_and_reads_no_environment() -> None:
+    """Asked at every attempt, in a process without a provider: one shared no-op context,
+    no context manager made per attempt, no lookup of OTEL_PYTHON_TRACER_PROVIDER (a
+    missing name costs os.environ a microsecond) after the first."""
+    code = (
+        "import sys\n"
+        "from jobdef.telemetry import traces\n"
+        "first = traces.attempt_span('quick', 'default', 1, 1, None)\n"
+        "calls = []\n"
+        "sys.setprofile(lambda frame, event, arg: event == 'call' and "
+        "calls.append(frame.f_code.co_name))\n"
+        "span = traces.attempt_span('quick', 'default', 2, 1, None)\n"
+        "with span:\n"
+        "    pass\n"
+        "sys.setprofile(None)\n"
+        "print(span is first, 'opentelemetry' in sys.modules, *calls)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    shared, imported, *calls = ran.stdout.split()
+    assert (shared, imported) == ("True", "False")
+    assert not {"get", "__getitem__", "helper", "__init__"} & set(calls), calls
+
+
+def test_a_provider_named_in_the_environment_records_attempts() -> None:
+    """OTEL_PYTHON_TRACER_PROVIDER, read once per process, still turns spans on where
+    nothing imported opentelemetry."""
+    code = "from jobdef.telemetry import traces\nprint(traces.enabled(), traces.enabled())\n"
+    env = os.environ | {"OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert ran.stdout.split() == ["True", "True"]

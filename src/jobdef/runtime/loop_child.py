@@ -33,7 +33,6 @@ from typing import Any
 from jobdef.runtime.child import (
     READ,
     RECALL,
-    SENDING,
     SLOTS,
     STARTED,
     STARTED_AT,
@@ -45,6 +44,7 @@ from jobdef.runtime.child import (
     failed,
     kept,
     resolve_task_handler,
+    send,
     start_child,
 )
 from jobdef.runtime.orphan import HOLDINGS
@@ -155,8 +155,7 @@ class _LoopChild:
         # loop until the process is killed must not take a finished attempt down with it
         # (it would count as crashed and run again). The task's slots are freed only
         # after: a kill in between finds it still running, and its result in the pipe.
-        with SENDING:
-            self.conn.send(results)
+        send(self.conn, results)
         slot = self.slot_of.pop(task.seq)
         self.shared[SLOTS + 2 * slot] = 0
         self.free.append(slot)

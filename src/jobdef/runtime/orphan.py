@@ -71,9 +71,12 @@ class Holdings:
 
     def may_start(self, seq: int, recalled: float) -> bool:
         """With ``guard`` held: whether task ``seq`` starts now (it was not recalled, and the
-        worker lives). Either way it no longer waits."""
+        worker lives). Once the worker is dead it still waits, for the watcher to give
+        it back; otherwise it no longer waits."""
+        if self.orphaned:
+            return False
         self.waiting.pop(seq, None)
-        return seq > recalled and not self.orphaned
+        return seq > recalled
 
     def wait_if_orphaned(self) -> None:
         """A task was not started because the worker died: wait for the exit."""

@@ -35,6 +35,7 @@ whose status is then ERROR.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -59,11 +60,12 @@ def _api() -> bool:
     is here. A provider is set by code that imported ``opentelemetry`` already (the SDK,
     ``opentelemetry-instrument``) or named by ``OTEL_PYTHON_TRACER_PROVIDER``; in any
     other process the import (tens of milliseconds of every CLI enqueue) would buy a
-    no-op. Asked again at each call, so a provider set later is seen."""
+    no-op. Asked again at each call, so a provider set later is seen (the environment
+    is read once: :func:`_provider_named`)."""
     global trace, propagate, otel_context
     if trace is not None:
         return True
-    if "opentelemetry" not in sys.modules and not os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"):
+    if "opentelemetry" not in sys.modules and not _provider_named():
         return False
     try:
         from opentelemetry import context
@@ -73,6 +75,14 @@ def _api() -> bool:
         return False
     trace, propagate, otel_context = tracing, propagation, context
     return True
+
+
+@functools.cache
+def _provider_named() -> bool:
+    """Whether the environment names a tracer provider, read once per process: it is set
+    when a process is launched, and asking ``os.environ`` for a name it lacks costs a
+    microsecond, more than the rest of a no-op attempt span."""
+    return bool(os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"))
 
 
 def enabled() -> bool:
@@ -152,15 +162,24 @@ def _links(parent: Any) -> list[Any]:
     return [trace.Link(span_context)] if span_context.is_valid else []
 
 
-@contextlib.contextmanager
+_NO_SPAN = contextlib.nullcontext()
+
+
 def attempt_span(
     job: str, queue: str, job_id: int, attempt: int, stored: str | None
-) -> Iterator[None]:
+) -> contextlib.AbstractContextManager[None]:
     """A CONSUMER span around one attempt's handler, child of and linked to the job's
-    stored enqueue context; what the handler raises is recorded on it (and re-raised)."""
+    stored enqueue context; what the handler raises is recorded on it (and re-raised).
+    Without a provider, one shared no-op: it is asked for at every attempt."""
     if not enabled():
-        yield
-        return
+        return _NO_SPAN
+    return _recorded_attempt_span(job, queue, job_id, attempt, stored)
+
+
+@contextlib.contextmanager
+def _recorded_attempt_span(
+    job: str, queue: str, job_id: int, attempt: int, stored: str | None
+) -> Iterator[None]:
     parent = _parent(stored)
     tracer = trace.get_tracer(_TRACER)
     with tracer.start_as_current_span(
