@@ -465,6 +465,11 @@ def _attempt(
     return None, raised
 
 
+# Seconds the thread of an RQ worker's command channel waits at most between two reads
+# (SheetWorker.subscribe): also the longest its exit waits for the thread.
+_COMMANDS_POLL = 1.0
+
+
 class SheetWorker(Worker):
     """An RQ worker that counts an attempt whose work horse was killed (kill -9, OOM)
     as a failed attempt of the sheet: the job retries per the sheet or dies, once.
@@ -480,6 +485,22 @@ class SheetWorker(Worker):
         except JobdefError as exc:
             raise SystemExit(f"jobdef: {exc.message}") from None
         self.log.info("jobs that die under their sheets are stored in %s", where)
+
+    def subscribe(self) -> None:
+        """Listen on this worker's command channel (RQ's ``rq`` commands), as RQ does, but
+        with the listening thread waking every second, not every minute. redis-py 8's
+        ``stop()`` waits for that thread, and a thread that read the reply to the
+        worker's unsubscribe before RQ stopped it (a busy machine) then waits its whole
+        sleep for a new subscription: a ``--burst`` worker took a minute to exit."""
+        self.log.info("Worker %s: subscribing to channel %s", self.name, self.pubsub_channel_name)
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        # RQ declares the attribute as None, unannotated: mypy takes it for None alone.
+        self.pubsub_thread = self.pubsub.run_in_thread(  # type: ignore[assignment]
+            sleep_time=_COMMANDS_POLL,
+            daemon=True,
+            exception_handler=getattr(self, "_pubsub_exception_handler", None),
+        )
 
     def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
