@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from jobdef.backends import open_backend
 
@@ -149,9 +150,11 @@ NOT_FOR_A_PROJECT_WITHOUT_JOBS = (
 )
 
 
-def _loaded_by_command(*argv: str, cwd: Path) -> tuple[int, set[str]]:
+def _reported_by(script: str, *argv: str, cwd: Path) -> dict[str, Any]:
+    """What ``script`` (run as ``python -S -c script argv`` in ``cwd``, this interpreter's
+    path as its PYTHONPATH) prints as JSON on its last line."""
     result = subprocess.run(
-        [sys.executable, "-S", "-c", WITHOUT_SITE, *argv],
+        [sys.executable, "-S", "-c", script, *argv],
         capture_output=True,
         text=True,
         timeout=120,
@@ -159,7 +162,12 @@ def _loaded_by_command(*argv: str, cwd: Path) -> tuple[int, set[str]]:
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    found: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return found
+
+
+def _loaded_by_command(*argv: str, cwd: Path) -> tuple[int, set[str]]:
+    found = _reported_by(WITHOUT_SITE, *argv, cwd=cwd)
     return found["code"], set(found["modules"])
 
 
@@ -206,16 +214,7 @@ def test_validate_of_a_job_compiles_no_pattern_that_only_mistakes_and_other_comm
 
     subprocess.run([sys.executable, "-m", "jobdef", "init"], cwd=tmp_path, check=True)
     subprocess.run([sys.executable, "-m", "jobdef", "new", "my_job"], cwd=tmp_path, check=True)
-    result = subprocess.run(
-        [sys.executable, "-S", "-c", COMPILED, "validate"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    found = _reported_by(COMPILED, "validate", cwd=tmp_path)
     assert found["code"] == 0
     assert found["hints"] == 0  # the builder reads the model's annotations as text
     unused = {
