@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from jobdef.backends.records import NewJob
 from jobdef.errors import BackendError
@@ -146,3 +147,19 @@ def test_a_maintenance_service_the_store_keeps_refusing_does_not_hold_up_the_job
     lines = [r.getMessage() for r in caplog.records if r.name == "jobdef.worker"]
     assert not any("the job store cannot be used" in line for line in lines)
     assert any("maintenance service refused failed" in line for line in lines)
+
+
+def test_a_flood_of_far_off_due_times_keeps_the_soonest_in_bounded_memory(backend, registry):
+    """Each notification of delayed jobs that is a worker's turn leaves it a due time to
+    wake at; a million of them (or a hostile NOTIFY loop) must not grow the worker
+    without bound. It keeps the soonest, which are the ones it wakes for next."""
+    from jobdef.runtime.worker import MAX_DUES
+
+    worker = Worker(backend, registry, WorkerSettings(burst=True), services=[])
+    soonest = worker._due(60.0)
+    for n in range(50_000):
+        worker._due(3600.0 + n)
+    assert len(worker._dues) <= MAX_DUES
+    assert worker._next_due(time.monotonic()) == soonest
+    sooner = worker._due(30.0)  # a sooner one still comes first after the trims
+    assert worker._next_due(time.monotonic()) == sooner

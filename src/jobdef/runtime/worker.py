@@ -117,6 +117,12 @@ PEERS_READ_IDLE = 2.0
 # How long after a retry's backoff ends its worker claims it: the store's clock, which
 # dates the job, and this host's may differ by a little.
 DUE_MARGIN = 0.01
+# How many due times (runtime.worker.Worker._due) an idle worker keeps; past that it
+# keeps the soonest half. Each notification of delayed jobs that is this worker's turn
+# adds one, so a flood of them (a million delayed enqueues, or a hostile NOTIFY on the
+# channel) would otherwise grow without bound; a job whose due time was let go is found
+# by the next safety poll, at most SAFETY_POLL late.
+MAX_DUES = 1024
 
 
 class Phase(enum.Enum):
@@ -514,6 +520,8 @@ class Worker:
         self._next_due(now)  # a busy worker keeps only what is to come
         at = now + delay + DUE_MARGIN
         heapq.heappush(self._dues, at)
+        if len(self._dues) > MAX_DUES:
+            self._dues = heapq.nsmallest(MAX_DUES // 2, self._dues)  # sorted: a heap
         return at
 
     def _wait_budget(self, pool: Pool, phase: Phase, mono: float) -> float:
