@@ -181,7 +181,7 @@ def test_lost_lease_cancels_its_coroutine_only(tmp_path: Path) -> None:
         tasks = [_task(pool.next_seq(), job_id, 1.0) for job_id in range(1, 5)]
         assert pool.dispatch(tasks) == []
         eventually(lambda: len(pool._running(pool.children[0])) == 4, what="all four start")
-        assert pool.abandon(tasks[0]) == []
+        assert pool.abandon(tasks[0]) == ([], True)
         finished: list[Finished] = []
         deadline = time.monotonic() + 30
         while len(finished) < 3 and time.monotonic() < deadline:
@@ -373,7 +373,7 @@ def test_a_cancelled_coroutine_that_does_not_end_takes_its_neighbours_down_named
         neighbour = _task(pool.next_seq(), 2, 60.0)
         assert pool.dispatch([stubborn, neighbour]) == []
         eventually(lambda: len(pool._running(pool.children[0])) == 2, what="both start")
-        assert pool.abandon(stubborn) == []
+        assert pool.abandon(stubborn) == ([], True)
         [event] = _first_events(pool, Killed, "the process to be killed")
         assert event.task.job_id == 2
         assert event.timed_out is False

@@ -71,7 +71,7 @@ def test_a_batch_is_read_without_a_python_call_per_task() -> None:
 _COUNTED_LOOP = """
 import sys, tempfile
 from multiprocessing.sharedctypes import RawArray
-from jobdef.runtime.child import ChildSettings, child_main, shared_size
+from jobdef.runtime.child import VOUCHED, ChildSettings, child_main, shared_size
 from jobdef.runtime.wire import Batch, Stop, Task
 
 def batch(first):
@@ -99,6 +99,7 @@ class Pipe:
 
 lock = tempfile.NamedTemporaryFile()
 shared = RawArray("d", shared_size(1))
+shared[VOUCHED] = float("inf")  # as a pool no worker vouches for
 child_main(Pipe(), shared, lock.name, ChildSettings("", handlers=("rt_handlers:noop",)))
 print(calls.count("noop"), len(calls) / 64)
 """

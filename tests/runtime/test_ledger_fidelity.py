@@ -25,6 +25,7 @@ tests share.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -174,11 +175,17 @@ neighbour), under the same attempt number as the run that follows."""
 
 
 def _assert_ledger_is_attempts(
-    backend: Backend, ledger: str, ids: list[int], unstarted: frozenset[str] = UNSTARTED
+    backend: Backend,
+    ledger: str,
+    ids: list[int],
+    unstarted: frozenset[str] = UNSTARTED,
+    never_started: frozenset[tuple[int, int]] = frozenset(),
 ) -> Counter[str]:
     """The ledger and the attempts table agree one to one; no job is left running.
 
-    ``unstarted``: the outcomes an attempt row may have without a ledger entry.
+    ``unstarted``: the outcomes an attempt row may have without a ledger entry;
+    ``never_started``: the (job, attempt) pairs that may too, whatever their outcome
+    (claims a frozen worker held and, back, said had not started: _never_started).
     Returns how many attempt rows that ran ended with each outcome.
     """
     states = Counter(backend.get(job).state for job in ids)
@@ -194,7 +201,9 @@ def _assert_ledger_is_attempts(
     unrun = {
         (row.job_id, row.attempt): row.outcome
         for row in rows
-        if (row.job_id, row.attempt) not in runs and row.outcome not in unstarted
+        if (row.job_id, row.attempt) not in runs
+        and row.outcome not in unstarted
+        and (row.job_id, row.attempt) not in never_started
     }
     assert not unrun, f"attempt rows with no ledger entry: {unrun}"
     return Counter(
@@ -307,10 +316,13 @@ def test_a_worker_frozen_past_its_lease_is_reclaimed_and_its_late_results_refuse
 ):
     """SIGSTOP a worker mid-drain for longer than its lease: a second worker reclaims its
     jobs and finishes the queue. The frozen worker's handler processes, which are not
-    frozen, run what they held meanwhile; back from SIGCONT, the worker's completions
-    are refused and record nothing. Each run that started under the frozen worker's
-    lease has its ``reclaimed`` row, each run of the second worker its own, and no
-    attempt ran twice: at least once per attempt, as the guide says."""
+    frozen, finish what they run and start what they hold only while the leases are
+    vouched for; back from SIGCONT, the worker's completions are refused and record
+    nothing. Each run that started under the frozen worker's lease has its
+    ``reclaimed`` row, each run of the second worker its own, and no attempt ran
+    twice: at least once per attempt, as the guide says. A claim the frozen worker
+    held and never started (stopped between its claim and the hand-off, or held back
+    in a process) has a ``reclaimed`` row and no run; the worker, back, names it."""
     began = time.monotonic()
     queue = Queue(backend, registry)
     ids = [queue.enqueue("steady", {"ledger": ledger, "seconds": 0.1}).id for _ in range(24)]
@@ -334,10 +346,65 @@ def test_a_worker_frozen_past_its_lease_is_reclaimed_and_its_late_results_refuse
     for process, name in ((frozen, "frozen"), (other, "other")):
         process.send_signal(signal.SIGTERM)
         assert process.wait(20) == 0, workers.log(name)
-    outcomes = _assert_ledger_is_attempts(backend, ledger, ids)
+    never_started = _never_started(workers.log("frozen"))
+    outcomes = _assert_ledger_is_attempts(backend, ledger, ids, never_started=never_started)
     assert outcomes["done"] == len(ids)
     assert outcomes["reclaimed"] >= 1  # the runs under the frozen worker's lease
     assert time.monotonic() - began < 60
+
+
+def test_a_frozen_worker_s_process_starts_no_job_it_held_once_the_lease_may_be_gone(
+    backend, registry, workers, ledger
+):
+    """A process holds a job behind a long one when its worker is SIGSTOPped. Another
+    worker reclaims both and runs them; the long one ends in the first process, which
+    does not then start the job it held (its lease was reclaimed: a second run of it
+    would be a repeat the guide does not allow) but waits for its worker, which, back,
+    takes it back and says so. Only the long one, frozen during that very run, ran
+    twice."""
+    queue = Queue(backend, registry)
+    long = queue.enqueue("steady", {"ledger": ledger, "seconds": 6.0}).id
+    held = queue.enqueue("quick", {"ledger": ledger, "index": 0}).id
+    frozen = workers.start("--concurrency", "1", "--prefetch", "2", name="frozen", lease="1s")
+    eventually(lambda: _ledger_pid(ledger, long), timeout=20, what="the long job to start")
+    _freeze_outside_a_write(frozen, backend)
+    try:
+        # Frozen within half a second of the long job's start: the worker had not yet
+        # recalled the job waiting behind it, which its process holds.
+        assert backend.get(held).worker_id == backend.get(long).worker_id, workers.log("frozen")
+        other = workers.start("--concurrency", "2", name="other", lease="5s")
+        eventually(
+            lambda: all(backend.get(job).state == "done" for job in (long, held)),
+            timeout=40,
+            what="the second worker to reclaim and run both jobs",
+        )
+        time.sleep(1.0)  # the first process is past its long job: it would start the next
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+    eventually(
+        lambda: (held, 1) in _never_started(workers.log("frozen")),
+        20,
+        "the frozen worker to take back the job it held and say it had not started",
+    )
+    for process, name in ((frozen, "frozen"), (other, "other")):
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0, workers.log(name)
+    runs = Counter(job for job, _attempt, _pid in ledger_handlers.entries(ledger))
+    assert runs == Counter({long: 2, held: 1}), runs
+    assert [a.outcome for a in backend.attempts(held)] == ["reclaimed", "done"]
+    assert [a.outcome for a in backend.attempts(long)] == ["reclaimed", "done"]
+    _assert_ledger_is_attempts(backend, ledger, [long, held], never_started=frozenset({(held, 1)}))
+
+
+_NEVER_STARTED = re.compile(
+    r"lease of job (\d+) \(\w+\) attempt (\d+) was lost \(the job was reclaimed\): "
+    r"its handler had not started"
+)
+
+
+def _never_started(log: str) -> frozenset[tuple[int, int]]:
+    """The (job, attempt) pairs a worker's log says it lost before their handler started."""
+    return frozenset((int(job), int(attempt)) for job, attempt in _NEVER_STARTED.findall(log))
 
 
 def _freeze_outside_a_write(worker: subprocess.Popen[bytes], backend: Backend) -> None:

@@ -27,6 +27,15 @@ def heartbeat_period(lease_seconds: float) -> float:
     return lease_seconds / 3
 
 
+def vouch_span(lease_seconds: float) -> float:
+    """How long after a heartbeat round of its worker a handler process may still start
+    a job it holds: a third of the lease. The round left every lease renewed within the
+    last third of it, so each holds for two thirds more; the last third is margin. A
+    worker frozen (or cut from the store) past that stops vouching, and its processes
+    start nothing whose lease another worker may have reclaimed."""
+    return lease_seconds / 3
+
+
 def cancel_reach(lease_seconds: float) -> float:
     """The longest a cancel of a running job takes to reach its handler: the worker
     learns it at the job's next heartbeat, which its fence refuses (up to one period

@@ -90,13 +90,19 @@ log = logging.getLogger("jobdef.worker")
 # Slots of the shared block: the sequence number of the task the child started,
 # when it started (time.monotonic, which is system-wide on Linux and macOS), the
 # highest sequence number the worker recalled, how many batches the child read, and
-# the sequence number of the last task whose handler returned or raised.
-STARTED, STARTED_AT, RECALL, READ, FINISHED = 0, 1, 2, 3, 4
-SLOTS = 5
+# the sequence number of the last task whose handler returned or raised, and until
+# when (time.monotonic) the worker vouches for the leases of what it handed the child
+# (policy.leases.vouch_span): past that the child starts none of the tasks it holds
+# and waits, for the worker to vouch again or to recall them. A worker frozen past its
+# lease thus gets no job started whose lease another worker may have reclaimed.
+STARTED, STARTED_AT, RECALL, READ, FINISHED, VOUCHED = 0, 1, 2, 3, 4, 5
+SLOTS = 6
+# How often a child that holds a task its worker no longer vouches for looks again.
+VOUCH_POLL = 0.005
 
 
 def shared_size(async_slots: int) -> int:
-    """The slots of a child's shared block: after the five above, a child that runs
+    """The slots of a child's shared block: after the six above, a child that runs
     ``async_slots`` coroutines side by side has a pair per coroutine, the sequence number
     of the task it runs (0: free) and when it started (:mod:`jobdef.runtime.loop_child`)."""
     return SLOTS + 2 * async_slots if async_slots > 1 else SLOTS
@@ -236,16 +242,25 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
                 pending.send()
             # The lock the worker takes to recall or to kill, taken by hand: ``with lock``
             # would cost two Python calls per task.
-            fcntl.flock(lock.fd, fcntl.LOCK_EX)
-            try:
-                with HOLDINGS.guard:
-                    now = time.monotonic()
-                    start = HOLDINGS.may_start(task.seq, shared[RECALL])
-                    if start:
-                        shared[STARTED_AT] = now
-                        shared[STARTED] = task.seq
-            finally:
-                fcntl.flock(lock.fd, fcntl.LOCK_UN)
+            while True:
+                fcntl.flock(lock.fd, fcntl.LOCK_EX)
+                try:
+                    with HOLDINGS.guard:
+                        now = time.monotonic()
+                        held_back = now > shared[VOUCHED] and not given_up(task, shared)
+                        start = False
+                        if not held_back:
+                            start = HOLDINGS.may_start(task.seq, shared[RECALL])
+                            if start:
+                                shared[STARTED_AT] = now
+                                shared[STARTED] = task.seq
+                finally:
+                    fcntl.flock(lock.fd, fcntl.LOCK_UN)
+                if not held_back:
+                    break
+                if pending:
+                    pending.send()
+                time.sleep(VOUCH_POLL)
             if not start:
                 HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
                 continue
@@ -254,6 +269,12 @@ def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSet
             shared[FINISHED] = task.seq
         if pending:
             pending.send()
+
+
+def given_up(task: Task, shared: Any) -> bool:
+    """Whether ``task`` is no longer this child's to start: the worker recalled it, or
+    died (the watcher gives it back)."""
+    return task.seq <= shared[RECALL] or HOLDINGS.orphaned
 
 
 class _Pending:

@@ -36,12 +36,15 @@ from jobdef.runtime.child import (
     SLOTS,
     STARTED,
     STARTED_AT,
+    VOUCH_POLL,
+    VOUCHED,
     ChildSettings,
     FileLock,
     context,
     coroutine_handlers,
     event_loop,
     failed,
+    given_up,
     kept,
     resolve_task_handler,
     send,
@@ -120,7 +123,8 @@ class _LoopChild:
     def _start(self, task: Task) -> None:
         with self.lock, HOLDINGS.guard:
             now = time.monotonic()
-            start = HOLDINGS.may_start(task.seq, self.shared[RECALL])
+            held_back = now > self.shared[VOUCHED] and not given_up(task, self.shared)
+            start = not held_back and HOLDINGS.may_start(task.seq, self.shared[RECALL])
             if start:
                 # The worker hands a child no more tasks than it has pairs of slots.
                 slot = self.free.pop()
@@ -132,6 +136,9 @@ class _LoopChild:
                 self.shared[STARTED_AT] = now
                 self.shared[STARTED] = task.seq
                 self.slot_of[task.seq] = slot
+        if held_back:  # its worker no longer vouches for the lease (runtime.child)
+            asyncio.get_running_loop().call_later(VOUCH_POLL, self._start, task)
+            return
         if not start:
             HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
             return

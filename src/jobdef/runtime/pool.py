@@ -70,6 +70,7 @@ from jobdef.runtime.child import (
     RECALL,
     STARTED,
     STARTED_AT,
+    VOUCHED,
     ChildSettings,
     FileLock,
     run_child,
@@ -229,8 +230,9 @@ class _Channel:
 
 
 class _Child:
-    def __init__(self, ctx: Any, settings: ChildSettings, lock_dir: str) -> None:
+    def __init__(self, ctx: Any, settings: ChildSettings, lock_dir: str, vouched: float) -> None:
         self.shared = ctx.RawArray("d", [0.0] * shared_size(settings.async_slots))
+        self.shared[VOUCHED] = vouched
         self.sent = 0
         # Set when the child says it has started and imported the handlers: until then
         # it takes no work, so no job is claimed only to wait for a process to boot.
@@ -317,10 +319,21 @@ class Pool:
         self._lock_dir = tempfile.mkdtemp(prefix=f"{_LOCK_DIR_PREFIX}{os.getpid()}-")
         self._seq = 0
         self._failed_starts = 0
+        # Until when (monotonic) the children may start the tasks they hold: a worker
+        # that holds leases says so at each heartbeat round (vouch); a pool nobody
+        # vouches for starts whatever it is handed.
+        self.vouched = float("inf")
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
-        return _Child(self._ctx, self.settings, self._lock_dir)
+        return _Child(self._ctx, self.settings, self._lock_dir, self.vouched)
+
+    def vouch(self, until: float) -> None:
+        """The leases of every task handed out hold until at least ``until`` (monotonic):
+        the children may start what they hold until then (:data:`child.VOUCHED`)."""
+        self.vouched = until
+        for child in self.children:
+            child.shared[VOUCHED] = until
 
     # -- handing out work -------------------------------------------------------
 
@@ -471,20 +484,21 @@ class Pool:
                 deadlines.append(running[1] + running[0].timeout)
         return min(deadlines, default=None)
 
-    def abandon(self, task: Task) -> list[Event]:
+    def abandon(self, task: Task) -> tuple[list[Event], bool]:
         """Stop ``task`` for good (its lease was lost): take it back if it has not
         started, kill its child if it runs it. No event tells of ``task`` itself; the
-        events returned tell of the other tasks that child held."""
+        events returned tell of the other tasks that child held. The flag: whether its
+        handler had started."""
         child = next((c for c in self.children if task.seq in c.tasks), None)
         if child is None:
-            return []
+            return [], True  # it has ended: its result is in or on the way
         events: list[Event] = []
         if child.started()[0] < task.seq:
             events.extend(Returned(t) for t in child.recall_waiting() if t.seq != task.seq)
             if task.seq not in child.tasks:
-                return events  # taken back before it started
+                return events, False  # taken back before it started
         self._stop_started(child, task, events)
-        return events
+        return events, True
 
     def _stop_started(self, child: _Child, task: Task, events: list[Event]) -> None:
         """Stop ``task``, which ``child`` started: kill the child if it still runs it

@@ -68,7 +68,7 @@ from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, O
 from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.durations import format_wait
-from jobdef.policy.leases import TURN_WHILE_RUNNING, heartbeat_period
+from jobdef.policy.leases import TURN_WHILE_RUNNING, heartbeat_period, vouch_span
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
@@ -186,6 +186,20 @@ class _Held:
     @property
     def lease(self) -> Lease:
         return self.record.lease
+
+
+def _say_lost(held: _Held, started: bool) -> None:
+    """Log that the lease of ``held`` was lost (another worker reclaimed its job) and what
+    became of its handler: stopped if it had ``started``, else never started."""
+    log.warning(
+        "lease of job %s (%s) attempt %d was lost (the job was reclaimed): %s",
+        held.record.id,
+        held.record.job,
+        held.record.attempt,
+        "its handler was stopped and nothing is recorded for it"
+        if started
+        else "its handler had not started and does not; nothing is recorded",
+    )
 
 
 def _log_file() -> str | None:
@@ -348,6 +362,7 @@ class Worker:
             )
         try:
             pool.wait_ready(60.0, lambda: self._phase_now() is not Phase.RUNNING)
+            self._vouch(pool, time.monotonic())  # nothing held yet: any claim is fresh
             self._presence.start(time.monotonic())
             self._loop(pool)
         finally:
@@ -407,12 +422,16 @@ class Worker:
         if phase is Phase.DRAINING:
             self._flush_completions()
         else:
+            holding = len(self._held) - len(self._completions)
+            claimed_at = time.monotonic()
             self._idle = self._exchange(self._claim_options(pool))
+            if not holding and self._held:
+                self._vouch(pool, claimed_at)  # the only leases held are this claim's
             self._dispatch(pool)  # at once: a claim waits in a child, never in the worker
             if self._burst_done(self._idle):
                 return True
         # Before the outage is declared over: a heartbeat that failed is tried again here.
-        self._heartbeat(time.monotonic())
+        self._heartbeat(pool, time.monotonic())
         self._outage.recovered(time.monotonic())
         self._dispatch(pool)
 
@@ -614,7 +633,7 @@ class Worker:
                 self._backlog.remove(job_id)
             cancelled = self._cancelled_here(held.lease)
             task = next((t for t in pool.in_flight() if t.job_id == job_id), None)
-            events = pool.abandon(task) if task is not None else []
+            events, started = pool.abandon(task) if task is not None else ([], False)
             if cancelled:
                 self.telemetry.finished(
                     held.record,
@@ -623,13 +642,7 @@ class Worker:
                     "recorded the attempt",
                 )
             else:
-                log.warning(
-                    "lease of job %s (%s) attempt %d was lost (the job was reclaimed): "
-                    "its handler was stopped and nothing is recorded for it",
-                    job_id,
-                    held.record.job,
-                    held.record.attempt,
-                )
+                _say_lost(held, started)
             for event in events:
                 self._handle(event, self.phase)
 
@@ -921,6 +934,8 @@ class Worker:
                 if self.backend.release(held.lease):
                     self.stats.released += 1
                     self.telemetry.finished(held.record, "released")
+                elif not self._cancelled_here(held.lease):
+                    _say_lost(held, started=False)  # given back: none had started
             except BackendError as exc:
                 # The leases still expire and other workers reclaim the jobs: nothing is
                 # lost. The store is out, so the rest are not tried one by one.
@@ -932,8 +947,16 @@ class Worker:
                 )
                 return
 
-    def _heartbeat(self, mono: float) -> None:
-        """Keep the leases of held jobs alive while this worker lives."""
+    def _vouch(self, pool: Pool, mono: float) -> None:
+        """Every lease this worker holds was taken or renewed at ``mono`` or less than a
+        heartbeat period before: its handler processes may start what they hold for a
+        while yet (:func:`~jobdef.policy.leases.vouch_span`)."""
+        pool.vouch(mono + vouch_span(self.settings.lease_seconds))
+
+    def _heartbeat(self, pool: Pool, mono: float) -> None:
+        """Keep the leases of held jobs alive while this worker lives; then vouch for
+        them. A round that raised (the store may be out) or found a lease lost vouches
+        for nothing."""
         # While the store is out, every turn that tries it again beats: a call that
         # works is what ends the outage.
         period = heartbeat_period(self.settings.lease_seconds)
@@ -944,5 +967,7 @@ class Worker:
                 held.last_beat = mono  # after the call: one that failed is tried next turn
                 if not kept:
                     self._lost.append(held.record.id)
+        if not self._lost:  # else the children wait until this turn took those back
+            self._vouch(pool, mono)
         # The worker's own row, on the same cadence: `jobdef workers` sees it alive.
         self._presence.beat(mono)
