@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,3 +92,21 @@ def test_the_server_clock_keeps_its_reading_while_the_server_is_out() -> None:
     assert first <= clock() < 1_001.0  # the failed reading kept the offset
     with pytest.raises(BackendError):
         ServerClock(read)()  # never read: nothing to give
+
+
+def test_a_reading_with_a_slow_round_trip_is_taken_again_and_the_quickest_kept() -> None:
+    """A reading is off by up to half its round trip: one taken while the machine was
+    busy (here an answer 80 ms late) would put this host's times 40 ms off."""
+    server_offset = 1_000_000.0
+    delays = iter([0.08, 0.0])
+    reads: list[float] = []
+
+    def read() -> float:
+        now = time.monotonic() + server_offset
+        time.sleep(next(delays, 0.0))  # the answer's way back
+        reads.append(now)
+        return now
+
+    clock = ServerClock(read)
+    assert abs(clock() - (time.monotonic() + server_offset)) < 0.005
+    assert len(reads) == 2  # the slow one, then a quick one that ended it

@@ -102,13 +102,16 @@ def _states(backend: PostgresBackend) -> dict[str, int]:
 def test_four_worker_processes_run_10000_jobs_each_exactly_once(
     pg_backend: PostgresBackend, workers: Workers, queue: Queue
 ) -> None:
-    ids = {r.id for r in queue.enqueue_many("noop", ({"n": n} for n in range(10_000)))}
+    """The four are up (registered, their handler processes ready) before the jobs come:
+    on a loaded machine the first to boot could otherwise drain all before the last is up."""
     for _ in range(4):
-        workers.start(burst=True, concurrency=2)
-    for process in workers.processes:
-        process.join(300)
-        assert process.exitcode == 0
-    assert _states(pg_backend) == {"done": 10_000}
+        workers.start(concurrency=2)
+    registered = f"SELECT count(*) FROM {pg_backend.schema}.jobdef_workers"
+    eventually(lambda: query(pg_backend.conninfo, registered) == [(4,)], timeout=120)
+    ids = {r.id for r in queue.enqueue_many("noop", ({"n": n} for n in range(10_000)))}
+    eventually(lambda: _states(pg_backend) == {"done": 10_000}, timeout=300)
+    workers.stop_all()
+    assert [process.exitcode for process in workers.processes] == [0, 0, 0, 0]
     attempts = _attempts(pg_backend)
     assert sorted(job_id for job_id, *_ in attempts) == sorted(ids)
     assert {outcome for *_, outcome in attempts} == {"done"}
