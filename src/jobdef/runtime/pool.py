@@ -26,6 +26,12 @@ either started by the child or recalled by the worker, never both. The lock is
 an ``flock`` on a small file, which the kernel drops when a process dies, so a
 killed child or worker leaks nothing.
 
+A child starts a task only while the worker vouches for its lease (``vouch``:
+until when, on the monotonic clock, every lease the worker holds surely holds;
+the worker says so after each heartbeat round). A worker frozen or cut from its
+store past that has its children wait rather than start a job another worker
+may have reclaimed; back, it vouches again or recalls what it lost.
+
 A child that runs past its task's timeout is killed with SIGKILL; a child that
 dies (``os._exit``, a segfault, the OOM killer) is noticed through its process
 sentinel. Either way a fresh child takes its place: the tasks it finished count
