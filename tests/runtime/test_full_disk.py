@@ -151,3 +151,31 @@ def test_a_worker_stopped_while_the_disk_is_full_exits_cleanly_and_loses_nothing
     states = [backend.get(j).state for j in jobs]  # type: ignore[union-attr]
     assert set(states) <= {"done", "running", "queued"}
     assert "running" in states or "queued" in states
+
+
+def test_a_burst_worker_whose_last_call_ends_an_outage_says_the_store_works_again(
+    backend: Backend,
+    registry: Registry,
+    small_disk: Path,
+    workers: Workers,
+) -> None:
+    """Its handler processes finish what it holds while the disk is full; the call that
+    records them, once there is room, finds nothing more to claim and the worker exits:
+    that call ended the outage, and the log says so before the exit."""
+    queue = Queue(backend, registry)
+    jobs = [queue.enqueue("sleep", {"seconds": 0.3}).id for _ in range(4)]
+    worker = workers.start("--burst", "--concurrency", "2", lease="60s")
+    eventually(
+        lambda: all(backend.get(job_id).state == "running" for job_id in jobs),  # type: ignore[union-attr]
+        what="the worker has claimed every job",
+    )
+    filler = fill(small_disk)
+    eventually(
+        lambda: "the job store cannot be used" in workers.log(),
+        what="the worker has met the full disk",
+    )
+    time.sleep(1.5)  # the handlers end meanwhile: their results wait in the worker
+    filler.unlink()
+    assert worker.wait(60) == 0, workers.log()
+    assert "the job store works again" in workers.log(), workers.log()
+    assert [backend.get(job_id).state for job_id in jobs] == ["done"] * 4  # type: ignore[union-attr]

@@ -429,6 +429,7 @@ class Worker:
                 self._vouch(pool, claimed_at)  # the only leases held are this claim's
             self._dispatch(pool)  # at once: a claim waits in a child, never in the worker
             if self._burst_done(self._idle):
+                self._outage.recovered(time.monotonic())  # its last call worked: say so
                 return True
         # Before the outage is declared over: a heartbeat that failed is tried again here.
         self._heartbeat(pool, time.monotonic())
