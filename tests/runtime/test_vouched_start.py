@@ -88,3 +88,24 @@ def test_a_held_task_whose_lease_was_lost_is_taken_back_and_never_starts(pool: P
     assert events == [Returned(other)]  # the other comes back to be handed out again
     pool.vouch(time.monotonic() + 60.0)
     assert _nothing_started_for(pool, 0.5)
+
+
+def test_coroutines_held_back_start_in_the_order_they_came(tmp_path: Path) -> None:
+    """The worker's recall takes back every task numbered above the last one started, so
+    a task read after one held back must not start before it."""
+    settings = ChildSettings(f"sqlite:///{tmp_path / 'unused.db'}", handlers=(WAIT,))
+    pool = LoopPool(1, settings, slots=5)
+    try:
+        pool.wait_ready(60, lambda: False)
+        pool.vouch(time.monotonic() - 1.0)
+        first = Task(pool.next_seq(), 1, 1, "wait", WAIT, {"seconds": 2.0}, None, 1, 60.0)
+        assert pool.dispatch([first]) == []
+        assert _nothing_started_for(pool, 0.2)
+        pool.vouch(time.monotonic() + 60.0)
+        second = Task(pool.next_seq(), 2, 1, "wait", WAIT, {"seconds": 2.0}, None, 1, 60.0)
+        assert pool.dispatch([second]) == []  # read at once, while the first waits its look
+        eventually(lambda: len(pool._running(pool.children[0])) == 2, what="both start")
+        started = pool._running(pool.children[0])
+        assert started[first.seq] <= started[second.seq], started
+    finally:
+        pool.close()

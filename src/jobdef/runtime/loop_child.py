@@ -25,6 +25,7 @@ the child was running ends as a crashed attempt, the blocking one as a timeout.
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 import time
 from multiprocessing.connection import Connection
@@ -85,6 +86,10 @@ class _LoopChild:
         self.slot_of: dict[int, int] = {}
         self.free = list(range(settings.async_slots - 1, -1, -1))
         self.ended: asyncio.Future[None] | None = None
+        # Tasks read while the worker did not vouch for their leases (runtime.child), in
+        # the order read: they start in that order, as the worker's recall expects (it
+        # takes back every task numbered above the last one started).
+        self.held_back: collections.deque[Task] = collections.deque()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -121,6 +126,23 @@ class _LoopChild:
                 self._start(task)
 
     def _start(self, task: Task) -> None:
+        if self.held_back:
+            self.held_back.append(task)  # behind the ones held back before it
+        elif not self._try_start(task):
+            self.held_back.append(task)
+            asyncio.get_running_loop().call_later(VOUCH_POLL, self._start_held_back)
+
+    def _start_held_back(self) -> None:
+        """Start (or skip) the tasks held back, in order, while the worker vouches again."""
+        while self.held_back:
+            if not self._try_start(self.held_back[0]):
+                asyncio.get_running_loop().call_later(VOUCH_POLL, self._start_held_back)
+                return
+            self.held_back.popleft()
+
+    def _try_start(self, task: Task) -> bool:
+        """Start ``task``, or skip it (recalled, or the worker died); False, doing
+        neither, while the worker does not vouch for its lease."""
         with self.lock, HOLDINGS.guard:
             now = time.monotonic()
             held_back = now > self.shared[VOUCHED] and not given_up(task, self.shared)
@@ -137,13 +159,13 @@ class _LoopChild:
                 self.shared[STARTED] = task.seq
                 self.slot_of[task.seq] = slot
         if held_back:  # its worker no longer vouches for the lease (runtime.child)
-            asyncio.get_running_loop().call_later(VOUCH_POLL, self._start, task)
-            return
+            return False
         if not start:
             HOLDINGS.wait_if_orphaned()  # the worker died: this task is given back
-            return
+            return True
         coroutine = self._attempt(task, now)
         self.running[task.seq] = asyncio.get_running_loop().create_task(coroutine)
+        return True
 
     async def _attempt(self, task: Task, started: float) -> None:
         try:
