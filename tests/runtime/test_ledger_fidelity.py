@@ -396,6 +396,41 @@ def test_a_frozen_worker_s_process_starts_no_job_it_held_once_the_lease_may_be_g
     _assert_ledger_is_attempts(backend, ledger, [long, held], never_started=frozenset({(held, 1)}))
 
 
+def test_a_frozen_worker_killed_while_its_process_holds_a_job_back_loses_nothing(
+    backend, registry, workers, ledger
+):
+    """The process holding a job its frozen worker no longer vouches for sees the worker
+    die (SIGKILL while stopped) and gives the job back: it is released, not charged
+    an attempt, and another worker runs it once. The long job, killed with its
+    process's worker, is reclaimed and run again."""
+    queue = Queue(backend, registry)
+    long = queue.enqueue("steady", {"ledger": ledger, "seconds": 30.0}).id
+    held = queue.enqueue("quick", {"ledger": ledger, "index": 0}).id
+    frozen = workers.start("--concurrency", "1", "--prefetch", "2", name="frozen", lease="1s")
+    eventually(lambda: _ledger_pid(ledger, long), timeout=20, what="the long job to start")
+    _freeze_outside_a_write(frozen, backend)
+    assert backend.get(held).worker_id == backend.get(long).worker_id, workers.log("frozen")
+    time.sleep(1.0)  # past the vouch (a third of the 1 s lease): the process holds back
+    frozen.send_signal(signal.SIGKILL)
+    assert frozen.wait(10) == -signal.SIGKILL
+    eventually(
+        lambda: [a.outcome for a in backend.attempts(held)] == ["released"],
+        timeout=20,
+        what="the process to give back the job it held",
+    )
+    other = workers.start("--concurrency", "2", name="other", lease="5s")
+    eventually(
+        lambda: backend.get(held).state == "done" and backend.get(long).state == "running",
+        timeout=40,
+        what="the second worker to run the held job",
+    )
+    other.send_signal(signal.SIGTERM)
+    other.wait(60)
+    runs = Counter(job for job, _attempt, _pid in ledger_handlers.entries(ledger))
+    assert runs[held] == 1, runs
+    assert [a.outcome for a in backend.attempts(held)] == ["released", "done"]
+
+
 _NEVER_STARTED = re.compile(
     r"lease of job (\d+) \(\w+\) attempt (\d+) was lost \(the job was reclaimed\): "
     r"its handler had not started"
