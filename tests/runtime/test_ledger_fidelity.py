@@ -362,16 +362,8 @@ def test_a_frozen_worker_s_process_starts_no_job_it_held_once_the_lease_may_be_g
     would be a repeat the guide does not allow) but waits for its worker, which, back,
     takes it back and says so. Only the long one, frozen during that very run, ran
     twice."""
-    queue = Queue(backend, registry)
-    long = queue.enqueue("steady", {"ledger": ledger, "seconds": 6.0}).id
-    held = queue.enqueue("quick", {"ledger": ledger, "index": 0}).id
-    frozen = workers.start("--concurrency", "1", "--prefetch", "2", name="frozen", lease="1s")
-    eventually(lambda: _ledger_pid(ledger, long), timeout=20, what="the long job to start")
-    _freeze_outside_a_write(frozen, backend)
+    frozen, long, held = _frozen_holding_a_job(backend, registry, workers, ledger, 6.0)
     try:
-        # Frozen within half a second of the long job's start: the worker had not yet
-        # recalled the job waiting behind it, which its process holds.
-        assert backend.get(held).worker_id == backend.get(long).worker_id, workers.log("frozen")
         other = workers.start("--concurrency", "2", name="other", lease="5s")
         eventually(
             lambda: all(backend.get(job).state == "done" for job in (long, held)),
@@ -401,15 +393,8 @@ def test_a_frozen_worker_killed_while_its_process_holds_a_job_back_loses_nothing
 ):
     """The process holding a job its frozen worker no longer vouches for sees the worker
     die (SIGKILL while stopped) and gives the job back: it is released, not charged
-    an attempt, and another worker runs it once. The long job, killed with its
-    process's worker, is reclaimed and run again."""
-    queue = Queue(backend, registry)
-    long = queue.enqueue("steady", {"ledger": ledger, "seconds": 30.0}).id
-    held = queue.enqueue("quick", {"ledger": ledger, "index": 0}).id
-    frozen = workers.start("--concurrency", "1", "--prefetch", "2", name="frozen", lease="1s")
-    eventually(lambda: _ledger_pid(ledger, long), timeout=20, what="the long job to start")
-    _freeze_outside_a_write(frozen, backend)
-    assert backend.get(held).worker_id == backend.get(long).worker_id, workers.log("frozen")
+    an attempt, and another worker runs it once."""
+    frozen, long, held = _frozen_holding_a_job(backend, registry, workers, ledger, 30.0)
     time.sleep(1.0)  # past the vouch (a third of the 1 s lease): the process holds back
     frozen.send_signal(signal.SIGKILL)
     assert frozen.wait(10) == -signal.SIGKILL
@@ -429,6 +414,23 @@ def test_a_frozen_worker_killed_while_its_process_holds_a_job_back_loses_nothing
     runs = Counter(job for job, _attempt, _pid in ledger_handlers.entries(ledger))
     assert runs[held] == 1, runs
     assert [a.outcome for a in backend.attempts(held)] == ["released", "done"]
+
+
+def _frozen_holding_a_job(
+    backend: Backend, registry: Registry, workers: Workers, ledger: str, seconds: float
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """A worker SIGSTOPped while its one process runs a job of ``seconds`` and holds a
+    quick one behind it: (the worker, the long job, the held job)."""
+    queue = Queue(backend, registry)
+    long = queue.enqueue("steady", {"ledger": ledger, "seconds": seconds}).id
+    held = queue.enqueue("quick", {"ledger": ledger, "index": 0}).id
+    frozen = workers.start("--concurrency", "1", "--prefetch", "2", name="frozen", lease="1s")
+    eventually(lambda: _ledger_pid(ledger, long), timeout=20, what="the long job to start")
+    _freeze_outside_a_write(frozen, backend)
+    # Frozen within half a second of the long job's start: the worker had not yet
+    # recalled the job waiting behind it, which its process holds.
+    assert backend.get(held).worker_id == backend.get(long).worker_id, workers.log("frozen")
+    return frozen, long, held
 
 
 _NEVER_STARTED = re.compile(
