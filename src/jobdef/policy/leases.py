@@ -33,7 +33,7 @@ def vouch_span(lease_seconds: float) -> float:
     last third of it, so each holds for two thirds more; the last third is margin. A
     worker frozen (or cut from the store) past that stops vouching, and its processes
     start nothing whose lease another worker may have reclaimed."""
-    return lease_seconds / 3
+    return lease_seconds - 2 * heartbeat_period(lease_seconds)
 
 
 def cancel_reach(lease_seconds: float) -> float:

@@ -423,10 +423,9 @@ class Worker:
             self._flush_completions()
         else:
             holding = len(self._held) - len(self._completions)
-            claimed_at = time.monotonic()
             self._idle = self._exchange(self._claim_options(pool))
             if not holding and self._held:
-                self._vouch(pool, claimed_at)  # the only leases held are this claim's
+                self._vouch(pool, mono)  # the only leases held are this claim's, made since
             self._dispatch(pool)  # at once: a claim waits in a child, never in the worker
             if self._burst_done(self._idle):
                 self._outage.recovered(time.monotonic())  # its last call worked: say so
