@@ -19,15 +19,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from jobdef.errors import ConfigError
-from jobdef.records import Record
+from jobdef.records import Record, record
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record
 class Config(Record):
     """Where the sheets, the database, the generated docs and the Celery or RQ application
     objects are."""
@@ -80,8 +80,8 @@ def _from_pyproject(path: Path) -> dict[str, Any]:
     if "jobdef" in tool:
         # A project's defaults are its own folder's, wherever in it a command runs.
         values["pythonpath"] = (str(base),)
-        values["sheets"] = str(base / Config.sheets)
-        values["docs"] = str(base / Config.docs)
+        values["sheets"] = str(base / Config().sheets)
+        values["docs"] = str(base / Config().docs)
     for key, value in table.items():
         if key == "pythonpath":
             values[key] = _toml_folders(path, value)

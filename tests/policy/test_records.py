@@ -1,10 +1,11 @@
-"""The frozen classes on :class:`~jobdef.records.Record` compare, hash and show themselves
-as the methods ``@dataclass(frozen=True)`` would generate for them, which they no longer
-compile at import."""
+"""The classes :func:`~jobdef.records.record` declares compare, hash and show themselves
+as the methods ``@dataclass(frozen=True)`` would generate for them, and stay as frozen,
+without compiling those methods at import."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 import pytest
@@ -13,9 +14,10 @@ from jobdef.policy import model
 from jobdef.policy.backoff import Timeline, TimelineRow
 from jobdef.policy.fields import PolicyField
 from jobdef.project import Config
-from jobdef.records import Record
+from jobdef.records import Record, record
 from jobdef.sheets.diagnostics import Diagnostic, Location
 from jobdef.sheets.document import Document
+from jobdef.sheets.rules.args import SchemaScope
 from jobdef.sheets.rules.base import Rule
 
 MODEL = [
@@ -33,6 +35,7 @@ ON_RECORD = [
     Timeline,
     TimelineRow,
     Config,
+    SchemaScope,
 ]
 
 
@@ -54,10 +57,10 @@ def _copied_fields(cls: type) -> list[tuple[str, Any, dataclasses.Field[Any]]]:
 
 
 @pytest.mark.parametrize("cls", ON_RECORD, ids=lambda cls: cls.__name__)
-def test_the_frozen_classes_compile_none_of_repr_eq_or_hash(cls: type) -> None:
+def test_the_frozen_classes_compile_none_of_repr_eq_hash_or_setattr(cls: type) -> None:
     assert issubclass(cls, Record)
-    assert not {"__repr__", "__eq__", "__hash__"} & set(vars(cls))
-    assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    assert not {"__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"} & set(vars(cls))
+    assert "__slots__" in vars(cls)  # an empty slot is how __init__ may still set a field
 
 
 @pytest.mark.parametrize("cls", MODEL, ids=lambda cls: cls.__name__)
@@ -85,6 +88,12 @@ def test_the_model_is_shown_compared_and_hashed_as_generated_methods_would(cls: 
             hash(ours)
     else:
         assert hash(ours) == expected_hash
+    for f in dataclasses.fields(cls):  # frozen, as a generated __setattr__ would keep it
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(ours, f.name, "changed")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(ours, f.name)
+    assert ours == cls(**required)
 
 
 def test_an_origin_is_equal_hashed_and_shown_by_its_fields() -> None:
@@ -101,7 +110,7 @@ def test_an_origin_is_equal_hashed_and_shown_by_its_fields() -> None:
 
 
 def test_fields_left_out_of_comparison_or_repr_stay_out() -> None:
-    @dataclasses.dataclass(frozen=True, repr=False, eq=False)
+    @record
     class Pair(Record):
         kept: int
         hidden: int = dataclasses.field(default=0, repr=False, compare=False)
@@ -114,3 +123,52 @@ def test_fields_left_out_of_comparison_or_repr_stay_out() -> None:
     assert Pair(1, 2) == Pair(1, 5)
     assert Pair(1, 0, 3) != Pair(1, 0, 4)
     assert hash(Pair(1, 0, 3)) == hash(Pair(1, 9, 4)) == hash((1,))
+
+
+@pytest.mark.parametrize("cls", ON_RECORD, ids=lambda cls: cls.__name__)
+def test_init_takes_the_fields_as_the_generated_one_would(cls: type) -> None:
+    generated = dataclasses.make_dataclass(cls.__name__, _copied_fields(cls), frozen=True)
+    ours = inspect.signature(cls).parameters
+    theirs = inspect.signature(generated).parameters
+    assert list(ours) == list(theirs)
+    for name, param in ours.items():
+        assert param.kind == theirs[name].kind
+        spec = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
+        if spec.default is not dataclasses.MISSING:
+            assert param.default == theirs[name].default
+        else:  # required, or made fresh by its default_factory at each call
+            assert (param.default is inspect.Parameter.empty) == (
+                spec.default_factory is dataclasses.MISSING
+            )
+
+
+def test_a_default_factory_makes_a_fresh_value_for_each_instance() -> None:
+    first, second = Document({}, "a.yaml"), Document({}, "a.yaml")
+    assert first.positions == {}
+    assert first.positions is not second.positions
+    given: dict[Any, Any] = {("kind",): (1, 7)}
+    assert Document({}, "a.yaml", positions=given).positions is given
+
+
+def test_a_record_is_made_only_of_a_subclass_of_record_with_plain_fields() -> None:
+    class Plain:
+        value: int
+
+    with pytest.raises(TypeError, match="subclass of Record"):
+        record(Plain)
+
+    class KeywordOnly(Record):
+        value: int = dataclasses.field(default=0, kw_only=True)
+
+    with pytest.raises(TypeError, match="plain fields only"):
+        record(KeywordOnly)
+
+
+def test_a_record_pickles_copies_and_replaces_as_a_frozen_dataclass() -> None:
+    import copy
+    import pickle
+
+    origin = model.Origin("a.yaml", 3, 7, "defaults")
+    assert pickle.loads(pickle.dumps(origin)) == origin
+    assert copy.deepcopy(origin) == origin == copy.copy(origin)
+    assert dataclasses.replace(origin, column=1) == model.Origin("a.yaml", 3, 1, "defaults")

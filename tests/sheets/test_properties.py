@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
+from jobdef.sheets.args_check import draft7_meta_schema
 from jobdef.sheets.pipeline import validate_sheets
-from jobdef.sheets.schema_check import schema
+from jobdef.sheets.rules.args import meta_check
+from jobdef.sheets.schema_check import _fast_check, schema
 from jobdef.sheets.schema_fast import compile_schema
 from jobdef.sheets.strict_yaml import parse_text
 
@@ -169,7 +171,17 @@ def mutated_document(draw: st.DrawFn) -> Any:
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(mutated_document(), json_values))
 def test_fast_schema_check_agrees_with_jsonschema(doc: Any) -> None:
-    assert compile_schema(schema())(doc) == Draft7Validator(schema()).is_valid(doc)
+    expected = Draft7Validator(schema()).is_valid(doc)
+    assert compile_schema(schema())(doc) == expected
+    assert _fast_check()(doc) == expected  # the one validate uses: compiled lazily, shared
+    assert meta_check()(doc) == Draft7Validator(Draft7Validator.META_SCHEMA).is_valid(doc)
+
+
+def test_the_shipped_schemas_compile_whole() -> None:
+    """validate compiles jobdef's schema and draft-07's meta-schema lazily, each property
+    and pattern at its first use; compiled whole, neither is refused."""
+    assert compile_schema(schema())(schema()) is False  # a schema is not a sheet
+    assert compile_schema(draft7_meta_schema())(schema()) is True
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

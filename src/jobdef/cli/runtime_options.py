@@ -125,7 +125,7 @@ def _django_hint(args: argparse.Namespace, url: str) -> str | None:
     default SQLite file there: the project's jobs are in its own database."""
     if os.environ.get("DJANGO_SETTINGS_MODULE") or not Path("manage.py").is_file():
         return None
-    if getattr(args, "db", None) or url != Config.database or Path("jobdef.db").exists():
+    if getattr(args, "db", None) or url != Config().database or Path("jobdef.db").exists():
         return None
     return (
         f"this is a Django project (manage.py): run `python manage.py jobdef {args.command}`, "

@@ -10,11 +10,10 @@ Jitter"): full ``uniform(0, d)``, equal ``d/2 + uniform(0, d/2)``, decorrelated
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jobdef.policy.leases import DEFAULT_LEASE, RECLAIM_INTERVAL
-from jobdef.records import Record
+from jobdef.records import Record, record
 
 if TYPE_CHECKING:
     import random
@@ -106,7 +105,7 @@ def next_delay(
     return delay
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class TimelineRow(Record):
     """One attempt of the retry timeline, all times in seconds from the enqueue.
 
@@ -133,7 +132,7 @@ class TimelineRow(Record):
     latest_start_lost: float
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class Timeline(Record):
     """The whole retry schedule of a job in the worst and best case.
 

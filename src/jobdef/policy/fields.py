@@ -14,12 +14,11 @@ schema's ``Job``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from jobdef.policy.backoff import cut_by_max
 from jobdef.policy.values import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES
-from jobdef.records import Record
+from jobdef.records import Record, record
 
 if TYPE_CHECKING:
     from jobdef.policy.model import JobPolicy
@@ -101,7 +100,7 @@ def declares_result(job: JobPolicy) -> bool:
     return any(path.startswith("result.") for path in job.origins)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class PolicyField(Record):
     """One field of a Job sheet: its path, its kind, its default, and whether it shapes a job.
 

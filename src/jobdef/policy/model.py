@@ -7,18 +7,18 @@ only these objects; nothing downstream re-reads YAML.
 All durations are ``float`` seconds. The plain values the model uses (the byte bounds
 of args and results, :func:`~jobdef.policy.values.freeze`) are in
 :mod:`jobdef.policy.values`, which checks of sheets read without loading these classes.
-Each class compares, hashes and shows itself through :class:`~jobdef.records.Record`,
-as a frozen dataclass would, without compiling those methods for each class at import.
+Each class is declared :func:`~jobdef.records.record`: a frozen dataclass, which
+compiles only its ``__init__`` at import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from jobdef.policy.values import DEFAULT_ARGS_BYTES, DEFAULT_RESULT_BYTES, EMPTY, freeze
-from jobdef.records import Record
+from jobdef.records import Record, record
 
 Strategy = Literal["fixed", "linear", "exponential", "list"]
 Jitter = Literal["none", "full", "equal", "decorrelated"]
@@ -31,7 +31,7 @@ CatchUp = Literal["none", "latest", "all"]
 Source = Literal["sheet", "defaults", "builtin"]
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class Origin(Record):
     """Where a value was written: a sheet or a ``Defaults`` document, at file:line:column."""
 
@@ -46,7 +46,7 @@ class Origin(Record):
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class BackoffPolicy(Record):
     """How long to wait after failed attempt n before the next one."""
 
@@ -58,7 +58,7 @@ class BackoffPolicy(Record):
     delays: tuple[float, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class ErrorClass(Record):
     """An exception class named in ``errors.retry`` or ``errors.fatal``."""
 
@@ -66,7 +66,7 @@ class ErrorClass(Record):
     description: str | None = None
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class ErrorPolicy(Record):
     """Which raised exceptions retry and which bury the job at once."""
 
@@ -75,7 +75,7 @@ class ErrorPolicy(Record):
     default: ErrorAction = "retry"
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class IdempotencyPolicy(Record):
     """The idempotency key recipe over args, e.g. ``"{reservation_id}:confirm-mail"``.
 
@@ -88,7 +88,7 @@ class IdempotencyPolicy(Record):
     dedupe_window: float | None = None
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class NotifyPolicy(Record):
     """Which channel hears about which events of the job."""
 
@@ -97,7 +97,7 @@ class NotifyPolicy(Record):
     key_args: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class RetentionPolicy(Record):
     """How long finished rows are kept. ``dead=None`` means until an operator resolves it."""
 
@@ -105,14 +105,14 @@ class RetentionPolicy(Record):
     dead: float | None = None
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class LimitsPolicy(Record):
     """Bounds on what one job may carry: ``args_bytes``, its args as UTF-8 JSON."""
 
     args_bytes: int = DEFAULT_ARGS_BYTES
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class ResultPolicy(Record):
     """What becomes of the value a handler returns (the sheet's ``result:``).
 
@@ -142,7 +142,7 @@ class ResultPolicy(Record):
     notify: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class RuntimeFit(Record):
     """What a sheet accepts that one runtime does not honour exactly (``jobdef check``).
 
@@ -155,7 +155,7 @@ class RuntimeFit(Record):
     named: bool = False
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class RuntimesPolicy(Record):
     """Per runtime the adapters serve (``runtime.celery``, ``runtime.rq``), what is accepted."""
 
@@ -163,7 +163,7 @@ class RuntimesPolicy(Record):
     rq: RuntimeFit = field(default_factory=RuntimeFit)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class DecisionAnswers(Record):
     """Answers to the classic sync / async / batch decision flow (all optional)."""
 
@@ -179,7 +179,7 @@ class DecisionAnswers(Record):
 PRIORITIES = range(-1000, 1001)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class JobPolicy(Record):
     """The fully resolved policy of one job: defaults merged, durations parsed."""
 
@@ -226,7 +226,7 @@ class JobPolicy(Record):
         return None
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class ChannelPolicy(Record):
     """A named notification channel; ``settings`` holds the type-specific fields."""
 
@@ -237,7 +237,7 @@ class ChannelPolicy(Record):
     file: str = ""
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class QueuePolicy(Record):
     """Limits of one named queue: concurrency and a start rate (``rate`` is starts per second)."""
 

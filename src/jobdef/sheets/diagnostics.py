@@ -8,15 +8,15 @@ list of them into text, JSON, SARIF and so on, and the exit code is decided in
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
-from jobdef.records import Record
+from jobdef.records import Record, record
 
 Severity = Literal["error", "warning"]
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class Location(Record):
     """A place in a sheet: 1-based line and column."""
 
@@ -28,7 +28,7 @@ class Location(Record):
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class Diagnostic(Record):
     """One finding: the rule that fired, where, and a message that says how to fix it.
 

@@ -6,10 +6,10 @@ check, the rules and the builder read them. There is no other document type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
-from jobdef.records import Record
+from jobdef.records import Record, record
 
 if TYPE_CHECKING:
     from jobdef.policy.model import Origin, Source
@@ -30,7 +30,7 @@ class OverlongInteger(str):
 Position = tuple[int, int]
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@record
 class Document(Record):
     """One YAML document of kind Job, Channel, Defaults or Queue, as plain data.
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from jobdef.records import Record, record
 from jobdef.sheets.args_check import (
     args_check,
     draft7_meta_schema,
@@ -66,10 +66,8 @@ _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _META = "http://json-schema.org/draft-07/schema#"
 
 
-# Never compared nor printed: without the generated __eq__ and __repr__, each of which
-# costs `jobdef validate` start-up time.
-@dataclass(frozen=True, repr=False, eq=False)
-class SchemaScope:
+@record
+class SchemaScope(Record):
     """A JSON Schema written in a sheet (an arg's, a result's): the rules that check it,
     how messages name it and who checks values against it, and jobdef's own keywords in it.
 
@@ -133,7 +131,7 @@ def arg_schemas(doc: Document) -> Iterator[tuple[str, dict[str, Any]]]:
 @cache
 def meta_check() -> Check:
     """Whether a schema is valid draft-07 (the fast yes/no check)."""
-    return compile_schema(draft7_meta_schema())
+    return compile_schema(draft7_meta_schema(), lazy=True)  # compiles whole (a test)
 
 
 @cache

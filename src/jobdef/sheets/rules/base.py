@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jobdef.records import Record
+from jobdef.records import Record, record
 from jobdef.sheets.diagnostics import Diagnostic, Location, Severity
 
 if TYPE_CHECKING:
     from jobdef.policy.model import Origin
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@record
 class Rule(Record):
     """One check of `jobdef validate`.
 
