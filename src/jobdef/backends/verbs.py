@@ -341,7 +341,7 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     # -- queue controls ---------------------------------------------------------
 
     def set_paused(self, queue: str, paused: bool) -> None:
-        params = {"queue": queue, "paused": paused, "now": self.clock()}
+        params = {"queue": queue, "paused": paused, "now": self.clock(), **self._wakes()}
         self._write_one("set_paused", params)
 
     def queues(self) -> list[QueueInfo]:

@@ -63,6 +63,18 @@ def test_after_losing_the_listening_session_it_polls_then_listens_again(
     assert pg_backend.wait_for_jobs(LONG)
 
 
+def test_resuming_a_queue_wakes_the_listening_workers_and_pausing_does_not(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    pg_backend.wait_for_jobs(0.01)
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as operator:
+        operator.set_paused("mail", True)
+        assert pg_backend.wait_for_jobs(0.3) == []  # a pause makes nothing runnable
+        operator.set_paused("mail", False)
+    # The queue's backlog is claimed now, not at the next poll.
+    assert [w.queue for w in pg_backend.wait_for_jobs(LONG)] == ["mail"]
+
+
 def test_wake_ends_a_wait_at_once(pg_backend: PostgresBackend) -> None:
     pg_backend.wait_for_jobs(0.01)
     timer = threading.Timer(0.05, pg_backend.wake)

@@ -846,10 +846,16 @@ SELECT count(*) AS backlog FROM (
 ) AS undelivered;
 
 -- name: set_paused
--- Also stamps the row's updated_at, which only this engine's table has.
-INSERT INTO {schema}.jobdef_queues (queue, paused, updated_at)
-VALUES (%(queue)s, %(paused)s, %(now)s)
-ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
+-- Also stamps the row's updated_at, which only this engine's table has. A resume
+-- wakes the listening workers (at commit), so that idle ones claim the queue's
+-- backlog now, not at their next poll. One row either way: the change it made.
+WITH changed AS (
+    INSERT INTO {schema}.jobdef_queues (queue, paused, updated_at)
+    VALUES (%(queue)s, %(paused)s, %(now)s)
+    ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+    RETURNING queue, paused
+)
+SELECT queue, CASE WHEN NOT paused THEN pg_notify(%(channel)s, queue) END FROM changed;
 
 -- name: queue_depths
 -- Every queue that has a row (a paused one, a limited one) or active jobs, with
