@@ -15,7 +15,6 @@ upgrade``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from jobdef.backends.protocol import Backend, ListensForChanges, Reader, Watcher
 from jobdef.backends.schema import require_current
 from jobdef.backends.sql import migration_files
 from jobdef.errors import UsageError
+from jobdef.records import Record, record
 from jobdef.redact import redact
 
 
@@ -83,8 +83,8 @@ def open_backend(
     return backend
 
 
-@dataclass(frozen=True, slots=True)
-class SchemaStatus:
+@record
+class SchemaStatus(Record):
     """Where a store's schema stands: the version applied and the migrations shipped."""
 
     current: int

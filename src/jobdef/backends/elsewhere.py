@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from jobdef.backends.records import ErrorInfo, JobRecord, Notification, Outcome
 from jobdef.backends.rows import Row, dump_json, error_text, job_record
 from jobdef.backends.sql import Statement
 from jobdef.errors import BackendError
+from jobdef.records import Record, record
 
 SEPARATOR = "/"
 
@@ -40,8 +40,8 @@ def elsewhere(record: JobRecord) -> tuple[str, str] | None:
     return (runtime, task_id) if sep and runtime and task_id else None
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptElsewhere:
+@record
+class AttemptElsewhere(Record):
     """One attempt another runtime ran: where, when, how it ended."""
 
     attempt: int
@@ -52,8 +52,8 @@ class AttemptElsewhere:
     error: ErrorInfo | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class DeadElsewhere:
+@record
+class DeadElsewhere(Record):
     """A job that died in ``runtime`` as task ``task_id``, enqueued at ``created_at``."""
 
     runtime: str

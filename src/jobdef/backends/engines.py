@@ -11,16 +11,16 @@ tests. Nothing outside :mod:`jobdef.backends` names an engine
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from jobdef.backends.protocol import Driver
 from jobdef.errors import BackendError
+from jobdef.records import Record, record
 from jobdef.redact import redact
 
 
-@dataclass(frozen=True, slots=True)
-class Engine:
+@record
+class Engine(Record):
     """One registered engine: where its driver is, and what names it."""
 
     # "module:attribute" of its driver, imported only when a store of it is used.

@@ -41,6 +41,7 @@ from typing import Any
 from jobdef.backends.cancels import Run, end_running_attempts
 from jobdef.backends.records import Notification, Receipt
 from jobdef.backends.rows import dump_json, receipt_token
+from jobdef.records import Record, record
 
 # Above every flow id (a signed 64-bit integer): list_flows from the newest.
 NO_FLOW_CURSOR = 2**63 - 1
@@ -66,8 +67,8 @@ class FlowTx:
     notes: list[Notification] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class NewStep:
+@record
+class NewStep(Record):
     """One step of a flow to store: its job's row, and its args when it is queued at
     once (a root); ``args`` None holds it ``waiting``."""
 
@@ -82,8 +83,8 @@ class NewStep:
     idempotency_key: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NewFlow:
+@record
+class NewFlow(Record):
     """A flow to store: what :func:`start` writes in one transaction."""
 
     name: str
@@ -95,8 +96,8 @@ class NewFlow:
     deadline: float | None = None  # seconds from the start
 
 
-@dataclass(frozen=True, slots=True)
-class FlowRecord:
+@record
+class FlowRecord(Record):
     """One row of the flows table, with its steps' states by step name."""
 
     id: int
@@ -221,8 +222,8 @@ def _settle_one(tx: FlowTx, flow_id: int) -> None:
         _end_flow(tx, flow, graph, nodes, states)
 
 
-@dataclass(frozen=True, slots=True)
-class _View:
+@record
+class _View(Record):
     """A flow as one settling reads it: its graph, its steps' states and results."""
 
     nodes: Mapping[str, Mapping[str, Any]]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, Literal, get_args
 
+from jobdef.records import Record, record
 from jobdef.redact import redact
 
 # ``waiting``: a step of a flow held until its parents end (no claim reads it).
@@ -27,8 +28,8 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 NEITHER_OUTCOMES: frozenset[Outcome] = frozenset({"released", "cancelled"})
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorInfo:
+@record
+class ErrorInfo(Record):
     """What an attempt raised: the exception's class path, its message, the traceback.
 
     Message and traceback are redacted here, so no stored error, outbox payload or
@@ -44,8 +45,8 @@ class ErrorInfo:
         object.__setattr__(self, "traceback", redact(self.traceback))
 
 
-@dataclass(frozen=True, slots=True)
-class NewJob:
+@record
+class NewJob(Record):
     """A job to store. ``idempotency_key`` is computed from the sheet's recipe by the caller.
 
     ``dedupe_window``: seconds after a job with the same key finished during
@@ -74,8 +75,8 @@ class NewJob:
     args_json: str | None = None
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class Receipt:
+@record
+class Receipt(Record):
     """What an enqueue hands back: the stored job's id, its receipt token, and whether
     this call created it (False: it merged into a job with the same idempotency key,
     whose receipt this is).
@@ -106,8 +107,8 @@ class Receipt:
         return f"Receipt(job_id={self.job_id}, token={shown!r}, created={self.created})"
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:
+@record
+class Lease(Record):
     """The right to finish one attempt of one job; ``attempt`` is the fencing token."""
 
     job_id: int
@@ -118,8 +119,8 @@ class Lease:
     flow_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class JobRecord:
+@record
+class JobRecord(Record):
     """One row of the jobs table."""
 
     id: int
@@ -176,8 +177,8 @@ class JobRecord:
 _FIELD_SETTERS = tuple(getattr(JobRecord, spec.name).__set__ for spec in fields(JobRecord))
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptRecord:
+@record
+class AttemptRecord(Record):
     """One attempt of a job: when, which worker, how it ended."""
 
     job_id: int
@@ -189,8 +190,8 @@ class AttemptRecord:
     error: ErrorInfo | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+@record
+class Notification(Record):
     """An outbox message, written in the same transaction as the transition it reports.
 
     ``message_id`` is stable for the life of the message, so a receiver can drop
@@ -204,8 +205,8 @@ class Notification:
     message_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class OutboxRecord:
+@record
+class OutboxRecord(Record):
     """A stored outbox message and its delivery state."""
 
     id: int
@@ -217,8 +218,8 @@ class OutboxRecord:
     last_error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StateCount:
+@record
+class StateCount(Record):
     """How many jobs of one name are in one state, and the oldest queued one's age."""
 
     job: str
@@ -228,8 +229,8 @@ class StateCount:
     oldest_age: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RetentionRule:
+@record
+class RetentionRule(Record):
     """Prune rows of ``job``: done/cancelled/resolved after ``done``, dead after ``dead``.
 
     ``None`` keeps the rows of that state forever (dead: until resolved).
@@ -240,8 +241,8 @@ class RetentionRule:
     dead: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class ResultRetention:
+@record
+class ResultRetention(Record):
     """Clear the stored results of ``job``'s done jobs ``keep`` seconds after each ended
     (the sheet's ``result.retention``, when shorter than its ``retention.done``)."""
 
@@ -249,8 +250,8 @@ class ResultRetention:
     keep: float
 
 
-@dataclass(frozen=True, slots=True)
-class QueueInfo:
+@record
+class QueueInfo(Record):
     """Live state of one queue."""
 
     queue: str
@@ -260,8 +261,8 @@ class QueueInfo:
     oldest_queued_age: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimOptions:
+@record
+class ClaimOptions(Record):
     """What one claim may take.
 
     ``queues``: only these queues (``None``: all). ``limit``: at most this many
@@ -279,8 +280,8 @@ class ClaimOptions:
     queue_rates: Mapping[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class StoreSettings:
+@record
+class StoreSettings(Record):
     """A database as an application's settings name it (Django's ``DATABASES``), from
     which its engine's driver builds the store's URL. ``name`` is the database's name,
     or a file's path; ``schema`` is where jobdef's tables go, on an engine that has
@@ -298,8 +299,8 @@ class StoreSettings:
 _WHOLE = re.compile(r"[0-9]{1,19}")
 
 
-@dataclass(frozen=True, slots=True)
-class Wakeup:
+@record
+class Wakeup(Record):
     """Why an idle worker's wait for jobs ended early.
 
     ``count`` jobs were enqueued on ``queue``, the first of them with id ``first_id``;

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from jobdef.backends.flows import flows_of
@@ -50,10 +49,11 @@ from jobdef.backends.records import (
     Outcome,
 )
 from jobdef.backends.rows import dump_json, error_text, lease_params
+from jobdef.records import Record, record
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+@record
+class Completion(Record):
     """Attempts that finished their jobs, to record together (a worker's turn)."""
 
     leases: Sequence[Lease]

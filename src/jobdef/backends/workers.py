@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeGuard
 
 from jobdef.backends.rows import Row
+from jobdef.records import Record, record
 
 # A stale worker's row is kept this long (seconds) for `jobdef workers` to show it.
 STALE_WORKER_RETENTION = 24 * 3600.0
@@ -29,8 +30,8 @@ STALE_WORKER_RETENTION = 24 * 3600.0
 WORKERS_TABLE_VERSION = 5
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerInfo:
+@record
+class WorkerInfo(Record):
     """One row of the workers table. ``queues`` is None for a worker of every queue."""
 
     id: str

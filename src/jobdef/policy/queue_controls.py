@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from jobdef.policy.model import QueuePolicy
+from jobdef.records import Record, record
 
 
 def concurrency_limits(queues: Mapping[str, QueuePolicy]) -> dict[str, int]:
@@ -38,8 +38,8 @@ def bucket_capacity(rate: float) -> float:
     return max(1.0, rate)
 
 
-@dataclass(frozen=True, slots=True)
-class Bucket:
+@record
+class Bucket(Record):
     """A queue's stored token bucket: ``tokens`` as of ``at`` (``None``: never used, full)."""
 
     tokens: float | None = None
@@ -65,8 +65,8 @@ class Bucket:
         return Bucket(self.refilled(rate, now) - count, now)
 
 
-@dataclass(frozen=True, slots=True)
-class QueueControl:
+@record
+class QueueControl(Record):
     """The limits of one queue that a claim applies: a cap on running jobs, a start rate."""
 
     cap: int | None = None

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from jobdef.errors import UnknownJobError, UnknownWorkflowError
 from jobdef.policy.model import ChannelPolicy, JobPolicy, QueuePolicy
+from jobdef.records import Record, record
 
 if TYPE_CHECKING:
     from jobdef.policy.workflow import WorkflowPolicy
 
 
-@dataclass(frozen=True)
-class Registry:
+@record
+class Registry(Record):
     """Every job, workflow, channel and queue of a set of sheets, by name.
 
     Iterating and ``len`` go over the jobs only: a workflow runs jobs, it is not one.

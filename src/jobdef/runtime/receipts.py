@@ -29,12 +29,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from jobdef.backends.records import JobRecord
 from jobdef.backends.waiters import job_waiters
 from jobdef.policy.registry import Registry
+from jobdef.records import Record, record
 
 ReceiptState = Literal[
     "accepted", "running", "retry_waiting", "done", "dead", "failed", "cancelled"
@@ -42,8 +42,8 @@ ReceiptState = Literal[
 ENDED: tuple[ReceiptState, ...] = ("done", "dead", "failed", "cancelled")
 
 
-@dataclass(frozen=True, slots=True)
-class ReceiptStatus:
+@record
+class ReceiptStatus(Record):
     """A job as its receipt shows it (see the module for the states)."""
 
     state: ReceiptState
