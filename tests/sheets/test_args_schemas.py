@@ -8,6 +8,8 @@ the sheet allows.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +218,44 @@ def test_schemas_enqueue_cannot_check_fail_validate(tmp_path: Path, arg: str) ->
     sheet.write_text(SHEET.format(args=f"  item: {arg}"), encoding="utf-8")
     with pytest.raises(SheetError, match=r"sheet\.yaml:\d+:\d+: .*JD10[678]"):
         load_registry([sheet])
+
+
+def test_a_lazy_check_first_used_by_two_threads_at_once_compiles_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shipped schemas' checks compile each property at first use and are shared by
+    the threads of a process: a thread that reaches a ref another is still compiling
+    waits for it, instead of calling its unfinished forward."""
+    from jobdef.sheets.schema_fast import Compiler
+
+    slow_pattern = Compiler._pattern
+
+    def pattern(self: Compiler, value: str, schema: Any) -> Any:
+        time.sleep(0.3)  # the first thread is inside the ref's compile this long
+        return slow_pattern(self, value, schema)
+
+    monkeypatch.setattr(Compiler, "_pattern", pattern)
+    name = {"$ref": "#/definitions/name"}
+    check = compile_schema(
+        {
+            "definitions": {"name": {"type": "string", "pattern": "^a"}},
+            "properties": {"first": name, "second": name},
+        },
+        lazy=True,
+    )
+    answers: dict[str, Any] = {}
+
+    def use(key: str) -> None:
+        try:
+            answers[key] = check({key: "ada"})
+        except Exception as exc:  # what the second thread raised without the lock
+            answers[key] = exc
+
+    threads = [threading.Thread(target=use, args=(key,)) for key in ("first", "second")]
+    threads[0].start()
+    time.sleep(0.1)
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert answers == {"first": True, "second": True}
+    assert check({"second": "bob"}) is False

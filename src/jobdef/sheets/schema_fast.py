@@ -14,6 +14,7 @@ the same answers.
 
 from __future__ import annotations
 
+import _thread  # threading's lock, without importing threading at every validate
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -123,6 +124,10 @@ class Compiler:
         self.root = root
         self.lazy = lazy
         self._refs: dict[str, Check] = {}
+        # A lazy check is shared (one per process) and may be first used by two threads
+        # at once: one compiles at a time, or the second could take a ref the first is
+        # still compiling (its forward, whose cell is still empty).
+        self._compiling = _thread.RLock()
 
     def _deferred(self, schema: Any) -> Check:
         """``schema``'s check, compiled at its first call when compiling lazily."""
@@ -132,7 +137,9 @@ class Compiler:
 
         def check(v: Any) -> bool:
             if not compiled:
-                compiled.append(self.compile(schema))
+                with self._compiling:
+                    if not compiled:
+                        compiled.append(self.compile(schema))
             return compiled[0](v)
 
         return check
