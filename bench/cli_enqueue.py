@@ -25,14 +25,13 @@ import itertools
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from pg_store import drop_schema
-from validate_startup import timed
+from validate_startup import print_medians, timed
 
 SCHEMA = "bench_cli_enqueue"
 
@@ -85,14 +84,7 @@ def main() -> int:
         for number in range(args.runs):
             for label in labels if number % 2 == 0 else reversed(labels):
                 runs[label].append(run(label))
-        print(f"medians of {args.runs} interleaved runs, load {os.getloadavg()[0]:.2f}")
-        for label, times in runs.items():
-            wall = [t[0] for t in times]
-            cpu = statistics.median(t[1] for t in times)
-            print(
-                f"{label:60} {statistics.median(wall):6.1f} ms wall "
-                f"(min {min(wall):6.1f})  {cpu:6.1f} ms CPU"
-            )
+        print_medians(runs)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         if "postgres" in stores:

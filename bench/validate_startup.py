@@ -40,6 +40,20 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return elapsed * 1000, cpu * 1000
 
 
+def print_medians(runs: dict[str, list[tuple[float, float]]]) -> None:
+    """Per command: the median and the minimum wall time and the median CPU time of its
+    runs (each a ``timed`` result), after the machine's load."""
+    count = len(next(iter(runs.values()), []))
+    print(f"medians of {count} interleaved runs, load {os.getloadavg()[0]:.2f}")
+    for label, times in runs.items():
+        wall = [t[0] for t in times]
+        cpu = statistics.median(t[1] for t in times)
+        print(
+            f"{label:60} {statistics.median(wall):6.1f} ms wall "
+            f"(min {min(wall):6.1f})  {cpu:6.1f} ms CPU"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="runs of each command")
@@ -82,14 +96,7 @@ def main() -> int:
             for label in labels if number % 2 == 0 else reversed(labels):
                 command, command_env = commands[label]
                 runs[label].append(timed(command, folder, command_env))
-        print(f"medians of {args.runs} interleaved runs, load {os.getloadavg()[0]:.2f}")
-        for label, times in runs.items():
-            wall = [t[0] for t in times]
-            cpu = statistics.median(t[1] for t in times)
-            print(
-                f"{label:60} {statistics.median(wall):6.1f} ms wall "
-                f"(min {min(wall):6.1f})  {cpu:6.1f} ms CPU"
-            )
+        print_medians(runs)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0
