@@ -5,12 +5,11 @@ class (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__``,
 ``__delattr__``), ~70-100 us each when the module is imported: the two dozen classes a
 `jobdef validate` of a Job imports took ~9 ms of every run. A class declared
 :func:`record` (a subclass of :class:`Record`) compiles only its ``__init__``, which sets
-each field through its slot, as :meth:`~jobdef.backends.records.JobRecord.of_values`
-does (faster than the generated ``object.__setattr__``); it compares, hashes and shows
-itself as the generated methods would (the same fields, ``compare``, ``hash``, ``repr``,
-in the same order, with the same results), pickles and copies, and refuses any
-assignment or deletion with :class:`dataclasses.FrozenInstanceError`, as a frozen
-dataclass does.
+each field through its slot (faster than the generated ``object.__setattr__``); it
+compares, hashes and shows itself as the generated methods would (the same fields,
+``compare``, ``hash``, ``repr``, in the same order, with the same results), pickles and
+copies, and refuses any assignment or deletion with
+:class:`dataclasses.FrozenInstanceError`, as a frozen dataclass does.
 """
 
 from __future__ import annotations
