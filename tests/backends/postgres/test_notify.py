@@ -75,6 +75,15 @@ def test_resuming_a_queue_wakes_the_listening_workers_and_pausing_does_not(
     assert [w.queue for w in pg_backend.wait_for_jobs(LONG)] == ["mail"]
 
 
+def test_a_queue_whose_name_no_notification_can_carry_still_resumes(
+    pg_backend: PostgresBackend,
+) -> None:
+    name = "q" * 9000  # past NOTIFY's 8000-byte payload
+    pg_backend.set_paused(name, True)
+    pg_backend.set_paused(name, False)
+    assert not any(info.queue == name and info.paused for info in pg_backend.queues())
+
+
 def test_wake_ends_a_wait_at_once(pg_backend: PostgresBackend) -> None:
     pg_backend.wait_for_jobs(0.01)
     timer = threading.Timer(0.05, pg_backend.wake)

@@ -848,14 +848,18 @@ SELECT count(*) AS backlog FROM (
 -- name: set_paused
 -- Also stamps the row's updated_at, which only this engine's table has. A resume
 -- wakes the listening workers (at commit), so that idle ones claim the queue's
--- backlog now, not at their next poll. One row either way: the change it made.
+-- backlog now, not at their next poll. One row either way: the change it made. A
+-- name past NOTIFY's 8000-byte payload is never notified (nor could a job of it be:
+-- an enqueue's notification names its queue), so such a queue still resumes.
 WITH changed AS (
     INSERT INTO {schema}.jobdef_queues (queue, paused, updated_at)
     VALUES (%(queue)s, %(paused)s, %(now)s)
     ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
     RETURNING queue, paused
 )
-SELECT queue, CASE WHEN NOT paused THEN pg_notify(%(channel)s, queue) END FROM changed;
+SELECT queue, CASE WHEN NOT paused AND octet_length(queue) < 8000
+                   THEN pg_notify(%(channel)s, queue) END
+FROM changed;
 
 -- name: queue_depths
 -- Every queue that has a row (a paused one, a limited one) or active jobs, with
