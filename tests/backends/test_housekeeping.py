@@ -109,6 +109,14 @@ def test_list_jobs_filters_by_state_and_job_newest_first(backend, worker):
     assert [r.id for r in backend.list_jobs(job="a", limit=1)] == [a[1]]
     _finish(backend, worker, 1, "done")
     assert [r.id for r in backend.list_jobs(state="done")] == [a[0]]
+    _finish(backend, worker, 1, "dead")
+    [running] = worker.claim(limit=1)
+    # Each state is read its own way on PostgreSQL (migration 0015): running through
+    # the index of running jobs, done through the primary key, the others by state.
+    assert [r.id for r in backend.list_jobs(state="dead")] == [a[1]]
+    assert [r.id for r in backend.list_jobs(state="running")] == [running.id] == [b[0]]
+    assert [r.id for r in backend.list_jobs(state="queued")] == []
+    assert [r.id for r in backend.list_jobs(state="done", job="a")] == [a[0]]
 
 
 def test_get_of_an_unknown_id_is_none(backend):

@@ -65,6 +65,26 @@ def test_the_attempts_name_their_job_without_a_foreign_key(pg_backend: PostgresB
     assert keys == []
 
 
+def test_the_jobs_by_state_index_leaves_out_running_and_done_rows(
+    pg_backend: PostgresBackend,
+) -> None:
+    """Migration 0015: a claim and a completion each write a new version of the job's
+    row, which no longer gets an entry in the index of jobs by state; the listings of
+    one state read running jobs through jobdef_jobs_running and done ones through the
+    primary key (test_housekeeping lists them)."""
+    rows = query(
+        pg_backend.conninfo,
+        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid) FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = %s::regclass",
+        (f'"{pg_backend.schema}".jobdef_jobs',),
+    )
+    predicates = dict(rows)
+    assert "jobdef_jobs_by_state" not in predicates
+    assert predicates["jobdef_jobs_state_listing"] == (
+        "(state <> ALL (ARRAY['running'::text, 'done'::text]))"
+    )
+
+
 def test_two_processes_migrating_at_once_both_succeed(
     postgres_url: str, postgres_schema: str
 ) -> None:
