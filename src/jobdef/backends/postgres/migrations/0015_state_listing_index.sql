@@ -14,7 +14,9 @@
 --   CREATE INDEX CONCURRENTLY jobdef_jobs_state_listing ON <schema>.jobdef_jobs
 --       (state, id) WHERE state NOT IN ('running', 'done');
 -- A concurrent build that failed leaves an invalid index, which the planner never
--- uses: it is dropped here and built again.
+-- uses: it is dropped here and built again. The drop of the old index below locks
+-- the table for a moment (DROP INDEX CONCURRENTLY it first to avoid even that: no
+-- query names it).
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_index
