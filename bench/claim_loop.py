@@ -61,26 +61,19 @@ def claim_and_complete(url: str, limit: int, start: Any, counts: Any, stop: Any)
     backend.close()
 
 
-# The server's counts: its WAL position, and the buffer pages this database's sessions
-# found in shared buffers or read (pg_stat_database, flushed at each statement's end).
+# The server's counts: its WAL position in bytes, and the buffer pages this database's
+# sessions found in shared buffers or read (pg_stat_database, flushed at each
+# statement's end).
 COUNTS = (
-    "SELECT pg_current_wal_lsn(), blks_hit + blks_read FROM pg_stat_database "
-    "WHERE datname = current_database()"
+    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0'), blks_hit + blks_read "
+    "FROM pg_stat_database WHERE datname = current_database()"
 )
 
 
-def server_counts(url: str) -> tuple[str, int]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(COUNTS).fetchone()
-        assert row is not None
-        return str(row[0]), int(row[1])
-
-
-def wal_bytes(url: str, since: str) -> int:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", [since]).fetchone()
-        assert row is not None
-        return int(row[0])
+def server_counts(monitor: psycopg.Connection[Any]) -> tuple[int, int]:
+    row = monitor.execute(COUNTS).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 def one_run(server_url: str, procs: int, limit: int, jobs: int) -> dict[str, float]:
@@ -110,7 +103,8 @@ def one_run(server_url: str, procs: int, limit: int, jobs: int) -> dict[str, flo
             worker.start()
         time.sleep(1.0)  # every process connected and waiting
         database = urlsplit(url).path.lstrip("/")
-        wal_before, pages_before = server_counts(url)
+        monitor = psycopg.connect(url, autocommit=True)
+        wal_before, pages_before = server_counts(monitor)
         cpu_before = backends_cpu(database)
         began = time.perf_counter()
         start.set()
@@ -123,13 +117,13 @@ def one_run(server_url: str, procs: int, limit: int, jobs: int) -> dict[str, flo
         if completed != jobs:
             raise SystemExit(f"completed {completed} of {jobs} jobs")
         time.sleep(0.7)  # the sessions' last statistics reach pg_stat_database
-        wal = wal_bytes(url, wal_before)
-        pages = server_counts(url)[1] - pages_before
+        wal_after, pages_after = server_counts(monitor)
+        monitor.close()
         return {
             "rate": jobs / elapsed,
             "cpu": cpu / jobs * 1e6,
-            "wal": wal / jobs,
-            "pages": pages / jobs,
+            "wal": (wal_after - wal_before) / jobs,
+            "pages": (pages_after - pages_before) / jobs,
         }
     finally:
         drop_database(server_url, url)
