@@ -85,6 +85,49 @@ def test_the_jobs_by_state_index_leaves_out_running_and_done_rows(
     )
 
 
+def test_migration_0015_keeps_the_indexes_an_operator_handled_beforehand(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/upgrading.md's path for a large table: the new index built CONCURRENTLY and
+    the old one dropped CONCURRENTLY before the upgrade; the migration keeps the one and
+    does not miss the other. A concurrent build that failed (an invalid index) is built
+    again."""
+    before = [m for m in migration_files(MIGRATIONS) if m[0] < 15]
+    schema = f'"{postgres_schema}"'
+    index = f"{schema}.jobdef_jobs_state_listing"
+    build = (
+        f"CREATE INDEX CONCURRENTLY jobdef_jobs_state_listing ON {schema}.jobdef_jobs "
+        "(state, id) WHERE state NOT IN ('running', 'done')"
+    )
+    found = "SELECT indexrelid::int, indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"
+    with monkeypatch.context() as patched:
+        patched.setattr(engine_module, "migration_files", lambda package: before)
+        with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
+            backend.migrate()
+    query(postgres_url, build)
+    query(postgres_url, f"DROP INDEX CONCURRENTLY {schema}.jobdef_jobs_by_state")
+    [prebuilt] = query(postgres_url, found, (index,))
+    with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
+        backend.migrate()
+        assert backend.schema_version() == 15
+    assert query(postgres_url, found, (index,)) == [prebuilt]
+
+    query(postgres_url, f"DROP INDEX {index}")
+    query(postgres_url, build)
+    [failed] = query(postgres_url, found, (index,))
+    invalidate = "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s"
+    query(postgres_url, invalidate, (failed[0],))  # as a concurrent build that failed
+    query(postgres_url, f"DELETE FROM {schema}.jobdef_schema_version WHERE version = 15")
+    with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
+        backend.migrate()
+    [rebuilt] = query(postgres_url, found, (index,))
+    assert rebuilt[1] is True
+    assert rebuilt[0] != failed[0]
+    with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
+        [job] = backend.enqueue([NewJob("j", {}, "q")])
+        assert [r.id for r in backend.list_jobs(state="queued")] == [job.id]
+
+
 def test_two_processes_migrating_at_once_both_succeed(
     postgres_url: str, postgres_schema: str
 ) -> None:
