@@ -310,7 +310,9 @@ class Wakeup(Record):
     jobs was enqueued with a delay, and the first comes due then (the engine's clock,
     epoch seconds): claim then, not now. ``at``: the enqueuer's reading of the
     engine's clock when it stored them, by which those not delayed were due (None:
-    not said).
+    not said). ``turn``: this worker's part in them, ``first`` or ``backup``, when the
+    enqueue chose the workers it told (None: every listening worker was told, and
+    each takes its turn itself; jobdef.runtime.wake_share).
     """
 
     queue: str | None = None
@@ -318,20 +320,28 @@ class Wakeup(Record):
     first_id: int | None = None
     due: float | None = None
     at: float | None = None
+    turn: str | None = None
 
     @classmethod
     def parse(cls, payload: str) -> Wakeup:
         """The wake-up an enqueue's notification carries: ``queue``, ``queue count id``,
-        ``queue count id due`` or ``queue count id due at`` (``due`` ``-``: none)."""
+        ``queue count id due``, ``queue count id due at`` (``due`` ``-``: none) or
+        ``queue count id due at turn``."""
         queue, _, rest = payload.partition(" ")
         count, _, rest = rest.partition(" ")
         first, _, rest = rest.partition(" ")
-        due, _, at = rest.partition(" ")
+        due, _, rest = rest.partition(" ")
+        at, _, turn = rest.partition(" ")
         # Any role that can connect may NOTIFY on the channel: what is not our own
         # payload is read as a wake-up of the queue, never raised.
         if not (_WHOLE.fullmatch(count) and _WHOLE.fullmatch(first)):
             return cls(queue or None)
-        return cls(queue or None, int(count), int(first), _epoch(due), _epoch(at))
+        told = turn if turn in TURNS else None
+        return cls(queue or None, int(count), int(first), _epoch(due), _epoch(at), told)
+
+
+# The turns an enqueue gives the workers it tells (Wakeup.turn).
+TURNS = ("first", "backup")
 
 
 def _epoch(text: str) -> float | None:

@@ -75,8 +75,14 @@ class WorkerVerbs(ABC):
             "lease_seconds": info.lease_seconds,
             "version": info.version,
             "now": now,
+            "wake_channel": self._wake_channel(),
         }
         self._write_one("register_worker", params)
+
+    def _wake_channel(self) -> str | None:
+        """The channel on which enqueues tell this engine's worker its turns
+        (runtime.wake_share); None: the engine is told of no enqueue (SQLite polls)."""
+        return None
 
     def beat_worker(self, worker_id: str) -> bool:
         """Stamp ``last_beat``; False when the row is gone (pruned while frozen)."""

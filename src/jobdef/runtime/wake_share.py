@@ -1,26 +1,34 @@
 """Which idle workers claim after an enqueue's notification: :class:`WakeShare`.
 
-Every idle worker of a fleet listens on the same channel, so every enqueue
-wakes all of them; if all claimed, one would get the job and the others would
-each pay a claim for nothing (the thundering herd), a cost that grows with the
-fleet for every job. Instead each enqueue's notification says its queue, how
-many jobs it stored (``count``) and the first one's id (:class:`Wakeup`), and
-every worker sees the same notifications in the same order (commit order).
-Each worker also reads, now and then, the live workers of the workers table
-(:mod:`jobdef.backends.workers`), so each can rank itself among the ``n``
-workers of the queue: the ``count`` workers from rank ``first_id mod n`` on
-claim (:attr:`Turn.FIRST`), and so do the next ``count`` (:attr:`Turn.BACKUP`:
-the first may be busy, or its row stale, and on a busy host the first of two
-processes to get the CPU starts the job sooner than one alone), and the rest
-leave the jobs to them. So a job costs two claims, not one per idle worker. The
-first ids move on with every enqueue, so the turns go round the fleet.
+If every idle worker of a fleet claimed after every enqueue, one would get the
+job and the others would each pay a claim for nothing (the thundering herd), a
+cost that grows with the fleet for every job. Instead the turns of an enqueue's
+jobs are shared by a rule: given the queue, how many jobs it stored (``count``)
+and the first one's id (:class:`Wakeup`), and the ``n`` live workers of the
+queue in the workers table (:mod:`jobdef.backends.workers`) ranked by id, the
+``count`` workers from rank ``first_id mod n`` on claim (:attr:`Turn.FIRST`),
+and so do the next ``count`` (:attr:`Turn.BACKUP`: the first may be busy, or its
+row stale, and on a busy host the first of two processes to get the CPU starts
+the job sooner than one alone), and the rest leave the jobs to them. So a job
+costs two claims, not one per idle worker. The first ids move on with every
+enqueue, so the turns go round the fleet.
 
-Workers read the table at different times, so their views can disagree for a
-while (a worker that just started, one that just died): a job may then wake two
-workers, or only its backups, or none, and the worker's safety poll takes it.
-A wake-up without a count (a release, a requeue) or for more jobs than the
-queue has workers wakes everyone, as does a worker that is not in its own view
-yet.
+On PostgreSQL the enqueue's statement applies the rule itself (queries.sql,
+``wake_workers``) and notifies only the workers whose turn it is, each on its
+own channel, with its turn in the notification: the others are not woken at
+all (an idle process woken for nothing costs the host's CPU, which on a small
+host delays the one whose turn it is). An enqueue that cannot address every
+worker of the queue (one of them is of an earlier jobdef, which listens on the
+schema's channel only) notifies the schema's channel instead, as earlier
+releases did, and every worker there takes its turn by the rule from its own
+reading of the table, which each worker reads now and then.
+
+Views of the table can disagree for a while (a worker that just started, one
+that just died, two workers that read it at different times): a job may then
+wake two workers, or only its backups, or none, and the worker's safety poll
+takes it. A wake-up without a count (a release, a requeue) or for more jobs
+than the queue has workers wakes everyone, as does, on the schema's channel, a
+worker that is not in its own view yet.
 """
 
 from __future__ import annotations
@@ -69,6 +77,8 @@ class WakeShare:
             return Turn.FIRST
         if not self.serves(wakeup.queue):
             return None
+        if wakeup.turn is not None:
+            return Turn(wakeup.turn)  # the enqueue chose this worker, on its own channel
         if wakeup.count is None or wakeup.first_id is None:
             return Turn.FIRST
         place = self._rank(wakeup.queue)

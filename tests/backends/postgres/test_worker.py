@@ -29,9 +29,11 @@ from .sheets import write_sheets
 
 pytestmark = pytest.mark.slow
 # A session whose last statement was LISTEN on the channel: a worker waiting for jobs.
+# The listening session of a worker of a schema (formatted in): the last statement it
+# ran was the LISTEN on the worker's own channel (in its row of the workers table).
 LISTENING = (
-    "SELECT pid FROM pg_stat_activity WHERE application_name = 'jobdef' "
-    "AND query = 'LISTEN \"' || %s || '\"'"
+    "SELECT a.pid FROM pg_stat_activity AS a JOIN {}.jobdef_workers AS w "
+    "ON a.query = 'LISTEN \"' || w.wake_channel || '\"' WHERE a.application_name = 'jobdef'"
 )
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -315,7 +317,7 @@ def test_a_job_from_an_enqueuer_whose_clock_is_ahead_starts_when_due_by_that_clo
 
 def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:
     idle = workers.start(poll_interval=120.0)
-    eventually(lambda: query(workers.url, LISTENING, (f"jobdef_{workers.schema}",)))
+    eventually(lambda: query(workers.url, LISTENING.format(f'"{workers.schema}"')))
     os.kill(idle.pid, signal.SIGTERM)
     idle.join(60)  # far below the 120 s poll: the wait was cut short
     assert idle.exitcode == 0

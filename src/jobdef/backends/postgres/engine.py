@@ -298,6 +298,9 @@ class PostgresBackend(
     def _wakes(self) -> dict[str, Any]:
         return {"channel": self.channel}
 
+    def _wake_channel(self) -> str:
+        return self.listener.wake_channel()
+
     def _ends(self) -> dict[str, Any]:
         return {"ended_channel": self.ended_channel}
 

@@ -1,9 +1,12 @@
 """The listening session: it wakes idle workers on LISTEN/NOTIFY and keeps the maintenance lease.
 
 Each engine keeps one long-lived session besides the one its verbs use: it
-listens on the schema's channel, which every enqueue notifies (``queue count
-first_id``, read as a :class:`~jobdef.backends.records.Wakeup`: the worker takes
-its turn from it, :mod:`jobdef.runtime.wake_share`), and renews the maintenance
+listens on its own channel (:attr:`Listener.own_channel`, which a worker writes
+in its row of the workers table), where an enqueue tells the idle workers whose
+turn its jobs are, and on the schema's channel, where an enqueue tells every
+worker when it cannot address them all, and a release or requeue does (``queue
+count first_id ...``, read as a :class:`~jobdef.backends.records.Wakeup`,
+:mod:`jobdef.runtime.wake_share`), and renews the maintenance
 lease that elects the one engine that runs maintenance. When the session is
 lost, waiting falls back to plain polling. With ``?wake=poll`` (behind a
 transaction pooler, where a session is not kept) there is no such session: a
@@ -59,6 +62,13 @@ def holder_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+def own_channel() -> str:
+    """A channel no other process listens on: random, so unique across hosts and
+    schemas (a channel name is the database's, not a schema's), and short of the
+    63 bytes a channel's name may have."""
+    return f"jobdef_wake_{uuid.uuid4().hex}"
+
+
 class Listener:
     """The session that listens for enqueues and keeps the maintenance lease."""
 
@@ -84,6 +94,7 @@ class Listener:
         # Seconds a connection attempt may take (the engine's fail_fast shortens it).
         self.connect_timeout = CONNECT_TIMEOUT
         self.holder = holder_id()
+        self.own_channel = own_channel()
         # The lease generation this engine holds (None: it does not maintain).
         self.generation: int | None = None
         self._pid = os.getpid()
@@ -96,6 +107,7 @@ class Listener:
             keep_inherited(self._session)
             self._session = None
             self.holder, self.generation = holder_id(), None
+            self.own_channel = own_channel()
             self._pid = os.getpid()
 
     def close(self) -> None:
@@ -175,6 +187,17 @@ class Listener:
         session = self._session
         return self.pooled is None and session is not None and not session.broken
 
+    def wake_channel(self) -> str:
+        """What a worker writes in its row of the workers table: its own channel, where
+        enqueues tell it its turns, once the session listens on it; '' when nothing
+        listens (``pooled``: the worker takes no turn and polls)."""
+        if self.pooled is not None:
+            return ""
+        with self._session_lock, contextlib.suppress(BackendError, psycopg.Error):
+            # Listening before the row says so: a turn told before would be lost.
+            self._listening_session()
+        return self.own_channel
+
     def wait_for_jobs(self, timeout: float) -> list[Wakeup]:
         """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
         or ``timeout`` passes.
@@ -248,7 +271,8 @@ class Listener:
         if session is None or session.closed or session.broken:
             self._drop_session()
             session = connect(self.conninfo, connect_timeout=self.connect_timeout)
-            session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            for channel in (self.channel, self.own_channel):
+                session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
             self._session = session
         return session
 

@@ -83,6 +83,57 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 SELECT nextval(pg_get_serial_sequence('{schema}.jobdef_jobs', 'id'))
 FROM generate_series(1, %(n)s);
 
+-- fragment: wake_workers
+-- Wakes the idle workers whose turn the jobs of an enqueue are (`woken`: a row per
+-- queue that got jobs, with `n` jobs, the first `first_id`, and `due` when every one
+-- is delayed), jobdef.runtime.wake_share's rule read here from the workers table, on
+-- the store's clock at the enqueue (`now`): among the live workers of the queue
+-- (`size`, ranked by id), the `n` from rank `first_id mod size` on take the first
+-- turn, the next `n` the backup turn, each told on its own channel (`queue n
+-- first_id due at turn`); all of them when `n` is at least `size`. So an idle worker
+-- whose turn it is not is not woken at all. When a live worker of the queue listens
+-- on the schema's channel only (an earlier jobdef's: no own channel), or no worker
+-- of the queue is live, the schema's channel is told instead (`queue n first_id due
+-- at`), and each worker listening there takes its turn by the same rule from its own
+-- reading of the table. Workers that do not listen ('': ?wake=poll) take no turn.
+-- The notifications are delivered when the transaction commits.
+live AS (
+    SELECT id, queues, wake_channel FROM {schema}.jobdef_workers
+    WHERE %(now)s::float8 - last_beat <= lease_seconds AND wake_channel IS DISTINCT FROM ''
+),
+turns AS (
+    SELECT k.queue, k.n, k.first_id, k.due, w.wake_channel,
+           count(*) OVER queue_workers AS size,
+           count(*) FILTER (WHERE w.wake_channel IS NULL) OVER queue_workers AS unaddressed,
+           row_number() OVER queue_workers - 1 AS rank
+    FROM woken AS k JOIN live AS w ON w.queues IS NULL OR w.queues::jsonb ? k.queue
+    -- One pass over the sorted workers, in Python's order of the ids (the rule's);
+    -- the counts over the whole queue, not up to the row.
+    WINDOW queue_workers AS (
+        PARTITION BY k.queue ORDER BY w.id COLLATE "C"
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+    )
+),
+told AS (
+    SELECT t.wake_channel AS channel, t.queue, t.n, t.first_id, t.due,
+           CASE WHEN t.n >= t.size OR t.behind < t.n THEN 'first' ELSE 'backup' END AS turn
+    FROM (
+        SELECT *, mod(mod(rank - first_id, size) + size, size) AS behind
+        FROM turns WHERE unaddressed = 0
+    ) AS t
+    WHERE t.n >= t.size OR t.behind < 2 * t.n
+    UNION ALL
+    SELECT %(channel)s, k.queue, k.n, k.first_id, k.due, NULL
+    FROM woken AS k
+    WHERE NOT EXISTS (SELECT 1 FROM turns AS t WHERE t.queue = k.queue AND t.unaddressed = 0)
+),
+notified AS (
+    SELECT pg_notify(
+        channel, concat_ws(' ', queue, n, first_id, coalesce(due::text, '-'), %(now)s, turn)
+    )
+    FROM told
+)
+
 -- name: insert_jobs
 -- PostgreSQL only (SQLite inserts one row per job with insert_job). Insert a
 -- batch in one statement from one JSON array of rows (`rows`: one encode of the
@@ -125,17 +176,13 @@ WITH inserted AS (
         DO NOTHING
     RETURNING id, queue, receipt, run_after
 ),
-notified AS (
-    SELECT pg_notify(
-        %(channel)s, concat_ws(' ', q.queue, q.n, q.first_id, coalesce(q.due::text, '-'), %(now)s)
-    )
-    FROM (
-        SELECT queue, count(*) AS n, min(id) AS first_id,
-               -- every job delayed: when the first is due
-               CASE WHEN min(run_after) > %(now)s THEN min(run_after) END AS due
-        FROM inserted GROUP BY queue
-    ) AS q
-)
+woken AS (
+    SELECT queue, count(*) AS n, min(id) AS first_id,
+           -- every job delayed: when the first is due
+           CASE WHEN min(run_after) > %(now)s THEN min(run_after) END AS due
+    FROM inserted GROUP BY queue
+),
+-- include: wake_workers
 SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: insert_alike_jobs
@@ -157,16 +204,12 @@ WITH inserted AS (
     ) AS n(args, receipt)
     RETURNING id, receipt
 ),
-notified AS (
-    SELECT pg_notify(
-        %(channel)s,
-        concat_ws(' ', %(queue)s, count(*), min(id),
-                  coalesce((CASE WHEN %(run_after)s::float8 > %(now)s::float8
-                                 THEN %(run_after)s::float8 END)::text, '-'),
-                  %(now)s::float8)
-    )
-    FROM inserted
-)
+woken AS (
+    SELECT %(queue)s::text AS queue, count(*) AS n, min(id) AS first_id,
+           CASE WHEN %(run_after)s::float8 > %(now)s::float8 THEN %(run_after)s::float8 END AS due
+    FROM inserted HAVING count(*) > 0
+),
+-- include: wake_workers
 SELECT id, receipt FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: insert_job
@@ -183,14 +226,12 @@ WITH inserted AS (
             %(run_after)s, %(now)s, %(now)s, %(receipt)s)
     RETURNING id, queue, run_after
 ),
-notified AS (
-    SELECT pg_notify(
-        %(channel)s,
-        concat_ws(' ', queue, 1, id,
-                  coalesce((CASE WHEN run_after > %(now)s THEN run_after END)::text, '-'),
-                  %(now)s)
-    ) FROM inserted
-)
+woken AS (
+    SELECT queue, 1 AS n, id AS first_id,
+           CASE WHEN run_after > %(now)s THEN run_after END AS due
+    FROM inserted
+),
+-- include: wake_workers
 SELECT id FROM inserted WHERE (SELECT count(*) FROM notified) >= 0;
 
 -- name: find_duplicate
@@ -1023,16 +1064,17 @@ SELECT extract(epoch FROM clock_timestamp())::float8;
 
 -- name: register_worker
 -- A worker's row at its start (jobdef.backends.workers); a restart under the same id
--- replaces it.
+-- replaces it. Differs from SQLite's: the channel on which enqueues tell the worker
+-- its turns (wake_workers).
 INSERT INTO {schema}.jobdef_workers (id, host, pid, queues, concurrency, lease_seconds,
-                                     version, started_at, last_beat)
+                                     version, started_at, last_beat, wake_channel)
 VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s, %(concurrency)s, %(lease_seconds)s,
-        %(version)s, %(now)s, %(now)s)
+        %(version)s, %(now)s, %(now)s, %(wake_channel)s)
 ON CONFLICT (id) DO UPDATE SET
     host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     concurrency = excluded.concurrency, lease_seconds = excluded.lease_seconds,
     version = excluded.version, started_at = excluded.started_at,
-    last_beat = excluded.last_beat;
+    last_beat = excluded.last_beat, wake_channel = excluded.wake_channel;
 
 -- name: beat_worker
 -- Every lease/3 while the worker lives: one row by its primary key.
