@@ -39,6 +39,7 @@ from urllib.parse import quote
 
 import psycopg
 
+from jobdef.redact import redact
 from pg_store import database_url, drop_database, fresh_database, noop_sheet
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -523,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{args.jobs} no-op jobs, batch {args.batch}, workers' synchronous_commit "
         f"{args.synchronous_commit}, {os.cpu_count()} cores, PostgreSQL at "
-        f"{args.url}, medians of {args.runs} run(s); latency lower is better",
+        f"{redact(args.url)}, medians of {args.runs} run(s); latency lower is better",
         file=sys.stderr,
     )
     print(report(run(args), args.systems))

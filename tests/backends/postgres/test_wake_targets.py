@@ -46,7 +46,8 @@ class Fleet:
     ) -> None:
         """A worker's row; ``channel`` "own": a channel of its own; None: an earlier
         jobdef's worker (no channel); "": a worker that does not listen."""
-        told = f"test_wake_{worker_id}" if channel == "own" else channel
+        # Channels are the database's: the schema's name keeps other tests' apart.
+        told = f"{self.backend.schema}_{worker_id}" if channel == "own" else channel
         if told:
             self.channels[worker_id] = told
             self._listen(told)
