@@ -8,6 +8,7 @@ Python one, from the same rows) gives that worker, for each way of enqueueing.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 
@@ -97,11 +98,8 @@ class Fleet:
 
 @pytest.fixture
 def fleet(pg_backend: PostgresBackend) -> Iterator[Fleet]:
-    fleet = Fleet(pg_backend)
-    try:
+    with contextlib.closing(Fleet(pg_backend)) as fleet:
         yield fleet
-    finally:
-        fleet.close()
 
 
 def _told(heard: dict[str, list[Wakeup]]) -> dict[str, Turn]:
