@@ -172,6 +172,8 @@ UNREAD_PARAMETERS: dict[str, dict[str, set[str]]] = {
     # PostgreSQL's leaves a released step's key out while an active job of its name
     # holds it (a unique index SQLite does not have).
     "flow_release_step": {"sqlite": {"job"}},
+    # SQLite's workers poll: no channel tells them their turns.
+    "register_worker": {"sqlite": {"wake_channel"}},
 }
 
 
