@@ -59,12 +59,13 @@ def test_only_the_workers_of_the_queue_take_turns_and_others_ignore_it() -> None
     assert _claimants([shares[w].turn([Wakeup("mail", 1, 7)]) for w in "ab"]) == FIRST_AND_BACKUP
 
 
-def test_stale_rows_take_no_turn_and_a_worker_not_seen_yet_claims() -> None:
-    rows = [_row("a"), _row("b", beat=NOW - 60), _row("c")]
+def test_stale_rows_and_workers_that_poll_take_no_turn_and_a_worker_not_seen_yet_claims() -> None:
+    polling = WorkerInfo("b2", "host", 1, None, 1, 30.0, "0", 0.0, NOW, wake_channel="")
+    rows = [_row("a"), _row("b", beat=NOW - 60), polling, _row("c")]
     shares = [WakeShare(w, None) for w in ("a", "c")]
     for share in shares:
         share.seen(rows, NOW)
-    # b is dead: a and c share every job between them.
+    # b is dead and b2 does not listen: a and c share every job between them.
     for job_id in range(10):
         turns = [share.turn([Wakeup("default", 1, job_id)]) for share in shares]
         assert _claimants(turns) == FIRST_AND_BACKUP

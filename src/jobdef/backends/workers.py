@@ -45,6 +45,10 @@ class WorkerInfo(Record):
     last_beat: float
     # The jobs running under this worker's leases (from the jobs table).
     running: tuple[int, ...] = ()
+    # The channel on which enqueues tell the worker its turns (runtime.wake_share); ''
+    # for one that does not listen (?wake=poll); None: it listens on the schema's
+    # channel only (an earlier jobdef's worker), or the engine tells no one (SQLite).
+    wake_channel: str | None = None
 
     def stale(self, now: float) -> bool:
         """No beat for longer than its lease: dead or frozen."""
@@ -115,6 +119,7 @@ class WorkerVerbs(ABC):
                 version=row["version"],
                 started_at=float(row["started_at"]),
                 last_beat=float(row["last_beat"]),
+                wake_channel=row["wake_channel"],
             )
             for row in self._read("list_workers", {})
         ]

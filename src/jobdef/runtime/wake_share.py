@@ -57,8 +57,13 @@ class WakeShare:
         self._ranks: dict[str, tuple[int, int] | None] = {}
 
     def seen(self, workers: Iterable[WorkerInfo], now: float) -> None:
-        """The rows of the workers table read at ``now`` (the store's clock)."""
-        self._peers = sorted((w for w in workers if not w.stale(now)), key=lambda w: w.id)
+        """The rows of the workers table read at ``now`` (the store's clock). A worker
+        that does not listen (``wake_channel`` '': ``?wake=poll``) takes no turn: it
+        polls, and a turn given to it would wait for its poll."""
+        self._peers = sorted(
+            (w for w in workers if not w.stale(now) and w.wake_channel != ""),
+            key=lambda w: w.id,
+        )
         self._ranks = {}
 
     def serves(self, queue: str) -> bool:

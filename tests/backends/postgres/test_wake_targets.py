@@ -80,15 +80,17 @@ class Fleet:
         return heard
 
     def rule(self, wakeup: Wakeup) -> dict[str, Turn]:
-        """The turn each addressed worker takes at ``wakeup`` by the Python rule, from
-        the rows of the table as a worker reads them."""
-        rows = [row for row in self.backend.worker_rows() if self.channels.get(row.id)]
+        """The turn each live worker with a channel takes at ``wakeup`` by the Python
+        rule, from the rows of the table as a worker reads them (a dead one takes none)."""
+        rows, now = self.backend.worker_rows(), self.backend.clock()
         turns = {}
         for row in rows:
+            if row.stale(now):
+                continue
             share = WakeShare(row.id, row.queues)
-            share.seen(rows, self.backend.clock())
+            share.seen(rows, now)
             turn = share.turn([wakeup])
-            if turn is not None:
+            if turn is not None and row.id in self.channels:
                 turns[self.channels[row.id]] = turn
         return turns
 
@@ -157,10 +159,11 @@ def test_stale_and_non_listening_workers_take_no_turn(
     fleet.add("w1", beat_ago=LEASE + 5)  # died: its lease ran out
     fleet.add("w2", channel="")  # ?wake=poll: polls, listens to nothing
     for _ in range(4):
-        pg_backend.enqueue([NewJob("a", {}, "default")])
+        (receipt,) = pg_backend.enqueue([NewJob("a", {}, "default")])
         told = _told(fleet.heard())
         # The one live listening worker is the whole queue: its first turn every time.
         assert told == {fleet.channels["w0"]: Turn.FIRST}
+        assert told == fleet.rule(Wakeup("default", 1, receipt.job_id))
 
 
 def test_a_worker_of_an_earlier_jobdef_gets_every_worker_told_on_the_schema_s_channel(

@@ -1084,7 +1084,8 @@ UPDATE {schema}.jobdef_workers SET last_beat = %(now)s WHERE id = %(id)s;
 DELETE FROM {schema}.jobdef_workers WHERE id = %(id)s;
 
 -- name: list_workers
-SELECT id, host, pid, queues, concurrency, lease_seconds, version, started_at, last_beat
+SELECT id, host, pid, queues, concurrency, lease_seconds, version, started_at, last_beat,
+       wake_channel
 FROM {schema}.jobdef_workers ORDER BY started_at, id;
 
 -- name: running_by_worker

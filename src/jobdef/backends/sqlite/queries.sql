@@ -555,7 +555,9 @@ UPDATE jobdef_workers SET last_beat = :now WHERE id = :id;
 DELETE FROM jobdef_workers WHERE id = :id;
 
 -- name: list_workers
-SELECT id, host, pid, queues, concurrency, lease_seconds, version, started_at, last_beat
+-- No wake_channel column: no enqueue tells SQLite's workers anything.
+SELECT id, host, pid, queues, concurrency, lease_seconds, version, started_at, last_beat,
+       NULL AS wake_channel
 FROM jobdef_workers ORDER BY started_at, id;
 
 -- name: running_by_worker
