@@ -915,8 +915,9 @@ class PostgresBackend(
     # Waking idle workers ------------------------------------------------------------------------
 
     def wait_for_jobs(self, timeout: float) -> list[Wakeup]:
-        """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
-        or ``timeout`` passes (see :meth:`Listener.wait_for_jobs`)."""
+        """Block until an enqueue notifies this engine (on its own channel or the
+        schema's), :meth:`wake` is called, or ``timeout`` passes (see
+        :meth:`Listener.wait_for_jobs`)."""
         return self.listener.wait_for_jobs(timeout)
 
     @property

@@ -199,8 +199,8 @@ class Listener:
         return self.own_channel
 
     def wait_for_jobs(self, timeout: float) -> list[Wakeup]:
-        """Block until an enqueue notifies this schema's channel, :meth:`wake` is called,
-        or ``timeout`` passes.
+        """Block until an enqueue notifies this engine (on :attr:`own_channel` or the
+        schema's channel), :meth:`wake` is called, or ``timeout`` passes.
 
         Returns what was heard, each notification as a :class:`Wakeup` (the
         enqueue's queue, count and first id), or one for every queue when
