@@ -48,6 +48,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent))
 from delay_proxy import _ping_ms, proxy_process
+from percentiles import p99
 from pg_store import drop_schema, noop_sheet
 
 SCHEMA = "bench_fleet"
@@ -266,11 +267,6 @@ def fill_paused(backend: Any, queue: Any, jobs: int) -> None:
     for first in range(0, jobs, 1000):
         last = min(jobs, first + 1000)
         queue.enqueue_many("noop", ({"n": n} for n in range(first, last)))
-
-
-def p99(values: list[float]) -> float:
-    """The 99th percentile of sorted ``values`` (nearest rank)."""
-    return values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
 
 
 def single_jobs(

@@ -40,6 +40,7 @@ from urllib.parse import quote
 import psycopg
 
 from jobdef.redact import redact
+from percentiles import p99
 from pg_store import database_url, drop_database, fresh_database, noop_sheet
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -400,8 +401,7 @@ def measure_latency(system: System, count: int) -> tuple[float, float]:
         if worker.is_alive():
             worker.kill()
     latencies = sorted(system.latencies()[1:])
-    p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))]
-    return statistics.median(latencies), p99
+    return statistics.median(latencies), p99(latencies)
 
 
 @dataclass
