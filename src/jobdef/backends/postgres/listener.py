@@ -271,8 +271,12 @@ class Listener:
         if session is None or session.closed or session.broken:
             self._drop_session()
             session = connect(self.conninfo, connect_timeout=self.connect_timeout)
-            for channel in (self.channel, self.own_channel):
-                session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            try:
+                for channel in (self.channel, self.own_channel):
+                    session.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            except psycopg.Error:
+                session.close()  # not kept half listening; the caller polls meanwhile
+                raise
             self._session = session
         return session
 
