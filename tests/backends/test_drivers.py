@@ -23,7 +23,7 @@ from jobdef.backends import (
 from jobdef.backends.engines import ENGINES, driver, driver_for_connection, titles
 from jobdef.backends.protocol import Backend
 from jobdef.backends.reads import reader_queries
-from jobdef.backends.records import NewJob
+from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.backends.sql import load_queries
 from jobdef.errors import BackendError, UsageError
 
@@ -104,7 +104,16 @@ def test_the_reader_reads_pages_and_passes_a_list_as_its_dialect_does(
 ) -> None:
     url = store.url
     backend = open_backend(url)
-    [job] = backend.enqueue([NewJob(job="mail", args={"to": "a", "n": 42}, queue="q")])
+    # A running job is searched as the others are (PostgreSQL finds it through the
+    # index of running jobs, migration 0017).
+    [running, job] = backend.enqueue(
+        [
+            NewJob(job="mail", args={"to": "b", "n": 42}, queue="q"),
+            NewJob(job="mail", args={"to": "a", "n": 42}, queue="q"),
+        ]
+    )
+    [claimed] = backend.claim(ClaimOptions("w1", 60.0, limit=1))
+    assert claimed.id == running.id
     backend.close()
     reader = open_reader(url)
     try:
@@ -112,10 +121,19 @@ def test_the_reader_reads_pages_and_passes_a_list_as_its_dialect_does(
         filters = dict.fromkeys(("state", "job", "queue", "since", "until", "error"))
         page = {"before": 2**62, "limit": 10, **filters}
         name = "jobs_by_args" if reader.args_index else "jobs_window"
-        for value, hits in (("42", 1), ("43", 0), ("a", 1)):
-            key = "n" if value != "a" else "to"
+        for key, value, hits in (
+            ("n", "42", [job.id, running.id]),
+            ("n", "43", []),
+            ("to", "a", [job.id]),
+            ("to", "b", [running.id]),
+        ):
             rows = reader.rows(name, page | {"floor": 0} | reader.args_params(key, value))
-            assert [reader.job(row).id for row in rows] == [job.id] * hits
+            assert [reader.job(row).id for row in rows] == hits
+            rows = reader.rows(
+                name,
+                page | {"floor": 0, "state": "running"} | reader.args_params(key, value),
+            )
+            assert [reader.job(row).id for row in rows] == [i for i in hits if i == running.id]
         everything = reader.rows("jobs_window", page | {"floor": 0} | reader.args_params(None, ""))
         assert reader.job(everything[0]).args == {"to": "a", "n": 42}
         assert reader.rows("outbox_retryable", {"ids": [1, 2], "now": 0.0}) == []

@@ -60,6 +60,27 @@ def test_the_tokens_of_a_batch_are_drawn_alike_and_all_differ():
     assert receipt_tokens(0) == []
 
 
+def test_a_token_finds_its_job_in_every_state_it_passes_through(backend, worker):
+    """Queued, running, done (PostgreSQL finds a running job through the index of
+    running jobs and the others through the receipts', migration 0017); another
+    job running meanwhile is not found by this token."""
+    [receipt, other] = backend.enqueue([_job(), _job(args={"id": 2})])
+
+    def found_state() -> str | None:
+        record = backend.find_receipt(receipt.token)
+        assert record is None or record.id == receipt.job_id
+        return None if record is None else record.state
+
+    assert found_state() == "queued"
+    [first, second] = worker.claim(2)
+    assert found_state() == "running"
+    assert backend.find_receipt(other.token).state == "running"
+    backend.complete([first.lease, second.lease])
+    assert found_state() == "done"
+    wrong = receipt.token[:-1] + ("A" if receipt.token[-1] != "A" else "B")
+    assert backend.find_receipt(wrong) is None
+
+
 def test_a_receipt_shows_only_the_start_of_its_token(backend):
     [receipt] = backend.enqueue([_job()])
     assert receipt.token not in repr(receipt)

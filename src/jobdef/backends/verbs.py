@@ -259,8 +259,9 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
 
     def find_receipt(self, token: str) -> JobRecord | None:
         """The job whose receipt token is ``token``, or None. Found through the unique
-        index of receipts, then the stored token compared in constant time; a text that
-        cannot be a token is not looked up."""
+        index of receipts (on PostgreSQL, of the jobs not running, and through the index
+        of running jobs for those), then the stored token compared in constant time; a
+        text that cannot be a token is not looked up."""
         if not looks_like_token(token):
             return None
         rows = self._read("job_by_receipt", {"receipt": token})

@@ -85,47 +85,116 @@ def test_the_jobs_by_state_index_leaves_out_running_and_done_rows(
     )
 
 
-def test_migration_0015_keeps_the_indexes_an_operator_handled_beforehand(
-    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
+def test_the_args_and_receipt_indexes_leave_out_running_rows(
+    pg_backend: PostgresBackend,
 ) -> None:
-    """docs/upgrading.md's path for a large table: the new index built CONCURRENTLY and
-    the old one dropped CONCURRENTLY before the upgrade; the migration keeps the one and
-    does not miss the other. A concurrent build that failed (an invalid index) is built
-    again."""
-    before = [m for m in migration_files(MIGRATIONS) if m[0] < 15]
-    schema = f'"{postgres_schema}"'
-    index = f"{schema}.jobdef_jobs_state_listing"
-    build = (
-        f"CREATE INDEX CONCURRENTLY jobdef_jobs_state_listing ON {schema}.jobdef_jobs "
-        "(state, id) WHERE state NOT IN ('running', 'done')"
+    """Migration 0017: a claim's version of a job's row gets entries only in the primary
+    key and jobdef_jobs_running; the args search and the receipt lookup find running
+    jobs through the latter (test_receipts, test_dashboard_args_rate)."""
+    rows = query(
+        pg_backend.conninfo,
+        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid), i.indisunique FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = %s::regclass",
+        (f'"{pg_backend.schema}".jobdef_jobs',),
     )
+    indexes = {name: (predicate, unique) for name, predicate, unique in rows}
+    assert "jobdef_jobs_args" not in indexes
+    assert "jobdef_jobs_receipt" not in indexes
+    assert indexes["jobdef_jobs_args_not_running"] == ("(state <> 'running'::text)", False)
+    assert indexes["jobdef_jobs_receipt_not_running"] == (
+        "((receipt IS NOT NULL) AND (state <> 'running'::text))",
+        True,
+    )
+
+
+# What docs/upgrading.md says to build CONCURRENTLY before a migration that builds an
+# index on a large table, and the indexes that migration drops: its version, then
+# (index, its build) and the dropped ones. `{schema}` is the quoted schema.
+PREBUILT = {
+    15: (
+        [
+            (
+                "jobdef_jobs_state_listing",
+                "CREATE INDEX CONCURRENTLY jobdef_jobs_state_listing ON {schema}.jobdef_jobs "
+                "(state, id) WHERE state NOT IN ('running', 'done')",
+            )
+        ],
+        ["jobdef_jobs_by_state"],
+    ),
+    17: (
+        [
+            (
+                "jobdef_jobs_args_not_running",
+                "CREATE INDEX CONCURRENTLY jobdef_jobs_args_not_running ON {schema}.jobdef_jobs "
+                "USING gin (args jsonb_path_ops) WHERE state <> 'running'",
+            ),
+            (
+                "jobdef_jobs_receipt_not_running",
+                "CREATE UNIQUE INDEX CONCURRENTLY jobdef_jobs_receipt_not_running "
+                "ON {schema}.jobdef_jobs (receipt) "
+                "WHERE receipt IS NOT NULL AND state <> 'running'",
+            ),
+        ],
+        ["jobdef_jobs_args", "jobdef_jobs_receipt"],
+    ),
+}
+
+
+@pytest.mark.parametrize("version", sorted(PREBUILT))
+def test_a_migration_keeps_the_indexes_an_operator_handled_beforehand(
+    postgres_url: str, postgres_schema: str, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """docs/upgrading.md's path for a large table: the new indexes built CONCURRENTLY
+    and the old ones dropped CONCURRENTLY before the upgrade; the migration keeps the
+    ones and does not miss the others. A concurrent build that failed (an invalid
+    index) is built again."""
+    built, dropped = PREBUILT[version]
+    before = [m for m in migration_files(MIGRATIONS) if m[0] < version]
+    schema = f'"{postgres_schema}"'
     found = "SELECT indexrelid::int, indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"
+
+    def states() -> list[Any]:
+        return [query(postgres_url, found, (f"{schema}.{name}",)) for name, _build in built]
+
     with monkeypatch.context() as patched:
         patched.setattr(engine_module, "migration_files", lambda package: before)
         with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
             backend.migrate()
-    query(postgres_url, build)
-    query(postgres_url, f"DROP INDEX CONCURRENTLY {schema}.jobdef_jobs_by_state")
-    [prebuilt] = query(postgres_url, found, (index,))
+    for _name, build in built:
+        query(postgres_url, build.format(schema=schema))
+    for name in dropped:
+        query(postgres_url, f"DROP INDEX CONCURRENTLY {schema}.{name}")
+    prebuilt = states()
+    assert all(len(rows) == 1 for rows in prebuilt)
     with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
         backend.migrate()
         assert backend.schema_version() == backend.latest_version()
-    assert query(postgres_url, found, (index,)) == [prebuilt]
+    assert states() == prebuilt
 
-    query(postgres_url, f"DROP INDEX {index}")
-    query(postgres_url, build)
-    [failed] = query(postgres_url, found, (index,))
     invalidate = "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s"
-    query(postgres_url, invalidate, (failed[0],))  # as a concurrent build that failed
-    query(postgres_url, f"DELETE FROM {schema}.jobdef_schema_version WHERE version >= 15")
+    failed = []
+    for name, build in built:
+        query(postgres_url, f"DROP INDEX {schema}.{name}")
+        query(postgres_url, build.format(schema=schema))
+        [index] = query(postgres_url, found, (f"{schema}.{name}",))
+        query(postgres_url, invalidate, (index[0],))  # as a concurrent build that failed
+        failed.append(index)
+    query(
+        postgres_url,
+        f"DELETE FROM {schema}.jobdef_schema_version WHERE version >= %s",
+        (version,),
+    )
     with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
         backend.migrate()
-    [rebuilt] = query(postgres_url, found, (index,))
-    assert rebuilt[1] is True
-    assert rebuilt[0] != failed[0]
+    for [rebuilt], gone in zip(states(), failed, strict=True):
+        assert rebuilt[1] is True
+        assert rebuilt[0] != gone[0]
     with PostgresBackend(postgres_url, schema=postgres_schema) as backend:
         [job] = backend.enqueue([NewJob("j", {}, "q")])
         assert [r.id for r in backend.list_jobs(state="queued")] == [job.id]
+        found_job = backend.find_receipt(job.token)
+        assert found_job is not None
+        assert found_job.id == job.id
 
 
 def test_two_processes_migrating_at_once_both_succeed(

@@ -775,9 +775,14 @@ ORDER BY job, queue, state;
 SELECT * FROM {schema}.jobdef_jobs WHERE id = %(job_id)s;
 
 -- name: job_by_receipt
--- The job that holds a receipt token, through the unique index of receipts (the
--- caller then compares the token it found in constant time).
-SELECT * FROM {schema}.jobdef_jobs WHERE receipt = %(receipt)s;
+-- The job that holds a receipt token (the caller then compares the token it found in
+-- constant time): through the unique index of receipts, which leaves out running
+-- rows (migration 0017), or among the running jobs, few, through their index. One
+-- statement, one snapshot: a job that a claim or a completion moves meanwhile is
+-- found in one branch, never in both or neither.
+SELECT * FROM {schema}.jobdef_jobs WHERE receipt = %(receipt)s AND state <> 'running'
+UNION ALL
+SELECT * FROM {schema}.jobdef_jobs WHERE receipt = %(receipt)s AND state = 'running';
 
 -- fragment: ended_or_gone
 -- Of the waited jobs (`waited`: their ids in `w.id` and, where the job exists, its

@@ -11,8 +11,9 @@ from jobdef.backends.reads import arg_literal, arg_number, reader_queries
 from jobdef.backends.records import JobRecord
 from jobdef.backends.rows import job_record
 
-# The migration that adds PostgreSQL's index on args (jobdef_jobs_args), which the
-# args search reads; SQLite's 0006 widens its running-rows index instead.
+# The migration that adds PostgreSQL's index on args (jobdef_jobs_args, which 0017
+# rebuilds without running rows), which the args search reads; SQLite's 0006 widens
+# its running-rows index instead.
 ARGS_INDEX_VERSION = 6
 # A GIN index is read only through a bitmap scan, which the reader's session turns off
 # for every other query: these get it back, for their own transaction only.

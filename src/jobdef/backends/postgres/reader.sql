@@ -25,13 +25,19 @@ LIMIT %(limit)s;
 -- One page of the jobs whose args hold :arg_text or :arg_typed (the qualifier's value
 -- as a JSON string, and as the number or literal it spells: the same document when it
 -- spells none), newest first below the cursor, with the other filters of
--- jobs_window. Containment is what the GIN index jobdef_jobs_args (jsonb_path_ops,
--- migration 0006) answers: a bitmap scan of each form, or'ed, reads only the
--- matching rows, however many jobs the table holds (the reader turns bitmap scans
--- on for this query). No window of ids: every job is searched.
+-- jobs_window. Containment is what the GIN index jobdef_jobs_args_not_running
+-- (jsonb_path_ops, migrations 0006 and 0017) answers for every job but the running
+-- ones, which jobdef_jobs_running lists (few: as many as the fleet runs at once): a
+-- bitmap scan of each form and one of the running jobs, or'ed, reads only those
+-- rows, however many jobs the table holds (the reader turns bitmap scans on for this
+-- query), and the containment is checked again on each. No window of ids: every job
+-- is searched.
 SELECT * FROM {schema}.jobdef_jobs
 WHERE id < %(before)s
   AND (args @> %(arg_text)s::jsonb OR args @> %(arg_typed)s::jsonb)
+  AND ((state <> 'running' AND args @> %(arg_text)s::jsonb)
+       OR (state <> 'running' AND args @> %(arg_typed)s::jsonb)
+       OR state = 'running')
   AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(job)s::text IS NULL OR job = %(job)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
