@@ -17,6 +17,7 @@ Prints the median and the minimum wall time and the median CPU time of each.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
 import shutil
@@ -38,6 +39,16 @@ def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return elapsed * 1000, cpu * 1000
+
+
+def package_root() -> str:
+    """The folder this Python imports the jobdef package from: site-packages when it is
+    installed, the checkout's ``src`` when it is installed editable, whose import hook
+    a ``.pth`` file sets up, and ``python -S`` reads none."""
+    spec = importlib.util.find_spec("jobdef")
+    if spec is None or spec.origin is None:
+        raise SystemExit("jobdef is not importable here: install it, or pass --src")
+    return str(Path(spec.origin).parent.parent)
 
 
 def print_medians(runs: dict[str, list[tuple[float, float]]]) -> None:
@@ -68,7 +79,10 @@ def main() -> int:
     for src in args.src or [""]:
         name = f" ({src})" if src else ""
         plain = {**env, "PYTHONPATH": src} if src else env
-        no_site = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [src, site_packages]))}
+        no_site = {
+            **env,
+            "PYTHONPATH": os.pathsep.join([src or package_root(), site_packages]),
+        }
         commands[f"jobdef validate{name}"] = ([python, script, "validate"], plain)
         commands[f"python -S -m jobdef validate{name}"] = (
             [python, "-S", "-m", "jobdef", "validate"],
