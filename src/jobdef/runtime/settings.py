@@ -19,6 +19,12 @@ from jobdef.policy.leases import DEFAULT_LEASE, MIN_LEASE
 MAX_CONCURRENCY = 256
 # Jobs handed ahead to each handler process, at most.
 MAX_PREFETCH = 10_000
+# The most a worker's claim window grows to per handler process, on a deep backlog of
+# quick jobs (runtime.claim_window): there a transaction's fixed cost (its commit, its
+# statements, a turn of the worker's loop) is spread over this many jobs, and the
+# handler processes still hold jobs to run while the worker's next turn is with the
+# store. 256 drained 20-30% faster than 128 on 2 cores, on both engines (CHANGELOG).
+DEFAULT_PREFETCH = 256
 # Coroutine handlers one handler process runs at once, at most.
 MAX_ASYNC_PER_PROCESS = 10_000
 
@@ -62,10 +68,7 @@ class WorkerSettings:
     lease_seconds: float = DEFAULT_LEASE
     poll_interval: float = 0.25
     grace: float = 10.0
-    # The most a process is handed ahead, which the claim window reaches only on a deep
-    # backlog of quick jobs (runtime.claim_window): there a transaction's fixed cost (its
-    # commit, its statements, a turn of the worker's loop) is spread over this many jobs.
-    prefetch: int = 128
+    prefetch: int = DEFAULT_PREFETCH
     child_setup: str | None = None
     id: str | None = None
     async_per_process: int = 1
@@ -78,7 +81,7 @@ class WorkerSettings:
             MAX_CONCURRENCY,
             ", and start more worker processes for more",
         )
-        _whole("prefetch", self.prefetch, MAX_PREFETCH, " (128 by default)")
+        _whole("prefetch", self.prefetch, MAX_PREFETCH, f" ({DEFAULT_PREFETCH} by default)")
         _whole(
             "async_per_process",
             self.async_per_process,
