@@ -1,14 +1,15 @@
 """The engine's jsonb reading (jsonb.py): the values the server stored, read back as
-json.loads would read them, for less."""
+json.loads would read them, for less; a claim's rows in binary, read as the text ones."""
 
 from __future__ import annotations
 
 import json
 
+import psycopg
 import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend
-from jobdef.backends.postgres.jsonb import QuickJsonbLoader
+from jobdef.backends.postgres.jsonb import QuickJsonbBinaryLoader, QuickJsonbLoader
 from jobdef.backends.records import ClaimOptions, NewJob
 
 ARGS = [
@@ -32,6 +33,36 @@ def test_the_engines_sessions_read_jsonb_with_the_quick_loader(
     value = conn.execute("SELECT %s::jsonb", [json.dumps(ARGS)]).fetchone()
     assert value == (ARGS,)
     assert conn.adapters.get_loader(3802, 0) is QuickJsonbLoader  # jsonb, text form
+
+
+def test_the_binary_form_reads_as_the_text_form(pg_backend: PostgresBackend) -> None:
+    conn = pg_backend.sessions.connection()
+    with conn.cursor(binary=True) as cur:
+        value = cur.execute("SELECT %s::jsonb", [json.dumps(ARGS)]).fetchone()
+    assert value == (ARGS,)
+    assert conn.adapters.get_loader(3802, 1) is QuickJsonbBinaryLoader  # jsonb, binary form
+
+
+def test_a_claims_binary_rows_read_as_the_text_rows_of_the_same_jobs(
+    pg_backend: PostgresBackend,
+) -> None:
+    """Every column of a claimed job (floats, NULLs, text, jsonb) as a text read of its
+    row gives it, on both turns: the claim alone, and the claim in the statement that
+    completes the jobs held."""
+    jobs = [NewJob("j", args, "default", priority=n, max_attempts=7) for n, args in enumerate(ARGS)]
+    pg_backend.enqueue(jobs)
+    first = pg_backend.claim(ClaimOptions("w", 30, limit=2))
+    assert first == [pg_backend.get(job.id) for job in first]
+    _, then = pg_backend.complete_and_claim(
+        [job.lease for job in first], None, ClaimOptions("w", 30, limit=10)
+    )
+    assert len(then) == 2
+    assert then == [pg_backend.get(job.id) for job in then]
+
+
+def test_a_binary_jsonb_of_another_version_is_refused() -> None:
+    with pytest.raises(psycopg.DataError, match="version byte of 1"):
+        QuickJsonbBinaryLoader(3802).load(b'\x02{"a": 1}')
 
 
 def test_text_the_server_never_writes_is_read_as_json_loads_reads_it() -> None:

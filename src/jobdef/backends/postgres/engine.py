@@ -663,7 +663,7 @@ class PostgresBackend(
         limits = self._claim_limits(options)
         if limits:
             return self._claim_limited(conn, options, limits, now)[1]
-        with conn.cursor() as cur:
+        with conn.cursor(binary=True) as cur:  # a claim's rows in binary: see jsonb.py
             cur.execute(self._q("claim_jobs"), self._claim_params(options, now))
             return _claimed(cur)[1]
 
@@ -761,7 +761,7 @@ class PostgresBackend(
             if limits:
                 return self._claim_limited(conn, claim, limits, now, params)
             both = {**params, **self._claim_params(claim, now)}
-            with conn.cursor() as cur:
+            with conn.cursor(binary=True) as cur:  # a claim's rows in binary: see jsonb.py
                 cur.execute(self._q("complete_and_claim"), both)
                 rows, records = _claimed(cur)
             # done_ids, the first column of the first row: the finished jobs.

@@ -27,7 +27,7 @@ try:
     from psycopg import errors as pg_errors
     from psycopg.conninfo import conninfo_to_dict
 
-    from jobdef.backends.postgres.jsonb import QuickJsonbLoader
+    from jobdef.backends.postgres.jsonb import QuickJsonbBinaryLoader, QuickJsonbLoader
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
@@ -276,11 +276,13 @@ class SessionManager:
         neither is used there (``prepare_threshold=None``; the settings go on
         the role instead, as docs/operations.md shows).
 
-        jsonb columns are read by :class:`QuickJsonbLoader` (see jsonb.py).
+        jsonb columns are read by :class:`QuickJsonbLoader`, or its binary twin in a
+        claim's binary rows (see jsonb.py).
         """
         pooled = {"prepare_threshold": None} if self.pooled else {}
         conn = connect(self.conninfo, connect_timeout=self.connect_timeout, **pooled)
         conn.adapters.register_loader("jsonb", QuickJsonbLoader)
+        conn.adapters.register_loader("jsonb", QuickJsonbBinaryLoader)
         if self.pooled:
             return conn
         try:
