@@ -1,6 +1,7 @@
 """`jobdef validate` and `jobdef enqueue` run without the cyclic garbage collector, and
 leave it as they found it: main is also called in-process (these tests, an
-application's code), whose collector must be on again after the command."""
+application's code), whose collector must be on again after the command. A worker's
+own process, and every handler process, leave what their start made out of its scans."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from jobdef.backends import open_backend
 from jobdef.cli import main
+from support.sheet_repo import write_project
 
 
 @pytest.fixture
@@ -37,6 +39,7 @@ def test_validate_runs_without_a_collection_and_turns_the_collector_on_again(
     example_sheets: Path, collections: list[int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert gc.isenabled()
+    collections.clear()  # a collection of the fixtures' setup (capsys's) is not the command's
     assert main(["validate", str(example_sheets)]) == 0
     assert collections == []
     assert gc.isenabled()
@@ -136,3 +139,61 @@ def test_a_validate_process_exits_without_looking_for_cycles(
         cwd=example_sheets.parent,
     )
     assert ("scanned at exit" in result.stdout) is scanned
+
+
+# A worker's process and its handler processes leave what their start made out of the
+# collector's scans (gc.freeze); main called in-process leaves its caller's objects as
+# they were. The handler returns its process's count of frozen objects.
+WORKER = """
+import gc, sys
+from jobdef.cli import main
+in_process = sys.argv[1] == "in-process"
+sys.argv = ["jobdef", *sys.argv[2:]]
+main(sys.argv[1:] if in_process else None)
+print("frozen", gc.get_freeze_count())
+"""
+HANDLERS = """import gc
+
+
+def charge_card(ctx, order_id):
+    return gc.get_freeze_count()
+
+
+def send_receipt(ctx, order_id):
+    pass
+
+
+def ship_order(ctx, order_id):
+    pass
+"""
+
+
+@pytest.mark.parametrize("how", ["own", "in-process"])
+def test_a_worker_and_its_handler_processes_freeze_what_their_start_made(
+    tmp_path: Path, how: str
+) -> None:
+    sheets = write_project(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "jobs.py").write_text(HANDLERS)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    enqueue = ["enqueue", "charge_card", "--args", '{"order_id": 1}', "--db", url]
+    open_backend(url).close()
+    assert main([*enqueue, "--sheets", str(sheets)]) == 0
+    worker = ["worker", "--burst", "--db", url, "--sheets", str(sheets)]
+    result = subprocess.run(
+        [sys.executable, "-c", WORKER, how, *worker, "--pythonpath", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=tmp_path,
+    )
+    frozen = int(result.stdout.split("frozen ")[-1])
+    assert (frozen > 0) is (how == "own")
+    backend = open_backend(url)
+    try:
+        (job,) = backend.list_jobs(state="done")
+    finally:
+        backend.close()
+    assert job.result > 0  # the handler process froze its start, however the worker ran

@@ -178,6 +178,9 @@ def _run(argv: list[str], first: str | None, own_process: bool) -> int:
         return EXIT_USAGE
     if own_process and args.command == "validate" and not args.check_imports:
         atexit.register(_no_scan_at_exit)  # no code but jobdef's and its libraries' ran
+    # A command may treat this process as its own (a worker freezes its start-up's
+    # objects out of the collector's scans); main called in-process leaves its caller's.
+    args.own_process = own_process
     try:
         return int(args.handler(args))
     except JobdefError as exc:
