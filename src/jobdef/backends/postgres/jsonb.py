@@ -1,11 +1,11 @@
 """The engine's reading of ``jsonb`` columns: a claim decodes the args of every job it
 leases, so the decoding of a short JSON text is a good part of a claim's cost.
 
-A claim's rows come in binary (the engine's claim cursors): numbers and floats are then read
-from their bytes on both sides (the server writes a float8's text with the shortest
-round-trip digits, the client parses it back), which about halves the client's CPU per
-claimed row (28 columns: 4.3-4.9 -> 2.3 us, measured). jsonb's binary form is a version
-byte (1) and the same text.
+The rows of ``claim_jobs`` and ``complete_and_claim`` come in binary: numbers and
+floats are then read from their bytes on both sides (the server writes a float8's text
+with the shortest round-trip digits, the client parses it back), which about halves the
+client's CPU per claimed row (28 columns: 4.3-4.9 -> 2.3 us, measured). jsonb's binary
+form is a version byte (1) and the same text.
 
 The server writes jsonb's text form without leading whitespace, byte-order mark or
 anything after the value, in the UTF-8 its sessions use. So the value is decoded
