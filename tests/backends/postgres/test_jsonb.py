@@ -4,6 +4,8 @@ json.loads would read them, for less; a claim's rows in binary, read as the text
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -11,6 +13,9 @@ import pytest
 from jobdef.backends.postgres.engine import PostgresBackend
 from jobdef.backends.postgres.jsonb import QuickJsonbBinaryLoader, QuickJsonbLoader
 from jobdef.backends.records import ClaimOptions, NewJob
+from jobdef.errors import BackendError
+
+from .helpers import query
 
 ARGS = [
     {"n": 1},
@@ -76,3 +81,40 @@ def test_text_that_is_not_one_json_value_fails_as_json_loads_says(text: bytes) -
     with pytest.raises(json.JSONDecodeError) as expected:
         json.loads(text)
     assert raised.value.msg == expected.value.msg
+
+
+@pytest.fixture
+def latin1_backend(postgres_url: str) -> Iterator[PostgresBackend]:
+    """An engine on a database of its own whose encoding is LATIN1, not UTF8."""
+    database = f"jobdef_latin1_{uuid.uuid4().hex[:8]}"
+    query(
+        postgres_url,
+        f"CREATE DATABASE {database} TEMPLATE template0 ENCODING 'LATIN1' "
+        "LC_COLLATE 'C' LC_CTYPE 'C'",
+    )
+    try:
+        with PostgresBackend(postgres_url.rsplit("/", 1)[0] + "/" + database) as backend:
+            backend.migrate()
+            yield backend
+    finally:
+        query(postgres_url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def test_a_latin1_database_gives_back_the_args_it_holds(latin1_backend: PostgresBackend) -> None:
+    """The sessions ask the server for UTF-8, which the loaders read, in both forms."""
+    args = {"name": "Zoë Ångström", "note": "café"}
+    latin1_backend.enqueue([NewJob("j", args, "default")])
+    (claimed,) = latin1_backend.claim(ClaimOptions("w", 30, limit=10))  # binary rows
+    assert claimed.args == args
+    stored = latin1_backend.get(claimed.id)  # text rows
+    assert stored is not None
+    assert stored.args == args
+
+
+def test_args_a_latin1_database_cannot_hold_are_one_clear_error(
+    latin1_backend: PostgresBackend,
+) -> None:
+    with pytest.raises(BackendError, match="UTF8 database") as error:
+        latin1_backend.enqueue([NewJob("j", {"text": "snow ☃"}, "default")])
+    assert "\n" not in str(error.value)
+    assert latin1_backend.claim(ClaimOptions("w", 30, limit=10)) == []  # nothing stored

@@ -130,6 +130,10 @@ def connect(
         if "application_name" not in conninfo_to_dict(conninfo):
             # Lets an operator find jobdef's sessions in pg_stat_activity.
             kwargs.setdefault("application_name", APPLICATION_NAME)
+        # The server converts what it sends to UTF-8, which the jsonb loaders read
+        # (jsonb.py), whatever the database's own encoding (a LATIN1 one sent bytes
+        # they could not decode, and every claim of a job with such args failed).
+        kwargs["client_encoding"] = "utf8"
         return psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout, **kwargs)
     except psycopg.ProgrammingError as exc:
         raise BackendError(
@@ -185,6 +189,11 @@ def query_error(exc: Exception, schema: str, user: str | None) -> BackendError |
     if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
         return BackendError(
             f"the PostgreSQL server is read-only ({text}); point the URL at the primary"
+        )
+    if isinstance(exc, pg_errors.UntranslatableCharacter):
+        return BackendError(
+            f"the database's encoding cannot hold a character of what was sent ({text}); "
+            "keep jobdef's tables in a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8')"
         )
     return None
 
