@@ -153,10 +153,21 @@ main(sys.argv[1:] if in_process else None)
 print("frozen", gc.get_freeze_count())
 """
 HANDLERS = """import gc
+import weakref
+
+
+class Ring:
+    def __init__(self):
+        self.me = self
+
+
+# Garbage the import leaves: a cycle only the collector frees, even once frozen.
+DROPPED = weakref.ref(Ring())
 
 
 def charge_card(ctx, order_id):
-    return gc.get_freeze_count()
+    gc.collect()
+    return {"frozen": gc.get_freeze_count(), "dropped_freed": DROPPED() is None}
 
 
 def send_receipt(ctx, order_id):
@@ -196,4 +207,7 @@ def test_a_worker_and_its_handler_processes_freeze_what_their_start_made(
         (job,) = backend.list_jobs(state="done")
     finally:
         backend.close()
-    assert job.result > 0  # the handler process froze its start, however the worker ran
+    # The handler process froze its start, however the worker ran, and not the garbage
+    # the start left.
+    assert job.result["frozen"] > 0
+    assert job.result["dropped_freed"] is True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import sys
@@ -89,20 +88,9 @@ def worker_settings(args: argparse.Namespace, wid: str) -> WorkerSettings:
         raise exc.spelled(FLAGS.get(exc.option, exc.option)) from None
 
 
-def _out_of_collections() -> None:
-    """Leave every object made so far (the modules, the sheets, the store's session) out
-    of the cyclic collector's scans for the life of the process.
-
-    None of them is ever garbage, yet each full collection walked all of them, and in a
-    worker's loop full collections come every few thousand jobs: 5% of the worker's
-    instructions per job in a turn of 256 (callgrind). What the loop makes is collected
-    as before. Only in the worker's own process: main called in-process leaves its
-    caller's objects collectable."""
-    gc.freeze()
-
-
 def _work(args: argparse.Namespace, logs: LogSettings, settings: WorkerSettings) -> int:
     """The worker of ``args`` run to its end."""
+    from jobdef.runtime.child import freeze_start
     from jobdef.runtime.worker import Worker
 
     registry = runtime_options.registry(args)
@@ -117,8 +105,8 @@ def _work(args: argparse.Namespace, logs: LogSettings, settings: WorkerSettings)
         close_telemetry(telemetry)
         raise
     worker = Worker(backend, registry, settings, telemetry=telemetry)
-    if args.own_process:
-        _out_of_collections()
+    if args.own_process:  # main called in-process leaves its caller's objects collectable
+        freeze_start()
     try:
         stats = worker.run()
     finally:
