@@ -16,6 +16,8 @@ from typing import Any
 
 from jobdef.backends import open_backend
 
+REPO = Path(__file__).resolve().parents[2]
+
 # Libraries some commands need and others must not pay for.
 HEAVY = (
     "asyncio",
@@ -58,7 +60,9 @@ NOT_FOR_JOBS_ALONE = (
 )
 
 
-def _loaded(*argv: str, cwd: Path | None = None) -> tuple[int, set[str]]:
+def _loaded(
+    *argv: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, set[str]]:
     result = subprocess.run(
         [sys.executable, "-c", WRAPPER, *argv],
         capture_output=True,
@@ -66,6 +70,7 @@ def _loaded(*argv: str, cwd: Path | None = None) -> tuple[int, set[str]]:
         timeout=120,
         check=False,
         cwd=cwd,
+        env=None if env is None else {**os.environ, **env},
     )
     found = json.loads(result.stdout.strip().splitlines()[-1])
     return found["code"], set(found["modules"])
@@ -90,6 +95,25 @@ def test_enqueue_on_sqlite_loads_neither_asyncio_nor_the_other_engines_libraries
     assert [name for name in unused if name in modules] == []
     # No tracer provider can be set in this process: its enqueue span would be a no-op.
     assert "opentelemetry" not in modules
+
+
+def test_a_worker_loads_no_template_engine_until_it_renders_a_message(
+    tmp_path: Path, example_sheets: Path
+) -> None:
+    # Its notification channels have no template of their own: the built-in layouts are
+    # compiled when a message is first rendered, which a worker that sends none never does.
+    sheets = _jobs_alone(tmp_path, example_sheets)
+    assert "template" not in (sheets / "channels.yaml").read_text()
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    open_backend(url).close()
+    code, modules = _loaded(
+        *("worker", "--burst", "--db", url, "--sheets", str(sheets)),
+        cwd=REPO,
+        env={"OPS_CHAT_WEBHOOK_URL": "http://127.0.0.1:9/hook"},  # its channel's; never called
+    )
+    assert code == 0
+    assert "jobdef.notify.render" in modules  # what renders them is there
+    assert "jinja2" not in modules
 
 
 def _jobs_alone(tmp_path: Path, example_sheets: Path) -> Path:

@@ -15,6 +15,7 @@ message: the built-in text goes out instead, with a line saying why.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections import Counter
@@ -63,8 +64,12 @@ MAX_TEXT_CHARS = 20_000
 TEMPLATE_SECONDS = 1.0
 _MAX_REASON_CHARS = 200
 
-_DEFAULT = compile_template(DEFAULT_TEMPLATE)
-_DIGEST_LINE = compile_template(DIGEST_LINE_TEMPLATE)
+
+@functools.cache
+def _built_in(source: str) -> Any:
+    """A built-in layout, compiled at its first use: a process that never renders a
+    message (most workers, most commands) does not import Jinja2 for it."""
+    return compile_template(source)
 
 
 class TemplateLimit(Exception):
@@ -134,10 +139,10 @@ class Renderer:
             try:
                 return render_bounded(self._template, item).strip()
             except Exception as exc:
-                fallback = str(_DEFAULT.render(item))
+                fallback = str(_built_in(DEFAULT_TEMPLATE).render(item))
                 why = first_line(f"{type(exc).__name__}: {exc}")[:_MAX_REASON_CHARS]
                 return f"{fallback}\n(the channel template failed: {why})"
-        return str(_DEFAULT.render(item))
+        return str(_built_in(DEFAULT_TEMPLATE).render(item))
 
     def digest_text(self, channel: str, items: Sequence[Mapping[str, Any]]) -> str:
         """A digest: a summary line, then one line per event (every event is listed)."""
@@ -151,4 +156,4 @@ class Renderer:
 
 def event_line(item: Mapping[str, Any]) -> str:
     """One event on one line: what happened to which job, its error, how to re-run it."""
-    return str(_DIGEST_LINE.render(item))
+    return str(_built_in(DIGEST_LINE_TEMPLATE).render(item))

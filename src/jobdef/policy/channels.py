@@ -401,11 +401,11 @@ def compile_template(source: str) -> Any:
 
 
 def _check_template(config: ChannelConfig) -> None:
-    from jinja2 import TemplateSyntaxError
-
     source = config.get("template")
     if not source:
         return
+    from jinja2 import TemplateSyntaxError
+
     try:
         compile_template(source)
     except TemplateSyntaxError as exc:
