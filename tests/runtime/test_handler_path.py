@@ -253,3 +253,47 @@ def test_a_worker_says_when_a_queue_it_serves_has_no_job_of_its_sheets(tmp_path:
     quiet = _jobdef(root, "worker", "--burst", "--db", _db(tmp_path), "--queues", "default")
     assert quiet.returncode == 0, quiet.stderr
     assert "no job of its sheets" not in quiet.stderr
+
+
+# Imported by the worker's process, it waits (up to 20 s) for a handler process to have
+# imported it too, and notes whether one had: the worker checks its handlers while its
+# handler processes start, not before starting them.
+SLOW_IMPORT = """\
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+if multiprocessing.parent_process() is not None:  # a handler process
+    (HERE / "imported-by-a-handler-process").write_text(str(os.getpid()))
+else:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if (HERE / "imported-by-a-handler-process").exists():
+            break
+        time.sleep(0.01)
+    seen = (HERE / "imported-by-a-handler-process").exists()
+    (HERE / "checked").write_text(str(seen))
+
+
+def run(ctx, item):
+    pass
+"""
+
+
+def test_the_handler_processes_import_the_handlers_while_the_worker_checks_them(
+    tmp_path: Path,
+) -> None:
+    """An application's import can take seconds: the worker's own (to check the handlers)
+    and its handler processes' run at once, not one after the other."""
+    root = tmp_path / "project"
+    package = _project(
+        root, {"slow": "shop.slow:run"}, pyproject='[tool.jobdef]\nsheets = "jobdefs"\n', code="."
+    )
+    (package / "slow.py").write_text(SLOW_IMPORT, encoding="utf-8")
+    job_id = _enqueue(root, _db(tmp_path), "slow", 1)
+    ran = _jobdef(root, "worker", "--burst", "--db", _db(tmp_path))
+    assert ran.returncode == 0, ran.stderr
+    assert (package / "checked").read_text() == "True"
+    assert _job(_db(tmp_path), job_id)[0] == "done"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
+import pytest
+
 from jobdef.backends.records import NewJob
-from jobdef.errors import BackendError
+from jobdef.errors import BackendError, HandlerError
 from jobdef.policy.registry import Registry
 from jobdef.policy.values import freeze
 from jobdef.runtime.child import ChildSettings
@@ -64,6 +68,26 @@ def test_queue_concurrency_from_the_sheets_is_the_workers_claim_limit(registry, 
     )
     worker = Worker(backend, limited, WorkerSettings(burst=True), services=[])
     assert worker.queue_limits == {"reports": 2}
+
+
+def test_a_worker_refused_at_start_leaves_no_handler_process_nor_lock_folder(
+    registry, backend, tmp_path, monkeypatch
+):
+    """Its handler processes start while it checks the handlers; refused, it stops them."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    noop = registry.jobs["noop"]
+    broken = Registry(
+        jobs=freeze({"noop": dataclasses.replace(noop, handler="no_such_module:run")}),
+        channels=registry.channels,
+        queues=registry.queues,
+    )
+    job = Queue(backend, registry).enqueue("noop", {"n": 1}).id
+    worker = Worker(backend, broken, WorkerSettings(burst=True), services=[])
+    with pytest.raises(HandlerError, match="no_such_module"):
+        worker.run()
+    assert multiprocessing.active_children() == []
+    assert list(tmp_path.glob("jobdef-pool-*")) == []
+    assert backend.get(job).state == "queued"
 
 
 def test_a_killed_workers_lock_folder_is_removed_by_the_next_pool(tmp_path, monkeypatch):

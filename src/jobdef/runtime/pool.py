@@ -614,12 +614,13 @@ class Pool:
             events.append(Finished(child.tasks.pop(seq)))
         return events
 
-    def close(self) -> None:
-        """Stop idle children politely, kill any that do not stop."""
+    def close(self, grace: float = 2.0) -> None:
+        """Stop idle children politely, kill any that do not stop within ``grace`` seconds
+        each."""
         for child in self.children:
             child.conn.send(Stop())
         for child in self.children:
-            child.process.join(2)
+            child.process.join(grace)
             if child.process.is_alive():
                 child.kill()
             child.conn.close()

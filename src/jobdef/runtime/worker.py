@@ -323,15 +323,6 @@ class Worker:
 
         Raises :class:`~jobdef.errors.HandlerError` before taking any job when a handler
         of a served queue cannot be called (:mod:`jobdef.runtime.handlers`)."""
-        check_handlers(self.registry, self.settings.queues)
-        # The loop rides out a lost store between its turns (runtime.outage): a call
-        # that waited for the server would hold up signals, timeouts and heartbeats.
-        fail_fast(self.backend)
-        in_main = threading.current_thread() is threading.main_thread()
-        previous = {}
-        if in_main:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, self._on_signal)
         children = ChildSettings(
             self.backend.url,
             handlers=tuple(sorted({policy.handler for policy in self.registry})),
@@ -342,7 +333,22 @@ class Worker:
             log_file=_log_file(),
             results=result_rules(self.registry),
         )
+        # The handler processes start first: they import the handlers while this process
+        # does the same to check them (an application's import can take seconds).
         pool = self._pool(children)
+        try:
+            check_handlers(self.registry, self.settings.queues)
+        except BaseException:
+            pool.close(grace=0.0)  # they hold nothing, and may be importing for a while yet
+            raise
+        # The loop rides out a lost store between its turns (runtime.outage): a call
+        # that waited for the server would hold up signals, timeouts and heartbeats.
+        fail_fast(self.backend)
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = {}
+        if in_main:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, self._on_signal)
         log.info(
             "worker %s started: concurrency %d%s",
             self.id,
