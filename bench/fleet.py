@@ -1,5 +1,6 @@
 """Many workers on many hosts, simulated: worker processes reach PostgreSQL through a
-delay proxy (bench/delay_proxy.py) that adds a round trip of 0, 0.5 or 2 ms.
+delay proxy (bench/delay_proxy.py) that adds a round trip of 0, 0.5 or 2 ms, or
+(``--rtt direct``) connect to the server itself.
 
 For each round trip and each number of worker processes (``--workers``, each
 ``jobdef worker --concurrency 1``), on a fresh schema:
@@ -25,11 +26,17 @@ little, more under load. Run it short on a small machine; every process of the
 fleet, the proxy and PostgreSQL share its cores:
 
     python bench/fleet.py --workers 8,16,32 --rtt 0,0.5,2 --jobs 4000
+    python bench/fleet.py --workers 8,16,32 --rtt direct --latency 100   # no proxy's hop
+
+Even at "0" the proxy is a hop of its own (the threads of one Python process pass every
+chunk on: about 0.1 ms a round trip, more under load), which is in each enqueue-to-start
+figure two or three times; "direct" is the fleet on one host's loopback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -52,6 +59,9 @@ from percentiles import p99
 from pg_store import drop_schema, noop_sheet
 
 SCHEMA = "bench_fleet"
+# The --rtt value of a fleet that connects to the server itself: what the proxy's own
+# hop (about 0.1 ms a round trip at "0") costs is then not in the figures.
+DIRECT = "direct"
 APP = "jobdef_fleet"
 CLAIMS = ("claim_jobs", "complete_and_claim", "claim_jobs_limited")
 SHEET = noop_sheet("bench_fleet_noop:noop")
@@ -172,7 +182,9 @@ def _wait(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.01)
 
 
-def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> dict[str, Any]:
+def one_run(
+    args: argparse.Namespace, folder: Path, endpoint: tuple[str, int], workers: int
+) -> dict[str, Any]:
     from jobdef.backends import open_backend
     from jobdef.runtime import Queue
     from jobdef.sheets.pipeline import load_registry
@@ -182,7 +194,8 @@ def one_run(args: argparse.Namespace, folder: Path, port: int, workers: int) -> 
     store = f"{direct}?schema={SCHEMA}"
     parts = direct.split("@", 1)
     host_db = parts[1].split("/", 1)
-    proxied = f"{parts[0]}@127.0.0.1:{port}/{host_db[1]}?schema={SCHEMA}&application_name={APP}"
+    host, port = endpoint
+    proxied = f"{parts[0]}@{host}:{port}/{host_db[1]}?schema={SCHEMA}&application_name={APP}"
     backend = open_backend(store)
     queue = Queue(backend, load_registry([str(folder)]))
     # One index probe: a count of the unfinished jobs scanned the whole table, the drain's
@@ -296,16 +309,22 @@ def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
     target = (host, int(port))
     direct_ms = _ping_ms(target[1], target[0], 300)
     for rtt in args.rtt:
-        with proxy_process(target, rtt / 1000) as (proxy_port, _):
-            added = _ping_ms(proxy_port, "127.0.0.1", 300) - direct_ms
+        with contextlib.ExitStack() as stack:
+            if rtt == DIRECT:
+                endpoint, label = target, "direct"
+            else:
+                proxy_port, _ = stack.enter_context(proxy_process(target, rtt / 1000))
+                endpoint = ("127.0.0.1", proxy_port)
+                added = _ping_ms(proxy_port, "127.0.0.1", 300) - direct_ms
+                label = f"{rtt:g} ms (adds {added:.2f})"
             for workers in args.workers:
-                results = [one_run(args, folder, proxy_port, workers) for _ in range(args.runs)]
+                results = [one_run(args, folder, endpoint, workers) for _ in range(args.runs)]
 
                 def median(key: str, results: list[dict[str, Any]] = results) -> float:
                     return float(statistics.median(r[key] for r in results))
 
                 yield (
-                    f"| {rtt:g} ms (adds {added:.2f}) | {workers} | {median('rate'):,.0f} | "
+                    f"| {label} | {workers} | {median('rate'):,.0f} | "
                     f"{median('empty_drain'):.0f} / {median('claims_drain'):.0f} | "
                     f"{median('empty_idle'):.0f} / {median('claims_idle'):.0f} | "
                     f"{median('sessions'):.0f} | {median('p50'):.2f} | {median('p99'):.2f} | "
@@ -317,13 +336,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--workers", default="8,16,32", help="worker processes in total")
-    parser.add_argument("--rtt", default="0,0.5,2", help="round trips added, milliseconds")
+    parser.add_argument(
+        "--rtt",
+        default="0,0.5,2",
+        help="round trips the proxy adds, milliseconds; 'direct': the workers connect to the "
+        "server itself, no proxy",
+    )
     parser.add_argument("--jobs", type=int, default=4000, help="jobs drained per run")
     parser.add_argument("--latency", type=int, default=30, help="single jobs timed per run")
     parser.add_argument("--runs", type=int, default=1, help="runs per cell; medians shown")
     args = parser.parse_args(argv)
     args.workers = [int(n) for n in args.workers.split(",")]
-    args.rtt = [float(n) for n in args.rtt.split(",")]
+    args.rtt = [n if n == DIRECT else float(n) for n in args.rtt.split(",")]
     folder = Path(tempfile.mkdtemp(prefix="jobdef-fleet-"))
     (folder / "noop.yaml").write_text(SHEET)
     (folder / "bench_fleet_noop.py").write_text(HANDLER)
