@@ -29,6 +29,11 @@ def sleep(ctx, seconds: float, marker: str = "") -> None:
     time.sleep(seconds)
 
 
+def carry(ctx, payload: str, seconds: float) -> None:
+    """Sleep, holding args of the size of ``payload``."""
+    time.sleep(seconds)
+
+
 def sleep_first(ctx, seconds: float) -> None:
     """Sleep past the timeout on attempt 1 only."""
     if ctx.attempt == 1:

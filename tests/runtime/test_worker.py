@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -187,3 +189,47 @@ def test_a_flood_of_far_off_due_times_keeps_the_soonest_in_bounded_memory(backen
     assert worker._next_due(time.monotonic()) == soonest
     sooner = worker._due(30.0)  # a sooner one still comes first after the trims
     assert worker._next_due(time.monotonic()) == sooner
+
+
+def _most_running_while(run: Callable[[], object], backend) -> int:
+    """The most jobs the store had running at once, read every few milliseconds while
+    ``run()`` runs (another session, so it sees the worker's turns as they commit)."""
+    seen = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            counts = backend.stats()
+            seen[0] = max(seen[0], sum(c.count for c in counts if c.state == "running"))
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        run()
+    finally:
+        done.set()
+        watcher.join()
+    return seen[0]
+
+
+@pytest.mark.every_engine
+def test_a_worker_holds_no_more_jobs_than_their_args_fit_in_prefetch_mib(registry, backend, db_url):
+    """Jobs of 200 KiB of args and a budget of 1 MiB: the worker holds 5 at most (never
+    fewer than two per process); with the default budget its window grows past that."""
+    from jobdef.backends import open_backend
+
+    payload = "x" * (200 * 1024)
+    for prefetch_mib, held in ((1, range(1, 6)), (64, range(6, 41))):
+        Queue(backend, registry).enqueue_many(
+            "carry", [{"payload": payload, "seconds": 0.01} for _ in range(40)]
+        )
+        watcher = open_backend(db_url)
+        try:
+            settings = WorkerSettings(burst=True, prefetch_mib=prefetch_mib)
+            worker = Worker(backend, registry, settings, services=[])
+            most = _most_running_while(worker.run, watcher)
+        finally:
+            watcher.close()
+        assert worker.stats.done == 40
+        assert most in held, (prefetch_mib, most)

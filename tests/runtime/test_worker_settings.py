@@ -31,6 +31,10 @@ OUT_OF_BOUNDS = [
     ({"prefetch": 0}, "prefetch 0 is out of bounds: write a whole number from 1 to 10,000"),
     ({"prefetch": 10_001}, "prefetch 10001 is out of bounds"),
     (
+        {"prefetch_mib": 0},
+        "prefetch_mib 0 is out of bounds: write a whole number from 1 to 1,000,000 (64 by",
+    ),
+    (
         {"async_per_process": 0},
         "async_per_process 0 is out of bounds: write a whole number from 1 to 10,000",
     ),
@@ -92,6 +96,8 @@ def test_the_command_builds_each_flag_into_its_setting() -> None:
             "2s",
             "--prefetch",
             "4",
+            "--prefetch-mib",
+            "16",
             "--async-per-process",
             "50",
         ),
@@ -105,6 +111,7 @@ def test_the_command_builds_each_flag_into_its_setting() -> None:
         poll_interval=0.05,
         grace=2.0,
         prefetch=4,
+        prefetch_mib=16,
         async_per_process=50,
         id="w1",
     )

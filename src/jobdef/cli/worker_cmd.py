@@ -21,6 +21,7 @@ from jobdef.runtime.settings import (
     MAX_ASYNC_PER_PROCESS,
     MAX_CONCURRENCY,
     MAX_PREFETCH,
+    MAX_PREFETCH_MIB,
     WorkerOptionError,
     WorkerSettings,
 )
@@ -64,6 +65,7 @@ FLAGS = {
     "poll_interval": "--poll",
     "grace": "--grace",
     "prefetch": "--prefetch",
+    "prefetch_mib": "--prefetch-mib",
     "async_per_process": "--async-per-process",
 }
 
@@ -81,6 +83,7 @@ def worker_settings(args: argparse.Namespace, wid: str) -> WorkerSettings:
             poll_interval=parse_duration(args.poll),
             grace=parse_duration(args.grace),
             prefetch=args.prefetch,
+            prefetch_mib=args.prefetch_mib,
             async_per_process=args.async_per_process,
             id=wid,
         )
@@ -177,6 +180,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "a worker claims ahead (on a deep backlog; it claims two per process when the "
         "backlog is shallow); jobs stuck behind a slow one are taken back after 0.5s "
         f"(default: {defaults.prefetch})",
+    )
+    parser.add_argument(
+        "--prefetch-mib",
+        type=whole_number(1, MAX_PREFETCH_MIB),
+        default=defaults.prefetch_mib,
+        metavar="MIB",
+        help="the most MiB of args the jobs a worker holds carry, about: its claims stop "
+        "growing there on a backlog of jobs with large args (never below two jobs per "
+        f"process; default: {defaults.prefetch_mib})",
     )
     parser.add_argument(
         "--async-per-process",

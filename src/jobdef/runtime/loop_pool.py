@@ -94,8 +94,7 @@ class LoopPool(Pool):
             child.tasks[task.seq] = task
             sent.setdefault(id(child), (child, []))[1].append(task)
         for child, batch in sent.values():
-            child.sent += 1
-            child.conn.send(Batch(batch))
+            self._hand(child, Batch(batch))
         return left
 
     def _place(self, task: Task, previous: _Child | None) -> _Child | None:

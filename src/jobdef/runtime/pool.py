@@ -95,6 +95,9 @@ _MAX_FAILED_STARTS = 3
 # (bench/drain_cpu.py --prefetch 10, halves of five: 4,714 jobs/s against 5,562 for
 # whole batches, medians of three interleaved runs).
 _EARLY_REPORT_MIN = 32
+# Pool.task_bytes keeps this share of itself at each batch of smaller tasks: after a
+# batch of large args it takes some 20 batches to fall halfway back.
+TASK_BYTES_DECAY = 0.97
 
 
 class PoolError(JobdefError):
@@ -175,15 +178,17 @@ class _Channel:
         """Some of what was sent waits for the child to read."""
         return bool(self._out)
 
-    def send(self, message: ToChild) -> None:
+    def send(self, message: ToChild) -> int:
+        """Queue ``message`` and write what the socket takes now; its size in bytes."""
         if self.closed:
-            return
+            return 0
         data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
         size = len(data)
         header = struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
         self._out += header
         self._out += data
         self.flush()
+        return size
 
     def flush(self) -> None:
         """Write as much of what waits as the socket takes now, without waiting."""
@@ -329,6 +334,11 @@ class Pool:
         # that holds leases says so at each heartbeat round (vouch); a pool nobody
         # vouches for starts whatever it is handed.
         self.vouched = float("inf")
+        # Bytes a task handed out takes, about (its args, mostly), from the batches sent:
+        # it rises at once with a batch of larger ones and falls back slowly, so a worker
+        # that bounds its jobs' memory by it (WorkerSettings.prefetch_mib) errs on the
+        # low side of jobs. 0 until a batch was sent.
+        self.task_bytes = 0.0
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
@@ -415,9 +425,14 @@ class Pool:
             batches.setdefault(id(child), []).append(task)
         for child in children:
             if id(child) in batches:
-                child.sent += 1
-                child.conn.send(Batch(batches[id(child)], report_every=self._report_every))
+                self._hand(child, Batch(batches[id(child)], report_every=self._report_every))
         return left
+
+    def _hand(self, child: _Child, batch: Batch) -> None:
+        """Send ``batch`` to ``child``, noting what its tasks take (:attr:`task_bytes`)."""
+        child.sent += 1
+        size = child.conn.send(batch)
+        self.task_bytes = max(size / len(batch.tasks), self.task_bytes * TASK_BYTES_DECAY)
 
     # -- hearing back -----------------------------------------------------------
 

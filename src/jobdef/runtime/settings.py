@@ -25,6 +25,12 @@ MAX_PREFETCH = 10_000
 # handler processes still hold jobs to run while the worker's next turn is with the
 # store. 256 drained 20-30% faster than 128 on 2 cores, on both engines (CHANGELOG).
 DEFAULT_PREFETCH = 256
+# The most MiB of args a worker holds in the jobs it claimed and has not finished, by
+# default: its claim window stops growing there (runtime.claim_window), so a deep backlog
+# of jobs with large args does not fill the worker's memory (256 jobs of 256 KiB each per
+# handler process, a copy in the worker and one in the process).
+DEFAULT_PREFETCH_MIB = 64
+MAX_PREFETCH_MIB = 1_000_000
 # Coroutine handlers one handler process runs at once, at most.
 MAX_ASYNC_PER_PROCESS = 10_000
 
@@ -52,7 +58,9 @@ class WorkerSettings:
     third of it). ``poll_interval``: seconds between claims while idle (while LISTEN
     wakes it, an idle worker polls only about every second). ``grace``: seconds a drain
     lets running jobs finish. ``prefetch``: jobs handed ahead to each handler process, 1
-    to 10,000: the most its claim window grows to on a deep backlog. ``child_setup``:
+    to 10,000: the most its claim window grows to on a deep backlog. ``prefetch_mib``:
+    the most MiB of args the jobs it holds carry, about (1 to 1,000,000; the window
+    stops growing there, but never below two jobs per process). ``child_setup``:
     ``module:function`` each handler process calls before it imports a handler (Django's
     setup). ``async_per_process``: how many ``async def`` handlers each handler process
     runs at once on its event loop, 1 to 10,000 (1: one job at a time per process,
@@ -72,6 +80,7 @@ class WorkerSettings:
     child_setup: str | None = None
     id: str | None = None
     async_per_process: int = 1
+    prefetch_mib: int = DEFAULT_PREFETCH_MIB
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queues", _queues(self.queues))
@@ -82,6 +91,12 @@ class WorkerSettings:
             ", and start more worker processes for more",
         )
         _whole("prefetch", self.prefetch, MAX_PREFETCH, f" ({DEFAULT_PREFETCH} by default)")
+        _whole(
+            "prefetch_mib",
+            self.prefetch_mib,
+            MAX_PREFETCH_MIB,
+            f" ({DEFAULT_PREFETCH_MIB} by default)",
+        )
         _whole(
             "async_per_process",
             self.async_per_process,

@@ -72,6 +72,7 @@ from jobdef.policy.leases import TURN_WHILE_RUNNING, heartbeat_period, vouch_spa
 from jobdef.policy.model import JobPolicy
 from jobdef.policy.queue_controls import concurrency_limits, rate_limits
 from jobdef.policy.registry import Registry
+from jobdef.policy.sizes import UNIT_BYTES
 from jobdef.runtime.child import ChildSettings
 from jobdef.runtime.claim_window import ClaimWindow
 from jobdef.runtime.classify import class_name, class_names
@@ -284,6 +285,7 @@ class Worker:
             settings.concurrency * slots, settings.concurrency * held_per_process
         )
         self._starved = False
+        self._said_most_by_args = False
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
         # Jobs whose heartbeat was refused this turn: their handlers are stopped.
@@ -688,7 +690,11 @@ class Worker:
         window is free (or a child sits idle), so claims come in batches."""
         starved = pool.idle_children() > 0
         holding = len(self._held) - len(self._completions)
-        free = min(pool.capacity() - len(self._backlog), self._window.want(holding))
+        free = min(
+            pool.capacity() - len(self._backlog),
+            self._window.want(holding),
+            self._most_by_args(pool) - holding,
+        )
         if free <= 0 or (free < self._window.size // 4 and not starved):
             return None
         self._starved = starved
@@ -700,6 +706,28 @@ class Worker:
             queue_limits=self.queue_limits,
             queue_rates=self.queue_rates,
         )
+
+    def _most_by_args(self, pool: Pool) -> int:
+        """The most jobs this worker holds while its jobs' args take what they take now
+        (:attr:`Pool.task_bytes`): ``prefetch_mib`` of them, never fewer than the claim
+        window starts at. Said once in the log when it binds."""
+        if pool.task_bytes <= 0:
+            return self._window.most
+        most = max(
+            self._window.least,
+            int(self.settings.prefetch_mib * UNIT_BYTES["MiB"] // pool.task_bytes),
+        )
+        if most < self._window.most and not self._said_most_by_args:
+            self._said_most_by_args = True
+            log.info(
+                "worker %s holds at most %d jobs while their args take about %.0f KiB each "
+                "(--prefetch-mib %d)",
+                self.id,
+                most,
+                pool.task_bytes / UNIT_BYTES["KiB"],
+                self.settings.prefetch_mib,
+            )
+        return min(most, self._window.most)
 
     def _exchange(self, options: ClaimOptions | None) -> bool:
         """Complete what finished and claim per ``options``, in one transaction when the
