@@ -686,16 +686,14 @@ class Worker:
     def _claim_options(self, pool: Pool) -> ClaimOptions | None:
         """What to claim now: what the claim window lets this worker hold more
         (:mod:`jobdef.runtime.claim_window`), within what the children can take ahead
-        (:meth:`Pool.capacity`) less what already waits for them, once a quarter of the
-        window is free (or a child sits idle), so claims come in batches."""
+        (:meth:`Pool.capacity`) less what already waits for them, and within what their
+        args may take (:meth:`_most_by_args`), once a quarter of the window is free (or a
+        child sits idle), so claims come in batches."""
         starved = pool.idle_children() > 0
         holding = len(self._held) - len(self._completions)
-        free = min(
-            pool.capacity() - len(self._backlog),
-            self._window.want(holding),
-            self._most_by_args(pool) - holding,
-        )
-        if free <= 0 or (free < self._window.size // 4 and not starved):
+        most = self._most_by_args(pool)
+        free = min(pool.capacity() - len(self._backlog), self._window.want(holding), most - holding)
+        if free <= 0 or (free < min(self._window.size, most) // 4 and not starved):
             return None
         self._starved = starved
         return ClaimOptions(
