@@ -188,7 +188,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="MIB",
         help="the most MiB of args the jobs a worker holds carry, about: its claims stop "
         "growing there on a backlog of jobs with large args (never below two jobs per "
-        f"process; default: {defaults.prefetch_mib})",
+        "process, nor below --async-per-process, which it then never passes; "
+        f"default: {defaults.prefetch_mib})",
     )
     parser.add_argument(
         "--async-per-process",

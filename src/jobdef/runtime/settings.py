@@ -60,7 +60,8 @@ class WorkerSettings:
     lets running jobs finish. ``prefetch``: jobs handed ahead to each handler process, 1
     to 10,000: the most its claim window grows to on a deep backlog. ``prefetch_mib``:
     the most MiB of args the jobs it holds carry, about (1 to 1,000,000; the window
-    stops growing there, but never below two jobs per process). ``child_setup``:
+    stops growing there, but never below where it starts: two jobs per process, or with
+    ``async_per_process`` above 1 that many, which it then never passes). ``child_setup``:
     ``module:function`` each handler process calls before it imports a handler (Django's
     setup). ``async_per_process``: how many ``async def`` handlers each handler process
     runs at once on its event loop, 1 to 10,000 (1: one job at a time per process,
