@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -277,3 +278,29 @@ def test_a_maintainer_that_loses_its_session_keeps_its_lease(
         eventually(pg_backend.try_maintenance_lock, 10, "the holder reconnects")
         assert pg_backend.listener.generation == generation
         assert not second.try_maintenance_lock()
+
+
+def test_an_engine_that_does_not_hold_the_lease_asks_without_waiting_on_its_row(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """Every worker asks at each maintenance round: one that does not hold the lease must
+    not lock its row (each would wait for the last one's commit, a queue of the fleet's
+    WAL flushes). Here another session holds the row's lock: the ask still answers."""
+    import psycopg
+
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as second:
+        assert pg_backend.try_maintenance_lock()
+        with psycopg.connect(postgres_url) as locker:
+            locker.execute(
+                f'SELECT 1 FROM "{pg_backend.schema}".jobdef_leases '
+                "WHERE name = 'maintenance' FOR UPDATE"
+            )
+            answers: list[bool] = []
+            asking = threading.Thread(target=lambda: answers.append(second.try_maintenance_lock()))
+            asking.start()
+            asking.join(30)
+            waited = asking.is_alive()
+            locker.rollback()
+            asking.join()
+        assert not waited, "the ask waited for the row's lock"
+        assert answers == [False]

@@ -1039,12 +1039,22 @@ SELECT pg_advisory_xact_lock(%(key)s);
 -- server's (clock_timestamp(): now() would be the start of the transaction),
 -- so hosts whose clocks disagree still agree on when the lease lapses.
 -- `previous` is the holder before this statement (its snapshot's).
+-- While another engine holds the lease and it has not lapsed (by the snapshot),
+-- nothing is inserted: ON CONFLICT DO UPDATE locks the row even when its WHERE
+-- refuses the update, and every worker asks at each maintenance round (about every
+-- second), so each would wait for the last one's lock to commit, a queue of the
+-- fleet's WAL flushes on one row.
 WITH prior AS (
-    SELECT holder FROM {schema}.jobdef_leases WHERE name = %(name)s
+    SELECT holder, expires_at FROM {schema}.jobdef_leases WHERE name = %(name)s
 ),
 taken AS (
     INSERT INTO {schema}.jobdef_leases AS l (name, holder, generation, expires_at)
-    VALUES (%(name)s, %(holder)s, 1, extract(epoch FROM clock_timestamp()) + %(seconds)s)
+    SELECT %(name)s, %(holder)s, 1, extract(epoch FROM clock_timestamp()) + %(seconds)s
+    WHERE NOT EXISTS (
+        SELECT 1 FROM prior
+        WHERE prior.holder <> %(holder)s
+          AND prior.expires_at >= extract(epoch FROM clock_timestamp())
+    )
     ON CONFLICT (name) DO UPDATE
     SET holder = excluded.holder,
         generation = CASE
