@@ -29,7 +29,7 @@ def sleep(ctx, seconds: float, marker: str = "") -> None:
     time.sleep(seconds)
 
 
-def carry(ctx, payload: str, seconds: float) -> None:
+def wide_args(ctx, payload: str, seconds: float) -> None:
     """Sleep, holding args of the size of ``payload``."""
     time.sleep(seconds)
 

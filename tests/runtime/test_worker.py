@@ -222,7 +222,7 @@ def test_a_worker_holds_no_more_jobs_than_their_args_fit_in_prefetch_mib(registr
     payload = "x" * (200 * 1024)
     for prefetch_mib, held in ((1, range(1, 6)), (64, range(6, 41))):
         Queue(backend, registry).enqueue_many(
-            "carry", [{"payload": payload, "seconds": 0.01} for _ in range(40)]
+            "wide_args", [{"payload": payload, "seconds": 0.01} for _ in range(40)]
         )
         watcher = open_backend(db_url)
         try:
