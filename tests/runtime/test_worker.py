@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from jobdef.backends import open_backend
 from jobdef.backends.records import NewJob
 from jobdef.errors import BackendError, HandlerError
 from jobdef.policy.registry import Registry
@@ -217,8 +218,6 @@ def _most_running_while(run: Callable[[], object], backend) -> int:
 def test_a_worker_holds_no_more_jobs_than_their_args_fit_in_prefetch_mib(registry, backend, db_url):
     """Jobs of 200 KiB of args and a budget of 1 MiB: the worker holds 5 at most (never
     fewer than two per process); with the default budget its window grows past that."""
-    from jobdef.backends import open_backend
-
     payload = "x" * (200 * 1024)
     for prefetch_mib, held in ((1, range(1, 6)), (64, range(6, 41))):
         Queue(backend, registry).enqueue_many(

@@ -711,10 +711,8 @@ class Worker:
         window starts at. Said once in the log when it binds."""
         if pool.task_bytes <= 0:
             return self._window.most
-        most = max(
-            self._window.least,
-            int(self.settings.prefetch_mib * UNIT_BYTES["MiB"] // pool.task_bytes),
-        )
+        fit = int(self.settings.prefetch_mib * UNIT_BYTES["MiB"] // pool.task_bytes)
+        most = min(self._window.most, max(self._window.least, fit))
         if most < self._window.most and not self._said_most_by_args:
             self._said_most_by_args = True
             log.info(
@@ -725,7 +723,7 @@ class Worker:
                 pool.task_bytes / UNIT_BYTES["KiB"],
                 self.settings.prefetch_mib,
             )
-        return min(most, self._window.most)
+        return most
 
     def _exchange(self, options: ClaimOptions | None) -> bool:
         """Complete what finished and claim per ``options``, in one transaction when the
