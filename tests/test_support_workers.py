@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from support import eventually
-from support.workers import Processes, start_process, worker_command, worker_env
+from support.workers import (
+    Processes,
+    process_alive,
+    start_process,
+    worker_command,
+    worker_env,
+)
 
 TESTS = Path(__file__).resolve().parent
 SHEETS = TESTS / "telemetry" / "sheets"
@@ -25,15 +31,6 @@ STUBBORN = (
 
 def _python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
-
-
-def _gone(pid: int) -> bool:
-    """No such process, or only its zombie (an orphan's, for init to reap)."""
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return status.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 @pytest.mark.slow
@@ -62,7 +59,7 @@ def test_stop_kills_what_ignores_sigterm_once_the_grace_is_over(tmp_path: Path) 
     started = start_process(_python(STUBBORN), tmp_path / "p.log", env=worker_env())
     eventually(lambda: "ready" in started.log(), 30, "the process to be ready")
     assert started.stop(grace=0.5) == -signal.SIGKILL
-    assert _gone(started.pid)
+    assert not process_alive(started.pid)
 
 
 def test_stop_wakes_a_frozen_process_before_its_sigterm(tmp_path: Path) -> None:
@@ -84,7 +81,7 @@ def test_close_kills_each_group_with_its_children_and_reaps_the_leader(tmp_path:
     eventually(lambda: child.exists() and child.read_text(), 30, "the child to start")
     processes.close()
     assert leader.process.returncode == -signal.SIGKILL
-    eventually(lambda: _gone(int(child.read_text())), 30, "the child to be gone")
+    eventually(lambda: not process_alive(int(child.read_text())), 30, "the child to be gone")
 
 
 def test_a_pythonpath_the_test_gives_replaces_the_helpers_own() -> None:

@@ -35,8 +35,10 @@ def process_alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat")
     try:
-        return stat.read_text().split(") ", 1)[1][:1] != "Z"
-    except (FileNotFoundError, IndexError):
+        return stat.read_text().rsplit(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        # Reaped between the kill and the read: the open fails (FileNotFoundError) or,
+        # open already, the read does (ProcessLookupError).
         return False
 
 

@@ -37,6 +37,7 @@ from jobdef.runtime.settings import WorkerSettings
 from jobdef.sheets.pipeline import load_registry
 from support import eventually
 from support.stores import ENGINES, engine_db_url
+from support.workers import process_alive
 
 HERE = Path(__file__).resolve().parent
 APP = HERE / "embedded_app.py"
@@ -247,7 +248,9 @@ def test_a_killed_app_leaves_its_jobs_to_be_reclaimed_by_a_normal_worker(scene):
     assert held, "the app held no job when it was killed"
     # The handler processes died with the app: no orphan keeps running a job.
     pids = {pid for _, _, pid in embedded_handlers.entries(ledger)}
-    eventually(lambda: not any(_alive(pid) for pid in pids), timeout=10, what="children to die")
+    eventually(
+        lambda: not any(process_alive(pid) for pid in pids), timeout=10, what="children to die"
+    )
     worker = scene.start_worker()
     eventually(
         lambda: all(backend.get(job).state == "done" for job in ids),
@@ -263,18 +266,6 @@ def test_a_killed_app_leaves_its_jobs_to_be_reclaimed_by_a_normal_worker(scene):
     outcomes_of = {(r.job_id, r.attempt): r.outcome for job in held for r in backend.attempts(job)}
     assert cut_short
     assert {outcomes_of.get(key) for key in cut_short} == {"reclaimed"}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (dead, not yet reaped by its parent) counts as gone.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture(params=ENGINES)
