@@ -54,6 +54,24 @@ def test_complete_of_many_leases_answers_for_each(backend, worker):
     assert backend.get(leases[1].job_id).state == "running"
 
 
+def test_a_turn_holding_two_attempts_of_one_job_completes_the_newer_in_either_order(
+    backend, clock, worker
+):
+    """A worker frozen past its lease gets the job again (attempt 2) and hands both
+    leases back in one turn: the newer passes the fence, whichever comes first."""
+    first, second = _enqueue(backend), _enqueue(backend)
+    stale = {r.id: r.lease for r in worker.claim(limit=2)}
+    clock.advance(worker.lease + 1)
+    for expired in backend.expired_leases():
+        backend.retry(expired.lease, ErrorInfo("TimeoutError", "lease expired"), clock.now, 0)
+    fresh = {r.id: r.lease for r in worker.claim(limit=2)}
+    assert {x.attempt for x in fresh.values()} == {2}
+    backend.complete([stale[first], fresh[first], fresh[second], stale[second]])
+    for job_id in (first, second):
+        assert (backend.get(job_id).state, backend.get(job_id).attempt) == ("done", 2)
+        assert [a.outcome for a in backend.attempts(job_id)] == ["retry", "done"]
+
+
 def test_retry_requeues_with_run_after_and_keeps_the_error(backend, clock, worker):
     job_id = _enqueue(backend)
     lease = worker.claim_one().lease

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -483,11 +484,10 @@ class SQLiteBackend(SharedVerbs):
     def _finish_done(self, conn: sqlite3.Connection, done: Completion, now: float) -> set[int]:
         """complete_jobs moves the jobs, record_done_attempts writes their attempts, then
         the messages of the jobs that finished are stored."""
-        leases = [
-            [x.job_id, x.attempt, x.worker_id, done.results.get(x.job_id)] for x in done.leases
-        ]
-        rows = conn.execute(_q("complete_jobs"), {"leases": json.dumps(leases), "now": now})
-        finished = [row[0] for row in rows.fetchall()]
+        finished: list[int] = []
+        for worker_id, fences in _fences_by_worker(done).items():
+            params = {"fences": json.dumps(fences), "worker_id": worker_id, "now": now}
+            finished += [row[0] for row in conn.execute(_q("complete_jobs"), params).fetchall()]
         if finished:
             conn.execute(_q("record_done_attempts"), {"ids": json.dumps(finished), "now": now})
         ids = set(finished)
@@ -550,6 +550,20 @@ class SQLiteBackend(SharedVerbs):
 
     def record_processed_key(self, connection: Any, key: str, job_id: int) -> bool:
         return record_processed_key_on(connection, key, job_id, self.clock(), self.url)
+
+
+def _fences_by_worker(done: Completion) -> dict[str, dict[int, Any]]:
+    """complete_jobs's ``:fences`` for each worker holding some of ``done``'s leases (a
+    worker's turn holds its own only): job id to attempt, or to ``[attempt, result]``.
+    Two leases of one job keep the newer attempt (read last): only the job's newest can
+    pass the fence, and the older one, refused anyway, must not take its place."""
+    by_worker: dict[str, dict[int, Any]] = {}
+    results = done.results
+    for lease in sorted(done.leases, key=attrgetter("attempt")):
+        result = results.get(lease.job_id)
+        fence = lease.attempt if result is None else [lease.attempt, result]
+        by_worker.setdefault(lease.worker_id, {})[lease.job_id] = fence
+    return by_worker
 
 
 def record_processed_key_on(
