@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 
@@ -22,21 +21,6 @@ VALUES = [
     None, "w", 40.0, ErrorInfo("E", "boom"), 0.5, {"done": 1}, "a note", 60.0,
     "00-trace", [1, "two"], 1, "token", 11.0, 5, "step",
 ]  # fmt: skip
-
-
-def test_of_values_makes_the_record_the_constructor_makes() -> None:
-    made = JobRecord.of_values(VALUES)
-    assert made == JobRecord(*VALUES)
-    assert repr(made) == repr(JobRecord(*VALUES))
-    assert [getattr(made, name) for name in _COLUMNS] == VALUES
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        made.state = "done"  # type: ignore[misc]
-
-
-@pytest.mark.parametrize("count", [len(VALUES) - 1, len(VALUES) + 1])
-def test_of_values_wants_a_value_for_every_field(count: int) -> None:
-    with pytest.raises(ValueError, match="zip"):
-        JobRecord.of_values((VALUES * 2)[:count])
 
 
 def _row(record: dict[str, object], names: list[str]) -> tuple[object, ...]:
@@ -86,8 +70,8 @@ def test_json_text_fails_where_json_loads_fails_and_says_the_same(text: str) -> 
 def test_claimed_jobs_come_in_claim_order_priority_desc_then_run_after_then_id() -> None:
     draw = random.Random(7)
     records = [
-        JobRecord.of_values(
-            [job_id, "j", "q", draw.choice([-1, 0, 0, 5]), {}, "running", 1, 1, None]
+        JobRecord(
+            *[job_id, "j", "q", draw.choice([-1, 0, 0, 5]), {}, "running", 1, 1, None]
             + [draw.choice([1.0, 2.0, 3.0]), 0.0, 0.0]
             + [None] * 15
         )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import field
 from typing import Any, Literal, get_args
 
 from jobdef.records import Record, record
@@ -160,21 +160,6 @@ class JobRecord(Record):
     def lease(self) -> Lease:
         """The lease a claim of this row handed out (valid only while ``state == 'running'``)."""
         return Lease(self.id, self.attempt, self.worker_id or "", self.flow_id)
-
-    @classmethod
-    def of_values(cls, values: Iterable[Any]) -> JobRecord:
-        """The record ``JobRecord(*values)`` makes, from a value for every field in order,
-        in about five sixths of the time: a claim makes one per job it leases, and the
-        ``__init__`` binds its 27 arguments (most of them optional) before it sets each
-        slot, where this sets each slot from the values as they come."""
-        record = object.__new__(cls)
-        for set_field, value in zip(_FIELD_SETTERS, values, strict=True):
-            set_field(record, value)
-        return record
-
-
-# Each field's slot setter, in field order (JobRecord.of_values).
-_FIELD_SETTERS = tuple(getattr(JobRecord, spec.name).__set__ for spec in fields(JobRecord))
 
 
 @record

@@ -222,7 +222,7 @@ def _job_from(values: list[Any], decode: Decode) -> JobRecord:
             values[at] = decode(values[at])
     if values[_LAST_ERROR] is not None:
         values[_LAST_ERROR] = error_info(values[_LAST_ERROR])
-    return JobRecord.of_values(values)
+    return JobRecord(*values)
 
 
 def _optional(row: Row, column: str) -> Any:
