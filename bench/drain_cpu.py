@@ -31,7 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -45,17 +45,35 @@ HANDLER = "def noop(ctx, n=0):\n    pass\n"
 
 def backends_cpu(database: str) -> float:
     """Seconds of CPU the server's processes for ``database`` have used so far."""
-    total = 0.0
+    pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_text()
-            if not command.startswith("postgres: ") or f" {database} " not in command:
-                continue
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if command.startswith("postgres: ") and f" {database} " in command:
+            pids.append(int(pid))
+    return processes_cpu(pids)
+
+
+def processes_cpu(pids: Iterable[int]) -> float:
+    """Seconds of CPU the processes ``pids`` have used so far (those gone count 0)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
             continue
         total += (int(fields[11]) + int(fields[12])) / TICKS
     return total
+
+
+def machine_cpu() -> float:
+    """Seconds of CPU every process of the machine has used so far, all cores together
+    (/proc/stat: user, nice, system, irq, softirq and steal time)."""
+    first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in first[1:9])
+    return (user + nice + system + irq + softirq + steal) / TICKS
 
 
 def children_cpu() -> float:

@@ -13,6 +13,10 @@ For each round trip and each number of worker processes (``--workers``, each
   the drain and then during the latency phase (the wake-ups that found nothing:
   the herd an enqueue wakes);
 - connections: the most sessions of the fleet seen in ``pg_stat_activity`` at once;
+- CPU per job during the drain, microseconds: the server's (the fleet's sessions, read
+  from ``/proc``: the shared part, which more hosts do not add to) and the rest of the
+  machine's (the workers, their handler processes, the proxy), so that a drain that
+  slows as workers are added says whether each job cost more, or the cores ran short;
 - enqueue-to-start p50 and p99 with idle workers: ``--latency`` single jobs,
   enqueued directly one at a time, each after the last has finished; and the same
   from the enqueue's return (its commit) to the start: the enqueue's own commit waits
@@ -55,6 +59,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent))
 from delay_proxy import _ping_ms, proxy_process
+from drain_cpu import machine_cpu, processes_cpu
 from percentiles import p99
 from pg_store import drop_schema, noop_sheet
 
@@ -224,13 +229,7 @@ def one_run(
         try:
             # Every worker up and idle before the jobs come: the drain measures the
             # fleet at work, not its start-up (32 processes take a while on 2 cores).
-            registered = f'SELECT count(*) FROM "{SCHEMA}".jobdef_workers'
-
-            def all_up() -> bool:
-                row = monitor.execute(registered).fetchone()
-                return bool(row and row[0] >= workers)
-
-            _wait(all_up, 600, f"{workers} workers starting")
+            _wait_up(monitor, workers)
             time.sleep(1.0)
             fill_paused(backend, queue, args.jobs)
             # The fill woke workers too (a statement of as many jobs as there are
@@ -238,8 +237,12 @@ def one_run(
             # the drain's conflicts. Each worker writes its counts every 0.2 s.
             time.sleep(0.5)
             filled = fleet.counts()
-            backend.set_paused("default", False)
-            _wait(pending, 600, "the drain")
+
+            def drain() -> None:
+                backend.set_paused("default", False)
+                _wait(pending, 600, "the drain")
+
+            server, machine = _cpu_of(monitor, drain)
             drained = fleet.counts()
             window = monitor.execute(
                 f'SELECT min(started_at), max(finished_at) FROM "{SCHEMA}".jobdef_attempts'
@@ -259,6 +262,8 @@ def one_run(
             "empty_idle": after["empty"] - before["empty"],
             "claims_idle": after["claims"] - before["claims"],
             "sessions": most_sessions,
+            "server_us": server * 1e6 / args.jobs,
+            "rest_us": (machine - server) * 1e6 / args.jobs,
             "p50": statistics.median(delays),
             "p99": p99(delays),
             "commit_p50": statistics.median(after_commit),
@@ -268,6 +273,38 @@ def one_run(
         monitor.close()
         backend.close()
         drop_schema(direct, SCHEMA)
+
+
+def _wait_up(monitor: Any, workers: int) -> None:
+    """Until ``workers`` workers have registered in the store."""
+    registered = f'SELECT count(*) FROM "{SCHEMA}".jobdef_workers'
+
+    def all_up() -> bool:
+        row = monitor.execute(registered).fetchone()
+        return bool(row and row[0] >= workers)
+
+    _wait(all_up, 600, f"{workers} workers starting")
+
+
+def _cpu_of(monitor: Any, work: Any) -> tuple[float, float]:
+    """Seconds of CPU the fleet's server sessions, and the whole machine, spent while
+    ``work()`` ran."""
+    server_before = _sessions_cpu(monitor)
+    machine_before = machine_cpu()
+    work()
+    machine = machine_cpu() - machine_before
+    server_after = _sessions_cpu(monitor)
+    return sum(cpu - server_before.get(pid, 0.0) for pid, cpu in server_after.items()), machine
+
+
+def _sessions_cpu(monitor: Any) -> dict[int, float]:
+    """Seconds of CPU each server process of the fleet's sessions has used so far."""
+    rows = monitor.execute(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
+        "AND datname = current_database()",
+        [APP],
+    ).fetchall()
+    return {pid: processes_cpu([pid]) for (pid,) in rows}
 
 
 def fill_paused(backend: Any, queue: Any, jobs: int) -> None:
@@ -327,7 +364,8 @@ def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
                     f"| {label} | {workers} | {median('rate'):,.0f} | "
                     f"{median('empty_drain'):.0f} / {median('claims_drain'):.0f} | "
                     f"{median('empty_idle'):.0f} / {median('claims_idle'):.0f} | "
-                    f"{median('sessions'):.0f} | {median('p50'):.2f} | {median('p99'):.2f} | "
+                    f"{median('sessions'):.0f} | {median('server_us'):.1f} | "
+                    f"{median('rest_us'):.1f} | {median('p50'):.2f} | {median('p99'):.2f} | "
                     f"{median('commit_p50'):.2f} | {median('commit_p99'):.2f} |"
                 )
 
@@ -358,10 +396,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         "| round trip | workers | drain (jobs/s) | empty claims / claims, drain "
-        "| empty claims / claims, idle | sessions | enqueue-to-start p50 (ms) | p99 (ms) "
-        "| commit-to-start p50 (ms) | p99 (ms) |"
+        "| empty claims / claims, idle | sessions | server CPU (us/job) | rest CPU (us/job) "
+        "| enqueue-to-start p50 (ms) | p99 (ms) | commit-to-start p50 (ms) | p99 (ms) |"
     )
-    print("| --- |" + " --- |" * 9)
+    print("| --- |" + " --- |" * 11)
     try:
         for row in rows(args, folder):
             print(row, flush=True)
