@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 import pytest
@@ -13,6 +14,7 @@ from psycopg import sql
 from jobdef.backends.postgres.engine import PostgresBackend, _complete_params
 from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.backends.transitions import Completion
+from support import ManualClock
 
 from .helpers import terminate
 
@@ -138,14 +140,22 @@ def test_the_turns_planning_is_set_outside_the_work_and_survives_its_rollback(
     assert _planning(pg_backend) == PLANNED_ONCE
 
 
-def test_a_server_without_one_of_the_settings_sets_the_other_and_fails_nothing(
-    pg_backend: PostgresBackend,
+def test_after_a_turn_a_statement_is_planned_as_the_session_started(
+    postgres_url: str, postgres_schema: str, clock: ManualClock
 ) -> None:
-    """plan_cache_mode is PostgreSQL 12's: on an older server a SET of it would fail
-    every turn. The settings are set through pg_settings, so one a server lacks (here
-    a made-up name in its place) is left out."""
-    conn = pg_backend.sessions.connection()
-    for name in ("fixed_plans", "fresh_plans"):
-        conn.execute(pg_backend._q(name).replace("plan_cache_mode", "no_such_setting"))
-        wanted = "off" if name == "fixed_plans" else "on"
-        assert conn.execute("SHOW enable_seqscan").fetchone() == (wanted,)
+    """Back from a turn's settings, the session has the values it started with (here the
+    URL's ``options``, as a role's or a database's would be), not the server's."""
+    options = quote("-c plan_cache_mode=force_custom_plan -c enable_seqscan=off")
+    backend = PostgresBackend(
+        f"{postgres_url}?options={options}", schema=postgres_schema, clock=clock
+    )
+    try:
+        backend.migrate()
+        backend.enqueue([NewJob("j", {"n": n}, "default") for n in range(3)])
+        for _ in range(2):
+            _turn(backend)
+            assert _planning(backend) == PLANNED_ONCE
+            backend.get(1)  # any statement but a turn's
+            assert _planning(backend) == ("force_custom_plan", "off")
+    finally:
+        backend.close()

@@ -57,18 +57,21 @@ WHERE name = 'client_connection_check_interval';
 -- sequential scans: a plan made once must hold as the table grows, and one made
 -- on an empty table would read it whole to lease a few rows by id; with them
 -- off, each table is read through the index the statement is written for.
--- Set through pg_settings, as session_settings does: a server older than 12 has no
--- plan_cache_mode and sets only the other (a SET of it would fail every turn).
-SELECT set_config(name, CASE name WHEN 'plan_cache_mode' THEN 'force_generic_plan'
-                                  ELSE 'off' END, false)
-FROM pg_settings WHERE name IN ('plan_cache_mode', 'enable_seqscan');
+-- Both settings are set by name: every server the store runs on has them
+-- (plan_cache_mode since PostgreSQL 12; the store needs 13, for gen_random_uuid in
+-- migration 0008). Read from pg_settings, as session_settings does its optional
+-- one, this and fresh_plans cost the server ~0.5 ms each (the view makes a row of
+-- every setting the server has), at each switch: around every other statement a
+-- worker runs between two turns (its maintenance lease, its beat in the registry).
+SELECT set_config('plan_cache_mode', 'force_generic_plan', false),
+       set_config('enable_seqscan', 'off', false);
 
 -- name: fresh_plans
 -- PostgreSQL only: back to the session's defaults (see fixed_plans) for every
 -- statement other than a turn's: their plans depend on their parameters (an
--- optional filter, a rare state). reset_val is what RESET would restore.
-SELECT set_config(name, reset_val, false)
-FROM pg_settings WHERE name IN ('plan_cache_mode', 'enable_seqscan');
+-- optional filter, a rare state). RESET restores what the session started with
+-- (the server's, the database's or the role's setting, or the URL's `options`).
+RESET plan_cache_mode; RESET enable_seqscan;
 
 -- name: one_snapshot
 -- PostgreSQL only: the first statement of a transaction whose reads must see
