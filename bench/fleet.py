@@ -17,6 +17,7 @@ For each round trip and each number of worker processes (``--workers``, each
   from ``/proc``: the shared part, which more hosts do not add to) and the rest of the
   machine's (the workers, their handler processes, the proxy), so that a drain that
   slows as workers are added says whether each job cost more, or the cores ran short;
+  and the server's CPU an idle fleet takes, milliseconds a second;
 - enqueue-to-start p50 and p99 with idle workers: ``--latency`` single jobs,
   enqueued directly one at a time, each after the last has finished; and the same
   from the enqueue's return (its commit) to the start: the enqueue's own commit waits
@@ -68,6 +69,9 @@ SCHEMA = "bench_fleet"
 # hop (about 0.1 ms a round trip at "0") costs is then not in the figures.
 DIRECT = "direct"
 APP = "jobdef_fleet"
+# Seconds the idle fleet's cost to the server is read over (its workers' maintenance
+# rounds, beats and lease asks, about once a second each).
+IDLE_SECONDS = 5.0
 CLAIMS = ("claim_jobs", "complete_and_claim", "claim_jobs_limited")
 SHEET = noop_sheet("bench_fleet_noop:noop")
 HANDLER = "def noop(ctx, n=0):\n    pass\n"
@@ -250,6 +254,7 @@ def one_run(
             assert window is not None
             rate = args.jobs / max(window[1] - window[0], 1e-9)
             time.sleep(1.0)  # every worker idle, listening
+            idle_server, _ = _cpu_of(monitor, lambda: time.sleep(IDLE_SECONDS))
             before = fleet.counts()
             delays, after_commit = single_jobs(args.latency, queue, monitor, pending)
             after = fleet.counts()
@@ -263,6 +268,7 @@ def one_run(
             "claims_idle": after["claims"] - before["claims"],
             "sessions": most_sessions,
             "server_us": server * 1e6 / args.jobs,
+            "idle_ms": idle_server * 1000 / IDLE_SECONDS,
             "rest_us": (machine - server) * 1e6 / args.jobs,
             "p50": statistics.median(delays),
             "p99": p99(delays),
@@ -365,7 +371,8 @@ def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
                     f"{median('empty_drain'):.0f} / {median('claims_drain'):.0f} | "
                     f"{median('empty_idle'):.0f} / {median('claims_idle'):.0f} | "
                     f"{median('sessions'):.0f} | {median('server_us'):.1f} | "
-                    f"{median('rest_us'):.1f} | {median('p50'):.2f} | {median('p99'):.2f} | "
+                    f"{median('rest_us'):.1f} | {median('idle_ms'):.1f} | "
+                    f"{median('p50'):.2f} | {median('p99'):.2f} | "
                     f"{median('commit_p50'):.2f} | {median('commit_p99'):.2f} |"
                 )
 
@@ -397,9 +404,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         "| round trip | workers | drain (jobs/s) | empty claims / claims, drain "
         "| empty claims / claims, idle | sessions | server CPU (us/job) | rest CPU (us/job) "
-        "| enqueue-to-start p50 (ms) | p99 (ms) | commit-to-start p50 (ms) | p99 (ms) |"
+        "| server CPU, idle fleet (ms/s) | enqueue-to-start p50 (ms) | p99 (ms) "
+        "| commit-to-start p50 (ms) | p99 (ms) |"
     )
-    print("| --- |" + " --- |" * 11)
+    print("| --- |" + " --- |" * 12)
     try:
         for row in rows(args, folder):
             print(row, flush=True)
