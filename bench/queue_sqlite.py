@@ -18,7 +18,7 @@ Huey deletes a task when it dequeues it, so a consumer that dies mid-task loses
 it; jobdef keeps the row leased until the attempt is recorded.
 
     pip install -e '.[bench]'
-    python bench/queue_sqlite.py                       # full size, medians of 3
+    python bench/queue_sqlite.py                       # full size, medians of 3 interleaved runs
     python bench/queue_sqlite.py --jobs 2000 --finished 1000,20000 --runs 1   # smoke
 """
 
@@ -245,12 +245,17 @@ def huey_drain(folder: Path, n: int, synchronous: str) -> float:
 # -- the run ------------------------------------------------------------------
 
 
-def _median(runs: int, measure: Callable[[Path], float]) -> float:
-    values = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="jobdef-bench-") as tmp:
-            values.append(measure(Path(tmp)))
-    return statistics.median(values)
+def _interleaved(runs: int, measures: dict[str, Callable[[Path], float]]) -> dict[str, float]:
+    """The median of ``runs`` runs of each measure, taken in turn (reversed every other
+    run): a machine whose speed drifts during the bench moves every system's figures
+    alike, not those of the system that happened to run last."""
+    values: dict[str, list[float]] = {name: [] for name in measures}
+    for number in range(runs):
+        names = list(measures) if number % 2 == 0 else list(reversed(measures))
+        for name in names:
+            with tempfile.TemporaryDirectory(prefix="jobdef-bench-") as tmp:
+                values[name].append(measures[name](Path(tmp)))
+    return {name: statistics.median(found) for name, found in values.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,39 +287,23 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"SQLite {sqlite3.sqlite_version}, synchronous={sync}, {os.cpu_count()} CPUs, ", end="")
     print(f"medians of {args.runs} run(s)", flush=True)
-    report(
-        "jobdef enqueue, 1 per call",
-        _median(args.runs, lambda d: jobdef_enqueue(d, args.single, False, sync)),
-        "jobs/s",
-    )
-    report(
-        "jobdef enqueue, bulk 1000 per call",
-        _median(args.runs, lambda d: jobdef_enqueue(d, args.bulk, True, sync)),
-        "jobs/s",
-    )
+    enqueues: dict[str, Callable[[Path], float]] = {
+        "jobdef enqueue, 1 per call": lambda d: jobdef_enqueue(d, args.single, False, sync),
+        "jobdef enqueue, bulk 1000 per call": lambda d: jobdef_enqueue(d, args.bulk, True, sync),
+    }
+    drains: dict[str, Callable[[Path], float]] = {
+        f"jobdef drain, --concurrency {concurrency}": lambda d, c=concurrency: jobdef_drain(
+            d, args.jobs, c, sync, args.prefetch, metrics=args.metrics
+        )
+        for concurrency in (1, 2)
+    }
     if not args.no_huey:
-        report(
-            "huey enqueue, 1 per call",
-            _median(args.runs, lambda d: huey_enqueue(d, args.single, sync)),
-            "jobs/s",
-        )
-    for concurrency in (1, 2):
-        report(
-            f"jobdef drain, --concurrency {concurrency}",
-            _median(
-                args.runs,
-                lambda d, c=concurrency: jobdef_drain(
-                    d, args.jobs, c, sync, args.prefetch, metrics=args.metrics
-                ),
-            ),
-            "jobs/s",
-        )
+        enqueues["huey enqueue, 1 per call"] = lambda d: huey_enqueue(d, args.single, sync)
+        drains["huey drain, 1 worker thread"] = lambda d: huey_drain(d, args.jobs, sync)
+    for measures in (enqueues, drains):
+        for name, value in _interleaved(args.runs, measures).items():
+            report(name, value, "jobs/s")
     if not args.no_huey:
-        report(
-            "huey drain, 1 worker thread",
-            _median(args.runs, lambda d: huey_drain(d, args.jobs, sync)),
-            "jobs/s",
-        )
         ratio = figures["jobdef drain, --concurrency 1"] / figures["huey drain, 1 worker thread"]
         report("jobdef drain (concurrency 1) / huey drain", ratio, "x")
     sizes = [int(s) for s in args.finished.split(",")]
