@@ -72,6 +72,18 @@ def test_a_turn_holding_two_attempts_of_one_job_completes_the_newer_in_either_or
         assert [a.outcome for a in backend.attempts(job_id)] == ["retry", "done"]
 
 
+def test_a_lease_of_an_attempt_the_job_never_had_keeps_no_other_lease_from_completing(
+    backend, worker
+):
+    """Each lease is fenced on its own, whatever else the call holds for the same job."""
+    job_id = _enqueue(backend, job="j")
+    lease = worker.claim_one().lease
+    unheard_of = Lease(job_id, lease.attempt + 5, lease.worker_id)
+    backend.complete([unheard_of, lease], results={job_id: '{"n": 1}'})
+    record = backend.get(job_id)
+    assert (record.state, record.result) == ("done", {"n": 1})
+
+
 def test_retry_requeues_with_run_after_and_keeps_the_error(backend, clock, worker):
     job_id = _enqueue(backend)
     lease = worker.claim_one().lease

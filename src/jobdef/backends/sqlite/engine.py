@@ -28,7 +28,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -485,7 +484,7 @@ class SQLiteBackend(SharedVerbs):
         """complete_jobs moves the jobs, record_done_attempts writes their attempts, then
         the messages of the jobs that finished are stored."""
         finished: list[int] = []
-        for worker_id, fences in _fences_by_worker(done).items():
+        for worker_id, fences in _fence_statements(done):
             params = {"fences": json.dumps(fences), "worker_id": worker_id, "now": now}
             finished += [row[0] for row in conn.execute(_q("complete_jobs"), params).fetchall()]
         if finished:
@@ -552,18 +551,27 @@ class SQLiteBackend(SharedVerbs):
         return record_processed_key_on(connection, key, job_id, self.clock(), self.url)
 
 
-def _fences_by_worker(done: Completion) -> dict[str, dict[int, Any]]:
-    """complete_jobs's ``:fences`` for each worker holding some of ``done``'s leases (a
-    worker's turn holds its own only): job id to attempt, or to ``[attempt, result]``.
-    Two leases of one job keep the newer attempt (read last): only the job's newest can
-    pass the fence, and the older one, refused anyway, must not take its place."""
-    by_worker: dict[str, dict[int, Any]] = {}
+def _fence_statements(done: Completion) -> list[tuple[str, dict[int, Any]]]:
+    """complete_jobs's ``(:worker_id, :fences)`` for ``done``: job id to attempt, or to
+    ``[attempt, result]``. One statement per worker (a worker's turn holds its own leases
+    only), and one more for each further lease of a job already in it, which an object
+    cannot hold twice (an attempt that lost its lease beside the job's next one): each is
+    fenced on its own, as every lease is."""
+    objects: dict[str, list[dict[int, Any]]] = {}
     results = done.results
-    for lease in sorted(done.leases, key=attrgetter("attempt")):
+    for lease in done.leases:
         result = results.get(lease.job_id)
         fence = lease.attempt if result is None else [lease.attempt, result]
-        by_worker.setdefault(lease.worker_id, {})[lease.job_id] = fence
-    return by_worker
+        fences = objects.get(lease.worker_id)
+        if fences is None:
+            fences = objects[lease.worker_id] = [{}]
+        for each in fences:  # the first, but for a job's second lease
+            if lease.job_id not in each:
+                break
+        else:
+            fences.append(each := {})
+        each[lease.job_id] = fence
+    return [(worker_id, each) for worker_id, fences in objects.items() for each in fences]
 
 
 def record_processed_key_on(

@@ -174,10 +174,11 @@ WHERE id = :job_id AND attempt = :attempt AND worker_id = :worker_id AND state =
 
 -- name: complete_jobs
 -- Group commit: every lease one worker (:worker_id) holds in a turn, in one
--- statement. :fences is a JSON object keyed by job id: the lease's attempt, or
--- [attempt, result] when the handler returned something (its JSON text, checked
--- by the worker's child; json_extract gives that text back as it is). The fence
--- is the same as heartbeat's. An object read by json_each costs no json_extract
+-- statement (one more for a second lease of a job already in it: see the engine's
+-- _fence_statements). :fences is a JSON object keyed by job id: the lease's
+-- attempt, or [attempt, result] when the handler returned something (its JSON
+-- text, checked by the worker's child; json_extract gives that text back as it
+-- is). The fence is the same as heartbeat's. An object read by json_each costs no json_extract
 -- for a lease without a result: four per lease (an array of [id, attempt,
 -- worker, result] each) were a quarter of the statement's time.
 UPDATE jobdef_jobs
