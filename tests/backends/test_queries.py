@@ -28,7 +28,9 @@ _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 
 # The only query names one engine has and the other not, each with why. Every
 # other name is in both files, and means the same thing in both.
-_LIMITED_STEPS = "a step of the limited claim, which PostgreSQL does in claim_jobs_limited"
+_LIMITED_STEPS = (
+    "a step of the claim queue by queue, which PostgreSQL does in claim_jobs_limited and claim_jobs"
+)
 POSTGRES_ONLY: dict[str, str] = {
     "session_settings": "the verbs' session turns bitmap scans off (SQLite pins with INDEXED BY) "
     "and has the server abort the statement of a client that is gone",

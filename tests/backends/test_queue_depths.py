@@ -12,6 +12,7 @@ import pytest
 from jobdef.backends import open_backend, verbs
 from jobdef.backends.records import NewJob
 from jobdef.backends.sql import load_queries
+from support.plans import entries_read, plan_nodes
 
 ACTIVE_INDEXES = ("jobdef_jobs_claim_queue", "jobdef_jobs_running")
 
@@ -192,12 +193,6 @@ def test_sqlite_queue_depths_reads_as_much_for_a_long_backlog_as_for_a_short_one
     assert steps[1] == steps[0], steps  # a walk of the backlog would take 100 times more
 
 
-def _postgres_plan_nodes(plan):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _postgres_plan_nodes(child)
-
-
 def test_postgres_queue_depths_never_walks_a_table_or_a_backlog(postgres_url, postgres_schema):
     """With statistics that say one queue holds most rows, the plan still reads only
     probes of the partial indexes: no Seq Scan of jobdef_jobs (finished rows and all),
@@ -232,18 +227,12 @@ def test_postgres_queue_depths_never_walks_a_table_or_a_backlog(postgres_url, po
         ("short", 2, 50_000.0 - 3),
     ]
     reads = [
-        node
-        for node in _postgres_plan_nodes(plan[0]["Plan"])
-        if node.get("Relation Name") == "jobdef_jobs"
+        node for node in plan_nodes(plan[0]["Plan"]) if node.get("Relation Name") == "jobdef_jobs"
     ]
     assert reads
     assert [node["Node Type"] for node in reads if "Index" not in node["Node Type"]] == []
     assert {node["Index Name"] for node in reads} <= set(ACTIVE_INDEXES)
-    # What a scan read: the rows it gave and the ones its filter threw away.
-    entries = sum(
-        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
-        for node in reads
-    )
+    entries = entries_read(plan[0]["Plan"], "jobdef_jobs")
     assert entries <= 40, entries  # the min() over the backlog read 30,000
 
 
@@ -273,9 +262,5 @@ def test_postgres_queue_depths_counts_each_queue_once(postgres_url, postgres_sch
         [(plan,)] = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params).fetchall()
         rows = conn.execute(sql, params).fetchall()
     assert [(row[0], row[2]) for row in rows] == [(queue, 100) for queue in queues]
-    entries = sum(
-        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
-        for node in _postgres_plan_nodes(plan[0]["Plan"])
-        if node.get("Relation Name") == "jobdef_jobs"
-    )
+    entries = entries_read(plan[0]["Plan"], "jobdef_jobs")
     assert entries <= len(queues) * 100 + 100, entries  # the counts, and the probes

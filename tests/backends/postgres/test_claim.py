@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 
+import psycopg
 import pytest
 
 from jobdef.backends.postgres.engine import PostgresBackend, _complete_params
 from jobdef.backends.records import ClaimOptions, ErrorInfo, NewJob
 from jobdef.backends.transitions import Completion
 from support import ManualClock
+from support.plans import entries_read
 
 from . import proc
 from .helpers import query
@@ -142,6 +144,83 @@ def test_a_paused_queue_is_skipped_and_others_are_claimed(pg_backend: PostgresBa
     assert [job.queue for job in claimed] == ["open_q"]
     pg_backend.set_paused("paused_q", False)
     assert [j.queue for j in pg_backend.claim(ClaimOptions("w1", 30, limit=10))] == ["paused_q"]
+
+
+def _backlog_ahead(backend: PostgresBackend, postgres_url: str) -> list[int]:
+    """3,000 queued jobs of queue `backed_up`, first in claim order, then three of
+    queue `served`, whose ids come back."""
+    query(
+        postgres_url,
+        f'INSERT INTO "{backend.schema}".jobdef_jobs (job, queue, priority, args, state, '
+        "max_attempts, run_after, created_at, updated_at) "
+        "SELECT 'a', 'backed_up', 5, '{}', 'queued', 1, 0, 0, 0 FROM generate_series(1, 3000)",
+    )
+    query(postgres_url, f'ANALYZE "{backend.schema}".jobdef_jobs')
+    return [r.id for r in backend.enqueue([NewJob("b", {}, "served") for _ in range(3)])]
+
+
+def _rows_read(backend: PostgresBackend, name: str, params: dict[str, object]) -> int:
+    """The jobdef_jobs rows statement ``name`` reads, run with ``params`` under EXPLAIN
+    ANALYZE on the engine's session, as a turn plans it (one plan for every
+    execution), and rolled back."""
+    conn = backend.sessions.connection()
+    conn.execute(backend._q("fixed_plans"))
+    try:
+        with conn.transaction():
+            rows = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + backend._q(name), params)
+            [(plan,)] = rows.fetchall()
+            raise psycopg.Rollback
+    finally:
+        conn.execute(backend._q("fresh_plans"))
+    return entries_read(plan[0]["Plan"], "jobdef_jobs")
+
+
+@pytest.mark.parametrize("statement", ["claim_jobs", "complete_and_claim"])
+def test_a_claim_of_one_queue_reads_none_of_another_queues_backlog(
+    pg_backend: PostgresBackend, postgres_url: str, statement: str
+) -> None:
+    """A worker serving one queue (--queues) reads that queue, not the backlog of another
+    that comes first in claim order: the walk of the claim index read it whole (3,000
+    rows) at each claim and each turn."""
+    served = _backlog_ahead(pg_backend, postgres_url)
+    options = ClaimOptions("w", 30, limit=10, queues=("served",))
+    now = pg_backend.clock()
+    params = pg_backend._claim_params(options, now)
+    if statement == "complete_and_claim":
+        params |= _complete_params(Completion([], {}, {}), now) | pg_backend._ends()
+    assert _rows_read(pg_backend, statement, params) <= 20  # the three, three times over
+    assert sorted(job.id for job in pg_backend.claim(options)) == served
+
+
+@pytest.mark.parametrize("statement", ["claim_jobs", "complete_and_claim"])
+def test_while_a_queue_is_paused_a_claim_reads_none_of_its_backlog(
+    pg_backend: PostgresBackend, postgres_url: str, statement: str
+) -> None:
+    """Every worker claims at every turn and safety poll: a paused queue's backlog, read
+    whole by each, would cost the server a walk of it per claim until the resume."""
+    served = _backlog_ahead(pg_backend, postgres_url)
+    pg_backend.set_paused("backed_up", True)
+    options = ClaimOptions("w", 30, limit=10)
+    now = pg_backend.clock()
+    params = pg_backend._claim_params(options, now)
+    if statement == "complete_and_claim":
+        params |= _complete_params(Completion([], {}, {}), now) | pg_backend._ends()
+    assert _rows_read(pg_backend, statement, params) <= 20  # the three, three times over
+    assert sorted(job.id for job in pg_backend.claim(options)) == served
+    pg_backend.set_paused("backed_up", False)
+    assert {job.queue for job in pg_backend.claim(options)} == {"backed_up"}
+
+
+def test_a_claim_of_every_queue_with_none_paused_walks_the_claim_index_from_its_head(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """The common claim keeps its single walk: it reads what it takes, and in claim
+    order across queues."""
+    _backlog_ahead(pg_backend, postgres_url)
+    options = ClaimOptions("w", 30, limit=10)
+    # The ten it takes, three times over: the walk, the lease by id, the update.
+    assert _rows_read(pg_backend, "claim_jobs", pg_backend._claim_params(options, 0.0)) <= 30
+    assert {job.queue for job in pg_backend.claim(options)} == {"backed_up"}
 
 
 def test_a_reclaimed_lease_fences_out_the_late_worker(

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from jobdef.backends import open_backend
+from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.backends.sql import migration_files
 from jobdef.backends.sqlite.engine import MIGRATIONS, SQLiteBackend, _q, sqlite_path
 from jobdef.errors import BackendError
@@ -93,6 +94,49 @@ def test_claim_reads_the_partial_index_of_queued_rows_only(tmp_path):
     conn.close()
     assert "USING INDEX jobdef_jobs_claim" in plan
     assert "SCAN jobdef_jobs\n" not in plan
+
+
+def _claim_steps(tmp_path, ahead: int, options: ClaimOptions, pause: bool) -> tuple[int, set]:
+    """SQLite's VM instructions for one claim, and the queues it took, in a store
+    where ``ahead`` jobs of queue `backed_up` come before three of queue `served` in
+    claim order (paused when ``pause``)."""
+    backend = open_backend(f"sqlite:///{tmp_path}/jobs-{ahead}.db")
+    try:
+        for first in range(0, ahead, 5_000):
+            backend.enqueue([NewJob("a", {}, "backed_up", priority=5)] * min(5_000, ahead - first))
+        backend.enqueue([NewJob("b", {}, "served") for _ in range(3)])
+        if pause:
+            backend.set_paused("backed_up", True)
+        steps = 0
+
+        def step() -> int:
+            nonlocal steps
+            steps += 1
+            return 0
+
+        backend._conn.set_progress_handler(step, 1)
+        claimed = backend.claim(options)
+        backend._conn.set_progress_handler(None, 1)
+        return steps, {job.queue for job in claimed}
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    ("queues", "pause"), [(("served",), False), (None, True)], ids=["one_queue", "paused"]
+)
+def test_a_claim_reads_as_much_however_long_the_backlog_of_a_queue_it_does_not_take(
+    tmp_path, queues, pause
+):
+    """A worker serving one queue (--queues), and every claim while a queue is paused:
+    the claim reads the queues it may take, not the backlog of another that comes first
+    in claim order (the walk of the claim index read it whole, at every claim)."""
+    options = ClaimOptions("w", 30, limit=10, queues=queues)
+    short, taken = _claim_steps(tmp_path, 300, options, pause)
+    assert taken == {"served"}
+    long, taken = _claim_steps(tmp_path, 30_000, options, pause)
+    assert taken == {"served"}
+    assert long == short, (short, long)  # a walk of the backlog would take 100 times more
 
 
 def test_a_database_held_locked_too_long_is_one_clear_error(tmp_path):

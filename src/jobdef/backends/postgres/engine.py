@@ -655,7 +655,8 @@ class PostgresBackend(
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
             "limit": options.limit,
-            "queues": None if options.queues is None else list(options.queues),
+            # Each once: the claim reads each named queue on its own (choose_runnable).
+            "queues": None if options.queues is None else list(dict.fromkeys(options.queues)),
         }
 
     def _claim_on(self, conn: Connection, options: ClaimOptions, now: float) -> list[JobRecord]:

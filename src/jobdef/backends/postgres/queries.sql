@@ -313,20 +313,83 @@ WHERE q.queue = ANY (%(limited)s::text[])
 ORDER BY q.queue
 FOR UPDATE OF q;
 
+-- fragment: queued_queues
+-- `present`, the queues that have queued jobs (and a last NULL row that ends the
+-- recursion): a skip scan of jobdef_jobs_claim_queue, one index probe per queue
+-- however many jobs each holds (PostgreSQL has no skip scan of its own: a recursive
+-- one). A query that includes it says WITH RECURSIVE.
+present AS (
+    (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+     WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM {schema}.jobdef_jobs AS j
+            WHERE j.state = 'queued' AND j.queue > present.queue
+            ORDER BY j.queue LIMIT 1)
+    FROM present WHERE present.queue IS NOT NULL
+)
+
 -- fragment: choose_runnable
--- Up to `limit` runnable jobs of the claimed queues, in claim order (priority
--- desc, run_after, id), locked with SKIP LOCKED: the walk of the claim index
--- that the plain claims share.
-chosen AS (
+-- Up to `limit` runnable jobs in claim order (priority desc, run_after, id), locked
+-- with SKIP LOCKED: the step the plain claims share. Read one of two ways, and the
+-- statement runs one: each way's condition is on the parameters and the paused
+-- queues only, a one-time filter of the plan.
+-- - `walk`: a claim over every queue while none is paused walks the claim index
+--   from its head and stops after `limit` rows.
+-- - `by_queue`: a claim of some queues (a worker's --queues), or any claim while a
+--   queue is paused, reads each queue it may take on its own, through the
+--   per-queue claim index, and merges them in claim order. Walking the claim index
+--   instead would read, and throw away, every queued job of the other queues ahead
+--   of them: a worker serving one queue while another has a backlog, and every
+--   worker while a paused queue holds one, read that backlog whole at each claim.
+--   Each queue gives at most `limit` rows, locked until commit (other workers skip
+--   them), of which `limit` in all are leased. The queue is bounded on both sides
+--   rather than by `=`, and leads the ORDER BY: with `=`, the planner drops the
+--   queue from the order as fixed, both claim indexes then give it, and statistics
+--   that saw one queue only (a backlog of one, analysed before the next queue came)
+--   made it walk the claim index with the queue as a filter, the backlog and all.
+--   This way only the per-queue index gives the order, bounded to the one queue.
+-- Needs `present` (include queued_queues first).
+walk AS (
     SELECT j.id
     FROM {schema}.jobdef_jobs AS j
-    WHERE j.state = 'queued'
+    WHERE %(queues)s::text[] IS NULL
+      AND NOT EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
+      AND j.state = 'queued'
       AND j.run_after <= %(now)s
-      AND (%(queues)s::text[] IS NULL OR j.queue = ANY (%(queues)s::text[]))
-      AND j.queue NOT IN (SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused)
     ORDER BY j.priority DESC, j.run_after, j.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+),
+served AS (
+    SELECT q.queue FROM unnest(%(queues)s::text[]) AS q(queue)
+    UNION ALL
+    SELECT present.queue FROM present
+    WHERE %(queues)s::text[] IS NULL
+      AND EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
+      AND present.queue IS NOT NULL
+),
+by_queue AS (
+    SELECT c.id, c.priority, c.run_after
+    FROM served
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.run_after
+        FROM {schema}.jobdef_jobs AS j
+        WHERE j.state = 'queued' AND j.run_after <= %(now)s
+          AND j.queue >= served.queue AND j.queue <= served.queue
+        ORDER BY j.queue, j.priority DESC, j.run_after, j.id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS c
+    WHERE served.queue <> ALL (ARRAY(
+        SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused
+    ))
+),
+chosen AS (
+    SELECT walk.id FROM walk
+    UNION ALL
+    (SELECT by_queue.id FROM by_queue
+     ORDER BY by_queue.priority DESC, by_queue.run_after, by_queue.id
+     LIMIT %(limit)s)
 )
 
 -- fragment: lease_chosen
@@ -348,11 +411,13 @@ claimed AS (
 
 -- name: claim_jobs
 -- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
--- to the worker: one statement walking the claim index with SKIP LOCKED, so
--- concurrent workers never wait on each other and it stops after `limit` rows.
--- SQLite's is one UPDATE ... WHERE id IN (SELECT ... LIMIT); PostgreSQL has
--- no LIMIT on UPDATE and must lock what it picks, hence the two CTEs.
-WITH
+-- to the worker: one statement reading the claim indexes with SKIP LOCKED (the
+-- claim index from its head, or each queue's: choose_runnable), so concurrent
+-- workers never wait on each other and it stops after `limit` rows. SQLite's is
+-- one UPDATE ... WHERE id IN (SELECT ... LIMIT), or its steps queue by queue;
+-- PostgreSQL has no LIMIT on UPDATE and must lock what it picks, hence the CTEs.
+WITH RECURSIVE
+-- include: queued_queues,
 -- include: choose_runnable,
 -- include: lease_chosen
 SELECT * FROM claimed;
@@ -370,17 +435,10 @@ SELECT * FROM claimed;
 -- picked here stays locked until commit, and other workers skip it. Limited
 -- queues not locked by this transaction (`limited_all` minus `limited`) are
 -- skipped. The same statement takes one token per claimed job from the buckets
--- of the locked rate-limited queues (`rated`).
-WITH RECURSIVE present AS (
-    -- The distinct queues with queued jobs: a skip scan, one probe per queue.
-    (SELECT j.queue FROM {schema}.jobdef_jobs AS j
-     WHERE j.state = 'queued' ORDER BY j.queue LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.queue FROM {schema}.jobdef_jobs AS j
-            WHERE j.state = 'queued' AND j.queue > present.queue
-            ORDER BY j.queue LIMIT 1)
-    FROM present WHERE present.queue IS NOT NULL
-),
+-- of the locked rate-limited queues (`rated`). Each queue's read orders by the
+-- queue first, as choose_runnable's does, so that it is the per-queue index's.
+WITH RECURSIVE
+-- include: queued_queues,
 room AS (
     SELECT l.queue,
            least(
@@ -408,8 +466,9 @@ picks AS (
     CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.run_after
         FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'queued' AND j.queue = served.queue AND j.run_after <= %(now)s
-        ORDER BY j.priority DESC, j.run_after, j.id
+        WHERE j.state = 'queued' AND j.run_after <= %(now)s
+          AND j.queue >= served.queue AND j.queue <= served.queue
+        ORDER BY j.queue, j.priority DESC, j.run_after, j.id
         LIMIT served.take
         FOR UPDATE SKIP LOCKED
     ) AS c
@@ -500,8 +559,9 @@ SELECT id FROM finished WHERE (SELECT count(*) FROM ended) >= 0;
 -- Only the first row carries `done_ids` (NULL on the others): on every row, a
 -- batch's array would be written by the server and read by the worker once per
 -- claimed job, the batch's size squared.
-WITH
+WITH RECURSIVE
 -- include: finish_done,
+-- include: queued_queues,
 -- include: choose_runnable,
 -- include: lease_chosen
 SELECT CASE WHEN row_number() OVER () = 1 THEN done.done_ids END AS done_ids, claimed.*

@@ -335,28 +335,36 @@ class SQLiteBackend(SharedVerbs):
             "now": now,
             "worker_id": options.worker_id,
             "lease_until": now + options.lease_seconds,
-            "queues": None if options.queues is None else json.dumps(list(options.queues)),
         }
-        if options.queue_limits or options.queue_rates:
-            rows = self._claim_limited(conn, options, params, now)
+        paused = {row[0] for row in conn.execute(_q("paused_queues"))}
+        if options.queue_limits or options.queue_rates or options.queues is not None or paused:
+            rows = self._claim_by_queue(conn, options, params, now, paused)
         else:
             params["limit"] = options.limit
             rows = conn.execute(_q("claim_jobs"), params).fetchall()
         return in_claim_order(job_records(rows, self._decode))
 
-    def _claim_limited(
-        self, conn: sqlite3.Connection, options: ClaimOptions, params: dict[str, Any], now: float
+    def _claim_by_queue(
+        self,
+        conn: sqlite3.Connection,
+        options: ClaimOptions,
+        params: dict[str, Any],
+        now: float,
+        paused: Collection[str],
     ) -> list[sqlite3.Row]:
-        """Claim in order while honouring each queue's cap on running jobs and its start
-        rate, across every worker of the store (this runs under the write lock).
+        """Claim queue by queue: a claim of some queues (a worker's --queues), a claim
+        while a queue is paused, and one that honours each queue's cap on running jobs
+        and its start rate across every worker of the store (this runs under the write
+        lock).
 
         Each queue that has queued jobs is read on its own (``jobs_claim_queue``), at
         most as many jobs as it may start, so a claim costs a few index probes per
-        queue however deep a capped queue's backlog is.
+        queue however deep a capped, paused or unserved queue's backlog is; the walk
+        of claim_jobs would read every job of such a queue that comes first in claim
+        order, at each claim.
         """
         buckets = self._buckets(conn, options.queue_rates)
         room = self._queue_room(conn, options, buckets, now)
-        paused = {row[0] for row in conn.execute(_q("paused_queues"))}
         wanted = None if options.queues is None else set(options.queues)
         picks: list[sqlite3.Row] = []
         for (queue,) in conn.execute(_q("queues_with_queued")).fetchall():

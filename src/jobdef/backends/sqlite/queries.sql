@@ -96,8 +96,10 @@ VALUES (:job, :queue, :priority, :args, 'queued', :max_attempts, :key,
         :run_after, :now, :now, :slot, :receipt);
 
 -- name: claim_jobs
--- One statement: the runnable jobs in claim order, leased to the worker. The inner
--- SELECT walks the jobdef_jobs_claim partial index and stops after :limit rows.
+-- One statement: the runnable jobs in claim order, leased to the worker, for a
+-- claim over every queue while none is paused (the engine reads the others queue
+-- by queue: queues_with_queued, queue_candidates, claim_ids). The inner SELECT
+-- walks the jobdef_jobs_claim partial index and stops after :limit rows.
 -- The attempt starts on the job row (started_at); its attempts row is written
 -- when it ends. PostgreSQL's locks what it picks with SKIP LOCKED, in two
 -- CTEs, so that concurrent workers never wait on each other.
@@ -107,8 +109,6 @@ SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
 WHERE id IN (
     SELECT id FROM jobdef_jobs INDEXED BY jobdef_jobs_claim
     WHERE state = 'queued' AND run_after <= :now
-      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND queue NOT IN (SELECT queue FROM jobdef_queues WHERE paused = 1)
     ORDER BY priority DESC, run_after, id
     LIMIT :limit
 )
@@ -528,7 +528,7 @@ LEFT JOIN oldest AS o ON o.queue = n.queue
 ORDER BY n.queue;
 
 -- name: paused_queues
--- The queues the claim under queue limits skips (claim_jobs reads them itself).
+-- The queues a claim skips; while there are any, the engine claims queue by queue.
 SELECT queue FROM jobdef_queues WHERE paused = 1;
 
 -- name: set_trace_context
