@@ -12,6 +12,16 @@ For each round trip and each number of worker processes (``--workers``, each
   came back with no job, counted in each worker process at the client, during
   the drain and then during the latency phase (the wake-ups that found nothing:
   the herd an enqueue wakes);
+- the drain's middle: jobs per second from the 10th to the 90th percentile of the
+  finishes, the fleet at work without its ramp (windows growing from two jobs a
+  process) and its tail (the last workers' windows);
+- claim index entries read per job: what the claims' walks of ``jobdef_jobs_claim``
+  returned (``pg_stat_user_indexes.idx_tup_read``) over the drain, per job drained.
+  One a job is the floor; each entry more is a row a claim met that another worker
+  had claimed (locked, or claimed since the claim's snapshot and not yet dead to
+  every session), read from the heap and skipped. The server's statistics reach the
+  view a second or so late, so it is read a second after the drain (the idle fleet's
+  few claims in that second are in it);
 - connections: the most sessions of the fleet seen in ``pg_stat_activity`` at once;
 - CPU per job during the drain, microseconds: the server's (the fleet's sessions, read
   from ``/proc``: the shared part, which more hosts do not add to) and the rest of the
@@ -246,14 +256,12 @@ def one_run(
                 backend.set_paused("default", False)
                 _wait(pending, 600, "the drain")
 
+            read_before = _claim_index_reads(monitor)
             server, machine = _cpu_of(monitor, drain)
             drained = fleet.counts()
-            window = monitor.execute(
-                f'SELECT min(started_at), max(finished_at) FROM "{SCHEMA}".jobdef_attempts'
-            ).fetchone()
-            assert window is not None
-            rate = args.jobs / max(window[1] - window[0], 1e-9)
+            rate, middle = _drain_rates(monitor, args.jobs)
             time.sleep(1.0)  # every worker idle, listening
+            walked = (_claim_index_reads(monitor) - read_before) / args.jobs
             idle_server, _ = _cpu_of(monitor, lambda: time.sleep(IDLE_SECONDS))
             before = fleet.counts()
             delays, after_commit = single_jobs(args.latency, queue, monitor, pending)
@@ -262,6 +270,8 @@ def one_run(
             fleet.stop()
         return {
             "rate": rate,
+            "middle": middle,
+            "walked": walked,
             "empty_drain": drained["empty"] - filled["empty"],
             "claims_drain": drained["claims"] - filled["claims"],
             "empty_idle": after["empty"] - before["empty"],
@@ -279,6 +289,31 @@ def one_run(
         monitor.close()
         backend.close()
         drop_schema(direct, SCHEMA)
+
+
+def _drain_rates(monitor: Any, jobs: int) -> tuple[float, float]:
+    """Jobs per second from the first start to the last finish, and over the middle 80%
+    of the finishes (from the 10th percentile to the 90th)."""
+    window = monitor.execute(
+        f"SELECT min(started_at), max(finished_at), percentile_cont(ARRAY[0.1, 0.9]) "
+        f'WITHIN GROUP (ORDER BY finished_at) FROM "{SCHEMA}".jobdef_attempts'
+    ).fetchone()
+    assert window is not None
+    first_tenth, ninth_tenth = window[2]
+    return (
+        jobs / max(window[1] - window[0], 1e-9),
+        0.8 * jobs / max(ninth_tenth - first_tenth, 1e-9),
+    )
+
+
+def _claim_index_reads(monitor: Any) -> int:
+    """Index entries the scans of the claim index have returned so far."""
+    row = monitor.execute(
+        "SELECT idx_tup_read FROM pg_stat_user_indexes "
+        "WHERE schemaname = %s AND indexrelname = 'jobdef_jobs_claim'",
+        [SCHEMA],
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _wait_up(monitor: Any, workers: int) -> None:
@@ -367,9 +402,10 @@ def rows(args: argparse.Namespace, folder: Path) -> Iterator[str]:
                     return float(statistics.median(r[key] for r in results))
 
                 yield (
-                    f"| {label} | {workers} | {median('rate'):,.0f} | "
+                    f"| {label} | {workers} | {median('rate'):,.0f} | {median('middle'):,.0f} | "
                     f"{median('empty_drain'):.0f} / {median('claims_drain'):.0f} | "
                     f"{median('empty_idle'):.0f} / {median('claims_idle'):.0f} | "
+                    f"{median('walked'):.1f} | "
                     f"{median('sessions'):.0f} | {median('server_us'):.1f} | "
                     f"{median('rest_us'):.1f} | {median('idle_ms'):.1f} | "
                     f"{median('p50'):.2f} | {median('p99'):.2f} | "
@@ -402,12 +438,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         file=sys.stderr,
     )
     print(
-        "| round trip | workers | drain (jobs/s) | empty claims / claims, drain "
-        "| empty claims / claims, idle | sessions | server CPU (us/job) | rest CPU (us/job) "
+        "| round trip | workers | drain (jobs/s) | middle 80% (jobs/s) "
+        "| empty claims / claims, drain | empty claims / claims, idle "
+        "| claim index entries read / job | sessions | server CPU (us/job) | rest CPU (us/job) "
         "| server CPU, idle fleet (ms/s) | enqueue-to-start p50 (ms) | p99 (ms) "
         "| commit-to-start p50 (ms) | p99 (ms) |"
     )
-    print("| --- |" + " --- |" * 12)
+    print("| --- |" + " --- |" * 14)
     try:
         for row in rows(args, folder):
             print(row, flush=True)
