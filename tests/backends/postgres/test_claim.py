@@ -159,10 +159,15 @@ def _backlog_ahead(backend: PostgresBackend, postgres_url: str) -> list[int]:
     return [r.id for r in backend.enqueue([NewJob("b", {}, "served") for _ in range(3)])]
 
 
-def _rows_read(backend: PostgresBackend, name: str, params: dict[str, object]) -> int:
-    """The jobdef_jobs rows statement ``name`` reads, run with ``params`` under EXPLAIN
-    ANALYZE on the engine's session, as a turn plans it (one plan for every
-    execution), and rolled back."""
+def _rows_read(backend: PostgresBackend, name: str, options: ClaimOptions) -> int:
+    """The jobdef_jobs rows statement ``name`` (claim_jobs, or complete_and_claim with
+    nothing to complete) reads to claim per ``options``: run under EXPLAIN ANALYZE on
+    the engine's session, as a turn plans it (one plan for every execution), and
+    rolled back."""
+    now = backend.clock()
+    params = backend._claim_params(options, now)
+    if name == "complete_and_claim":
+        params |= _complete_params(Completion([], {}, {}), now) | backend._ends()
     conn = backend.sessions.connection()
     conn.execute(backend._q("fixed_plans"))
     try:
@@ -184,11 +189,7 @@ def test_a_claim_of_one_queue_reads_none_of_another_queues_backlog(
     rows) at each claim and each turn."""
     served = _backlog_ahead(pg_backend, postgres_url)
     options = ClaimOptions("w", 30, limit=10, queues=("served",))
-    now = pg_backend.clock()
-    params = pg_backend._claim_params(options, now)
-    if statement == "complete_and_claim":
-        params |= _complete_params(Completion([], {}, {}), now) | pg_backend._ends()
-    assert _rows_read(pg_backend, statement, params) <= 20  # the three, three times over
+    assert _rows_read(pg_backend, statement, options) <= 20  # the three, three times over
     assert sorted(job.id for job in pg_backend.claim(options)) == served
 
 
@@ -201,11 +202,7 @@ def test_while_a_queue_is_paused_a_claim_reads_none_of_its_backlog(
     served = _backlog_ahead(pg_backend, postgres_url)
     pg_backend.set_paused("backed_up", True)
     options = ClaimOptions("w", 30, limit=10)
-    now = pg_backend.clock()
-    params = pg_backend._claim_params(options, now)
-    if statement == "complete_and_claim":
-        params |= _complete_params(Completion([], {}, {}), now) | pg_backend._ends()
-    assert _rows_read(pg_backend, statement, params) <= 20  # the three, three times over
+    assert _rows_read(pg_backend, statement, options) <= 20  # the three, three times over
     assert sorted(job.id for job in pg_backend.claim(options)) == served
     pg_backend.set_paused("backed_up", False)
     assert {job.queue for job in pg_backend.claim(options)} == {"backed_up"}
@@ -219,7 +216,7 @@ def test_a_claim_of_every_queue_with_none_paused_walks_the_claim_index_from_its_
     _backlog_ahead(pg_backend, postgres_url)
     options = ClaimOptions("w", 30, limit=10)
     # The ten it takes, three times over: the walk, the lease by id, the update.
-    assert _rows_read(pg_backend, "claim_jobs", pg_backend._claim_params(options, 0.0)) <= 30
+    assert _rows_read(pg_backend, "claim_jobs", options) <= 30
     assert {job.queue for job in pg_backend.claim(options)} == {"backed_up"}
 
 

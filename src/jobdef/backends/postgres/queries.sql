@@ -328,27 +328,20 @@ present AS (
     FROM present WHERE present.queue IS NOT NULL
 )
 
--- fragment: choose_runnable
--- Up to `limit` runnable jobs in claim order (priority desc, run_after, id), locked
--- with SKIP LOCKED: the step the plain claims share. Read one of two ways, and the
--- statement runs one: each way's condition is on the parameters and the paused
--- queues only, a one-time filter of the plan.
+-- fragment: runnable_ways
+-- The two ways a plain claim reads up to `limit` runnable jobs in claim order
+-- (priority desc, run_after, id), locked with SKIP LOCKED; the statement runs one:
+-- each way's condition is on the parameters and the paused queues only, a one-time
+-- filter of the plan. choose_runnable takes what the way run gave.
 -- - `walk`: a claim over every queue while none is paused walks the claim index
 --   from its head and stops after `limit` rows.
--- - `by_queue`: a claim of some queues (a worker's --queues), or any claim while a
---   queue is paused, reads each queue it may take on its own, through the
---   per-queue claim index, and merges them in claim order. Walking the claim index
---   instead would read, and throw away, every queued job of the other queues ahead
---   of them: a worker serving one queue while another has a backlog, and every
---   worker while a paused queue holds one, read that backlog whole at each claim.
---   Each queue gives at most `limit` rows, locked until commit (other workers skip
---   them), of which `limit` in all are leased. The queue is bounded on both sides
---   rather than by `=`, and leads the ORDER BY: with `=`, the planner drops the
---   queue from the order as fixed, both claim indexes then give it, and statistics
---   that saw one queue only (a backlog of one, analysed before the next queue came)
---   made it walk the claim index with the queue as a filter, the backlog and all.
---   This way only the per-queue index gives the order, bounded to the one queue.
--- Needs `present` (include queued_queues first).
+-- - `served`, read by queue_picks: a claim of some queues (a worker's --queues), or
+--   any claim while a queue is paused, reads each queue it may take on its own and
+--   merges them in claim order. Walking the claim index instead would read, and
+--   throw away, every queued job of the other queues ahead of them: a worker
+--   serving one queue while another has a backlog, and every worker while a paused
+--   queue holds one, read that backlog whole at each claim.
+-- Needs `present` (queued_queues).
 walk AS (
     SELECT j.id
     FROM {schema}.jobdef_jobs AS j
@@ -361,14 +354,32 @@ walk AS (
     FOR UPDATE SKIP LOCKED
 ),
 served AS (
-    SELECT q.queue FROM unnest(%(queues)s::text[]) AS q(queue)
-    UNION ALL
-    SELECT present.queue FROM present
-    WHERE %(queues)s::text[] IS NULL
-      AND EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
-      AND present.queue IS NOT NULL
-),
-by_queue AS (
+    SELECT named.queue, %(limit)s AS take
+    FROM (
+        SELECT q.queue FROM unnest(%(queues)s::text[]) AS q(queue)
+        UNION ALL
+        SELECT present.queue FROM present
+        WHERE %(queues)s::text[] IS NULL
+          AND EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
+          AND present.queue IS NOT NULL
+    ) AS named
+    WHERE named.queue <> ALL (ARRAY(
+        SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused
+    ))
+)
+
+-- fragment: queue_picks
+-- `picks`: each queue of `served` (queue, take) read on its own through the
+-- per-queue claim index, at most `take` runnable jobs in claim order, locked with
+-- SKIP LOCKED until commit (other workers skip them, whether or not the claim
+-- leases them); so a claim costs a few index probes per queue, however long the
+-- backlog of a queue it does not take. The queue is bounded on both sides rather
+-- than by `=`, and leads the ORDER BY: with `=`, the planner drops the queue from
+-- the order as fixed, both claim indexes then give it, and statistics that saw one
+-- queue only (a backlog of one, analysed before the next queue came) made it walk
+-- the claim index with the queue as a filter, the backlog and all. This way only
+-- the per-queue index gives the order, bounded to the one queue.
+picks AS (
     SELECT c.id, c.priority, c.run_after
     FROM served
     CROSS JOIN LATERAL (
@@ -377,18 +388,18 @@ by_queue AS (
         WHERE j.state = 'queued' AND j.run_after <= %(now)s
           AND j.queue >= served.queue AND j.queue <= served.queue
         ORDER BY j.queue, j.priority DESC, j.run_after, j.id
-        LIMIT %(limit)s
+        LIMIT served.take
         FOR UPDATE SKIP LOCKED
     ) AS c
-    WHERE served.queue <> ALL (ARRAY(
-        SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused
-    ))
-),
+)
+
+-- fragment: choose_runnable
+-- `chosen`: the ids the way run gave (runnable_ways), at most `limit` in claim order.
 chosen AS (
     SELECT walk.id FROM walk
     UNION ALL
-    (SELECT by_queue.id FROM by_queue
-     ORDER BY by_queue.priority DESC, by_queue.run_after, by_queue.id
+    (SELECT picks.id FROM picks
+     ORDER BY picks.priority DESC, picks.run_after, picks.id
      LIMIT %(limit)s)
 )
 
@@ -418,6 +429,8 @@ claimed AS (
 -- PostgreSQL has no LIMIT on UPDATE and must lock what it picks, hence the CTEs.
 WITH RECURSIVE
 -- include: queued_queues,
+-- include: runnable_ways,
+-- include: queue_picks,
 -- include: choose_runnable,
 -- include: lease_chosen
 SELECT * FROM claimed;
@@ -435,8 +448,7 @@ SELECT * FROM claimed;
 -- picked here stays locked until commit, and other workers skip it. Limited
 -- queues not locked by this transaction (`limited_all` minus `limited`) are
 -- skipped. The same statement takes one token per claimed job from the buckets
--- of the locked rate-limited queues (`rated`). Each queue's read orders by the
--- queue first, as choose_runnable's does, so that it is the per-queue index's.
+-- of the locked rate-limited queues (`rated`).
 WITH RECURSIVE
 -- include: queued_queues,
 room AS (
@@ -460,19 +472,7 @@ served AS (
       AND (%(queues)s::text[] IS NULL OR p.queue = ANY (%(queues)s::text[]))
       AND p.queue NOT IN (SELECT q.queue FROM {schema}.jobdef_queues AS q WHERE q.paused)
 ),
-picks AS (
-    SELECT c.id, c.priority, c.run_after
-    FROM served
-    CROSS JOIN LATERAL (
-        SELECT j.id, j.priority, j.run_after
-        FROM {schema}.jobdef_jobs AS j
-        WHERE j.state = 'queued' AND j.run_after <= %(now)s
-          AND j.queue >= served.queue AND j.queue <= served.queue
-        ORDER BY j.queue, j.priority DESC, j.run_after, j.id
-        LIMIT served.take
-        FOR UPDATE SKIP LOCKED
-    ) AS c
-),
+-- include: queue_picks,
 chosen AS (
     SELECT id FROM picks
     ORDER BY priority DESC, run_after, id
@@ -562,6 +562,8 @@ SELECT id FROM finished WHERE (SELECT count(*) FROM ended) >= 0;
 WITH RECURSIVE
 -- include: finish_done,
 -- include: queued_queues,
+-- include: runnable_ways,
+-- include: queue_picks,
 -- include: choose_runnable,
 -- include: lease_chosen
 SELECT CASE WHEN row_number() OVER () = 1 THEN done.done_ids END AS done_ids, claimed.*
