@@ -29,7 +29,8 @@ _STATEMENT = re.compile(r"^(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|SET)\b")
 # The only query names one engine has and the other not, each with why. Every
 # other name is in both files, and means the same thing in both.
 _LIMITED_STEPS = (
-    "a step of the claim queue by queue, which PostgreSQL does in claim_jobs_limited and claim_jobs"
+    "a step of the claim queue by queue, which PostgreSQL does in claim_jobs_limited and "
+    "claim_jobs_by_queue"
 )
 POSTGRES_ONLY: dict[str, str] = {
     "session_settings": "the verbs' session turns bitmap scans off (SQLite pins with INDEXED BY) "
@@ -47,6 +48,8 @@ POSTGRES_ONLY: dict[str, str] = {
     "lock_limited_queues": "locks limited queues between workers; SQLite reads queue_buckets",
     "claim_jobs_limited": "the limited claim in one statement; SQLite runs it as steps",
     "complete_and_claim": "a turn in one round trip; SQLite runs complete_jobs, claim_jobs",
+    "claim_jobs_by_queue": "claim_jobs read queue by queue in one statement; SQLite runs steps",
+    "complete_and_claim_by_queue": "a turn in one round trip, its claim by queue",
     "schema_exists": "the tables live in a schema of their own",
     "create_schema": "the tables live in a schema of their own",
     "create_schema_version": "made before any migration; SQLite's baseline makes it",

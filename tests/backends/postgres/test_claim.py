@@ -160,13 +160,13 @@ def _backlog_ahead(backend: PostgresBackend, postgres_url: str) -> list[int]:
 
 
 def _rows_read(backend: PostgresBackend, name: str, options: ClaimOptions) -> int:
-    """The jobdef_jobs rows statement ``name`` (claim_jobs, or complete_and_claim with
-    nothing to complete) reads to claim per ``options``: run under EXPLAIN ANALYZE on
-    the engine's session, as a turn plans it (one plan for every execution), and
-    rolled back."""
+    """The jobdef_jobs rows statement ``name`` (a claim, or a turn with nothing to
+    complete) reads to claim per ``options``: run under EXPLAIN ANALYZE on the
+    engine's session, as a turn plans it (one plan for every execution), and rolled
+    back."""
     now = backend.clock()
     params = backend._claim_params(options, now)
-    if name == "complete_and_claim":
+    if name.startswith("complete_and_claim"):
         params |= _complete_params(Completion([], {}, {}), now) | backend._ends()
     conn = backend.sessions.connection()
     conn.execute(backend._q("fixed_plans"))
@@ -180,7 +180,7 @@ def _rows_read(backend: PostgresBackend, name: str, options: ClaimOptions) -> in
     return entries_read(plan[0]["Plan"], "jobdef_jobs")
 
 
-@pytest.mark.parametrize("statement", ["claim_jobs", "complete_and_claim"])
+@pytest.mark.parametrize("statement", ["claim_jobs_by_queue", "complete_and_claim_by_queue"])
 def test_a_claim_of_one_queue_reads_none_of_another_queues_backlog(
     pg_backend: PostgresBackend, postgres_url: str, statement: str
 ) -> None:
@@ -193,18 +193,45 @@ def test_a_claim_of_one_queue_reads_none_of_another_queues_backlog(
     assert sorted(job.id for job in pg_backend.claim(options)) == served
 
 
-@pytest.mark.parametrize("statement", ["claim_jobs", "complete_and_claim"])
+@pytest.mark.parametrize(
+    ("statement", "most"),
+    [
+        ("claim_jobs", 0),  # the walk takes nothing, and says a queue is paused
+        ("complete_and_claim", 0),
+        ("claim_jobs_by_queue", 20),  # the three, three times over
+        ("complete_and_claim_by_queue", 20),
+    ],
+)
 def test_while_a_queue_is_paused_a_claim_reads_none_of_its_backlog(
-    pg_backend: PostgresBackend, postgres_url: str, statement: str
+    pg_backend: PostgresBackend, postgres_url: str, statement: str, most: int
 ) -> None:
     """Every worker claims at every turn and safety poll: a paused queue's backlog, read
     whole by each, would cost the server a walk of it per claim until the resume."""
+    _backlog_ahead(pg_backend, postgres_url)
+    pg_backend.set_paused("backed_up", True)
+    assert _rows_read(pg_backend, statement, ClaimOptions("w", 30, limit=10)) <= most
+
+
+def test_the_claim_after_a_pause_claims_by_queue_and_the_claim_after_the_resume_walks(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """The engine walks until a claim says a queue is paused; that claim, which the walk
+    left empty, is made again by queue, and so is every claim until one says no queue
+    is paused. Claims and turns alike: none comes back empty while jobs it may take
+    are queued (a burst worker would stop)."""
     served = _backlog_ahead(pg_backend, postgres_url)
     pg_backend.set_paused("backed_up", True)
-    options = ClaimOptions("w", 30, limit=10)
-    assert _rows_read(pg_backend, statement, options) <= 20  # the three, three times over
-    assert sorted(job.id for job in pg_backend.claim(options)) == served
+    options = ClaimOptions("w", 30, limit=2)
+    first = pg_backend.claim(options)  # walked, found the pause, claimed by queue
+    assert [job.queue for job in first] == ["served", "served"]
+    done, turn = pg_backend.complete_and_claim([job.lease for job in first], {}, options)
+    assert done == [True, True]
+    assert sorted(job.id for job in first + turn) == served
+    assert pg_backend._paused_seen
     pg_backend.set_paused("backed_up", False)
+    # By queue, which sees the resume; then the walk again.
+    assert {job.queue for job in pg_backend.claim(options)} == {"backed_up"}
+    assert not pg_backend._paused_seen
     assert {job.queue for job in pg_backend.claim(options)} == {"backed_up"}
 
 

@@ -41,7 +41,7 @@ import hashlib
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from jobdef.backends.flows import FlowTx
 from jobdef.backends.flows import settle as flows_settle
@@ -181,6 +181,9 @@ class PostgresBackend(
             pooled=self.sessions if self.wake_mode == "poll" else None,
         )
         self._limited_queues_known: set[str] = set()
+        # The last claim's answer to whether a queue is paused: while one is, claims
+        # read queue by queue (see _by_queue).
+        self._paused_seen = False
         self.changes = ChangeNotifier(self._notify_change)
 
     def __repr__(self) -> str:
@@ -664,9 +667,22 @@ class PostgresBackend(
         limits = self._claim_limits(options)
         if limits:
             return self._claim_limited(conn, options, limits, now)[1]
+        by_queue = self._by_queue(options)
         with conn.cursor(binary=True) as cur:  # a claim's rows in binary: see jsonb.py
-            cur.execute(self._q("claim_jobs"), self._claim_params(options, now))
-            return _claimed(cur)[1]
+            sql = self._q("claim_jobs_by_queue") if by_queue else self._q("claim_jobs")
+            cur.execute(sql, self._claim_params(options, now))
+            claimed = _claimed(cur)
+        self._paused_seen = claimed.any_paused
+        if claimed.any_paused and not by_queue:  # the walk took nothing: claim by queue
+            return self._claim_on(conn, options, now)
+        return claimed.records
+
+    def _by_queue(self, options: ClaimOptions) -> bool:
+        """Whether a claim reads queue by queue (claim_jobs_by_queue): a worker of named
+        queues, or every claim since one said a queue was paused, until one says none
+        is. The walk of claim_jobs takes nothing while a queue is paused, and says so:
+        the claim that learns it then claims again by queue."""
+        return options.queues is not None or self._paused_seen
 
     def _claim_limited(
         self,
@@ -762,11 +778,20 @@ class PostgresBackend(
             if limits:
                 return self._claim_limited(conn, claim, limits, now, params)
             both = {**params, **self._claim_params(claim, now)}
+            by_queue = self._by_queue(claim)
+            if by_queue:
+                sql = self._q("complete_and_claim_by_queue")
+            else:
+                sql = self._q("complete_and_claim")
             with conn.cursor(binary=True) as cur:  # a claim's rows in binary: see jsonb.py
-                cur.execute(self._q("complete_and_claim"), both)
-                rows, records = _claimed(cur)
+                cur.execute(sql, both)
+                claimed = _claimed(cur)
+            self._paused_seen = claimed.any_paused
+            records = claimed.records
+            if claimed.any_paused and not by_queue:  # the walk took nothing
+                records = self._claim_on(conn, claim, now)
             # done_ids, the first column of the first row: the finished jobs.
-            return set(rows[0][0]), records
+            return set(claimed.rows[0][0]), records
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             if not steps:  # no step of a flow among them: one statement, as before
@@ -982,17 +1007,27 @@ def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
     return in_claim_order(_record(row) for row in rows)
 
 
-def _claimed(cur: Any) -> tuple[list[Any], list[JobRecord]]:
+class _Claimed(NamedTuple):
+    """What a claim statement gave: its rows, the jobs they lease in claim order, and
+    whether a queue is paused (its `any_paused`)."""
+
+    rows: list[Any]
+    records: list[JobRecord]
+    any_paused: bool
+
+
+def _claimed(cur: Any) -> _Claimed:
     """The rows a claim's cursor holds, and the jobs they lease in claim order, read by
     position: a claim maps a whole batch, and a dict per row would cost more than the
-    rest of the mapping. A row with no job (NULL id: complete_and_claim's one row when
-    nothing was claimed) leases none."""
+    rest of the mapping. A row with no job (NULL id: the one row of a claim that
+    claimed nothing) leases none."""
     result = cur.pgresult  # its column names: cheaper than cur.description's Column objects
     names = [(result.fname(at) or b"").decode() for at in range(result.nfields)]
     rows: list[Any] = cur.fetchall()
     id_at = names.index("id")
     leased = [row for row in rows if row[id_at] is not None]
-    return rows, in_claim_order(job_records_by_position(names, leased))
+    paused = bool(rows and rows[0][names.index("any_paused")])
+    return _Claimed(rows, in_claim_order(job_records_by_position(names, leased)), paused)
 
 
 def _fetch_on(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:

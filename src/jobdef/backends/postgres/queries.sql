@@ -328,40 +328,42 @@ present AS (
     FROM present WHERE present.queue IS NOT NULL
 )
 
--- fragment: runnable_ways
--- The two ways a plain claim reads up to `limit` runnable jobs in claim order
--- (priority desc, run_after, id), locked with SKIP LOCKED; the statement runs one:
--- each way's condition is on the parameters and the paused queues only, a one-time
--- filter of the plan. choose_runnable takes what the way run gave.
--- - `walk`: a claim over every queue while none is paused walks the claim index
---   from its head and stops after `limit` rows.
--- - `served`, read by queue_picks: a claim of some queues (a worker's --queues), or
---   any claim while a queue is paused, reads each queue it may take on its own and
---   merges them in claim order. Walking the claim index instead would read, and
---   throw away, every queued job of the other queues ahead of them: a worker
---   serving one queue while another has a backlog, and every worker while a paused
---   queue holds one, read that backlog whole at each claim.
--- Needs `present` (queued_queues).
+-- fragment: walk
+-- `walk`: a claim over every queue while none is paused walks the claim index from
+-- its head and stops after `limit` rows, locked with SKIP LOCKED. While a queue is
+-- paused it takes nothing (a one-time filter of the plan): the engine then claims
+-- by queue (claim_jobs_by_queue), told by `any_paused`. Filtering the paused
+-- queue's jobs out here instead would read, and throw away, its whole backlog at
+-- each claim of each worker.
 walk AS (
     SELECT j.id
     FROM {schema}.jobdef_jobs AS j
-    WHERE %(queues)s::text[] IS NULL
-      AND NOT EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
       AND j.state = 'queued'
       AND j.run_after <= %(now)s
     ORDER BY j.priority DESC, j.run_after, j.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
+chosen AS (
+    SELECT walk.id FROM walk
+)
+
+-- fragment: served_queues
+-- `served`, each queue a claim by queue reads (queue_picks), `limit` jobs at most
+-- each: the queues named (a worker's --queues), or, for a claim of every queue
+-- while one is paused, every queue with queued jobs (`present`, from
+-- queued_queues); the paused ones left out. Walking the claim index instead would
+-- read, and throw away, every queued job of the other queues ahead of them: a
+-- worker serving one queue while another has a backlog read that backlog whole at
+-- each claim.
 served AS (
     SELECT named.queue, %(limit)s AS take
     FROM (
         SELECT q.queue FROM unnest(%(queues)s::text[]) AS q(queue)
         UNION ALL
         SELECT present.queue FROM present
-        WHERE %(queues)s::text[] IS NULL
-          AND EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
-          AND present.queue IS NOT NULL
+        WHERE %(queues)s::text[] IS NULL AND present.queue IS NOT NULL
     ) AS named
     WHERE named.queue <> ALL (ARRAY(
         SELECT p.queue FROM {schema}.jobdef_queues AS p WHERE p.paused
@@ -393,14 +395,12 @@ picks AS (
     ) AS c
 )
 
--- fragment: choose_runnable
--- `chosen`: the ids the way run gave (runnable_ways), at most `limit` in claim order.
+-- fragment: choose_picked
+-- `chosen`: the picks of every queue read (queue_picks), at most `limit` in claim order.
 chosen AS (
-    SELECT walk.id FROM walk
-    UNION ALL
-    (SELECT picks.id FROM picks
-     ORDER BY picks.priority DESC, picks.run_after, picks.id
-     LIMIT %(limit)s)
+    SELECT picks.id FROM picks
+    ORDER BY picks.priority DESC, picks.run_after, picks.id
+    LIMIT %(limit)s
 )
 
 -- fragment: lease_chosen
@@ -421,19 +421,38 @@ claimed AS (
 )
 
 -- name: claim_jobs
--- Take up to `limit` runnable jobs, priority desc, run_after, id, and lease them
--- to the worker: one statement reading the claim indexes with SKIP LOCKED (the
--- claim index from its head, or each queue's: choose_runnable), so concurrent
--- workers never wait on each other and it stops after `limit` rows. SQLite's is
--- one UPDATE ... WHERE id IN (SELECT ... LIMIT), or its steps queue by queue;
--- PostgreSQL has no LIMIT on UPDATE and must lock what it picks, hence the CTEs.
+-- Take up to `limit` runnable jobs of every queue, priority desc, run_after, id,
+-- and lease them to the worker: one statement walking the claim index with SKIP
+-- LOCKED, so concurrent workers never wait on each other and it stops after
+-- `limit` rows. One row comes back even when nothing was claimed: `any_paused`
+-- says whether a queue is paused, in which case the walk took nothing and the
+-- engine claims by queue instead (claim_jobs_by_queue), now and until a claim says
+-- no queue is paused. SQLite's is one UPDATE ... WHERE id IN (SELECT ... LIMIT),
+-- or its steps queue by queue; PostgreSQL has no LIMIT on UPDATE and must lock
+-- what it picks, hence the CTEs.
+WITH
+-- include: walk,
+-- include: lease_chosen
+SELECT flag.any_paused, claimed.*
+FROM (SELECT EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
+             AS any_paused) AS flag
+LEFT JOIN claimed ON true;
+
+-- name: claim_jobs_by_queue
+-- claim_jobs for a worker of named queues (--queues), and for every claim while a
+-- queue is paused: each queue it may take read on its own, through the per-queue
+-- index, and merged in claim order (served_queues, queue_picks). Its rows as
+-- claim_jobs's, `any_paused` first.
 WITH RECURSIVE
 -- include: queued_queues,
--- include: runnable_ways,
+-- include: served_queues,
 -- include: queue_picks,
--- include: choose_runnable,
+-- include: choose_picked,
 -- include: lease_chosen
-SELECT * FROM claimed;
+SELECT flag.any_paused, claimed.*
+FROM (SELECT EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused)
+             AS any_paused) AS flag
+LEFT JOIN claimed ON true;
 
 -- name: claim_jobs_limited
 -- PostgreSQL only: SQLite runs the same steps as separate statements inside its
@@ -549,27 +568,49 @@ WITH
 -- include: finish_done
 SELECT id FROM finished WHERE (SELECT count(*) FROM ended) >= 0;
 
+-- fragment: turn_done
+-- `done`, one row: the ids of the jobs a turn finished (`done_ids`), and whether a
+-- queue is paused (`any_paused`, as claim_jobs says it). Reading `ended` runs it.
+done AS (
+    SELECT coalesce(array_agg(id), '{}') AS done_ids,
+           EXISTS (SELECT 1 FROM {schema}.jobdef_queues AS p WHERE p.paused) AS any_paused
+    FROM finished
+    WHERE (SELECT count(*) FROM ended) >= 0
+)
+
 -- name: complete_and_claim
 -- PostgreSQL only (SQLite runs complete_jobs then claim_jobs in one
 -- transaction: its commit, not its round trips, is what costs).
 -- A worker's turn in one statement (one round trip, one commit): complete_jobs,
 -- then claim_jobs. The two touch different rows (running ones, queued ones),
 -- so one snapshot serves both. One row comes back even when nothing was
--- claimed: `done_ids` are the finished jobs, the other columns a claimed one.
--- Only the first row carries `done_ids` (NULL on the others): on every row, a
--- batch's array would be written by the server and read by the worker once per
--- claimed job, the batch's size squared.
+-- claimed: `done_ids` are the finished jobs, `any_paused` as claim_jobs's, the
+-- other columns a claimed one. Only the first row carries `done_ids` (NULL on the
+-- others): on every row, a batch's array would be written by the server and read
+-- by the worker once per claimed job, the batch's size squared.
+WITH
+-- include: finish_done,
+-- include: walk,
+-- include: lease_chosen,
+-- include: turn_done
+SELECT CASE WHEN row_number() OVER () = 1 THEN done.done_ids END AS done_ids,
+       done.any_paused, claimed.*
+FROM done LEFT JOIN claimed ON true;
+
+-- name: complete_and_claim_by_queue
+-- complete_and_claim with the claim of claim_jobs_by_queue: a turn of a worker of
+-- named queues, and every turn while a queue is paused.
 WITH RECURSIVE
 -- include: finish_done,
 -- include: queued_queues,
--- include: runnable_ways,
+-- include: served_queues,
 -- include: queue_picks,
--- include: choose_runnable,
--- include: lease_chosen
-SELECT CASE WHEN row_number() OVER () = 1 THEN done.done_ids END AS done_ids, claimed.*
-FROM (SELECT coalesce(array_agg(id), '{}') AS done_ids FROM finished
-      WHERE (SELECT count(*) FROM ended) >= 0) AS done
-LEFT JOIN claimed ON true;
+-- include: choose_picked,
+-- include: lease_chosen,
+-- include: turn_done
+SELECT CASE WHEN row_number() OVER () = 1 THEN done.done_ids END AS done_ids,
+       done.any_paused, claimed.*
+FROM done LEFT JOIN claimed ON true;
 
 -- name: retry_job
 -- Back to the queue after a failed attempt; `last_error` and `last_delay` feed
