@@ -667,21 +667,28 @@ class PostgresBackend(
         limits = self._claim_limits(options)
         if limits:
             return self._claim_limited(conn, options, limits, now)[1]
+        params = self._claim_params(options, now)
         by_queue = self._by_queue(options)
+        sql = self._q("claim_jobs_by_queue") if by_queue else self._q("claim_jobs")
+        claimed = self._claim_with(conn, sql, params)
+        if claimed.any_paused and not by_queue:  # the walk took nothing: claim by queue
+            claimed = self._claim_with(conn, self._q("claim_jobs_by_queue"), params)
+        return claimed.records
+
+    def _claim_with(self, conn: Connection, sql: str, params: Mapping[str, Any]) -> _Claimed:
+        """Run the claim statement ``sql`` (a claim or a turn) and keep its answer to
+        whether a queue is paused, which picks the next claim's statement."""
         with conn.cursor(binary=True) as cur:  # a claim's rows in binary: see jsonb.py
-            sql = self._q("claim_jobs_by_queue") if by_queue else self._q("claim_jobs")
-            cur.execute(sql, self._claim_params(options, now))
+            cur.execute(sql, params)
             claimed = _claimed(cur)
         self._paused_seen = claimed.any_paused
-        if claimed.any_paused and not by_queue:  # the walk took nothing: claim by queue
-            return self._claim_on(conn, options, now)
-        return claimed.records
+        return claimed
 
     def _by_queue(self, options: ClaimOptions) -> bool:
         """Whether a claim reads queue by queue (claim_jobs_by_queue): a worker of named
         queues, or every claim since one said a queue was paused, until one says none
         is. The walk of claim_jobs takes nothing while a queue is paused, and says so:
-        the claim that learns it then claims again by queue."""
+        the claim that learns it then claims again by queue, once."""
         return options.queues is not None or self._paused_seen
 
     def _claim_limited(
@@ -783,13 +790,10 @@ class PostgresBackend(
                 sql = self._q("complete_and_claim_by_queue")
             else:
                 sql = self._q("complete_and_claim")
-            with conn.cursor(binary=True) as cur:  # a claim's rows in binary: see jsonb.py
-                cur.execute(sql, both)
-                claimed = _claimed(cur)
-            self._paused_seen = claimed.any_paused
+            claimed = self._claim_with(conn, sql, both)
             records = claimed.records
-            if claimed.any_paused and not by_queue:  # the walk took nothing
-                records = self._claim_on(conn, claim, now)
+            if claimed.any_paused and not by_queue:  # the walk took nothing: claim by queue
+                records = self._claim_with(conn, self._q("claim_jobs_by_queue"), both).records
             # done_ids, the first column of the first row: the finished jobs.
             return set(claimed.rows[0][0]), records
 
