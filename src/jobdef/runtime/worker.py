@@ -13,8 +13,8 @@ classifies failures by the sheet, extends the leases of what it holds, and runs
 the maintenance services that are due.
 
 A claim is never held back in the worker: it is in a child's hands as soon as
-the claim commits, so a worker that dies leaves no claimed job that only it
-knew about. Its children give back what they held and had not started
+the worker has the claim's answer, so a worker that dies leaves no claimed job
+that only it knew about. Its children give back what they held and had not started
 (:mod:`jobdef.runtime.orphan`), without counting an attempt; only the attempts
 that started are reclaimed and counted.
 
@@ -315,6 +315,8 @@ class Worker:
         # The exchange with the store in flight on the store thread, if any; the thread
         # only on an engine that takes calls from two threads (runtime.store_thread).
         self._turn: _Turn | None = None
+        # The last answer taken found nothing to claim and the loop has not waited since.
+        self._found_nothing = False
         self._store_thread: StoreThread[tuple[list[bool], list[JobRecord]]] | None = None
         self._overlaps = turns_on_a_thread(backend)
         # Until when (monotonic) an idle turn looks again soon after a notification
@@ -407,6 +409,7 @@ class Worker:
             pool.close()
             if self._store_thread is not None:
                 self._store_thread.close()
+                self._store_thread = None
             for service in self.services:
                 close = getattr(service, "close", None)
                 if close is not None:
@@ -480,6 +483,12 @@ class Worker:
             self._wait_for_jobs(waiting)
             waiting = 0.0
         self._collect(pool, waiting, phase)
+        self._found_nothing = False  # the loop waited: the next pass may claim again
+        if phase is Phase.RUNNING and self._turn is not None and self._turn_answered():
+            # What it claimed goes to the children at once, as when the loop waited for
+            # the turn: a claimed job sits in the worker no longer than it must.
+            self._turn_with_store(pool)
+            self._dispatch(pool)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
             # Every child is busy with a slow job: let other workers take these.
             self._give_back([])
@@ -768,12 +777,11 @@ class Worker:
         out and collects; its answer is taken at the first loop turn after it came, and
         the next exchange starts then, with what finished meanwhile."""
         if self._turn is not None:
-            assert self._store_thread is not None
-            if not self._store_thread.done():
+            if not self._turn_answered():
                 return
             self._take_turn(pool)
-            if self._idle and not self._completions:
-                return  # nothing runnable, nothing to record: this loop turn waits first
+        if self._found_nothing and not self._completions:
+            return  # nothing runnable, nothing to record: the loop waits before it asks again
         turn = self._begin_turn(self._claim_options(pool))
         if turn is None:
             self._idle = False
@@ -785,6 +793,9 @@ class Worker:
             self._store_thread = StoreThread()
         self._turn = turn
         self._store_thread.start(turn.call)
+
+    def _turn_answered(self) -> bool:
+        return self._store_thread is not None and self._store_thread.done()
 
     def _turn_fd(self) -> int | None:
         """What the wait on the handler processes also ends on: the store thread's
@@ -803,7 +814,7 @@ class Worker:
         assert self._store_thread is not None
         answer = self._store_thread.take()
         self._outage.recovered(time.monotonic())  # the store took the turn: it works
-        self._idle = self._end_turn(pool, turn, answer)
+        self._idle = self._found_nothing = self._end_turn(pool, turn, answer)
 
     def _take_turn_quietly(self) -> BackendError | None:
         """Wait for the exchange in flight, if any, and act on its answer; return what the
