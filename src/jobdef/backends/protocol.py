@@ -340,13 +340,6 @@ def can_wait_for_jobs(backend: object) -> TypeGuard[WakesWorkers]:
     return isinstance(backend, WakesWorkers)
 
 
-def turns_on_a_thread(backend: object) -> bool:
-    """Whether ``backend`` takes a worker's turn on a thread of its own while the worker's
-    loop calls it too (:mod:`jobdef.runtime.store_thread`): an engine that runs each verb
-    whole under one lock says so with ``serializes_calls = True``."""
-    return getattr(backend, "serializes_calls", False) is True
-
-
 def enqueues_alike(backend: object) -> TypeGuard[EnqueuesAlike]:
     """Whether ``backend`` stores a batch alike but for the args as the caller checks it."""
     return isinstance(backend, EnqueuesAlike)

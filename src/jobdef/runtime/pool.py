@@ -436,9 +436,8 @@ class Pool:
 
     # -- hearing back -----------------------------------------------------------
 
-    def poll(self, timeout: float, also: int | None = None) -> list[Event]:
-        """Wait up to ``timeout`` for results, or until the file ``also`` is readable
-        (the worker's store thread answered), then return every result that is ready."""
+    def poll(self, timeout: float) -> list[Event]:
+        """Wait up to ``timeout`` for results, then return everything that is ready."""
         poller = select.poll()
         by_fd: dict[int, _Child] = {}
         for child in self.children:
@@ -446,14 +445,10 @@ class Pool:
             by_fd[child.process.sentinel] = child
             poller.register(child.conn.fd, select.POLLIN | (select.POLLOUT * child.conn.pending))
             poller.register(child.process.sentinel, select.POLLIN)
-        if also is not None:
-            poller.register(also, select.POLLIN)
         ready = poller.poll(max(0.0, timeout) * 1000)
         events: list[Event] = []
         dead: list[_Child] = []
         for fd, mask in ready:
-            if fd == also:
-                continue  # read by its owner
             child = by_fd[fd]
             if fd != child.conn.fd:
                 if child not in dead:

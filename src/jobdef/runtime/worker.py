@@ -5,16 +5,13 @@ the last turn and claims a batch sized to the room left in the children's
 queues (each child takes ``depth`` tasks ahead), in one transaction when the
 engine can (group commit: the flush to disk is what limits a queue), and hands
 the batch to the children at once, so they run what they hold while the worker
-waits on the database for the next. On PostgreSQL that exchange runs on a
-second thread (:mod:`jobdef.runtime.store_thread`) and the loop does not wait
-for it: it collects results and hands out tasks meanwhile, and acts on the
-answer at its first turn after it came. The loop then waits for results,
-classifies failures by the sheet, extends the leases of what it holds, and runs
-the maintenance services that are due.
+waits on the database for the next. It then waits for results, classifies
+failures by the sheet, extends the leases of what it holds, and runs the
+maintenance services that are due.
 
 A claim is never held back in the worker: it is in a child's hands as soon as
-the worker has the claim's answer, so a worker that dies leaves no claimed job
-that only it knew about. Its children give back what they held and had not started
+the claim commits, so a worker that dies leaves no claimed job that only it
+knew about. Its children give back what they held and had not started
 (:mod:`jobdef.runtime.orphan`), without counting an attempt; only the attempts
 that started are reclaimed and counted.
 
@@ -66,7 +63,6 @@ from jobdef.backends.protocol import (
     complete_and_claim,
     fail_fast,
     holds_maintenance_lock,
-    turns_on_a_thread,
 )
 from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome, Wakeup
 from jobdef.errors import BackendError, UnknownJobError
@@ -96,7 +92,6 @@ from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 from jobdef.runtime.results import result_rules
 from jobdef.runtime.settings import WorkerSettings
-from jobdef.runtime.store_thread import StoreThread
 from jobdef.runtime.wake_share import Turn, WakeShare
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
@@ -192,20 +187,6 @@ class _Held:
     @property
     def lease(self) -> Lease:
         return self.record.lease
-
-
-@dataclass
-class _Turn:
-    """An exchange with the store: what it completes, what it claims (None: nothing),
-    and ``call``, which runs it. ``alone``: the worker held nothing else when it began,
-    so the leases it claims are the only ones held (the worker vouches for them, from
-    ``began``)."""
-
-    helds: list[_Held]
-    options: ClaimOptions | None
-    alone: bool
-    call: Callable[[], tuple[list[bool], list[JobRecord]]]
-    began: float  # monotonic, before the call: its leases were taken after
 
 
 def _say_lost(held: _Held, started: bool) -> None:
@@ -312,13 +293,6 @@ class Worker:
         self._failures: list[FailedAttempt] = []
         self._outage = StoreOutage()
         self._idle = False
-        # The exchange with the store in flight on the store thread, if any; the thread
-        # only on an engine that takes calls from two threads (runtime.store_thread).
-        self._turn: _Turn | None = None
-        # The last answer taken found nothing to claim and the loop has not waited since.
-        self._found_nothing = False
-        self._store_thread: StoreThread[tuple[list[bool], list[JobRecord]]] | None = None
-        self._overlaps = turns_on_a_thread(backend)
         # Until when (monotonic) an idle turn looks again soon after a notification
         # (RECHECK_AFTER_WAKE says why).
         self._recheck_until = 0.0
@@ -400,16 +374,11 @@ class Worker:
             self._presence.start(time.monotonic())
             self._loop(pool)
         finally:
-            if (error := self._take_turn_quietly()) is not None:
-                log.error("the last exchange with the store failed: %s", error)
             self.telemetry.stopped()
             self._presence.stop()
             if self._held:
                 self._stop_children(pool)
             pool.close()
-            if self._store_thread is not None:
-                self._store_thread.close()
-                self._store_thread = None
             for service in self.services:
                 close = getattr(service, "close", None)
                 if close is not None:
@@ -442,7 +411,6 @@ class Worker:
                 # The store failed (disk full, server gone): keep everything held and
                 # keep reading the children's results until it is time to try again.
                 self._outage.failed(exc, time.monotonic(), len(self._held))
-                self._take_turn_quietly()  # it met the same store (its error is this one)
                 self._await_store(pool)
 
     def _step(self, pool: Pool) -> bool:
@@ -462,33 +430,24 @@ class Worker:
         if phase is Phase.DRAINING:
             self._flush_completions()
         else:
-            self._turn_with_store(pool)
+            holding = len(self._held) - len(self._completions)
+            self._idle = self._exchange(self._claim_options(pool))
+            if not holding and self._held:
+                self._vouch(pool, mono)  # the only leases held are this claim's, made since
             self._dispatch(pool)  # at once: a claim waits in a child, never in the worker
-            if self._turn is None and self._burst_done(self._idle):
+            if self._burst_done(self._idle):
                 self._outage.recovered(time.monotonic())  # its last call worked: say so
                 return True
         # Before the outage is declared over: a heartbeat that failed is tried again here.
         self._heartbeat(pool, time.monotonic())
-        if self._turn is None:  # else the turn in flight may yet fail: its answer says
-            self._outage.recovered(time.monotonic())
+        self._outage.recovered(time.monotonic())
         self._dispatch(pool)
 
         waiting = self._wait_budget(pool, phase, mono)
-        if (
-            self._turn is None
-            and self._idle
-            and not pool.in_flight()
-            and can_wait_for_jobs(self.backend)
-        ):
+        if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
             self._wait_for_jobs(waiting)
             waiting = 0.0
         self._collect(pool, waiting, phase)
-        self._found_nothing = False  # the loop waited: the next pass may claim again
-        if phase is Phase.RUNNING and self._turn is not None and self._turn_answered():
-            # What it claimed goes to the children at once, as when the loop waited for
-            # the turn: a claimed job sits in the worker no longer than it must.
-            self._turn_with_store(pool)
-            self._dispatch(pool)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
             # Every child is busy with a slow job: let other workers take these.
             self._give_back([])
@@ -506,8 +465,6 @@ class Worker:
         """Move to ``phase`` (this turn's), doing once what entering it takes."""
         if phase is self.phase:
             return phase
-        # What the exchange in flight claimed is held first, then given back as the rest.
-        self._take_turn(pool)
         if phase is Phase.DRAINING:
             self._drain_deadline = mono + self.settings.grace
             log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
@@ -605,8 +562,6 @@ class Worker:
             deadline = pool.next_deadline()
             turn = TURN_WHILE_RUNNING
             waiting = min(turn, max(0.0, deadline - mono) if deadline is not None else turn)
-        elif self._turn is not None:
-            waiting = TURN_WHILE_RUNNING  # the store thread's answer ends the wait
         elif pool.starting():
             waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
         if phase is Phase.DRAINING:
@@ -618,7 +573,7 @@ class Worker:
         self.telemetry.turned(
             handlers_ready=not pool.starting(), store_outage=self._outage.since is not None
         )
-        events = pool.poll(waiting, self._turn_fd())
+        events = pool.poll(waiting)
         events.extend(pool.enforce())
         for event in events:
             self._handle(event, phase)
@@ -770,108 +725,27 @@ class Worker:
             )
         return most
 
-    def _turn_with_store(self, pool: Pool) -> None:
-        """This loop turn's exchange with the store: complete what finished and claim
-        what the window lets in. On an engine that takes calls from two threads it runs
-        on the store thread (:mod:`jobdef.runtime.store_thread`) while the loop hands
-        out and collects; its answer is taken at the first loop turn after it came, and
-        the next exchange starts then, with what finished meanwhile."""
-        if self._turn is not None:
-            if not self._turn_answered():
-                return
-            self._take_turn(pool)
-        if self._found_nothing and not self._completions:
-            return  # nothing runnable, nothing to record: the loop waits before it asks again
-        turn = self._begin_turn(self._claim_options(pool))
-        if turn is None:
-            self._idle = False
-            return
-        if not self._overlaps:
-            self._idle = self._end_turn(pool, turn, turn.call())
-            return
-        if self._store_thread is None:
-            self._store_thread = StoreThread()
-        self._turn = turn
-        self._store_thread.start(turn.call)
-
-    def _turn_answered(self) -> bool:
-        return self._store_thread is not None and self._store_thread.done()
-
-    def _turn_fd(self) -> int | None:
-        """What the wait on the handler processes also ends on: the store thread's
-        answer to the exchange in flight."""
-        if self._turn is None or self._store_thread is None:
-            return None
-        return self._store_thread.fd
-
-    def _take_turn(self, pool: Pool | None) -> None:
-        """Wait for the exchange in flight, if any, and act on its answer (a store that
-        failed it raises here, and what it was to complete waits to be recorded)."""
-        turn = self._turn
-        if turn is None:
-            return
-        self._turn = None
-        assert self._store_thread is not None
-        answer = self._store_thread.take()
-        self._outage.recovered(time.monotonic())  # the store took the turn: it works
-        self._idle = self._found_nothing = self._end_turn(pool, turn, answer)
-
-    def _take_turn_quietly(self) -> BackendError | None:
-        """Wait for the exchange in flight, if any, and act on its answer; return what the
-        store raised instead. For when the loop ended or met a failing store: what the
-        turn claimed is then held, so that a stop gives it back; what it was to complete
-        waits to be recorded (if the store never takes it, the leases expire and the
-        jobs are reclaimed, as after any failed call)."""
-        try:
-            self._take_turn(None)
-        except BackendError as exc:
-            return exc
-        return None
-
     def _exchange(self, options: ClaimOptions | None) -> bool:
         """Complete what finished and claim per ``options``, in one transaction when the
-        engine can (group commit), waiting for the answer (after the exchange in flight,
-        if any). True when a claim found nothing runnable."""
-        self._take_turn(None)
-        turn = self._begin_turn(options)
-        if turn is None:
-            return False
-        return self._end_turn(None, turn, turn.call())
-
-    def _begin_turn(self, options: ClaimOptions | None) -> _Turn | None:
-        """The exchange that completes what finished so far and claims per ``options``;
-        None when there is nothing to do. Reads the loop's state, changes none of it."""
+        engine can (group commit). True when a claim found nothing runnable."""
         now = self.clock()
         helds = [self._held[job_id] for job_id in self._completions]
-        if not helds and options is None:
-            return None
         notes = {}
         for held in helds:
             if held.policy is not None and "done" in held.policy.notify.events:
                 notes[held.record.id] = notifications_for(
                     held.policy, "done", held.record, None, now, result=held.result
                 )
+        if not helds and options is None:
+            return False
         results = {h.record.id: h.result for h in helds if h.result is not None}
-        leases, backend = [h.lease for h in helds], self.backend
-
-        def call() -> tuple[list[bool], list[JobRecord]]:
-            return complete_and_claim(backend, leases, notes, options, results)
-
-        holding = len(self._held) - len(self._completions)
-        return _Turn(helds, options, holding == 0, call, time.monotonic())
-
-    def _end_turn(
-        self, pool: Pool | None, turn: _Turn, answer: tuple[list[bool], list[JobRecord]]
-    ) -> bool:
-        """Act on the store's answer to ``turn``: forget what it completed, hold what it
-        claimed. True when its claim found nothing runnable."""
-        accepted, records = answer
-        helds = turn.helds
+        accepted, records = complete_and_claim(
+            self.backend, [h.lease for h in helds], notes, options, results
+        )
         # Only now that the store took them: a failed call leaves them to record later.
-        # They lead the list: completions are only added behind them meanwhile.
         for held in helds:
             del self._held[held.record.id]
-        del self._completions[: len(helds)]
+        self._completions = []
         for held, ok in zip(helds, accepted, strict=True):
             if ok:
                 self.stats.done += 1
@@ -887,11 +761,8 @@ class Worker:
         self.telemetry.claimed(records)
         if records:
             self._recheck_until = 0.0  # what woke the worker was found
-        options = turn.options
         if options is not None:
             self._window.claimed(options.limit, len(records), self._starved)
-            if turn.alone and self._held and pool is not None:
-                self._vouch(pool, turn.began)  # the only leases held: this claim's, made since
         return options is not None and not records
 
     def _burst_done(self, idle: bool) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,37 +110,3 @@ def test_a_reading_with_a_slow_round_trip_is_taken_again_and_the_quickest_kept()
     clock = ServerClock(read)
     assert abs(clock() - (time.monotonic() + server_offset)) < 0.005
     assert len(reads) == 2  # the slow one, then a quick one that ended it
-
-
-def test_a_thread_that_finds_the_clock_being_read_keeps_the_offset_it_has() -> None:
-    """A worker's turn runs on its store thread and reads the clock inside its
-    transaction, while the loop's thread may be reading the server's time, which waits
-    for that same session: the turn must not wait for the reading (a deadlock)."""
-    reading = threading.Event()
-    release = threading.Event()
-    calls = iter([1_000.0])
-
-    def read() -> float:
-        value = next(calls, None)
-        if value is not None:
-            return value
-        reading.set()
-        release.wait(10)  # the session is held by the other thread
-        return 2_000.0
-
-    clock = ServerClock(read, resync=0.0)
-    assert 1_000.0 <= clock() < 1_001.0  # the first reading is waited for
-    reader = threading.Thread(target=clock)
-    reader.start()
-    try:
-        assert reading.wait(10)
-        answers: list[float] = []
-        turn = threading.Thread(target=lambda: answers.append(clock()))
-        turn.start()
-        turn.join(5)
-        assert not turn.is_alive()  # it did not wait for the reading
-        assert 1_000.0 <= answers[0] < 1_001.0  # the offset it had
-    finally:
-        release.set()
-        reader.join()
-    assert clock() >= 2_000.0  # the reading, once taken, is used

@@ -51,39 +51,28 @@ class ServerClock:
         return time.monotonic() + self._offset
 
     def _sync(self) -> None:
-        # A thread that finds another reading keeps the offset it has: the reader may be
-        # waiting for the session that this thread holds (a worker's turn on its store
-        # thread reads the clock inside its transaction), and waiting for the reader
-        # would deadlock the two. Only the first reading is waited for.
-        if not self._lock.acquire(blocking=self._offset is None):
-            return
-        try:
-            self._read_offset()
-        finally:
-            self._lock.release()
-
-    def _read_offset(self) -> None:
-        if self._offset is not None and time.monotonic() < self._next_sync:
-            return  # another thread just read it
-        best: tuple[float, float] | None = None  # (round trip, offset)
-        for _ in range(READINGS):
-            before = time.monotonic()
-            try:
-                server = self._read()
-            except BackendError:
-                if best is not None:
-                    break  # keep the reading taken
-                if self._offset is None:
-                    raise  # no time to give: the verb that asked fails as it would
-                # The server is out: keep the offset read last (the monotonic clock
-                # drifts by microseconds a minute) and ask again a little later.
-                self._next_sync = time.monotonic() + RETRY
-                return
-            after = time.monotonic()
-            reading = (after - before, server - (before + after) / 2)
-            best = reading if best is None else min(best, reading)
-            if best[0] <= GOOD_ROUND_TRIP:
-                break
-        assert best is not None
-        self._offset = best[1]
-        self._next_sync = time.monotonic() + self.resync
+        with self._lock:
+            if self._offset is not None and time.monotonic() < self._next_sync:
+                return  # another thread just read it
+            best: tuple[float, float] | None = None  # (round trip, offset)
+            for _ in range(READINGS):
+                before = time.monotonic()
+                try:
+                    server = self._read()
+                except BackendError:
+                    if best is not None:
+                        break  # keep the reading taken
+                    if self._offset is None:
+                        raise  # no time to give: the verb that asked fails as it would
+                    # The server is out: keep the offset read last (the monotonic clock
+                    # drifts by microseconds a minute) and ask again a little later.
+                    self._next_sync = time.monotonic() + RETRY
+                    return
+                after = time.monotonic()
+                reading = (after - before, server - (before + after) / 2)
+                best = reading if best is None else min(best, reading)
+                if best[0] <= GOOD_ROUND_TRIP:
+                    break
+            assert best is not None
+            self._offset = best[1]
+            self._next_sync = time.monotonic() + self.resync

@@ -141,11 +141,6 @@ class PostgresBackend(
     maintains (:class:`~jobdef.backends.protocol.ElectsMaintainer`), and it can stop
     waiting for a lost server (:class:`~jobdef.backends.protocol.WaitsForItsServer`)."""
 
-    # Every verb runs whole under its session's lock (SessionManager.run), so the worker
-    # may run its turn on a thread of its own while its loop calls other verbs
-    # (jobdef.runtime.store_thread): those wait for the turn.
-    serializes_calls = True
-
     def __init__(
         self,
         url: str,
