@@ -232,3 +232,60 @@ def test_a_worker_holds_no_more_jobs_than_their_args_fit_in_prefetch_mib(registr
             watcher.close()
         assert worker.stats.done == 40
         assert most in held, (prefetch_mib, most)
+
+
+class _Ticks:
+    """A maintenance service due every 0.2 s, that counts its rounds."""
+
+    name = "ticks"
+    interval = 0.2
+    every_worker = True
+    rounds = 0
+
+    def __init__(self, ctx: object) -> None:
+        type(self).rounds = 0
+
+    def tick(self, now: float) -> None:
+        type(self).rounds += 1
+
+
+@pytest.mark.every_engine
+def test_an_idle_worker_with_a_long_poll_runs_maintenance_on_time_and_claims_at_its_poll(
+    registry, backend, monkeypatch
+):
+    """An idle worker polls every 60 s here: its services (cron, the lease reclaimer)
+    still run when they are due, and it claims no more often for them."""
+    claims = []
+    claim = backend.claim
+    monkeypatch.setattr(backend, "claim", lambda options: claims.append(1) or claim(options))
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_Ticks])
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while _Ticks.rounds < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _Ticks.rounds >= 6  # rounds 0.2 s apart; the poll would allow one a minute
+        assert len(claims) == 1  # the first turn's; the next one is a minute away
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
+@pytest.mark.every_engine
+def test_a_stop_request_ends_an_idle_workers_wait_for_its_poll_at_once(registry, backend):
+    """No maintenance service wakes this worker: only the stop request can end its wait
+    of a minute (from another thread here; a signal handler writes the same pipe)."""
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[])
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not worker._idle and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # its first claim found nothing: it waits
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive()  # the poll would have held it up to a minute

@@ -84,3 +84,22 @@ def test_a_drain_ends_as_soon_as_the_last_running_job_is_recorded(
     assert time.monotonic() - signalled < 30
     assert "grace period over" not in workers.log()
     assert _outcomes(backend, job) == ["done"]
+
+
+@pytest.mark.slow
+@pytest.mark.every_engine
+def test_an_idle_worker_with_a_long_poll_stops_as_soon_as_it_is_signalled(
+    backend, registry, workers
+):
+    """Its wait for the next poll (60 s) ends at the signal: a long --poll must not hold
+    up a stop (an orchestrator kills what has not stopped after 30 s)."""
+    job = Queue(backend, registry).enqueue("noop", {"n": 1}).id
+    worker = workers.start("--poll", "60s", lease="30s")
+    # Its completion went with a claim that found nothing: the worker waits for its poll.
+    eventually(lambda: backend.get(job).state == "done", what="the job to run")
+    time.sleep(0.3)
+
+    worker.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    assert worker.wait(30) == 0
+    assert time.monotonic() - signalled < 30  # the poll would have held it up to 60 s

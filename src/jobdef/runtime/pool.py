@@ -436,8 +436,9 @@ class Pool:
 
     # -- hearing back -----------------------------------------------------------
 
-    def poll(self, timeout: float) -> list[Event]:
-        """Wait up to ``timeout`` for results, then return everything that is ready."""
+    def poll(self, timeout: float, also: int | None = None) -> list[Event]:
+        """Wait up to ``timeout`` for results, or until the file ``also`` is readable
+        (its owner reads it), then return every result that is ready."""
         poller = select.poll()
         by_fd: dict[int, _Child] = {}
         for child in self.children:
@@ -445,10 +446,14 @@ class Pool:
             by_fd[child.process.sentinel] = child
             poller.register(child.conn.fd, select.POLLIN | (select.POLLOUT * child.conn.pending))
             poller.register(child.process.sentinel, select.POLLIN)
+        if also is not None:
+            poller.register(also, select.POLLIN)
         ready = poller.poll(max(0.0, timeout) * 1000)
         events: list[Event] = []
         dead: list[_Child] = []
         for fd, mask in ready:
+            if fd == also:
+                continue
             child = by_fd[fd]
             if fd != child.conn.fd:
                 if child not in dead:

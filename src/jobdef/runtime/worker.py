@@ -45,6 +45,7 @@ import contextlib
 import enum
 import heapq
 import logging
+import math
 import os
 import random
 import signal
@@ -96,6 +97,7 @@ from jobdef.runtime.wake_share import Turn, WakeShare
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
 from jobdef.telemetry.presence import Presence
+from jobdef.wake_pipe import WakePipe
 
 log = logging.getLogger("jobdef.worker")
 
@@ -298,6 +300,12 @@ class Worker:
         self._recheck_until = 0.0
         # When each service is next due, on ``clock``; a first tick on the first turn.
         self._next_tick = [0.0] * len(self.services)
+        # An idle worker woken for a maintenance service before its poll claims at the
+        # poll's time, not at once (monotonic; see _wait_budget).
+        self._claim_at = 0.0
+        # Ends the loop's wait on its handler processes when a stop is requested.
+        self._wakes = WakePipe()
+        self._wake_fd: int | None = None  # its read end, opened by run()
         # Written by request_stop (a signal handler, or another thread); read once per
         # turn, by phase_of, into ``phase``.
         self._stop_requests = 0
@@ -314,8 +322,10 @@ class Worker:
         """One stop request: the first drains, the second stops now (see :class:`Phase`)."""
         with self._stop_lock:
             self._stop_requests += 1
+        # End an idle wait at once: on the store's notifications, or on the handlers.
         if can_wait_for_jobs(self.backend):
-            self.backend.wake()  # end an idle wait at once
+            self.backend.wake()
+        self._wakes.wake()
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.request_stop()
@@ -346,6 +356,7 @@ class Worker:
         # The loop rides out a lost store between its turns (runtime.outage): a call
         # that waited for the server would hold up signals, timeouts and heartbeats.
         fail_fast(self.backend)
+        self._wake_fd = self._wakes.fileno()
         in_main = threading.current_thread() is threading.main_thread()
         previous = {}
         if in_main:
@@ -385,6 +396,7 @@ class Worker:
                     close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            self._wakes.close()
         self.stats.waiting = len(self._retry_due)
         self.stats.next_due = min(self._retry_due.values(), default=None)
         log.info("worker %s stopped: %s", self.id, self.stats)
@@ -431,7 +443,11 @@ class Worker:
             self._flush_completions()
         else:
             holding = len(self._held) - len(self._completions)
-            self._idle = self._exchange(self._claim_options(pool))
+            # Woken for maintenance only, an idle worker claims nothing before its poll.
+            claims = not (self._idle and mono < self._claim_at)
+            found_nothing = self._exchange(self._claim_options(pool) if claims else None)
+            if claims:
+                self._idle = found_nothing
             if not holding and self._held:
                 self._vouch(pool, mono)  # the only leases held are this claim's, made since
             self._dispatch(pool)  # at once: a claim waits in a child, never in the worker
@@ -494,13 +510,15 @@ class Worker:
             if delayed and self._share.turn(delayed) is not None:
                 # Its turn to claim jobs that are not due yet: at their time, not now.
                 soonest = min(wakeup.due for wakeup in delayed if wakeup.due is not None)
-                deadline = min(deadline, self._due(soonest - self.clock()))
+                at = self._due(soonest - self.clock())
+                deadline, self._claim_at = min(deadline, at), min(self._claim_at, at)
             due_now = [wakeup for wakeup in wakeups if wakeup.due is None]
             turn = self._share.turn(due_now)
             if turn is None:
                 continue  # other workers' turn, or nothing due yet
             if turn is Turn.FIRST:
                 self._look_again_if_behind(due_now)
+            self._claim_at = 0.0  # jobs for this worker: claim them now
             return
 
     def _look_again_if_behind(self, wakeups: list[Wakeup]) -> None:
@@ -566,6 +584,16 @@ class Worker:
             waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
         if phase is Phase.DRAINING:
             waiting = min(waiting, 0.05)  # the drain ends as soon as the last job does
+        elif self._idle and not pool.in_flight():
+            # A maintenance service is due before the next claim (a long --poll): wake for
+            # it, and claim at the poll's time. Else cron would start late, leases expire
+            # unreclaimed, and the health probe would see the loop stand still.
+            if mono < self._claim_at:  # woken so before: the claim keeps its time
+                waiting = min(waiting, self._claim_at - mono)
+            service_due = min(self._next_tick, default=math.inf) - self.clock()
+            if service_due < waiting:
+                self._claim_at = mono + waiting
+                waiting = max(0.0, service_due)
         return waiting
 
     def _collect(self, pool: Pool, waiting: float, phase: Phase) -> None:
@@ -573,7 +601,9 @@ class Worker:
         self.telemetry.turned(
             handlers_ready=not pool.starting(), store_outage=self._outage.since is not None
         )
-        events = pool.poll(waiting)
+        events = pool.poll(waiting, self._wake_fd)
+        if self._stop_requests:  # what writes the pipe: read it, or the next wait ends at once
+            self._wakes.drain()
         events.extend(pool.enforce())
         for event in events:
             self._handle(event, phase)

@@ -28,13 +28,9 @@ from .helpers import query
 from .sheets import write_sheets
 
 pytestmark = pytest.mark.slow
-# A session whose last statement was LISTEN on the channel: a worker waiting for jobs.
-# The listening session of a worker of a schema (formatted in): the last statement it
-# ran was the LISTEN on the worker's own channel (in its row of the workers table).
-LISTENING = (
-    "SELECT a.pid FROM pg_stat_activity AS a JOIN {}.jobdef_workers AS w "
-    "ON a.query = 'LISTEN \"' || w.wake_channel || '\"' WHERE a.application_name = 'jobdef'"
-)
+# A worker of a schema (formatted in) that has listened and taken the maintenance lease
+# (on its listening session, after its first claim): it waits for jobs next.
+MAINTAINING = "SELECT holder FROM {}.jobdef_leases WHERE holder LIKE %s"
 SPAWN = multiprocessing.get_context("spawn")
 
 
@@ -317,7 +313,9 @@ def test_a_job_from_an_enqueuer_whose_clock_is_ahead_starts_when_due_by_that_clo
 
 def test_sigterm_ends_an_idle_workers_wait_at_once(workers: Workers) -> None:
     idle = workers.start(poll_interval=120.0)
-    eventually(lambda: query(workers.url, LISTENING.format(f'"{workers.schema}"')))
+    lease = MAINTAINING.format(f'"{workers.schema}"')
+    eventually(lambda: query(workers.url, lease, [f"%:{idle.pid}:%"]))
+    time.sleep(0.5)  # its claim found nothing: it waits
     os.kill(idle.pid, signal.SIGTERM)
     idle.join(60)  # far below the 120 s poll: the wait was cut short
     assert idle.exitcode == 0

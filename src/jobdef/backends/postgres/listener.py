@@ -45,6 +45,7 @@ from jobdef.backends.postgres.session import (
 )
 from jobdef.backends.records import Wakeup
 from jobdef.errors import BackendError
+from jobdef.wake_pipe import WakePipe
 
 try:
     import psycopg
@@ -99,8 +100,7 @@ class Listener:
         self.generation: int | None = None
         self._pid = os.getpid()
         self._session_lock = threading.RLock()
-        self._wake_fds: tuple[int, int] | None = None
-        self._wake_pid = 0
+        self._wakes = WakePipe()
 
     def _forget_if_forked(self) -> None:
         if os.getpid() != self._pid:
@@ -115,10 +115,7 @@ class Listener:
             self._forget_if_forked()
             self._give_back()
             self._drop_session()
-            if self._wake_fds is not None and self._wake_pid == os.getpid():
-                for fd in self._wake_fds:
-                    os.close(fd)
-                self._wake_fds = None
+            self._wakes.close()
 
     def try_maintenance_lock(self) -> bool:
         """Whether this engine is the one that reclaims, prunes, schedules and sends.
@@ -210,14 +207,14 @@ class Listener:
         just waits.
         """
         with self._session_lock:
-            wake_fd = self._wake_pipe()[0]
+            wake_fd = self._wakes.fileno()
             try:
                 if self.pooled is not None:
                     raise BackendError("no listening session behind a transaction pooler")
                 session = self._listening_session()
             except BackendError:
                 select.select([wake_fd], [], [], timeout)
-                return [Wakeup()] if self._drain_wakes() else []
+                return [Wakeup()] if self._wakes.drain() else []
             deadline = time.monotonic() + timeout
             try:
                 # Notifications that came while the session ran another statement
@@ -230,7 +227,7 @@ class Listener:
                         return []
                     readable = [session.pgconn.socket, wake_fd]
                     ready, _, _ = select.select(readable, [], [], remaining)
-                    if self._drain_wakes():
+                    if self._wakes.drain():
                         return [Wakeup()]
                     if not ready:
                         return []
@@ -241,23 +238,7 @@ class Listener:
 
     def wake(self) -> None:
         """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""
-        with contextlib.suppress(BlockingIOError):
-            os.write(self._wake_pipe()[1], b"!")
-
-    def _wake_pipe(self) -> tuple[int, int]:
-        if self._wake_fds is None or self._wake_pid != os.getpid():
-            read_fd, write_fd = os.pipe()
-            os.set_blocking(read_fd, False)
-            os.set_blocking(write_fd, False)
-            self._wake_fds, self._wake_pid = (read_fd, write_fd), os.getpid()
-        return self._wake_fds
-
-    def _drain_wakes(self) -> bool:
-        woken = False
-        with contextlib.suppress(BlockingIOError):
-            while os.read(self._wake_pipe()[0], 64):
-                woken = True
-        return woken
+        self._wakes.wake()
 
     @staticmethod
     def _heard(session: Connection) -> list[Wakeup]:
