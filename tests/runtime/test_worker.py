@@ -16,15 +16,17 @@ from collections.abc import Callable
 import pytest
 
 from jobdef.backends import open_backend
-from jobdef.backends.records import NewJob
+from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.errors import BackendError, HandlerError
 from jobdef.policy.registry import Registry
 from jobdef.policy.values import freeze
 from jobdef.runtime.child import ChildSettings
+from jobdef.runtime.maintenance import MaintenanceContext
 from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerSettings
 from jobdef.runtime.worker import Worker
+from support import ManualClock
 
 
 def _run(backend, registry, **options):
@@ -289,3 +291,65 @@ def test_a_stop_request_ends_an_idle_workers_wait_for_its_poll_at_once(registry,
         worker.request_stop()
         thread.join(timeout=30)
     assert not thread.is_alive()  # the poll would have held it up to a minute
+
+
+class _EnqueuesOnce:
+    """A maintenance service whose second round enqueues a job and says so, as the cron
+    scheduler does with a slot that came due."""
+
+    name = "enqueues-once"
+    interval = 0.2
+    every_worker = True
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.rounds = 0
+        self.job: int | None = None
+
+    def tick(self, now: float) -> None:
+        self.rounds += 1
+        if self.rounds == 2:
+            [receipt] = Queue(self.ctx.backend, self.ctx.registry).enqueue_many("noop", [{"n": 1}])
+            self.job = receipt.id
+            self.ctx.made_runnable()
+
+
+@pytest.mark.every_engine
+def test_an_idle_worker_claims_at_once_what_its_maintenance_made_runnable(registry, backend):
+    """Not at its poll, a minute away: a cron slot starts on time."""
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_EnqueuesOnce])
+    [service] = worker.services
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while worker.stats.done == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert service.job is not None
+        assert backend.get(service.job).state == "done"
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
+def test_a_reclaimed_job_makes_an_idle_worker_claim(db_url, registry):
+    from jobdef.runtime.maintenance.reclaim import LeaseReclaimer
+
+    told = []
+    clock = ManualClock(1_700_000_000.0)
+    backend = open_backend(db_url, clock=clock)
+    try:
+        ctx = MaintenanceContext(
+            backend, registry, "w", clock, made_runnable=lambda: told.append(1)
+        )
+        backend.enqueue([NewJob("noop", {"n": 1}, "default", max_attempts=2)])
+        backend.claim(ClaimOptions(worker_id="gone", lease_seconds=10))
+        reclaimer = LeaseReclaimer(ctx)
+        reclaimer.tick(clock())
+        assert told == []  # nothing expired yet
+        clock.advance(11)
+        reclaimer.tick(clock())
+        assert told == [1]
+    finally:
+        backend.close()

@@ -310,3 +310,20 @@ def test_a_scheduler_that_sat_idle_starts_after_the_slots_others_stored(backend:
     assert idle.tick() == 1  # only 06:00: 01:00 .. 05:00 were stored by the other
     assert busy.tick() == 0
     assert len(stored(backend)) == 7
+
+
+def test_new_slots_tell_the_worker_that_jobs_are_runnable(backend: Backend) -> None:
+    """So that an idle worker claims a slot at once, not at its next poll."""
+    from jobdef.policy.registry import Registry
+    from jobdef.runtime.maintenance import MaintenanceContext
+
+    told: list[int] = []
+    clock = ManualClock(at(2026, 1, 1, 5, 0, 1))
+    registry = Registry(jobs={"report": batch("0 * * * *")}, channels={})
+    ctx = MaintenanceContext(backend, registry, "w", clock, made_runnable=lambda: told.append(1))
+    scheduler = Scheduler.service(ctx)
+    assert scheduler.tick() == 1
+    assert told == [1]
+    clock.advance(60)
+    assert scheduler.tick() == 0  # no new slot: nothing to tell
+    assert told == [1]

@@ -272,7 +272,14 @@ class Worker:
         self.queue_limits = concurrency_limits(registry.queues)
         self.queue_rates = rate_limits(registry.queues)
         ctx = MaintenanceContext(
-            backend, registry, self.id, self.clock, self.rng, log, telemetry=self.telemetry
+            backend,
+            registry,
+            self.id,
+            self.clock,
+            self.rng,
+            log,
+            telemetry=self.telemetry,
+            made_runnable=self._claim_now,
         )
         factories = list(MAINTENANCE if services is None else services)
         if self.telemetry.metrics is not None:
@@ -329,6 +336,11 @@ class Worker:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.request_stop()
+
+    def _claim_now(self) -> None:
+        """A maintenance round made jobs runnable: an idle worker claims at its next turn,
+        not at its poll's time (see _wait_budget)."""
+        self._claim_at = 0.0
 
     def run(self) -> WorkerStats:
         """Work until stopped (or, with ``burst``, until nothing is runnable).

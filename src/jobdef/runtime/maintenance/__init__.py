@@ -54,6 +54,9 @@ class MaintenanceContext:
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("jobdef.worker"))
     # Where the services report what they record (reclaims, outbox deliveries, gauges).
     telemetry: WorkerTelemetry | None = None
+    # Called when a round made jobs runnable (the scheduler's new slots, a reclaimed
+    # job): an idle worker claims then, not at its next poll.
+    made_runnable: Callable[[], None] = field(default=lambda: None)
 
 
 class Service(Protocol):

@@ -43,8 +43,11 @@ class LeaseReclaimer:
         self.batch = batch
 
     def tick(self, now: float) -> None:
-        for record in self.ctx.backend.expired_leases(self.batch):
-            self.reclaim(record, now)
+        moved = [
+            self.reclaim(record, now) for record in self.ctx.backend.expired_leases(self.batch)
+        ]
+        if any(moved):
+            self.ctx.made_runnable()
 
     def reclaim(self, record: JobRecord, now: float) -> bool:
         try:

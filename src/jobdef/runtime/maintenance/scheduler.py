@@ -118,8 +118,14 @@ class Scheduler:
     @classmethod
     def service(cls, ctx: MaintenanceContext) -> Scheduler:
         """The scheduler as one of the worker's maintenance services."""
-        counted = ctx.telemetry.enqueued if ctx.telemetry is not None else None
-        return cls(ctx.backend, ctx.registry, clock=ctx.clock, on_enqueued=counted)
+        telemetry = ctx.telemetry
+
+        def enqueued(job: str, queue: str, new: int) -> None:
+            if telemetry is not None:
+                telemetry.enqueued(job, queue, new)
+            ctx.made_runnable()
+
+        return cls(ctx.backend, ctx.registry, clock=ctx.clock, on_enqueued=enqueued)
 
     @property
     def jobs(self) -> list[str]:
