@@ -422,3 +422,21 @@ def test_a_released_step_carries_its_jobs_idempotency_key(backend, worker):
     _run(backend, worker, result={"a": {"v": 41}})
     assert backend.get(_ids(backend, receipt.id)["b"]).idempotency_key == "b-41"
     assert backend.get(_ids(backend, receipt.id)["c"]).idempotency_key is None
+
+
+def test_the_sweeper_tells_the_worker_when_it_settled_a_flow(backend, clock):
+    """A settled flow may have released waiting steps: an idle worker claims at once."""
+    from jobdef.policy.registry import Registry
+    from jobdef.runtime.maintenance import MaintenanceContext
+    from jobdef.runtime.maintenance.flows import FlowSweeper
+
+    told = []
+    registry = Registry(jobs={}, channels={})
+    ctx = MaintenanceContext(backend, registry, "w", clock, made_runnable=lambda: told.append(1))
+    sweeper = FlowSweeper(ctx)
+    backend.start_flow(new_flow(DIAMOND, {"n": 3}, deadline=60))
+    assert sweeper.tick(clock()) == (0, 0)
+    assert told == []
+    clock.advance(61)
+    assert sweeper.tick(clock()) == (1, 0)
+    assert told == [1]

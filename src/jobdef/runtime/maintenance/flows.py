@@ -38,4 +38,6 @@ class FlowSweeper:
                 settled,
                 orphans,
             )
+        if settled:
+            self.ctx.made_runnable()  # a settled flow may have released waiting steps
         return settled, orphans
