@@ -353,3 +353,24 @@ def test_a_reclaimed_job_makes_an_idle_worker_claim(db_url, registry):
         assert told == [1]
     finally:
         backend.close()
+
+
+class _LeaderOnly:
+    name = "leader-only"
+    interval = 1.0
+
+    def __init__(self, ctx) -> None:
+        pass
+
+    def tick(self, now: float) -> None:
+        pass
+
+
+def test_a_worker_that_does_not_maintain_wakes_only_for_what_every_worker_runs(registry, backend):
+    """The elected services (cron, retention) run on the lease holder: another worker asks
+    for the lease at its rounds and claims, it does not wake for them."""
+    worker = Worker(backend, registry, WorkerSettings(), services=[_Ticks, _LeaderOnly])
+    worker._next_tick = [100.0, 50.0]
+    assert worker._next_service_at() == 50.0
+    worker._elected = False
+    assert worker._next_service_at() == 100.0

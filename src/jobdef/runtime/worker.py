@@ -310,6 +310,10 @@ class Worker:
         # An idle worker woken for a maintenance service before its poll claims at the
         # poll's time, not at once (monotonic; see _wait_budget).
         self._claim_at = 0.0
+        # Whether this worker held the maintenance lease at its last round: if not, only
+        # the services every worker runs wake it (the others ask for the lease at its
+        # rounds and claims anyway).
+        self._elected = True
         # Ends the loop's wait on its handler processes when a stop is requested.
         self._wakes = WakePipe()
         self._wake_fd: int | None = None  # its read end, opened by run()
@@ -602,7 +606,7 @@ class Worker:
             # unreclaimed, and the health probe would see the loop stand still.
             if mono < self._claim_at:  # woken so before: the claim keeps its time
                 waiting = min(waiting, self._claim_at - mono)
-            service_due = min(self._next_tick, default=math.inf) - self.clock()
+            service_due = self._next_service_at() - self.clock()
             if service_due < waiting:
                 self._claim_at = mono + waiting
                 waiting = max(0.0, service_due)
@@ -643,7 +647,7 @@ class Worker:
             service = self.services[index]
             if not getattr(service, "every_worker", False):
                 if elected is None:
-                    elected = holds_maintenance_lock(self.backend)
+                    elected = self._elected = holds_maintenance_lock(self.backend)
                 if not elected:
                     continue
             try:
@@ -656,6 +660,18 @@ class Worker:
                 log.warning("maintenance service %s failed: %s; retrying later", service.name, exc)
             except Exception:
                 log.exception("maintenance service %s failed; retrying later", service.name)
+
+    def _next_service_at(self) -> float:
+        """When the next maintenance service this worker runs is due (on ``clock``): one
+        every worker runs, or, while it maintains, any."""
+        return min(
+            (
+                at
+                for at, service in zip(self._next_tick, self.services, strict=True)
+                if self._elected or getattr(service, "every_worker", False)
+            ),
+            default=math.inf,
+        )
 
     def _stop_children(self, pool: Pool) -> None:
         """Kill the children; record what they finished (reported or not) and, as a failed
