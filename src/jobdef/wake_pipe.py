@@ -2,9 +2,10 @@
 
 A wait on files (``select``, ``poll``) watches the pipe's read end beside what it
 waits for; :meth:`WakePipe.wake` writes a byte to it, and the waiter, woken, reads
-them all with :meth:`WakePipe.drain`. The worker's idle wait ends this way when a
-stop is requested (a signal handler's write ends the ``poll`` it interrupted), and
-the PostgreSQL engine's listening sessions when they are to stop or look again.
+them all with :meth:`WakePipe.drain`. The worker's wait on its handler processes
+ends this way when a stop is requested (a signal handler's write ends the ``poll`` it
+interrupted), and so does its wait for the PostgreSQL engine's notifications of new
+jobs (``Listener.wake``).
 """
 
 from __future__ import annotations
