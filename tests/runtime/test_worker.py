@@ -374,3 +374,26 @@ def test_a_worker_that_does_not_maintain_wakes_only_for_what_every_worker_runs(r
     assert worker._next_service_at() == 50.0
     worker._elected = False
     assert worker._next_service_at() == 100.0
+
+
+class _AlwaysDue(_Ticks):
+    interval = 0.0
+
+
+@pytest.mark.every_engine
+def test_a_service_that_is_always_due_does_not_make_an_idle_worker_spin(registry, backend):
+    """Woken for it at most every 50 ms: in a second, tens of rounds, not thousands."""
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_AlwaysDue])
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while _AlwaysDue.rounds < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first = _AlwaysDue.rounds
+        time.sleep(1.0)
+        assert 5 <= _AlwaysDue.rounds - first <= 60
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive()

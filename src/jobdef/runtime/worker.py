@@ -606,10 +606,12 @@ class Worker:
             # unreclaimed, and the health probe would see the loop stand still.
             if mono < self._claim_at:  # woken so before: the claim keeps its time
                 waiting = min(waiting, self._claim_at - mono)
-            service_due = self._next_service_at() - self.clock()
+            # Not sooner than RECHECK_INTERVAL: a service that is always due (an interval
+            # of 0) must not make an idle loop spin.
+            service_due = max(RECHECK_INTERVAL, self._next_service_at() - self.clock())
             if service_due < waiting:
                 self._claim_at = mono + waiting
-                waiting = max(0.0, service_due)
+                waiting = service_due
         return waiting
 
     def _collect(self, pool: Pool, waiting: float, phase: Phase) -> None:
