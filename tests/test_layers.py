@@ -25,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "jobdef"
 
 # Lowest first. A module may import from its own layer and from those below it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("jobdef.errors", "jobdef.records", "jobdef.redact", "jobdef.project"),
+    ("jobdef.errors", "jobdef.records", "jobdef.redact", "jobdef.project", "jobdef.wake_pipe"),
     ("jobdef.policy",),
     # Pure cron and slot arithmetic over the policy model: the sheet rules check a
     # schedule with it, so it sits below sheets rather than beside render.
