@@ -11,7 +11,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -26,7 +27,7 @@ from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerSettings
 from jobdef.runtime.worker import Worker
-from support import ManualClock
+from support import ManualClock, eventually
 
 
 def _run(backend, registry, **options):
@@ -236,6 +237,20 @@ def test_a_worker_holds_no_more_jobs_than_their_args_fit_in_prefetch_mib(registr
         assert most in held, (prefetch_mib, most)
 
 
+@contextmanager
+def _on_a_thread(worker: Worker) -> Iterator[None]:
+    """``worker`` runs on a thread for the block; then one stop request, which must end
+    it (within 30 s: far less than the minute's poll of these tests)."""
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        worker.request_stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
 class _Ticks:
     """A maintenance service due every 0.2 s, that counts its rounds."""
 
@@ -261,18 +276,10 @@ def test_an_idle_worker_with_a_long_poll_runs_maintenance_on_time_and_claims_at_
     claim = backend.claim
     monkeypatch.setattr(backend, "claim", lambda options: claims.append(1) or claim(options))
     worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_Ticks])
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while _Ticks.rounds < 6 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _Ticks.rounds >= 6  # rounds 0.2 s apart; the poll would allow one a minute
+    with _on_a_thread(worker):
+        # Rounds 0.2 s apart; the poll would allow one a minute.
+        eventually(lambda: _Ticks.rounds >= 6, timeout=30, what="six maintenance rounds")
         assert len(claims) == 1  # the first turn's; the next one is a minute away
-    finally:
-        worker.request_stop()
-        thread.join(timeout=30)
-    assert not thread.is_alive()
 
 
 @pytest.mark.every_engine
@@ -280,17 +287,9 @@ def test_a_stop_request_ends_an_idle_workers_wait_for_its_poll_at_once(registry,
     """No maintenance service wakes this worker: only the stop request can end its wait
     of a minute (from another thread here; a signal handler writes the same pipe)."""
     worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[])
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not worker._idle and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with _on_a_thread(worker):  # the poll would hold it up to a minute
+        eventually(lambda: worker._idle, timeout=30, what="an idle worker")
         time.sleep(0.3)  # its first claim found nothing: it waits
-    finally:
-        worker.request_stop()
-        thread.join(timeout=30)
-    assert not thread.is_alive()  # the poll would have held it up to a minute
 
 
 class _EnqueuesOnce:
@@ -319,18 +318,10 @@ def test_an_idle_worker_claims_at_once_what_its_maintenance_made_runnable(regist
     """Not at its poll, a minute away: a cron slot starts on time."""
     worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_EnqueuesOnce])
     [service] = worker.services
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while worker.stats.done == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with _on_a_thread(worker):
+        eventually(lambda: worker.stats.done, timeout=30, what="the job to run")
         assert service.job is not None
         assert backend.get(service.job).state == "done"
-    finally:
-        worker.request_stop()
-        thread.join(timeout=30)
-    assert not thread.is_alive()
 
 
 def test_a_reclaimed_job_makes_an_idle_worker_claim(db_url, registry):
@@ -384,16 +375,8 @@ class _AlwaysDue(_Ticks):
 def test_a_service_that_is_always_due_does_not_make_an_idle_worker_spin(registry, backend):
     """Woken for it at most every 50 ms: in a second, tens of rounds, not thousands."""
     worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_AlwaysDue])
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while _AlwaysDue.rounds < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
+    with _on_a_thread(worker):
+        eventually(lambda: _AlwaysDue.rounds >= 3, timeout=30, what="three rounds")
         first = _AlwaysDue.rounds
         time.sleep(1.0)
         assert 5 <= _AlwaysDue.rounds - first <= 60
-    finally:
-        worker.request_stop()
-        thread.join(timeout=30)
-    assert not thread.is_alive()
