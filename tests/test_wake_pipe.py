@@ -92,3 +92,18 @@ def test_a_forked_child_wakes_its_own_pipe_not_its_parents() -> None:
         assert not _readable(pipe, 0.2)  # the child's wake stayed in the child
     finally:
         pipe.close()
+
+
+def test_a_flood_of_wakes_never_blocks_and_one_drain_empties_the_pipe() -> None:
+    """More wakes than the pipe holds (a signal storm): the writes past its capacity are
+    dropped, not waited for, and the waiter sees one wake-up."""
+    pipe = WakePipe()
+    try:
+        for _ in range(200_000):  # 200 KB against a pipe of 64 KiB
+            pipe.wake()
+        assert _readable(pipe, 0.0)
+        assert pipe.drain() is True
+        assert not _readable(pipe, 0.0)
+        assert pipe.drain() is False
+    finally:
+        pipe.close()
