@@ -56,6 +56,36 @@ def backends_cpu(database: str) -> float:
     return processes_cpu(pids)
 
 
+def server_cpu() -> float:
+    """Seconds of CPU the whole server on this machine has used so far: its postmaster
+    with every child it has reaped (sessions that ended), and each child alive (sessions,
+    the WAL writer, autovacuum...). The difference of two readings is exact, sessions that
+    came and went between them included (graphile-worker's pool opens its connections
+    with the worker and closes them as it exits)."""
+    stats = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_text().startswith("postgres: "):
+                stats[int(pid)] = _stat(int(pid))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    if not stats:
+        raise SystemExit("no PostgreSQL server runs on this machine: its CPU cannot be read")
+    postmaster = int(next(iter(stats.values()))[1])  # the children's parent
+    own = _stat(postmaster)
+    total = sum(int(own[at]) for at in (11, 12, 13, 14))  # utime stime cutime cstime
+    for fields in stats.values():
+        if int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / TICKS
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command's name: state first (so
+    ppid is [1], utime [11], stime [12], cutime [13], cstime [14])."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def processes_cpu(pids: Iterable[int]) -> float:
     """Seconds of CPU the processes ``pids`` have used so far (those gone count 0)."""
     total = 0.0

@@ -8,7 +8,13 @@ For each system, on a fresh database of its own, each run:
 - start-up: the wall time of 1 (or 2) worker processes started together on an
   empty queue, until all have exited (graphile ``--once``, jobdef ``--burst``);
 - drain: the same processes on the ``--jobs`` queued jobs; the figure is
-  ``jobs / (wall - start-up)``.
+  ``jobs / (wall - start-up)``;
+- CPU per job of the drain, less that of the start-up, in microseconds: the server's
+  (all its processes, read from ``/proc``: the server must run on this machine, and
+  nothing else use it meanwhile) and the workers' (graphile's Node.js process; jobdef's
+  worker and its handler processes). On a machine whose cores the server and the workers share,
+  the two together bound the drain; the server's part is what every worker host
+  added to a fleet shares.
 
 Runs are interleaved (graphile, jobdef, graphile, jobdef...) and the table shows
 medians. graphile-worker runs with the preset of its performance page
@@ -46,6 +52,7 @@ from pathlib import Path
 
 import psycopg
 
+from drain_cpu import children_cpu, server_cpu
 from pg_store import database_url, drop_database, fresh_database, noop_sheet
 
 GRAPHILE_VERSION = "0.18.0"
@@ -203,8 +210,14 @@ class Bench:
         out = self._run(system, command)
         return float(json.loads(out.strip().splitlines()[-1])["seconds"])
 
-    def workers(self, system: str, processes: int) -> float:
-        """Wall seconds of ``processes`` workers started together, until all exit."""
+    def workers(self, system: str, processes: int) -> tuple[float, float, float]:
+        """Wall seconds of ``processes`` workers started together, until all exit, and
+        the CPU seconds of the server's sessions and of the workers meanwhile."""
+        server, workers = server_cpu(), children_cpu()
+        wall = self._workers(system, processes)
+        return wall, server_cpu() - server, children_cpu() - workers
+
+    def _workers(self, system: str, processes: int) -> float:
         command = self.worker_command(system)
         start = time.perf_counter()
         running = [
@@ -250,9 +263,9 @@ def run(args: argparse.Namespace, bench: Bench) -> dict[str, dict[str, list[floa
         for processes in args.processes:
             for system in args.systems:
                 bench.fresh(system)
-                startup = bench.workers(system, processes)
+                startup, startup_server, startup_workers = bench.workers(system, processes)
                 seconds = bench.add(system, args.jobs, args.batch)
-                wall = bench.workers(system, processes)
+                wall, server, workers = bench.workers(system, processes)
                 left = bench.left(system)
                 if left:
                     raise SystemExit(f"{system}: {left} jobs left after the drain")
@@ -261,11 +274,17 @@ def run(args: argparse.Namespace, bench: Bench) -> dict[str, dict[str, list[floa
                 record(f"drain {processes}p, N/(wall - start-up) (jobs/s)", system, drain)
                 record(f"start-up {processes}p (ms)", system, startup * 1000)
                 record(f"drain {processes}p, wall incl. start-up (s)", system, wall)
+                micro = 1e6 / args.jobs
+                server_us = (server - startup_server) * micro
+                workers_us = (workers - startup_workers) * micro
+                record(f"drain {processes}p, server CPU per job (us)", system, server_us)
+                record(f"drain {processes}p, workers' CPU per job (us)", system, workers_us)
                 print(
                     f"  run {round_ + 1} {system:8} {processes}p: "
                     f"add {args.jobs / seconds:,.0f}/s, "
                     f"start-up {startup * 1000:.0f} ms, wall {wall:.2f} s, "
-                    f"drain {drain:,.0f}/s",
+                    f"drain {drain:,.0f}/s, CPU per job: server {server_us:.1f} us, "
+                    f"workers {workers_us:.1f} us",
                     file=sys.stderr,
                 )
                 bench.drop(system)
