@@ -399,6 +399,64 @@ def complete_and_claim(
     return accepted, backend.claim(options) if options is not None else []
 
 
+class PendingTurn(Protocol):
+    """A worker's turn sent to the store, its answer not read yet (:class:`SendsTurns`)."""
+
+    def fileno(self) -> int:
+        """A file that turns readable once the answer starts to arrive."""
+
+    def ready(self) -> bool:
+        """Whether :meth:`result` would not wait (the answer came, or was read already:
+        the store reads it before any other statement of its session)."""
+
+    def leased(self) -> int:
+        """How many jobs the turn's claim leased, waiting for its answer if need be, before
+        :meth:`result` reads them (a worker sends its next turn first); raises what the
+        turn raised."""
+
+    def result(self) -> tuple[list[bool], list[JobRecord]]:
+        """What :meth:`CompletesAndClaims.complete_and_claim` returns, waiting for it if
+        need be; raises what it would raise."""
+
+
+class SendsTurns(Protocol):
+    """An engine that can send a worker's turn and answer it later (optional).
+
+    On a server, a turn's statement takes as long to run as the worker takes to use
+    its answer (hand out the jobs, collect what finished): a worker that waits for
+    each answer leaves the server idle while it works and itself idle while the
+    server runs the turn. One that sends the turn and goes on with its handler
+    processes keeps both at work. The store's session answers the turn before any
+    other statement it runs, so the worker's other calls need no care.
+    """
+
+    def send_turn(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+        results: Mapping[int, str] | None = None,
+    ) -> PendingTurn | None:
+        """:meth:`CompletesAndClaims.complete_and_claim`, sent; None when this turn
+        cannot be (the caller then makes the call and waits)."""
+
+
+def send_turn(
+    backend: Backend,
+    leases: Sequence[Lease],
+    notifications: Mapping[int, Sequence[Notification]] | None,
+    options: ClaimOptions | None,
+    results: Mapping[int, str] | None = None,
+) -> PendingTurn | None:
+    """The turn of :func:`complete_and_claim`, sent, if the engine offers
+    :class:`SendsTurns` and can send this one (leases to complete, a claim to make)."""
+    sender = getattr(backend, "send_turn", None)
+    if not leases or options is None or not callable(sender):
+        return None
+    turn: PendingTurn | None = sender(leases, notifications, options, results)
+    return turn
+
+
 class Reader(Protocol):
     """A read-only session on a store for the pages that show it (the dashboard), opened
     by :func:`jobdef.backends.open_reader`: a page can never change a row.

@@ -53,6 +53,7 @@ from jobdef.backends.postgres.session import (
     DEFAULT_SCHEMA,
     QUICK_CONNECT_TIMEOUT,
     Connection,
+    Sent,
     SessionManager,
     describe,
     query_error,
@@ -69,6 +70,7 @@ from jobdef.backends.protocol import (
 from jobdef.backends.records import (
     ClaimOptions,
     JobRecord,
+    Lease,
     NewJob,
     Notification,
     Receipt,
@@ -815,6 +817,40 @@ class PostgresBackend(
         self._changed(finished or records)
         return finished, records
 
+    def send_turn(
+        self,
+        leases: Sequence[Lease],
+        notifications: Mapping[int, Sequence[Notification]] | None,
+        options: ClaimOptions,
+        results: Mapping[int, str] | None = None,
+    ) -> SentTurn | None:
+        """complete_and_claim, sent (:class:`~jobdef.backends.protocol.SendsTurns`): the
+        one statement of a plain turn. A turn of other steps (a flow's step among the
+        leases, a claim under queue limits or by queue) is run and waited for instead."""
+        plain = not any(lease.flow_id is not None for lease in leases)
+        if not plain or self._claim_limits(options) or self._by_queue(options):
+            return None
+        now = self.clock()
+        done = Completion(leases, results or {}, notifications or {})
+        params = _complete_params(done, now) | self._ends() | self._claim_params(options, now)
+        sent = self.sessions.send(self._q("complete_and_claim"), params, _claimed)
+        return None if sent is None else SentTurn(self, sent, leases, params)
+
+    def _turn_answered(
+        self, claimed: _Claimed, leases: Sequence[Lease], params: Mapping[str, Any]
+    ) -> tuple[list[bool], list[JobRecord]]:
+        """What a sent turn's answer means, as :meth:`_complete` reads its own."""
+        self._paused_seen = claimed.any_paused
+        records = claimed.records
+        if claimed.any_paused:  # the walk took nothing: claim by queue, now
+            by_queue = self._q("claim_jobs_by_queue")
+            records = self._run(
+                lambda conn: self._claim_with(conn, by_queue, params).records, plan_once=True
+            )
+        finished = set(claimed.rows[0][0])
+        self._changed(finished or records)
+        return [lease.job_id in finished for lease in leases], records
+
     # Flows (jobdef.backends.flows) -------------------------------------------------------
 
     def _flow_tx(
@@ -1009,6 +1045,41 @@ def _record_key(connection: Any, key: str, job_id: int, now: float, schema: str)
 def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
     """Claimed rows as records, in claim order (RETURNING has no order of its own)."""
     return in_claim_order(_record(row) for row in rows)
+
+
+class SentTurn:
+    """A turn :meth:`PostgresBackend.send_turn` sent (a :class:`~jobdef.backends.protocol.Turn`)."""
+
+    def __init__(
+        self,
+        engine: PostgresBackend,
+        sent: Sent[_Claimed],
+        leases: Sequence[Lease],
+        params: Mapping[str, Any],
+    ) -> None:
+        self._engine = engine
+        self._sent = sent
+        self._leases = leases
+        self._params = params
+
+    def fileno(self) -> int:
+        return self._sent.fileno()
+
+    def ready(self) -> bool:
+        return self._sent.ready()
+
+    def leased(self) -> int:
+        # Its rows, but for the one row of a turn that claimed nothing (a NULL id).
+        result = self._sent.cursor().pgresult
+        rows = result.ntuples
+        if rows == 1:
+            names = [result.fname(at) for at in range(result.nfields)]
+            if result.get_value(0, names.index(b"id")) is None:
+                return 0
+        return int(rows)
+
+    def result(self) -> tuple[list[bool], list[JobRecord]]:
+        return self._engine._turn_answered(self._sent.result(), self._leases, self._params)
 
 
 class _Claimed(NamedTuple):

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from jobdef.errors import BackendError
@@ -251,6 +252,7 @@ class SessionManager:
         self._conn: Connection | None = None
         self._pid = os.getpid()
         self._lock = threading.RLock()
+        self._sent: Sent[Any] | None = None  # a statement whose answer is not read yet
 
     def _forget_if_forked(self) -> None:
         if os.getpid() != self._pid:
@@ -331,6 +333,7 @@ class SessionManager:
         planned once per session (:attr:`plans`).
         """
         with self._lock:
+            self.settle()
             for attempt in (1, 2):
                 conn = self.connection()
                 try:
@@ -339,15 +342,67 @@ class SessionManager:
                 except psycopg.Error as exc:
                     if not is_connection_lost(exc, conn):
                         raise self.translate(exc) from None
-                    self._drop(conn)
-                    self._conn = None
+                    lost = self._lost(exc, conn)
                     if not retry or attempt == 2:
-                        raise BackendError(
-                            f"lost the connection to PostgreSQL at {describe(self.conninfo)}: "
-                            f"{first_line(exc)}; check that the server is up"
-                        ) from None
+                        raise lost from None
                     self._reconnect()
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def send(self, sql: str, params: Mapping[str, Any], read: Callable[[Any], T]) -> Sent[T] | None:
+        """Send ``sql`` (a worker's turn, planned once per session as :meth:`run`'s
+        ``plan_once``) and return without waiting for its answer; :meth:`Sent.result`
+        reads it (``read`` given the cursor, whose rows are binary), and so does the
+        next use of the session, first. A worker's loop does its other work meanwhile
+        (its handler processes' results, the next tasks) instead of waiting on the server.
+
+        Not retried: a lost session loses the answer, and the statement may have run; the
+        caller treats it as any failed call (the worker keeps what it holds and records it
+        again, fenced). None where the driver lacks the generator this rests on (a
+        psycopg whose cursors have no ``_execute_gen``): the caller runs it with
+        :meth:`run`."""
+        with self._lock:
+            self.settle()
+            conn = self.connection()
+            cursor = conn.cursor(binary=True)
+            execute = getattr(cursor, "_execute_gen", None)
+            if execute is None:  # pragma: no cover - every psycopg 3 release has it
+                cursor.close()
+                return None
+            try:
+                self._plan(conn, True)
+                steps = execute(sql, params)
+                with conn.lock:
+                    wait = next(steps)  # sends the statement; then it waits for the answer
+            except StopIteration:  # pragma: no cover - answered without a wait
+                steps, wait = None, None
+            except psycopg.Error as exc:
+                cursor.close()
+                raise self._failure(exc, conn) from None
+            sent = Sent(self, conn, cursor, steps=steps, wait=wait, read=read)
+            self._sent = sent if steps is not None else None
+            return sent
+
+    def settle(self) -> None:
+        """Read the answer of the statement sent last, if it is not read yet: the session
+        then serves the next statement."""
+        with self._lock:
+            if self._sent is not None:
+                self._sent.settle()
+
+    def _failure(self, exc: psycopg.Error, conn: Connection) -> Exception:
+        """What a driver error on ``conn`` is to the caller (the session dropped if lost)."""
+        if is_connection_lost(exc, conn):
+            return self._lost(exc, conn)
+        return self.translate(exc)
+
+    def _lost(self, exc: psycopg.Error, conn: Connection) -> BackendError:
+        self._drop(conn)
+        if self._conn is conn:
+            self._conn = None
+        return BackendError(
+            f"lost the connection to PostgreSQL at {describe(self.conninfo)}: "
+            f"{first_line(exc)}; check that the server is up"
+        )
 
     def _plan(self, conn: Connection, once: bool) -> None:
         """Set how the session plans, when that changes: on plans made once, or each
@@ -381,5 +436,101 @@ class SessionManager:
     def close(self) -> None:
         with self._lock:
             self._forget_if_forked()
+            if self._sent is not None and self._conn is not None and not self._conn.closed:
+                self._sent.settle()  # what it did is then known to whoever asks
+            self._sent = None
             self._drop(self._conn)
             self._conn = None
+
+
+class Sent(Generic[T]):
+    """A statement :meth:`SessionManager.send` sent, whose answer is read once: when
+    asked for (:meth:`result`), or before the session's next statement (:meth:`settle`).
+    :meth:`fileno` is the session's socket, readable once the answer starts to arrive:
+    a caller waits on it among its own files."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        conn: Connection,
+        cursor: Any,
+        *,
+        steps: Generator[Any, Any, Any] | None,
+        wait: Any,
+        read: Callable[[Any], T],
+    ) -> None:
+        self._manager = manager
+        self._read: Callable[[Any], T] | None = read
+        self._conn = conn
+        self._cursor = cursor
+        self._steps = steps
+        self._wait = wait
+        self._socket = conn.pgconn.socket
+        # Once the whole answer is in: (True, None), or (False, the error it is).
+        self._answer: tuple[bool, Any] | None = None
+        self._value: T | None = None  # what read made of it
+        if steps is None:  # pragma: no cover - answered already
+            self.settle()
+
+    def fileno(self) -> int:
+        return int(self._socket)
+
+    def ready(self) -> bool:
+        """Whether :meth:`result` would not wait: the answer was read (by the session's
+        next statement, perhaps), or has started to arrive."""
+        if self._answer is not None:
+            return True
+        poller = select.poll()  # not select.select: the socket's number may be above 1023
+        poller.register(self._socket, select.POLLIN)
+        return bool(poller.poll(0))
+
+    def result(self) -> T:
+        """The answer, ``read`` from the statement's cursor (once), waiting for it if need
+        be; raises what the statement raised, as :meth:`SessionManager.run` would."""
+        cursor = self.cursor()
+        if self._read is not None:
+            read, self._read = self._read, None
+            try:
+                self._value = read(cursor)
+            finally:
+                cursor.close()
+        return self._value  # type: ignore[return-value]  # set by read, once
+
+    def cursor(self) -> Any:
+        """The statement's cursor, its answer all there (waiting for it if need be), to
+        look at before :meth:`result` reads it; raises what the statement raised."""
+        self.settle()
+        assert self._answer is not None
+        ok, error = self._answer
+        if not ok:
+            raise error
+        return self._cursor
+
+    def settle(self) -> None:
+        """Wait for the whole answer and keep it (or the error it is) for :meth:`result`."""
+        manager = self._manager
+        with manager._lock:
+            if self._answer is not None:
+                return
+            if manager._sent is self:
+                manager._sent = None
+            try:
+                if self._steps is not None:
+                    with self._conn.lock:
+                        self._conn.wait(_resumed(self._wait, self._steps))
+                self._answer = (True, None)
+            except psycopg.Error as exc:
+                self._cursor.close()
+                self._answer = (False, manager._failure(exc, self._conn))
+
+
+def _resumed(wait: Any, steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    """``steps`` (psycopg's generator of a statement) from its wait for the answer, the
+    first step (the send) having been taken: what psycopg's wait functions drive."""
+    ready = yield wait
+    while True:
+        try:
+            wait = steps.send(ready)
+        except StopIteration as stop:
+            return stop.value
+        ready = yield wait
