@@ -91,8 +91,10 @@ HANDLER = "def noop(ctx, n=0):\n    pass\n"
 
 
 def counted_worker(out: str, argv: list[str]) -> None:
-    """Run ``jobdef worker argv`` counting its claims into the JSON file ``out``."""
-    from jobdef.backends.postgres.engine import QUERIES
+    """Run ``jobdef worker argv`` counting its claims into the JSON file ``out``: those it
+    runs (psycopg's ``Cursor.execute``) and the turns it sends (``SentTurn``, read once
+    by the worker through ``leased``)."""
+    from jobdef.backends.postgres.engine import QUERIES, SentTurn
     from jobdef.cli import main
 
     claims = {" ".join(QUERIES[name].split()): name for name in CLAIMS}
@@ -109,6 +111,14 @@ def counted_worker(out: str, argv: list[str]) -> None:
                 counts["empty"] += 1
         return result
 
+    leased = SentTurn.leased
+
+    def counted_leased(turn: SentTurn) -> int:
+        count = leased(turn)
+        counts["claims"] += 1
+        counts["empty"] += count == 0
+        return count
+
     def dump() -> None:
         Path(out + ".tmp").write_text(json.dumps(counts))
         os.replace(out + ".tmp", out)
@@ -119,6 +129,7 @@ def counted_worker(out: str, argv: list[str]) -> None:
             dump()
 
     setattr(psycopg.Cursor, "execute", execute)  # noqa: B010 (a counting patch)
+    setattr(SentTurn, "leased", counted_leased)  # noqa: B010 (a counting patch)
     threading.Thread(target=keep_dumping, daemon=True).start()
     try:
         main(["worker", *argv])

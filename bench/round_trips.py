@@ -3,7 +3,8 @@
 Enqueues ``--jobs`` no-op jobs with ``Queue.enqueue_many``, then drains them with
 one worker run in this process (``burst``), counting every statement the
 process sends through psycopg: each ``Cursor.execute`` (``Connection.execute``
-goes through it) and each command a transaction block sends (``BEGIN``,
+goes through it), each turn a worker sends without waiting (``SessionManager.send``)
+and each command a transaction block sends (``BEGIN``,
 ``COMMIT``, ``SAVEPOINT``...). A statement sent inside a pipeline shares the
 pipeline's one round trip; every other statement is one round trip. The handler
 processes never talk to the database, so the worker process is the whole of it.
@@ -72,10 +73,18 @@ class Counter:
     @contextlib.contextmanager
     def installed(self) -> Iterator[Counter]:
         """Count through psycopg's classes while the block runs."""
+        from jobdef.backends.postgres.session import SessionManager
+
         cursor_execute = psycopg.Cursor.execute
         exec_command = psycopg.Connection._exec_command
         pipeline = psycopg.Connection.pipeline
+        send = SessionManager.send
         counter = self
+
+        def sent(manager: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
+            # A worker's turn sent without waiting for its answer: one round trip too.
+            counter.statement(manager.connection(), sql)
+            return send(manager, sql, *args, **kwargs)
 
         def execute(cur: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             counter.statement(cur.connection, query)
@@ -97,6 +106,7 @@ class Counter:
             (psycopg.Cursor, "execute"): (execute, cursor_execute),
             (psycopg.Connection, "_exec_command"): (command, exec_command),
             (psycopg.Connection, "pipeline"): (counted_pipeline, pipeline),
+            (SessionManager, "send"): (sent, send),
         }
         for (cls, name), (counting, _) in patches.items():
             setattr(cls, name, counting)

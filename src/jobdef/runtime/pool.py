@@ -62,7 +62,7 @@ import struct
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -436,8 +436,8 @@ class Pool:
 
     # -- hearing back -----------------------------------------------------------
 
-    def poll(self, timeout: float, also: int | None = None) -> list[Event]:
-        """Wait up to ``timeout`` for results, or until the file ``also`` is readable
+    def poll(self, timeout: float, also: Sequence[int] = ()) -> list[Event]:
+        """Wait up to ``timeout`` for results, or until a file of ``also`` is readable
         (its owner reads it), then return every result that is ready."""
         poller = select.poll()
         by_fd: dict[int, _Child] = {}
@@ -446,13 +446,13 @@ class Pool:
             by_fd[child.process.sentinel] = child
             poller.register(child.conn.fd, select.POLLIN | (select.POLLOUT * child.conn.pending))
             poller.register(child.process.sentinel, select.POLLIN)
-        if also is not None:
-            poller.register(also, select.POLLIN)
+        for fd in also:
+            poller.register(fd, select.POLLIN)
         ready = poller.poll(max(0.0, timeout) * 1000)
         events: list[Event] = []
         dead: list[_Child] = []
         for fd, mask in ready:
-            if fd == also:
+            if fd in also:
                 continue
             child = by_fd[fd]
             if fd != child.conn.fd:

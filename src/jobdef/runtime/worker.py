@@ -60,12 +60,22 @@ from typing import Any
 
 from jobdef.backends.protocol import (
     Backend,
+    PendingTurn,
     can_wait_for_jobs,
     complete_and_claim,
     fail_fast,
     holds_maintenance_lock,
+    send_turn,
 )
-from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord, Lease, Outcome, Wakeup
+from jobdef.backends.records import (
+    ClaimOptions,
+    ErrorInfo,
+    JobRecord,
+    Lease,
+    Notification,
+    Outcome,
+    Wakeup,
+)
 from jobdef.errors import BackendError, UnknownJobError
 from jobdef.notify.events import notifications_for
 from jobdef.policy.durations import format_wait
@@ -297,6 +307,12 @@ class Worker:
         self._said_most_by_args = False
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
+        # A turn sent to the store, its answer not read yet (SendsTurns), with what it
+        # completes, what it claims, and how many jobs were held besides when it was sent.
+        self._turn: PendingTurn | None = None
+        self._turn_helds: list[_Held] = []
+        self._turn_options: ClaimOptions | None = None
+        self._turn_holding = 0
         # Jobs whose heartbeat was refused this turn: their handlers are stopped.
         self._lost: list[int] = []
         self._failures: list[FailedAttempt] = []
@@ -456,18 +472,23 @@ class Worker:
             return False
         self._record_failures()
         if phase is Phase.DRAINING:
-            self._flush_completions()
+            self._flush_completions(pool)
         else:
-            holding = len(self._held) - len(self._completions)
-            # Woken for maintenance only, an idle worker claims nothing before its poll.
-            claims = not (self._idle and mono < self._claim_at)
-            found_nothing = self._exchange(self._claim_options(pool) if claims else None)
-            if claims:
-                self._idle = found_nothing
-            if not holding and self._held:
-                self._vouch(pool, mono)  # the only leases held are this claim's, made since
+            if self._turn is not None and self._turn.ready():
+                self._end_turn(pool)  # its answer came: what it claimed goes out below
+            if self._turn is None:
+                holding = len(self._held) - len(self._completions)
+                # Woken for maintenance only, an idle worker claims nothing before its poll.
+                claims = not (self._idle and mono < self._claim_at)
+                options = self._claim_options(pool) if claims else None
+                if not self._send_turn(options, holding):
+                    found_nothing = self._exchange(options)
+                    if claims:
+                        self._idle = found_nothing
+                    if not holding and self._held:
+                        self._vouch(pool, mono)  # the only leases held are this claim's
             self._dispatch(pool)  # at once: a claim waits in a child, never in the worker
-            if self._burst_done(self._idle):
+            if self._turn is None and self._burst_done(self._idle):
                 self._outage.recovered(time.monotonic())  # its last call worked: say so
                 return True
         # Before the outage is declared over: a heartbeat that failed is tried again here.
@@ -476,7 +497,12 @@ class Worker:
         self._dispatch(pool)
 
         waiting = self._wait_budget(pool, phase, mono)
-        if self._idle and not pool.in_flight() and can_wait_for_jobs(self.backend):
+        if (
+            self._idle
+            and self._turn is None
+            and not pool.in_flight()
+            and can_wait_for_jobs(self.backend)
+        ):
             self._wait_for_jobs(waiting)
             waiting = 0.0
         self._collect(pool, waiting, phase)
@@ -497,6 +523,7 @@ class Worker:
         """Move to ``phase`` (this turn's), doing once what entering it takes."""
         if phase is self.phase:
             return phase
+        self._settle_turn(pool)  # what it claimed is held, to give back or to stop
         if phase is Phase.DRAINING:
             self._drain_deadline = mono + self.settings.grace
             log.info("draining: no new claims; %d jobs running", len(pool.in_flight()))
@@ -596,6 +623,9 @@ class Worker:
             deadline = pool.next_deadline()
             turn = TURN_WHILE_RUNNING
             waiting = min(turn, max(0.0, deadline - mono) if deadline is not None else turn)
+        elif self._turn is not None:
+            # Its answer ends the wait (read already by another call: no wait).
+            waiting = 0.0 if self._turn.ready() else TURN_WHILE_RUNNING
         elif pool.starting():
             waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
         if phase is Phase.DRAINING:
@@ -619,7 +649,12 @@ class Worker:
         self.telemetry.turned(
             handlers_ready=not pool.starting(), store_outage=self._outage.since is not None
         )
-        events = pool.poll(waiting, self._wake_fd)
+        waits_on = [self._wake_fd] if self._wake_fd is not None else []
+        if self._turn is not None and not self._turn.ready():
+            # Its answer ends the wait: the claims it brings go out. (One read already, by
+            # another call, or that failed, is taken in at the next turn of the loop.)
+            waits_on.append(self._turn.fileno())
+        events = pool.poll(waiting, waits_on)
         if self._stop_requests:  # what writes the pipe: read it, or the next wait ends at once
             self._wakes.drain()
         events.extend(pool.enforce())
@@ -683,7 +718,7 @@ class Worker:
         for event in events:
             if isinstance(event, Finished | Killed):
                 self._handle(event, self.phase)
-        self._last_flush()
+        self._last_flush(pool)
         self._give_back([event.task for event in events if isinstance(event, Returned)])
 
     def _stop_lost(self, pool: Pool) -> None:
@@ -692,7 +727,7 @@ class Worker:
         lost, self._lost = self._lost, []
         for job_id in lost:
             held = self._held.get(job_id)
-            if held is None or job_id in self._completions:
+            if held is None or job_id in self._completions or held in self._turn_helds:
                 continue  # finished already: its fenced completion is refused and logged
             if any(failed.record.id == job_id for failed in self._failures):
                 continue
@@ -729,12 +764,12 @@ class Worker:
             and now.worker_id == lease.worker_id
         )
 
-    def _last_flush(self) -> None:
+    def _last_flush(self, pool: Pool) -> None:
         """Record what finished before stopping; if the store cannot take it, the leases
         expire and other workers reclaim those jobs (their sheets' ``on_reclaim`` applies)."""
         try:
             self._record_failures()
-            self._flush_completions()
+            self._flush_completions(pool)
         except BackendError as exc:
             log.error(
                 "stopping without recording %d finished job(s): %s; their leases expire and "
@@ -743,16 +778,22 @@ class Worker:
                 exc,
             )
 
-    def _claim_options(self, pool: Pool) -> ClaimOptions | None:
+    def _claim_options(self, pool: Pool, coming: int = 0, done: int = 0) -> ClaimOptions | None:
         """What to claim now: what the claim window lets this worker hold more
         (:mod:`jobdef.runtime.claim_window`), within what the children can take ahead
         (:meth:`Pool.capacity`) less what already waits for them, and within what their
         args may take (:meth:`_most_by_args`), once a quarter of the window is free (or a
         child sits idle), so claims come in batches."""
         starved = pool.idle_children() > 0
-        holding = len(self._held) - len(self._completions)
+        # ``coming``: jobs a turn brings that are not held yet; ``done``: held jobs that
+        # finished, sent to be completed (a turn whose answer is not taken in yet).
+        holding = len(self._held) - len(self._completions) - done + coming
         most = self._most_by_args(pool)
-        free = min(pool.capacity() - len(self._backlog), self._window.want(holding), most - holding)
+        free = min(
+            pool.capacity() - len(self._backlog) - coming,
+            self._window.want(holding),
+            most - holding,
+        )
         if free <= 0 or (free < min(self._window.size, most) // 4 and not starved):
             return None
         self._starved = starved
@@ -788,24 +829,90 @@ class Worker:
     def _exchange(self, options: ClaimOptions | None) -> bool:
         """Complete what finished and claim per ``options``, in one transaction when the
         engine can (group commit). True when a claim found nothing runnable."""
-        now = self.clock()
         helds = [self._held[job_id] for job_id in self._completions]
+        if not helds and options is None:
+            return False
+        notes, results = self._completion_parts(helds)
+        accepted, records = complete_and_claim(
+            self.backend, [h.lease for h in helds], notes, options, results
+        )
+        self._completions = []
+        return self._took(helds, accepted, records, options)
+
+    def _completion_parts(
+        self, helds: Sequence[_Held]
+    ) -> tuple[dict[int, list[Notification]], dict[int, str]]:
+        """The messages of the finished jobs ``helds`` (their sheets' notify on done) and
+        the values their handlers returned."""
+        now = self.clock()
         notes = {}
         for held in helds:
             if held.policy is not None and "done" in held.policy.notify.events:
                 notes[held.record.id] = notifications_for(
                     held.policy, "done", held.record, None, now, result=held.result
                 )
-        if not helds and options is None:
+        return notes, {h.record.id: h.result for h in helds if h.result is not None}
+
+    def _send_turn(self, options: ClaimOptions | None, holding: int) -> bool:
+        """Send the turn of :meth:`_exchange` and go on without its answer, when the
+        engine can (SendsTurns: what finished to complete, and a claim): True if sent.
+        ``holding``: the jobs held besides the finished ones."""
+        helds = [self._held[job_id] for job_id in self._completions]
+        if not helds or options is None:
             return False
-        results = {h.record.id: h.result for h in helds if h.result is not None}
-        accepted, records = complete_and_claim(
-            self.backend, [h.lease for h in helds], notes, options, results
-        )
+        notes, results = self._completion_parts(helds)
+        turn = send_turn(self.backend, [h.lease for h in helds], notes, options, results)
+        if turn is None:
+            return False
+        self._turn, self._turn_helds, self._turn_options = turn, helds, options
+        self._turn_holding = holding
+        self._completions = []
+        return True
+
+    def _end_turn(self, pool: Pool, chain: bool = True) -> None:
+        """Take the answer of the turn sent (waiting for it if need be): its completions
+        and its claims, as :meth:`_exchange` takes its own. With ``chain``, the next
+        turn goes first, as soon as the answer says how many jobs it brings: the server
+        runs it while this one's jobs are read and handed out. A turn that failed gives
+        its completions back, to be recorded by the next call."""
+        turn, helds, options = self._turn, self._turn_helds, self._turn_options
+        assert turn is not None
+        assert options is not None
+        holding = self._turn_holding
+        self._turn, self._turn_helds, self._turn_options = None, [], None
+        try:
+            coming = turn.leased()
+            self._window.claimed(options.limit, coming, self._starved)
+            if chain:
+                after = len(self._held) - len(self._completions) - len(helds) + coming
+                self._send_turn(self._claim_options(pool, coming, len(helds)), after)
+            accepted, records = turn.result()
+        except BackendError:
+            self._completions[:0] = [held.record.id for held in helds]
+            raise
+        self._took(helds, accepted, records, None)
+        self._idle = not records
+        if not holding and self._held:
+            self._vouch(pool, time.monotonic())  # the only leases held are this claim's
+
+    def _settle_turn(self, pool: Pool) -> None:
+        """End the turn sent, if any (before the worker drains, stops or records what
+        finished without claiming: what it claimed is then held)."""
+        if self._turn is not None:
+            self._end_turn(pool, chain=False)
+
+    def _took(
+        self,
+        helds: Sequence[_Held],
+        accepted: Sequence[bool],
+        records: Sequence[JobRecord],
+        options: ClaimOptions | None,
+    ) -> bool:
+        """What a turn's answer does: the finished ``helds`` done (or refused), the
+        ``records`` claimed held. True when its claim found nothing runnable."""
         # Only now that the store took them: a failed call leaves them to record later.
         for held in helds:
             del self._held[held.record.id]
-        self._completions = []
         for held, ok in zip(helds, accepted, strict=True):
             if ok:
                 self.stats.done += 1
@@ -913,7 +1020,8 @@ class Worker:
             outcome: Outcome = "timeout" if event.timed_out else "crashed"
             self._fail(held, error, class_names(cls), outcome)
 
-    def _flush_completions(self) -> None:
+    def _flush_completions(self, pool: Pool) -> None:
+        self._settle_turn(pool)
         self._exchange(None)
 
     def _fail(

@@ -55,6 +55,7 @@ def run_worker(
     clock_skew: float = 0.0,
     url_options: str = "",
     claims_file: str | None = None,
+    prefetch: int | None = None,
 ) -> None:
     """A real worker process on the engine at ``url``/``schema`` running ``sheets``;
     ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's);
@@ -62,7 +63,8 @@ def run_worker(
     all); ``clock_skew``: seconds this process's wall clock (``time.time``) is ahead, as on
     a host whose clock is wrong; ``url_options``: more of the store URL's query
     (``&wake=poll``); ``claims_file``: where it writes, at every claim, how many claims
-    it made (a JSON list: the claim's time on this host's clock, how many jobs it got)."""
+    it made (a JSON list: the claim's time on this host's clock, how many jobs it got);
+    ``prefetch``: the jobs it takes ahead per handler process (default the worker's)."""
     import logging
     import time
 
@@ -88,12 +90,14 @@ def run_worker(
     if maintenance_lease is not None:
         backend.listener.lease_seconds = maintenance_lease  # type: ignore[attr-defined]
     try:
+        ahead = {} if prefetch is None else {"prefetch": prefetch}
         settings = WorkerSettings(
             queues=queues,
             concurrency=concurrency,
             burst=burst,
             lease_seconds=lease_seconds,
             poll_interval=poll_interval,
+            **ahead,
         )
         Worker(backend, load_registry([sheets]), settings).run()
     finally:
@@ -109,13 +113,34 @@ def _count_claims(path: str) -> None:
 
     claims: list[tuple[float, int]] = []
     exchange = worker_module.complete_and_claim
+    send = worker_module.send_turn
+
+    def record(count: int) -> None:
+        claims.append((time.monotonic(), count))
+        Path(path + ".tmp").write_text(json.dumps(claims))
+        os.replace(path + ".tmp", path)
 
     def counted(backend: Any, leases: Any, notes: Any, options: Any, results: Any) -> Any:
         accepted, records = exchange(backend, leases, notes, options, results)
         if options is not None:
-            claims.append((time.monotonic(), len(records)))
-            Path(path + ".tmp").write_text(json.dumps(claims))
-            os.replace(path + ".tmp", path)
+            record(len(records))
         return accepted, records
 
+    class CountedTurn:
+        """A sent turn (worker_module.send_turn's), whose claim is counted once read."""
+
+        def __init__(self, turn: Any) -> None:
+            self.turn = turn
+            self.fileno, self.ready, self.leased = turn.fileno, turn.ready, turn.leased
+
+        def result(self) -> Any:
+            accepted, records = self.turn.result()
+            record(len(records))
+            return accepted, records
+
+    def counted_send(backend: Any, leases: Any, notes: Any, options: Any, results: Any) -> Any:
+        turn = send(backend, leases, notes, options, results)
+        return None if turn is None else CountedTurn(turn)
+
     worker_module.complete_and_claim = counted  # type: ignore[assignment]
+    worker_module.send_turn = counted_send  # type: ignore[assignment]

@@ -352,6 +352,42 @@ def test_a_worker_rides_out_a_store_that_fails_and_records_every_job_once(
     assert sorted(runs) == sorted(job.id for job in jobs)  # each job once: none lost, none twice
 
 
+def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_claimed(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue, tmp_path: Path
+) -> None:
+    marker = tmp_path / "m"
+    first = queue.enqueue("pause", {"marker": str(marker), "seconds": 1.0})
+    # One job held at a time: the next is claimed only by the turn that completes this one.
+    worker = workers.start(concurrency=1, prefetch=1)
+    eventually(marker.exists, timeout=60)
+    second = queue.enqueue("noop", {"n": 1})
+    table = f'"{pg_backend.schema}".jobdef_jobs'
+    waiting = (
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        f"AND query LIKE '%%{pg_backend.schema}%%jobdef_attempts%%'"
+    )
+    with psycopg.connect(pg_backend.conninfo) as locker:
+        # The first job's row locked elsewhere: the turn that completes it (and claims
+        # the second) waits on the server, the worker's loop going on meanwhile.
+        locker.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [first.id])
+        eventually(lambda: query(pg_backend.conninfo, waiting)[0][0] == 1, timeout=60)
+        os.kill(worker.pid, signal.SIGTERM)
+        time.sleep(0.3)
+        assert worker.is_alive()  # it waits for the turn's answer before it drains
+        locker.rollback()
+    worker.join(60)
+    assert worker.exitcode == 0
+    # The turn committed: the first job done; the second, claimed by it, given back.
+    assert pg_backend.get(first.id).state == "done"  # type: ignore[union-attr]
+    released = pg_backend.get(second.id)
+    assert released is not None
+    assert (released.state, released.worker_id) == ("queued", None)
+    assert [(row[0], row[3]) for row in _attempts(pg_backend)] == [
+        (first.id, "done"),
+        (second.id, "released"),  # never started: recorded as given back
+    ]
+
+
 # The sessions a worker process opens, with LISTEN (the default) and with ?wake=poll
 # (behind PgBouncer in transaction mode): how many, and that the second listens to nothing.
 SESSIONS = "SELECT query FROM pg_stat_activity WHERE application_name = %s"
