@@ -388,6 +388,97 @@ def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_
     ]
 
 
+class _WatchedTurns(PostgresBackend):
+    """The engine, noting each turn the worker sends, how many jobs its answer brings
+    (``leased``, which the worker reads first) and when the answer is read (``read``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.events: list[tuple[str, int, int]] = []  # (what, turn number, a count)
+
+    def send_turn(self, leases: Any, notifications: Any, options: Any, results: Any = None) -> Any:
+        turn = super().send_turn(leases, notifications, options, results)
+        if turn is None:
+            return None
+        number = sum(1 for event in self.events if event[0] == "sent")
+        self.events.append(("sent", number, len(leases)))
+        self.events.append(("asked", number, options.limit))
+        events = self.events
+
+        class Watched:
+            fileno, ready = turn.fileno, turn.ready
+
+            def leased(self) -> int:
+                count: int = turn.leased()
+                events.append(("leased", number, count))
+                return count
+
+            def result(self) -> Any:
+                answer = turn.result()
+                events.append(("read", number, len(answer[1])))
+                return answer
+
+        return Watched()
+
+    def claim(self, options: Any) -> Any:
+        records = super().claim(options)
+        self.events.append(("asked", -1, options.limit))
+        self.events.append(("leased", -1, len(records)))
+        return records
+
+    def complete_and_claim(self, leases: Any, notes: Any, options: Any, results: Any = None) -> Any:
+        self.events.append(("sent", -1, len(leases)))
+        accepted, records = super().complete_and_claim(leases, notes, options, results)
+        self.events.append(("asked", -1, options.limit))
+        self.events.append(("leased", -1, len(records)))
+        return accepted, records
+
+    def complete(self, leases: Any, notes: Any = None, results: Any = None) -> Any:
+        self.events.append(("sent", -1, len(leases)))
+        return super().complete(leases, notes, results)
+
+
+def test_a_worker_sends_its_next_turn_before_it_reads_the_answer_and_holds_no_more_than_its_window(
+    pg_backend: PostgresBackend, queue: Queue, sheets: Path
+) -> None:
+    from jobdef.runtime.settings import WorkerSettings
+    from jobdef.runtime.worker import Worker
+
+    ids = [job.id for job in queue.enqueue_many("noop", ({"n": n} for n in range(3000)))]
+    backend = _WatchedTurns(pg_backend.conninfo, schema=pg_backend.schema)
+    settings = WorkerSettings(burst=True, concurrency=2, prefetch=64)
+    try:
+        stats = Worker(backend, load_registry([sheets]), settings).run()
+    finally:
+        backend.close()
+    assert stats.done == len(ids)
+    runs = sorted(row[0] for row in _attempts(pg_backend))
+    assert runs == sorted(ids)  # each job once
+    events = backend.events
+    at = {(what, number): index for index, (what, number, _) in enumerate(events) if number >= 0}
+    sent = [number for what, number in at if what == "sent"]
+    assert len(sent) > 10
+    # Chained: the next turn went out after this one said how many jobs it brings and
+    # before its jobs were read, for most turns of the drain.
+    chained = [
+        number
+        for number in sent
+        if ("sent", number + 1) in at
+        and at[("leased", number)] < at[("sent", number + 1)] < at[("read", number)]
+    ]
+    assert len(chained) >= len(sent) // 2
+    # Held: claimed (known at `leased`) less sent to be completed; never above the
+    # window (2 processes x 64) with a turn's claim added, when it is asked.
+    held = 0
+    for what, _, count in events:
+        if what == "leased":
+            held += count
+        elif what == "sent":
+            held -= count
+        elif what == "asked":
+            assert held + count <= 2 * 64
+
+
 # The sessions a worker process opens, with LISTEN (the default) and with ?wake=poll
 # (behind PgBouncer in transaction mode): how many, and that the second listens to nothing.
 SESSIONS = "SELECT query FROM pg_stat_activity WHERE application_name = %s"
