@@ -103,15 +103,34 @@ def test_a_session_lost_under_a_sent_turn_is_one_clear_error_and_the_store_goes_
 
 def test_turns_of_more_than_one_statement_are_not_sent(pg_backend: PostgresBackend) -> None:
     _enqueue(pg_backend, 3)
-    _enqueue(pg_backend, 1, queue="other")
     held = _claim(pg_backend, 2)
     leases = [held[0].lease]
-    # A claim under a queue limit, or of named queues: the caller waits for it instead.
+    # A claim under a queue limit: the caller waits for it instead.
     assert pg_backend.send_turn(leases, None, _options(1, queue_limits={"q": 1})) is None
-    assert pg_backend.send_turn(leases, None, _options(1, queues=["other"])) is None
     # A step of a flow among the leases: its flow is settled in the same transaction.
     step = Lease(held[1].id, held[1].attempt, "w1", flow_id=1)
     assert pg_backend.send_turn([step], None, _options(1)) is None
     # Nothing to complete, or nothing to claim: no turn to send.
     assert send_turn(pg_backend, [], None, _options(1)) is None
     assert send_turn(pg_backend, leases, None, None) is None
+
+
+def test_a_turn_of_named_queues_and_a_turn_while_a_queue_is_paused_are_sent_too(
+    pg_backend: PostgresBackend,
+) -> None:
+    ids = _enqueue(pg_backend, 3)
+    other = _enqueue(pg_backend, 2, queue="other")
+    held = _claim(pg_backend, 2)
+    assert [r.id for r in held] == ids[:2]
+    turn = send_turn(pg_backend, [held[0].lease], None, _options(5, queues=["other"]))
+    assert turn is not None
+    assert turn.leased() == 2
+    assert [r.id for r in turn.result()[1]] == other
+    # A queue paused: the walk takes nothing and says so; the answer claims by queue.
+    pg_backend.set_paused("other", True)
+    turn = send_turn(pg_backend, [held[1].lease], None, _options(5))
+    assert turn is not None
+    assert turn.leased() == 0  # the walk's answer: nothing, a queue is paused
+    accepted, records = turn.result()
+    assert accepted == [True]
+    assert [r.id for r in records] == ids[2:]  # claimed by queue once the answer is read

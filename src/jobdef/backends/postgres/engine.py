@@ -824,28 +824,36 @@ class PostgresBackend(
         options: ClaimOptions,
         results: Mapping[int, str] | None = None,
     ) -> SentTurn | None:
-        """complete_and_claim, sent (:class:`~jobdef.backends.protocol.SendsTurns`): the
-        one statement of a plain turn. A turn of other steps (a flow's step among the
-        leases, a claim under queue limits or by queue) is run and waited for instead."""
+        """complete_and_claim (or complete_and_claim_by_queue), sent
+        (:class:`~jobdef.backends.protocol.SendsTurns`): the one statement of a turn. A
+        turn of more steps (a flow's step among the leases, a claim under queue limits)
+        is run and waited for instead."""
         plain = not any(lease.flow_id is not None for lease in leases)
-        if not plain or self._claim_limits(options) or self._by_queue(options):
+        if not plain or self._claim_limits(options):
             return None
         now = self.clock()
         done = Completion(leases, results or {}, notifications or {})
         params = _complete_params(done, now) | self._ends() | self._claim_params(options, now)
-        sent = self.sessions.send(self._q("complete_and_claim"), params, _claimed)
-        return None if sent is None else SentTurn(self, sent, leases, params)
+        by_queue = self._by_queue(options)
+        sql = self._q("complete_and_claim_by_queue" if by_queue else "complete_and_claim")
+        sent = self.sessions.send(sql, params, _claimed)
+        return None if sent is None else SentTurn(self, sent, leases, params, by_queue=by_queue)
 
     def _turn_answered(
-        self, claimed: _Claimed, leases: Sequence[Lease], params: Mapping[str, Any]
+        self,
+        claimed: _Claimed,
+        leases: Sequence[Lease],
+        params: Mapping[str, Any],
+        *,
+        by_queue: bool,
     ) -> tuple[list[bool], list[JobRecord]]:
         """What a sent turn's answer means, as :meth:`_complete` reads its own."""
         self._paused_seen = claimed.any_paused
         records = claimed.records
-        if claimed.any_paused:  # the walk took nothing: claim by queue, now
-            by_queue = self._q("claim_jobs_by_queue")
+        if claimed.any_paused and not by_queue:  # the walk took nothing: claim by queue
+            sql = self._q("claim_jobs_by_queue")
             records = self._run(
-                lambda conn: self._claim_with(conn, by_queue, params).records, plan_once=True
+                lambda conn: self._claim_with(conn, sql, params).records, plan_once=True
             )
         finished = set(claimed.rows[0][0])
         self._changed(finished or records)
@@ -1056,11 +1064,14 @@ class SentTurn:
         sent: Sent[_Claimed],
         leases: Sequence[Lease],
         params: Mapping[str, Any],
+        *,
+        by_queue: bool,
     ) -> None:
         self._engine = engine
         self._sent = sent
         self._leases = leases
         self._params = params
+        self._by_queue = by_queue
 
     def fileno(self) -> int:
         return self._sent.fileno()
@@ -1079,7 +1090,10 @@ class SentTurn:
         return int(rows)
 
     def result(self) -> tuple[list[bool], list[JobRecord]]:
-        return self._engine._turn_answered(self._sent.result(), self._leases, self._params)
+        answer = self._sent.result()
+        return self._engine._turn_answered(
+            answer, self._leases, self._params, by_queue=self._by_queue
+        )
 
 
 class _Claimed(NamedTuple):
