@@ -1159,12 +1159,17 @@ class Worker:
         # works is what ends the outage.
         period = heartbeat_period(self.settings.lease_seconds)
         every = period if self._outage.since is None else 0.0
-        for held in list(self._held.values()):
-            if mono - held.last_beat >= every:
-                kept = self.backend.heartbeat(held.lease, self.settings.lease_seconds)
-                held.last_beat = mono  # after the call: one that failed is tried next turn
-                if not kept:
-                    self._lost.append(held.record.id)
+        due = [held for held in self._held.values() if mono - held.last_beat >= every]
+        if due and self._turn_helds:
+            # One finished, whose completion is in the turn sent, is not beaten: the turn
+            # may have ended its lease, and a refused beat would read as a lost one.
+            sent = {held.record.id for held in self._turn_helds}
+            due = [held for held in due if held.record.id not in sent]
+        for held in due:
+            kept = self.backend.heartbeat(held.lease, self.settings.lease_seconds)
+            held.last_beat = mono  # after the call: one that failed is tried next turn
+            if not kept:
+                self._lost.append(held.record.id)
         if not self._lost:  # else the children wait until this turn took those back
             self._vouch(pool, mono)
         # The worker's own row, on the same cadence: `jobdef workers` sees it alive.
