@@ -401,6 +401,11 @@ class Pool:
     def in_flight(self) -> list[Task]:
         return [task for child in self.children for task in child.tasks.values()]
 
+    def busy(self) -> bool:
+        """Whether a child holds a task (running it, or to run next): ``in_flight()``
+        without the list."""
+        return any(child.tasks for child in self.children)
+
     def next_seq(self) -> int:
         self._seq += 1
         return self._seq

@@ -481,7 +481,10 @@ class Worker:
                 # Woken for maintenance only, an idle worker claims nothing before its poll.
                 claims = not (self._idle and mono < self._claim_at)
                 options = self._claim_options(pool) if claims else None
-                if not self._send_turn(options, holding):
+                # Sent only while the handler processes have work meanwhile: else the
+                # worker has nothing to do but wait, which the call does for less.
+                busy = bool(self._backlog) or pool.busy()
+                if not (busy and self._send_turn(options, holding)):
                     found_nothing = self._exchange(options)
                     if claims:
                         self._idle = found_nothing
