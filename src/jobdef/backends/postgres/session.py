@@ -355,32 +355,41 @@ class SessionManager:
         next use of the session, first. A worker's loop does its other work meanwhile
         (its handler processes' results, the next tasks) instead of waiting on the server.
 
-        Not retried: a lost session loses the answer, and the statement may have run; the
-        caller treats it as any failed call (the worker keeps what it holds and records it
-        again, fenced). None where the driver lacks the generator this rests on (a
-        psycopg whose cursors have no ``_execute_gen``): the caller runs it with
+        A session found lost as the statement goes out is replaced, as :meth:`run`
+        does; one lost once it is out loses the answer (the statement may have run), and
+        the caller treats that as any failed call (the worker keeps what it holds and
+        records it again, fenced). None where the driver lacks the generator this rests
+        on (a psycopg whose cursors have no ``_execute_gen``): the caller runs it with
         :meth:`run`."""
         with self._lock:
             self.settle()
-            conn = self.connection()
-            cursor = conn.cursor(binary=True)
-            execute = getattr(cursor, "_execute_gen", None)
-            if execute is None:  # pragma: no cover - every psycopg 3 release has it
-                cursor.close()
-                return None
-            try:
-                self._plan(conn, True)
-                steps = execute(sql, params)
-                with conn.lock:
-                    wait = next(steps)  # sends the statement; then it waits for the answer
-            except StopIteration:  # pragma: no cover - answered without a wait
-                steps, wait = None, None
-            except psycopg.Error as exc:
-                cursor.close()
-                raise self._failure(exc, conn) from None
-            sent = Sent(self, conn, cursor, steps=steps, wait=wait, read=read)
-            self._sent = sent if steps is not None else None
-            return sent
+            for attempt in (1, 2):
+                conn = self.connection()
+                cursor = conn.cursor(binary=True)
+                execute = getattr(cursor, "_execute_gen", None)
+                if execute is None:  # pragma: no cover - every psycopg 3 release has it
+                    cursor.close()
+                    return None
+                try:
+                    self._plan(conn, True)
+                    steps = execute(sql, params)
+                    with conn.lock:
+                        wait = next(steps)  # sends the statement; then it waits for the answer
+                except StopIteration:  # pragma: no cover - answered without a wait
+                    steps, wait = None, None
+                except psycopg.Error as exc:
+                    cursor.close()
+                    if not is_connection_lost(exc, conn):
+                        raise self.translate(exc) from None
+                    lost = self._lost(exc, conn)
+                    if attempt == 2:
+                        raise lost from None
+                    self._reconnect()
+                    continue
+                sent = Sent(self, conn, cursor, steps=steps, wait=wait, read=read)
+                self._sent = sent if steps is not None else None
+                return sent
+            raise AssertionError("unreachable")  # pragma: no cover
 
     def settle(self) -> None:
         """Read the answer of the statement sent last, if it is not read yet: the session
