@@ -187,6 +187,20 @@ class WorkerStats:
 
 
 @dataclass(slots=True)
+class _TurnOut:
+    """A turn sent to the store (``pending``), its answer not read yet: what it completes
+    (``helds``), what it claims (``options``), how many jobs were held besides when it was
+    sent (``holding``), and when (``sent_at``, monotonic: the leases it claims run from
+    about then)."""
+
+    pending: PendingTurn
+    helds: list[_Held]
+    options: ClaimOptions
+    holding: int
+    sent_at: float
+
+
+@dataclass(slots=True)
 class _Held:
     """A job this worker holds a lease on."""
 
@@ -307,12 +321,8 @@ class Worker:
         self._said_most_by_args = False
         self._backlog: deque[int] = deque()
         self._completions: list[int] = []
-        # A turn sent to the store, its answer not read yet (SendsTurns), with what it
-        # completes, what it claims, and how many jobs were held besides when it was sent.
-        self._turn: PendingTurn | None = None
-        self._turn_helds: list[_Held] = []
-        self._turn_options: ClaimOptions | None = None
-        self._turn_holding = 0
+        # A turn sent to the store, its answer not read yet (SendsTurns).
+        self._turn: _TurnOut | None = None
         # Jobs whose heartbeat was refused this turn: their handlers are stopped.
         self._lost: list[int] = []
         self._failures: list[FailedAttempt] = []
@@ -474,7 +484,7 @@ class Worker:
         if phase is Phase.DRAINING:
             self._flush_completions(pool)
         else:
-            if self._turn is not None and self._turn.ready():
+            if self._turn is not None and self._turn.pending.ready():
                 self._end_turn(pool)  # its answer came: what it claimed goes out below
             if self._turn is None:
                 holding = len(self._held) - len(self._completions)
@@ -628,7 +638,7 @@ class Worker:
             waiting = min(turn, max(0.0, deadline - mono) if deadline is not None else turn)
         elif self._turn is not None:
             # Its answer ends the wait (read already by another call: no wait).
-            waiting = 0.0 if self._turn.ready() else TURN_WHILE_RUNNING
+            waiting = 0.0 if self._turn.pending.ready() else TURN_WHILE_RUNNING
         elif pool.starting():
             waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
         if phase is Phase.DRAINING:
@@ -653,10 +663,10 @@ class Worker:
             handlers_ready=not pool.starting(), store_outage=self._outage.since is not None
         )
         waits_on = [self._wake_fd] if self._wake_fd is not None else []
-        if self._turn is not None and not self._turn.ready():
+        if self._turn is not None and not self._turn.pending.ready():
             # Its answer ends the wait: the claims it brings go out. (One read already, by
             # another call, or that failed, is taken in at the next turn of the loop.)
-            waits_on.append(self._turn.fileno())
+            waits_on.append(self._turn.pending.fileno())
         events = pool.poll(waiting, waits_on)
         if self._stop_requests:  # what writes the pipe: read it, or the next wait ends at once
             self._wakes.drain()
@@ -730,7 +740,8 @@ class Worker:
         lost, self._lost = self._lost, []
         for job_id in lost:
             held = self._held.get(job_id)
-            if held is None or job_id in self._completions or held in self._turn_helds:
+            sending = self._turn is not None and held in self._turn.helds
+            if held is None or job_id in self._completions or sending:
                 continue  # finished already: its fenced completion is refused and logged
             if any(failed.record.id == job_id for failed in self._failures):
                 continue
@@ -864,11 +875,11 @@ class Worker:
         if not helds or options is None:
             return False
         notes, results = self._completion_parts(helds)
+        sent_at = time.monotonic()  # before the engine stamps the leases it claims
         turn = send_turn(self.backend, [h.lease for h in helds], notes, options, results)
         if turn is None:
             return False
-        self._turn, self._turn_helds, self._turn_options = turn, helds, options
-        self._turn_holding = holding
+        self._turn = _TurnOut(turn, helds, options, holding, sent_at)
         self._completions = []
         return True
 
@@ -878,25 +889,27 @@ class Worker:
         turn goes first, as soon as the answer says how many jobs it brings: the server
         runs it while this one's jobs are read and handed out. A turn that failed gives
         its completions back, to be recorded by the next call."""
-        turn, helds, options = self._turn, self._turn_helds, self._turn_options
-        assert turn is not None
-        assert options is not None
-        holding = self._turn_holding
-        self._turn, self._turn_helds, self._turn_options = None, [], None
+        out, self._turn = self._turn, None
+        assert out is not None
+        done = len(out.helds)
         try:
-            coming = turn.leased()
-            self._window.claimed(options.limit, coming, self._starved)
+            coming = out.pending.leased()
+            self._window.claimed(out.options.limit, coming, self._starved)
             if chain:
-                after = len(self._held) - len(self._completions) - len(helds) + coming
-                self._send_turn(self._claim_options(pool, coming, len(helds)), after)
-            accepted, records = turn.result()
+                after = len(self._held) - len(self._completions) - done + coming
+                self._send_turn(self._claim_options(pool, coming, done), after)
+            accepted, records = out.pending.result()
         except BackendError:
-            self._completions[:0] = [held.record.id for held in helds]
+            self._completions[:0] = [held.record.id for held in out.helds]
             raise
-        self._took(helds, accepted, records, None)
+        # Its leases as of the send, not of now: an answer that came late (the server
+        # held the turn on a lock, or this process was frozen) may bring leases that
+        # expired meanwhile, which the handler processes must not start unvouched; the
+        # jobs' heartbeats are due at once, and renew them or find them lost.
+        self._took(out.helds, accepted, records, None, claimed_at=out.sent_at)
         self._idle = not records
-        if not holding and self._held:
-            self._vouch(pool, time.monotonic())  # the only leases held are this claim's
+        if not out.holding and self._held:
+            self._vouch(pool, out.sent_at)  # the only leases held are this claim's
 
     def _settle_turn(self, pool: Pool) -> None:
         """End the turn sent, if any (before the worker drains, stops or records what
@@ -910,9 +923,11 @@ class Worker:
         accepted: Sequence[bool],
         records: Sequence[JobRecord],
         options: ClaimOptions | None,
+        claimed_at: float | None = None,
     ) -> bool:
         """What a turn's answer does: the finished ``helds`` done (or refused), the
-        ``records`` claimed held. True when its claim found nothing runnable."""
+        ``records`` claimed held (their leases taken at ``claimed_at``, monotonic; None:
+        now). True when its claim found nothing runnable."""
         # Only now that the store took them: a failed call leaves them to record later.
         for held in helds:
             del self._held[held.record.id]
@@ -922,7 +937,7 @@ class Worker:
                 self.telemetry.finished(held.record, "done")
             else:
                 self._refused("complete", held.record)
-        mono = time.monotonic()
+        mono = time.monotonic() if claimed_at is None else claimed_at
         for record in records:
             self._retry_due.pop(record.id, None)
             self._held[record.id] = _Held(record, self._policy(record), mono)
@@ -1163,10 +1178,10 @@ class Worker:
         period = heartbeat_period(self.settings.lease_seconds)
         every = period if self._outage.since is None else 0.0
         due = [held for held in self._held.values() if mono - held.last_beat >= every]
-        if due and self._turn_helds:
+        if due and self._turn is not None:
             # One finished, whose completion is in the turn sent, is not beaten: the turn
             # may have ended its lease, and a refused beat would read as a lost one.
-            sent = {held.record.id for held in self._turn_helds}
+            sent = {held.record.id for held in self._turn.helds}
             due = [held for held in due if held.record.id not in sent]
         for held in due:
             kept = self.backend.heartbeat(held.lease, self.settings.lease_seconds)

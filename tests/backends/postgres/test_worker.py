@@ -355,11 +355,14 @@ def test_a_worker_rides_out_a_store_that_fails_and_records_every_job_once(
 def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_claimed(
     pg_backend: PostgresBackend, workers: Workers, queue: Queue, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "m"
-    first = queue.enqueue("pause", {"marker": str(marker), "seconds": 1.0})
-    # One job held at a time: the next is claimed only by the turn that completes this one.
-    worker = workers.start(concurrency=1, prefetch=1)
-    eventually(marker.exists, timeout=60)
+    marker, long_marker = tmp_path / "m", tmp_path / "long"
+    first = queue.enqueue("pause", {"marker": str(marker), "seconds": 0.5})
+    # A long job keeps the other handler process busy: the turn that completes the first
+    # is then sent without waiting. Two jobs held at most: the next job is claimed only
+    # by that turn.
+    long = queue.enqueue("pause", {"marker": str(long_marker), "seconds": 3.0})
+    worker = workers.start(concurrency=2, prefetch=1)
+    eventually(lambda: marker.exists() and long_marker.exists(), timeout=60)
     second = queue.enqueue("noop", {"n": 1})
     table = f'"{pg_backend.schema}".jobdef_jobs'
     waiting = (
@@ -368,7 +371,7 @@ def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_
     )
     with psycopg.connect(pg_backend.conninfo) as locker:
         # The first job's row locked elsewhere: the turn that completes it (and claims
-        # the second) waits on the server, the worker's loop going on meanwhile.
+        # the next) waits on the server, the worker's loop going on meanwhile.
         locker.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [first.id])
         eventually(lambda: query(pg_backend.conninfo, waiting)[0][0] == 1, timeout=60)
         os.kill(worker.pid, signal.SIGTERM)
@@ -377,13 +380,16 @@ def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_
         locker.rollback()
     worker.join(60)
     assert worker.exitcode == 0
-    # The turn committed: the first job done; the second, claimed by it, given back.
-    assert pg_backend.get(first.id).state == "done"  # type: ignore[union-attr]
+    # The turn committed: the first job done; the next, claimed by it, given back; the
+    # long one drained.
+    for job in (first, long):
+        assert pg_backend.get(job.id).state == "done"  # type: ignore[union-attr]
     released = pg_backend.get(second.id)
     assert released is not None
     assert (released.state, released.worker_id) == ("queued", None)
-    assert [(row[0], row[3]) for row in _attempts(pg_backend)] == [
+    assert sorted((row[0], row[3]) for row in _attempts(pg_backend)) == [
         (first.id, "done"),
+        (long.id, "done"),
         (second.id, "released"),  # never started: recorded as given back
     ]
 
