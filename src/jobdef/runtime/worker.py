@@ -847,11 +847,12 @@ class Worker:
         if not helds and options is None:
             return False
         notes, results = self._completion_parts(helds)
+        claimed_at = time.monotonic()  # before the engine stamps the leases it claims
         accepted, records = complete_and_claim(
             self.backend, [h.lease for h in helds], notes, options, results
         )
         self._completions = []
-        return self._took(helds, accepted, records, options)
+        return self._took(helds, accepted, records, options, claimed_at)
 
     def _completion_parts(
         self, helds: Sequence[_Held]
@@ -906,7 +907,7 @@ class Worker:
         # held the turn on a lock, or this process was frozen) may bring leases that
         # expired meanwhile, which the handler processes must not start unvouched; the
         # jobs' heartbeats are due at once, and renew them or find them lost.
-        self._took(out.helds, accepted, records, None, claimed_at=out.sent_at)
+        self._took(out.helds, accepted, records, None, out.sent_at)
         self._idle = not records
         if not out.holding and self._held:
             self._vouch(pool, out.sent_at)  # the only leases held are this claim's
@@ -923,11 +924,12 @@ class Worker:
         accepted: Sequence[bool],
         records: Sequence[JobRecord],
         options: ClaimOptions | None,
-        claimed_at: float | None = None,
+        claimed_at: float,
     ) -> bool:
         """What a turn's answer does: the finished ``helds`` done (or refused), the
-        ``records`` claimed held (their leases taken at ``claimed_at``, monotonic; None:
-        now). True when its claim found nothing runnable."""
+        ``records`` claimed held (their leases taken at ``claimed_at``, monotonic, when
+        the call went out: their first heartbeat is due a period after). True when its
+        claim found nothing runnable."""
         # Only now that the store took them: a failed call leaves them to record later.
         for held in helds:
             del self._held[held.record.id]
@@ -937,10 +939,9 @@ class Worker:
                 self.telemetry.finished(held.record, "done")
             else:
                 self._refused("complete", held.record)
-        mono = time.monotonic() if claimed_at is None else claimed_at
         for record in records:
             self._retry_due.pop(record.id, None)
-            self._held[record.id] = _Held(record, self._policy(record), mono)
+            self._held[record.id] = _Held(record, self._policy(record), claimed_at)
             self._backlog.append(record.id)
         self.stats.claimed += len(records)
         self.telemetry.claimed(records)
