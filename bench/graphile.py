@@ -133,8 +133,11 @@ def install_graphile(folder: Path) -> None:
 class Bench:
     """The files both systems run from, in one temporary folder."""
 
-    def __init__(self, server_url: str, node_dir: Path, work: Path, concurrency: int) -> None:
+    def __init__(
+        self, server_url: str, node_dir: Path, work: Path, concurrency: int, pipeline: bool
+    ) -> None:
         self.server_url = server_url
+        self.pipeline = pipeline
         self.node_dir = node_dir
         self.work = work
         self.concurrency = concurrency
@@ -183,6 +186,7 @@ class Bench:
             *("--db", url, "--sheets", str(self.work / "sheets")),
             *("--pythonpath", str(self.work), "--burst"),
             *("--concurrency", str(self.concurrency), "--log-level", "warning"),
+            *(["--pipeline-turns"] if self.pipeline else []),
         ]
 
     def _run(self, system: str, command: list[str]) -> str:
@@ -317,6 +321,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--concurrency", type=int, default=2, help="jobdef's handler processes per worker"
     )
     parser.add_argument(
+        "--pipeline-turns",
+        action="store_true",
+        help="run jobdef's workers with --pipeline-turns (turns sent without waiting)",
+    )
+    parser.add_argument(
         "--node-dir",
         type=Path,
         help="a folder where `npm install graphile-worker@0.18.0 pg` was run "
@@ -333,10 +342,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             node_dir.mkdir()
             print(f"installing graphile-worker {GRAPHILE_VERSION} into {node_dir}", file=sys.stderr)
             install_graphile(node_dir)
-        bench = Bench(args.url, node_dir or work, work, args.concurrency)
+        bench = Bench(args.url, node_dir or work, work, args.concurrency, args.pipeline_turns)
         print(
             f"{args.jobs:,} no-op jobs, bulk batches of {args.batch}, {os.cpu_count()} cores, "
-            f"jobdef --concurrency {args.concurrency}, medians of {args.runs} interleaved run(s)",
+            f"jobdef --concurrency {args.concurrency}"
+            f"{' --pipeline-turns' if args.pipeline_turns else ''}, "
+            f"medians of {args.runs} interleaved run(s)",
             file=sys.stderr,
         )
         print(report(run(args, bench), args.systems))

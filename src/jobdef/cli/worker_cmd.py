@@ -67,6 +67,7 @@ FLAGS = {
     "prefetch": "--prefetch",
     "prefetch_mib": "--prefetch-mib",
     "async_per_process": "--async-per-process",
+    "pipeline_turns": "--pipeline-turns",
 }
 
 
@@ -85,6 +86,7 @@ def worker_settings(args: argparse.Namespace, wid: str) -> WorkerSettings:
             prefetch=args.prefetch,
             prefetch_mib=args.prefetch_mib,
             async_per_process=args.async_per_process,
+            pipeline_turns=args.pipeline_turns,
             id=wid,
         )
     except WorkerOptionError as exc:
@@ -201,6 +203,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "blocks the loop past its timeout gets its process killed with the jobs beside it; "
         "sync handlers still run one per process, and --prefetch does not apply "
         f"(default: {defaults.async_per_process}: one job at a time per process)",
+    )
+    parser.add_argument(
+        "--pipeline-turns",
+        action="store_true",
+        help="PostgreSQL: send each turn without waiting for its answer while the handler "
+        "processes have work (more jobs a second for one worker process; a worker killed "
+        "with SIGKILL more often leaves claims that are reclaimed with an attempt charged "
+        "that never ran; see docs/operations.md)",
     )
     parser.add_argument(
         "--no-migrate",

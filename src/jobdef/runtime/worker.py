@@ -637,10 +637,13 @@ class Worker:
             turn = TURN_WHILE_RUNNING
             waiting = min(turn, max(0.0, deadline - mono) if deadline is not None else turn)
         elif self._turn is not None:
-            # Its answer ends the wait (read already by another call: no wait).
-            waiting = 0.0 if self._turn.pending.ready() else TURN_WHILE_RUNNING
+            waiting = TURN_WHILE_RUNNING  # its answer ends the wait
         elif pool.starting():
             waiting = max(waiting, 0.05)  # a child's "ready" ends the wait
+        if self._turn is not None and self._turn.pending.ready():
+            # Its answer is in (read already, perhaps, by another call): its jobs go to
+            # the handler processes now, not after the next result of one of them.
+            waiting = 0.0
         if phase is Phase.DRAINING:
             waiting = min(waiting, 0.05)  # the drain ends as soon as the last job does
         elif self._idle and not pool.in_flight():
@@ -870,10 +873,11 @@ class Worker:
 
     def _send_turn(self, options: ClaimOptions | None, holding: int) -> bool:
         """Send the turn of :meth:`_exchange` and go on without its answer, when the
-        engine can (SendsTurns: what finished to complete, and a claim): True if sent.
+        worker pipelines its turns (``pipeline_turns``) and the engine can (SendsTurns:
+        what finished to complete, and a claim): True if sent.
         ``holding``: the jobs held besides the finished ones."""
         helds = [self._held[job_id] for job_id in self._completions]
-        if not helds or options is None:
+        if not (self.settings.pipeline_turns and helds and options is not None):
             return False
         notes, results = self._completion_parts(helds)
         sent_at = time.monotonic()  # before the engine stamps the leases it claims

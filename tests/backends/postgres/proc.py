@@ -56,6 +56,7 @@ def run_worker(
     url_options: str = "",
     claims_file: str | None = None,
     prefetch: int | None = None,
+    pipeline_turns: bool = False,
 ) -> None:
     """A real worker process on the engine at ``url``/``schema`` running ``sheets``;
     ``maintenance_lease``: the seconds its maintenance lease lasts (default the engine's);
@@ -64,7 +65,8 @@ def run_worker(
     a host whose clock is wrong; ``url_options``: more of the store URL's query
     (``&wake=poll``); ``claims_file``: where it writes, at every claim, how many claims
     it made (a JSON list: the claim's time on this host's clock, how many jobs it got);
-    ``prefetch``: the jobs it takes ahead per handler process (default the worker's)."""
+    ``prefetch``: the jobs it takes ahead per handler process (default the worker's);
+    ``pipeline_turns``: it sends its turns without waiting for their answers."""
     import logging
     import time
 
@@ -97,6 +99,7 @@ def run_worker(
             burst=burst,
             lease_seconds=lease_seconds,
             poll_interval=poll_interval,
+            pipeline_turns=pipeline_turns,
             **ahead,
         )
         Worker(backend, load_registry([sheets]), settings).run()

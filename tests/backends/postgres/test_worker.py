@@ -361,7 +361,7 @@ def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_
     # is then sent without waiting. Two jobs held at most: the next job is claimed only
     # by that turn.
     long = queue.enqueue("pause", {"marker": str(long_marker), "seconds": 3.0})
-    worker = workers.start(concurrency=2, prefetch=1)
+    worker = workers.start(concurrency=2, prefetch=1, pipeline_turns=True)
     eventually(lambda: marker.exists() and long_marker.exists(), timeout=60)
     second = queue.enqueue("noop", {"n": 1})
     table = f'"{pg_backend.schema}".jobdef_jobs'
@@ -452,7 +452,7 @@ def test_a_worker_sends_its_next_turn_before_it_reads_the_answer_and_holds_no_mo
 
     ids = [job.id for job in queue.enqueue_many("noop", ({"n": n} for n in range(3000)))]
     backend = _WatchedTurns(pg_backend.conninfo, schema=pg_backend.schema)
-    settings = WorkerSettings(burst=True, concurrency=2, prefetch=64)
+    settings = WorkerSettings(burst=True, concurrency=2, prefetch=64, pipeline_turns=True)
     try:
         stats = Worker(backend, load_registry([sheets]), settings).run()
     finally:
@@ -483,6 +483,22 @@ def test_a_worker_sends_its_next_turn_before_it_reads_the_answer_and_holds_no_mo
             held -= count
         elif what == "asked":
             assert held + count <= 2 * 64
+
+
+def test_by_default_a_worker_waits_for_each_turn(
+    pg_backend: PostgresBackend, queue: Queue, sheets: Path
+) -> None:
+    from jobdef.runtime.settings import WorkerSettings
+    from jobdef.runtime.worker import Worker
+
+    ids = [job.id for job in queue.enqueue_many("noop", ({"n": n} for n in range(500)))]
+    backend = _WatchedTurns(pg_backend.conninfo, schema=pg_backend.schema)
+    try:
+        stats = Worker(backend, load_registry([sheets]), WorkerSettings(burst=True)).run()
+    finally:
+        backend.close()
+    assert stats.done == len(ids)
+    assert not [event for event in backend.events if event[0] == "sent" and event[1] >= 0]
 
 
 # The sessions a worker process opens, with LISTEN (the default) and with ?wake=poll
