@@ -207,8 +207,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--pipeline-turns",
         action="store_true",
-        help="PostgreSQL: send each turn without waiting for its answer while the handler "
-        "processes have work (more jobs a second for one worker process; a worker killed "
+        help="on a PostgreSQL store, send each turn without waiting for its answer while "
+        "the handler processes have work (more jobs a second for one worker process; a "
+        "worker killed "
         "with SIGKILL more often leaves claims that are reclaimed with an attempt charged "
         "that never ran; see docs/operations.md)",
     )
