@@ -493,7 +493,7 @@ class Worker:
                 options = self._claim_options(pool) if claims else None
                 # Sent only while the handler processes have work meanwhile: else the
                 # worker has nothing to do but wait, which the call does for less.
-                busy = bool(self._backlog) or pool.busy()
+                busy = self.settings.pipeline_turns and (bool(self._backlog) or pool.busy())
                 if not (busy and self._send_turn(options, holding)):
                     found_nothing = self._exchange(options)
                     if claims:
@@ -876,9 +876,9 @@ class Worker:
         worker pipelines its turns (``pipeline_turns``) and the engine can (SendsTurns:
         what finished to complete, and a claim): True if sent.
         ``holding``: the jobs held besides the finished ones."""
-        helds = [self._held[job_id] for job_id in self._completions]
-        if not (self.settings.pipeline_turns and helds and options is not None):
+        if not (self.settings.pipeline_turns and self._completions and options is not None):
             return False
+        helds = [self._held[job_id] for job_id in self._completions]
         notes, results = self._completion_parts(helds)
         sent_at = time.monotonic()  # before the engine stamps the leases it claims
         turn = send_turn(self.backend, [h.lease for h in helds], notes, options, results)

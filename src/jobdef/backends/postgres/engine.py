@@ -788,16 +788,8 @@ class PostgresBackend(
                 return self._claim_limited(conn, claim, limits, now, params)
             both = {**params, **self._claim_params(claim, now)}
             by_queue = self._by_queue(claim)
-            if by_queue:
-                sql = self._q("complete_and_claim_by_queue")
-            else:
-                sql = self._q("complete_and_claim")
-            claimed = self._claim_with(conn, sql, both)
-            records = claimed.records
-            if claimed.any_paused and not by_queue:  # the walk took nothing: claim by queue
-                records = self._claim_with(conn, self._q("claim_jobs_by_queue"), both).records
-            # done_ids, the first column of the first row: the finished jobs.
-            return set(claimed.rows[0][0]), records
+            claimed = self._claim_with(conn, self._turn_sql(by_queue), both)
+            return self._turn_outcome(claimed, by_queue, both, lambda claim: claim(conn))
 
         def work(conn: Connection) -> tuple[set[int], list[JobRecord]]:
             if not steps:  # no step of a flow among them: one statement, as before
@@ -835,27 +827,42 @@ class PostgresBackend(
         done = Completion(leases, results or {}, notifications or {})
         params = _complete_params(done, now) | self._ends() | self._claim_params(options, now)
         by_queue = self._by_queue(options)
-        sql = self._q("complete_and_claim_by_queue" if by_queue else "complete_and_claim")
-        sent = self.sessions.send(sql, params, _claimed)
+        sent = self.sessions.send(self._turn_sql(by_queue), params, _claimed)
         return None if sent is None else SentTurn(self, sent, leases, params, by_queue=by_queue)
+
+    def _turn_sql(self, by_queue: bool) -> str:
+        """A turn's statement: its claim walks the claim index, or reads queue by queue."""
+        return self._q("complete_and_claim_by_queue" if by_queue else "complete_and_claim")
+
+    def _turn_outcome(
+        self,
+        claimed: _Claimed,
+        by_queue: bool,
+        params: Mapping[str, Any],
+        run: Callable[[Callable[[Connection], list[JobRecord]]], list[JobRecord]],
+    ) -> tuple[set[int], list[JobRecord]]:
+        """What a turn's answer ``claimed`` (to the turn's ``params``) means: the jobs it
+        finished (done_ids, the first column of its first row) and those it leased. A
+        walk that found a queue paused took nothing: the claim by queue follows, on the
+        session ``run`` gives it."""
+        self._paused_seen = claimed.any_paused
+        records = claimed.records
+        if claimed.any_paused and not by_queue:
+            sql = self._q("claim_jobs_by_queue")
+            records = run(lambda conn: self._claim_with(conn, sql, params).records)
+        return set(claimed.rows[0][0]), records
 
     def _turn_answered(
         self,
         claimed: _Claimed,
         leases: Sequence[Lease],
         params: Mapping[str, Any],
-        *,
         by_queue: bool,
     ) -> tuple[list[bool], list[JobRecord]]:
         """What a sent turn's answer means, as :meth:`_complete` reads its own."""
-        self._paused_seen = claimed.any_paused
-        records = claimed.records
-        if claimed.any_paused and not by_queue:  # the walk took nothing: claim by queue
-            sql = self._q("claim_jobs_by_queue")
-            records = self._run(
-                lambda conn: self._claim_with(conn, sql, params).records, plan_once=True
-            )
-        finished = set(claimed.rows[0][0])
+        finished, records = self._turn_outcome(
+            claimed, by_queue, params, lambda claim: self._run(claim, plan_once=True)
+        )
         self._changed(finished or records)
         return [lease.job_id in finished for lease in leases], records
 
@@ -1056,7 +1063,8 @@ def _records(rows: Sequence[Mapping[str, Any]]) -> list[JobRecord]:
 
 
 class SentTurn:
-    """A turn :meth:`PostgresBackend.send_turn` sent (a :class:`~jobdef.backends.protocol.Turn`)."""
+    """A turn :meth:`PostgresBackend.send_turn` sent (a
+    :class:`~jobdef.backends.protocol.PendingTurn`)."""
 
     def __init__(
         self,
@@ -1091,9 +1099,7 @@ class SentTurn:
 
     def result(self) -> tuple[list[bool], list[JobRecord]]:
         answer = self._sent.result()
-        return self._engine._turn_answered(
-            answer, self._leases, self._params, by_queue=self._by_queue
-        )
+        return self._engine._turn_answered(answer, self._leases, self._params, self._by_queue)
 
 
 class _Claimed(NamedTuple):
