@@ -832,7 +832,9 @@ class PostgresBackend(
 
     def _turn_sql(self, by_queue: bool) -> str:
         """A turn's statement: its claim walks the claim index, or reads queue by queue."""
-        return self._q("complete_and_claim_by_queue" if by_queue else "complete_and_claim")
+        if by_queue:
+            return self._q("complete_and_claim_by_queue")
+        return self._q("complete_and_claim")
 
     def _turn_outcome(
         self,
