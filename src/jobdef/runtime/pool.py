@@ -280,11 +280,15 @@ class _Child:
         return (task, at) if task is not None else None
 
     def recall_waiting(self) -> list[Task]:
-        """Take back every task the child has not started yet."""
+        """Take back every task the child has not started yet.
+
+        The mark only rises: ``tasks`` may hold nothing above what the child started (its
+        results not in yet), and a mark lowered to that would let the child start the
+        tasks an earlier recall took back, which the worker has handed out again."""
         if not self.tasks:
             return []
         with self.lock:
-            self.shared[RECALL] = max(self.tasks)
+            self.shared[RECALL] = max(self.shared[RECALL], *self.tasks)
             started = int(self.shared[STARTED])
         waiting = [seq for seq in self.tasks if seq > started]
         return [self.tasks.pop(seq) for seq in waiting]
@@ -502,7 +506,9 @@ class Pool:
                     continue
                 if child.conn.eof or child.stop_running(task.seq):
                     self._replace(child, events, timed_out=task)
-            elif now - started_at > self.recall_after and len(child.tasks) > 1:
+            elif now - started_at > self.recall_after and max(child.tasks) > task.seq:
+                # Tasks wait behind it (the others it holds may be finished ones whose
+                # results are not read yet).
                 events.extend(Returned(t) for t in child.recall_waiting())
         return events
 
