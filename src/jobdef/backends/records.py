@@ -263,6 +263,13 @@ class ClaimOptions(Record):
     queues: Sequence[str] | None = None
     queue_limits: Mapping[str, int] = field(default_factory=dict)
     queue_rates: Mapping[str, float] = field(default_factory=dict)
+    # The start the claim writes on its jobs (started_at, epoch seconds on the engine's
+    # clock); None: the engine's clock as the claim runs. A worker names each claim by
+    # it, so that should it die before it hands the jobs out, its handler processes
+    # can give them back uncounted (jobdef.runtime.orphan). An engine that reads its
+    # clock inside its write lock (SQLite: attempt times follow commit order) writes
+    # the later of the two; a claim under queue limits, the time it took the queues.
+    started_at: float | None = None
 
 
 @record

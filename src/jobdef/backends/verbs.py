@@ -10,8 +10,8 @@ inherits :class:`SharedVerbs` (with the fenced transitions of
 - ``_read_all(statements)``: the rows of each, read from one snapshot;
 - ``_write_one(name, params)``: run one statement in its own transaction, its rowcount;
 - ``_write_all(statements)``: run them in one transaction, the rows each returns;
-- ``_ids_param(ids)``: how the dialect passes a list of ids (SQLite: JSON text,
-  PostgreSQL: an array);
+- ``_ids_param(ids)``: how the dialect passes a list of ids, or of other numbers
+  (SQLite: JSON text, PostgreSQL: an array);
 - ``_decode(value)``: a JSON column as the driver returns it, decoded;
 - ``_wakes()``: the parameters a statement that makes jobs runnable takes to
   wake idle workers (PostgreSQL: its notify channel; SQLite: none);
@@ -39,6 +39,7 @@ from jobdef.backends.flows import NO_FLOW_CURSOR, FlowRecord, FlowTx, NewFlow
 from jobdef.backends.records import (
     AttemptRecord,
     JobRecord,
+    Lease,
     OutboxRecord,
     QueueInfo,
     Receipt,
@@ -88,7 +89,7 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     def _write_all(self, statements: Sequence[Statement]) -> Sequence[Sequence[Row]]: ...
 
     @abstractmethod
-    def _ids_param(self, ids: Sequence[int]) -> Any: ...
+    def _ids_param(self, ids: Sequence[float]) -> Any: ...
 
     @abstractmethod
     def _flow_tx(
@@ -224,6 +225,19 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
     def expired_leases(self, limit: int = 100) -> list[JobRecord]:
         rows = self._read("expired_leases", {"now": self.clock(), "limit": limit})
         return [self._job(row) for row in rows]
+
+    def release_unhanded(
+        self, worker_id: str, started_at: Sequence[float], job_ids: Sequence[int]
+    ) -> int:
+        """Found, then each given back through the fenced release (a shutdown's)."""
+        params = {
+            "worker_id": worker_id,
+            "started": self._ids_param(started_at),
+            "ids": self._ids_param(job_ids),
+        }
+        rows = self._read("unhanded_claims", params)
+        leases = [Lease(int(row["id"]), int(row["attempt"]), worker_id) for row in rows]
+        return sum(self.release(lease) for lease in leases)
 
     # -- reading ----------------------------------------------------------------
 

@@ -185,14 +185,15 @@ def resolve_task_handler(path: str) -> Callable[..., Any]:
 
 
 def start_child(
-    conn: Connection, shared: Any, lock_path: str, settings: ChildSettings
+    conn: Connection, shared: Any, lock_path: str, settings: ChildSettings, unhanded: Any = None
 ) -> FileLock | None:
     """What every child does before its first task: watch the worker, set signals and
     logs up, import the handlers, say Ready. None if the worker is gone already."""
     parent = os.getppid()
     # Should the worker die, what this child holds and has not started goes back to the
-    # queue (under the worker's id, which its leases name); see runtime.orphan.
-    HOLDINGS.watch(settings.worker_id, settings.store_url, RECALL, conn, shared)
+    # queue (under the worker's id, which its leases name), with the claims the worker
+    # named in ``unhanded`` (no child has them); see runtime.orphan.
+    HOLDINGS.watch(settings.worker_id, settings.store_url, RECALL, conn, shared, unhanded=unhanded)
     if os.getppid() != parent:
         return None
     # The worker decides when children stop; a terminal's Ctrl-C or a SIGTERM to the
@@ -228,8 +229,10 @@ def freeze_start() -> None:
     gc.freeze()
 
 
-def child_main(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
-    lock = start_child(conn, shared, lock_path, settings)
+def child_main(
+    conn: Connection, shared: Any, lock_path: str, settings: ChildSettings, unhanded: Any = None
+) -> None:
+    lock = start_child(conn, shared, lock_path, settings, unhanded)
     if lock is None:
         return
     while True:
@@ -342,11 +345,13 @@ class _Pending:
         self._clear()
 
 
-def run_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+def run_child(
+    conn: Connection, shared: Any, lock_path: str, settings: ChildSettings, unhanded: Any = None
+) -> None:
     """A child process's entry: :func:`child_main`; should a send to the worker break
     because the worker died, the tasks not started are given back first."""
     try:
-        child_main(conn, shared, lock_path, settings)
+        child_main(conn, shared, lock_path, settings, unhanded)
     except OSError:
         HOLDINGS.ended()
         raise

@@ -56,12 +56,14 @@ from jobdef.runtime.wire import Cancel, Results, Stop, Task, TaskFailed
 from jobdef.telemetry.traces import attempt_span
 
 
-def run_loop_child(conn: Connection, shared: Any, lock_path: str, settings: ChildSettings) -> None:
+def run_loop_child(
+    conn: Connection, shared: Any, lock_path: str, settings: ChildSettings, unhanded: Any = None
+) -> None:
     """A child process's entry: start as every child does, then run the tasks the worker
     sends, side by side, until it sends Stop or goes away. Should a send to the worker
     break because the worker died, the tasks not started are given back first."""
     try:
-        lock = start_child(conn, shared, lock_path, settings)
+        lock = start_child(conn, shared, lock_path, settings, unhanded)
         if lock is None:
             return
         event_loop().run_until_complete(_LoopChild(conn, shared, lock, settings).run())

@@ -12,6 +12,20 @@ the attempt is not counted and the job is queued again at once. Then the child
 exits, and the handler it was running, if any, with it: that attempt started,
 so it is the reclaimer's to count.
 
+The worker also holds jobs no child has: the answer of a turn it sent and has not
+read (the server committed the claim; a pipelining worker has one out most of the
+time, see ``WorkerSettings.pipeline_turns``), and the jobs read and not handed out
+yet. It names them in a block every child shares (:class:`Unhanded`): the start
+each claim it sends writes on its jobs (``ClaimOptions.started_at``), dropped once
+the answer is read, and the ids of the jobs it holds back, rewritten before any of
+them goes to a child. So a name there is never that of a job a child has, and the
+children give those back too (``release_unhanded``), once the server is done with
+the dead worker's statement: it aborts one whose client is gone within
+``client_connection_check_interval`` (250 ms, set on the worker's sessions), so
+they wait :data:`SERVER_SETTLES` seconds after the death first. A claim whose
+answer a worker reads while it dies, between the read and the block's rewrite, or
+between the rewrite and the hand-off, is the reclaimer's, as before.
+
 What a child cannot give back stays the reclaimer's: the tasks of a child killed
 together with its worker (a SIGKILL of the whole process group, a host that
 died), and any the store does not take within :data:`RELEASE_WITHIN` seconds.
@@ -23,6 +37,8 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -32,6 +48,76 @@ log = logging.getLogger("jobdef.worker")
 
 # How long a child whose worker died may take to give its tasks back before it exits.
 RELEASE_WITHIN = 5.0
+# Seconds from a worker's death before its children give back its unhanded claims: the
+# server has then aborted or committed the statement the worker had out (queries.sql:
+# session_settings, client_connection_check_interval 250 ms).
+SERVER_SETTLES = 0.6
+
+
+class Unhanded:
+    """The claims a worker holds that no child has, in shared memory its children read
+    should it die: the starts of the claims it sent and has not read the answer of
+    (:meth:`sent`, :meth:`taken`), and the ids of the jobs it read and holds back
+    (:meth:`holding`). Only the worker writes; a child reads once the worker is dead.
+    Each write leaves a name of a job a child may have out of the block first (a count
+    set to 0 before the values change), so a death half-way through names fewer jobs,
+    never one a child has."""
+
+    STAMPS = 8  # claims out at once, at most (a pipelining worker has two)
+    IDS = 4096  # jobs held back named, at most (the rest, should it die, are reclaimed)
+
+    def __init__(self, ctx: Any) -> None:
+        # What the children are given: the stamps (a count, then the stamps) and the ids
+        # (a count, then the ids, as 64-bit integers: exact, whatever the id).
+        self.block = (ctx.RawArray("d", 1 + self.STAMPS), ctx.RawArray("q", 1 + self.IDS))
+        self._stamps: list[float] = []
+        self._named = 0  # ids named in the block now
+
+    def sent(self, stamp: float) -> None:
+        """A claim stamped ``stamp`` is sent (named before it goes)."""
+        if stamp in self._stamps:
+            return  # named already: a turn that could not be sent, made and waited for
+        if len(self._stamps) == self.STAMPS:
+            self._stamps.pop(0)  # an answer lost long ago: its jobs are reclaimed
+            self._write_stamps()
+        stamps = self.block[0]
+        stamps[1 + len(self._stamps)] = stamp
+        self._stamps.append(stamp)
+        stamps[0] = len(self._stamps)
+
+    def taken(self, stamp: float | None, holding: Sequence[int]) -> None:
+        """The answer of the claim stamped ``stamp`` was read: its jobs are among
+        ``holding``, the ids held back now, named first."""
+        self.holding(holding)
+        if stamp in self._stamps:
+            self._stamps.remove(stamp)
+            self._write_stamps()
+
+    def holding(self, ids: Sequence[int]) -> None:
+        """The jobs held back are ``ids`` (before any job leaves them for a child)."""
+        if not ids and not self._named:
+            return
+        block = self.block[1]
+        block[0] = 0
+        named = min(len(ids), self.IDS)
+        for at, job_id in enumerate(ids):
+            if at == named:
+                break
+            block[1 + at] = job_id
+        block[0] = self._named = named
+
+    def _write_stamps(self) -> None:
+        stamps = self.block[0]
+        stamps[0] = 0
+        for at, stamp in enumerate(self._stamps):
+            stamps[1 + at] = stamp
+        stamps[0] = len(self._stamps)
+
+
+def unhanded_claims(block: Any) -> tuple[list[float], list[int]]:
+    """What a dead worker's :attr:`Unhanded.block` names: stamps, and ids."""
+    stamps, ids = block
+    return [stamps[1 + at] for at in range(int(stamps[0]))], list(ids[1 : 1 + ids[0]])
 
 
 class Holdings:
@@ -45,6 +131,7 @@ class Holdings:
         self.recall_slot = 0
         self._conn: Connection | None = None
         self._shared: Any = None
+        self._unhanded: Any = None  # the worker's Unhanded.block
         self.waiting: dict[int, Task] = {}
         # Held while a task is registered, started or skipped, and while the watcher
         # takes over: a task is either started or given back, never both.
@@ -84,13 +171,21 @@ class Holdings:
             threading.Event().wait()
 
     def watch(
-        self, lease_holder: str, store_url: str, recall_slot: int, conn: Connection, shared: Any
+        self,
+        lease_holder: str,
+        store_url: str,
+        recall_slot: int,
+        conn: Connection,
+        shared: Any,
+        *,
+        unhanded: Any = None,
     ) -> None:
         """Start the thread that gives the tasks back, under ``lease_holder`` to the store at
         ``store_url``, once the worker has died (``conn``: the pipe from it; ``shared``: the
-        shared block, whose ``recall_slot`` holds the highest task it recalled)."""
+        shared block, whose ``recall_slot`` holds the highest task it recalled;
+        ``unhanded``: the worker's :attr:`Unhanded.block`, whose claims go back too)."""
         self.lease_holder, self.store_url, self.recall_slot = lease_holder, store_url, recall_slot
-        self._conn, self._shared = conn, shared
+        self._conn, self._shared, self._unhanded = conn, shared, unhanded
         parent = multiprocessing.parent_process()
         if parent is None:
             return
@@ -114,9 +209,11 @@ class Holdings:
             self.give_back()
 
     def give_back(self) -> None:
-        """Stop starting tasks, release the ones read and not started, and exit the process;
-        a second caller waits for the first one's exit."""
+        """Stop starting tasks, release the ones read and not started, and the worker's
+        claims no child had, and exit the process; a second caller waits for the first
+        one's exit."""
         self._once.acquire()
+        died = time.monotonic()
         with self.guard:
             self.orphaned = True
         # The main thread may be reading a message the worker wrote before it died: it
@@ -127,10 +224,13 @@ class Holdings:
         with self.guard:
             recalled = self._shared[self.recall_slot]
             tasks = [task for seq, task in sorted(self.waiting.items()) if seq > recalled]
-        if tasks and self.lease_holder:
+        stamps, ids = unhanded_claims(self._unhanded) if self._unhanded is not None else ([], [])
+        if (tasks or stamps or ids) and self.lease_holder:
             # Not a daemon: the process waits for it even if its main thread fails meanwhile.
             releasing = threading.Thread(
-                target=_release, args=(tasks, self.lease_holder, self.store_url), daemon=False
+                target=_release,
+                args=(tasks, (stamps, ids, died), self.lease_holder, self.store_url),
+                daemon=False,
             )
             releasing.start()
             releasing.join(RELEASE_WITHIN)
@@ -154,31 +254,46 @@ def _unread(conn: Connection | None) -> list[object]:
     return messages
 
 
-def _release(tasks: list[Task], lease_holder: str, store_url: str) -> None:
-    """Give ``tasks`` back through the fenced release (the attempt is not counted)."""
+def _release(
+    tasks: list[Task],
+    unhanded: tuple[list[float], list[int], float],
+    lease_holder: str,
+    store_url: str,
+) -> None:
+    """Give ``tasks`` back through the fenced release (the attempt is not counted), then
+    the worker's ``unhanded`` claims (stamps and ids, named by :class:`Unhanded`) once
+    the server has settled its statement (:data:`SERVER_SETTLES` after the death)."""
     from jobdef.backends import open_backend
     from jobdef.backends.records import Lease
 
-    released = 0
+    stamps, ids, died = unhanded
+    released = unclaimed = 0
     try:
         backend = open_backend(store_url, create=False, migrate=False)
         try:
             for task in tasks:
                 released += backend.release(Lease(task.job_id, task.attempt, lease_holder))
+            if stamps or ids:
+                time.sleep(max(0.0, died + SERVER_SETTLES - time.monotonic()))
+                unclaimed = backend.release_unhanded(lease_holder, stamps, ids)
         finally:
             backend.close()
     except Exception as exc:
         log.warning(
             "worker %s died; its handler process gave back %d of the %d job(s) it had not "
-            "started (%s): the leases of the rest expire and they are reclaimed",
+            "started, and %d the worker had claimed and not handed out (%s): the leases of "
+            "the rest expire and they are reclaimed",
             lease_holder,
             released,
             len(tasks),
+            unclaimed,
             exc,
         )
         return
     log.warning(
-        "worker %s died; its handler process gave back the %d job(s) it had not started",
+        "worker %s died; its handler process gave back the %d job(s) it had not started, "
+        "and %d the worker had claimed and not handed out",
         lease_holder,
         released,
+        unclaimed,
     )

@@ -83,6 +83,7 @@ from jobdef.runtime.child import (
     shared_size,
 )
 from jobdef.runtime.loop_child import run_loop_child
+from jobdef.runtime.orphan import Unhanded
 from jobdef.runtime.wire import Batch, FromChild, Progress, Ready, Results, Stop, Task, ToChild
 
 log = logging.getLogger("jobdef.worker")
@@ -241,7 +242,14 @@ class _Channel:
 
 
 class _Child:
-    def __init__(self, ctx: Any, settings: ChildSettings, lock_dir: str, vouched: float) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        settings: ChildSettings,
+        lock_dir: str,
+        vouched: float,
+        unhanded: Unhanded,
+    ) -> None:
         self.shared = ctx.RawArray("d", [0.0] * shared_size(settings.async_slots))
         self.shared[VOUCHED] = vouched
         self.sent = 0
@@ -260,7 +268,7 @@ class _Child:
         self.conn = _Channel(parent_conn)
         self.process = ctx.Process(
             target=run_loop_child if settings.async_slots > 1 else run_child,
-            args=(child_conn, self.shared, self.lock_path, settings),
+            args=(child_conn, self.shared, self.lock_path, settings, unhanded.block),
             daemon=True,
             name="jobdef-child",
         )
@@ -325,6 +333,9 @@ class Pool:
         recall_after: float = 0.5,
     ) -> None:
         self._ctx = multiprocessing.get_context("spawn")
+        # The claims the worker holds that no child has, which the children give back
+        # should the worker die (runtime.orphan).
+        self.unhanded = Unhanded(self._ctx)
         self.settings = settings
         self.size = size
         self.depth = depth
@@ -346,7 +357,7 @@ class Pool:
         self.children = [self._spawn() for _ in range(size)]
 
     def _spawn(self) -> _Child:
-        return _Child(self._ctx, self.settings, self._lock_dir, self.vouched)
+        return _Child(self._ctx, self.settings, self._lock_dir, self.vouched, self.unhanded)
 
     def vouch(self, until: float) -> None:
         """The leases of every task handed out hold until at least ``until`` (monotonic):

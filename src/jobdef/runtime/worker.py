@@ -99,6 +99,7 @@ from jobdef.runtime.loop_pool import LoopPool
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext, Service
 from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
+from jobdef.runtime.orphan import Unhanded
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
 from jobdef.runtime.results import result_rules
@@ -323,6 +324,10 @@ class Worker:
         self._completions: list[int] = []
         # A turn sent to the store, its answer not read yet (SendsTurns).
         self._turn: _TurnOut | None = None
+        # The claims held that no handler process has, named for the processes to give
+        # back should this one die (runtime.orphan): the pool's, once it is started.
+        self._unhanded: Unhanded | None = None
+        self._last_stamp = 0.0
         # Jobs whose heartbeat was refused this turn: their handlers are stopped.
         self._lost: list[int] = []
         self._failures: list[FailedAttempt] = []
@@ -390,6 +395,7 @@ class Worker:
         # The handler processes start first: they import the handlers while this process
         # does the same to check them (an application's import can take seconds).
         pool = self._pool(children)
+        self._unhanded = pool.unhanded
         try:
             check_handlers(self.registry, self.settings.queues)
         except BaseException:
@@ -821,7 +827,16 @@ class Worker:
             queues=self.settings.queues,
             queue_limits=self.queue_limits,
             queue_rates=self.queue_rates,
+            started_at=self._stamp(),
         )
+
+    def _stamp(self) -> float:
+        """A claim's name (``ClaimOptions.started_at``): its start on the store's clock, in
+        whole microseconds, later than the last claim's, so no two claims of this worker
+        share one (runtime.orphan gives back by it)."""
+        stamp = max(round(self.clock(), 6), round(self._last_stamp + 1e-6, 6))
+        self._last_stamp = stamp
+        return stamp
 
     def _most_by_args(self, pool: Pool) -> int:
         """The most jobs this worker holds while its jobs' args take what they take now
@@ -850,12 +865,20 @@ class Worker:
         if not helds and options is None:
             return False
         notes, results = self._completion_parts(helds)
+        self._sending(options)
         claimed_at = time.monotonic()  # before the engine stamps the leases it claims
         accepted, records = complete_and_claim(
             self.backend, [h.lease for h in helds], notes, options, results
         )
         self._completions = []
         return self._took(helds, accepted, records, options, claimed_at)
+
+    def _sending(self, options: ClaimOptions | None) -> None:
+        """A claim per ``options`` goes out: named first (runtime.orphan), so that should
+        this process die before it reads the answer, its handler processes give back
+        what the claim took."""
+        if options is not None and options.started_at is not None and self._unhanded is not None:
+            self._unhanded.sent(options.started_at)
 
     def _completion_parts(
         self, helds: Sequence[_Held]
@@ -880,6 +903,7 @@ class Worker:
             return False
         helds = [self._held[job_id] for job_id in self._completions]
         notes, results = self._completion_parts(helds)
+        self._sending(options)
         sent_at = time.monotonic()  # before the engine stamps the leases it claims
         turn = send_turn(self.backend, [h.lease for h in helds], notes, options, results)
         if turn is None:
@@ -911,7 +935,7 @@ class Worker:
         # held the turn on a lock, or this process was frozen) may bring leases that
         # expired meanwhile, which the handler processes must not start unvouched; the
         # jobs' heartbeats are due at once, and renew them or find them lost.
-        self._took(out.helds, accepted, records, None, out.sent_at)
+        self._took(out.helds, accepted, records, None, out.sent_at, stamp=out.options.started_at)
         self._idle = not records
         if not out.holding and self._held:
             self._vouch(pool, out.sent_at)  # the only leases held are this claim's
@@ -929,11 +953,14 @@ class Worker:
         records: Sequence[JobRecord],
         options: ClaimOptions | None,
         claimed_at: float,
+        *,
+        stamp: float | None = None,
     ) -> bool:
         """What a turn's answer does: the finished ``helds`` done (or refused), the
         ``records`` claimed held (their leases taken at ``claimed_at``, monotonic, when
-        the call went out: their first heartbeat is due a period after). True when its
-        claim found nothing runnable."""
+        the call went out: their first heartbeat is due a period after), named now by
+        their ids instead of their claim's ``stamp`` (``options``' when it has one).
+        True when its claim found nothing runnable."""
         # Only now that the store took them: a failed call leaves them to record later.
         for held in helds:
             del self._held[held.record.id]
@@ -947,6 +974,8 @@ class Worker:
             self._retry_due.pop(record.id, None)
             self._held[record.id] = _Held(record, self._policy(record), claimed_at)
             self._backlog.append(record.id)
+        if self._unhanded is not None:
+            self._unhanded.taken(stamp if options is None else options.started_at, self._backlog)
         self.stats.claimed += len(records)
         self.telemetry.claimed(records)
         if records:
@@ -1002,8 +1031,14 @@ class Worker:
                 )
             )
         if tasks:
+            if self._unhanded is not None:  # before they go: a name there is never a child's job
+                self._unhanded.holding(self._backlog)
             # A child may have turned slow since capacity() was read: keep its share.
-            self._backlog.extendleft(reversed([t.job_id for t in pool.dispatch(tasks)]))
+            kept = pool.dispatch(tasks)
+            if kept:
+                self._backlog.extendleft(reversed([t.job_id for t in kept]))
+                if self._unhanded is not None:
+                    self._unhanded.holding(self._backlog)
 
     # -- outcomes ---------------------------------------------------------------
 

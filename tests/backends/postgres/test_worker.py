@@ -3,6 +3,7 @@ the sessions it holds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -352,16 +353,25 @@ def test_a_worker_rides_out_a_store_that_fails_and_records_every_job_once(
     assert sorted(runs) == sorted(job.id for job in jobs)  # each job once: none lost, none twice
 
 
-def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_claimed(
-    pg_backend: PostgresBackend, workers: Workers, queue: Queue, tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def _a_turn_held_on_a_lock(
+    pg_backend: PostgresBackend,
+    workers: Workers,
+    queue: Queue,
+    tmp_path: Path,
+    *,
+    pipeline_turns: bool = True,
+) -> Iterator[tuple[Any, list[Any]]]:
+    """A worker whose turn waits on the server, yielded with its jobs (first, long,
+    second): the turn completes the first and claims the second, enqueued meanwhile,
+    while the first's row is locked elsewhere; the lock goes at the end of the block."""
     marker, long_marker = tmp_path / "m", tmp_path / "long"
     first = queue.enqueue("pause", {"marker": str(marker), "seconds": 0.5})
     # A long job keeps the other handler process busy: the turn that completes the first
     # is then sent without waiting. Two jobs held at most: the next job is claimed only
     # by that turn.
-    long = queue.enqueue("pause", {"marker": str(long_marker), "seconds": 3.0})
-    worker = workers.start(concurrency=2, prefetch=1, pipeline_turns=True)
+    long = queue.enqueue("pause", {"marker": str(long_marker), "seconds": 5.0})
+    worker = workers.start(concurrency=2, prefetch=1, pipeline_turns=pipeline_turns)
     eventually(lambda: marker.exists() and long_marker.exists(), timeout=60)
     second = queue.enqueue("noop", {"n": 1})
     table = f'"{pg_backend.schema}".jobdef_jobs'
@@ -374,10 +384,18 @@ def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_
         # the next) waits on the server, the worker's loop going on meanwhile.
         locker.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [first.id])
         eventually(lambda: query(pg_backend.conninfo, waiting)[0][0] == 1, timeout=60)
+        yield worker, [first, long, second]
+        locker.rollback()
+
+
+def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_claimed(
+    pg_backend: PostgresBackend, workers: Workers, queue: Queue, tmp_path: Path
+) -> None:
+    with _a_turn_held_on_a_lock(pg_backend, workers, queue, tmp_path) as (worker, jobs):
         os.kill(worker.pid, signal.SIGTERM)
         time.sleep(0.3)
         assert worker.is_alive()  # it waits for the turn's answer before it drains
-        locker.rollback()
+    first, long, second = jobs
     worker.join(60)
     assert worker.exitcode == 0
     # The turn committed: the first job done; the next, claimed by it, given back; the
@@ -391,6 +409,43 @@ def test_a_worker_stopped_while_its_turn_waits_on_the_server_gives_back_what_it_
         (first.id, "done"),
         (long.id, "done"),
         (second.id, "released"),  # never started: recorded as given back
+    ]
+
+
+@pytest.mark.parametrize("pipeline_turns", [True, False], ids=["pipelined", "waited"])
+def test_a_worker_killed_before_it_reads_a_turns_answer_has_its_claims_given_back_uncounted(
+    pg_backend: PostgresBackend,
+    workers: Workers,
+    queue: Queue,
+    tmp_path: Path,
+    pipeline_turns: bool,
+) -> None:
+    """The server commits a turn whose answer the worker never reads: frozen (SIGSTOP)
+    while the turn waits on a lock, the lock goes, then SIGKILL. The job that turn
+    claimed never reached a handler process; they give it back, its attempt not counted
+    (runtime.orphan), rather than leave it to be reclaimed, charged, once its lease ends.
+    The job a process was running when the worker died is left to the reclaimer."""
+
+    def row(job: Any) -> tuple[str, int, str | None]:
+        record = pg_backend.get(job.id)
+        assert record is not None
+        return record.state, record.attempt, record.worker_id
+
+    with _a_turn_held_on_a_lock(
+        pg_backend, workers, queue, tmp_path, pipeline_turns=pipeline_turns
+    ) as (worker, jobs):
+        os.kill(worker.pid, signal.SIGSTOP)
+    first, long, second = jobs
+    eventually(lambda: row(first)[0] == "done", timeout=30)
+    assert row(second)[0] == "running"  # claimed by the turn, its answer unread
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(10)
+    eventually(lambda: row(second)[0] == "queued", timeout=10)
+    assert row(second) == ("queued", 0, None)
+    assert row(long)[0] == "running"  # it started: the reclaimer's
+    assert sorted((row[0], row[3]) for row in _attempts(pg_backend)) == [
+        (first.id, "done"),
+        (second.id, "released"),
     ]
 
 

@@ -294,7 +294,7 @@ class PostgresBackend(
         self._changed(loud)
         return results
 
-    def _ids_param(self, ids: Sequence[int]) -> list[int]:
+    def _ids_param(self, ids: Sequence[float]) -> list[float]:
         return list(ids)
 
     def _decode(self, value: Any) -> Any:
@@ -636,11 +636,16 @@ class PostgresBackend(
     # Claim --------------------------------------------------------------------------------
 
     def claim(self, options: ClaimOptions) -> list[JobRecord]:
-        now = self.clock()
+        now = self._claim_start(options)
         plain = not self._claim_limits(options)  # claim_jobs, not the limited claim
         records = self._run(lambda conn: self._claim_on(conn, options, now), plan_once=plain)
         self._changed(records)
         return records
+
+    def _claim_start(self, options: ClaimOptions) -> float:
+        """The time a claim writes as its jobs' start, and the turn it ends as its
+        completions' end: the worker's name for it (``started_at``), or the clock's now."""
+        return self.clock() if options.started_at is None else options.started_at
 
     def _claim_limits(self, options: ClaimOptions) -> dict[str, QueueControl]:
         """The queues this claim reads that have a concurrency cap or a start rate."""
@@ -777,7 +782,7 @@ class PostgresBackend(
     ) -> tuple[set[int], list[JobRecord]]:
         """One statement (complete_jobs, or complete_and_claim with the claim), so one
         round trip; a claim under queue limits takes three (:meth:`_claim_limited`)."""
-        now = self.clock()
+        now = self.clock() if claim is None else self._claim_start(claim)
         params = _complete_params(done, now) | self._ends()
         limits = {} if claim is None else self._claim_limits(claim)
 
@@ -823,7 +828,7 @@ class PostgresBackend(
         plain = not any(lease.flow_id is not None for lease in leases)
         if not plain or self._claim_limits(options):
             return None
-        now = self.clock()
+        now = self._claim_start(options)
         done = Completion(leases, results or {}, notifications or {})
         params = _complete_params(done, now) | self._ends() | self._claim_params(options, now)
         by_queue = self._by_queue(options)

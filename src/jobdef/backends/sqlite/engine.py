@@ -201,7 +201,7 @@ class SQLiteBackend(SharedVerbs):
         with self._write() as conn:
             return [conn.execute(_q(s.name), s.params).fetchall() for s in statements]
 
-    def _ids_param(self, ids: Sequence[int]) -> str:
+    def _ids_param(self, ids: Sequence[float]) -> str:
         return json.dumps(list(ids))
 
     def _decode(self, value: Any) -> Any:
@@ -331,6 +331,8 @@ class SQLiteBackend(SharedVerbs):
     def _claim_on(
         self, conn: sqlite3.Connection, options: ClaimOptions, now: float
     ) -> list[JobRecord]:
+        if options.started_at is not None:  # the later: attempt times follow commit order
+            now = max(now, options.started_at)
         params: dict[str, Any] = {
             "now": now,
             "worker_id": options.worker_id,

@@ -315,6 +315,17 @@ WHERE state = 'running' AND lease_until < :now
 ORDER BY lease_until, id
 LIMIT :limit;
 
+-- name: unhanded_claims
+-- The running jobs of :worker_id that its claims stamped :started
+-- (ClaimOptions.started_at) or that are among :ids: what a worker that died had
+-- claimed and not handed out (jobdef.runtime.orphan), each then given back through
+-- release_job's fence.
+SELECT id, attempt FROM jobdef_jobs INDEXED BY jobdef_jobs_running
+WHERE state = 'running' AND worker_id = :worker_id
+  AND (started_at IN (SELECT value FROM json_each(:started))
+       OR id IN (SELECT value FROM json_each(:ids)))
+ORDER BY id;
+
 -- name: prune_batch
 -- Ids of one job's rows in one final state that finished before :before. One
 -- state per call, so jobdef_jobs_finished (job, state, finished_at) serves it
