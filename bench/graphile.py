@@ -186,7 +186,7 @@ class Bench:
             *("--db", url, "--sheets", str(self.work / "sheets")),
             *("--pythonpath", str(self.work), "--burst"),
             *("--concurrency", str(self.concurrency), "--log-level", "warning"),
-            *(["--pipeline-turns"] if self.pipeline else []),
+            *([] if self.pipeline else ["--no-pipeline-turns"]),
         ]
 
     def _run(self, system: str, command: list[str]) -> str:
@@ -322,8 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--pipeline-turns",
-        action="store_true",
-        help="run jobdef's workers with --pipeline-turns (turns sent without waiting)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="jobdef's workers send their turns without waiting (the default); "
+        "--no-pipeline-turns runs them with --no-pipeline-turns, each answer waited for",
     )
     parser.add_argument(
         "--node-dir",
@@ -346,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{args.jobs:,} no-op jobs, bulk batches of {args.batch}, {os.cpu_count()} cores, "
             f"jobdef --concurrency {args.concurrency}"
-            f"{' --pipeline-turns' if args.pipeline_turns else ''}, "
+            f"{'' if args.pipeline_turns else ' --no-pipeline-turns'}, "
             f"medians of {args.runs} interleaved run(s)",
             file=sys.stderr,
         )

@@ -206,12 +206,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--pipeline-turns",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.pipeline_turns,
         help="on a PostgreSQL store, send each turn without waiting for its answer while "
-        "the handler processes have work (more jobs a second for one worker process; a "
-        "worker killed "
-        "with SIGKILL more often leaves claims that are reclaimed with an attempt charged "
-        "that never ran; see docs/operations.md)",
+        "the handler processes have work, and the next one as soon as the answer says how "
+        "many jobs it brings (default: on; --no-pipeline-turns waits for each answer)",
     )
     parser.add_argument(
         "--no-migrate",

@@ -71,9 +71,8 @@ class WorkerSettings:
     each worker). ``pipeline_turns``: on PostgreSQL, send each turn (complete and claim)
     without waiting for its answer while the handler processes have work, and send the
     next one as soon as the answer says how many jobs it brings (about 40% more no-op
-    jobs a second for one worker process on 2 cores). Off by default: a worker killed
-    with SIGKILL then more often leaves a turn's claims unread, and those jobs are
-    reclaimed with an attempt charged that never ran (docs/operations.md).
+    jobs a second for one worker process on 2 cores); on by default. Should the worker
+    die with claims unread, its handler processes give them back (runtime.orphan).
     """
 
     queues: Sequence[str] | None = None
@@ -87,7 +86,7 @@ class WorkerSettings:
     id: str | None = None
     async_per_process: int = 1
     prefetch_mib: int = DEFAULT_PREFETCH_MIB
-    pipeline_turns: bool = False
+    pipeline_turns: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queues", _queues(self.queues))
