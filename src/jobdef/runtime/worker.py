@@ -1071,6 +1071,8 @@ class Worker:
                 self._give_back([event.task])
             else:
                 self._backlog.appendleft(event.task.job_id)
+                if self._unhanded is not None:  # no process has it now (runtime.orphan)
+                    self._unhanded.holding(self._backlog)
         elif isinstance(event, Killed):
             self.telemetry.ran(held.record.id, held.record.attempt, event.duration)
             cls = AttemptTimedOut if event.timed_out else HandlerCrashed
