@@ -22,9 +22,9 @@ them goes to a child. So a name there is never that of a job a child has, and th
 children give those back too (``release_unhanded``), once the server is done with
 the dead worker's statement: it aborts one whose client is gone within
 ``client_connection_check_interval`` (250 ms, set on the worker's sessions), so
-they wait :data:`SERVER_SETTLES` seconds after the death first. A claim whose
-answer a worker reads while it dies, between the read and the block's rewrite, or
-between the rewrite and the hand-off, is the reclaimer's, as before.
+they wait :data:`SERVER_SETTLES` seconds after the death first. A job whose name
+the worker dropped as it handed the job out, and that it died before writing to a
+child's pipe, is the reclaimer's, as before.
 
 What a child cannot give back stays the reclaimer's: the tasks of a child killed
 together with its worker (a SIGKILL of the whole process group, a host that
