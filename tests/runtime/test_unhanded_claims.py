@@ -5,12 +5,13 @@ whose answer is not read yet."""
 from __future__ import annotations
 
 import multiprocessing
+import time
 from typing import Any
 
 import pytest
 
-from jobdef.backends.records import ClaimOptions, JobRecord
-from jobdef.runtime.orphan import Unhanded, unhanded_claims
+from jobdef.backends.records import ClaimOptions, ErrorInfo, JobRecord
+from jobdef.runtime.orphan import Unhanded, _release, unhanded_claims
 from jobdef.runtime.pool import Pool
 from jobdef.runtime.queue import Queue
 from jobdef.runtime.settings import WorkerSettings
@@ -24,10 +25,10 @@ def test_a_claim_is_named_by_its_start_until_its_answer_is_read_then_by_its_jobs
     named.sent(10.000002)
     named.sent(10.000002)  # a turn that could not be sent, made and waited for
     assert unhanded_claims(named.block) == ([10.000001, 10.000002], [])
-    named.taken(10.000001, [7, 8, 9])
-    assert unhanded_claims(named.block) == ([10.000002], [7, 8, 9])
-    named.holding([9])  # 7 and 8 went to the handler processes
-    assert unhanded_claims(named.block) == ([10.000002], [9])
+    named.taken(10.000001, [(7, 1), (8, 1), (9, 2)])
+    assert unhanded_claims(named.block) == ([10.000002], [(7, 1), (8, 1), (9, 2)])
+    named.holding([(9, 2)])  # 7 and 8 went to the handler processes
+    assert unhanded_claims(named.block) == ([10.000002], [(9, 2)])
     named.taken(10.000002, [])
     assert unhanded_claims(named.block) == ([], [])
 
@@ -37,13 +38,13 @@ def test_the_block_names_the_latest_claims_and_the_first_jobs_it_can_hold() -> N
     stamps = [float(n) for n in range(Unhanded.STAMPS + 2)]
     for stamp in stamps:
         named.sent(stamp)  # answers lost: the oldest are left to the reclaimer
-    ids = list(range(1, Unhanded.IDS + 10))
-    named.holding(ids)
-    assert unhanded_claims(named.block) == (stamps[2:], ids[: Unhanded.IDS])
+    jobs = [(job_id, 1) for job_id in range(1, Unhanded.IDS + 10)]
+    named.holding(jobs)
+    assert unhanded_claims(named.block) == (stamps[2:], jobs[: Unhanded.IDS])
     # Ids past what a double holds exactly are named exactly: a neighbour's id would be
     # a job a process may have.
-    named.holding([2**53 + 1, 2**63 - 1])
-    assert unhanded_claims(named.block)[1] == [2**53 + 1, 2**63 - 1]
+    named.holding([(2**53 + 1, 1), (2**63 - 1, 3)])
+    assert unhanded_claims(named.block)[1] == [(2**53 + 1, 1), (2**63 - 1, 3)]
 
 
 class _CheckedPool(Pool):
@@ -54,7 +55,7 @@ class _CheckedPool(Pool):
 
     def dispatch(self, tasks: list[Task]) -> list[Task]:
         _, named = unhanded_claims(self.unhanded.block)
-        self.handed.append(([task.job_id for task in tasks], named))
+        self.handed.append(([task.job_id for task in tasks], [job_id for job_id, _ in named]))
         return super().dispatch(tasks)
 
 
@@ -112,7 +113,7 @@ def test_a_worker_names_each_claim_before_it_goes_and_no_job_a_process_has(
     dispatch = Worker._dispatch
 
     def noted_dispatch(self: Worker, pool: Pool) -> None:
-        before.extend(unhanded_claims(pool.unhanded.block)[1])
+        before.extend(job_id for job_id, _ in unhanded_claims(pool.unhanded.block)[1])
         dispatch(self, pool)
 
     monkeypatch.setattr(Worker, "_dispatch", noted_dispatch)
@@ -130,3 +131,22 @@ def test_a_worker_names_each_claim_before_it_goes_and_no_job_a_process_has(
     assert sorted(handed) == sorted(ids)
     assert set(before) == set(ids)
     assert all(not set(jobs) & set(named) for jobs, named in pool.handed)
+
+
+@pytest.mark.every_engine
+def test_a_named_job_claimed_again_under_the_same_worker_id_is_not_given_back(
+    backend: Any, registry: Any, db_url: str
+) -> None:
+    """A worker restarted at once under the same id (an operator's --worker-id) may have
+    reclaimed a job its dead self held back, and claimed it again (a later attempt), by
+    the time the dead worker's processes release what it named: the attempt in the name
+    fences that release, and the job runs on under its new claim."""
+    [job] = Queue(backend, registry).enqueue_many("noop", [{"n": 1}])
+    options = ClaimOptions(worker_id="w", lease_seconds=30, limit=1)
+    [held] = backend.claim(options)  # named by the dead worker: (id, attempt 1)
+    backend.retry(held.lease, ErrorInfo("LeaseExpired", "reclaimed"), backend.clock(), 0.0)
+    [again] = backend.claim(options)  # the restarted worker's claim: attempt 2
+    assert (again.id, again.attempt) == (job.id, 2)
+    _release([], ([], [(held.id, held.attempt)], time.monotonic() - 1.0), "w", db_url)
+    record = backend.get(job.id)
+    assert (record.state, record.attempt, record.worker_id) == ("running", 2, "w")

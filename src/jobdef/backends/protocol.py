@@ -150,12 +150,10 @@ class Backend(Versioned, Protocol):
         """Running jobs whose lease has expired (their worker died); the caller retries or buries
         each through the fenced verbs, so two reclaimers cannot both act on one job."""
 
-    def release_unhanded(
-        self, worker_id: str, started_at: Sequence[float], job_ids: Sequence[int]
-    ) -> int:
+    def release_unhanded(self, worker_id: str, started_at: Sequence[float]) -> int:
         """Give back, as :meth:`release` does (the attempt not counted), the running jobs of
-        ``worker_id`` that it claimed and never handed to a handler: those its claims
-        stamped ``started_at`` (:attr:`ClaimOptions.started_at`) and ``job_ids``. The
+        ``worker_id`` that its claims stamped ``started_at``
+        (:attr:`ClaimOptions.started_at`): claims whose answer it never read. The
         handler processes of a worker that died call it (:mod:`jobdef.runtime.orphan`).
         How many it gave back."""
 

@@ -226,15 +226,9 @@ class SharedVerbs(WorkerVerbs, ElsewhereVerbs, FencedTransitions, ABC):
         rows = self._read("expired_leases", {"now": self.clock(), "limit": limit})
         return [self._job(row) for row in rows]
 
-    def release_unhanded(
-        self, worker_id: str, started_at: Sequence[float], job_ids: Sequence[int]
-    ) -> int:
+    def release_unhanded(self, worker_id: str, started_at: Sequence[float]) -> int:
         """Found, then each given back through the fenced release (a shutdown's)."""
-        params = {
-            "worker_id": worker_id,
-            "started": self._ids_param(started_at),
-            "ids": self._ids_param(job_ids),
-        }
+        params = {"worker_id": worker_id, "started": self._ids_param(started_at)}
         rows = self._read("unhanded_claims", params)
         leases = [Lease(int(row["id"]), int(row["attempt"]), worker_id) for row in rows]
         return sum(self.release(lease) for lease in leases)

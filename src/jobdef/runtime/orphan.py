@@ -19,7 +19,7 @@ yet. It names them in a block every child shares (:class:`Unhanded`): the start
 each claim it sends writes on its jobs (``ClaimOptions.started_at``), dropped once
 the answer is read, and the ids of the jobs it holds back, rewritten before any of
 them goes to a child. So a name there is never that of a job a child has, and the
-children give those back too (``release_unhanded``), once the server is done with
+children give those back too (``release``, ``release_unhanded``), once the server is done with
 the dead worker's statement: it aborts one whose client is gone within
 ``client_connection_check_interval`` (250 ms, set on the worker's sessions), so
 they wait :data:`SERVER_SETTLES` seconds after the death first. A job whose name
@@ -67,9 +67,12 @@ class Unhanded:
     IDS = 4096  # jobs held back named, at most (the rest, should it die, are reclaimed)
 
     def __init__(self, ctx: Any) -> None:
-        # What the children are given: the stamps (a count, then the stamps) and the ids
-        # (a count, then the ids, as 64-bit integers: exact, whatever the id).
-        self.block = (ctx.RawArray("d", 1 + self.STAMPS), ctx.RawArray("q", 1 + self.IDS))
+        # What the children are given: the stamps (a count, then the stamps) and the jobs
+        # (a count, then each one's id and attempt, as 64-bit integers: exact, whatever
+        # the id). The attempt fences the release: a job reclaimed meanwhile and claimed
+        # again under the same worker id (an operator's --worker-id, a quick restart)
+        # has a later one.
+        self.block = (ctx.RawArray("d", 1 + self.STAMPS), ctx.RawArray("q", 1 + 2 * self.IDS))
         self._stamps: list[float] = []
         self._named = 0  # ids named in the block now
 
@@ -85,25 +88,23 @@ class Unhanded:
         self._stamps.append(stamp)
         stamps[0] = len(self._stamps)
 
-    def taken(self, stamp: float | None, holding: Sequence[int]) -> None:
+    def taken(self, stamp: float | None, holding: Sequence[tuple[int, int]]) -> None:
         """The answer of the claim stamped ``stamp`` was read: its jobs are among
-        ``holding``, the ids held back now, named first."""
+        ``holding``, the jobs held back now (id, attempt), named first."""
         self.holding(holding)
         if stamp in self._stamps:
             self._stamps.remove(stamp)
             self._write_stamps()
 
-    def holding(self, ids: Sequence[int]) -> None:
-        """The jobs held back are ``ids`` (before any job leaves them for a child)."""
-        if not ids and not self._named:
+    def holding(self, jobs: Sequence[tuple[int, int]]) -> None:
+        """The jobs held back are ``jobs``, (id, attempt) each (before any of them leaves
+        for a child)."""
+        if not jobs and not self._named:
             return
         block = self.block[1]
         block[0] = 0
-        named = min(len(ids), self.IDS)
-        for at, job_id in enumerate(ids):
-            if at == named:
-                break
-            block[1 + at] = job_id
+        named = min(len(jobs), self.IDS)
+        block[1 : 1 + 2 * named] = [number for job in jobs[:named] for number in job]
         block[0] = self._named = named
 
     def _write_stamps(self) -> None:
@@ -114,10 +115,11 @@ class Unhanded:
         stamps[0] = len(self._stamps)
 
 
-def unhanded_claims(block: Any) -> tuple[list[float], list[int]]:
-    """What a dead worker's :attr:`Unhanded.block` names: stamps, and ids."""
-    stamps, ids = block
-    return [stamps[1 + at] for at in range(int(stamps[0]))], list(ids[1 : 1 + ids[0]])
+def unhanded_claims(block: Any) -> tuple[list[float], list[tuple[int, int]]]:
+    """What a dead worker's :attr:`Unhanded.block` names: stamps, and jobs (id, attempt)."""
+    stamps, jobs = block
+    numbers = jobs[1 : 1 + 2 * jobs[0]]
+    return stamps[1 : 1 + int(stamps[0])], list(zip(numbers[::2], numbers[1::2], strict=True))
 
 
 class Holdings:
@@ -224,12 +226,12 @@ class Holdings:
         with self.guard:
             recalled = self._shared[self.recall_slot]
             tasks = [task for seq, task in sorted(self.waiting.items()) if seq > recalled]
-        stamps, ids = unhanded_claims(self._unhanded) if self._unhanded is not None else ([], [])
-        if (tasks or stamps or ids) and self.lease_holder:
+        stamps, jobs = unhanded_claims(self._unhanded) if self._unhanded is not None else ([], [])
+        if (tasks or stamps or jobs) and self.lease_holder:
             # Not a daemon: the process waits for it even if its main thread fails meanwhile.
             releasing = threading.Thread(
                 target=_release,
-                args=(tasks, (stamps, ids, died), self.lease_holder, self.store_url),
+                args=(tasks, (stamps, jobs, died), self.lease_holder, self.store_url),
                 daemon=False,
             )
             releasing.start()
@@ -256,26 +258,30 @@ def _unread(conn: Connection | None) -> list[object]:
 
 def _release(
     tasks: list[Task],
-    unhanded: tuple[list[float], list[int], float],
+    unhanded: tuple[list[float], list[tuple[int, int]], float],
     lease_holder: str,
     store_url: str,
 ) -> None:
     """Give ``tasks`` back through the fenced release (the attempt is not counted), then
-    the worker's ``unhanded`` claims (stamps and ids, named by :class:`Unhanded`) once
-    the server has settled its statement (:data:`SERVER_SETTLES` after the death)."""
+    the worker's ``unhanded`` claims (stamps, and jobs by id and attempt, named by
+    :class:`Unhanded`) once the server has settled its statement
+    (:data:`SERVER_SETTLES` after the death)."""
     from jobdef.backends import open_backend
     from jobdef.backends.records import Lease
 
-    stamps, ids, died = unhanded
+    stamps, jobs, died = unhanded
     released = unclaimed = 0
     try:
         backend = open_backend(store_url, create=False, migrate=False)
         try:
             for task in tasks:
                 released += backend.release(Lease(task.job_id, task.attempt, lease_holder))
-            if stamps or ids:
+            if stamps or jobs:
                 time.sleep(max(0.0, died + SERVER_SETTLES - time.monotonic()))
-                unclaimed = backend.release_unhanded(lease_holder, stamps, ids)
+                for job_id, attempt in jobs:
+                    unclaimed += backend.release(Lease(job_id, attempt, lease_holder))
+                if stamps:
+                    unclaimed += backend.release_unhanded(lease_holder, stamps)
         finally:
             backend.close()
     except Exception as exc:

@@ -975,7 +975,8 @@ class Worker:
             self._held[record.id] = _Held(record, self._policy(record), claimed_at)
             self._backlog.append(record.id)
         if self._unhanded is not None:
-            self._unhanded.taken(stamp if options is None else options.started_at, self._backlog)
+            stamp = stamp if options is None else options.started_at
+            self._unhanded.taken(stamp, self._held_back())
         self.stats.claimed += len(records)
         self.telemetry.claimed(records)
         if records:
@@ -1032,13 +1033,18 @@ class Worker:
             )
         if tasks:
             if self._unhanded is not None:  # before they go: a name there is never a child's job
-                self._unhanded.holding(self._backlog)
+                self._unhanded.holding(self._held_back())
             # A child may have turned slow since capacity() was read: keep its share.
             kept = pool.dispatch(tasks)
             if kept:
                 self._backlog.extendleft(reversed([t.job_id for t in kept]))
                 if self._unhanded is not None:
-                    self._unhanded.holding(self._backlog)
+                    self._unhanded.holding(self._held_back())
+
+    def _held_back(self) -> list[tuple[int, int]]:
+        """The jobs waiting for a handler process, (id, attempt) each: what
+        runtime.orphan's Unhanded names."""
+        return [(job_id, self._held[job_id].record.attempt) for job_id in self._backlog]
 
     # -- outcomes ---------------------------------------------------------------
 
@@ -1072,7 +1078,7 @@ class Worker:
             else:
                 self._backlog.appendleft(event.task.job_id)
                 if self._unhanded is not None:  # no process has it now (runtime.orphan)
-                    self._unhanded.holding(self._backlog)
+                    self._unhanded.holding(self._held_back())
         elif isinstance(event, Killed):
             self.telemetry.ran(held.record.id, held.record.attempt, event.duration)
             cls = AttemptTimedOut if event.timed_out else HandlerCrashed

@@ -807,12 +807,12 @@ LIMIT %(limit)s;
 
 -- name: unhanded_claims
 -- The running jobs of %(worker_id)s that its claims stamped %(started)s
--- (ClaimOptions.started_at) or that are among %(ids)s: what a worker that died had
--- claimed and not handed out (jobdef.runtime.orphan), each then given back through
--- release_job's fence. The running rows only, through jobdef_jobs_running.
+-- (ClaimOptions.started_at): claims whose answer a worker that died never read
+-- (jobdef.runtime.orphan), each then given back through release_job's fence. The
+-- running rows only, through jobdef_jobs_running.
 SELECT id, attempt FROM {schema}.jobdef_jobs
 WHERE state = 'running' AND worker_id = %(worker_id)s
-  AND (started_at = ANY (%(started)s::float8[]) OR id = ANY (%(ids)s::bigint[]))
+  AND started_at = ANY (%(started)s::float8[])
 ORDER BY id;
 
 -- name: prune_batch

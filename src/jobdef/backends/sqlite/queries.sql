@@ -317,13 +317,11 @@ LIMIT :limit;
 
 -- name: unhanded_claims
 -- The running jobs of :worker_id that its claims stamped :started
--- (ClaimOptions.started_at) or that are among :ids: what a worker that died had
--- claimed and not handed out (jobdef.runtime.orphan), each then given back through
--- release_job's fence.
+-- (ClaimOptions.started_at): claims whose answer a worker that died never read
+-- (jobdef.runtime.orphan), each then given back through release_job's fence.
 SELECT id, attempt FROM jobdef_jobs INDEXED BY jobdef_jobs_running
 WHERE state = 'running' AND worker_id = :worker_id
-  AND (started_at IN (SELECT value FROM json_each(:started))
-       OR id IN (SELECT value FROM json_each(:ids)))
+  AND started_at IN (SELECT value FROM json_each(:started))
 ORDER BY id;
 
 -- name: prune_batch
