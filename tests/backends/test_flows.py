@@ -440,3 +440,29 @@ def test_the_sweeper_tells_the_worker_when_it_settled_a_flow(backend, clock):
     clock.advance(61)
     assert sweeper.tick(clock()) == (1, 0)
     assert told == [1]
+
+
+def test_a_fan_in_never_starts_before_a_parents_recorded_end(backend, worker, clock):
+    """On PostgreSQL an end is its worker's clock at its turn, and turns need not commit
+    in that order: ``b`` ends at +5 s, then ``a`` at +2 s in a turn that commits after
+    it. The fan-in is due at the later end, so no claim dated before it takes it.
+    (SQLite dates each write by its own clock, in commit order.)"""
+    receipt = backend.start_flow(
+        new_flow({"a": ({}, {}), "b": ({}, {}), "fan_in": ({"a": "cancel", "b": "cancel"}, {})})
+    )
+    leases = {record.step: record.lease for record in worker.claim(10)}
+    start = clock()
+
+    def turn(lease, at):
+        options = ClaimOptions("w1", 30, limit=5, started_at=start + at)
+        return complete_and_claim(backend, [lease] if lease else [], None, options)[1]
+
+    claimed = turn(leases["b"], 5.0) + turn(leases["a"], 2.0)
+    assert _steps(backend, receipt.id)["fan_in"] in ("queued", "running")
+    claimed += turn(None, 4.9) + turn(None, 5.0)
+    [fan_in] = claimed
+    ids = _ids(backend, receipt.id)
+    ends = [backend.get(ids[step]).finished_at for step in ("a", "b")]
+    assert fan_in.step == "fan_in"
+    assert [a.started_at for a in backend.attempts(fan_in.id)] == [fan_in.started_at]
+    assert fan_in.started_at >= max(ends), (fan_in.started_at - start, [e - start for e in ends])

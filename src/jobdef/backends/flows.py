@@ -191,6 +191,12 @@ def _settle_one(tx: FlowTx, flow_id: int) -> None:
     results = {row["step"]: row["result"] for row in rows if row["state"] == "done"}
     nodes: Mapping[str, Mapping[str, Any]] = graph["steps"]
     view = _View(nodes, states, results, args, tx.decode)
+    # A step's end is its worker's clock at the turn that recorded it, and two workers'
+    # turns need not commit in the order of their clocks: what is released or cancelled
+    # here is dated no sooner than the latest end among the flow's steps, so no step is
+    # due (a claim takes it once its run_after has come) before a parent's recorded end.
+    ends = [row["finished_at"] for row in rows if row["finished_at"] is not None]
+    at = max([tx.now, *ends])
     cancelled_flow = flow["note"]
     changed = True
     while changed:
@@ -206,7 +212,7 @@ def _settle_one(tx: FlowTx, flow_id: int) -> None:
             if verdict is None:
                 continue
             kind, value = verdict
-            params = {"job_id": ids[name], "now": tx.now}
+            params = {"job_id": ids[name], "now": at}
             if kind == "run":
                 key = step_key(node.get("key"), value if isinstance(value, Mapping) else {})
                 tx.run(
@@ -219,7 +225,7 @@ def _settle_one(tx: FlowTx, flow_id: int) -> None:
                 states[name] = "cancelled"
                 changed = True
     if all(states.get(name, "missing") in ENDED for name in nodes):
-        _end_flow(tx, flow, graph, nodes, states)
+        _end_flow(tx, flow, graph, nodes, states, at=at)
 
 
 @record
@@ -302,14 +308,17 @@ def _end_flow(
     graph: Mapping[str, Any],
     nodes: Mapping[str, Mapping[str, Any]],
     states: Mapping[str, str],
+    *,
+    at: float,
 ) -> None:
+    """End the flow at ``at`` (no sooner than its steps' ends, see _settle_one)."""
     if flow["note"] is not None:
         state = "cancelled"
     elif all(states.get(n) == "done" for n, node in nodes.items() if not node.get("finally")):
         state = "done"
     else:
         state = "failed"
-    tx.run("flow_end", {"flow_id": flow["id"], "state": state, "now": tx.now})
+    tx.run("flow_end", {"flow_id": flow["id"], "state": state, "now": at})
     notify: Mapping[str, Any] | None = graph.get("notify")
     if notify and notify.get("channel") and state in notify.get("events", ()):
         args = tx.decode(flow["args"])
@@ -322,9 +331,9 @@ def _end_flow(
             "steps": dict(states),
             "key_args": {k: args.get(k) for k in notify.get("key_args", ()) if k in args},
             "note": flow["note"],
-            "at": tx.now,
+            "at": at,
             # As the jobs' messages write it (jobdef.notify.events.iso_time).
-            "at_iso": datetime.fromtimestamp(tx.now, UTC)
+            "at_iso": datetime.fromtimestamp(at, UTC)
             .isoformat(timespec="seconds")
             .replace("+00:00", "Z"),
         }

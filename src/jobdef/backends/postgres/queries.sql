@@ -1329,7 +1329,8 @@ FROM {schema}.jobdef_flows WHERE id = %(flow_id)s
 FOR UPDATE;
 
 -- name: flow_steps
-SELECT id, step, state, result FROM {schema}.jobdef_jobs WHERE flow_id = %(flow_id)s;
+SELECT id, step, state, result, finished_at
+FROM {schema}.jobdef_jobs WHERE flow_id = %(flow_id)s;
 
 -- name: flow_release_step
 WITH moved AS (

@@ -661,7 +661,7 @@ SELECT id, name, receipt, state, args, graph, deadline, created_at, finished_at,
 FROM jobdef_flows WHERE id = :flow_id;
 
 -- name: flow_steps
-SELECT id, step, state, result FROM jobdef_jobs WHERE flow_id = :flow_id;
+SELECT id, step, state, result, finished_at FROM jobdef_jobs WHERE flow_id = :flow_id;
 
 -- name: flow_release_step
 -- The step's key (its job's recipe over its args), as an enqueue would store it;
