@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ClassVar
 
 import pytest
 
@@ -380,3 +381,74 @@ def test_a_service_that_is_always_due_does_not_make_an_idle_worker_spin(registry
         first = _AlwaysDue.rounds
         time.sleep(1.0)
         assert 5 <= _AlwaysDue.rounds - first <= 60
+
+
+class _Logged:
+    """A maintenance service of every worker, due at the end of every turn (interval 0),
+    that writes its rounds into :attr:`events` beside what the test logs."""
+
+    name = "logged"
+    interval = 0.0
+    every_worker = True
+    events: ClassVar[list[str]] = []
+
+    def __init__(self, ctx: object) -> None:
+        type(self).events = []
+
+    def tick(self, now: float) -> None:
+        self.events.append("tick")
+
+
+def _logging_calls(backend, monkeypatch, woken: Callable[[float], list] | None = None) -> None:
+    """Log the worker's claims and its wake-ups into :attr:`_Logged.events`."""
+    claim, wait = backend.claim, woken or backend.wait_for_jobs
+
+    def logged_wait(timeout: float) -> list:
+        heard = wait(timeout)
+        if heard:
+            _Logged.events.append("woken")
+        return heard
+
+    monkeypatch.setattr(
+        backend, "claim", lambda options: _Logged.events.append("claim") or claim(options)
+    )
+    monkeypatch.setattr(backend, "wait_for_jobs", logged_wait)
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_a_worker_woken_for_a_job_claims_it_before_its_maintenance_round(
+    registry, backend, db_url, monkeypatch
+):
+    """Maintenance may take a round trip to the store (or many): the job does not wait
+    for it. Here a round is due at every turn's end, and the claim still comes first."""
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_Logged])
+    _logging_calls(backend, monkeypatch)
+    with _on_a_thread(worker):
+        eventually(lambda: worker._idle and "tick" in _Logged.events, timeout=30, what="idle")
+        enqueuer = open_backend(db_url)
+        try:
+            enqueuer.enqueue([NewJob("noop", {"n": 1}, "default")])
+        finally:
+            enqueuer.close()
+        eventually(lambda: worker.stats.done, timeout=30, what="the job to run")
+    events = _Logged.events
+    woken = events.index("woken")
+    assert events[woken + 1] == "claim", events[woken - 2 : woken + 4]
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_a_stream_of_wake_ups_does_not_hold_off_a_workers_maintenance(
+    registry, backend, monkeypatch
+):
+    """Every wait woken at once, each claim finding nothing (other workers take the
+    jobs): the maintenance rounds still run, every other turn at least."""
+    from jobdef.backends.records import Wakeup
+
+    worker = Worker(backend, registry, WorkerSettings(poll_interval=60.0), services=[_Logged])
+    _logging_calls(backend, monkeypatch, woken=lambda timeout: [Wakeup()])
+    with _on_a_thread(worker):
+        eventually(lambda: _Logged.events.count("woken") >= 40, timeout=30, what="wake-ups")
+    events = list(_Logged.events)
+    claims = events.count("claim")
+    assert claims >= 40
+    assert events.count("tick") >= claims // 2 - 1

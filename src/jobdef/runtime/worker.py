@@ -341,6 +341,9 @@ class Worker:
         # An idle worker woken for a maintenance service before its poll claims at the
         # poll's time, not at once (monotonic; see _wait_budget).
         self._claim_at = 0.0
+        # Whether the last turn ended at a wake-up, before its maintenance, so that its
+        # claim went out first (the next one ends whole).
+        self._claimed_first = False
         # Whether this worker held the maintenance lease at its last round: if not, only
         # the services every worker runs wake it (the others ask for the lease at its
         # rounds and claims anyway).
@@ -522,8 +525,15 @@ class Worker:
             and not pool.in_flight()
             and can_wait_for_jobs(self.backend)
         ):
-            self._wait_for_jobs(waiting)
+            if self._wait_for_jobs(waiting) and not self._claimed_first:
+                # Woken for jobs: the claim goes out first, at the top of the next turn;
+                # what comes here (maintenance may take a round trip to the store) waits
+                # for it, not the job. Never twice in a row: a stream of wake-ups whose
+                # jobs other workers take must not hold maintenance off.
+                self._claimed_first = True
+                return False
             waiting = 0.0
+        self._claimed_first = False
         self._collect(pool, waiting, phase)
         if self._backlog and pool.room()[1] == 0 and not pool.starting():
             # Every child is busy with a slow job: let other workers take these.
@@ -556,9 +566,10 @@ class Worker:
         self.phase = phase
         return phase
 
-    def _wait_for_jobs(self, budget: float) -> None:
+    def _wait_for_jobs(self, budget: float) -> bool:
         """Idle: wait up to ``budget`` seconds for the engine to tell of new jobs (PostgreSQL
-        LISTEN/NOTIFY) that it is this worker's turn to claim (runtime.wake_share)."""
+        LISTEN/NOTIFY) that it is this worker's turn to claim (runtime.wake_share); True
+        when told so (claim now), False when the wait ran out."""
         assert can_wait_for_jobs(self.backend)
         deadline = time.monotonic() + budget
         while (left := deadline - time.monotonic()) > 0:
@@ -567,7 +578,7 @@ class Worker:
                 # The poll: claim anyway, and see who else is there now (the turns of
                 # the next wake-ups are taken among them).
                 self._presence.read_rows(time.monotonic(), PEERS_READ_IDLE)
-                return
+                return False
             delayed = [wakeup for wakeup in wakeups if wakeup.due is not None]
             if delayed and self._share.turn(delayed) is not None:
                 # Its turn to claim jobs that are not due yet: at their time, not now.
@@ -581,7 +592,8 @@ class Worker:
             if turn is Turn.FIRST:
                 self._look_again_if_behind(due_now)
             self._claim_at = 0.0  # jobs for this worker: claim them now
-            return
+            return True
+        return False
 
     def _look_again_if_behind(self, wakeups: list[Wakeup]) -> None:
         """After a first turn at ``wakeups`` (the claim comes next): if the claim may miss
