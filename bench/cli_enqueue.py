@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from pg_store import drop_schema
-from validate_startup import print_medians, timed
+from validate_startup import bytecode_env, print_medians, timed
 
 SCHEMA = "bench_cli_enqueue"
 
@@ -44,7 +43,7 @@ def main() -> int:
     parser.add_argument("--no-postgres", action="store_true", help="time SQLite only")
     args = parser.parse_args()
     script = str(Path(sys.executable).parent / "jobdef")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = bytecode_env()
     stores = {"sqlite": []} if args.no_postgres else {"sqlite": [], "postgres": []}
     if "postgres" in stores:
         stores["postgres"] = ["--db", f"{args.url}?schema={SCHEMA}"]

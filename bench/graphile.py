@@ -54,6 +54,7 @@ import psycopg
 
 from drain_cpu import children_cpu, server_cpu
 from pg_store import database_url, drop_database, fresh_database, noop_sheet
+from validate_startup import bytecode_env
 
 GRAPHILE_VERSION = "0.18.0"
 SYSTEMS = ("graphile", "jobdef")
@@ -158,7 +159,7 @@ class Bench:
                 "NODE_PATH": str(self.node_dir / "node_modules"),
                 "NO_LOG_SUCCESS": "1",
             }
-        return dict(os.environ)
+        return bytecode_env()
 
     def fresh(self, system: str) -> None:
         url = database_url(self.server_url, system)
