@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -24,14 +25,13 @@ from jobdef.runtime.settings import (
     MAX_PREFETCH_MIB,
     WorkerOptionError,
     WorkerSettings,
+    worker_id,
 )
 from jobdef.telemetry.logs import LogSettings, command_line, level_number
 from jobdef.telemetry.logs import configure as configure_logs
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobdef.runtime.worker import worker_id
-
     wid = worker_id()
     # Before anything starts: a lease shorter than the heartbeats would let the worker
     # reclaim its own live jobs, and thousands of processes would swamp the host.
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     logs = LogSettings(level_number(args.log_level), args.log_format, wid, secrets)
     configure_logs(logs)
     try:
-        return _work(args, logs, settings)
+        return _work(args, logs, settings, wid)
     except JobdefError as exc:
         if logs.format != "json":
             raise
@@ -93,30 +93,35 @@ def worker_settings(args: argparse.Namespace, wid: str) -> WorkerSettings:
         raise exc.spelled(FLAGS.get(exc.option, exc.option)) from None
 
 
-def _work(args: argparse.Namespace, logs: LogSettings, settings: WorkerSettings) -> int:
-    """The worker of ``args`` run to its end."""
+def _work(args: argparse.Namespace, logs: LogSettings, settings: WorkerSettings, wid: str) -> int:
+    """The worker ``wid`` (``settings.id``) of ``args`` run to its end."""
     from jobdef.runtime.child import freeze_start
-    from jobdef.runtime.worker import Worker
+    from jobdef.runtime.handler_pool import child_settings, start_pool
 
     registry = runtime_options.registry(args)
     url = runtime_options.config(args).database
-    telemetry = worker_telemetry(args, url)
-    # --no-migrate: the tables must exist already (a role without DDL rights).
-    try:
+    with contextlib.ExitStack() as stack:
+        telemetry = worker_telemetry(args, url)
+        stack.callback(close_telemetry, telemetry)
+        # The handler processes boot (a fresh interpreter each, importing the handlers)
+        # while this one imports the worker and opens the store, not after. The worker
+        # stops them as it ends; if it never runs, they hold nothing: they go at once.
+        children = child_settings(
+            url, registry, settings, worker_id=wid, log_format=telemetry.log_format
+        )
+        pool = start_pool(settings, children)
+        stack.callback(pool.close, grace=0.0)
+        from jobdef.runtime.worker import Worker  # here: its import overlaps their boot
+
+        # --no-migrate: the tables must exist already (a role without DDL rights).
         backend = runtime_options.backend(
             args, create=not args.no_migrate, migrate=not args.no_migrate
         )
-    except BaseException:
-        close_telemetry(telemetry)
-        raise
-    worker = Worker(backend, registry, settings, telemetry=telemetry)
-    if args.own_process:  # main called in-process leaves its caller's objects collectable
-        freeze_start()
-    try:
-        stats = worker.run()
-    finally:
-        backend.close()
-        close_telemetry(telemetry)
+        stack.callback(backend.close)
+        worker = Worker(backend, registry, settings, telemetry=telemetry)
+        if args.own_process:  # main called in-process leaves its caller's objects collectable
+            freeze_start()
+        stats = worker.run(pool)
     counts = {
         "done": stats.done,
         "retried": stats.retried,

@@ -9,6 +9,9 @@ one line naming the option and what to write (``jobdef worker`` names its flag).
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +36,11 @@ DEFAULT_PREFETCH_MIB = 64
 MAX_PREFETCH_MIB = 1_000_000
 # Coroutine handlers one handler process runs at once, at most.
 MAX_ASYNC_PER_PROCESS = 10_000
+
+
+def worker_id() -> str:
+    """host:pid:random, unique across machines and restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 class WorkerOptionError(UsageError, ValueError):

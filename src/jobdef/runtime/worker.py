@@ -46,13 +46,10 @@ import enum
 import heapq
 import logging
 import math
-import os
 import random
 import signal
-import socket
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,21 +86,20 @@ from jobdef.runtime.claim_window import ClaimWindow
 from jobdef.runtime.classify import class_name, class_names
 from jobdef.runtime.errors import AttemptTimedOut, HandlerCrashed
 from jobdef.runtime.failures import FailedAttempt, record_failure
+from jobdef.runtime.handler_pool import child_settings, start_pool
 from jobdef.runtime.handlers import (
     check_handlers,
     is_unavailable,
     jobless_queues,
     unavailable_line,
 )
-from jobdef.runtime.loop_pool import LoopPool
 from jobdef.runtime.maintenance import MAINTENANCE, MaintenanceContext, Service
 from jobdef.runtime.maintenance.gauges import GaugeReader
 from jobdef.runtime.maintenance.scheduler import slot_time
 from jobdef.runtime.orphan import Unhanded
 from jobdef.runtime.outage import StoreOutage
 from jobdef.runtime.pool import Beat, Event, Finished, Killed, Pool, Returned
-from jobdef.runtime.results import result_rules
-from jobdef.runtime.settings import WorkerSettings
+from jobdef.runtime.settings import WorkerSettings, worker_id
 from jobdef.runtime.wake_share import Turn, WakeShare
 from jobdef.runtime.wire import Task
 from jobdef.telemetry.observer import WorkerTelemetry
@@ -155,11 +151,6 @@ def phase_of(stop_requests: int, drain_deadline: float | None, now: float) -> Ph
     if stop_requests >= 2 or (drain_deadline is not None and now > drain_deadline):
         return Phase.STOPPING
     return Phase.DRAINING
-
-
-def worker_id() -> str:
-    """host:pid:random, unique across machines and restarts."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 @dataclass
@@ -228,14 +219,6 @@ def _say_lost(held: _Held, started: bool) -> None:
         if started
         else "its handler had not started and does not; nothing is recorded",
     )
-
-
-def _log_file() -> str | None:
-    """The file the root logger writes to, if any, so handler processes log there too."""
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler):
-            return handler.baseFilename
-    return None
 
 
 class Worker:
@@ -380,24 +363,36 @@ class Worker:
         not at its poll's time (see _wait_budget)."""
         self._claim_at = 0.0
 
-    def run(self) -> WorkerStats:
+    def run(self, pool: Pool | None = None) -> WorkerStats:
         """Work until stopped (or, with ``burst``, until nothing is runnable).
+
+        ``pool``: the handler processes, started beforehand by
+        :func:`~jobdef.runtime.handler_pool.start_pool` with this worker's
+        :func:`~jobdef.runtime.handler_pool.child_settings` (they boot while the caller
+        opens the store); by default the worker starts them here. Either way it stops
+        them when it ends.
 
         Raises :class:`~jobdef.errors.HandlerError` before taking any job when a handler
         of a served queue cannot be called (:mod:`jobdef.runtime.handlers`)."""
-        children = ChildSettings(
-            self.backend.url,
-            handlers=tuple(sorted({policy.handler for policy in self.registry})),
-            setup=self.settings.child_setup,
-            worker_id=self.id,
-            log_level=logging.getLogger().level,
-            log_format=self.telemetry.log_format,
-            log_file=_log_file(),
-            results=result_rules(self.registry),
-        )
-        # The handler processes start first: they import the handlers while this process
-        # does the same to check them (an application's import can take seconds).
-        pool = self._pool(children)
+        if pool is None:
+            # The handler processes start first: they import the handlers while this
+            # process does the same to check them (an application's import can take
+            # seconds).
+            children = child_settings(
+                self.backend.url,
+                self.registry,
+                self.settings,
+                worker_id=self.id,
+                log_format=self.telemetry.log_format,
+            )
+            pool = self._pool(children)
+        elif (pool.settings.worker_id, pool.settings.store_url) != (self.id, self.backend.url):
+            pool.close(grace=0.0)
+            raise ValueError(
+                "the handler processes were started for another worker or store: start "
+                "them with child_settings(backend.url, ..., worker_id=settings.id) of this "
+                "worker's"
+            )
         self._unhanded = pool.unhanded
         try:
             check_handlers(self.registry, self.settings.queues)
@@ -454,12 +449,8 @@ class Worker:
         return self.stats
 
     def _pool(self, children: ChildSettings) -> Pool:
-        """The handler processes: one job at a time each, or with ``async_per_process``
-        above 1, that many coroutine handlers at once each (:mod:`jobdef.runtime.loop_pool`)."""
-        settings = self.settings
-        if settings.async_per_process > 1:
-            return LoopPool(settings.concurrency, children, slots=settings.async_per_process)
-        return Pool(settings.concurrency, children, depth=settings.prefetch)
+        """The handler processes, started (:func:`~jobdef.runtime.handler_pool.start_pool`)."""
+        return start_pool(self.settings, children)
 
     # -- the loop ---------------------------------------------------------------
 
