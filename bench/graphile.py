@@ -6,7 +6,8 @@ For each system, on a fresh database of its own, each run:
   client after it connected (graphile: ``workerUtils.addJobs``; jobdef:
   ``Queue.enqueue_many``);
 - start-up: the wall time of 1 (or 2) worker processes started together on an
-  empty queue, until all have exited (graphile ``--once``, jobdef ``--burst``);
+  empty queue, until all have exited (graphile ``--once``, jobdef ``--burst``), the
+  median of ``--startup-runs`` (3) such starts;
 - drain: the same processes on the ``--jobs`` queued jobs; the figure is
   ``jobs / (wall - start-up)``;
 - CPU per job of the drain, less that of the start-up, in microseconds: the server's
@@ -222,6 +223,15 @@ class Bench:
         wall = self._workers(system, processes)
         return wall, server_cpu() - server, children_cpu() - workers
 
+    def startup(self, system: str, processes: int, runs: int) -> tuple[float, float, float]:
+        """:meth:`workers` on the empty queue ``runs`` times: the medians of its wall
+        time, of the server's CPU and of the workers'. One start-up of a few hundred
+        milliseconds swings by a tenth from run to run on a small machine, and the
+        drain's figure subtracts it from a wall of about as much again."""
+        samples = [self.workers(system, processes) for _ in range(runs)]
+        wall, server, workers = (statistics.median(column) for column in zip(*samples, strict=True))
+        return wall, server, workers
+
     def _workers(self, system: str, processes: int) -> float:
         command = self.worker_command(system)
         start = time.perf_counter()
@@ -268,7 +278,9 @@ def run(args: argparse.Namespace, bench: Bench) -> dict[str, dict[str, list[floa
         for processes in args.processes:
             for system in args.systems:
                 bench.fresh(system)
-                startup, startup_server, startup_workers = bench.workers(system, processes)
+                startup, startup_server, startup_workers = bench.startup(
+                    system, processes, args.startup_runs
+                )
                 seconds = bench.add(system, args.jobs, args.batch)
                 wall, server, workers = bench.workers(system, processes)
                 left = bench.left(system)
@@ -317,6 +329,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1000, help="jobs per bulk add call")
     parser.add_argument("--processes", default="1,2", help="worker process counts")
     parser.add_argument("--runs", type=int, default=3, help="runs; the table shows medians")
+    parser.add_argument(
+        "--startup-runs",
+        type=int,
+        default=3,
+        help="start-ups timed per run, on the empty queue; the median is subtracted",
+    )
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument(
         "--concurrency", type=int, default=2, help="jobdef's handler processes per worker"
