@@ -12,7 +12,9 @@ with a new ``N`` each run (a real insert, not the merge into an active job):
 
 once per ``--src`` given (that folder first on PYTHONPATH, so two checkouts compare
 side by side; none: the installed jobdef), with the ``jobdef`` script next to this
-Python.
+Python; and ``python -c pass``, the start of this Python with its environment's site
+(its ``.pth`` files run at every start: a sandbox's or a tool's can cost tens of
+milliseconds), which every command pays before jobdef's first import.
 
 Usage: ``python bench/cli_enqueue.py [--runs 30] [--src DIR ...] [--url URL]``.
 Prints the median and the minimum wall time and the median CPU time of each.
@@ -33,6 +35,7 @@ from pg_store import drop_schema
 from validate_startup import bytecode_env, print_medians, timed
 
 SCHEMA = "bench_cli_enqueue"
+INTERPRETER = "python -c pass"
 
 
 def main() -> int:
@@ -54,11 +57,14 @@ def main() -> int:
         for store, db in stores.items():
             command = [script, "enqueue", "my_job", *db]
             commands[f"jobdef enqueue, {store}{name}"] = (command, src_env)
+    commands[INTERPRETER] = ([sys.executable, "-c", "pass"], env)
     folder = Path(tempfile.mkdtemp(prefix="jobdef-enqueue-"))
     record_ids = itertools.count(1)
 
     def run(label: str) -> tuple[float, float]:
         command, command_env = commands[label]
+        if label == INTERPRETER:
+            return timed(command, folder, command_env)
         values = json.dumps({"record_id": next(record_ids)})
         return timed([*command, "--args", values], folder, command_env)
 
