@@ -8,9 +8,15 @@ Measures, for each system, on a fresh database of its own:
   in its own tables, and the wall time including process start-up;
 - enqueue-to-start latency with one idle worker (median and 99th percentile), from the same tables.
 
+Each worker takes ``--batch`` jobs per claim (10: pgqueuer's default batch_size).
+What a worker may hold meanwhile differs by system unless ``--held`` sets it for
+both (run_worker says how): by default jobdef's worker holds no more than one batch,
+and pgqueuer's dequeues the next batch while the last runs.
+
 Install the peers with ``pip install -e '.[bench]'``. Run small to smoke-test:
 
     python bench/queue_postgres.py --jobs 2000 --single 300 --latency 10
+    python bench/queue_postgres.py --steps drain --held 20   # both hold two batches
 
 The server is the one in ``--url``; the benchmark creates (and drops)
 databases named ``<db>_bench_<system>`` there.
@@ -121,6 +127,8 @@ class System:
     name: str
     url: str
     batch: int = BATCH
+    # The most jobs a worker process holds at once (None: see run_worker).
+    held: int | None = None
     synchronous_commit: str = "on"
     sheets: str = ""
     queue_limits: str = ""
@@ -301,15 +309,22 @@ class System:
 def run_worker(spec: System, drain: bool) -> None:
     """One worker process of ``system``; with ``drain`` it exits once the queue is empty.
 
-    ``batch``: jobs taken per claim. jobdef's worker (one handler child here)
-    claims up to ``depth`` jobs ahead per child; pgqueuer's ``batch_size``;
-    procrastinate takes one job per fetch and has no such knob.
+    ``batch``: jobs taken per claim: pgqueuer's ``batch_size``; jobdef's worker (one
+    handler child here) holds at most ``batch`` jobs (``prefetch``) unless ``held``
+    says otherwise; procrastinate takes one job per fetch and has no such knob.
+    ``held``: the most jobs the worker holds at once (claimed, not yet finished):
+    jobdef's ``prefetch``, pgqueuer's ``max_concurrent_tasks``. The two settings are
+    not alike without it: pgqueuer's ``batch_size`` sizes each dequeue and, with no
+    ``max_concurrent_tasks`` (its default), it dequeues the next batch as soon as it has
+    handed out the last, while the last runs; jobdef's ``prefetch`` caps what it holds,
+    so at ``prefetch`` = ``batch_size`` it claims again only once the batch has run.
     ``synchronous_commit`` is set on the worker's sessions (enqueue stays as is).
     """
-    system, url, batch, synchronous_commit = (
+    system, url, batch, held, synchronous_commit = (
         spec.name,
         spec.url,
         spec.batch,
+        spec.held,
         spec.synchronous_commit,
     )
     logging.getLogger("procrastinate").setLevel(logging.ERROR)
@@ -324,7 +339,8 @@ def run_worker(spec: System, drain: bool) -> None:
         backend = open_backend(url)
         try:
             registry = load_registry([spec.sheets])
-            Worker(backend, registry, WorkerSettings(burst=drain, prefetch=batch)).run()
+            prefetch = batch if held is None else held
+            Worker(backend, registry, WorkerSettings(burst=drain, prefetch=prefetch)).run()
         finally:
             backend.close()
     elif system == "procrastinate":
@@ -337,10 +353,12 @@ def run_worker(spec: System, drain: bool) -> None:
 
         asyncio.run(work())
     else:
-        asyncio.run(_pgqueuer_worker(url, drain, batch, synchronous_commit))
+        asyncio.run(_pgqueuer_worker(url, drain, batch, held, synchronous_commit))
 
 
-async def _pgqueuer_worker(url: str, drain: bool, batch: int, synchronous_commit: str) -> None:
+async def _pgqueuer_worker(
+    url: str, drain: bool, batch: int, held: int | None, synchronous_commit: str
+) -> None:
     from datetime import timedelta
 
     import asyncpg
@@ -356,7 +374,12 @@ async def _pgqueuer_worker(url: str, drain: bool, batch: int, synchronous_commit
     loop.add_signal_handler(signal.SIGTERM, manager.shutdown.set)
     mode = types.QueueExecutionMode.drain if drain else types.QueueExecutionMode.continuous
     try:
-        await manager.run(mode=mode, batch_size=batch, dequeue_timeout=timedelta(seconds=1))
+        await manager.run(
+            mode=mode,
+            batch_size=batch,
+            max_concurrent_tasks=held,
+            dequeue_timeout=timedelta(seconds=1),
+        )
     finally:
         await conn.close()
 
@@ -448,6 +471,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                     name,
                     url,
                     batch=args.batch,
+                    held=args.held,
                     synchronous_commit=args.synchronous_commit,
                     queue_limits=args.jobdef_queue,
                 )
@@ -515,7 +539,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--batch",
         type=int,
         default=BATCH,
-        help="jobs per claim: jobdef's worker depth and pgqueuer's batch_size",
+        help="jobs per claim: pgqueuer's batch_size, and the most jobdef's worker holds "
+        "unless --held says otherwise",
+    )
+    parser.add_argument(
+        "--held",
+        type=int,
+        help="the most jobs a worker holds at once, claimed and not yet finished: jobdef's "
+        "prefetch (one handler process), pgqueuer's max_concurrent_tasks (at least twice "
+        "--batch). Default: jobdef holds --batch, pgqueuer has no cap (its default: it "
+        "dequeues the next batch while the last runs), as the first figures were taken",
     )
     parser.add_argument(
         "--jobdef-queue",
@@ -529,7 +562,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.systems = [s for s in args.systems.split(",") if s]
     args.steps = [s for s in args.steps.split(",") if s]
     print(
-        f"{args.jobs} no-op jobs, batch {args.batch}, workers' synchronous_commit "
+        f"{args.jobs} no-op jobs, batch {args.batch}, "
+        f"held {'default' if args.held is None else args.held}, workers' synchronous_commit "
         f"{args.synchronous_commit}, {os.cpu_count()} cores, PostgreSQL at "
         f"{redact(args.url)}, medians of {args.runs} run(s); latency lower is better",
         file=sys.stderr,
