@@ -3,9 +3,10 @@
 Measures, for each system, on a fresh database of its own:
 
 - enqueue, one job per call (each its own transaction), and in bulk (batches);
-- drain of N queued no-op jobs by 1, 2 and 4 worker processes: jobs per second
-  from the first handler start to the last finish, as each system records them
-  in its own tables, and the wall time including process start-up;
+- drain of N no-op jobs by 1, 2 and 4 worker processes, started first and idle
+  when the jobs come (bulk, as above): jobs per second from the first handler start
+  to the last finish, as each system records them in its own tables; and the
+  seconds the workers took to be up, on the empty queue;
 - enqueue-to-start latency with one idle worker (median and 99th percentile), from the same tables.
 
 Each worker takes ``--batch`` jobs per claim (10: pgqueuer's default batch_size).
@@ -45,6 +46,7 @@ from urllib.parse import quote
 
 import psycopg
 
+from drain_cpu import machine_cpu
 from jobdef.redact import redact
 from percentiles import p99
 from pg_store import database_url, drop_database, fresh_database, noop_sheet
@@ -53,6 +55,8 @@ SPAWN = multiprocessing.get_context("spawn")
 SYSTEMS = ("jobdef", "procrastinate", "pgqueuer")
 BULK_BATCH = 1000
 BATCH = 10  # jobs a worker takes per claim: pgqueuer's default batch size
+# The share of one core below which the machine counts as quiet (wait_quiet).
+QUIET = 0.1
 
 
 # -- databases ------------------------------------------------------------------------------
@@ -246,6 +250,19 @@ class System:
         return await self._pgqueuer(work)
 
     # what the system recorded -----------------------------------------------------------
+    def up(self, monitor: psycopg.Connection[Any]) -> int:
+        """How many worker processes are up: jobdef's registered workers (a worker
+        registers once its handler processes are ready); for the others, the sessions
+        open on the database besides ``monitor`` (one or more a worker)."""
+        statement = (
+            "SELECT count(*) FROM jobdef_workers"
+            if self.name == "jobdef"
+            else "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        row = monitor.execute(statement).fetchone()
+        return int(row[0]) if row else 0
+
     def busy(self, monitor: psycopg.Connection[Any]) -> bool:
         """Whether a job is still to run or running, asked on ``monitor``, a session the
         measurement keeps open, through the partial indexes of the states asked (one
@@ -300,14 +317,14 @@ class System:
             return [float(row[0]) for row in conn.execute(statement)]
 
     # workers ----------------------------------------------------------------------------
-    def start_worker(self, drain: bool) -> Any:
-        process = SPAWN.Process(target=run_worker, args=(self, drain))
+    def start_worker(self) -> Any:
+        process = SPAWN.Process(target=run_worker, args=(self,))
         process.start()
         return process
 
 
-def run_worker(spec: System, drain: bool) -> None:
-    """One worker process of ``system``; with ``drain`` it exits once the queue is empty.
+def run_worker(spec: System) -> None:
+    """One worker process of ``system``, at work until it is sent SIGTERM.
 
     ``batch``: jobs taken per claim: pgqueuer's ``batch_size``; jobdef's worker (one
     handler child here) holds at most ``batch`` jobs (``prefetch``) unless ``held``
@@ -340,7 +357,7 @@ def run_worker(spec: System, drain: bool) -> None:
         try:
             registry = load_registry([spec.sheets])
             prefetch = batch if held is None else held
-            Worker(backend, registry, WorkerSettings(burst=drain, prefetch=prefetch)).run()
+            Worker(backend, registry, WorkerSettings(prefetch=prefetch)).run()
         finally:
             backend.close()
     elif system == "procrastinate":
@@ -349,16 +366,14 @@ def run_worker(spec: System, drain: bool) -> None:
 
         async def work() -> None:
             async with app.open_async():
-                await app.run_worker_async(queues=["default"], wait=not drain, concurrency=1)
+                await app.run_worker_async(queues=["default"], wait=True, concurrency=1)
 
         asyncio.run(work())
     else:
-        asyncio.run(_pgqueuer_worker(url, drain, batch, held, synchronous_commit))
+        asyncio.run(_pgqueuer_worker(url, batch, held, synchronous_commit))
 
 
-async def _pgqueuer_worker(
-    url: str, drain: bool, batch: int, held: int | None, synchronous_commit: str
-) -> None:
+async def _pgqueuer_worker(url: str, batch: int, held: int | None, synchronous_commit: str) -> None:
     from datetime import timedelta
 
     import asyncpg
@@ -372,10 +387,9 @@ async def _pgqueuer_worker(
     manager.entrypoint("noop")(_pgqueuer_noop)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, manager.shutdown.set)
-    mode = types.QueueExecutionMode.drain if drain else types.QueueExecutionMode.continuous
     try:
         await manager.run(
-            mode=mode,
+            mode=types.QueueExecutionMode.continuous,
             batch_size=batch,
             max_concurrent_tasks=held,
             dequeue_timeout=timedelta(seconds=1),
@@ -393,25 +407,58 @@ def measure_enqueue(system: System, count: int, bulk: bool) -> float:
 
 
 def measure_drain(system: System, jobs: int, processes: int) -> tuple[float, float]:
-    """(jobs/s from first start to last finish, jobs/s over the wall time with start-up)."""
-    system.enqueue(jobs, bulk=True)
+    """(jobs/s from first start to last finish, seconds until the workers were up).
+
+    The workers start first, on the empty queue, and the jobs come once every one of
+    them is up and the machine is quiet (:func:`wait_quiet`): the drain measures
+    ``processes`` workers at work. Started on a full queue, the first worker up drained
+    while the others were still starting (on 2 cores, four Python processes and their
+    handler processes take about a second of both), and the figure of 4 processes
+    measured their start-up as much as their work."""
     with psycopg.connect(system.url, autocommit=True) as monitor:
         start = time.perf_counter()
-        workers = [system.start_worker(drain=True) for _ in range(processes)]
-        wait_until(lambda: not system.busy(monitor), 600, f"{system.name} drain")
-        wall = time.perf_counter() - start
-    for worker in workers:
-        worker.join(60)
-        if worker.is_alive():
-            worker.kill()
+        workers = [system.start_worker() for _ in range(processes)]
+        try:
+            wait_until(lambda: system.up(monitor) >= processes, 120, f"{system.name} start")
+            wait_quiet(120, f"{system.name} workers idle")
+            ready = time.perf_counter() - start
+            system.enqueue(jobs, bulk=True)
+            wait_until(lambda: not system.busy(monitor), 600, f"{system.name} drain")
+        finally:
+            for worker in workers:
+                stop_worker(worker)
     first, last = system.run_window()
-    return jobs / max(last - first, 1e-9), jobs / wall
+    return jobs / max(last - first, 1e-9), ready
+
+
+def wait_quiet(timeout: float, what: str) -> None:
+    """Wait until the machine's processes together use less than :data:`QUIET` of one
+    core over half a second: the workers started are up and idle (and nothing else
+    is busy)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        before = machine_cpu()
+        time.sleep(0.5)
+        if machine_cpu() - before < QUIET * 0.5:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"benchmark stuck: {what} did not happen within {timeout:.0f}s")
+
+
+def stop_worker(worker: Any) -> None:
+    """Stop a worker process as its operator would (SIGTERM), killed if it lingers."""
+    if worker.is_alive():
+        os.kill(worker.pid, signal.SIGTERM)
+    worker.join(30)
+    if worker.is_alive():
+        worker.kill()
+        worker.join()
 
 
 def measure_latency(system: System, count: int) -> tuple[float, float]:
     """Enqueue-to-start seconds with one idle worker: the median and the 99th percentile
     (nearest rank)."""
-    worker = system.start_worker(drain=False)
+    worker = system.start_worker()
     monitor = psycopg.connect(system.url, autocommit=True)
     try:
         with system.enqueuer() as enqueue:
@@ -426,10 +473,7 @@ def measure_latency(system: System, count: int) -> tuple[float, float]:
                 time.sleep(0.02)  # let the worker go idle again, as a real idle worker is
     finally:
         monitor.close()
-        os.kill(worker.pid, signal.SIGTERM)
-        worker.join(30)
-        if worker.is_alive():
-            worker.kill()
+        stop_worker(worker)
     latencies = sorted(system.latencies()[1:])
     return statistics.median(latencies), p99(latencies)
 
@@ -488,9 +532,9 @@ def run(args: argparse.Namespace) -> list[Row]:
                     record("latency, p99 (ms)", name, p99 * 1000)
                 else:
                     processes = int(step.split()[1])
-                    rate, wall_rate = measure_drain(system, args.jobs, processes)
+                    rate, ready = measure_drain(system, args.jobs, processes)
                     record(f"drain {processes}p (jobs/s)", name, rate)
-                    record(f"drain {processes}p, wall incl. start-up (jobs/s)", name, wall_rate)
+                    record(f"drain {processes}p, workers up (s)", name, ready)
                 print(f"  run {round_ + 1} {name:13} {'; '.join(done)}", file=sys.stderr)
                 done.clear()
             drop_database(args.url, url)
