@@ -11,7 +11,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from jobdef.backends.postgres.engine import PostgresBackend, _complete_params
+from jobdef.backends.postgres.engine import (
+    PLANNED_EITHER_WAY,
+    PostgresBackend,
+    _complete_params,
+)
 from jobdef.backends.records import ClaimOptions, NewJob
 from jobdef.backends.transitions import Completion
 from support import ManualClock
@@ -42,11 +46,16 @@ AS_CONFIGURED = ("auto", "on")
 
 
 def _turn_plan(backend: PostgresBackend, name: str) -> str:
-    """The plan the engine's session makes once for the turn's query ``name``: prepared
-    with its parameters as ``$n``, planned generically under the turn's settings."""
+    """The plan the engine's session makes once for the turn's query ``name``."""
     now = backend.clock()
     params: dict[str, Any] = _complete_params(Completion([], {}, {}), now)
     params |= backend._ends() | backend._claim_params(OPTIONS, now)
+    return _fixed_plan(backend, name, params)
+
+
+def _fixed_plan(backend: PostgresBackend, name: str, params: dict[str, Any]) -> str:
+    """The plan the engine's session makes for the query ``name`` under the turn's
+    settings: prepared with its parameters as ``$n``, planned generically."""
     names: list[str] = []
 
     def placeholder(match: re.Match[str]) -> str:
@@ -60,7 +69,9 @@ def _turn_plan(backend: PostgresBackend, name: str) -> str:
     conn.execute("DEALLOCATE ALL")
     conn.execute(f"PREPARE turn_plan AS {text}", prepare=False)
     values = sql.SQL(", ").join(sql.Literal(params[n]) for n in names)
-    explain = sql.SQL("EXPLAIN EXECUTE turn_plan({})").format(values)
+    explain = sql.SQL("EXPLAIN EXECUTE turn_plan")
+    if names:  # no () for a query without parameters
+        explain += sql.SQL("({})").format(values)
     try:
         return "\n".join(row[0] for row in conn.execute(explain, prepare=False))
     finally:
@@ -104,6 +115,51 @@ def test_other_statements_are_planned_for_their_parameters_after_a_turn(
     assert _planning(pg_backend) == PLANNED_ONCE
     pg_backend.stats()
     assert _planning(pg_backend) == AS_CONFIGURED
+
+
+def _idle_round(backend: PostgresBackend) -> None:
+    """What an idle worker runs on the session between two polls, besides maintenance
+    that only the elected one runs: its view of the fleet, the reclaim, its beat."""
+    backend.worker_rows()
+    backend.expired_leases()
+    backend.beat_worker("w")
+
+
+def test_an_idle_workers_round_leaves_the_sessions_planning_as_it_is(
+    pg_backend: PostgresBackend,
+) -> None:
+    """Each of those statements set the planning back from the poll's, and the next
+    poll set it again: two round trips of an idle worker's four or five a second."""
+    pg_backend.enqueue([NewJob("j", {}, "default") for _ in range(3)])
+    _turn(pg_backend)
+    _idle_round(pg_backend)
+    assert _planning(pg_backend) == PLANNED_ONCE
+    pg_backend.stats()
+    _idle_round(pg_backend)
+    assert _planning(pg_backend) == AS_CONFIGURED
+
+
+# How each statement of PLANNED_EITHER_WAY reads, as it is written to: the workers table
+# (a row a worker) whole, one worker's row by its key, the running jobs by their index.
+READS_EITHER_WAY = {
+    "list_workers": "on jobdef_workers",
+    "beat_worker": "Index Scan using jobdef_workers_pkey",
+    "expired_leases": "using jobdef_jobs_running",
+}
+
+
+@pytest.mark.parametrize("name", sorted(READS_EITHER_WAY))
+def test_a_statement_planned_either_way_reads_as_written_under_the_turns_settings(
+    pg_backend: PostgresBackend, name: str
+) -> None:
+    """Run under the turn's settings (a plan made once, sequential scans off), a statement
+    of PLANNED_EITHER_WAY reads its table as under the session's own: never the jobs
+    table whole."""
+    assert set(READS_EITHER_WAY) == PLANNED_EITHER_WAY
+    params: dict[str, Any] = {"id": "w", "now": pg_backend.clock(), "limit": 100}
+    plan = _fixed_plan(pg_backend, name, params)
+    assert READS_EITHER_WAY[name] in plan, f"{name}:\n{plan}"
+    assert "Seq Scan on jobdef_jobs" not in plan, f"{name}:\n{plan}"
 
 
 def test_a_new_session_plans_the_turn_once_again(pg_backend: PostgresBackend) -> None:

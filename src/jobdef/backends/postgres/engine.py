@@ -115,6 +115,12 @@ MAINTENANCE_LEASE = 10.0
 # small enough that the server writes one chunk while the client checks the args
 # of the next, large enough that each statement's own cost is shared by many.
 ALIKE_CHUNK = 250
+# Statements planned alike however the session plans (queries.sql: fixed_plans, or as
+# the session is configured): one small table read whole, one row by its key, the
+# running jobs through the one index of them. They run under the session's planning as
+# it is: an idle worker's round (its poll, a turn's statement, then these) set the
+# planning back and forth twice, two round trips of its four or five a second.
+PLANNED_EITHER_WAY = frozenset({"list_workers", "beat_worker", "expired_leases"})
 # Writes no page of the dashboard shows: they send no change notification.
 QUIET_WRITES = frozenset(
     {
@@ -194,12 +200,17 @@ class PostgresBackend(
     # Connections -------------------------------------------------------------------------
 
     def _run(
-        self, work: Callable[[Connection], T], *, retry: bool = True, plan_once: bool = False
+        self,
+        work: Callable[[Connection], T],
+        *,
+        retry: bool = True,
+        plan_once: bool | None = False,
     ) -> T:
         """Run ``work`` on the verbs' session (see :meth:`SessionManager.run`).
         ``plan_once``: it runs only statements planned once per session (queries.sql:
         fixed_plans): a worker's turn (claim_jobs, complete_jobs, complete_and_claim)
-        and the change notification sent between turns."""
+        and the change notification sent between turns; None: only statements planned
+        alike either way (:data:`PLANNED_EITHER_WAY`)."""
         return self.sessions.run(work, retry=retry, plan_once=plan_once)
 
     def _q(self, name: str) -> str:
@@ -243,7 +254,9 @@ class PostgresBackend(
     # Primitives of the shared verbs (jobdef.backends.verbs) ----------------------------------
 
     def _read(self, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self._run(lambda conn: _fetch_on(conn, self._q(name), params))
+        return self._run(
+            lambda conn: _fetch_on(conn, self._q(name), params), plan_once=_planning(name)
+        )
 
     def _read_all(self, statements: Sequence[Statement]) -> list[list[dict[str, Any]]]:
         """Read from one snapshot: READ COMMITTED would take one per statement."""
@@ -993,7 +1006,12 @@ class PostgresBackend(
 
     def _rowcount(self, query: str, params: Mapping[str, Any]) -> int:
         """How many rows ``query`` changed."""
-        return int(self._run(lambda conn: conn.execute(self._q(query), params).rowcount))
+        return int(
+            self._run(
+                lambda conn: conn.execute(self._q(query), params).rowcount,
+                plan_once=_planning(query),
+            )
+        )
 
     def try_maintenance_lock(self) -> bool:
         """Whether this engine runs maintenance now: it renewed or took the maintenance
@@ -1130,6 +1148,13 @@ def _claimed(cur: Any) -> _Claimed:
     leased = [row for row in rows if row[id_at] is not None]
     paused = bool(rows and rows[0][names.index("any_paused")])
     return _Claimed(rows, in_claim_order(job_records_by_position(names, leased)), paused)
+
+
+def _planning(name: str) -> bool | None:
+    """How the query ``name`` of queries.sql is to be planned (:meth:`SessionManager.run`'s
+    ``plan_once``): None, either way, for :data:`PLANNED_EITHER_WAY`; else as the session
+    is configured."""
+    return None if name in PLANNED_EITHER_WAY else False
 
 
 def _fetch_on(conn: Connection, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:

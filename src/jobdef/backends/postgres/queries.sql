@@ -61,8 +61,10 @@ WHERE name = 'client_connection_check_interval';
 -- (plan_cache_mode since PostgreSQL 12; the store needs 13, for gen_random_uuid in
 -- migration 0008). Read from pg_settings, as session_settings does its optional
 -- one, this and fresh_plans cost the server ~0.5 ms each (the view makes a row of
--- every setting the server has), at each switch: around every other statement a
--- worker runs between two turns (its maintenance lease, its beat in the registry).
+-- every setting the server has), at each switch: around the statements a worker
+-- runs between two turns, but those planned alike either way, which keep the
+-- session's planning as it is (engine.PLANNED_EITHER_WAY: its beat in the registry,
+-- its read of the workers table, its look for expired leases).
 SELECT set_config('plan_cache_mode', 'force_generic_plan', false),
        set_config('enable_seqscan', 'off', false);
 

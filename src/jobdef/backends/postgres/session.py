@@ -319,7 +319,11 @@ class SessionManager:
         self.connect_timeout = QUICK_CONNECT_TIMEOUT
 
     def run(
-        self, work: Callable[[Connection], T], *, retry: bool = True, plan_once: bool = False
+        self,
+        work: Callable[[Connection], T],
+        *,
+        retry: bool = True,
+        plan_once: bool | None = False,
     ) -> T:
         """Run ``work`` on the engine's connection; after a lost session, reconnect and rerun.
 
@@ -330,7 +334,8 @@ class SessionManager:
 
         ``plan_once``: ``work`` runs only statements whose best plan depends neither
         on their parameters nor on the tables' size (a worker's turn), and they are
-        planned once per session (:attr:`plans`).
+        planned once per session (:attr:`plans`). None: ``work`` runs only statements
+        planned alike either way, under the session's planning as it is.
         """
         with self._lock:
             self.settle()
@@ -413,11 +418,12 @@ class SessionManager:
             f"{first_line(exc)}; check that the server is up"
         )
 
-    def _plan(self, conn: Connection, once: bool) -> None:
+    def _plan(self, conn: Connection, once: bool | None) -> None:
         """Set how the session plans, when that changes: on plans made once, or each
-        statement as the session is configured. Outside of the work's transaction, so
-        that a rollback does not undo it; a new session starts as configured."""
-        if self.plans is None or once == (conn is self._fixed_on):
+        statement as the session is configured (None: left as it is). Outside of the
+        work's transaction, so that a rollback does not undo it; a new session starts as
+        configured."""
+        if self.plans is None or once is None or once == (conn is self._fixed_on):
             return
         conn.execute(self.plans[0] if once else self.plans[1])
         self._fixed_on = conn if once else None
