@@ -605,6 +605,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.workers = [int(n) for n in args.workers.split(",")]
     args.systems = [s for s in args.systems.split(",") if s]
     args.steps = [s for s in args.steps.split(",") if s]
+    if args.held is not None and "pgqueuer" in args.systems and args.held < 2 * args.batch:
+        # pgqueuer refuses it in each worker process, which the bench would wait for.
+        parser.error(f"--held {args.held}: pgqueuer needs at least twice --batch ({args.batch})")
     print(
         f"{args.jobs} no-op jobs, batch {args.batch}, "
         f"held {'default' if args.held is None else args.held}, workers' synchronous_commit "
