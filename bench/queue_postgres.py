@@ -442,7 +442,11 @@ def wait_quiet(timeout: float, what: str) -> None:
         if machine_cpu() - before < QUIET * 0.5:
             return
         if time.monotonic() > deadline:
-            raise SystemExit(f"benchmark stuck: {what} did not happen within {timeout:.0f}s")
+            raise SystemExit(
+                f"benchmark stuck: {what} did not happen within {timeout:.0f}s: the machine "
+                f"never stayed under {QUIET:.0%} of a core for half a second (is something "
+                "else busy on it?)"
+            )
 
 
 def stop_worker(worker: Any) -> None:
