@@ -609,6 +609,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.workers = [int(n) for n in args.workers.split(",")]
     args.systems = [s for s in args.systems.split(",") if s]
     args.steps = [s for s in args.steps.split(",") if s]
+    if args.held is not None and args.held < 1:
+        parser.error(f"--held {args.held}: a worker holds at least one job")
     if args.held is not None and "pgqueuer" in args.systems and args.held < 2 * args.batch:
         # pgqueuer refuses it in each worker process, which the bench would wait for.
         parser.error(f"--held {args.held}: pgqueuer needs at least twice --batch ({args.batch})")
