@@ -29,6 +29,7 @@ from .test_worker import Workers
 pytestmark = pytest.mark.slow
 
 LEASE = 3.0  # the workers' maintenance lease, seconds
+LONG_WAIT = 60.0  # a wait this long ends early only through a notification
 
 
 @pytest.fixture
@@ -251,7 +252,8 @@ def test_a_closing_maintainer_hands_its_lease_on_at_once(
         generation = pg_backend.listener.generation
         assert not second.try_maintenance_lock()
         pg_backend.close()
-        assert second.try_maintenance_lock()
+        # Told on the schema's channel: long before the lease would have lapsed.
+        eventually(second.try_maintenance_lock, 5, "the lease given back is taken")
         assert second.listener.generation == (generation or 0) + 1
 
 
@@ -304,3 +306,66 @@ def test_an_engine_that_does_not_hold_the_lease_asks_without_waiting_on_its_row(
             asking.join()
         assert not waited, "the ask waited for the row's lock"
         assert answers == [False]
+
+
+def _lapse_lease(backend: PostgresBackend) -> None:
+    """End the maintenance lease in its row, as a holder frozen past it would: no
+    notification says so."""
+    query(
+        backend.conninfo,
+        f'UPDATE "{backend.schema}".jobdef_leases SET expires_at = 0 WHERE name = %s',
+        ("maintenance",),
+    )
+
+
+def test_an_engine_refused_the_lease_asks_again_only_once_it_can_have_lapsed(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """Asking at every round, each idle worker of a fleet ran a statement a second that
+    changed nothing. Refused, an engine asks again once the lease it was refused can
+    have lapsed: a lease that lapsed sooner (its holder froze) is taken then."""
+    pg_backend.listener.lease_seconds = 1.0
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as second:
+        assert pg_backend.try_maintenance_lock()
+        assert not second.try_maintenance_lock()
+        _lapse_lease(pg_backend)
+        assert not second.try_maintenance_lock()  # not asked: it would have taken it
+        eventually(second.try_maintenance_lock, 5, "asks once the lease could have lapsed")
+        assert not pg_backend.try_maintenance_lock()
+
+
+def test_behind_a_pooler_an_engine_asks_at_every_round(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """With ?wake=poll nothing listens, so no engine hears a lease given back: each asks
+    at every round, and takes a lease the moment it lapses."""
+    url = f"{postgres_url}{'&' if '?' in postgres_url else '?'}wake=poll"
+    with PostgresBackend(url, schema=pg_backend.schema) as pooled:
+        assert pg_backend.try_maintenance_lock()
+        assert not pooled.try_maintenance_lock()
+        _lapse_lease(pg_backend)
+        assert pooled.try_maintenance_lock()
+
+
+def test_a_lease_given_back_wakes_no_worker_and_what_else_was_heard_is_kept(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """The notice of a lease given back is no enqueue: a waiting worker is not woken to
+    claim by it (it asks for the lease at its next round). An enqueue's wake-up heard
+    while an engine looked for that notice is still its next wait's."""
+    with (
+        PostgresBackend(postgres_url, schema=pg_backend.schema) as first,
+        PostgresBackend(postgres_url, schema=pg_backend.schema) as second,
+        PostgresBackend(postgres_url, schema=pg_backend.schema) as third,
+    ):
+        assert first.try_maintenance_lock()
+        assert not second.try_maintenance_lock()  # both listen from here
+        assert not third.try_maintenance_lock()
+        pg_backend.enqueue([NewJob("noop", {}, "default")])
+        time.sleep(0.5)  # its notification reaches the listening sessions
+        assert not third.try_maintenance_lock()  # reads what came, asks nothing
+        assert [wake.queue for wake in third.wait_for_jobs(0)] == ["default"]
+        assert [wake.queue for wake in second.wait_for_jobs(LONG_WAIT)] == ["default"]
+        first.close()
+        assert second.wait_for_jobs(1.0) == []
+        assert second.try_maintenance_lock()  # heard in the wait: asked at once

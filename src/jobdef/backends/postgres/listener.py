@@ -23,6 +23,14 @@ worker asks before each maintenance round, about every second), so a frozen
 holder is replaced at most ``lease_seconds`` plus one round after its last
 renewal. Two maintainers for a moment (a holder that resumes mid-round) do no
 harm: every maintenance verb is fenced or idempotent.
+
+An engine refused the lease does not ask again before the lease it was refused
+can lapse (the answer says when, by the server's clock): asking every round, each
+idle worker of a fleet ran a statement a second that changed nothing. A holder
+that stops gives its lease back and says so on the schema's channel
+(:data:`LEASE_FREED`): the others, hearing it, ask at their next round. Behind a
+transaction pooler nothing hears it, so there each engine asks every round, as
+the holder does.
 """
 
 from __future__ import annotations
@@ -56,6 +64,10 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 log = logging.getLogger("jobdef.worker")
 
 LEASE_NAME = "maintenance"
+
+# The notification a holder that gives its lease back sends on the schema's channel:
+# no queue's name (they match ^[a-z][a-z0-9_-]*$), so no enqueue's wake-up either.
+LEASE_FREED = "jobdef:lease-freed"
 
 
 def holder_id() -> str:
@@ -98,6 +110,11 @@ class Listener:
         self.own_channel = own_channel()
         # The lease generation this engine holds (None: it does not maintain).
         self.generation: int | None = None
+        # Refused the lease, this engine asks again no sooner (time.monotonic()): when
+        # the lease it was refused lapses, or once it hears LEASE_FREED.
+        self._ask_after = 0.0
+        # Wake-ups heard while looking for LEASE_FREED, for the next wait_for_jobs.
+        self._unread: list[Wakeup] = []
         self._pid = os.getpid()
         self._session_lock = threading.RLock()
         self._wakes = WakePipe()
@@ -106,6 +123,7 @@ class Listener:
         if os.getpid() != self._pid:
             keep_inherited(self._session)
             self._session = None
+            self._unread = []
             self.holder, self.generation = holder_id(), None
             self.own_channel = own_channel()
             self._pid = os.getpid()
@@ -123,10 +141,13 @@ class Listener:
         Renews the maintenance lease this engine holds, or takes it when it is
         free or has lapsed; False while another engine holds it, or when the
         server cannot be reached. Call it before each maintenance round, more
-        often than ``lease_seconds``.
+        often than ``lease_seconds``. Refused, the engine asks the server again
+        only once that lease can have lapsed, or been given back.
         """
         with self._session_lock:
             held = self.generation
+            if held is None and not self._may_ask():
+                return False
             params = self._lease_params(held)
             try:
                 if self.pooled is not None:
@@ -140,7 +161,10 @@ class Listener:
                 # Not maintaining while the server is out of reach; the generation is
                 # kept, so the lease is renewed when it comes back if it has not lapsed.
                 return False
-            self.generation = None if row is None else int(row[0])
+            self.generation = None if row is None or row[0] is None else int(row[0])
+            if self.generation is None and self.pooled is None:
+                lapses_in = self.lease_seconds if row is None or row[2] is None else row[2]
+                self._ask_after = time.monotonic() + max(0.0, min(lapses_in, self.lease_seconds))
             if self.generation is not None and self.generation != held:
                 log.info(
                     "this worker maintains now (reclaim, pruning, results, scheduler, outbox): "
@@ -156,6 +180,23 @@ class Listener:
                 )
             return self.generation is not None
 
+    def _may_ask(self) -> bool:
+        """Whether this engine, which holds no lease, asks for it now: behind a pooler,
+        always; else once the lease it was refused can have lapsed, or when the
+        listening session heard it given back (what else it heard is kept for
+        :meth:`wait_for_jobs`)."""
+        if self.pooled is not None or time.monotonic() >= self._ask_after:
+            return True
+        session = self._session
+        if session is None or session.closed or session.broken:
+            return True  # the ask opens it again; a notice sent meanwhile is lost
+        try:
+            self._unread.extend(self._heard(session))
+        except psycopg.Error:
+            self._drop_session()
+            return True
+        return time.monotonic() >= self._ask_after
+
     def _lease_params(self, generation: int | None) -> dict[str, object]:
         return {
             "name": LEASE_NAME,
@@ -167,8 +208,9 @@ class Listener:
     def _give_back(self) -> None:
         """Let the next engine take the lease at once (this one is closing)."""
         held, self.generation = self.generation, None
+        params = self._lease_params(held) | {"channel": self.channel, "notice": LEASE_FREED}
         if held is not None and self.pooled is not None:
-            params, give_back = self._lease_params(held), self._give_back_sql
+            give_back = self._give_back_sql
             with contextlib.suppress(BackendError):
                 self.pooled.run(lambda conn: conn.execute(give_back, params), retry=False)
             return
@@ -176,7 +218,7 @@ class Listener:
         if held is None or session is None or session.closed or session.broken:
             return
         with contextlib.suppress(psycopg.Error):
-            session.execute(self._give_back_sql, self._lease_params(held))
+            session.execute(self._give_back_sql, params)
 
     @property
     def listening(self) -> bool:
@@ -213,13 +255,17 @@ class Listener:
                     raise BackendError("no listening session behind a transaction pooler")
                 session = self._listening_session()
             except BackendError:
+                if self._unread:
+                    heard, self._unread = self._unread, []
+                    return heard
                 select.select([wake_fd], [], [], timeout)
                 return [Wakeup()] if self._wakes.drain() else []
             deadline = time.monotonic() + timeout
             try:
                 # Notifications that came while the session ran another statement
                 # (the maintenance lease) wait in psycopg's backlog: read them first.
-                while not (heard := self._heard(session)):
+                heard, self._unread = self._unread, []
+                while not (heard := heard or self._heard(session)):
                     if session.broken:
                         raise psycopg.OperationalError("the listening session was lost")
                     remaining = deadline - time.monotonic()
@@ -240,10 +286,16 @@ class Listener:
         """End a :meth:`wait_for_jobs` at once (safe in a signal handler or another thread)."""
         self._wakes.wake()
 
-    @staticmethod
-    def _heard(session: Connection) -> list[Wakeup]:
-        """Every notification that has come, without waiting."""
-        return [Wakeup.parse(note.payload) for note in session.notifies(timeout=0)]
+    def _heard(self, session: Connection) -> list[Wakeup]:
+        """Every notification that has come, without waiting; a lease given back
+        (:data:`LEASE_FREED`) is no wake-up: this engine asks for it at its next round."""
+        heard = []
+        for note in session.notifies(timeout=0):
+            if note.payload == LEASE_FREED:
+                self._ask_after = 0.0
+            else:
+                heard.append(Wakeup.parse(note.payload))
+        return heard
 
     def _listening_session(self) -> Connection:
         """The long-lived session that listens for enqueues and renews the maintenance lease."""

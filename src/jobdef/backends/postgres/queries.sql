@@ -1156,12 +1156,15 @@ SELECT pg_advisory_xact_lock(%(key)s);
 -- a holder frozen past its lease finds its generation gone. Times are the
 -- server's (clock_timestamp(): now() would be the start of the transaction),
 -- so hosts whose clocks disagree still agree on when the lease lapses.
--- `previous` is the holder before this statement (its snapshot's).
+-- One row: `generation`, NULL when another engine holds the lease; `previous`, the
+-- holder before this statement (its snapshot's); `lapses_in`, the seconds until the
+-- lease this statement found lapses, by the server's clock (NULL: none found), which
+-- an engine refused waits before it asks again (listener.py).
 -- While another engine holds the lease and it has not lapsed (by the snapshot),
 -- nothing is inserted: ON CONFLICT DO UPDATE locks the row even when its WHERE
--- refuses the update, and every worker asks at each maintenance round (about every
--- second), so each would wait for the last one's lock to commit, a queue of the
--- fleet's WAL flushes on one row.
+-- refuses the update, and engines that do not hold the lease ask too, so each
+-- would wait for the last one's lock to commit, a queue of the fleet's WAL flushes
+-- on one row.
 WITH prior AS (
     SELECT holder, expires_at FROM {schema}.jobdef_leases WHERE name = %(name)s
 ),
@@ -1183,12 +1186,21 @@ taken AS (
        OR l.expires_at < extract(epoch FROM clock_timestamp())
     RETURNING l.generation
 )
-SELECT taken.generation, (SELECT holder FROM prior) AS previous FROM taken;
+SELECT (SELECT generation FROM taken) AS generation,
+       (SELECT holder FROM prior) AS previous,
+       ((SELECT expires_at FROM prior) - extract(epoch FROM clock_timestamp()))::float8
+           AS lapses_in;
 
 -- name: give_back_lease
--- A holder that stops lets the next engine take its lease at once.
-UPDATE {schema}.jobdef_leases SET expires_at = 0
-WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s;
+-- A holder that stops lets the next engine take its lease at once, and says so on
+-- the schema's channel (`notice`, listener.LEASE_FREED): the engines waiting for the
+-- lease to lapse ask again at their next round.
+WITH given AS (
+    UPDATE {schema}.jobdef_leases SET expires_at = 0
+    WHERE name = %(name)s AND holder = %(holder)s AND generation = %(generation)s
+    RETURNING name
+)
+SELECT pg_notify(%(channel)s, %(notice)s) FROM given;
 
 -- name: server_time
 -- PostgreSQL only: the engine's clock is the server's (see clock.py), read now and
