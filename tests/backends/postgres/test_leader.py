@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from jobdef.backends.postgres.engine import MAINTENANCE_LEASE, PostgresBackend
-from jobdef.backends.records import NewJob
+from jobdef.backends.postgres.listener import UNREAD_MOST
+from jobdef.backends.records import NewJob, Wakeup
 from support import eventually
 
 from .helpers import query, terminate
@@ -369,3 +370,23 @@ def test_a_lease_given_back_wakes_no_worker_and_what_else_was_heard_is_kept(
         first.close()
         assert second.wait_for_jobs(1.0) == []
         assert second.try_maintenance_lock()  # heard in the wait: asked at once
+
+
+def test_a_busy_engine_keeps_a_bounded_number_of_the_wake_ups_it_read(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """A busy worker looks for the lease's notice every round and waits for jobs only
+    once idle: the wake-ups it read meanwhile are kept up to UNREAD_MOST, past that as
+    one that looks at every queue (which says all the others would)."""
+    with (
+        PostgresBackend(postgres_url, schema=pg_backend.schema) as first,
+        PostgresBackend(postgres_url, schema=pg_backend.schema) as second,
+    ):
+        assert first.try_maintenance_lock()
+        assert not second.try_maintenance_lock()
+        for _ in range(2 * UNREAD_MOST):  # each enqueue notifies
+            pg_backend.enqueue([NewJob("noop", {}, "default")])
+        time.sleep(1.0)  # their notifications reach the listening session
+        for _ in range(20):  # each look reads what one packet brought
+            assert not second.try_maintenance_lock()
+        assert second.wait_for_jobs(0) == [Wakeup()]

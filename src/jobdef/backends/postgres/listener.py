@@ -69,6 +69,10 @@ LEASE_NAME = "maintenance"
 # no queue's name (they match ^[a-z][a-z0-9_-]*$), so no enqueue's wake-up either.
 LEASE_FREED = "jobdef:lease-freed"
 
+# The most wake-ups kept from a look for LEASE_FREED (a busy worker looks every round,
+# and waits for jobs only once idle): past that, one that looks at every queue.
+UNREAD_MOST = 256
+
 
 def holder_id() -> str:
     """host:pid:random: who holds the lease, unique across hosts and restarts."""
@@ -195,6 +199,8 @@ class Listener:
         except psycopg.Error:
             self._drop_session()
             return True
+        if len(self._unread) > UNREAD_MOST or Wakeup() in self._unread:
+            self._unread = [Wakeup()]  # every queue: the rest says no more
         return time.monotonic() >= self._ask_after
 
     def _lease_params(self, generation: int | None) -> dict[str, object]:
