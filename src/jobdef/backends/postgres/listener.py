@@ -127,7 +127,7 @@ class Listener:
         if os.getpid() != self._pid:
             keep_inherited(self._session)
             self._session = None
-            self._unread = []
+            self._unread, self._ask_after = [], 0.0
             self.holder, self.generation = holder_id(), None
             self.own_channel = own_channel()
             self._pid = os.getpid()
