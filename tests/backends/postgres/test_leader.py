@@ -390,3 +390,19 @@ def test_a_busy_engine_keeps_a_bounded_number_of_the_wake_ups_it_read(
         for _ in range(20):  # each look reads what one packet brought
             assert not second.try_maintenance_lock()
         assert second.wait_for_jobs(0) == [Wakeup()]
+
+
+def test_a_busy_maintainer_keeps_a_bounded_number_of_the_wake_ups_its_renewals_read(
+    pg_backend: PostgresBackend, postgres_url: str
+) -> None:
+    """The maintainer renews its lease on the listening session at every round: what
+    arrived meanwhile went to the driver's backlog, which kept every notification of a
+    busy maintainer until it next waited for jobs. It is kept as a waiting engine's is."""
+    with PostgresBackend(postgres_url, schema=pg_backend.schema) as maintainer:
+        assert maintainer.try_maintenance_lock()
+        for _ in range(2 * UNREAD_MOST):  # each enqueue notifies
+            pg_backend.enqueue([NewJob("noop", {}, "default")])
+        time.sleep(1.0)  # their notifications reach the listening session
+        for _ in range(20):  # each renewal reads what came
+            assert maintainer.try_maintenance_lock()
+        assert maintainer.wait_for_jobs(0) == [Wakeup()]

@@ -69,8 +69,10 @@ LEASE_NAME = "maintenance"
 # no queue's name (they match ^[a-z][a-z0-9_-]*$), so no enqueue's wake-up either.
 LEASE_FREED = "jobdef:lease-freed"
 
-# The most wake-ups kept from a look for LEASE_FREED (a busy worker looks every round,
-# and waits for jobs only once idle): past that, one that looks at every queue.
+# The most wake-ups kept from the listening session between two waits for jobs: a
+# busy worker reads them at each maintenance round (its lease asked for or renewed,
+# or looked for), and waits for jobs only once idle. Past that, one that looks at
+# every queue.
 UNREAD_MOST = 256
 
 
@@ -169,6 +171,10 @@ class Listener:
             if self.generation is None and self.pooled is None:
                 lapses_in = self.lease_seconds if row is None or row[2] is None else row[2]
                 self._ask_after = time.monotonic() + max(0.0, min(lapses_in, self.lease_seconds))
+            if self.pooled is None and self._session is not None:
+                # What came while it ran went to psycopg's backlog, which keeps all; a
+                # lease given back since the answer is heard now, after it.
+                self._take_in(self._session)
             if self.generation is not None and self.generation != held:
                 log.info(
                     "this worker maintains now (reclaim, pruning, results, scheduler, outbox): "
@@ -194,14 +200,20 @@ class Listener:
         session = self._session
         if session is None or session.closed or session.broken:
             return True  # the ask opens it again; a notice sent meanwhile is lost
+        return not self._take_in(session) or time.monotonic() >= self._ask_after
+
+    def _take_in(self, session: Connection) -> bool:
+        """Keep what the listening session heard for the next :meth:`wait_for_jobs`, at
+        most :data:`UNREAD_MOST` wake-ups (past that, one of every queue). False when
+        the session was lost (dropped: the next use opens another)."""
         try:
             self._unread.extend(self._heard(session))
         except psycopg.Error:
             self._drop_session()
-            return True
+            return False
         if len(self._unread) > UNREAD_MOST or Wakeup() in self._unread:
             self._unread = [Wakeup()]  # every queue: the rest says no more
-        return time.monotonic() >= self._ask_after
+        return True
 
     def _lease_params(self, generation: int | None) -> dict[str, object]:
         return {
