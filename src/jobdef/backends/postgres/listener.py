@@ -167,9 +167,10 @@ class Listener:
                 # Not maintaining while the server is out of reach; the generation is
                 # kept, so the lease is renewed when it comes back if it has not lapsed.
                 return False
-            self.generation = None if row is None or row[0] is None else int(row[0])
+            assert row is not None  # take_lease answers one row, taken or not
+            self.generation = None if row[0] is None else int(row[0])
             if self.generation is None and self.pooled is None:
-                lapses_in = self.lease_seconds if row is None or row[2] is None else row[2]
+                lapses_in = self.lease_seconds if row[2] is None else row[2]
                 self._ask_after = time.monotonic() + max(0.0, min(lapses_in, self.lease_seconds))
             if self.pooled is None and self._session is not None:
                 # What came while it ran went to psycopg's backlog, which keeps all; a
